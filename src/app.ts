@@ -1,0 +1,78 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import express, { type Express, Router } from 'express';
+import type { Container } from './container';
+import { DomainError } from './domain/errors';
+import { assetsRouter, type UrlUploader } from './http/rest/assets.router';
+import { contentRouter } from './http/rest/content.router';
+import { errorMiddleware } from './http/rest/errors';
+import { authenticate, requestId } from './http/rest/middleware';
+import { tagsRouter } from './http/rest/tags.router';
+
+/** Extra routers and handlers that later modules mount (downloads, GraphQL), without app.ts knowing them. */
+export interface AppExtensions {
+  /** Routers mounted under /api after authentication. */
+  apiRouters?: Router[];
+  /** Mounted at the root before /api (e.g. /graphql, which authenticates itself). */
+  rootRouters?: Router[];
+  urlUploader?: UrlUploader;
+}
+
+export function createApp(c: Container, ext: AppExtensions = {}): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestId());
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks: Record<string, string> = {};
+    await c.database.prisma.$queryRaw`SELECT 1`.then(
+      () => (checks.database = 'ok'),
+      (err: Error) => (checks.database = `error: ${err.message}`),
+    );
+    await c.blobStore.ping().then(
+      () => (checks.storage = 'ok'),
+      (err: Error) => (checks.storage = `error: ${err.message}`),
+    );
+    const ok = Object.values(checks).every((v) => v === 'ok');
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
+  });
+  app.get('/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(openapiText());
+  });
+
+  for (const r of ext.rootRouters ?? []) app.use(r);
+
+  const api = Router();
+  api.use(authenticate(c.apiKeys));
+  api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader }));
+  api.use(
+    contentRouter({
+      assets: c.assets,
+      presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
+    }),
+  );
+  api.use(tagsRouter({ assets: c.assets }));
+  for (const r of ext.apiRouters ?? []) api.use(r);
+  app.use('/api', api);
+
+  app.use((req, _res, next) => {
+    next(new DomainError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
+  });
+  app.use(errorMiddleware(c.logger));
+  return app;
+}
+
+let openapiCache: string | undefined;
+function openapiText(): string {
+  if (openapiCache === undefined) {
+    let dir = __dirname;
+    for (let i = 0; i < 4 && !fs.existsSync(path.join(dir, 'openapi.yaml')); i++) dir = path.dirname(dir);
+    openapiCache = fs.readFileSync(path.join(dir, 'openapi.yaml'), 'utf8');
+  }
+  return openapiCache;
+}

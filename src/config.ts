@@ -1,0 +1,163 @@
+import path from 'node:path';
+
+/** Every setting of the service, parsed once at start from the environment (contract section 1). */
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  /** External PostgreSQL; undefined means "start the embedded one under dataDir". */
+  readonly databaseUrl: string | undefined;
+  readonly storage: StorageConfig;
+  readonly apiKeys: readonly BootstrapKey[];
+  readonly huggingFace: { readonly endpoint: string; readonly token: string | undefined };
+  readonly civitai: { readonly endpoint: string; readonly token: string | undefined };
+  readonly downloadBlockPrivateNetworks: boolean;
+  readonly maxUploadBytes: number;
+  readonly logLevel: LogLevel;
+  /** Seconds an unreferenced content stays before its blob is removed. */
+  readonly contentGcGraceSeconds: number;
+  /** Which parts this process runs: HTTP, job workers, or both. */
+  readonly role: 'all' | 'api' | 'worker';
+  /** Size of the PostgreSQL connection pool used for requests. */
+  readonly databasePoolSize: number;
+}
+
+export type StorageConfig =
+  | { readonly backend: 'fs' }
+  | {
+      readonly backend: 's3';
+      readonly bucket: string;
+      readonly endpoint: string | undefined;
+      readonly region: string;
+      readonly forcePathStyle: boolean;
+      readonly prefix: string;
+      readonly presignedDownloads: boolean;
+    };
+
+export interface BootstrapKey {
+  readonly owner: string;
+  readonly key: string;
+  readonly admin: boolean;
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Parses the environment; throws one ConfigError that lists every bad variable. */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const problems: string[] = [];
+  const str = (name: string, dflt: string): string => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? dflt : v.trim();
+  };
+  const optional = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  const int = (name: string, dflt: number, min: number, max: number): number => {
+    const raw = optional(name);
+    if (raw === undefined) return dflt;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name}=${JSON.stringify(raw)}: expected a whole number from ${min} to ${max}`);
+      return dflt;
+    }
+    return Number(raw);
+  };
+  const bool = (name: string, dflt: boolean): boolean => {
+    const raw = optional(name)?.toLowerCase();
+    if (raw === undefined) return dflt;
+    if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+    if (['false', '0', 'no', 'off'].includes(raw)) return false;
+    problems.push(`${name}=${JSON.stringify(env[name])}: expected true or false`);
+    return dflt;
+  };
+  const url = (name: string, dflt: string): string => {
+    const raw = str(name, dflt);
+    try {
+      const u = new URL(raw);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+      return u.origin + u.pathname.replace(/\/+$/, '');
+    } catch {
+      problems.push(`${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
+      return dflt;
+    }
+  };
+  const keys = (name: string, admin: boolean): BootstrapKey[] => {
+    const raw = optional(name);
+    if (raw === undefined) return [];
+    const out: BootstrapKey[] = [];
+    for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+      const i = entry.indexOf(':');
+      const owner = i >= 0 ? entry.slice(0, i).trim() : 'default';
+      const key = i >= 0 ? entry.slice(i + 1).trim() : entry;
+      if (!owner || !/^[\w.@-]{1,128}$/.test(owner)) {
+        problems.push(`${name}: owner ${JSON.stringify(owner)} must be 1-128 letters, digits, '.', '@', '_' or '-'`);
+      } else if (key.length < 8) {
+        problems.push(`${name}: the key of owner ${JSON.stringify(owner)} is shorter than 8 characters`);
+      } else {
+        out.push({ owner, key, admin });
+      }
+    }
+    return out;
+  };
+
+  const logLevel = str('LOG_LEVEL', 'info').toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
+
+  const backend = str('STORAGE_BACKEND', 'fs').toLowerCase();
+  let storage: StorageConfig = { backend: 'fs' };
+  if (backend === 's3') {
+    const bucket = optional('S3_BUCKET');
+    if (!bucket) problems.push('S3_BUCKET: required when STORAGE_BACKEND=s3');
+    const endpoint = optional('S3_ENDPOINT');
+    if (endpoint !== undefined) url('S3_ENDPOINT', endpoint);
+    storage = {
+      backend: 's3',
+      bucket: bucket ?? '',
+      endpoint,
+      region: str('S3_REGION', str('AWS_REGION', 'us-east-1')),
+      forcePathStyle: bool('S3_FORCE_PATH_STYLE', false),
+      prefix: str('S3_PREFIX', '').replace(/^\/+|\/+$/g, ''),
+      presignedDownloads: bool('S3_PRESIGNED_DOWNLOADS', false),
+    };
+  } else if (backend !== 'fs') {
+    problems.push(`STORAGE_BACKEND=${JSON.stringify(env.STORAGE_BACKEND)}: expected fs or s3`);
+  }
+
+  const databaseUrl = optional('DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL: expected a postgres:// or postgresql:// URL');
+  }
+
+  const role = str('ROLE', 'all').toLowerCase();
+  if (!['all', 'api', 'worker'].includes(role)) problems.push(`ROLE=${JSON.stringify(env.ROLE)}: expected all, api or worker`);
+
+  const host = str('HOST', '127.0.0.1');
+  const config: Config = {
+    port: int('PORT', 8080, 0, 65535),
+    host,
+    dataDir: path.resolve(str('DATA_DIR', './data')),
+    databaseUrl,
+    storage,
+    apiKeys: [...keys('API_KEYS', false), ...keys('ADMIN_API_KEYS', true)],
+    huggingFace: { endpoint: url('HF_ENDPOINT', 'https://huggingface.co'), token: optional('HF_TOKEN') },
+    civitai: { endpoint: url('CIVITAI_ENDPOINT', 'https://civitai.com'), token: optional('CIVITAI_API_TOKEN') },
+    downloadBlockPrivateNetworks: bool('DOWNLOAD_BLOCK_PRIVATE_NETWORKS', true),
+    maxUploadBytes: int('MAX_UPLOAD_BYTES', 68719476736, 0, Number.MAX_SAFE_INTEGER),
+    logLevel,
+    contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
+    role: role as Config['role'],
+    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({ ...config, ...overrides });
+}

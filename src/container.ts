@@ -1,0 +1,87 @@
+import path from 'node:path';
+import type { Config } from './config';
+import { AssetRepository } from './domain/assets/asset.repository';
+import { AssetService, CONTENT_GC_JOB } from './domain/assets/asset.service';
+import { ApiKeyService } from './domain/auth/api-key.service';
+import { ContentRepository } from './domain/content/content.repository';
+import { ContentService } from './domain/content/content.service';
+import type { BlobStore } from './infra/blob-store/blob-store';
+import { FsBlobStore } from './infra/blob-store/fs';
+import { S3BlobStore } from './infra/blob-store/s3';
+import type { Logger } from './infra/logger';
+import { createDatabase, type Database } from './infra/prisma';
+import { JobQueue } from './infra/queue';
+
+/** The composition root: every long-lived object of the service, built once from the config. */
+export interface Container {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  blobStore: BlobStore;
+  queue: JobQueue;
+  apiKeys: ApiKeyService;
+  content: ContentService;
+  assets: AssetService;
+  /** Closes everything in reverse order of creation. */
+  close(): Promise<void>;
+}
+
+export const BLOB_TEMP_SWEEP_JOB = 'blob.sweep-temps';
+export const CONTENT_GC_SWEEP_JOB = 'content.gc-sweep';
+
+export async function createBlobStore(config: Config): Promise<BlobStore> {
+  if (config.storage.backend === 's3') {
+    return new S3BlobStore(config.storage) as unknown as BlobStore;
+  }
+  return new FsBlobStore(path.join(config.dataDir, 'blobs'));
+}
+
+export async function buildContainer(config: Config, logger: Logger, databaseUrl: string): Promise<Container> {
+  const database = createDatabase(databaseUrl, config.databasePoolSize);
+  const blobStore = await createBlobStore(config);
+  await blobStore.init();
+  const queue = await JobQueue.create(databaseUrl, logger);
+  const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
+  const content = new ContentService(new ContentRepository(database.prisma), blobStore, database.pool, logger, {
+    maxUploadBytes: config.maxUploadBytes,
+    gcGraceSeconds: config.contentGcGraceSeconds,
+  });
+  const assets = new AssetService(database.prisma, new AssetRepository(database.prisma), content, queue);
+
+  queue.define<{ blake3: string }>({
+    name: CONTENT_GC_JOB,
+    handler: async ({ blake3 }) => {
+      await content.collect(blake3);
+    },
+  });
+  queue.define({
+    name: CONTENT_GC_SWEEP_JOB,
+    cron: '*/15 * * * *',
+    handler: async () => {
+      await content.collectExpired();
+    },
+  });
+  queue.define({
+    name: BLOB_TEMP_SWEEP_JOB,
+    cron: '17 * * * *',
+    handler: async () => {
+      const n = await blobStore.sweepTemps(24 * 3600 * 1000);
+      if (n > 0) logger.info('removed stale temporary blobs', { count: n });
+    },
+  });
+
+  return {
+    config,
+    logger,
+    database,
+    blobStore,
+    queue,
+    apiKeys,
+    content,
+    assets,
+    close: async () => {
+      await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
+      await database.close();
+    },
+  };
+}

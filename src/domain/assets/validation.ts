@@ -1,0 +1,97 @@
+import { DomainError } from '../errors';
+import type { AssetCreateFields, AssetUpdateFields } from './asset.types';
+
+/** Field limits of contract section 2, shared by REST and GraphQL so both reject the same input. */
+export const LIMITS = {
+  nameLength: 512,
+  tagCount: 64,
+  tagLength: 128,
+  userMetadataBytes: 256 * 1024,
+  mimeTypeLength: 255,
+} as const;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);
+
+const invalid = (message: string, field?: string): DomainError =>
+  new DomainError('INVALID_BODY', message, field ? { field } : undefined);
+
+/** Trimmed, lower-cased, empty ones dropped, duplicates removed, first-seen order kept. */
+export function normalizeTags(value: unknown, field = 'tags'): string[] {
+  if (!Array.isArray(value)) throw invalid(`${field} must be a list of strings`, field);
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const t of value) {
+    if (typeof t !== 'string') throw invalid(`${field} must be a list of strings`, field);
+    const tag = t.trim().toLowerCase();
+    if (tag === '' || seen.has(tag)) continue;
+    if (tag.length > LIMITS.tagLength) throw invalid(`each tag must be at most ${LIMITS.tagLength} characters`, field);
+    seen.add(tag);
+    out.push(tag);
+  }
+  if (out.length > LIMITS.tagCount) throw invalid(`at most ${LIMITS.tagCount} tags are allowed`, field);
+  return out;
+}
+
+export function validateName(value: unknown, field = 'name'): string {
+  if (typeof value !== 'string') throw invalid(`${field} must be a string`, field);
+  const name = value.trim();
+  if (name === '') throw invalid(`${field} must not be empty`, field);
+  if (name.length > LIMITS.nameLength) throw invalid(`${field} must be at most ${LIMITS.nameLength} characters`, field);
+  if (/[\u0000]/.test(name)) throw invalid(`${field} must not contain NUL characters`, field);
+  return name;
+}
+
+export function validateMimeType(value: unknown, field = 'mime_type'): string {
+  if (typeof value !== 'string') throw invalid(`${field} must be a string`, field);
+  const mime = value.trim().toLowerCase();
+  if (mime.length > LIMITS.mimeTypeLength || !/^[a-z0-9][\w.+-]*\/[\w.+-]+(\s*;.*)?$/.test(mime)) {
+    throw invalid(`${field} must be a MIME type such as image/png`, field);
+  }
+  return mime;
+}
+
+export function validateUserMetadata(value: unknown, field = 'user_metadata'): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalid(`${field} must be a JSON object`, field);
+  }
+  const size = Buffer.byteLength(JSON.stringify(value));
+  if (size > LIMITS.userMetadataBytes) {
+    throw new DomainError('PAYLOAD_TOO_LARGE', `${field} must be at most ${LIMITS.userMetadataBytes} bytes of JSON`, { field });
+  }
+  // PostgreSQL jsonb cannot hold NUL characters in strings.
+  if (JSON.stringify(value).includes('\\u0000')) throw invalid(`${field} must not contain NUL characters`, field);
+  return value as Record<string, unknown>;
+}
+
+export function validateUuid(value: unknown, field: string): string {
+  if (!isUuid(value)) throw invalid(`${field} must be a UUID`, field);
+  return value.toLowerCase();
+}
+
+/** Validates the optional creation fields of any create route (upload, URL upload, from-hash, download). */
+export function validateCreateFields(input: Record<string, unknown>): AssetCreateFields {
+  const out: AssetCreateFields = {};
+  if (input.id !== undefined && input.id !== null) out.id = validateUuid(input.id, 'id');
+  if (input.name !== undefined && input.name !== null) out.name = validateName(input.name);
+  if (input.mime_type !== undefined && input.mime_type !== null) out.mimeType = validateMimeType(input.mime_type);
+  if (input.tags !== undefined && input.tags !== null) out.tags = normalizeTags(input.tags);
+  if (input.user_metadata !== undefined && input.user_metadata !== null) out.userMetadata = validateUserMetadata(input.user_metadata);
+  if (input.preview_id !== undefined && input.preview_id !== null) out.previewId = validateUuid(input.preview_id, 'preview_id');
+  if (input.prompt_id !== undefined && input.prompt_id !== null) out.promptId = validateUuid(input.prompt_id, 'prompt_id');
+  return out;
+}
+
+/** PUT body: at least one of the five fields; all five are applied; `preview_id: null` clears the preview. */
+export function validateUpdateFields(input: Record<string, unknown>): AssetUpdateFields {
+  const out: AssetUpdateFields = {};
+  if (input.name !== undefined) out.name = validateName(input.name);
+  if (input.mime_type !== undefined) out.mimeType = validateMimeType(input.mime_type);
+  if (input.tags !== undefined) out.tags = normalizeTags(input.tags);
+  if (input.user_metadata !== undefined) out.userMetadata = validateUserMetadata(input.user_metadata);
+  if (input.preview_id !== undefined) out.previewId = input.preview_id === null ? null : validateUuid(input.preview_id, 'preview_id');
+  if (Object.keys(out).length === 0) {
+    throw invalid('provide at least one of name, tags, mime_type, preview_id, user_metadata');
+  }
+  return out;
+}

@@ -1,0 +1,161 @@
+import type { Readable } from 'node:stream';
+import type { Pool } from 'pg';
+import type { BlobStore, TempBlob } from '../../infra/blob-store/blob-store';
+import type { Logger } from '../../infra/logger';
+import { contentLockKey, type Tx } from '../../infra/prisma';
+import { DomainError } from '../errors';
+import type { ContentRecord, ContentRepository } from './content.repository';
+import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
+import { detectMime } from './mime';
+
+/** Bytes written to a temporary blob and hashed, not yet committed under their hash. */
+export interface IngestedContent {
+  temp: TempBlob;
+  digest: ContentDigest;
+  /** MIME type from the first bytes, if recognisable. */
+  sniffedMime: string | undefined;
+}
+
+/**
+ * Stored content: streaming ingest (hash while writing), atomic commit under the content address, lookups by hash,
+ * and garbage collection of content no asset refers to.
+ */
+export class ContentService {
+  constructor(
+    private readonly repo: ContentRepository,
+    private readonly blobs: BlobStore,
+    private readonly pool: Pool,
+    private readonly logger: Logger,
+    private readonly opts: { maxUploadBytes: number; gcGraceSeconds: number },
+  ) {}
+
+  get maxUploadBytes(): number {
+    return this.opts.maxUploadBytes;
+  }
+
+  /** Streams `source` into a temporary blob while computing BLAKE3 + SHA-256; nothing remains if it fails. */
+  async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number } = {}): Promise<IngestedContent> {
+    const hasher = new DualHasher();
+    let head: Buffer | undefined;
+    const temp = await this.blobs.writeTemp(
+      hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead: (h) => (head = h) }),
+    );
+    return { temp, digest: hasher.digest(), sniffedMime: head && head.length > 0 ? detectMime(head, undefined) : undefined };
+  }
+
+  /** Hashes `source` without keeping it (upload fast path: the content is already stored). */
+  async digestOnly(source: AsyncIterable<Buffer>, opts: { maxBytes?: number } = {}): Promise<ContentDigest> {
+    const hasher = new DualHasher();
+    for await (const chunk of hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes })) void chunk;
+    return hasher.digest();
+  }
+
+  async discard(ingested: IngestedContent): Promise<void> {
+    await this.blobs.discard(ingested.temp).catch((err) => this.logger.warn('could not remove a temporary blob', { err }));
+  }
+
+  find(hash: ParsedHash, tx?: Tx): Promise<ContentRecord | undefined> {
+    return this.repo.find(hash, tx);
+  }
+
+  exists(hash: ParsedHash): Promise<boolean> {
+    return this.repo.exists(hash);
+  }
+
+  lock(blake3: string, tx: Tx): Promise<void> {
+    return this.repo.lock(blake3, tx);
+  }
+
+  /**
+   * Inside a transaction that holds the content lock: makes sure the content row and its blob exist, committing the
+   * temporary blob when the content is new and discarding it when it is already stored. Returns the content row.
+   */
+  async ensureStored(tx: Tx, ingested: IngestedContent, meta: { name: string; mimeType: string }): Promise<ContentRecord> {
+    const existing = await this.repo.find({ algorithm: 'blake3', hex: ingested.digest.blake3 }, tx);
+    if (existing) {
+      if (existing.sha256 !== ingested.digest.sha256) {
+        // Same BLAKE3 with another SHA-256 cannot happen for honest bytes; refuse rather than mix them up.
+        throw new DomainError('HASH_MISMATCH', 'the content hashes disagree with the stored content');
+      }
+      await this.repo.clearOrphaned(existing.blake3, tx);
+      await this.discard(ingested);
+      return existing;
+    }
+    await this.blobs.commit(ingested.temp, ingested.digest.blake3);
+    const rec: ContentRecord = {
+      blake3: ingested.digest.blake3,
+      sha256: ingested.digest.sha256,
+      size: ingested.digest.size,
+      mimeType: meta.mimeType,
+      firstName: meta.name,
+    };
+    await this.repo.insert(rec, tx);
+    return rec;
+  }
+
+  /** Inside a transaction holding the content lock: a referenced content is no longer a GC candidate. */
+  async reference(tx: Tx, blake3: string): Promise<void> {
+    await this.repo.clearOrphaned(blake3, tx);
+  }
+
+  /** Inside a transaction holding the content lock, after an asset was deleted. */
+  async releaseIfUnused(tx: Tx, blake3: string): Promise<boolean> {
+    return this.repo.markOrphanedIfUnused(blake3, tx);
+  }
+
+  async read(blake3: string, range?: { start: number; end: number }): Promise<Readable> {
+    return this.blobs.read(blake3, range);
+  }
+
+  presignedUrl(blake3: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string | undefined> {
+    return this.blobs.presignedUrl ? this.blobs.presignedUrl(blake3, opts) : Promise.resolve(undefined);
+  }
+
+  /**
+   * Removes one content and its blob if it is still unreferenced and its grace period is over.
+   *
+   * Why this cannot lose data that a concurrent request is about to reference: every path that references content
+   * (upload commit, from-hash, download completion) takes the transaction-level advisory lock of the hash, and the
+   * asset insert needs the content row (foreign key). GC holds the same key as a session lock from before the row
+   * delete until after the blob is gone. So either GC runs first (row and blob both gone; the referencing request
+   * then finds no row and stores the content anew, or answers CONTENT_NOT_FOUND), or the reference commits first
+   * (GC then sees the asset, or the cleared orphaned_at, and deletes nothing). A crash between row delete and blob
+   * delete leaves only an unreferenced blob, which a later ingest overwrites with identical bytes.
+   */
+  async collect(blake3: string): Promise<boolean> {
+    const client = await this.pool.connect();
+    const key = contentLockKey(blake3).toString();
+    try {
+      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+      try {
+        const res = await client.query(
+          `DELETE FROM content WHERE blake3 = $1 AND orphaned_at IS NOT NULL
+             AND orphaned_at <= now() - make_interval(secs => $2)
+             AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = $1) RETURNING blake3`,
+          [blake3, this.opts.gcGraceSeconds],
+        );
+        if (res.rowCount === 0) return false;
+        await this.blobs.delete(blake3);
+        this.logger.info('removed unreferenced content', { blake3 });
+        return true;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Collects every content whose grace period is over; returns how many were removed. */
+  async collectExpired(batch = 500): Promise<number> {
+    let removed = 0;
+    for (const hash of await this.repo.findExpiredOrphans(this.opts.gcGraceSeconds, batch)) {
+      if (await this.collect(hash)) removed++;
+    }
+    return removed;
+  }
+
+  get gcGraceSeconds(): number {
+    return this.opts.gcGraceSeconds;
+  }
+}

@@ -1,0 +1,44 @@
+/** Error codes the domain raises; transports map them (REST: status table, GraphQL: extensions.code). */
+export const ERROR_CODES = [
+  'INVALID_JSON',
+  'INVALID_BODY',
+  'INVALID_QUERY',
+  'INVALID_HASH',
+  'INVALID_ID',
+  'MISSING_FILE',
+  'HASH_MISMATCH',
+  'INVALID_PREVIEW_ID',
+  'SOURCE_NOT_ALLOWED',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'SOURCE_AUTH_REQUIRED',
+  'ASSET_NOT_FOUND',
+  'CONTENT_NOT_FOUND',
+  'TASK_NOT_FOUND',
+  'SOURCE_NOT_FOUND',
+  'NOT_FOUND',
+  'ASSET_IMMUTABLE',
+  'ID_CONFLICT',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'DOWNLOAD_FAILED',
+  'RATE_LIMITED',
+  'NOT_IMPLEMENTED',
+  'SERVICE_UNAVAILABLE',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;

@@ -1,0 +1,201 @@
+import { Router, type Request } from 'express';
+import type { AssetService } from '../../domain/assets/asset.service';
+import { ASSET_SORTS, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
+import { validateCreateFields, validateUpdateFields } from '../../domain/assets/validation';
+import type { ContentService } from '../../domain/content/content.service';
+import { DomainError } from '../../domain/errors';
+import { assetJson, updateResultJson } from './asset.presenter';
+import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
+import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
+import { intParam, listParam, oneOf, stringParam } from './query';
+
+/** The JSON method of POST /api/assets (the service fetches `url` itself); provided by the downloads module. */
+export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
+
+export function assetsRouter(deps: { assets: AssetService; content: ContentService; urlUploader?: UrlUploader }): Router {
+  const { assets, content } = deps;
+  const r = Router();
+
+  r.post(
+    '/assets',
+    handle(async (req, res) => {
+      const principal = principalOf(res);
+      let result: CreateResult;
+      if (req.is('multipart/form-data')) {
+        const declared = Number(req.get('content-length'));
+        if (Number.isFinite(declared) && declared > content.maxUploadBytes + 1024 * 1024) {
+          throw new DomainError('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${content.maxUploadBytes} bytes`);
+        }
+        const upload = await parseMultipartUpload(req, content, {
+          maxBytes: content.maxUploadBytes,
+          contentExists: (h) => assets.contentExists(h),
+        });
+        result = await createFromUpload(assets, content, principal, upload);
+      } else if (req.is('application/json')) {
+        const body = await readJson(req);
+        if (typeof body.url !== 'string' || body.url.trim() === '') {
+          throw new DomainError('INVALID_BODY', 'url is required (or send multipart/form-data with a file)', { field: 'url' });
+        }
+        if (!deps.urlUploader) throw new DomainError('NOT_IMPLEMENTED', 'uploads by URL are not available in this build');
+        result = await deps.urlUploader(principal, body);
+      } else {
+        throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send multipart/form-data with a file, or application/json with a url');
+      }
+      res.status(result.created ? 201 : 200).json(assetJson(result.asset, result.created));
+    }),
+  );
+
+  r.get(
+    '/assets',
+    handle(async (req, res) => {
+      const page = await assets.list(principalOf(res), parseListQuery(req));
+      res.json({ assets: page.items.map((a) => assetJson(a)), total: page.total, has_more: page.hasMore });
+    }),
+  );
+
+  r.post(
+    '/assets/from-hash',
+    ...jsonBody(),
+    handle(async (req, res) => {
+      const body = req.body as Record<string, unknown>;
+      const hash = typeof body.hash === 'string' ? pathHashOrBody(body.hash) : undefined;
+      if (!hash) throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+      if (!Array.isArray(body.tags) || body.tags.length < 1) {
+        throw new DomainError('INVALID_BODY', 'tags is required: a list of at least one tag', { field: 'tags' });
+      }
+      const fields = validateCreateFields({ ...body, id: undefined, preview_id: body.preview_id });
+      const result = await assets.createFromStored(principalOf(res), fields, hash);
+      res.status(result.created ? 201 : 200).json(assetJson(result.asset, result.created));
+    }),
+  );
+
+  r.head(
+    '/assets/hash/:hash',
+    handle(async (req, res) => {
+      const hash = pathHash(req.params.hash);
+      res.status((await assets.contentExists(hash)) ? 200 : 404).end();
+    }),
+  );
+
+  r.get(
+    '/assets/hash/:hash',
+    handle(async (req, res) => {
+      const hash = pathHash(req.params.hash);
+      if (!(await assets.contentExists(hash))) throw new DomainError('CONTENT_NOT_FOUND', 'no stored content has this hash');
+      res.json({ exists: true, hash: req.params.hash });
+    }),
+  );
+
+  r.get(
+    '/assets/:id',
+    handle(async (req, res) => {
+      res.json(assetJson(await assets.get(principalOf(res), pathId(req))));
+    }),
+  );
+
+  r.put(
+    '/assets/:id',
+    ...jsonBody(),
+    handle(async (req, res) => {
+      const id = pathId(req);
+      const fields = validateUpdateFields(req.body as Record<string, unknown>);
+      res.json(updateResultJson(await assets.update(principalOf(res), id, fields)));
+    }),
+  );
+
+  r.delete(
+    '/assets/:id',
+    handle(async (req, res) => {
+      await assets.delete(principalOf(res), pathId(req));
+      res.status(204).end();
+    }),
+  );
+
+  return r;
+}
+
+function pathHashOrBody(v: string) {
+  try {
+    return pathHash(v);
+  } catch {
+    throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+  }
+}
+
+/** Parses a JSON body on a route that also takes multipart (so the JSON parser cannot be route middleware). */
+async function readJson(req: Request): Promise<Record<string, unknown>> {
+  const [check, parse, shape] = jsonBody();
+  for (const mw of [check, parse, shape]) {
+    await new Promise<void>((resolve, reject) => mw!(req, req.res!, (err?: unknown) => (err ? reject(err) : resolve())));
+  }
+  return req.body as Record<string, unknown>;
+}
+
+async function createFromUpload(
+  assets: AssetService,
+  content: ContentService,
+  principal: Principal,
+  upload: ParsedUpload,
+): Promise<CreateResult> {
+  const { fields: raw, ingested } = upload;
+  try {
+    const last = (k: string) => raw.get(k)?.[raw.get(k)!.length - 1];
+    const fields = validateCreateFields({
+      id: emptyToUndefined(last('id')),
+      name: emptyToUndefined(last('name')),
+      mime_type: emptyToUndefined(last('mime_type')),
+      preview_id: emptyToUndefined(last('preview_id')),
+      prompt_id: emptyToUndefined(last('prompt_id')),
+      tags: parseTagsField(raw.get('tags')),
+      user_metadata: parseJsonField(raw.get('user_metadata'), 'user_metadata'),
+    });
+    const hashText = emptyToUndefined(last('hash'));
+    const declared = hashText === undefined ? undefined : pathHashOrBody(hashText);
+    const digest = ingested?.digest ?? upload.discardedDigest;
+    if (declared && digest && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
+      throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
+    }
+    if (ingested) return await assets.createFromIngested(principal, fields, ingested, { fileName: upload.fileName });
+    if (upload.discardedDigest) {
+      return await assets.createFromStored(principal, { ...fields, name: fields.name ?? upload.fileName }, { algorithm: 'blake3', hex: upload.discardedDigest.blake3 });
+    }
+    if (declared) {
+      // No file part: the hash alone, when its content is stored.
+      if (!(await assets.contentExists(declared))) {
+        throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
+      }
+      return await assets.createFromStored(principal, fields, declared);
+    }
+    throw new DomainError('MISSING_FILE', 'a file part named "file" is required');
+  } finally {
+    if (ingested) await content.discard(ingested);
+  }
+}
+
+const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
+
+function parseListQuery(req: Request): AssetListQuery {
+  const q = req.query as Record<string, unknown>;
+  const metadataText = stringParam(q, 'metadata_filter');
+  let metadataFilter: Record<string, unknown> | undefined;
+  if (metadataText !== undefined) {
+    try {
+      metadataFilter = JSON.parse(metadataText) as Record<string, unknown>;
+    } catch {
+      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object');
+    }
+    if (metadataFilter === null || typeof metadataFilter !== 'object' || Array.isArray(metadataFilter)) {
+      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object');
+    }
+  }
+  return {
+    includeTags: listParam(q, 'include_tags').map((t) => t.toLowerCase()),
+    excludeTags: listParam(q, 'exclude_tags').map((t) => t.toLowerCase()),
+    nameContains: stringParam(q, 'name_contains'),
+    metadataFilter,
+    limit: intParam(q, 'limit', 20, 1, 500),
+    offset: intParam(q, 'offset', 0, 0, 1_000_000_000),
+    sort: oneOf(q, 'sort', ASSET_SORTS, 'created_at'),
+    order: oneOf(q, 'order', ['asc', 'desc'] as const, 'desc'),
+  };
+}

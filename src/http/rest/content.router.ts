@@ -1,0 +1,100 @@
+import { Router, type Request, type Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import type { AssetService } from '../../domain/assets/asset.service';
+import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
+import { isActiveContent } from '../../domain/content/mime';
+import { handle, pathId, principalOf } from './middleware';
+
+/** GET|HEAD /api/assets/{id}/content: the bytes, with ETag, conditional requests and single byte ranges. */
+export function contentRouter(deps: { assets: AssetService; presignedDownloads: boolean }): Router {
+  const r = Router();
+  const serve = handle(async (req, res) => {
+    const principal = principalOf(res);
+    const { asset, open } = await deps.assets.openContent(principal, pathId(req));
+    const etag = `"${assetHashOf(asset)}"`;
+    res.set('ETag', etag);
+    res.set('Accept-Ranges', 'bytes');
+    res.set('Cache-Control', 'private, max-age=0, must-revalidate');
+    if (ifNoneMatch(req, etag)) {
+      res.status(304).end();
+      return;
+    }
+    if (deps.presignedDownloads && req.method === 'GET') {
+      const url = await deps.assets.presignedContentUrl(asset, asset.name);
+      if (url) {
+        res.redirect(302, url);
+        return;
+      }
+    }
+    setContentHeaders(res, asset);
+    let range = parseRange(req.get('range'), asset.size);
+    const ifRange = req.get('if-range');
+    if (range && ifRange && ifRange !== etag) range = undefined;
+    if (range === 'unsatisfiable') {
+      res.status(416).set('Content-Range', `bytes */${asset.size}`).end();
+      return;
+    }
+    if (range) {
+      res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${asset.size}`);
+      res.set('Content-Length', String(range.end - range.start + 1));
+    } else {
+      res.status(200).set('Content-Length', String(asset.size));
+    }
+    if (req.method === 'HEAD' || asset.size === 0) {
+      res.end();
+      return;
+    }
+    const body = await open(range ?? undefined);
+    await pipeline(body, res).catch(() => {
+      // The client went away mid-transfer; nothing to answer.
+      body.destroy();
+    });
+  });
+  r.get('/assets/:id/content', serve);
+  r.head('/assets/:id/content', serve);
+  return r;
+}
+
+function setContentHeaders(res: Response, asset: Asset): void {
+  const active = isActiveContent(asset.mimeType);
+  res.set('Content-Type', asset.mimeType);
+  res.set('X-Content-Type-Options', 'nosniff');
+  if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
+  res.set('Content-Disposition', contentDisposition(active ? 'attachment' : 'inline', asset.name));
+}
+
+/** RFC 6266 with an ASCII fallback and an RFC 5987 UTF-8 name; no quotes or control bytes can break out. */
+export function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+function ifNoneMatch(req: Request, etag: string): boolean {
+  const h = req.get('if-none-match');
+  if (!h) return false;
+  return h.trim() === '*' || h.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+}
+
+/** One byte range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; several ranges are answered with the whole body. */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m) return undefined;
+  const [, a, b] = m;
+  if (a === '' && b === '') return undefined;
+  let start: number;
+  let end: number;
+  if (a === '') {
+    const n = Number(b);
+    if (n === 0) return 'unsatisfiable';
+    start = Math.max(0, size - n);
+    end = size - 1;
+  } else {
+    start = Number(a);
+    end = b === '' ? size - 1 : Math.min(Number(b), size - 1);
+    if (b !== '' && Number(b) < start) return undefined;
+  }
+  if (start >= size || size === 0) return 'unsatisfiable';
+  return { start, end };
+}

@@ -1,0 +1,76 @@
+import crypto from 'node:crypto';
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import { DomainError, type ErrorCode } from '../../domain/errors';
+import type { Logger } from '../../infra/logger';
+
+/** The one table from domain error code to HTTP status (contract section 2). */
+export const STATUS_OF: Record<ErrorCode, number> = {
+  INVALID_JSON: 400,
+  INVALID_BODY: 400,
+  INVALID_QUERY: 400,
+  INVALID_HASH: 400,
+  INVALID_ID: 400,
+  MISSING_FILE: 400,
+  HASH_MISMATCH: 400,
+  INVALID_PREVIEW_ID: 400,
+  SOURCE_NOT_ALLOWED: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  SOURCE_AUTH_REQUIRED: 403,
+  ASSET_NOT_FOUND: 404,
+  CONTENT_NOT_FOUND: 404,
+  TASK_NOT_FOUND: 404,
+  SOURCE_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  ASSET_IMMUTABLE: 409,
+  ID_CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  DOWNLOAD_FAILED: 422,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  NOT_IMPLEMENTED: 501,
+  SERVICE_UNAVAILABLE: 503,
+};
+
+/** Errors raised by body parsers and other middleware, translated to domain errors. */
+export function toDomainError(err: unknown): DomainError | undefined {
+  if (err instanceof DomainError) return err;
+  const e = err as { type?: string; status?: number; message?: string };
+  if (e?.type === 'entity.parse.failed') return new DomainError('INVALID_JSON', 'the request body is not valid JSON');
+  if (e?.type === 'entity.too.large') return new DomainError('PAYLOAD_TOO_LARGE', 'the request body is too large');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
+    return new DomainError('UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported encoding');
+  }
+  if (e?.type === 'request.aborted') return new DomainError('INVALID_BODY', 'the request was aborted');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+    return new DomainError('INVALID_BODY', e.message ?? 'bad request');
+  }
+  return undefined;
+}
+
+export function sendError(res: Response, err: DomainError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const status = STATUS_OF[err.code] ?? 500;
+  if (err.code === 'RATE_LIMITED' && err.details?.retry_after !== undefined) res.set('Retry-After', String(err.details.retry_after));
+  // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
+  if (status === 413 || status === 415) res.set('Connection', 'close');
+  res.status(status).json({ code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) });
+}
+
+export function errorMiddleware(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req: Request, res: Response, _next) => {
+    void _next;
+    const known = toDomainError(err);
+    if (known) {
+      sendError(res, known);
+      return;
+    }
+    const requestId = (res.locals.requestId as string | undefined) ?? crypto.randomUUID();
+    logger.error('unhandled error', { err, request_id: requestId, method: req.method, path: req.path });
+    sendError(res, new DomainError('INTERNAL', 'internal error', { request_id: requestId }));
+  };
+}

@@ -1,0 +1,77 @@
+import crypto from 'node:crypto';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Principal } from '../../domain/assets/asset.types';
+import type { ApiKeyService } from '../../domain/auth/api-key.service';
+import { DomainError } from '../../domain/errors';
+import { isUuid } from '../../domain/assets/validation';
+import { parseHash, type ParsedHash } from '../../domain/content/hashing';
+
+/** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
+export function presentedKey(req: Request): string | undefined {
+  const header = req.get('x-api-key');
+  if (header) return header.trim();
+  const auth = req.get('authorization');
+  const m = auth ? /^Bearer\s+(.+)$/i.exec(auth) : null;
+  return m ? m[1]!.trim() : undefined;
+}
+
+export function requestId(): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID();
+    res.locals.requestId = id;
+    res.set('X-Request-Id', id);
+    next();
+  };
+}
+
+export function authenticate(keys: ApiKeyService): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      res.locals.principal = await keys.authenticate(presentedKey(req));
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+export const principalOf = (res: Response): Principal => res.locals.principal as Principal;
+
+/** Wraps an async handler so a rejection reaches the error middleware. */
+export const handle =
+  (fn: (req: Request, res: Response) => Promise<unknown>): RequestHandler =>
+  (req: Request, res: Response, next: NextFunction) => {
+    fn(req, res).catch(next);
+  };
+
+/** JSON bodies only, parsed strictly; a body that is not a JSON object is INVALID_BODY. */
+export function jsonBody(limit = '2mb'): RequestHandler[] {
+  return [
+    (req, _res, next) => {
+      if (!req.is('application/json')) {
+        next(new DomainError('UNSUPPORTED_MEDIA_TYPE', 'this route takes Content-Type: application/json'));
+        return;
+      }
+      next();
+    },
+    express.json({ limit, strict: false, type: () => true }),
+    (req, _res, next) => {
+      const b: unknown = req.body;
+      if (b === null || typeof b !== 'object' || Array.isArray(b)) next(new DomainError('INVALID_BODY', 'the body must be a JSON object'));
+      else next();
+    },
+  ];
+}
+
+export function pathId(req: Request, name = 'id'): string {
+  const v = req.params[name];
+  if (!isUuid(v)) throw new DomainError('INVALID_ID', `${name} must be a UUID`);
+  return (v as string).toLowerCase();
+}
+
+export function pathHash(value: unknown): ParsedHash {
+  const h = parseHash(value);
+  if (!h) throw new DomainError('INVALID_HASH', 'the hash must look like blake3:<64 hex> or sha256:<64 hex>');
+  return h;
+}

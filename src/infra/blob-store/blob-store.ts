@@ -1,0 +1,57 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * Content-addressed storage of bytes, keyed by the BLAKE3 hex of the content. Bytes first go to a temporary object
+ * (written while they arrive and while they are hashed), and are committed under their hash only once the hash is
+ * known. Implementations: fs.ts (local disk), s3.ts (S3-compatible object stores).
+ */
+export interface BlobStore {
+  readonly kind: 'fs' | 's3';
+  /** Prepares the store (creates folders, removes temporaries a crash left behind). */
+  init(): Promise<void>;
+  /**
+   * Consumes `source` into a new temporary blob. Resolves once every byte is durable. On any error (including one
+   * raised by `source`) the temporary blob is removed and the error rethrown.
+   */
+  writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob>;
+  /**
+   * Opens (or reopens, for resumed downloads) a named temporary blob for appending; `resumable` stores keep partial
+   * data across restarts. Returns the bytes already present.
+   */
+  openPartial?(name: string): Promise<PartialBlob>;
+  /** Moves a temporary blob to its content address. Idempotent: an existing blob with that hash is kept. */
+  commit(temp: TempBlob, blake3Hex: string): Promise<void>;
+  /** Removes a temporary blob; never throws for one already gone. */
+  discard(temp: TempBlob): Promise<void>;
+  exists(blake3Hex: string): Promise<boolean>;
+  /** Streams the content, or the inclusive byte range [start, end]. */
+  read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
+  delete(blake3Hex: string): Promise<void>;
+  /** Removes temporary blobs older than `olderThanMs`; returns how many. */
+  sweepTemps(olderThanMs: number): Promise<number>;
+  /** A short-lived URL for direct download, where the backend offers one (S3 presigned URLs). */
+  presignedUrl?(blake3Hex: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string | undefined>;
+  /** Cheap reachability check for /readyz. */
+  ping(): Promise<void>;
+}
+
+export interface TempBlob {
+  readonly key: string;
+  readonly size: number;
+}
+
+export interface PartialBlob {
+  readonly key: string;
+  /** Bytes already written by an earlier attempt. */
+  readonly size: number;
+  /** Reads what is already there (to rebuild hash state). */
+  readExisting(): AsyncIterable<Buffer>;
+  /** Appends from `source`, makes it durable, and returns the finished temporary blob. */
+  append(source: AsyncIterable<Buffer>, opts?: { truncate?: boolean }): Promise<TempBlob>;
+  discard(): Promise<void>;
+}
+
+/** `ab/cd/abcd…`: two levels of fan-out keep directories small. */
+export function blobPath(blake3Hex: string): string {
+  return `${blake3Hex.slice(0, 2)}/${blake3Hex.slice(2, 4)}/${blake3Hex}`;
+}

@@ -1,0 +1,233 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { blobPath, type BlobStore, type PartialBlob, type TempBlob } from './blob-store';
+
+/** Writes are coalesced into blocks of this size, with one block in flight while the next fills. */
+const WRITE_BLOCK = 1 << 20;
+
+export class BlobNotFoundError extends Error {
+  constructor(readonly hash: string) {
+    super(`blob ${hash} not found`);
+    this.name = 'BlobNotFoundError';
+  }
+}
+
+/**
+ * Local-disk blob store under `root`: content at `root/ab/cd/<hex>`, temporaries in `root/.tmp` (same filesystem, so
+ * commit is an atomic rename), partial downloads in `root/.partial`. Every temporary is fsynced before it is
+ * renamed, and the directory after, so a committed blob survives a power cut.
+ */
+export class FsBlobStore implements BlobStore {
+  readonly kind = 'fs' as const;
+  private readonly tmpDir: string;
+  private readonly partialDir: string;
+  /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
+  private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
+
+  constructor(private readonly root: string) {
+    this.tmpDir = path.join(root, '.tmp');
+    this.partialDir = path.join(root, '.partial');
+  }
+
+  async init(): Promise<void> {
+    await fsp.mkdir(this.tmpDir, { recursive: true });
+    await fsp.mkdir(this.partialDir, { recursive: true });
+    await this.removeDeadTemps();
+  }
+
+  async writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob> {
+    const file = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
+    const fh = await fsp.open(file, 'wx', 0o644);
+    try {
+      const size = await writeAll(fh, source);
+      await fh.sync();
+      await fh.close();
+      return { key: path.relative(this.root, file), size };
+    } catch (err) {
+      await fh.close().catch(() => undefined);
+      await fsp.rm(file, { force: true });
+      throw err;
+    }
+  }
+
+  async openPartial(name: string): Promise<PartialBlob> {
+    if (!/^[\w.-]{1,200}$/.test(name)) throw new Error(`invalid partial name ${name}`);
+    const file = path.join(this.partialDir, name);
+    const size = await fsp.stat(file).then((s) => s.size, () => 0);
+    const key = path.relative(this.root, file);
+    return {
+      key,
+      size,
+      readExisting: () => fs.createReadStream(file, { end: size > 0 ? size - 1 : undefined, highWaterMark: WRITE_BLOCK }),
+      append: async (source, opts) => {
+        const fh = await fsp.open(file, opts?.truncate ? 'w' : 'a', 0o644);
+        try {
+          await writeAll(fh, source);
+          await fh.sync();
+          const total = (await fh.stat()).size;
+          await fh.close();
+          return { key, size: total };
+        } catch (err) {
+          // Keep what was written: it is the point of a partial file. Make it durable for the next attempt.
+          await fh.sync().catch(() => undefined);
+          await fh.close().catch(() => undefined);
+          throw err;
+        }
+      },
+      discard: async () => {
+        await fsp.rm(file, { force: true });
+      },
+    };
+  }
+
+  async commit(temp: TempBlob, blake3Hex: string): Promise<void> {
+    const src = this.resolveKey(temp.key);
+    const dest = this.contentPath(blake3Hex);
+    if (await exists(dest)) {
+      // Content-addressed: an existing blob with this hash holds the same bytes.
+      await fsp.rm(src, { force: true });
+      return;
+    }
+    await fsp.mkdir(path.dirname(dest), { recursive: true });
+    await fsp.rename(src, dest);
+    await syncDir(path.dirname(dest));
+  }
+
+  async discard(temp: TempBlob): Promise<void> {
+    await fsp.rm(this.resolveKey(temp.key), { force: true });
+  }
+
+  async exists(blake3Hex: string): Promise<boolean> {
+    return exists(this.contentPath(blake3Hex));
+  }
+
+  async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
+    const file = this.contentPath(blake3Hex);
+    // Open first so a missing blob is an error here, not an 'error' event after headers went out.
+    const fh = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+    });
+    return fh.createReadStream({ start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
+  }
+
+  async delete(blake3Hex: string): Promise<void> {
+    await fsp.rm(this.contentPath(blake3Hex), { force: true });
+  }
+
+  async sweepTemps(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    const cutoff = Date.now() - olderThanMs;
+    for (const dir of [this.tmpDir, this.partialDir]) {
+      for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+        const file = path.join(dir, name);
+        const st = await fsp.stat(file).catch(() => undefined);
+        if (st && st.mtimeMs < cutoff) {
+          await fsp.rm(file, { force: true });
+          removed++;
+        }
+      }
+    }
+    return removed;
+  }
+
+  async ping(): Promise<void> {
+    await fsp.access(this.root, fs.constants.W_OK);
+  }
+
+  /** Filesystem path of a blob (used by tests and the orphan sweeper). */
+  contentPath(blake3Hex: string): string {
+    if (!/^[a-f0-9]{64}$/.test(blake3Hex)) throw new Error(`invalid blake3 hex ${blake3Hex}`);
+    return path.join(this.root, blobPath(blake3Hex));
+  }
+
+  private resolveKey(key: string): string {
+    const p = path.resolve(this.root, key);
+    if (!p.startsWith(this.tmpDir + path.sep) && !p.startsWith(this.partialDir + path.sep)) {
+      throw new Error(`not a temporary blob: ${key}`);
+    }
+    return p;
+  }
+
+  /** Temporaries of processes on this host that no longer run are leftovers of a crash. */
+  private async removeDeadTemps(): Promise<void> {
+    const host = os.hostname().replace(/[^\w-]/g, '_');
+    for (const name of await fsp.readdir(this.tmpDir)) {
+      const [h, pidText] = name.split('.');
+      const pid = Number(pidText);
+      const ours = h === host && Number.isInteger(pid);
+      if (ours && pid !== process.pid && !processAlive(pid)) {
+        await fsp.rm(path.join(this.tmpDir, name), { force: true });
+      }
+    }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  return fsp.access(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Copies `source` into `fh`, coalescing chunks into 1 MiB blocks and keeping one write in flight while the next
+ * block fills, so network reads, hashing and disk writes overlap with bounded memory (about two blocks).
+ */
+async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Promise<number> {
+  let pending: Promise<unknown> = Promise.resolve();
+  let parts: Buffer[] = [];
+  let partsLen = 0;
+  let total = 0;
+  const flush = async () => {
+    const block = parts.length === 1 ? parts[0]! : Buffer.concat(parts, partsLen);
+    parts = [];
+    partsLen = 0;
+    await pending;
+    pending = writeFully(fh, block);
+    // Marked handled now; the failure is rethrown where `pending` is next awaited.
+    pending.catch(() => undefined);
+  };
+  try {
+    for await (const chunk of source) {
+      parts.push(chunk);
+      partsLen += chunk.length;
+      total += chunk.length;
+      if (partsLen >= WRITE_BLOCK) await flush();
+    }
+    if (partsLen > 0) await flush();
+  } finally {
+    await pending.catch(() => undefined);
+  }
+  await pending;
+  return total;
+}
+
+async function writeFully(fh: fsp.FileHandle, buf: Buffer): Promise<void> {
+  let off = 0;
+  while (off < buf.length) {
+    const { bytesWritten } = await fh.write(buf, off, buf.length - off);
+    off += bytesWritten;
+  }
+}

@@ -1,0 +1,117 @@
+import type { PgBoss as PgBossType } from 'pg-boss';
+import type { Logger } from './logger';
+import type { Tx } from './prisma';
+
+export interface JobDefinition<T extends object> {
+  name: string;
+  handler: (data: T, job: { id: string; retryCount: number; signal: AbortSignal }) => Promise<void>;
+  /** Concurrent jobs of this kind per process. */
+  concurrency?: number;
+  retryLimit?: number;
+  retryDelaySeconds?: number;
+  retryBackoff?: boolean;
+  expireInSeconds?: number;
+  heartbeatSeconds?: number;
+  /** Cron expression: the job is also sent on this schedule (once across all instances). */
+  cron?: string;
+  pollingIntervalSeconds?: number;
+}
+
+export interface SendOptions {
+  /** Enqueue inside this Prisma transaction: the job exists if and only if the transaction commits. */
+  tx?: Tx;
+  startAfterSeconds?: number;
+  singletonKey?: string;
+  id?: string;
+}
+
+/** The job queue (pg-boss 12 on the service's PostgreSQL), with typed job definitions. */
+export class JobQueue {
+  private readonly definitions = new Map<string, JobDefinition<object>>();
+  private started = false;
+
+  private constructor(
+    private readonly boss: PgBossType,
+    private readonly logger: Logger,
+  ) {}
+
+  static async create(databaseUrl: string, logger: Logger): Promise<JobQueue> {
+    // pg-boss is an ES module; Node >= 22.12 loads it with require().
+    const { PgBoss } = await import('pg-boss');
+    const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4, useListenNotify: true });
+    boss.on('error', (err: unknown) => logger.error('job queue error', { err }));
+    return new JobQueue(boss, logger);
+  }
+
+  define<T extends object>(def: JobDefinition<T>): void {
+    this.definitions.set(def.name, def as unknown as JobDefinition<object>);
+  }
+
+  /** Creates the schema and queues; with `workers`, also starts handling jobs and schedules. */
+  async start(opts: { workers: boolean }): Promise<void> {
+    await this.boss.start();
+    this.started = true;
+    for (const def of this.definitions.values()) {
+      await this.boss.createQueue(def.name, {
+        retryLimit: def.retryLimit ?? 3,
+        retryDelay: def.retryDelaySeconds ?? 5,
+        retryBackoff: def.retryBackoff ?? true,
+        expireInSeconds: def.expireInSeconds ?? 900,
+        ...(def.heartbeatSeconds ? { heartbeatSeconds: def.heartbeatSeconds } : {}),
+        notify: true,
+      } as Parameters<PgBossType['createQueue']>[1]);
+    }
+    if (!opts.workers) return;
+    for (const def of this.definitions.values()) {
+      if (def.cron) await this.boss.schedule(def.name, def.cron, {}, { singletonKey: def.name });
+      await this.boss.work<object>(
+        def.name,
+        { localConcurrency: def.concurrency ?? 1, batchSize: 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 2 },
+        async (jobs) => {
+          for (const job of jobs) {
+            const log = this.logger.child({ job: def.name, job_id: job.id });
+            try {
+              await def.handler(job.data ?? {}, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0, signal: job.signal });
+            } catch (err) {
+              log.warn('job failed', { err });
+              throw err;
+            }
+          }
+        },
+      );
+    }
+  }
+
+  async send(name: string, data: object, opts: SendOptions = {}): Promise<string | null> {
+    if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
+    return this.boss.send(name, data, {
+      ...(opts.startAfterSeconds ? { startAfter: opts.startAfterSeconds } : {}),
+      ...(opts.singletonKey ? { singletonKey: opts.singletonKey } : {}),
+      ...(opts.id ? { id: opts.id } : {}),
+      ...(opts.tx ? { db: prismaExecutor(opts.tx) } : {}),
+    });
+  }
+
+  async cancel(name: string, id: string): Promise<void> {
+    await this.boss.cancel(name, id);
+  }
+
+  get raw(): PgBossType {
+    return this.boss;
+  }
+
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    await this.boss.stop({ graceful: true, timeout: 10_000, close: true });
+  }
+}
+
+/** pg-boss's `db` option over a Prisma interactive transaction. */
+function prismaExecutor(tx: Tx) {
+  return {
+    executeSql: async (text: string, values: unknown[] = []) => ({
+      rows: (await tx.$queryRawUnsafe(text, ...values)) as unknown[],
+    }),
+  };
+}

@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app';
+import type { Config } from './config';
+import { buildContainer, type Container } from './container';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-postgres';
+import type { Logger } from './infra/logger';
+import { migrate } from './infra/migrate';
+import { buildExtensions } from './extensions';
+
+export interface RunningService {
+  container: Container;
+  server?: http.Server;
+  /** Base URL of the HTTP server, when this process serves HTTP. */
+  url?: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the whole service: database (embedded when DATABASE_URL is unset), migrations, container, job workers
+ * (role all|worker) and HTTP (role all|api). `stop()` drains in-flight requests and jobs, then closes everything.
+ */
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  let embedded: EmbeddedDatabase | undefined;
+  let databaseUrl = config.databaseUrl;
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), database: 'assets', logger });
+    databaseUrl = embedded.url;
+  }
+  let container: Container | undefined;
+  try {
+    await migrate(databaseUrl, logger);
+    container = await buildContainer(config, logger, databaseUrl);
+    const ext = await buildExtensions(container);
+    await container.queue.start({ workers: config.role !== 'api' });
+    let server: http.Server | undefined;
+    let url: string | undefined;
+    if (config.role !== 'worker') {
+      const app = createApp(container, ext);
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
+      await new Promise<void>((resolve, reject) => {
+        server!.once('error', reject);
+        server!.listen(config.port, config.host, () => resolve());
+      });
+      const addr = server.address() as AddressInfo;
+      url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+      logger.info('listening', { url, role: config.role });
+    }
+    const c = container;
+    let stopping: Promise<void> | undefined;
+    return {
+      container: c,
+      server,
+      url,
+      stop: () =>
+        (stopping ??= (async () => {
+          if (server) await closeServer(server, 30_000);
+          await c.close();
+          if (embedded) await embedded.stop();
+          logger.info('stopped');
+        })()),
+    };
+  } catch (err) {
+    await container?.close().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Stops accepting connections, lets in-flight requests finish (up to `graceMs`), then closes what is left. */
+function closeServer(server: http.Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
