@@ -1,0 +1,77 @@
+/**
+ * Background tasks (contract section 4.2). This file is the shared contract between the downloads module, which
+ * implements TaskService (task.service.ts), and the transports (REST /api/tasks, GraphQL task/tasks/cancelTask).
+ */
+import type { Asset, Page, Principal } from '../assets/asset.types';
+
+export const TASK_STATUSES = ['created', 'running', 'completed', 'failed'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export interface TaskProgress {
+  bytesDownloaded: number;
+  /** null when the size is unknown. */
+  bytesTotal: number | null;
+  /** 0.0–1.0, or null when the size is unknown. */
+  progress: number | null;
+}
+
+export interface TaskResult {
+  success: boolean;
+  assetId: string | null;
+  assetHash: string | null;
+  filename: string | null;
+  bytesDownloaded: number;
+}
+
+export interface Task {
+  id: string;
+  ownerId: string;
+  idempotencyKey: string | null;
+  taskName: 'download_file';
+  payload: { sourceUrl: string; tags: string[]; userMetadata: Record<string, unknown>; previewId: string | null };
+  status: TaskStatus;
+  createTime: Date;
+  updateTime: Date;
+  startedAt: Date | null;
+  completedAt: Date | null;
+  progress: TaskProgress;
+  result: TaskResult | null;
+  errorMessage: string | null;
+}
+
+export interface TaskListQuery {
+  taskName?: string;
+  idempotencyKey?: string;
+  statuses: TaskStatus[];
+  createdAfter?: Date;
+  createdBefore?: Date;
+  sortOrder: 'asc' | 'desc';
+  offset: number;
+  limit: number;
+  /** Admin keys only: list every owner's tasks. */
+  allOwners?: boolean;
+}
+
+export interface DownloadRequest {
+  sourceUrl: string;
+  tags?: string[];
+  userMetadata?: Record<string, unknown>;
+  previewId?: string | null;
+}
+
+/** What POST /api/assets/download answers: an asset at once (200) or a task (202); exactly one is set. */
+export interface DownloadStart {
+  asset?: { asset: Asset; created: boolean };
+  task?: Task;
+}
+
+export interface TaskService {
+  get(principal: Principal, id: string): Promise<Task>;
+  list(principal: Principal, query: TaskListQuery): Promise<Page<Task>>;
+  /** Cancels a created/running task; a finished task is returned unchanged. */
+  cancel(principal: Principal, id: string): Promise<Task>;
+}
+
+export interface DownloadService {
+  start(principal: Principal, req: DownloadRequest): Promise<DownloadStart>;
+}

@@ -1,0 +1,8 @@
+import fs from 'node:fs';
+
+export default async function globalTeardown(): Promise<void> {
+  const pg = (globalThis as { __TEST_PG__?: { stop(): Promise<void>; dir: string } }).__TEST_PG__;
+  if (!pg) return;
+  await pg.stop().catch(() => undefined);
+  fs.rmSync(pg.dir, { recursive: true, force: true });
+}
