@@ -99,3 +99,7 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, opts: { ti
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
   }
 }
+
+/** The JSON body of a response, loosely typed for assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const json = async (res: Response): Promise<any> => res.json();
