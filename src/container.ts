@@ -8,6 +8,8 @@ import { ContentService } from './domain/content/content.service';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { S3BlobStore } from './infra/blob-store/s3';
+import type { DownloadService, TaskService } from './domain/tasks/task.types';
+import { DomainError } from './domain/errors';
 import type { Logger } from './infra/logger';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
@@ -22,6 +24,9 @@ export interface Container {
   apiKeys: ApiKeyService;
   content: ContentService;
   assets: AssetService;
+  /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
+  tasks: TaskService;
+  downloads: DownloadService;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -70,6 +75,13 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
+  // Replaced by the downloads module's implementations once it is built.
+  const notYet = async (): Promise<never> => {
+    throw new DomainError('NOT_IMPLEMENTED', 'downloads and tasks are not available in this build');
+  };
+  const tasks: TaskService = { get: notYet, list: notYet, cancel: notYet };
+  const downloads: DownloadService = { start: notYet };
+
   return {
     config,
     logger,
@@ -79,6 +91,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     apiKeys,
     content,
     assets,
+    tasks,
+    downloads,
     close: async () => {
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       await database.close();
