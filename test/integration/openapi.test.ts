@@ -1,0 +1,301 @@
+/**
+ * openapi.yaml is the published REST contract: it must be a structurally valid OpenAPI 3.1 document, list exactly
+ * the routes the app serves (read from the real express app, extensions included), and agree with the code's
+ * error-code table and JSON presenters.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { Express } from 'express';
+import { parse } from 'yaml';
+import { createApp } from '../../src/app';
+import { loadConfig } from '../../src/config';
+import { buildContainer, type Container } from '../../src/container';
+import { assetJson, updateResultJson } from '../../src/http/rest/asset.presenter';
+import { STATUS_OF } from '../../src/http/rest/errors';
+import { ERROR_CODES } from '../../src/domain/errors';
+import { buildExtensions } from '../../src/extensions';
+import { createLogger } from '../../src/infra/logger';
+import { createTestDatabase, KEYS } from '../helpers/harness';
+
+const SPEC_PATH = path.join(__dirname, '..', '..', 'openapi.yaml');
+const SPEC_TEXT = fs.readFileSync(SPEC_PATH, 'utf8');
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Doc = any;
+const doc: Doc = parse(SPEC_TEXT);
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+/** GraphQL (and its IDE's assets) is documented in schema.graphql, not here. */
+const isGraphqlPath = (p: string) => p === '/graphql' || p.startsWith('/graphql/');
+
+function operations(): { path: string; method: string; op: Doc; pathItem: Doc }[] {
+  const out: { path: string; method: string; op: Doc; pathItem: Doc }[] = [];
+  for (const [p, item] of Object.entries<Doc>(doc.paths ?? {})) {
+    for (const m of HTTP_METHODS) if (item[m]) out.push({ path: p, method: m.toUpperCase(), op: item[m], pathItem: item });
+  }
+  return out;
+}
+
+/** Resolves a local `#/a/b` reference; throws with the reference when it does not. */
+function deref(ref: string): Doc {
+  if (!ref.startsWith('#/')) throw new Error(`only local references are used here: ${ref}`);
+  let node: Doc = doc;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (node === null || typeof node !== 'object' || !(key in node)) throw new Error(`unresolved $ref ${ref}`);
+    node = node[key];
+  }
+  return node;
+}
+const resolve = (node: Doc): Doc => (node && typeof node === 'object' && typeof node.$ref === 'string' ? resolve(deref(node.$ref)) : node);
+
+describe('openapi.yaml is valid OpenAPI 3.1', () => {
+  test('top level', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(typeof doc.info?.title).toBe('string');
+    expect(typeof doc.info?.version).toBe('string');
+    expect(Object.keys(doc.paths ?? {}).length).toBeGreaterThan(0);
+    for (const p of Object.keys(doc.paths)) expect(p).toMatch(/^\/[\w\-./{}]*$/);
+  });
+
+  test('every $ref resolves', () => {
+    const refs: string[] = [];
+    (function walk(n: Doc) {
+      if (Array.isArray(n)) n.forEach(walk);
+      else if (n && typeof n === 'object') {
+        if (typeof n.$ref === 'string') refs.push(n.$ref);
+        Object.values(n).forEach(walk);
+      }
+    })(doc);
+    expect(refs.length).toBeGreaterThan(20);
+    const broken = refs.filter((r) => {
+      try {
+        deref(r);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(broken).toEqual([]);
+  });
+
+  test('every operation has an id, responses with descriptions, and declares its path parameters', () => {
+    const problems: string[] = [];
+    const ids = new Set<string>();
+    for (const { path: p, method, op, pathItem } of operations()) {
+      const where = `${method} ${p}`;
+      if (typeof op.operationId !== 'string') problems.push(`${where}: no operationId`);
+      else if (ids.has(op.operationId)) problems.push(`${where}: duplicate operationId ${op.operationId}`);
+      else ids.add(op.operationId);
+      const responses = Object.entries<Doc>(op.responses ?? {});
+      if (responses.length === 0) problems.push(`${where}: no responses`);
+      if (!responses.some(([s]) => /^2\d\d$/.test(s))) problems.push(`${where}: no 2xx response`);
+      for (const [status, r] of responses) {
+        if (!/^[1-5]\d\d$/.test(status) && status !== 'default') problems.push(`${where}: bad status ${status}`);
+        if (typeof resolve(r).description !== 'string') problems.push(`${where} ${status}: no description`);
+      }
+      const params = [...(pathItem.parameters ?? []), ...(op.parameters ?? [])].map(resolve);
+      for (const [, name] of p.matchAll(/\{(\w+)\}/g)) {
+        const decl = params.find((x: Doc) => x.in === 'path' && x.name === name);
+        if (!decl || decl.required !== true) problems.push(`${where}: path parameter ${name} not declared as required`);
+      }
+      for (const x of params) {
+        if (x.in === 'path' && !p.includes(`{${x.name}}`)) problems.push(`${where}: declares path parameter ${x.name} not in the path`);
+        if (!['path', 'query', 'header', 'cookie'].includes(x.in)) problems.push(`${where}: parameter ${x.name} in ${x.in}`);
+        if (!x.schema && !x.content) problems.push(`${where}: parameter ${x.name} has no schema`);
+      }
+      if (op.requestBody && !resolve(op.requestBody).content) problems.push(`${where}: requestBody without content`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test('security: X-API-Key (or bearer) on every /api operation, none on the open routes', () => {
+    const schemes = doc.components?.securitySchemes ?? {};
+    expect(schemes.ApiKeyAuth).toEqual({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+    expect(schemes.BearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ ApiKeyAuth: [] }, { BearerAuth: [] }]);
+    const problems: string[] = [];
+    for (const { path: p, method, op } of operations()) {
+      const effective: Doc[] = op.security ?? doc.security;
+      for (const req of effective) for (const name of Object.keys(req)) if (!schemes[name]) problems.push(`${method} ${p}: unknown scheme ${name}`);
+      const open = effective.length === 0;
+      if (p.startsWith('/api/') && open) problems.push(`${method} ${p}: /api routes need a key`);
+      if (!p.startsWith('/api/') && !open) problems.push(`${method} ${p}: open route should have security: []`);
+      if (p.startsWith('/api/') && !op.responses?.['401']) problems.push(`${method} ${p}: no 401 response`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  test('the error codes and their statuses agree with the code (ERROR_CODES, STATUS_OF)', () => {
+    expect(resolve(doc.components.schemas.Error).required).toEqual(['code', 'message']);
+    expect([...deref('#/components/schemas/ErrorCode').enum].sort()).toEqual([...ERROR_CODES].sort());
+    const problems: string[] = [];
+    let checked = 0;
+    for (const { path: p, method, op } of operations()) {
+      for (const [status, r] of Object.entries<Doc>(op.responses ?? {})) {
+        const schema = resolve(r)?.content?.['application/json']?.schema;
+        if (!schema || !/^[45]/.test(status) || !p.startsWith('/api/')) continue;
+        const codes: string[] | undefined = schema.allOf?.find((s: Doc) => s.properties?.code?.enum)?.properties.code.enum;
+        if (!codes) {
+          problems.push(`${method} ${p} ${status}: error response without a code enum`);
+          continue;
+        }
+        if (resolve(schema.allOf[0]) !== resolve(doc.components.schemas.Error)) problems.push(`${method} ${p} ${status}: not the Error schema`);
+        for (const code of codes) {
+          checked++;
+          const expected = STATUS_OF[code as keyof typeof STATUS_OF];
+          if (expected === undefined) problems.push(`${method} ${p} ${status}: unknown code ${code}`);
+          else if (String(expected) !== status) problems.push(`${method} ${p}: ${code} is ${expected} in STATUS_OF, documented under ${status}`);
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+    expect(problems).toEqual([]);
+  });
+
+  test('Asset and UpdateResult list exactly the fields the presenters send', () => {
+    const asset = {
+      id: '00000000-0000-4000-8000-000000000000',
+      ownerId: 'o',
+      name: 'n',
+      size: 1,
+      blake3: 'a'.repeat(64),
+      mimeType: 'image/png',
+      tags: [],
+      userMetadata: {},
+      previewId: null,
+      promptId: null,
+      isImmutable: false,
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      lastAccessTime: new Date(),
+    };
+    const schemas = doc.components.schemas;
+    const props = (s: Doc) => Object.keys(resolve(s).properties).sort();
+    expect(props(schemas.Asset)).toEqual(Object.keys(assetJson(asset)).sort());
+    expect(resolve(schemas.Asset).required).toEqual(['id', 'name', 'size', 'created_at', 'updated_at']);
+    const created = schemas.AssetCreated.allOf;
+    expect(resolve(created[0])).toBe(resolve(schemas.Asset));
+    expect(created[1].required).toEqual(['created_new']);
+    expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(Object.keys(assetJson(asset, true)).sort());
+    expect(props(schemas.UpdateResult)).toEqual(Object.keys(updateResultJson(asset)).sort());
+    expect(resolve(schemas.UpdateResult).required).toEqual(['id', 'updated_at']);
+  });
+});
+
+/** One served endpoint: method + path in OpenAPI form (`{param}`). */
+interface Served {
+  method: string;
+  path: string;
+}
+
+/**
+ * Every route of an express 5 app, found by walking its router stack: route layers carry `.route.path` and
+ * `.route.methods`; router layers carry their mount path in `.rawPath` and their own `.handle.stack`. A plain
+ * middleware mounted under a path other than `/` also answers requests, so it is reported as `USE`.
+ */
+function servedRoutes(app: Express): Served[] {
+  const out: Served[] = [];
+  const join = (prefix: string, p: string) => (prefix + (p === '/' ? '' : p)).replace(/\/+/g, '/') || '/';
+  const toOpenApi = (p: string) => {
+    if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, ''))) throw new Error(`cannot express the route path ${p} in OpenAPI`);
+    return p.replace(/:(\w+)/g, '{$1}');
+  };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const walk = (stack: any[], prefix: string) => {
+    for (const layer of stack) {
+      const raw: unknown = layer.route ? layer.route.path : layer.rawPath;
+      const paths = Array.isArray(raw) ? raw : [raw];
+      for (const p of paths) {
+        if (typeof p !== 'string') throw new Error(`a route or mount path that is not a string: ${String(p)}`);
+        if (layer.route) {
+          for (const [m, on] of Object.entries<boolean>(layer.route.methods)) {
+            if (on) out.push({ method: m === '_all' ? 'ALL' : m.toUpperCase(), path: toOpenApi(join(prefix, p)) });
+          }
+        } else if (Array.isArray(layer.handle?.stack)) {
+          walk(layer.handle.stack, join(prefix, p));
+        } else if (p !== '/') {
+          out.push({ method: 'USE', path: toOpenApi(join(prefix, p)) });
+        }
+      }
+    }
+  };
+  walk((app as unknown as { router: { stack: unknown[] } }).router.stack, '');
+  return out;
+}
+
+test('the route walker sees nested routers, mount paths and mounted middleware', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const express = require('express') as typeof import('express');
+  const a = express();
+  a.get('/up', (_q, r) => void r.end());
+  const inner = express.Router();
+  inner.route('/tasks/:task_id').get((_q, r) => void r.end()).delete((_q, r) => void r.end());
+  const api = express.Router();
+  api.use((_q, _r, n) => n());
+  api.use(inner);
+  api.use('/nested', express.Router().post('/:id/x', (_q, r) => void r.end()));
+  a.use('/api', api);
+  a.use('/graphql', (_q, r) => void r.end());
+  expect(servedRoutes(a)).toEqual([
+    { method: 'GET', path: '/up' },
+    { method: 'GET', path: '/api/tasks/{task_id}' },
+    { method: 'DELETE', path: '/api/tasks/{task_id}' },
+    { method: 'POST', path: '/api/nested/{id}/x' },
+    { method: 'USE', path: '/graphql' },
+  ]);
+});
+
+describe('openapi.yaml lists exactly the routes the app serves', () => {
+  let container: Container;
+  let app: Express;
+  let server: http.Server;
+  let base: string;
+
+  beforeAll(async () => {
+    const config = loadConfig({
+      PORT: '0',
+      DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'openapi-test-')),
+      DATABASE_URL: await createTestDatabase(),
+      API_KEYS: `alice:${KEYS.alice}`,
+      LOG_LEVEL: 'silent',
+    });
+    container = await buildContainer(config, createLogger('silent'), config.databaseUrl!);
+    app = createApp(container, await buildExtensions(container));
+    server = http.createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server?.close(r));
+    await container?.close();
+    fs.rmSync(container.config.dataDir, { recursive: true, force: true });
+  });
+
+  test('served and documented routes are the same set (except /graphql)', () => {
+    const key = (r: Served) => `${r.method} ${r.path}`;
+    const served = servedRoutes(app);
+    // Sanity check of the walker itself: routes of the app root, of /api and of the routers mounted under it.
+    expect(served.map(key)).toEqual(expect.arrayContaining(['GET /healthz', 'GET /api/assets/{id}', 'HEAD /api/assets/{id}/content']));
+    const servedSet = new Set(served.filter((r) => !isGraphqlPath(r.path)).map(key));
+    const documented = new Set(operations().map((o) => `${o.method} ${o.path}`));
+    const undocumented = [...servedSet].filter((r) => !documented.has(r)).sort();
+    const notServed = [...documented].filter((r) => !servedSet.has(r)).sort();
+    expect({ undocumented, notServed }).toEqual({ undocumented: [], notServed: [] });
+  });
+
+  test('GET /openapi.yaml serves this file without a key', async () => {
+    const res = await fetch(`${base}/openapi.yaml`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/yaml/);
+    expect(await res.text()).toBe(SPEC_TEXT);
+  });
+
+  test('an /api route without a key answers 401 UNAUTHORIZED, as documented', async () => {
+    const res = await fetch(`${base}/api/assets`);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+  });
+});
