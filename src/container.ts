@@ -33,10 +33,11 @@ export interface Container {
 
 export const BLOB_TEMP_SWEEP_JOB = 'blob.sweep-temps';
 export const CONTENT_GC_SWEEP_JOB = 'content.gc-sweep';
+export const BLOB_ORPHAN_SWEEP_JOB = 'blob.sweep-orphans';
 
 export async function createBlobStore(config: Config): Promise<BlobStore> {
   if (config.storage.backend === 's3') {
-    return new S3BlobStore(config.storage) as unknown as BlobStore;
+    return new S3BlobStore(config.storage);
   }
   return new FsBlobStore(path.join(config.dataDir, 'blobs'));
 }
@@ -72,6 +73,16 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     handler: async () => {
       const n = await blobStore.sweepTemps(24 * 3600 * 1000);
       if (n > 0) logger.info('removed stale temporary blobs', { count: n });
+    },
+  });
+  queue.define({
+    name: BLOB_ORPHAN_SWEEP_JOB,
+    // Daily: it lists every blob (one LIST request per 1,000 on S3).
+    cron: '41 3 * * *',
+    expireInSeconds: 6 * 3600,
+    handler: async () => {
+      const n = await content.sweepOrphanBlobs(24 * 3600 * 1000);
+      if (n > 0) logger.info('removed blobs without content rows', { count: n });
     },
   });
 

@@ -6,7 +6,7 @@ import type { JobQueue } from '../../infra/queue';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import type { ParsedHash } from '../content/hashing';
-import { DEFAULT_MIME, isImageMime, mimeFromName } from '../content/mime';
+import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
 import { DomainError } from '../errors';
 import type { AssetRepository } from './asset.repository';
 import type {
@@ -79,6 +79,8 @@ export class AssetService {
     try {
       const name = fields.name ?? opts.fileName ?? `asset-${ingested.digest.blake3.slice(0, 12)}`;
       const contentMime = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
+      // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
+      await this.content.precommit(ingested);
       return await this.createWithContent(principal, fields, ingested.digest.blake3, name, async (tx) =>
         this.content.ensureStored(tx, ingested, { name, mimeType: contentMime }),
       );
@@ -205,7 +207,9 @@ export class AssetService {
   }
 
   presignedContentUrl(asset: Asset, fileName: string, expiresInSeconds = 300): Promise<string | undefined> {
-    return this.content.presignedUrl(asset.blake3, { fileName, contentType: asset.mimeType, expiresInSeconds });
+    // Active content (HTML, SVG, scripts) is never rendered inline, on our origin or the bucket's.
+    const disposition = isActiveContent(asset.mimeType) ? 'attachment' : 'inline';
+    return this.content.presignedUrl(asset.blake3, { fileName, contentType: asset.mimeType, expiresInSeconds, disposition });
   }
 }
 

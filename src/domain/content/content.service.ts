@@ -67,8 +67,23 @@ export class ContentService {
   }
 
   /**
+   * Before the content lock is taken: puts the bytes under their content address while keeping the temporary blob.
+   * On S3 this is the slow step (a server-side copy, multipart above 5 GiB, minutes for the largest models); doing it
+   * here keeps it out of the transaction that holds the lock and a pooled connection (and out of its timeout).
+   * Nothing relies on the copy surviving until `ensureStored`: GC or the orphan sweeper may remove it in between,
+   * and `ensureStored` then commits again from the temporary blob, which is kept for exactly that reason.
+   */
+  async precommit(ingested: IngestedContent): Promise<void> {
+    await this.blobs.commit(ingested.temp, ingested.digest.blake3, { keepTemp: true });
+  }
+
+  /**
    * Inside a transaction that holds the content lock: makes sure the content row and its blob exist, committing the
-   * temporary blob when the content is new and discarding it when it is already stored. Returns the content row.
+   * temporary blob when the content is new and discarding it otherwise. Returns the content row.
+   *
+   * The invariant it keeps: a content row is only ever visible while its blob exists. Under the lock a row exists
+   * only with its blob (GC deletes the row before the blob, and under the same lock); without a row, the blob is
+   * checked under the lock (a cheap HEAD after `precommit`) and committed again if it is gone.
    */
   async ensureStored(tx: Tx, ingested: IngestedContent, meta: { name: string; mimeType: string }): Promise<ContentRecord> {
     const existing = await this.repo.find({ algorithm: 'blake3', hex: ingested.digest.blake3 }, tx);
@@ -81,7 +96,8 @@ export class ContentService {
       await this.discard(ingested);
       return existing;
     }
-    await this.blobs.commit(ingested.temp, ingested.digest.blake3);
+    if (await this.blobs.exists(ingested.digest.blake3)) await this.discard(ingested);
+    else await this.blobs.commit(ingested.temp, ingested.digest.blake3);
     const rec: ContentRecord = {
       blake3: ingested.digest.blake3,
       sha256: ingested.digest.sha256,
@@ -107,20 +123,28 @@ export class ContentService {
     return this.blobs.read(blake3, range);
   }
 
-  presignedUrl(blake3: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string | undefined> {
+  presignedUrl(
+    blake3: string,
+    opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
+  ): Promise<string | undefined> {
     return this.blobs.presignedUrl ? this.blobs.presignedUrl(blake3, opts) : Promise.resolve(undefined);
   }
 
   /**
    * Removes one content and its blob if it is still unreferenced and its grace period is over.
    *
-   * Why this cannot lose data that a concurrent request is about to reference: every path that references content
-   * (upload commit, from-hash, download completion) takes the transaction-level advisory lock of the hash, and the
-   * asset insert needs the content row (foreign key). GC holds the same key as a session lock from before the row
-   * delete until after the blob is gone. So either GC runs first (row and blob both gone; the referencing request
-   * then finds no row and stores the content anew, or answers CONTENT_NOT_FOUND), or the reference commits first
-   * (GC then sees the asset, or the cleared orphaned_at, and deletes nothing). A crash between row delete and blob
-   * delete leaves only an unreferenced blob, which a later ingest overwrites with identical bytes.
+   * Why this cannot lose data that a concurrent request on any instance is about to reference: every path that
+   * references content (upload commit, from-hash, download completion) takes the transaction-level advisory lock of
+   * the hash, and the asset insert needs the content row (foreign key). GC holds the same key as a session lock from
+   * before the row delete until after the blob is gone. So either GC runs first (row and blob both gone; the
+   * referencing request then finds no row and stores the content anew from its temporary blob, or answers
+   * CONTENT_NOT_FOUND), or the reference commits first (GC then sees the asset, or the cleared orphaned_at, and
+   * deletes nothing). The row is deleted (and committed) before the blob, never after: a failure in between leaves an
+   * unreferenced blob (a leak the orphan sweeper removes), never a row without its blob.
+   *
+   * On S3 the copy to the content key happens before the lock (`precommit`), so a blob may exist briefly without a
+   * row and without anyone holding the lock; `ensureStored` re-checks it under the lock, so deleting it here or in
+   * `sweepOrphanBlobs` is harmless.
    */
   async collect(blake3: string): Promise<boolean> {
     const client = await this.pool.connect();
@@ -153,6 +177,49 @@ export class ContentService {
       if (await this.collect(hash)) removed++;
     }
     return removed;
+  }
+
+  /**
+   * Removes blobs that have no content row and were last written more than `olderThanMs` ago: leftovers of a
+   * transaction that rolled back after its commit, of a crash, or of a GC whose blob delete failed after the row
+   * delete. Each candidate is re-checked under the content lock (the same protocol as `collect`), so a concurrent
+   * upload of the same bytes either sees its row or commits the blob again. The listing costs one LIST request per
+   * 1,000 blobs on S3 (a directory walk on disk), so it runs daily.
+   */
+  async sweepOrphanBlobs(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    let batch: string[] = [];
+    const flush = async () => {
+      const known = await this.pool.query<{ blake3: string }>('SELECT blake3 FROM content WHERE blake3 = ANY($1::text[])', [batch]);
+      const rows = new Set(known.rows.map((r) => r.blake3.trim()));
+      for (const hex of batch) if (!rows.has(hex) && (await this.removeOrphanBlob(hex))) removed++;
+      batch = [];
+    };
+    for await (const hex of this.blobs.listBlobs(olderThanMs)) {
+      batch.push(hex);
+      if (batch.length >= 500) await flush();
+    }
+    if (batch.length > 0) await flush();
+    return removed;
+  }
+
+  private async removeOrphanBlob(blake3: string): Promise<boolean> {
+    const client = await this.pool.connect();
+    const key = contentLockKey(blake3).toString();
+    try {
+      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+      try {
+        const res = await client.query('SELECT 1 FROM content WHERE blake3 = $1', [blake3]);
+        if (res.rowCount !== 0) return false;
+        await this.blobs.delete(blake3);
+        this.logger.info('removed a blob without content row', { blake3 });
+        return true;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+      }
+    } finally {
+      client.release();
+    }
   }
 
   get gcGraceSeconds(): number {

@@ -19,20 +19,43 @@ export interface BlobStore {
    * data across restarts. Returns the bytes already present.
    */
   openPartial?(name: string): Promise<PartialBlob>;
-  /** Moves a temporary blob to its content address. Idempotent: an existing blob with that hash is kept. */
-  commit(temp: TempBlob, blake3Hex: string): Promise<void>;
+  /**
+   * Moves (copies, with `keepTemp`) a temporary blob to its content address; readers see the blob whole or not at
+   * all. Idempotent: an existing blob with that hash is kept.
+   */
+  commit(temp: TempBlob, blake3Hex: string, opts?: CommitOptions): Promise<void>;
   /** Removes a temporary blob; never throws for one already gone. */
   discard(temp: TempBlob): Promise<void>;
   exists(blake3Hex: string): Promise<boolean>;
   /** Streams the content, or the inclusive byte range [start, end]. */
   read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
   delete(blake3Hex: string): Promise<void>;
-  /** Removes temporary blobs older than `olderThanMs`; returns how many. */
+  /**
+   * Removes temporary blobs, partials and (S3) unfinished multipart uploads not written to for `olderThanMs`;
+   * returns how many.
+   */
   sweepTemps(olderThanMs: number): Promise<number>;
+  /** Hashes of the stored blobs last written more than `olderThanMs` ago (for the orphan sweeper). */
+  listBlobs(olderThanMs: number): AsyncIterable<string>;
   /** A short-lived URL for direct download, where the backend offers one (S3 presigned URLs). */
-  presignedUrl?(blake3Hex: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string | undefined>;
+  presignedUrl?(
+    blake3Hex: string,
+    opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
+  ): Promise<string | undefined>;
   /** Cheap reachability check for /readyz. */
   ping(): Promise<void>;
+}
+
+export interface CommitOptions {
+  /** Leave the temporary blob in place (the caller discards it later); see ContentService.precommit. */
+  keepTemp?: boolean;
+}
+
+export class BlobNotFoundError extends Error {
+  constructor(readonly hash: string) {
+    super(`blob ${hash} not found`);
+    this.name = 'BlobNotFoundError';
+  }
 }
 
 export interface TempBlob {

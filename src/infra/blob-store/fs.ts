@@ -4,17 +4,12 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { blobPath, type BlobStore, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+
+export { BlobNotFoundError } from './blob-store';
 
 /** Writes are coalesced into blocks of this size, with one block in flight while the next fills. */
 const WRITE_BLOCK = 1 << 20;
-
-export class BlobNotFoundError extends Error {
-  constructor(readonly hash: string) {
-    super(`blob ${hash} not found`);
-    this.name = 'BlobNotFoundError';
-  }
-}
 
 /**
  * Local-disk blob store under `root`: content at `root/ab/cd/<hex>`, temporaries in `root/.tmp` (same filesystem, so
@@ -84,16 +79,17 @@ export class FsBlobStore implements BlobStore {
     };
   }
 
-  async commit(temp: TempBlob, blake3Hex: string): Promise<void> {
+  async commit(temp: TempBlob, blake3Hex: string, opts: CommitOptions = {}): Promise<void> {
     const src = this.resolveKey(temp.key);
     const dest = this.contentPath(blake3Hex);
     if (await exists(dest)) {
       // Content-addressed: an existing blob with this hash holds the same bytes.
-      await fsp.rm(src, { force: true });
+      if (!opts.keepTemp) await fsp.rm(src, { force: true });
       return;
     }
     await fsp.mkdir(path.dirname(dest), { recursive: true });
-    await fsp.rename(src, dest);
+    if (opts.keepTemp) await linkOrCopy(src, dest);
+    else await fsp.rename(src, dest);
     await syncDir(path.dirname(dest));
   }
 
@@ -132,6 +128,20 @@ export class FsBlobStore implements BlobStore {
       }
     }
     return removed;
+  }
+
+  async *listBlobs(olderThanMs: number): AsyncIterable<string> {
+    const cutoff = Date.now() - olderThanMs;
+    const hex2 = /^[0-9a-f]{2}$/;
+    for (const a of (await fsp.readdir(this.root).catch(() => [] as string[])).filter((n) => hex2.test(n))) {
+      for (const b of (await fsp.readdir(path.join(this.root, a)).catch(() => [] as string[])).filter((n) => hex2.test(n))) {
+        for (const name of await fsp.readdir(path.join(this.root, a, b)).catch(() => [] as string[])) {
+          if (!/^[0-9a-f]{64}$/.test(name) || !name.startsWith(a + b)) continue;
+          const st = await fsp.stat(path.join(this.root, a, b, name)).catch(() => undefined);
+          if (st && st.mtimeMs < cutoff) yield name;
+        }
+      }
+    }
   }
 
   async ping(): Promise<void> {
@@ -180,6 +190,29 @@ async function exists(p: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/**
+ * Gives `src` a second name `dest` (atomic; an existing `dest` is kept). Where hard links are not supported, copies to
+ * a temporary sibling and renames it into place.
+ */
+async function linkOrCopy(src: string, dest: string): Promise<void> {
+  try {
+    await fsp.link(src, dest);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EXDEV' && code !== 'EMLINK') throw err;
+    const tmp = `${dest}.${process.pid}.${crypto.randomUUID()}.copy`;
+    try {
+      await fsp.copyFile(src, tmp);
+      const fh = await fsp.open(tmp, 'r+');
+      await fh.sync().finally(() => fh.close());
+      await fsp.rename(tmp, dest);
+    } finally {
+      await fsp.rm(tmp, { force: true });
+    }
+  }
 }
 
 async function syncDir(dir: string): Promise<void> {

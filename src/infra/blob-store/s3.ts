@@ -1,9 +1,480 @@
+import crypto from 'node:crypto';
+import { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCopyCommand,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
+import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
 
-/** Placeholder until the S3 backend lands (scale-out issue). */
-export class S3BlobStore {
-  constructor(config: Extract<StorageConfig, { backend: 's3' }>) {
-    void config;
-    throw new Error('STORAGE_BACKEND=s3 is not available in this build yet');
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export interface S3BlobStoreOptions {
+  /** Multipart upload part size; memory per upload is about (queueSize + 1) × partSize. */
+  partSize?: number;
+  /** Parts uploaded in parallel per upload. */
+  queueSize?: number;
+  /** Largest object copied with one CopyObject (S3's limit is 5 GiB); larger ones use UploadPartCopy. */
+  maxSingleCopyBytes?: number;
+  /** Part size of a multipart copy. */
+  copyPartSize?: number;
+  copyConcurrency?: number;
+  /** Size of the objects a resumable partial is made of; a crash loses at most the segment in flight. */
+  segmentSize?: number;
+  /** Extra client settings (tests pass credentials). */
+  client?: Partial<S3ClientConfig>;
+}
+
+type S3Config = Extract<StorageConfig, { backend: 's3' }>;
+interface Source {
+  key: string;
+  size: number;
+}
+
+/**
+ * S3-compatible blob store (AWS S3, MinIO, R2, Ceph RGW). Layout under `S3_PREFIX`:
+ * - `ab/cd/<hex>`: content, written once by a server-side copy after the hash is known;
+ * - `.tmp/<uuid>`: uploads in progress, streamed with a multipart upload (bounded memory: queueSize × partSize);
+ * - `.partial/<name>/<offset>`: resumable downloads as a run of segment objects (S3 objects cannot be appended to,
+ *   and the parts of an unfinished multipart upload cannot be read back), so any instance can resume them.
+ *
+ * Checksums: the client only adds request checksums where an operation requires them and does not validate response
+ * checksums unless asked (`WHEN_REQUIRED`); several S3-compatible stores (and s3rver) reject or mangle the
+ * aws-chunked CRC trailers the SDK otherwise sends by default. Integrity is ours: every byte is hashed (BLAKE3 and
+ * SHA-256) on the way in.
+ */
+export class S3BlobStore implements BlobStore {
+  readonly kind = 's3' as const;
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly base: string;
+  private readonly o: Required<Omit<S3BlobStoreOptions, 'client'>>;
+
+  constructor(config: S3Config, options: S3BlobStoreOptions = {}) {
+    this.bucket = config.bucket;
+    this.base = config.prefix ? `${config.prefix}/` : '';
+    this.o = {
+      partSize: options.partSize ?? 8 * MiB,
+      queueSize: options.queueSize ?? 4,
+      maxSingleCopyBytes: options.maxSingleCopyBytes ?? 5 * GiB,
+      copyPartSize: options.copyPartSize ?? 512 * MiB,
+      copyConcurrency: options.copyConcurrency ?? 4,
+      segmentSize: options.segmentSize ?? 32 * MiB,
+    };
+    this.client = new S3Client({
+      region: config.region,
+      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+      forcePathStyle: config.forcePathStyle,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      ...options.client,
+    });
   }
+
+  async init(): Promise<void> {
+    // Nothing to prepare: leftovers of crashed instances are the sweeper's (sweepTemps), as any instance may own them.
+  }
+
+  async writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob> {
+    const key = `${this.base}.tmp/${crypto.randomUUID()}`;
+    let size = 0;
+    const counted = async function* () {
+      for await (const chunk of source) {
+        size += chunk.length;
+        yield chunk;
+      }
+    };
+    await this.uploadObject(key, counted(), this.o.queueSize);
+    return { key, size };
+  }
+
+  async openPartial(name: string): Promise<PartialBlob> {
+    if (!/^[\w.-]{1,200}$/.test(name)) throw new Error(`invalid partial name ${name}`);
+    const dir = `${this.base}.partial/${name}/`;
+    const segments = await this.segmentsOf(dir);
+    return {
+      key: dir,
+      size: total(segments),
+      readExisting: () => this.readSources(segments),
+      append: (source, opts) => this.appendPartial(dir, source, opts?.truncate ?? false),
+      discard: () => this.removePartial(dir),
+    };
+  }
+
+  async commit(temp: TempBlob, blake3Hex: string, opts: CommitOptions = {}): Promise<void> {
+    const dest = this.contentKey(blake3Hex);
+    // Content-addressed: an existing object under this key holds the same bytes (objects appear whole on S3).
+    if (!(await this.exists(blake3Hex))) {
+      const sources = this.isPartialKey(temp.key) ? await this.segmentsOf(temp.key) : [{ key: this.tempKey(temp.key), size: temp.size }];
+      await this.copyInto(sources, dest);
+    }
+    if (!opts.keepTemp) await this.discard(temp);
+  }
+
+  async discard(temp: TempBlob): Promise<void> {
+    if (this.isPartialKey(temp.key)) {
+      await this.removePartial(temp.key);
+      return;
+    }
+    await this.deleteKey(this.tempKey(temp.key));
+  }
+
+  async exists(blake3Hex: string): Promise<boolean> {
+    return (await this.headSize(this.contentKey(blake3Hex))) !== undefined;
+  }
+
+  async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
+    try {
+      const res = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: this.contentKey(blake3Hex), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+      );
+      return res.Body as Readable;
+    } catch (err) {
+      if (isNotFound(err)) throw new BlobNotFoundError(blake3Hex);
+      throw err;
+    }
+  }
+
+  async delete(blake3Hex: string): Promise<void> {
+    await this.deleteKey(this.contentKey(blake3Hex));
+  }
+
+  async sweepTemps(olderThanMs: number): Promise<number> {
+    const cutoff = Date.now() - olderThanMs;
+    let removed = 0;
+    for await (const obj of this.list(`${this.base}.tmp/`)) {
+      if (obj.lastModified < cutoff) {
+        await this.deleteKey(obj.key);
+        removed++;
+      }
+    }
+    // A partial is stale when its newest segment is: an active download keeps adding segments.
+    const partials = new Map<string, { newest: number; keys: string[] }>();
+    for await (const obj of this.list(`${this.base}.partial/`)) {
+      const dir = obj.key.slice(0, obj.key.lastIndexOf('/') + 1);
+      const p = partials.get(dir) ?? { newest: 0, keys: [] };
+      p.newest = Math.max(p.newest, obj.lastModified);
+      p.keys.push(obj.key);
+      partials.set(dir, p);
+    }
+    for (const p of partials.values()) {
+      if (p.newest >= cutoff) continue;
+      for (const key of p.keys) await this.deleteKey(key);
+      removed++;
+    }
+    for (const u of await this.multipartUploads(this.base)) {
+      if (u.initiated < cutoff) {
+        await this.abortUpload(u.key, u.uploadId);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  async *listBlobs(olderThanMs: number): AsyncIterable<string> {
+    const cutoff = Date.now() - olderThanMs;
+    const re = /^[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/;
+    for await (const obj of this.list(this.base)) {
+      const m = re.exec(obj.key.slice(this.base.length));
+      if (m && obj.lastModified < cutoff) yield m[1]!;
+    }
+  }
+
+  async presignedUrl(blake3Hex: string, opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' }): Promise<string> {
+    const cmd = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: this.contentKey(blake3Hex),
+      ResponseContentType: opts.contentType,
+      ResponseContentDisposition: contentDisposition(opts.disposition ?? 'attachment', opts.fileName),
+    });
+    return getSignedUrl(this.client, cmd, { expiresIn: opts.expiresInSeconds });
+  }
+
+  async ping(): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+  }
+
+  /** Object key of a blob (tests and the orphan sweeper). */
+  contentKey(blake3Hex: string): string {
+    if (!/^[a-f0-9]{64}$/.test(blake3Hex)) throw new Error(`invalid blake3 hex ${blake3Hex}`);
+    return this.base + blobPath(blake3Hex);
+  }
+
+  destroy(): void {
+    this.client.destroy();
+  }
+
+  // ---- uploads and copies ----
+
+  /** Streams `body` to `key` (multipart above one part); on failure aborts the upload and removes the key. */
+  private async uploadObject(key: string, body: AsyncIterable<Buffer>, queueSize: number): Promise<void> {
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: key, Body: Readable.from(body) },
+      partSize: this.o.partSize,
+      queueSize,
+    });
+    try {
+      await upload.done();
+    } catch (err) {
+      // lib-storage aborts on its own, but not when the abort itself fails; the sweeper is the last resort.
+      if (upload.uploadId) await this.abortUpload(key, upload.uploadId);
+      await this.deleteKey(key).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Server-side copy of the concatenation of `sources` to `dest`; atomic: `dest` appears whole or not at all. */
+  private async copyInto(sources: Source[], dest: string): Promise<void> {
+    const nonEmpty = sources.filter((s) => s.size > 0);
+    if (nonEmpty.length === 0) {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: dest, Body: Buffer.alloc(0) }));
+      return;
+    }
+    if (nonEmpty.length === 1 && nonEmpty[0]!.size <= this.o.maxSingleCopyBytes) {
+      await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: dest, CopySource: this.copySource(nonEmpty[0]!.key) }));
+      return;
+    }
+    // Multipart copy: every part but the last must be >= 5 MiB (segments are, by construction); at most 10,000 parts.
+    const sum = total(nonEmpty);
+    const partSize = Math.max(this.o.copyPartSize, Math.ceil(sum / 9_000));
+    const parts: { source: Source; start: number; end: number; n: number }[] = [];
+    for (const source of nonEmpty) {
+      for (let start = 0; start < source.size; start += partSize) {
+        parts.push({ source, start, end: Math.min(source.size, start + partSize) - 1, n: parts.length + 1 });
+      }
+    }
+    if (parts.length > 10_000) throw new Error(`cannot copy ${parts.length} parts in one multipart upload`);
+    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: dest }));
+    try {
+      const etags: string[] = [];
+      let next = 0;
+      const worker = async () => {
+        while (next < parts.length) {
+          const p = parts[next++]!;
+          const res = await this.client.send(
+            new UploadPartCopyCommand({
+              Bucket: this.bucket,
+              Key: dest,
+              UploadId,
+              PartNumber: p.n,
+              CopySource: this.copySource(p.source.key),
+              CopySourceRange: `bytes=${p.start}-${p.end}`,
+            }),
+          );
+          etags[p.n - 1] = res.CopyPartResult!.ETag!;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(this.o.copyConcurrency, parts.length) }, worker));
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: dest,
+          UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+        }),
+      );
+    } catch (err) {
+      await this.abortUpload(dest, UploadId!);
+      throw err;
+    }
+  }
+
+  private copySource(key: string): string {
+    return `${this.bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+  }
+
+  // ---- partials (resumable downloads) ----
+
+  /** The contiguous run of segments from offset 0; anything after a gap is ignored (and replaced on append). */
+  private async segmentsOf(dir: string): Promise<Source[]> {
+    const found: { offset: number; key: string; size: number }[] = [];
+    for await (const obj of this.list(dir)) {
+      const name = obj.key.slice(dir.length);
+      if (/^\d{16}$/.test(name)) found.push({ offset: Number(name), key: obj.key, size: obj.size });
+    }
+    found.sort((a, b) => a.offset - b.offset);
+    const out: Source[] = [];
+    let at = 0;
+    for (const s of found) {
+      if (s.offset !== at || s.size === 0) break;
+      out.push({ key: s.key, size: s.size });
+      at += s.size;
+    }
+    return out;
+  }
+
+  private async appendPartial(dir: string, source: AsyncIterable<Buffer>, truncate: boolean): Promise<TempBlob> {
+    if (truncate) await this.removePartial(dir);
+    const segments = truncate ? [] : await this.segmentsOf(dir);
+    let offset = total(segments);
+    let input = source;
+    // Only the last segment may be short (multipart copy needs >= 5 MiB parts): a short one is rewritten with the new
+    // bytes after it, under the same key, which S3 replaces atomically when the new object completes.
+    const last = segments.at(-1);
+    if (last && last.size < this.o.segmentSize) {
+      offset -= last.size;
+      input = concat(this.readSources([last]), source);
+    }
+    // Segments past a gap (another writer's leftovers) would be misread later; they go before new ones are written.
+    for await (const obj of this.list(dir)) {
+      const name = obj.key.slice(dir.length);
+      if (!/^\d{16}$/.test(name) || Number(name) > offset) await this.deleteKey(obj.key);
+    }
+    const reader = new ByteReader(input);
+    for (;;) {
+      const first = await reader.read(this.o.segmentSize);
+      if (!first) break;
+      const segmentSize = this.o.segmentSize;
+      let written = 0;
+      const body = async function* () {
+        written = first.length;
+        yield first;
+        while (written < segmentSize) {
+          const b = await reader.read(segmentSize - written);
+          if (!b) return;
+          written += b.length;
+          yield b;
+        }
+      };
+      // Kept at queue size 2: downloads are network-bound, and many may run at once.
+      await this.uploadObject(`${dir}${String(offset).padStart(16, '0')}`, body(), 2);
+      offset += written;
+    }
+    return { key: dir, size: offset };
+  }
+
+  private async removePartial(dir: string): Promise<void> {
+    for await (const obj of this.list(dir)) await this.deleteKey(obj.key);
+    for (const u of await this.multipartUploads(dir)) await this.abortUpload(u.key, u.uploadId);
+  }
+
+  private async *readSources(sources: Source[]): AsyncIterable<Buffer> {
+    for (const s of sources) {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: s.key }));
+      for await (const chunk of res.Body as Readable) yield chunk as Buffer;
+    }
+  }
+
+  // ---- small helpers ----
+
+  private isPartialKey(key: string): boolean {
+    return key.startsWith(`${this.base}.partial/`) && key.endsWith('/') && !key.includes('..');
+  }
+
+  private tempKey(key: string): string {
+    if (!key.startsWith(`${this.base}.tmp/`) || key.includes('..')) throw new Error(`not a temporary blob: ${key}`);
+    return key;
+  }
+
+  private async headSize(key: string): Promise<number | undefined> {
+    try {
+      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return res.ContentLength ?? 0;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async deleteKey(key: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  private async abortUpload(key: string, uploadId: string): Promise<void> {
+    await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
+  }
+
+  private async *list(prefix: string): AsyncIterable<{ key: string; size: number; lastModified: number }> {
+    let token: string | undefined;
+    do {
+      const res = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const o of res.Contents ?? []) {
+        if (o.Key) yield { key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified?.getTime() ?? 0 };
+      }
+      token = res.IsTruncated ? res.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  private async multipartUploads(prefix: string): Promise<{ key: string; uploadId: string; initiated: number }[]> {
+    const out: { key: string; uploadId: string; initiated: number }[] = [];
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    do {
+      const res = await this.client.send(
+        new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
+      );
+      for (const u of res.Uploads ?? []) {
+        if (u.Key && u.UploadId) out.push({ key: u.Key, uploadId: u.UploadId, initiated: u.Initiated?.getTime() ?? 0 });
+      }
+      keyMarker = res.IsTruncated ? res.NextKeyMarker : undefined;
+      uploadIdMarker = res.IsTruncated ? res.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+    return out;
+  }
+}
+
+/** Reads an async iterable in pieces of at most `max` bytes, keeping the rest of a chunk for the next read. */
+class ByteReader {
+  private readonly it: AsyncIterator<Buffer>;
+  private rest: Buffer | undefined;
+
+  constructor(source: AsyncIterable<Buffer>) {
+    this.it = source[Symbol.asyncIterator]();
+  }
+
+  async read(max: number): Promise<Buffer | undefined> {
+    for (;;) {
+      let buf = this.rest;
+      this.rest = undefined;
+      if (!buf) {
+        const r = await this.it.next();
+        if (r.done) return undefined;
+        buf = r.value;
+      }
+      if (buf.length === 0) continue;
+      if (buf.length > max) {
+        this.rest = buf.subarray(max);
+        return buf.subarray(0, max);
+      }
+      return buf;
+    }
+  }
+}
+
+async function* concat(...sources: AsyncIterable<Buffer>[]): AsyncIterable<Buffer> {
+  for (const s of sources) yield* s;
+}
+
+const total = (sources: Source[]): number => sources.reduce((n, s) => n + s.size, 0);
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.name === 'NoSuchUpload' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/** RFC 6266 with an ASCII fallback and an RFC 5987 UTF-8 name (as the streamed route sends it). */
+function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }

@@ -1,0 +1,253 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BlobNotFoundError, type BlobStore, type TempBlob } from '../../src/infra/blob-store/blob-store';
+import { FsBlobStore } from '../../src/infra/blob-store/fs';
+import { S3BlobStore } from '../../src/infra/blob-store/s3';
+import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+
+/**
+ * One contract, run unchanged against every backend. "No temporaries left" is observed through the store's own
+ * sweeper with a cut-off in the future (it counts whatever temporaries, partials and unfinished uploads exist).
+ */
+const MiB = 1024 * 1024;
+const ALL = -3600_000;
+
+interface Backend {
+  name: string;
+  setup(): Promise<{ store: BlobStore; reopen(): BlobStore; teardown(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'fs',
+    setup: async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-blobs-'));
+      const store = new FsBlobStore(dir);
+      await store.init();
+      return { store, reopen: () => new FsBlobStore(dir), teardown: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 's3',
+    setup: async () => {
+      const s3: TestS3Server = await startS3Server();
+      // Small sizes so the multipart paths (upload parts, UploadPartCopy, several partial segments) run on small data.
+      const make = () =>
+        new S3BlobStore(
+          { backend: 's3', bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: 'pfx', presignedDownloads: true },
+          { partSize: 5 * MiB, queueSize: 2, maxSingleCopyBytes: 4 * MiB, copyPartSize: 5 * MiB, segmentSize: 256 * 1024 },
+        );
+      const store = make();
+      await store.init();
+      return {
+        store,
+        reopen: make,
+        teardown: async () => {
+          store.destroy();
+          await s3.stop();
+        },
+      };
+    },
+  },
+];
+
+const hex = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex').replace(/^(.{64}).*$/, '$1');
+async function* chunks(buf: Buffer, size = 64 * 1024): AsyncIterable<Buffer> {
+  for (let i = 0; i < buf.length; i += size) yield buf.subarray(i, i + size);
+}
+async function* failingAfter(buf: Buffer, bytes: number): AsyncIterable<Buffer> {
+  for await (const c of chunks(buf.subarray(0, bytes))) yield c;
+  throw new Error('client went away');
+}
+async function collect(src: AsyncIterable<Buffer | string> | NodeJS.ReadableStream): Promise<Buffer> {
+  const out: Buffer[] = [];
+  for await (const c of src as AsyncIterable<Buffer>) out.push(Buffer.from(c));
+  return Buffer.concat(out);
+}
+const random = (n: number) => crypto.randomBytes(n);
+
+describe.each(backends)('$name blob store', (backend) => {
+  let store: BlobStore;
+  let reopen: () => BlobStore;
+  let teardown: () => Promise<void>;
+  beforeAll(async () => {
+    ({ store, reopen, teardown } = await backend.setup());
+  });
+  afterAll(async () => {
+    await teardown?.();
+  });
+  afterEach(async () => {
+    // Every case leaves no temporaries behind unless it says otherwise.
+    expect(await store.sweepTemps(ALL)).toBe(0);
+  });
+
+  test('write, commit, exists, read, range, delete', async () => {
+    const data = random(300_000);
+    const h = hex(data);
+    const temp = await store.writeTemp(chunks(data));
+    expect(temp.size).toBe(data.length);
+    expect(await store.exists(h)).toBe(false);
+    await store.commit(temp, h);
+    expect(await store.exists(h)).toBe(true);
+    expect((await collect(await store.read(h))).equals(data)).toBe(true);
+    expect((await collect(await store.read(h, { start: 1000, end: 1999 }))).equals(data.subarray(1000, 2000))).toBe(true);
+    expect((await collect(await store.read(h, { start: data.length - 1, end: data.length - 1 }))).equals(data.subarray(-1))).toBe(true);
+    await store.delete(h);
+    expect(await store.exists(h)).toBe(false);
+    await expect(store.read(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+    await store.delete(h); // deleting a missing blob is not an error
+  });
+
+  test('a multipart-sized blob round-trips, also across part boundaries', async () => {
+    const data = random(12 * MiB + 12345);
+    const h = hex(data);
+    await store.commit(await store.writeTemp(chunks(data, 1 << 20)), h);
+    expect((await collect(await store.read(h))).equals(data)).toBe(true);
+    const range = { start: 5 * MiB - 10, end: 10 * MiB + 10 };
+    expect((await collect(await store.read(h, range))).equals(data.subarray(range.start, range.end + 1))).toBe(true);
+    await store.delete(h);
+  });
+
+  test('a zero-byte blob', async () => {
+    const h = hex(Buffer.alloc(0));
+    const temp = await store.writeTemp(chunks(Buffer.alloc(0)));
+    expect(temp.size).toBe(0);
+    await store.commit(temp, h);
+    expect(await store.exists(h)).toBe(true);
+    expect((await collect(await store.read(h))).length).toBe(0);
+    await store.delete(h);
+  });
+
+  test('commit is idempotent: the same content twice ends as one blob and no temporaries', async () => {
+    const data = random(50_000);
+    const h = hex(data);
+    const [a, b] = await Promise.all([store.writeTemp(chunks(data)), store.writeTemp(chunks(data))]);
+    await store.commit(a, h);
+    await store.commit(b, h);
+    await store.commit(b, h); // a temp already gone is fine too
+    expect((await collect(await store.read(h))).equals(data)).toBe(true);
+    const listed: string[] = [];
+    for await (const x of store.listBlobs(ALL)) listed.push(x);
+    expect(listed).toEqual([h]);
+    await store.delete(h);
+  });
+
+  test('commit with keepTemp leaves the temporary until it is discarded', async () => {
+    const data = random(10_000);
+    const h = hex(data);
+    const temp = await store.writeTemp(chunks(data));
+    await store.commit(temp, h, { keepTemp: true });
+    await store.commit(temp, h, { keepTemp: true });
+    expect(await store.exists(h)).toBe(true);
+    expect(await store.sweepTemps(3600_000)).toBe(0); // young temporaries are left alone
+    await store.discard(temp);
+    await store.discard(temp);
+    expect((await collect(await store.read(h))).equals(data)).toBe(true);
+    await store.delete(h);
+  });
+
+  test('discard removes a temporary', async () => {
+    const temp = await store.writeTemp(chunks(random(1000)));
+    await store.discard(temp);
+  });
+
+  test.each([
+    ['small', 100_000],
+    ['multipart', 11 * MiB],
+  ])('a failure mid-stream (%s) rejects with the source error and leaves nothing', async (_what, bytes) => {
+    const data = random(bytes + 10);
+    await expect(store.writeTemp(failingAfter(data, bytes))).rejects.toThrow('client went away');
+    expect(await store.sweepTemps(ALL)).toBe(0);
+  });
+
+  test('sweepTemps removes only what is older than the cut-off', async () => {
+    await store.writeTemp(chunks(random(1000)));
+    const partial = await store.openPartial!('sweep-me');
+    await partial.append(chunks(random(1000)));
+    expect(await store.sweepTemps(3600_000)).toBe(0);
+    expect(await store.sweepTemps(ALL)).toBe(2);
+  });
+
+  test('partials: append, fail, resume from what survived (also from another instance), commit', async () => {
+    const data = random(2.5 * MiB + 777);
+    const h = hex(data);
+    let partial = await store.openPartial!('dl-1');
+    expect(partial.size).toBe(0);
+    await expect(partial.append(failingAfter(data, 1.6 * MiB))).rejects.toThrow('client went away');
+
+    // Another instance picks it up: it sees a prefix of what was sent (whole write blocks on disk, whole segments on
+    // S3), never more and never other bytes.
+    const other = reopen();
+    partial = await other.openPartial!('dl-1');
+    expect(partial.size).toBeGreaterThan(0);
+    expect(partial.size).toBeLessThanOrEqual(1.6 * MiB);
+    expect((await collect(partial.readExisting())).equals(data.subarray(0, partial.size))).toBe(true);
+
+    // Two more attempts: one that ends early but cleanly (short last segment), then the rest.
+    let temp: TempBlob = await partial.append(chunks(data.subarray(partial.size, 2_000_001)));
+    expect(temp.size).toBe(2_000_001);
+    partial = await other.openPartial!('dl-1');
+    expect(partial.size).toBe(2_000_001);
+    temp = await partial.append(chunks(data.subarray(partial.size)));
+    expect(temp.size).toBe(data.length);
+    expect((await collect((await store.openPartial!('dl-1')).readExisting())).equals(data)).toBe(true);
+
+    await store.commit(temp, h);
+    expect((await collect(await store.read(h))).equals(data)).toBe(true);
+    expect((await store.openPartial!('dl-1')).size).toBe(0);
+    await store.delete(h);
+  });
+
+  test('partials: truncate starts over; discard removes', async () => {
+    const partial = await store.openPartial!('dl-2');
+    await partial.append(chunks(random(300_000)));
+    const again = await store.openPartial!('dl-2');
+    expect(again.size).toBe(300_000);
+    const data = random(1000);
+    const temp = await again.append(chunks(data), { truncate: true });
+    expect(temp.size).toBe(1000);
+    expect((await collect((await store.openPartial!('dl-2')).readExisting())).equals(data)).toBe(true);
+    await again.discard();
+    expect((await store.openPartial!('dl-2')).size).toBe(0);
+  });
+
+  test('ping', async () => {
+    await store.ping();
+  });
+});
+
+describe('s3 only', () => {
+  let s3: TestS3Server;
+  let store: S3BlobStore;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    store = new S3BlobStore({ backend: 's3', bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: true });
+  });
+  afterAll(async () => {
+    store?.destroy();
+    await s3?.stop();
+  });
+
+  test('content keys are <prefix>/ab/cd/<hex>, and a presigned URL serves the bytes with the given name and type', async () => {
+    const data = Buffer.from('presigned hello');
+    const h = hex(data);
+    await store.commit(await store.writeTemp(chunks(data)), h);
+    expect(store.contentKey(h)).toBe(`${h.slice(0, 2)}/${h.slice(2, 4)}/${h}`);
+    expect(fs.existsSync(path.join(s3.dir, s3.bucket, h.slice(0, 2), h.slice(2, 4)))).toBe(true);
+    const url = await store.presignedUrl(h, { fileName: 'grüße "x".txt', contentType: 'text/plain', expiresInSeconds: 60, disposition: 'inline' });
+    expect(url).toContain('X-Amz-Signature=');
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('presigned hello');
+    expect(res.headers.get('content-type')).toBe('text/plain');
+    expect(res.headers.get('content-disposition')).toBe(`inline; filename="gr__e _x_.txt"; filename*=UTF-8''gr%C3%BC%C3%9Fe%20%22x%22.txt`);
+  });
+
+  test('ping fails for a missing bucket', async () => {
+    const other = new S3BlobStore({ backend: 's3', bucket: 'no-such-bucket', endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: false });
+    await expect(other.ping()).rejects.toBeDefined();
+    other.destroy();
+  });
+});
