@@ -162,7 +162,8 @@ export class AssetRepository {
     const dir = q.order === 'asc' ? Prisma.raw('ASC') : Prisma.raw('DESC');
     const col = Prisma.raw(SORT_COLUMN[q.sort]);
     const [rows, count] = await Promise.all([
-      this.db.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, id ${dir} LIMIT ${q.limit} OFFSET ${q.offset}`,
+      // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
+      this.db.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit} OFFSET ${q.offset}`,
       this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset WHERE ${cond}`,
     ]);
     const total = Number(count[0]?.n ?? 0);

@@ -1,0 +1,205 @@
+/**
+ * The lookups and list filters must use an index. The repositories run against a few thousand rows; every SQL
+ * statement they send is captured at the pg driver (so this explains the exact text and parameters Prisma and the
+ * raw queries produce, not copies) and EXPLAINed. No plan may Seq Scan asset or content; sorted lists must come
+ * in index order (no Sort node). Set SHOW_PLANS=1 to print the plans.
+ */
+import { Client } from 'pg';
+import { AssetRepository } from '../../src/domain/assets/asset.repository';
+import type { AssetListQuery } from '../../src/domain/assets/asset.types';
+import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
+import { ContentRepository } from '../../src/domain/content/content.repository';
+import { createDatabase, type Database } from '../../src/infra/prisma';
+import { createTestDatabase } from '../helpers/harness';
+
+const ROWS = 5000;
+const OWNERS = 50;
+const OWNER = 'owner7';
+
+interface Captured {
+  text: string;
+  values: unknown[];
+}
+
+let url: string;
+let db: Database;
+let explainer: Client;
+let captured: Captured[] = [];
+
+beforeAll(async () => {
+  url = await createTestDatabase();
+  const seed = new Client({ connectionString: url });
+  await seed.connect();
+  // Content i is referred to by asset i; owners, tags and metadata are spread so one owner holds 2% of the rows.
+  await seed.query(`
+    INSERT INTO content (blake3, sha256, size, mime_type, first_name)
+    SELECT encode(sha256(('b' || i)::bytea), 'hex'), encode(sha256(('s' || i)::bytea), 'hex'), i, 'application/octet-stream', 'f' || i
+    FROM generate_series(1, ${ROWS}) AS i;
+    INSERT INTO asset (id, owner_id, name, content_hash, size, mime_type, tags, user_metadata, created_at, updated_at, last_access_time)
+    SELECT gen_random_uuid(), 'owner' || (i % ${OWNERS}), 'asset-' || md5(i::text), encode(sha256(('b' || i)::bytea), 'hex'), i,
+      'application/octet-stream', ARRAY['models', 'tag' || (i % 97)], jsonb_build_object('k', i % 211, 'kind', 'lora'),
+      now() - i * interval '1 minute', now() - (i % 313) * interval '1 minute', now() - (i % 701) * interval '1 second'
+    FROM generate_series(1, ${ROWS}) AS i;
+    ANALYZE content;
+    ANALYZE asset;`);
+  await seed.end();
+  db = createDatabase(url, 2);
+  // Record what the repositories send: every client of the pool reports its queries.
+  db.pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const [first, second] = args;
+      if (typeof first === 'string') captured.push({ text: first, values: Array.isArray(second) ? second : [] });
+      else if (first && typeof first === 'object' && 'text' in first) {
+        const cfg = first as { text: string; values?: unknown[] };
+        captured.push({ text: cfg.text, values: cfg.values ?? [] });
+      }
+      return query(...args);
+    };
+  });
+  explainer = new Client({ connectionString: url });
+  await explainer.connect();
+});
+
+afterAll(async () => {
+  await explainer?.end();
+  await db?.close();
+});
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+const flatten = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(flatten)];
+
+/** Runs `fn`, then EXPLAINs every statement it sent (its data statements; not BEGIN/COMMIT and the like). */
+async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; nodes: PlanNode[]; text: string }[]> {
+  captured = [];
+  await fn();
+  const statements = captured.filter((c) => /^\s*(SELECT|UPDATE|DELETE|WITH)\b/i.test(c.text));
+  if (statements.length === 0) throw new Error('no statement was captured');
+  const out = [];
+  for (const s of statements) {
+    const json = await explainer.query({ text: `EXPLAIN (FORMAT JSON) ${s.text}`, values: s.values });
+    const text = await explainer.query({ text: `EXPLAIN ${s.text}`, values: s.values });
+    const plan = (json.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan;
+    out.push({ sql: s.text.replace(/\s+/g, ' '), nodes: flatten(plan), text: text.rows.map((r) => r['QUERY PLAN']).join('\n') });
+  }
+  if (process.env.SHOW_PLANS) for (const p of out) console.log(`${p.sql}\n${p.text}`);
+  return out;
+}
+
+/** No sequential scan of asset or content, and each of them that is read is read through an index. */
+function expectIndexed(plans: { sql: string; nodes: PlanNode[]; text: string }[], opts: { noSort?: boolean } = {}) {
+  for (const p of plans) {
+    const ctx = `${p.sql}\n${p.text}`;
+    const seq = p.nodes.filter((n) => n['Node Type'] === 'Seq Scan' && ['asset', 'content'].includes(n['Relation Name'] ?? ''));
+    expect({ seqScans: seq.map((n) => n['Relation Name']), plan: ctx }).toEqual({ seqScans: [], plan: ctx });
+    const indexed = p.nodes.filter((n) => /Index/.test(n['Node Type']) && n['Index Name']);
+    expect({ indexScans: indexed.length > 0, plan: ctx }).toEqual({ indexScans: true, plan: ctx });
+    if (opts.noSort && /ORDER BY/i.test(p.sql)) {
+      const sorts = p.nodes.filter((n) => /Sort/.test(n['Node Type']));
+      expect({ sorts: sorts.map((n) => n['Node Type']), plan: ctx }).toEqual({ sorts: [], plan: ctx });
+    }
+  }
+}
+
+const indexNames = (plans: { nodes: PlanNode[] }[]) => plans.flatMap((p) => p.nodes.map((n) => n['Index Name']).filter(Boolean));
+
+async function anAsset(): Promise<{ id: string; blake3: string; sha256: string }> {
+  const r = await explainer.query(`SELECT a.id::text AS id, c.blake3, c.sha256 FROM asset a JOIN content c ON c.blake3 = a.content_hash
+    WHERE a.owner_id = $1 LIMIT 1`, [OWNER]);
+  return r.rows[0];
+}
+
+const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => ({
+  includeTags: [],
+  excludeTags: [],
+  limit: 20,
+  offset: 0,
+  sort: 'created_at',
+  order: 'desc',
+  ...q,
+});
+
+test('asset by id (and the owner check) uses the primary key', async () => {
+  const assets = new AssetRepository(db.prisma);
+  const { id } = await anAsset();
+  const plans = await plansOf(() => assets.findById(OWNER, id));
+  expectIndexed(plans);
+  expect(indexNames(plans)).toContain('asset_pkey');
+});
+
+test('content by blake3 and by sha256 use their unique indexes (find and exists)', async () => {
+  const content = new ContentRepository(db.prisma);
+  const { blake3, sha256 } = await anAsset();
+  const byBlake3 = await plansOf(async () => {
+    await content.find({ algorithm: 'blake3', hex: blake3 });
+    await content.exists({ algorithm: 'blake3', hex: blake3 });
+  });
+  expectIndexed(byBlake3);
+  expect(indexNames(byBlake3)).toEqual(['content_pkey', 'content_pkey']);
+  const bySha256 = await plansOf(async () => {
+    await content.find({ algorithm: 'sha256', hex: sha256 });
+    await content.exists({ algorithm: 'sha256', hex: sha256 });
+  });
+  expectIndexed(bySha256);
+  expect(indexNames(bySha256)).toEqual(['content_sha256_key', 'content_sha256_key']);
+});
+
+test("an owner's asset for a content (dedupe) and the content's asset count use indexes", async () => {
+  const assets = new AssetRepository(db.prisma);
+  const { blake3 } = await anAsset();
+  expectIndexed(await plansOf(() => assets.findByContent(OWNER, blake3)));
+  expectIndexed(await plansOf(() => assets.countByContent(blake3)));
+});
+
+test('list with include_tags uses an index (rows and total)', async () => {
+  const assets = new AssetRepository(db.prisma);
+  const plans = await plansOf(() => assets.list(OWNER, listQuery({ includeTags: ['tag5'] })));
+  expect(plans).toHaveLength(2);
+  expectIndexed(plans);
+});
+
+test('list with metadata_filter uses an index (rows and total)', async () => {
+  const assets = new AssetRepository(db.prisma);
+  const plans = await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: 5 } })));
+  expect(plans).toHaveLength(2);
+  expectIndexed(plans);
+});
+
+test('include_tags and metadata_filter across a selective value use the GIN indexes', async () => {
+  // For an owner with few rows the owner index is as good; when the owner has most rows the GIN index must serve.
+  const c = explainer;
+  await c.query(`UPDATE asset SET owner_id = $1`, ['everyone']);
+  await c.query('ANALYZE asset');
+  try {
+    const assets = new AssetRepository(db.prisma);
+    const tags = await plansOf(() => assets.list('everyone', listQuery({ includeTags: ['tag5'] })));
+    expectIndexed(tags);
+    expect(indexNames(tags)).toContain('asset_tags_idx');
+    const meta = await plansOf(() => assets.list('everyone', listQuery({ metadataFilter: { k: 5 } })));
+    expectIndexed(meta);
+    expect(indexNames(meta)).toContain('asset_user_metadata_idx');
+  } finally {
+    await c.query(`UPDATE asset SET owner_id = 'owner' || (size % ${OWNERS})`);
+    await c.query('ANALYZE asset');
+  }
+});
+
+test.each(ASSET_SORTS.flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const)))(
+  "one owner's list sorted by %s %s is read in index order",
+  async (sort, order) => {
+    const assets = new AssetRepository(db.prisma);
+    const plans = await plansOf(() => assets.list(OWNER, listQuery({ sort, order })));
+    expectIndexed(plans, { noSort: true });
+  },
+);
+
+test("an owner's tag counts use an index", async () => {
+  const assets = new AssetRepository(db.prisma);
+  expectIndexed(await plansOf(() => assets.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' })));
+});
