@@ -9,7 +9,7 @@ import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { S3BlobStore } from './infra/blob-store/s3';
 import type { DownloadService, TaskService } from './domain/tasks/task.types';
-import { DomainError } from './domain/errors';
+import { buildDownloads } from './domain/downloads/downloads.module';
 import type { Logger } from './infra/logger';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
@@ -86,12 +86,9 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
-  // Replaced by the downloads module's implementations once it is built.
-  const notYet = async (): Promise<never> => {
-    throw new DomainError('NOT_IMPLEMENTED', 'downloads and tasks are not available in this build');
-  };
-  const tasks: TaskService = { get: notYet, list: notYet, cancel: notYet };
-  const downloads: DownloadService = { start: notYet };
+  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
+  const tasks: TaskService = downloadsModule.tasks;
+  const downloads: DownloadService = downloadsModule.downloads;
 
   return {
     config,
@@ -105,6 +102,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     tasks,
     downloads,
     close: async () => {
+      await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       await database.close();
     },

@@ -2,7 +2,7 @@
  * Background tasks (contract section 4.2). This file is the shared contract between the downloads module, which
  * implements TaskService (task.service.ts), and the transports (REST /api/tasks, GraphQL task/tasks/cancelTask).
  */
-import type { Asset, Page, Principal } from '../assets/asset.types';
+import type { Asset, CreateResult, Page, Principal } from '../assets/asset.types';
 
 export const TASK_STATUSES = ['created', 'running', 'completed', 'failed'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -57,6 +57,8 @@ export interface DownloadRequest {
   tags?: string[];
   userMetadata?: Record<string, unknown>;
   previewId?: string | null;
+  /** The client's `Idempotency-Key`: a second request with the same key answers with the first one's task. */
+  idempotencyKey?: string | null;
 }
 
 /** What POST /api/assets/download answers: an asset at once (200) or a task (202); exactly one is set. */
@@ -74,4 +76,6 @@ export interface TaskService {
 
 export interface DownloadService {
   start(principal: Principal, req: DownloadRequest): Promise<DownloadStart>;
+  /** POST /api/assets with a JSON `{url, ...}` body: fetched synchronously under the download rules. */
+  uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult>;
 }

@@ -1,0 +1,196 @@
+import crypto from 'node:crypto';
+import type { BlobStore } from '../../infra/blob-store/blob-store';
+import type { HttpFetcher } from '../../infra/http-fetch';
+import type { Logger } from '../../infra/logger';
+import { isUniqueViolation, type Db } from '../../infra/prisma';
+import type { JobQueue } from '../../infra/queue';
+import type { AssetService } from '../assets/asset.service';
+import type { AssetCreateFields, CreateResult, Principal } from '../assets/asset.types';
+import { validateCreateFields } from '../assets/validation';
+import type { ContentService } from '../content/content.service';
+import type { ContentDigest } from '../content/hashing';
+import { DomainError, isDomainError } from '../errors';
+import type { TaskRepository } from '../tasks/task.repository';
+import type { DownloadRequest, DownloadService, DownloadStart, Task } from '../tasks/task.types';
+import type { DownloadRepository } from './download.repository';
+import type { Providers } from './providers';
+import { lastSegment, SourceError, type SourceMetadata } from './providers/provider';
+import { SourceTransfer, withRetries } from './source-transfer';
+
+export const DOWNLOAD_JOB = 'download.transfer';
+
+export interface DownloadDeps {
+  db: Db;
+  repo: DownloadRepository;
+  tasks: TaskRepository;
+  providers: Providers;
+  assets: AssetService;
+  content: ContentService;
+  queue: JobQueue;
+  fetcher: HttpFetcher;
+  blobs: BlobStore;
+  logger: Logger;
+}
+
+/** The mismatch, if the provider stated a hash and the bytes have another. */
+export function digestMismatch(digest: ContentDigest, expected: { sha256?: string | null; blake3?: string | null }): string | undefined {
+  if (expected.sha256 && digest.sha256 !== expected.sha256) {
+    return `the file's SHA-256 is ${digest.sha256}, the provider states ${expected.sha256}`;
+  }
+  if (expected.blake3 && digest.blake3 !== expected.blake3) {
+    return `the file's BLAKE3 is ${digest.blake3}, the provider states ${expected.blake3}`;
+  }
+  return undefined;
+}
+
+/**
+ * Starting downloads (contract 4.1) and the synchronous URL upload (3.1 method 2). Content that is already stored
+ * (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else becomes
+ * a task on a transfer that every owner asking for the same URL meanwhile shares.
+ */
+export class DownloadManager implements DownloadService {
+  constructor(private readonly d: DownloadDeps) {}
+
+  async start(principal: Principal, req: DownloadRequest): Promise<DownloadStart> {
+    if (typeof req.sourceUrl !== 'string' || req.sourceUrl.trim() === '') {
+      throw new DomainError('INVALID_BODY', 'source_url is required', { field: 'source_url' });
+    }
+    const fields = validateCreateFields({ tags: req.tags, user_metadata: req.userMetadata, preview_id: req.previewId });
+    const key = req.idempotencyKey?.trim() || null;
+    if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
+    const { provider, url } = this.d.providers.resolve(req.sourceUrl);
+    const sourceUrl = url.href;
+    const owner = principal.ownerId;
+
+    const existing = (key && (await this.d.tasks.findByIdempotencyKey(owner, key))) || (await this.d.tasks.findActiveForUrl(owner, sourceUrl));
+    if (existing) return { task: existing };
+    if (fields.previewId && (await this.d.assets.getMany(principal, [fields.previewId])).length === 0) {
+      throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);
+    }
+
+    const meta = await provider.probe(url);
+    const assetFields: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl } };
+    const known = await this.knownContent(sourceUrl, meta);
+    if (known) {
+      const asset = await this.fromStored(principal, { ...assetFields, name: known.fileName }, known.blake3);
+      if (asset) return { asset };
+    }
+
+    try {
+      const outcome = await this.d.db.$transaction(
+        async (tx): Promise<{ task: Task } | { stored: { blake3: string; fileName: string } }> => {
+          await this.d.repo.lockUrl(sourceUrl, tx);
+          const again = (key && (await this.d.tasks.findByIdempotencyKey(owner, key, tx))) || (await this.d.tasks.findActiveForUrl(owner, sourceUrl, tx));
+          if (again) return { task: again };
+          // A transfer of this URL may have finished since the look-up above.
+          const stored = meta.sha256 || meta.blake3 ? undefined : await this.d.repo.findSource(sourceUrl, tx);
+          if (stored) return { stored };
+          let transfer = await this.d.repo.findActive(sourceUrl, tx);
+          if (!transfer) {
+            const id = crypto.randomUUID();
+            await this.d.repo.insert(
+              { id, sourceUrl, provider: provider.name, fileName: meta.fileName, expectedSha256: meta.sha256, expectedBlake3: meta.blake3, bytesTotal: meta.size },
+              tx,
+            );
+            await this.d.queue.send(DOWNLOAD_JOB, { transferId: id }, { tx });
+            transfer = { id, status: 'queued' } as NonNullable<typeof transfer>;
+          }
+          const task = await this.d.tasks.insert(
+            {
+              id: crypto.randomUUID(),
+              ownerId: owner,
+              idempotencyKey: key,
+              sourceUrl,
+              tags: fields.tags ?? [],
+              userMetadata: fields.userMetadata ?? {},
+              previewId: fields.previewId ?? null,
+              transferId: transfer.id,
+              running: transfer.status === 'running',
+            },
+            tx,
+          );
+          return { task };
+        },
+        { timeout: 30_000, maxWait: 30_000 },
+      );
+      if ('task' in outcome) return outcome;
+      const asset = await this.fromStored(principal, { ...assetFields, name: outcome.stored.fileName }, outcome.stored.blake3);
+      if (asset) return { asset };
+      throw new DomainError('SERVICE_UNAVAILABLE', 'the stored content of this URL was just removed; try again');
+    } catch (err) {
+      // Two requests with one idempotency key: the loser answers with the winner's task.
+      if (key && isUniqueViolation(err)) {
+        const winner = await this.d.tasks.findByIdempotencyKey(owner, key);
+        if (winner) return { task: winner };
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * POST /api/assets with `{url}`: fetched now, under the same rules (allowed providers, checked redirects, the
+   * provider's hash verified), with a few quick retries but no resume.
+   */
+  async uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult> {
+    if (typeof body.url !== 'string' || body.url.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
+    const fields = validateCreateFields(body);
+    const { provider, url } = this.d.providers.resolve(body.url);
+    const sourceUrl = url.href;
+    const meta = await provider.probe(url);
+    const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl } };
+    const known = await this.knownContent(sourceUrl, meta);
+    if (known) {
+      const stored = await this.d.assets
+        .createFromStored(principal, { ...withSource, name: fields.name ?? known.fileName }, { algorithm: 'blake3', hex: known.blake3 })
+        .catch((err: unknown) => (isDomainError(err) && err.code === 'CONTENT_NOT_FOUND' ? undefined : Promise.reject(err)));
+      if (stored) return stored;
+    }
+    const transfer = new SourceTransfer(
+      { fetcher: this.d.fetcher, blobs: this.d.blobs },
+      { url, auth: provider.auth(), validator: null, maxBytes: this.d.content.maxUploadBytes },
+    );
+    let ingested;
+    try {
+      ingested = await withRetries(transfer, () => transfer.attempt(), { maxFailures: 3, baseDelayMs: 500 });
+    } catch (err) {
+      if (err instanceof SourceError) {
+        const code = err.code === 'SOURCE_AUTH_REQUIRED' || err.code === 'SOURCE_NOT_FOUND' || err.code === 'PAYLOAD_TOO_LARGE' ? err.code : 'DOWNLOAD_FAILED';
+        throw new DomainError(code, `could not fetch ${sourceUrl}: ${err.message}`);
+      }
+      throw err;
+    }
+    const mismatch = digestMismatch(ingested.digest, meta);
+    if (mismatch) {
+      await this.d.content.discard(ingested);
+      throw new DomainError('HASH_MISMATCH', `the download does not match the provider's hash: ${mismatch}`);
+    }
+    const fileName = transfer.fileName ?? meta.fileName ?? lastSegment(url) ?? 'download';
+    const result = await this.d.assets.createFromIngested(principal, withSource, ingested, { fileName });
+    await this.d.repo
+      .saveSource(sourceUrl, result.asset.blake3, fileName)
+      .catch((err: unknown) => this.d.logger.warn('could not remember the source of a download', { err }));
+    return result;
+  }
+
+  /** Stored content for this URL: by the hash the provider states, else (no hash stated) by an earlier download. */
+  private async knownContent(sourceUrl: string, meta: SourceMetadata): Promise<{ blake3: string; fileName: string } | undefined> {
+    const name = meta.fileName ?? lastSegment(new URL(sourceUrl)) ?? 'download';
+    if (meta.sha256 || meta.blake3) {
+      const hash = meta.blake3 ? { algorithm: 'blake3' as const, hex: meta.blake3 } : { algorithm: 'sha256' as const, hex: meta.sha256! };
+      const stored = await this.d.content.find(hash);
+      if (stored && (!meta.sha256 || stored.sha256 === meta.sha256)) return { blake3: stored.blake3, fileName: name };
+      return undefined;
+    }
+    return this.d.repo.findSource(sourceUrl);
+  }
+
+  private async fromStored(principal: Principal, fields: AssetCreateFields, blake3: string): Promise<CreateResult | undefined> {
+    try {
+      return await this.d.assets.createFromStored(principal, fields, { algorithm: 'blake3', hex: blake3 });
+    } catch (err) {
+      // Removed by GC since the look-up: download it again.
+      if (isDomainError(err) && err.code === 'CONTENT_NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+}

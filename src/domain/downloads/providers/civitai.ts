@@ -1,0 +1,119 @@
+import { FetchError } from '../../../infra/http-fetch';
+import { DomainError } from '../../errors';
+import {
+  HEX64,
+  parseEndpoint,
+  pathBelow,
+  safeFileName,
+  statusError,
+  type DownloadProvider,
+  type ProviderDeps,
+  type SourceMetadata,
+} from './provider';
+
+/** The query parameters that select one file of a model version; anything else (a `token`, say) is dropped. */
+const FILE_PARAMS = ['type', 'format', 'size', 'fp', 'fileId'] as const;
+
+interface CivitaiFile {
+  id?: number;
+  name?: string;
+  type?: string;
+  primary?: boolean;
+  hashes?: Record<string, string>;
+  metadata?: { format?: string; size?: string; fp?: string };
+}
+
+/**
+ * Civitai (or CIVITAI_ENDPOINT). `GET /api/v1/model-versions/{id}` lists the version's files with their SHA-256 and
+ * BLAKE3; the download endpoint redirects to a presigned URL that must not get the token.
+ */
+export class CivitaiProvider implements DownloadProvider {
+  readonly name = 'civitai' as const;
+  readonly origin: string;
+  private readonly ep: { origin: string; prefix: string };
+
+  constructor(private readonly deps: ProviderDeps) {
+    this.ep = parseEndpoint(deps.endpoint);
+    this.origin = this.ep.origin;
+  }
+
+  canonicalize(url: URL): URL | undefined {
+    const rest = pathBelow(url, this.ep);
+    if (rest === undefined) return undefined;
+    const m = /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest);
+    if (!m) {
+      throw new DomainError('SOURCE_NOT_ALLOWED', 'a Civitai URL must be a download URL: .../api/download/models/<versionId>', {
+        field: 'source_url',
+      });
+    }
+    const out = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${m[1]}`);
+    for (const p of FILE_PARAMS) {
+      const v = url.searchParams.get(p);
+      if (v) out.searchParams.set(p, v);
+    }
+    return out;
+  }
+
+  auth() {
+    return this.deps.token ? { origin: this.origin, headers: { authorization: `Bearer ${this.deps.token}` } } : undefined;
+  }
+
+  async probe(url: URL, signal?: AbortSignal): Promise<SourceMetadata> {
+    const versionId = /\/api\/download\/models\/(\d+)/.exec(url.pathname)?.[1];
+    if (!versionId) return {};
+    const api = new URL(`${this.ep.origin}${this.ep.prefix}/api/v1/model-versions/${versionId}`);
+    let res;
+    try {
+      res = await this.deps.fetcher.open(api, { auth: this.auth(), headers: { accept: 'application/json' }, signal });
+    } catch (err) {
+      if (err instanceof FetchError && err.kind !== 'aborted') return {};
+      throw err;
+    }
+    if (res.status < 200 || res.status >= 300) {
+      res.body.resume();
+      const err = statusError(res.status, res.headers, 'Civitai');
+      if (err.code === 'SOURCE_NOT_FOUND' || err.code === 'SOURCE_AUTH_REQUIRED') throw err;
+      return {};
+    }
+    let body: { files?: CivitaiFile[] };
+    try {
+      const chunks: Buffer[] = [];
+      let n = 0;
+      for await (const c of res.body) {
+        n += c.length;
+        if (n > 8 << 20) throw new Error('model-version document too large');
+        chunks.push(c);
+      }
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { files?: CivitaiFile[] };
+    } catch {
+      return {};
+    }
+    const file = pickFile(Array.isArray(body.files) ? body.files : [], url.searchParams);
+    if (!file) return {};
+    const hashes = Object.fromEntries(Object.entries(file.hashes ?? {}).map(([k, v]) => [k.toUpperCase(), String(v).toLowerCase()]));
+    return {
+      fileName: safeFileName(file.name),
+      sha256: hashes.SHA256 && HEX64.test(hashes.SHA256) ? hashes.SHA256 : undefined,
+      blake3: hashes.BLAKE3 && HEX64.test(hashes.BLAKE3) ? hashes.BLAKE3 : undefined,
+    };
+  }
+}
+
+/**
+ * The file the download URL selects: by `fileId`, else the files matching every given `type/format/size/fp`, the
+ * primary one first. When the selection is ambiguous or empty nothing is claimed (better no check than a wrong one).
+ */
+function pickFile(files: CivitaiFile[], q: URLSearchParams): CivitaiFile | undefined {
+  const fileId = q.get('fileId');
+  if (fileId) return files.find((f) => String(f.id) === fileId);
+  const wanted: [string, (f: CivitaiFile) => string | undefined][] = [
+    ['type', (f) => f.type],
+    ['format', (f) => f.metadata?.format],
+    ['size', (f) => f.metadata?.size],
+    ['fp', (f) => f.metadata?.fp],
+  ];
+  const given = wanted.filter(([k]) => q.get(k));
+  const candidates = files.filter((f) => given.every(([k, get]) => get(f)?.toLowerCase() === q.get(k)!.toLowerCase()));
+  if (given.length === 0) return files.find((f) => f.primary) ?? (files.length === 1 ? files[0] : undefined);
+  return candidates.find((f) => f.primary) ?? (candidates.length === 1 ? candidates[0] : undefined);
+}

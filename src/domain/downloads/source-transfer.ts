@@ -1,0 +1,245 @@
+import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
+import { FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
+import { DualHasher } from '../content/hashing';
+import type { IngestedContent } from '../content/content.service';
+import { detectMime } from '../content/mime';
+import { fileNameFromDisposition, SourceError, statusError } from './providers/provider';
+
+const HEAD_BYTES = 4100;
+
+/** What the first good answer of an attempt tells; saved before any of its bytes are written. */
+export interface ResponseInfo {
+  validator: string | null;
+  total: number | null;
+  /** Where the bytes of this answer start (0 when starting over). */
+  offset: number;
+  fileName: string | undefined;
+}
+
+export interface SourceTransferOptions {
+  url: URL;
+  auth?: FetchOptions['auth'];
+  /** Name of the partial file that survives restarts; without one (or on a store without partials) no resume. */
+  partialName?: string;
+  /** Validator of the bytes already in the partial file (from an earlier attempt or process). */
+  validator: string | null;
+  maxBytes: number;
+  signal?: AbortSignal;
+  onResponse?: (info: ResponseInfo) => Promise<void>;
+}
+
+/**
+ * One source URL streamed to a temporary blob while hashing (BLAKE3 + SHA-256), resumable: each attempt continues
+ * from the bytes already in the partial file with `Range` + `If-Range`, and starts over when the server ignores
+ * the range or the file changed. The hash state is kept between attempts in this process and rebuilt by re-reading
+ * the partial file otherwise. A non-2xx answer is never written.
+ */
+export class SourceTransfer {
+  private hasher = new DualHasher();
+  private head = Buffer.alloc(0);
+  /** Bytes received so far (including those of earlier attempts). */
+  bytes = 0;
+  total: number | null = null;
+  fileName: string | undefined;
+  private validator: string | null;
+
+  constructor(
+    private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore },
+    private readonly o: SourceTransferOptions,
+  ) {
+    this.validator = o.validator;
+  }
+
+  async attempt(): Promise<IngestedContent> {
+    const partial = this.o.partialName && this.deps.blobs.openPartial ? await this.deps.blobs.openPartial(this.o.partialName) : undefined;
+    let offset = partial && this.validator ? partial.size : 0;
+    if (offset > 0 && this.hasher.size !== offset) offset = await this.rebuild(partial!);
+    if (offset === 0) this.reset();
+    this.bytes = offset;
+
+    const headers: Record<string, string> = { 'accept-encoding': 'identity' };
+    if (offset > 0) Object.assign(headers, { range: `bytes=${offset}-`, 'if-range': this.validator! });
+    const res = await this.open(headers);
+    if (res.status === 416 && offset > 0) {
+      res.body.destroy();
+      const whole = Number(/^bytes \*\/(\d+)$/.exec(headerText(res.headers['content-range']) ?? '')?.[1]);
+      // Everything was already here (a crash between the last byte and the commit).
+      if (whole === offset) return this.finish(await partial!.append(empty(), {}));
+      await partial!.discard();
+      this.reset();
+      throw new SourceError('DOWNLOAD_FAILED', 'the server refused the resume range; starting over', true, 0);
+    }
+    if (res.status < 200 || res.status >= 300) {
+      res.body.destroy();
+      throw statusError(res.status, res.headers, res.url.host);
+    }
+    let truncate = offset === 0;
+    let total = numberHeader(res.headers['content-length']);
+    if (res.status === 206) {
+      const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(headerText(res.headers['content-range']) ?? '');
+      if (!m || Number(m[1]) !== offset) {
+        res.body.destroy();
+        this.validator = null;
+        throw new SourceError('DOWNLOAD_FAILED', 'the server answered another range than asked; starting over', true, 0);
+      }
+      total = m[3] === '*' ? null : Number(m[3]);
+    } else if (offset > 0) {
+      // 200 to a Range request: the server ignores ranges, or If-Range saw a changed file. Start over.
+      offset = 0;
+      truncate = true;
+      this.reset();
+    }
+    this.validator = validatorOf(res);
+    this.total = total;
+    this.fileName = fileNameOf(res) ?? this.fileName;
+    await this.o.onResponse?.({ validator: this.validator, total, offset, fileName: this.fileName });
+
+    let bodyError: unknown;
+    const source = this.pipe(res, offset, (e) => (bodyError = e));
+    const temp = partial ? await partial.append(source, { truncate }) : await this.deps.blobs.writeTemp(source);
+    if (bodyError !== undefined) {
+      if (!partial) await this.deps.blobs.discard(temp);
+      if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
+      if (bodyError instanceof SourceError) throw bodyError;
+      throw new SourceError('DOWNLOAD_FAILED', `the connection broke after ${this.bytes} bytes: ${(bodyError as Error).message}`, true);
+    }
+    if (total !== null && this.hasher.size !== total) {
+      if (!partial) await this.deps.blobs.discard(temp);
+      throw new SourceError('DOWNLOAD_FAILED', `the server sent ${this.hasher.size} of ${total} bytes`, true);
+    }
+    return this.finish(temp);
+  }
+
+  /** The validator to save with the partial file's bytes. */
+  get currentValidator(): string | null {
+    return this.validator;
+  }
+
+  private async open(headers: Record<string, string>): Promise<FetchResponse> {
+    try {
+      return await this.deps.fetcher.open(this.o.url, { auth: this.o.auth, headers, signal: this.o.signal });
+    } catch (err) {
+      if (err instanceof FetchError && err.kind === 'network') throw new SourceError('DOWNLOAD_FAILED', err.message, true);
+      if (err instanceof FetchError && err.kind !== 'aborted') throw new SourceError('DOWNLOAD_FAILED', err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * The body, hashed and counted on the way to the partial file. A broken connection ends the stream instead of
+   * failing it, so every byte received is written before the next attempt resumes after it.
+   */
+  private async *pipe(res: FetchResponse, offset: number, onError: (e: unknown) => void): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of res.body) {
+        if (this.hasher.size + chunk.length > this.o.maxBytes) {
+          onError(new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`));
+          res.body.destroy();
+          return;
+        }
+        if (offset === 0 && this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+        this.hasher.update(chunk);
+        this.bytes = this.hasher.size;
+        yield chunk;
+      }
+    } catch (err) {
+      onError(err);
+      res.body.destroy();
+    }
+  }
+
+  /** Re-reads the partial file into a fresh hash state; returns the bytes kept (0 if the file could not be read). */
+  private async rebuild(partial: PartialBlob): Promise<number> {
+    this.reset();
+    try {
+      for await (const chunk of partial.readExisting()) {
+        if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+        this.hasher.update(chunk);
+        if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
+      }
+    } catch (err) {
+      if (err instanceof FetchError) throw err;
+      this.reset();
+      return 0;
+    }
+    if (this.hasher.size !== partial.size) {
+      this.reset();
+      return 0;
+    }
+    return partial.size;
+  }
+
+  private reset(): void {
+    this.hasher = new DualHasher();
+    this.head = Buffer.alloc(0);
+    this.bytes = 0;
+  }
+
+  private finish(temp: TempBlob): IngestedContent {
+    return { temp, digest: this.hasher.digest(), sniffedMime: this.head.length > 0 ? detectMime(this.head, undefined) : undefined };
+  }
+}
+
+/**
+ * Runs attempts until one succeeds, retrying what can be retried with exponential backoff (1 s doubling to 60 s,
+ * `Retry-After` when the server gives one). An attempt that made progress resets the count; six in a row without
+ * progress give up.
+ */
+export async function withRetries<T>(
+  transfer: { bytes: number },
+  attempt: () => Promise<T>,
+  o: { signal?: AbortSignal; maxFailures?: number; baseDelayMs?: number; onRetry?: (err: SourceError, delayMs: number) => void },
+): Promise<T> {
+  let failures = 0;
+  for (;;) {
+    const before = transfer.bytes;
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof SourceError) || !err.retryable || o.signal?.aborted) throw err;
+      failures = transfer.bytes > before ? 1 : failures + 1;
+      if (failures >= (o.maxFailures ?? 6)) throw new SourceError(err.code as 'DOWNLOAD_FAILED', `${err.message} (gave up after ${failures} attempts)`);
+      const backoff = Math.min(60_000, (o.baseDelayMs ?? 1000) * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
+      const delay = err.retryAfterMs ?? backoff;
+      o.onRetry?.(err, delay);
+      await sleep(delay, o.signal);
+    }
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+async function* empty(): AsyncGenerator<Buffer> {}
+
+function numberHeader(h: string | string[] | undefined): number | null {
+  const v = headerText(h);
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : null;
+}
+
+/** A strong ETag, else Last-Modified: what If-Range accepts. */
+function validatorOf(res: FetchResponse): string | null {
+  const etag = headerText(res.headers.etag);
+  if (etag && !etag.startsWith('W/')) return etag;
+  return headerText(res.headers['last-modified']) ?? null;
+}
+
+/** The answer's Content-Disposition, else the `response-content-disposition` a presigned redirect target carries. */
+function fileNameOf(res: FetchResponse): string | undefined {
+  const direct = fileNameFromDisposition(headerText(res.headers['content-disposition']));
+  if (direct) return direct;
+  for (const u of [res.url, ...res.redirects.map((r) => r.url)]) {
+    const fromQuery = fileNameFromDisposition(u.searchParams.get('response-content-disposition') ?? undefined);
+    if (fromQuery) return fromQuery;
+  }
+  return undefined;
+}

@@ -1,0 +1,183 @@
+import type { Prisma } from '../../generated/prisma/client';
+import type { Db, Tx } from '../../infra/prisma';
+import type { Page } from '../assets/asset.types';
+import type { Task, TaskListQuery, TaskResult, TaskStatus } from './task.types';
+
+const WITH_TRANSFER = { transfer: { select: { bytesDownloaded: true, bytesTotal: true, updatedAt: true } } } as const;
+type TaskRow = Prisma.TaskGetPayload<{ include: typeof WITH_TRANSFER }>;
+
+export const ACTIVE_STATUSES: TaskStatus[] = ['created', 'running'];
+export const isActive = (s: string): boolean => s === 'created' || s === 'running';
+
+export function toTask(r: TaskRow): Task {
+  const live = isActive(r.status) && r.transfer ? r.transfer : r;
+  const bytesDownloaded = Number(live.bytesDownloaded);
+  const bytesTotal = live.bytesTotal === null ? null : Number(live.bytesTotal);
+  const updateTime = r.transfer && isActive(r.status) && r.transfer.updatedAt > r.updateTime ? r.transfer.updatedAt : r.updateTime;
+  return {
+    id: r.id,
+    ownerId: r.ownerId,
+    idempotencyKey: r.idempotencyKey,
+    taskName: 'download_file',
+    payload: {
+      sourceUrl: r.sourceUrl,
+      tags: r.tags ?? [],
+      userMetadata: (r.userMetadata ?? {}) as Record<string, unknown>,
+      previewId: r.previewId,
+    },
+    status: r.status as TaskStatus,
+    createTime: r.createTime,
+    updateTime,
+    startedAt: r.startedAt,
+    completedAt: r.completedAt,
+    progress: {
+      bytesDownloaded,
+      bytesTotal,
+      progress: r.status === 'completed' ? 1 : bytesTotal ? Math.min(1, bytesDownloaded / bytesTotal) : bytesTotal === 0 ? 1 : null,
+    },
+    result: (r.result as TaskResult | null) ?? null,
+    errorMessage: r.errorMessage,
+  };
+}
+
+export interface NewTask {
+  id: string;
+  ownerId: string;
+  idempotencyKey: string | null;
+  sourceUrl: string;
+  tags: string[];
+  userMetadata: Record<string, unknown>;
+  previewId: string | null;
+  transferId: string;
+  running: boolean;
+}
+
+/** Task rows. Every read is scoped to an owner unless the caller is an admin listing all owners. */
+export class TaskRepository {
+  constructor(private readonly db: Db) {}
+
+  async find(ownerId: string | undefined, id: string, tx: Tx | Db = this.db): Promise<Task | undefined> {
+    const row = await tx.task.findFirst({ where: { id, ...(ownerId === undefined ? {} : { ownerId }) }, include: WITH_TRANSFER });
+    return row ? toTask(row) : undefined;
+  }
+
+  async findByIdempotencyKey(ownerId: string, key: string, tx: Tx | Db = this.db): Promise<Task | undefined> {
+    const row = await tx.task.findFirst({ where: { ownerId, idempotencyKey: key }, include: WITH_TRANSFER });
+    return row ? toTask(row) : undefined;
+  }
+
+  async findActiveForUrl(ownerId: string, sourceUrl: string, tx: Tx | Db = this.db): Promise<Task | undefined> {
+    const row = await tx.task.findFirst({
+      where: { ownerId, sourceUrl, status: { in: ACTIVE_STATUSES } },
+      orderBy: { createTime: 'desc' },
+      include: WITH_TRANSFER,
+    });
+    return row ? toTask(row) : undefined;
+  }
+
+  async list(ownerId: string | undefined, q: TaskListQuery): Promise<Page<Task>> {
+    const where: Prisma.TaskWhereInput = {
+      ...(ownerId === undefined ? {} : { ownerId }),
+      ...(q.taskName ? { taskName: q.taskName } : {}),
+      ...(q.idempotencyKey ? { idempotencyKey: q.idempotencyKey } : {}),
+      ...(q.statuses.length ? { status: { in: q.statuses } } : {}),
+      ...(q.createdAfter || q.createdBefore
+        ? { createTime: { ...(q.createdAfter ? { gt: q.createdAfter } : {}), ...(q.createdBefore ? { lt: q.createdBefore } : {}) } }
+        : {}),
+    };
+    const [total, rows] = await this.db.$transaction([
+      this.db.task.count({ where }),
+      this.db.task.findMany({
+        where,
+        orderBy: [{ createTime: q.sortOrder }, { id: q.sortOrder }],
+        skip: q.offset,
+        take: q.limit,
+        include: WITH_TRANSFER,
+      }),
+    ]);
+    return { items: rows.map(toTask), total, hasMore: q.offset + rows.length < total };
+  }
+
+  async insert(t: NewTask, tx: Tx): Promise<Task> {
+    const row = await tx.task.create({
+      data: {
+        id: t.id,
+        ownerId: t.ownerId,
+        idempotencyKey: t.idempotencyKey,
+        sourceUrl: t.sourceUrl,
+        tags: t.tags,
+        userMetadata: t.userMetadata as Prisma.InputJsonValue,
+        previewId: t.previewId,
+        transferId: t.transferId,
+        status: t.running ? 'running' : 'created',
+        startedAt: t.running ? new Date() : null,
+      },
+      include: WITH_TRANSFER,
+    });
+    return toTask(row);
+  }
+
+  /** Locks an owner's task row for a state change; undefined when it is not theirs. */
+  async lockForUpdate(ownerId: string, id: string, tx: Tx): Promise<{ status: string; transferId: string | null; sourceUrl: string } | undefined> {
+    const rows = await tx.$queryRaw<{ status: string; transferId: string | null; sourceUrl: string }[]>`
+      SELECT status, transfer_id::text AS "transferId", source_url AS "sourceUrl" FROM task
+      WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
+    return rows[0];
+  }
+
+  /** Active tasks of a transfer, oldest first. */
+  async activeOfTransfer(transferId: string, tx: Tx | Db = this.db): Promise<Task[]> {
+    const rows = await tx.task.findMany({
+      where: { transferId, status: { in: ACTIVE_STATUSES } },
+      orderBy: { createTime: 'asc' },
+      include: WITH_TRANSFER,
+    });
+    return rows.map(toTask);
+  }
+
+  async countActiveOfTransfer(transferId: string, tx: Tx): Promise<number> {
+    return tx.task.count({ where: { transferId, status: { in: ACTIVE_STATUSES } } });
+  }
+
+  async markRunning(transferId: string, tx: Tx | Db = this.db): Promise<void> {
+    await tx.task.updateMany({
+      where: { transferId, status: 'created' },
+      data: { status: 'running', startedAt: new Date(), updateTime: new Date() },
+    });
+  }
+
+  /** Completes an active task; false when it was cancelled meanwhile. */
+  async complete(id: string, result: TaskResult, tx: Tx | Db = this.db): Promise<boolean> {
+    const now = new Date();
+    const n = await tx.task.updateMany({
+      where: { id, status: { in: ACTIVE_STATUSES } },
+      data: {
+        status: 'completed',
+        result: result as unknown as Prisma.InputJsonValue,
+        bytesDownloaded: BigInt(result.bytesDownloaded),
+        bytesTotal: BigInt(result.bytesDownloaded),
+        completedAt: now,
+        updateTime: now,
+        errorMessage: null,
+      },
+    });
+    return n.count > 0;
+  }
+
+  /** Fails active tasks (one, or every one of a transfer), keeping the progress they reached. */
+  async fail(where: { id: string } | { transferId: string }, message: string, progress: { bytes: number; total: number | null }, tx: Tx | Db = this.db): Promise<void> {
+    const now = new Date();
+    await tx.task.updateMany({
+      where: { ...where, status: { in: ACTIVE_STATUSES } },
+      data: {
+        status: 'failed',
+        errorMessage: message,
+        bytesDownloaded: BigInt(progress.bytes),
+        bytesTotal: progress.total === null ? null : BigInt(progress.total),
+        completedAt: now,
+        updateTime: now,
+        startedAt: undefined,
+      },
+    });
+  }
+}

@@ -1,0 +1,52 @@
+import type { Db } from '../../infra/prisma';
+import type { Page, Principal } from '../assets/asset.types';
+import type { DownloadRepository } from '../downloads/download.repository';
+import { DomainError } from '../errors';
+import { isActive, type TaskRepository } from './task.repository';
+import type { Task, TaskListQuery, TaskService } from './task.types';
+
+export const CANCELLED_MESSAGE = 'cancelled by the user';
+
+/**
+ * Tasks of contract 4.2 for REST and GraphQL: owner-scoped reads (another owner's task does not exist) and cancel.
+ * Cancelling the last task of a transfer cancels the transfer; its worker stops within a tick and its partial file
+ * is removed.
+ */
+export class TaskServiceImpl implements TaskService {
+  constructor(
+    private readonly db: Db,
+    private readonly tasks: TaskRepository,
+    private readonly transfers: DownloadRepository,
+    private readonly onTransferCancelled: (transferId: string) => Promise<void>,
+  ) {}
+
+  async get(principal: Principal, id: string): Promise<Task> {
+    const task = await this.tasks.find(principal.ownerId, id);
+    if (!task) throw notFound(id);
+    return task;
+  }
+
+  list(principal: Principal, query: TaskListQuery): Promise<Page<Task>> {
+    if (query.allOwners && !principal.isAdmin) throw new DomainError('FORBIDDEN', 'only an admin key can list the tasks of every owner');
+    return this.tasks.list(query.allOwners ? undefined : principal.ownerId, query);
+  }
+
+  async cancel(principal: Principal, id: string): Promise<Task> {
+    const before = await this.get(principal, id);
+    if (!isActive(before.status)) return before;
+    const cancelledTransfer = await this.db.$transaction(async (tx) => {
+      await this.transfers.lockUrl(before.payload.sourceUrl, tx);
+      const row = await this.tasks.lockForUpdate(principal.ownerId, id, tx);
+      if (!row || !isActive(row.status)) return undefined;
+      const transfer = row.transferId ? await this.transfers.get(row.transferId) : undefined;
+      const progress = { bytes: transfer?.bytesDownloaded ?? 0, total: transfer?.bytesTotal ?? null };
+      await this.tasks.fail({ id }, CANCELLED_MESSAGE, progress, tx);
+      if (!row.transferId || (await this.tasks.countActiveOfTransfer(row.transferId, tx)) > 0) return undefined;
+      return (await this.transfers.finish(row.transferId, 'cancelled', CANCELLED_MESSAGE, tx)) ? row.transferId : undefined;
+    });
+    if (cancelledTransfer) await this.onTransferCancelled(cancelledTransfer);
+    return this.get(principal, id);
+  }
+}
+
+const notFound = (id: string) => new DomainError('TASK_NOT_FOUND', `task ${id} not found`);

@@ -1,0 +1,54 @@
+import { Router } from 'express';
+import { TASK_STATUSES, type TaskService, type TaskStatus } from '../../domain/tasks/task.types';
+import { DomainError } from '../../domain/errors';
+import { handle, pathId, principalOf } from './middleware';
+import { dateParam, intParam, listParam, oneOf, stringParam } from './query';
+import { taskJson } from './task.presenter';
+
+/** GET /api/tasks, GET /api/tasks/{id}, DELETE /api/tasks/{id} (contract 4.2). */
+export function tasksRouter(deps: { tasks: TaskService }): Router {
+  const r = Router();
+
+  r.get(
+    '/tasks',
+    handle(async (req, res) => {
+      const q = req.query as Record<string, unknown>;
+      const statuses = listParam(q, 'status').map((s) => s.toLowerCase());
+      const bad = statuses.find((s) => !TASK_STATUSES.includes(s as TaskStatus));
+      if (bad !== undefined) {
+        throw new DomainError('INVALID_QUERY', `status must be one or more of ${TASK_STATUSES.join(', ')}`, { parameter: 'status' });
+      }
+      const query = {
+        taskName: stringParam(q, 'task_name'),
+        idempotencyKey: stringParam(q, 'idempotency_key'),
+        statuses: statuses as TaskStatus[],
+        createdAfter: dateParam(q, 'created_after'),
+        createdBefore: dateParam(q, 'created_before'),
+        sortOrder: oneOf(q, 'sort_order', ['asc', 'desc'] as const, 'desc'),
+        offset: intParam(q, 'offset', 0, 0, 1_000_000_000),
+        limit: intParam(q, 'limit', 20, 1, 100),
+      };
+      const page = await deps.tasks.list(principalOf(res), query);
+      res.json({
+        tasks: page.items.map(taskJson),
+        pagination: { offset: query.offset, limit: query.limit, total: page.total, has_more: page.hasMore },
+      });
+    }),
+  );
+
+  r.get(
+    '/tasks/:id',
+    handle(async (req, res) => {
+      res.json(taskJson(await deps.tasks.get(principalOf(res), pathId(req))));
+    }),
+  );
+
+  r.delete(
+    '/tasks/:id',
+    handle(async (req, res) => {
+      res.json(taskJson(await deps.tasks.cancel(principalOf(res), pathId(req))));
+    }),
+  );
+
+  return r;
+}
