@@ -38,7 +38,7 @@ export class JobQueue {
   static async create(databaseUrl: string, logger: Logger): Promise<JobQueue> {
     // pg-boss is an ES module; Node >= 22.12 loads it with require().
     const { PgBoss } = await import('pg-boss');
-    const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4, useListenNotify: true });
+    const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4 });
     boss.on('error', (err: unknown) => logger.error('job queue error', { err }));
     return new JobQueue(boss, logger);
   }
@@ -58,7 +58,6 @@ export class JobQueue {
         retryBackoff: def.retryBackoff ?? true,
         expireInSeconds: def.expireInSeconds ?? 900,
         ...(def.heartbeatSeconds ? { heartbeatSeconds: def.heartbeatSeconds } : {}),
-        notify: true,
       } as Parameters<PgBossType['createQueue']>[1]);
     }
     if (!opts.workers) return;
@@ -66,7 +65,7 @@ export class JobQueue {
       if (def.cron) await this.boss.schedule(def.name, def.cron, {}, { singletonKey: def.name });
       await this.boss.work<object>(
         def.name,
-        { localConcurrency: def.concurrency ?? 1, batchSize: 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 2 },
+        { localConcurrency: def.concurrency ?? 1, batchSize: 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1 },
         async (jobs) => {
           for (const job of jobs) {
             const log = this.logger.child({ job: def.name, job_id: job.id });

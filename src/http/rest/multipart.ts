@@ -67,6 +67,7 @@ export function parseMultipartUpload(
     };
 
     bb.on('field', (name, value, info) => {
+      if (done) return;
       if (info.valueTruncated) {
         fail(new DomainError('PAYLOAD_TOO_LARGE', `the field ${name} is larger than ${FIELD_LIMIT} bytes`));
         return;
@@ -78,7 +79,9 @@ export function parseMultipartUpload(
     });
 
     bb.on('file', (name, stream, info) => {
-      if (name !== 'file' || filePromise) {
+      // Errors reach the ingest through its async iterator; this listener only keeps a late one from being unhandled.
+      stream.on('error', () => undefined);
+      if (done || name !== 'file' || filePromise) {
         stream.resume();
         if (name === 'file') fail(new DomainError('INVALID_BODY', 'send exactly one file part'));
         return;
