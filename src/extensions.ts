@@ -2,14 +2,17 @@ import type { AppExtensions } from './app';
 import type { Container } from './container';
 import { downloadsRouter } from './http/rest/downloads.router';
 import { tasksRouter } from './http/rest/tasks.router';
+import { graphqlRouter } from './http/graphql/graphql.router';
 
 /**
  * Modules that plug into the container and the app (downloads and tasks, GraphQL). Each registers its job
  * definitions on the container's queue before the queue starts, and returns what the app mounts.
  */
 export async function buildExtensions(c: Container): Promise<AppExtensions> {
+  // GraphQL last: its resolvers take the container's services as they are once the other modules are in.
   return {
     apiRouters: [downloadsRouter({ downloads: c.downloads }), tasksRouter({ tasks: c.tasks })],
     urlUploader: (principal, body) => c.downloads.uploadFromUrl(principal, body),
+    rootRouters: [await graphqlRouter(c)],
   };
 }

@@ -1,0 +1,52 @@
+import DataLoader from 'dataloader';
+import type { Request, Response } from 'express';
+import { GraphQLError } from 'graphql';
+import type { AssetService } from '../../domain/assets/asset.service';
+import type { Asset, Principal } from '../../domain/assets/asset.types';
+import type { ApiKeyService } from '../../domain/auth/api-key.service';
+import { isDomainError } from '../../domain/errors';
+import type { Logger } from '../../infra/logger';
+import { STATUS_OF } from '../rest/errors';
+import { presentedKey } from '../rest/middleware';
+
+export interface GraphQLContext {
+  principal: Principal;
+  requestId: string;
+  logger: Logger;
+  /** This owner's assets by id, batched per request (previews of a list cost one query, not one per item). */
+  assetLoader: DataLoader<string, Asset | null>;
+  /** Asks for the connection to be closed after the answer (a rejected upload may still be streaming in). */
+  closeConnection(): void;
+}
+
+/**
+ * Apollo's context function: every operation needs a valid key (X-API-Key or Authorization: Bearer), else the
+ * whole request fails with HTTP 401 and `extensions.code: UNAUTHORIZED`, like REST.
+ */
+export function createContext(deps: { apiKeys: ApiKeyService; assets: AssetService; logger: Logger }) {
+  return async ({ req, res }: { req: Request; res: Response }): Promise<GraphQLContext> => {
+    let principal: Principal;
+    try {
+      principal = await deps.apiKeys.authenticate(presentedKey(req));
+    } catch (err) {
+      if (!isDomainError(err)) throw err;
+      throw new GraphQLError(err.message, { extensions: { code: err.code, http: { status: STATUS_OF[err.code] } } });
+    }
+    const requestId = String(res.locals.requestId ?? '');
+    return {
+      principal,
+      requestId,
+      logger: deps.logger.child({ request_id: requestId }),
+      assetLoader: new DataLoader<string, Asset | null>(
+        async (ids) => {
+          const found = new Map((await deps.assets.getMany(principal, ids)).map((a) => [a.id, a]));
+          return ids.map((id) => found.get(id) ?? null);
+        },
+        { maxBatchSize: 500 },
+      ),
+      closeConnection: () => {
+        if (!res.headersSent) res.set('Connection', 'close');
+      },
+    };
+  };
+}

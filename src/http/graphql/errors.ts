@@ -1,0 +1,75 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import type { MiddlewareFn } from 'type-graphql';
+import { ERROR_CODES, isDomainError } from '../../domain/errors';
+import type { Logger } from '../../infra/logger';
+import type { GraphQLContext } from './context';
+
+const CONTRACT_CODES = new Set<string>(ERROR_CODES);
+
+/** Apollo / graphql-js codes for a request that is not a valid operation: the contract's "body fails validation". */
+const INVALID_REQUEST_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+]);
+
+interface ClassValidatorError {
+  property: string;
+  constraints?: Record<string, string>;
+  children?: ClassValidatorError[];
+}
+
+/**
+ * Resolver-level error translation (applied to every resolver class): domain errors keep their code, input
+ * validation failures become INVALID_BODY, and anything else is logged with the request id and masked as INTERNAL.
+ */
+export const ErrorInterceptor: MiddlewareFn<GraphQLContext> = async ({ context, info }, next) => {
+  try {
+    return await next();
+  } catch (err) {
+    throw toGraphQLError(err, context, `${info.parentType.name}.${info.fieldName}`);
+  }
+};
+
+export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string): GraphQLError {
+  if (isDomainError(err)) {
+    return new GraphQLError(err.message, { extensions: { code: err.code, ...(err.details ? { details: err.details } : {}) } });
+  }
+  if (err instanceof GraphQLError) {
+    const code = err.extensions?.code;
+    if (code === 'BAD_USER_INPUT' && Array.isArray(err.extensions.validationErrors)) {
+      const problems = flatten(err.extensions.validationErrors as ClassValidatorError[]);
+      return new GraphQLError(`invalid input: ${problems.join('; ')}`, { extensions: { code: 'INVALID_BODY', details: { problems } } });
+    }
+    if (typeof code === 'string' && CONTRACT_CODES.has(code)) return err;
+  }
+  ctx.logger.error('unhandled error in a GraphQL resolver', { err, field: where });
+  return new GraphQLError('internal error', { extensions: { code: 'INTERNAL', details: { request_id: ctx.requestId } } });
+}
+
+function flatten(errors: ClassValidatorError[], prefix = ''): string[] {
+  return errors.flatMap((e) => {
+    const at = prefix ? `${prefix}.${e.property}` : e.property;
+    return [...Object.values(e.constraints ?? {}).map((m) => `${at}: ${m}`), ...flatten(e.children ?? [], at)];
+  });
+}
+
+/**
+ * Apollo's formatError, the last stop for every error: contract codes pass, invalid documents and variables become
+ * INVALID_BODY, anything else (which the resolvers' interceptor did not see) is logged and masked as INTERNAL. Stack
+ * traces are never included (includeStacktraceInErrorResponses is off).
+ */
+export function formatError(logger: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const code = formatted.extensions?.code;
+    if (typeof code === 'string' && CONTRACT_CODES.has(code)) return formatted;
+    if (typeof code === 'string' && INVALID_REQUEST_CODES.has(code)) {
+      return { ...formatted, extensions: { code: 'INVALID_BODY', details: { reason: code } } };
+    }
+    logger.error('unhandled GraphQL error', { err: error instanceof Error ? error : new Error(String(error)), code });
+    return { message: 'internal error', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL' } };
+  };
+}

@@ -1,0 +1,71 @@
+import crypto from 'node:crypto';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { expressMiddleware } from '@as-integrations/express5';
+import express, { Router, type ErrorRequestHandler } from 'express';
+import type { Container } from '../../container';
+import { DomainError } from '../../domain/errors';
+import type { Logger } from '../../infra/logger';
+import { STATUS_OF, toDomainError } from '../rest/errors';
+import { createContext, type GraphQLContext } from './context';
+import { formatError } from './errors';
+import { ideRouter } from './ide';
+import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
+import { buildGraphQLSchema } from './schema';
+import { graphqlMultipart } from './upload';
+
+/**
+ * `/graphql`: Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
+ * CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true` or
+ * `X-Apollo-Operation-Name`, which a cross-site form cannot send.
+ */
+export async function graphqlRouter(c: Container): Promise<Router> {
+  const schema = await buildGraphQLSchema(c);
+  const server = new ApolloServer<GraphQLContext>({
+    schema,
+    introspection: true,
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: false,
+    persistedQueries: false,
+    validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
+    formatError: formatError(c.logger),
+    // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN.
+    plugins: [ApolloServerPluginLandingPageDisabled()],
+  });
+  await server.start();
+
+  const r = Router();
+  r.use(ideRouter());
+  r.all(
+    '/graphql',
+    graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
+    express.json({ limit: '2mb' }),
+    (req, _res, next) => {
+      // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
+      req.body ??= {};
+      next();
+    },
+    expressMiddleware(server, { context: createContext({ apiKeys: c.apiKeys, assets: c.assets, logger: c.logger }) }),
+  );
+  r.use('/graphql', graphqlErrors(c.logger));
+  return r;
+}
+
+/** Errors before Apollo (bad JSON, oversized or malformed multipart) answered in GraphQL's error shape. */
+function graphqlErrors(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    void _next;
+    let error = toDomainError(err);
+    if (!error) {
+      const requestId = String(res.locals.requestId ?? crypto.randomUUID());
+      logger.error('unhandled error on /graphql', { err, request_id: requestId, method: req.method });
+      error = new DomainError('INTERNAL', 'internal error', { request_id: requestId });
+    }
+    const { code, message, details } = error;
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(STATUS_OF[code] ?? 500).json({ errors: [{ message, extensions: { code, ...(details ? { details } : {}) } }] });
+  };
+}

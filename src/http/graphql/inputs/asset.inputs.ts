@@ -1,0 +1,161 @@
+import { ArrayMaxSize, ArrayMinSize, IsUUID, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
+import { JSONScalar } from '../scalars';
+import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
+
+/*
+ * class-validator checks shape and coarse size bounds only (a guard for the transport). The exact rules (tag
+ * normalisation, the 512/64/128/256 KiB limits, MIME syntax) are the domain's validation.ts, shared with REST, so
+ * both APIs accept and reject exactly the same values.
+ */
+const MAX_TEXT = 4096;
+const MAX_LIST = 1024;
+
+@InputType({ description: 'Filters of `assets`; tags match after normalisation (trimmed, lower-cased).' })
+export class AssetFilter {
+  @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags.' })
+  @ArrayMaxSize(64)
+  @MaxLength(MAX_TEXT, { each: true })
+  includeTags?: string[];
+
+  @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags.' })
+  @ArrayMaxSize(64)
+  @MaxLength(MAX_TEXT, { each: true })
+  excludeTags?: string[];
+
+  @Field(() => String, { nullable: true, description: 'Case-insensitive substring of the name.' })
+  @MaxLength(1024)
+  nameContains?: string;
+
+  @Field(() => JSONScalar, { nullable: true, description: 'A JSON object; top-level equality on userMetadata.' })
+  metadataFilter?: unknown;
+}
+
+@ArgsType()
+export class AssetsArgs {
+  @Field(() => AssetFilter, { nullable: true })
+  @ValidateNested()
+  filter?: AssetFilter;
+
+  @Field(() => Int, { defaultValue: 20, description: '1–500' })
+  @Min(1)
+  @Max(500)
+  limit!: number;
+
+  @Field(() => Int, { defaultValue: 0 })
+  @Min(0)
+  @Max(1_000_000_000)
+  offset!: number;
+
+  @Field(() => AssetSortEnum, { defaultValue: AssetSortEnum.created_at })
+  sort!: AssetSortEnum;
+
+  @Field(() => SortOrderEnum, { defaultValue: SortOrderEnum.desc })
+  order!: SortOrderEnum;
+}
+
+@ArgsType()
+export class TagsArgs {
+  @Field(() => String, { nullable: true, description: 'Tags starting with this text.' })
+  @MaxLength(1024)
+  prefix?: string;
+
+  @Field(() => Int, { defaultValue: 100, description: '1–1000' })
+  @Min(1)
+  @Max(1000)
+  limit!: number;
+
+  @Field(() => Int, { defaultValue: 0 })
+  @Min(0)
+  @Max(1_000_000_000)
+  offset!: number;
+
+  @Field(() => TagOrderEnum, { defaultValue: TagOrderEnum.count_desc })
+  order!: TagOrderEnum;
+}
+
+@InputType({ description: 'Optional metadata of an upload (contract 3.1); the name defaults to the file name.' })
+export class UploadAssetInput {
+  @Field(() => ID, { nullable: true, description: 'Client-chosen id: uploading again with it returns the same asset.' })
+  @IsUUID('all')
+  id?: string;
+
+  @Field(() => String, { nullable: true })
+  @MaxLength(MAX_TEXT)
+  name?: string;
+
+  @Field(() => String, { nullable: true })
+  @MaxLength(MAX_TEXT)
+  mimeType?: string;
+
+  @Field(() => [String], { nullable: true })
+  @ArrayMaxSize(MAX_LIST)
+  @MaxLength(MAX_TEXT, { each: true })
+  tags?: string[];
+
+  @Field(() => JSONScalar, { nullable: true })
+  userMetadata?: unknown;
+
+  @Field(() => ID, { nullable: true })
+  @IsUUID('all')
+  previewId?: string;
+
+  @Field(() => ID, { nullable: true })
+  @IsUUID('all')
+  promptId?: string;
+}
+
+@InputType({ description: 'An asset from content already stored, named by its hash (contract 3.4).' })
+export class CreateAssetFromHashInput {
+  @Field({ description: '`blake3:<64 hex>` or `sha256:<64 hex>`' })
+  @MaxLength(80)
+  hash!: string;
+
+  @Field(() => [String], { description: 'At least one tag.' })
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_LIST)
+  @MaxLength(MAX_TEXT, { each: true })
+  tags!: string[];
+
+  @Field(() => String, { nullable: true, description: 'Defaults to the name the content was first stored under.' })
+  @MaxLength(MAX_TEXT)
+  name?: string;
+
+  @Field(() => String, { nullable: true })
+  @MaxLength(MAX_TEXT)
+  mimeType?: string;
+
+  @Field(() => JSONScalar, { nullable: true })
+  userMetadata?: unknown;
+
+  @Field(() => ID, { nullable: true })
+  @IsUUID('all')
+  previewId?: string;
+
+  @Field(() => ID, { nullable: true })
+  @IsUUID('all')
+  promptId?: string;
+}
+
+@InputType({ description: 'At least one field; tags and userMetadata replace the old values; previewId: null clears the preview.' })
+export class UpdateAssetInput {
+  @Field(() => String, { nullable: true })
+  @MaxLength(MAX_TEXT)
+  name?: string | null;
+
+  @Field(() => [String], { nullable: true })
+  @ArrayMaxSize(MAX_LIST)
+  @MaxLength(MAX_TEXT, { each: true })
+  tags?: string[] | null;
+
+  @Field(() => String, { nullable: true })
+  @MaxLength(MAX_TEXT)
+  mimeType?: string | null;
+
+  @Field(() => ID, { nullable: true })
+  @IsUUID('all')
+  previewId?: string | null;
+
+  @Field(() => JSONScalar, { nullable: true })
+  userMetadata?: unknown;
+}

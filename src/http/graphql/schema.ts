@@ -1,0 +1,56 @@
+import 'reflect-metadata';
+import { printSchema, type GraphQLSchema } from 'graphql';
+import { buildSchema } from 'type-graphql';
+import type { AssetService } from '../../domain/assets/asset.service';
+import type { ContentService } from '../../domain/content/content.service';
+import type { DownloadService, TaskService } from '../../domain/tasks/task.types';
+import { AssetMutationResolver } from './asset-mutation.resolver';
+import { AssetResolver } from './asset.resolver';
+import { TagResolver } from './tag.resolver';
+import { TaskResolver } from './task.resolver';
+
+export interface ResolverDeps {
+  assets: AssetService;
+  content: ContentService;
+  tasks: TaskService;
+  downloads: DownloadService;
+}
+
+const RESOLVERS = [AssetResolver, AssetMutationResolver, TagResolver, TaskResolver] as const;
+
+/**
+ * The executable schema. Resolver instances come from the composition root through a `{ get(cls) }` container;
+ * without deps (schema:emit, the drift test) only the type definitions matter.
+ */
+export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> {
+  const instances = new Map<unknown, unknown>(
+    deps
+      ? [
+          [AssetResolver, new AssetResolver(deps.assets)],
+          [AssetMutationResolver, new AssetMutationResolver(deps.assets, deps.content)],
+          [TagResolver, new TagResolver(deps.assets)],
+          [TaskResolver, new TaskResolver(deps.tasks, deps.downloads)],
+        ]
+      : [],
+  );
+  return buildSchema({
+    resolvers: [...RESOLVERS],
+    validate: true,
+    container: {
+      get: (cls: { name: string }) => {
+        const instance = instances.get(cls);
+        if (!instance) throw new Error(`no instance of ${cls.name} in the GraphQL container`);
+        return instance;
+      },
+    },
+  });
+}
+
+export const SCHEMA_FILE_HEADER =
+  '# The GraphQL schema of the asset service, emitted from the code (src/http/graphql).\n' +
+  '# Do not edit: regenerate with `npm run schema:emit`; test/integration/graphql-schema.test.ts fails when it is stale.\n\n';
+
+/** The text of schema.graphql. */
+export function schemaFileText(schema: GraphQLSchema): string {
+  return SCHEMA_FILE_HEADER + printSchema(schema) + '\n';
+}

@@ -1,0 +1,59 @@
+import { Arg, Args, Ctx, ID, Mutation, Query, Resolver, UseMiddleware } from 'type-graphql';
+import type { DownloadService, TaskService } from '../../domain/tasks/task.types';
+import { idArg } from './args';
+import type { GraphQLContext } from './context';
+import { ErrorInterceptor } from './errors';
+import { StartDownloadInput, TasksArgs } from './inputs/task.inputs';
+import { SortOrderEnum } from './types/enums';
+import { StartDownloadPayload, TaskPage, TaskType } from './types/task.type';
+
+@Resolver(() => TaskType)
+@UseMiddleware(ErrorInterceptor)
+export class TaskResolver {
+  constructor(
+    private readonly taskService: TaskService,
+    private readonly downloads: DownloadService,
+  ) {}
+
+  @Query(() => TaskType, { description: 'One of your tasks (TASK_NOT_FOUND otherwise).' })
+  async task(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
+    return TaskType.from(await this.taskService.get(ctx.principal, idArg(id)));
+  }
+
+  @Query(() => TaskPage, { description: 'Your tasks, newest first by default (GET /api/tasks).' })
+  async tasks(@Args(() => TasksArgs) args: TasksArgs, @Ctx() ctx: GraphQLContext): Promise<TaskPage> {
+    const f = args.filter ?? {};
+    const page = await this.taskService.list(ctx.principal, {
+      taskName: f.taskName || undefined,
+      idempotencyKey: f.idempotencyKey || undefined,
+      statuses: f.status ?? [],
+      createdAfter: f.createdAfter ?? undefined,
+      createdBefore: f.createdBefore ?? undefined,
+      sortOrder: f.sortOrder ?? SortOrderEnum.desc,
+      offset: args.offset,
+      limit: args.limit,
+      allOwners: args.allOwners,
+    });
+    return TaskPage.from(page);
+  }
+
+  @Mutation(() => StartDownloadPayload, {
+    description: 'POST /api/assets/download: `asset` when the content is already known, else the `task` downloading it.',
+  })
+  async startDownload(@Arg('input', () => StartDownloadInput) input: StartDownloadInput, @Ctx() ctx: GraphQLContext): Promise<StartDownloadPayload> {
+    // The download service validates the request itself (the same code path as POST /api/assets/download).
+    const started = await this.downloads.start(ctx.principal, {
+      sourceUrl: input.sourceUrl,
+      tags: input.tags,
+      userMetadata: input.userMetadata as Record<string, unknown> | undefined,
+      previewId: input.previewId,
+      idempotencyKey: input.idempotencyKey,
+    });
+    return StartDownloadPayload.from(started);
+  }
+
+  @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is returned unchanged.' })
+  async cancelTask(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
+    return TaskType.from(await this.taskService.cancel(ctx.principal, idArg(id)));
+  }
+}

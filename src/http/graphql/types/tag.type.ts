@@ -1,0 +1,27 @@
+import { Field, Int, ObjectType } from 'type-graphql';
+import type { Page, TagCount } from '../../../domain/assets/asset.types';
+
+@ObjectType('TagCount')
+export class TagCountType {
+  @Field()
+  name!: string;
+
+  @Field(() => Int, { description: "How many of this owner's assets carry the tag." })
+  count!: number;
+}
+
+@ObjectType('TagPage')
+export class TagPage {
+  @Field(() => [TagCountType])
+  items!: TagCountType[];
+
+  @Field(() => Int)
+  total!: number;
+
+  @Field()
+  hasMore!: boolean;
+
+  static from(p: Page<TagCount>): TagPage {
+    return Object.assign(new TagPage(), { items: p.items, total: p.total, hasMore: p.hasMore });
+  }
+}

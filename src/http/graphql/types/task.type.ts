@@ -1,0 +1,136 @@
+import { Field, Float, ID, Int, ObjectType } from 'type-graphql';
+import type { Page } from '../../../domain/assets/asset.types';
+import type { DownloadStart, Task } from '../../../domain/tasks/task.types';
+import { JSONScalar, SafeIntScalar } from '../scalars';
+import { AssetType } from './asset.type';
+import { TaskStatusEnum } from './enums';
+
+@ObjectType('TaskPayload', { description: 'What the download was asked for.' })
+export class TaskPayloadType {
+  @Field()
+  sourceUrl!: string;
+
+  @Field(() => [String])
+  tags!: string[];
+
+  @Field(() => JSONScalar)
+  userMetadata!: Record<string, unknown>;
+
+  @Field(() => ID, { nullable: true })
+  previewId!: string | null;
+}
+
+@ObjectType('TaskProgress')
+export class TaskProgressType {
+  @Field(() => SafeIntScalar)
+  bytesDownloaded!: number;
+
+  @Field(() => SafeIntScalar, { nullable: true, description: 'null when the size is unknown.' })
+  bytesTotal!: number | null;
+
+  @Field(() => Float, { nullable: true, description: '0.0–1.0; null when the size is unknown.' })
+  progress!: number | null;
+}
+
+@ObjectType('TaskResult')
+export class TaskResultType {
+  @Field()
+  success!: boolean;
+
+  @Field(() => ID, { nullable: true })
+  assetId!: string | null;
+
+  @Field(() => String, { nullable: true })
+  assetHash!: string | null;
+
+  @Field(() => String, { nullable: true })
+  filename!: string | null;
+
+  @Field(() => SafeIntScalar)
+  bytesDownloaded!: number;
+}
+
+@ObjectType('Task', { description: 'A background task (contract section 4.2), camelCase.' })
+export class TaskType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field({ description: 'The owner of the task (of interest with `tasks(allOwners: true)`).' })
+  ownerId!: string;
+
+  @Field(() => String, { nullable: true })
+  idempotencyKey!: string | null;
+
+  @Field({ description: '`download_file`' })
+  taskName!: string;
+
+  @Field(() => TaskPayloadType)
+  payload!: TaskPayloadType;
+
+  @Field(() => TaskStatusEnum)
+  status!: TaskStatusEnum;
+
+  @Field()
+  createTime!: Date;
+
+  @Field()
+  updateTime!: Date;
+
+  @Field(() => Date, { nullable: true })
+  startedAt!: Date | null;
+
+  @Field(() => Date, { nullable: true })
+  completedAt!: Date | null;
+
+  @Field(() => TaskProgressType)
+  progress!: TaskProgressType;
+
+  @Field(() => TaskResultType, { nullable: true })
+  result!: TaskResultType | null;
+
+  @Field(() => String, { nullable: true })
+  errorMessage!: string | null;
+
+  static from(t: Task): TaskType {
+    // The domain task already has this shape; only the enum needs its GraphQL type.
+    return Object.assign(new TaskType(), { ...t, status: t.status as TaskStatusEnum });
+  }
+}
+
+@ObjectType('TaskPage')
+export class TaskPage {
+  @Field(() => [TaskType])
+  items!: TaskType[];
+
+  @Field(() => Int)
+  total!: number;
+
+  @Field()
+  hasMore!: boolean;
+
+  static from(p: Page<Task>): TaskPage {
+    return Object.assign(new TaskPage(), { items: p.items.map(TaskType.from), total: p.total, hasMore: p.hasMore });
+  }
+}
+
+@ObjectType('StartDownloadPayload', {
+  description: 'Either `asset` (the content was already known: stored at once) or `task` (a download was started); exactly one is set.',
+})
+export class StartDownloadPayload {
+  @Field(() => AssetType, { nullable: true })
+  asset!: AssetType | null;
+
+  @Field(() => Boolean, { nullable: true, description: 'With `asset`: whether the asset record is new for this owner.' })
+  createdNew!: boolean | null;
+
+  @Field(() => TaskType, { nullable: true })
+  task!: TaskType | null;
+
+  static from(s: DownloadStart): StartDownloadPayload {
+    return Object.assign(new StartDownloadPayload(), {
+      asset: s.asset ? AssetType.from(s.asset.asset) : null,
+      createdNew: s.asset ? s.asset.created : null,
+      task: s.task ? TaskType.from(s.task) : null,
+    });
+  }
+}

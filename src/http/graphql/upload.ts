@@ -1,0 +1,62 @@
+import type { Readable } from 'node:stream';
+import type { NextFunction, Request, Response } from 'express';
+import { processRequest, type FileUpload } from 'graphql-upload-minimal';
+import { DomainError } from '../../domain/errors';
+
+/**
+ * GraphQL multipart requests (https://github.com/jaydenseric/graphql-multipart-request-spec). Only the `operations`
+ * and `map` parts are parsed here; the file part stays a live stream that the resolver pipes into the content ingest
+ * (hashed and written while it arrives, never buffered). Without a CSRF preflight header the request is left for
+ * Apollo to refuse, unparsed.
+ */
+export function graphqlMultipart(opts: { maxBytes: number }) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!req.is('multipart/form-data')) {
+      next();
+      return;
+    }
+    // Whatever the outcome, never leave the rest of a request body unread on a kept-alive connection.
+    res.once('finish', () => {
+      if (!req.complete) {
+        req.unpipe();
+        req.resume();
+      }
+    });
+    const declared = Number(req.get('content-length'));
+    if (Number.isFinite(declared) && declared > opts.maxBytes + 1024 * 1024) {
+      res.set('Connection', 'close');
+      next(new DomainError('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${opts.maxBytes} bytes`));
+      return;
+    }
+    if (!req.get('apollo-require-preflight') && !req.get('x-apollo-operation-name')) {
+      req.body = {};
+      next();
+      return;
+    }
+    processRequest(req, res, { maxFiles: 1, maxFieldSize: 2 * 1024 * 1024 }).then(
+      (body) => {
+        req.body = body;
+        next();
+      },
+      (err: { status?: number; message?: string }) => next(uploadError(err)),
+    );
+  };
+}
+
+/** The file of an `Upload!` argument, or MISSING_FILE / PAYLOAD_TOO_LARGE / INVALID_BODY. */
+export async function openUpload(file: Promise<FileUpload>): Promise<{ filename: string; stream: Readable }> {
+  try {
+    const upload = await file;
+    return { filename: upload.filename, stream: upload.createReadStream() };
+  } catch (err) {
+    throw uploadError(err as { status?: number; message?: string });
+  }
+}
+
+function uploadError(err: { status?: number; message?: string }): DomainError {
+  if (err instanceof DomainError) return err;
+  const message = err?.message ?? 'malformed multipart request';
+  if (err?.status === 413) return new DomainError('PAYLOAD_TOO_LARGE', message);
+  if (/File missing/i.test(message)) return new DomainError('MISSING_FILE', 'the multipart request has no file for the Upload argument');
+  return new DomainError('INVALID_BODY', `malformed multipart request: ${message}`);
+}
