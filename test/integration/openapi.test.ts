@@ -16,6 +16,8 @@ import { buildContainer, type Container } from '../../src/container';
 import { assetJson, updateResultJson } from '../../src/http/rest/asset.presenter';
 import { STATUS_OF } from '../../src/http/rest/errors';
 import { ERROR_CODES } from '../../src/domain/errors';
+import { TASK_STATUSES } from '../../src/domain/tasks/task.types';
+import { taskJson } from '../../src/http/rest/task.presenter';
 import { buildExtensions } from '../../src/extensions';
 import { createLogger } from '../../src/infra/logger';
 import { createTestDatabase, KEYS } from '../helpers/harness';
@@ -182,6 +184,32 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(Object.keys(assetJson(asset, true)).sort());
     expect(props(schemas.UpdateResult)).toEqual(Object.keys(updateResultJson(asset)).sort());
     expect(resolve(schemas.UpdateResult).required).toEqual(['id', 'updated_at']);
+  });
+
+  test('Task lists exactly the fields the task presenter sends', () => {
+    const task = taskJson({
+      id: '00000000-0000-4000-8000-000000000000',
+      ownerId: 'o',
+      idempotencyKey: null,
+      taskName: 'download_file',
+      payload: { sourceUrl: 'https://huggingface.co/x', tags: [], userMetadata: {}, previewId: null },
+      status: 'completed',
+      createTime: new Date(),
+      updateTime: new Date(),
+      startedAt: new Date(),
+      completedAt: new Date(),
+      progress: { bytesDownloaded: 1, bytesTotal: 1, progress: 1 },
+      result: { success: true, assetId: null, assetHash: null, filename: null, bytesDownloaded: 1 },
+      errorMessage: null,
+    }) as Record<string, Record<string, unknown>>;
+    const schema = resolve(doc.components.schemas.Task);
+    const keys = (o: object) => Object.keys(o).sort();
+    expect(keys(schema.properties)).toEqual(keys(task));
+    expect([...schema.required].sort()).toEqual(keys(task));
+    expect(keys(schema.properties.payload.properties)).toEqual(keys(task.payload!));
+    expect(keys(schema.properties.progress.properties)).toEqual(keys(task.progress!));
+    expect(keys(schema.properties.result.oneOf[1].properties)).toEqual(keys(task.result!));
+    expect(deref('#/components/schemas/TaskStatus').enum).toEqual([...TASK_STATUSES]);
   });
 });
 

@@ -5,7 +5,7 @@ import { handle, pathId, principalOf } from './middleware';
 import { dateParam, intParam, listParam, oneOf, stringParam } from './query';
 import { taskJson } from './task.presenter';
 
-/** GET /api/tasks, GET /api/tasks/{id}, DELETE /api/tasks/{id} (contract 4.2). */
+/** GET /api/tasks, GET /api/tasks/{task_id}, DELETE /api/tasks/{task_id} (contract 4.2). */
 export function tasksRouter(deps: { tasks: TaskService }): Router {
   const r = Router();
 
@@ -37,16 +37,16 @@ export function tasksRouter(deps: { tasks: TaskService }): Router {
   );
 
   r.get(
-    '/tasks/:id',
+    '/tasks/:task_id',
     handle(async (req, res) => {
-      res.json(taskJson(await deps.tasks.get(principalOf(res), pathId(req))));
+      res.json(taskJson(await deps.tasks.get(principalOf(res), pathId(req, 'task_id'))));
     }),
   );
 
   r.delete(
-    '/tasks/:id',
+    '/tasks/:task_id',
     handle(async (req, res) => {
-      res.json(taskJson(await deps.tasks.cancel(principalOf(res), pathId(req))));
+      res.json(taskJson(await deps.tasks.cancel(principalOf(res), pathId(req, 'task_id'))));
     }),
   );
 
