@@ -27,6 +27,9 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     persistedQueries: false,
+    // Shutdown is the service's (src/main.ts drains HTTP, then jobs, then the database). Apollo's own signal
+    // handlers would re-raise SIGTERM at once and cut in-flight requests.
+    stopOnTerminationSignals: false,
     validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
     formatError: formatError(c.logger),
     // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN.
