@@ -1,0 +1,67 @@
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../../src/config';
+
+describe('loadConfig', () => {
+  test('defaults of contract section 1', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: path.resolve('./data'),
+      databaseUrl: undefined,
+      storage: { backend: 'fs' },
+      apiKeys: [],
+      huggingFace: { endpoint: 'https://huggingface.co', token: undefined },
+      civitai: { endpoint: 'https://civitai.com', token: undefined },
+      downloadBlockPrivateNetworks: true,
+      maxUploadBytes: 68719476736,
+      logLevel: 'info',
+      role: 'all',
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  test('keys: owner:key entries, default owner, admin keys', () => {
+    const c = loadConfig({ API_KEYS: 'alice:alice-secret-1, plainkey-123', ADMIN_API_KEYS: 'root:root-secret-1' });
+    expect(c.apiKeys).toEqual([
+      { owner: 'alice', key: 'alice-secret-1', admin: false },
+      { owner: 'default', key: 'plainkey-123', admin: false },
+      { owner: 'root', key: 'root-secret-1', admin: true },
+    ]);
+  });
+
+  test('every bad variable is listed in one error', () => {
+    let err: unknown;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        STORAGE_BACKEND: 'tape',
+        MAX_UPLOAD_BYTES: '-1',
+        DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'maybe',
+        HF_ENDPOINT: 'ftp://x',
+        LOG_LEVEL: 'loud',
+        DATABASE_URL: 'mysql://x',
+        API_KEYS: 'bob:short',
+        ROLE: 'boss',
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'STORAGE_BACKEND', 'MAX_UPLOAD_BYTES', 'DOWNLOAD_BLOCK_PRIVATE_NETWORKS', 'HF_ENDPOINT', 'LOG_LEVEL', 'DATABASE_URL', 'API_KEYS', 'ROLE']) {
+      expect(problems).toContain(name);
+    }
+    expect((err as ConfigError).problems).toHaveLength(9);
+  });
+
+  test('s3 needs a bucket', () => {
+    expect(() => loadConfig({ STORAGE_BACKEND: 's3' })).toThrow(/S3_BUCKET/);
+    const c = loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: '/assets/' });
+    expect(c.storage).toMatchObject({ backend: 's3', bucket: 'b', forcePathStyle: true, prefix: 'assets', region: 'us-east-1' });
+  });
+
+  test('endpoints lose trailing slashes; mirrors allowed', () => {
+    expect(loadConfig({ HF_ENDPOINT: 'http://127.0.0.1:9999/' }).huggingFace.endpoint).toBe('http://127.0.0.1:9999');
+  });
+});
