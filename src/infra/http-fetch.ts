@@ -182,3 +182,9 @@ function translate(err: unknown, url: URL, signal?: AbortSignal): FetchError {
 }
 
 export const headerText = (h: string | string[] | undefined): string | undefined => (Array.isArray(h) ? h[0] : h);
+
+/** Drops a response body we will not read (without an unhandled 'error' from the aborted stream). */
+export function dropBody(body: Readable): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}

@@ -1,5 +1,5 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
-import { FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
+import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
 import { DualHasher } from '../content/hashing';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
@@ -61,7 +61,7 @@ export class SourceTransfer {
     if (offset > 0) Object.assign(headers, { range: `bytes=${offset}-`, 'if-range': this.validator! });
     const res = await this.open(headers);
     if (res.status === 416 && offset > 0) {
-      res.body.destroy();
+      dropBody(res.body);
       const whole = Number(/^bytes \*\/(\d+)$/.exec(headerText(res.headers['content-range']) ?? '')?.[1]);
       // Everything was already here (a crash between the last byte and the commit).
       if (whole === offset) return this.finish(await partial!.append(empty(), {}));
@@ -70,7 +70,7 @@ export class SourceTransfer {
       throw new SourceError('DOWNLOAD_FAILED', 'the server refused the resume range; starting over', true, 0);
     }
     if (res.status < 200 || res.status >= 300) {
-      res.body.destroy();
+      dropBody(res.body);
       throw statusError(res.status, res.headers, res.url.host);
     }
     let truncate = offset === 0;
@@ -78,7 +78,7 @@ export class SourceTransfer {
     if (res.status === 206) {
       const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(headerText(res.headers['content-range']) ?? '');
       if (!m || Number(m[1]) !== offset) {
-        res.body.destroy();
+        dropBody(res.body);
         this.validator = null;
         throw new SourceError('DOWNLOAD_FAILED', 'the server answered another range than asked; starting over', true, 0);
       }
@@ -134,7 +134,7 @@ export class SourceTransfer {
       for await (const chunk of res.body) {
         if (this.hasher.size + chunk.length > this.o.maxBytes) {
           onError(new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`));
-          res.body.destroy();
+          dropBody(res.body);
           return;
         }
         if (offset === 0 && this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
@@ -144,7 +144,7 @@ export class SourceTransfer {
       }
     } catch (err) {
       onError(err);
-      res.body.destroy();
+      dropBody(res.body);
     }
   }
 

@@ -1,4 +1,4 @@
-import { FetchError } from '../../../infra/http-fetch';
+import { dropBody, FetchError } from '../../../infra/http-fetch';
 import { DomainError } from '../../errors';
 import {
   HEX64,
@@ -70,7 +70,7 @@ export class CivitaiProvider implements DownloadProvider {
       throw err;
     }
     if (res.status < 200 || res.status >= 300) {
-      res.body.resume();
+      dropBody(res.body);
       const err = statusError(res.status, res.headers, 'Civitai');
       if (err.code === 'SOURCE_NOT_FOUND' || err.code === 'SOURCE_AUTH_REQUIRED') throw err;
       return {};

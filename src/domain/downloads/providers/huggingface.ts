@@ -1,4 +1,4 @@
-import { FetchError, headerText } from '../../../infra/http-fetch';
+import { dropBody, FetchError, headerText } from '../../../infra/http-fetch';
 import { DomainError } from '../../errors';
 import {
   HEX64,
@@ -63,7 +63,7 @@ export class HuggingFaceProvider implements DownloadProvider {
         if (err instanceof FetchError && err.kind !== 'aborted') return meta;
         throw err;
       }
-      res.body.resume();
+      dropBody(res.body);
       const h = res.headers;
       const linkedEtag = headerText(h['x-linked-etag'])?.replace(/^W\//, '').replace(/"/g, '').toLowerCase();
       const linkedSize = Number(headerText(h['x-linked-size']));
