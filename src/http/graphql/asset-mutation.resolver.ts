@@ -11,7 +11,6 @@ import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
 import { CreateAssetFromHashInput, UpdateAssetInput, UploadAssetInput } from './inputs/asset.inputs';
 import { AssetType, CreateAssetPayload } from './types/asset.type';
-import { openUpload } from './upload';
 
 @Resolver()
 @UseMiddleware(ErrorInterceptor)
@@ -27,17 +26,18 @@ export class AssetMutationResolver {
       'POST /api/assets: dedupe per owner by content, idempotent id, MAX_UPLOAD_BYTES.',
   })
   async uploadAsset(
-    @Arg('file', () => GraphQLUpload, { validate: false }) file: Promise<FileUpload>,
+    // type-graphql awaits the Upload promise: this is the file part, its bytes still arriving.
+    @Arg('file', () => GraphQLUpload, { validate: false }) file: FileUpload,
     @Arg('input', () => UploadAssetInput, { nullable: true }) input: UploadAssetInput | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<CreateAssetPayload> {
-    const { filename, stream } = await openUpload(file);
+    const stream = file.createReadStream();
     let ingested;
     try {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
       const fields = validateCreateFields(validatorShape(input));
       ingested = await this.content.ingest(stream, { maxBytes: this.content.maxUploadBytes });
-      return CreateAssetPayload.from(await this.assets.createFromIngested(ctx.principal, fields, ingested, { fileName: sanitizeFileName(filename) }));
+      return CreateAssetPayload.from(await this.assets.createFromIngested(ctx.principal, fields, ingested, { fileName: sanitizeFileName(file.filename) }));
     } catch (err) {
       if (!ingested) abandon(stream, ctx, err);
       throw err;

@@ -3,6 +3,7 @@ import type { MiddlewareFn } from 'type-graphql';
 import { ERROR_CODES, isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import type { GraphQLContext } from './context';
+import { uploadErrorOf } from './upload';
 
 const CONTRACT_CODES = new Set<string>(ERROR_CODES);
 
@@ -35,8 +36,9 @@ export const ErrorInterceptor: MiddlewareFn<GraphQLContext> = async ({ context, 
 };
 
 export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string): GraphQLError {
-  if (isDomainError(err)) {
-    return new GraphQLError(err.message, { extensions: { code: err.code, ...(err.details ? { details: err.details } : {}) } });
+  const known = isDomainError(err) ? err : uploadErrorOf(err);
+  if (known) {
+    return new GraphQLError(known.message, { extensions: { code: known.code, ...(known.details ? { details: known.details } : {}) } });
   }
   if (err instanceof GraphQLError) {
     const code = err.extensions?.code;

@@ -1,6 +1,5 @@
-import type { Readable } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
-import { processRequest, type FileUpload } from 'graphql-upload-minimal';
+import { processRequest } from 'graphql-upload-minimal';
 import { DomainError } from '../../domain/errors';
 
 /**
@@ -43,14 +42,14 @@ export function graphqlMultipart(opts: { maxBytes: number }) {
   };
 }
 
-/** The file of an `Upload!` argument, or MISSING_FILE / PAYLOAD_TOO_LARGE / INVALID_BODY. */
-export async function openUpload(file: Promise<FileUpload>): Promise<{ filename: string; stream: Readable }> {
-  try {
-    const upload = await file;
-    return { filename: upload.filename, stream: upload.createReadStream() };
-  } catch (err) {
-    throw uploadError(err as { status?: number; message?: string });
-  }
+/**
+ * The errors graphql-upload-minimal rejects an Upload with (type-graphql awaits the Upload argument before the
+ * resolver runs, so they reach the resolvers' error interceptor): MISSING_FILE, PAYLOAD_TOO_LARGE or INVALID_BODY.
+ */
+export function uploadErrorOf(err: unknown): DomainError | undefined {
+  const e = err as { status?: unknown; expose?: unknown; message?: string };
+  if (!(err instanceof Error) || typeof e.status !== 'number' || e.expose !== true) return undefined;
+  return uploadError(e as { status: number; message: string });
 }
 
 function uploadError(err: { status?: number; message?: string }): DomainError {
@@ -58,5 +57,6 @@ function uploadError(err: { status?: number; message?: string }): DomainError {
   const message = err?.message ?? 'malformed multipart request';
   if (err?.status === 413) return new DomainError('PAYLOAD_TOO_LARGE', message);
   if (/File missing/i.test(message)) return new DomainError('MISSING_FILE', 'the multipart request has no file for the Upload argument');
+  if (err?.status === 499) return new DomainError('INVALID_BODY', 'the client aborted the upload');
   return new DomainError('INVALID_BODY', `malformed multipart request: ${message}`);
 }
