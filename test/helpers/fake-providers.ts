@@ -151,6 +151,11 @@ export class FakeCdn {
       const chunk = data.subarray(off, end);
       off = end;
       rec.bytesSent += chunk.length;
+      if (dropAfter !== undefined && off >= dropAfter) {
+        // Let the bytes reach the client, then cut the connection.
+        res.write(chunk, () => setTimeout(() => res.socket?.destroy(), 50));
+        return;
+      }
       const ok = res.write(chunk);
       if (delay > 0) setTimeout(next, delay);
       else if (ok) setImmediate(next);
@@ -166,6 +171,8 @@ export interface HfFile {
   data?: Buffer;
   /** Overrides the X-Linked-Etag (to simulate a wrong provider hash). */
   sha256?: string;
+  /** Redirect without X-Linked-* headers (the provider states no hash). */
+  hideHash?: boolean;
 }
 
 /** Hugging Face: HEAD/GET /<repo>/resolve/<rev>/<path>, 302 to the CDN with X-Linked-Etag / X-Linked-Size. */
@@ -218,14 +225,8 @@ export class FakeHuggingFace {
       return void res.writeHead(200, { 'content-length': String(f.data!.length), etag: '"gitsha1"' }).end(req.method === 'HEAD' ? undefined : f.data);
     }
     const sha = f.sha256 ?? crypto.createHash('sha256').update(f.data!).digest('hex');
-    res
-      .writeHead(302, {
-        location: `${this.cdn.url}/files/${f.cdnKey}?X-Amz-Signature=fake`,
-        'x-linked-etag': `"${sha}"`,
-        'x-linked-size': String(f.data!.length),
-        etag: `"${sha}"`,
-      })
-      .end();
+    const linked = f.hideHash ? {} : { 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(f.data!.length), etag: `"${sha}"` };
+    res.writeHead(302, { location: `${this.cdn.url}/files/${f.cdnKey}?X-Amz-Signature=fake`, ...linked }).end();
   }
 }
 
