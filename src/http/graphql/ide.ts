@@ -75,14 +75,14 @@ const PAGE = `<!doctype html>
 
 const DEFAULT_QUERY = `# Asset service GraphQL IDE
 #
-# 1. Put your API key in the Headers tab below: {"X-API-Key": "<your key>"}
-# 2. Re-fetch the schema (the refresh button on the left, or Shift-Ctrl-R)
+# 1. In the Headers tab below: {"X-API-Key": "<your key>"}
+# 2. Re-fetch the schema (the arrows at the bottom left)
 #    for the docs and autocompletion.
 # 3. Run with Ctrl-Enter.
 
 {
   tasks {
-    items { id status taskName createTime progress { progress } }
+    items { id status taskName createTime }
     total
   }
 }
