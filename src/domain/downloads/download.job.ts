@@ -83,6 +83,7 @@ export class DownloadJob {
     const t = await this.d.repo.claim(transferId, token, this.o.leaseMs);
     if (!t) return; // finished, cancelled, or alive on another worker
     const log = this.d.logger.child({ transfer_id: t.id });
+    log.info('download started', { resume_from: t.bytesDownloaded, attempt: job.retryCount + 1 });
     const ac = new AbortController();
     this.local.set(t.id, ac);
     const onJobAbort = () => ac.abort('shutdown' satisfies StopReason);

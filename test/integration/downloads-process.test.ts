@@ -1,0 +1,156 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../src/infra/embedded-postgres';
+import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
+import { partialFiles, startDownload, waitTask } from '../helpers/downloads';
+import { blake3Of, createTestDatabase, json, KEYS, waitFor } from '../helpers/harness';
+
+/**
+ * The service as real child processes (dist/, built by `npm test`): killed with SIGKILL mid-download and restarted,
+ * and two workers on one database.
+ */
+const MAIN = path.join(__dirname, '..', '..', 'dist', 'src', 'main.js');
+const MiB = 1024 * 1024;
+jest.setTimeout(180_000);
+
+interface Child {
+  proc: ChildProcess;
+  url: string;
+  logs: () => Record<string, unknown>[];
+  fetch(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+const children: Child[] = [];
+let fake: FakeProviders;
+
+beforeAll(async () => {
+  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first (npm test does)`);
+  fake = await startFakeProviders();
+});
+afterAll(async () => {
+  await Promise.all(children.map((c) => c.kill('SIGTERM')));
+  await fake?.close();
+});
+
+async function spawnService(env: Record<string, string>): Promise<Child> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? os.tmpdir(),
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      API_KEYS: `alice:${KEYS.alice},bob:${KEYS.bob}`,
+      LOG_LEVEL: 'info',
+      DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false',
+      ...fake.env,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const child: Child = {
+    proc,
+    url,
+    logs: () =>
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    fetch: (pathname, init = {}) => {
+      const { key = KEYS.alice, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      if (key !== null) headers.set('x-api-key', key);
+      return fetch(url + pathname, { ...rest, headers });
+    },
+    kill: async (signal) => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+  children.push(child);
+  await waitFor(
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`service exited early: ${err}`);
+      return fetch(`${url}/readyz`).then(
+        (r) => (r.status === 200 ? true : undefined),
+        () => undefined,
+      );
+    },
+    { timeoutMs: 90_000, intervalMs: 200, what: 'the service to be ready' },
+  );
+  return child;
+}
+
+test('SIGKILL mid-download, then a restart: the task completes without fetching the finished part again', async () => {
+  const databaseUrl = await createTestDatabase();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-kill-'));
+  const data = bytes(6 * MiB, 31);
+  const url = fake.hf.lfs('org/kill/big.safetensors', data, { throttle: MiB });
+  const key = fake.hf.cdnKeyOf('org/kill/big.safetensors');
+  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+
+  const first = await spawnService(env);
+  const res = await startDownload(first, { source_url: url });
+  expect(res.status).toBe(202);
+  const { task_id } = await json(res);
+  await waitTask(first, task_id, { until: (t) => t.progress.bytes_downloaded >= 2.5 * MiB, timeoutMs: 60_000 });
+  await first.kill('SIGKILL');
+  const partial = path.join(dataDir, 'blobs', '.partial', partialFiles(dataDir)[0]!);
+  const onDisk = fs.statSync(partial).size;
+  expect(onDisk).toBeGreaterThanOrEqual(MiB);
+
+  const second = await spawnService(env);
+  const task = await waitTask(second, task_id, { timeoutMs: 120_000 });
+  expect(task.status).toBe('completed');
+  expect(task.result.asset_hash).toBe(blake3Of(data));
+  const content = Buffer.from(await (await second.fetch(`/api/assets/${task.result.asset_id}/content`)).arrayBuffer());
+  expect(content.equals(data)).toBe(true);
+
+  const reqs = fake.cdn.requestsFor(key).filter((r) => r.method === 'GET');
+  expect(reqs).toHaveLength(2);
+  expect(reqs[1]!.headers.range).toBe(`bytes=${onDisk}-`);
+  expect(reqs[1]!.status).toBe(206);
+  expect(reqs[1]!.bytesSent).toBe(data.length - onDisk);
+  expect(second.logs().some((l) => l.msg === 'download started' && l.transfer_id !== undefined)).toBe(true);
+  expect(partialFiles(dataDir)).toEqual([]);
+  await second.kill('SIGTERM');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('two worker processes on one database: each download job runs once', async () => {
+  const databaseUrl = await createTestDatabase();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-two-'));
+  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+  const [a, b] = await Promise.all([spawnService(env), spawnService(env)]);
+  const files = Array.from({ length: 8 }, (_, i) => ({ data: bytes(400 * 1024 + i, 40 + i), path: `org/two/f${i}.bin` }));
+  const taskIds: string[] = [];
+  for (const [i, f] of files.entries()) {
+    const url = fake.hf.lfs(f.path, f.data, { throttle: MiB });
+    const res = await startDownload(i % 2 ? a : b, { source_url: url });
+    expect(res.status).toBe(202);
+    taskIds.push((await json(res)).task_id);
+  }
+  const tasks = await Promise.all(taskIds.map((id) => waitTask(a, id, { timeoutMs: 120_000 })));
+  expect(tasks.map((t) => t.status)).toEqual(files.map(() => 'completed'));
+  tasks.forEach((t, i) => expect(t.result.asset_hash).toBe(blake3Of(files[i]!.data)));
+  for (const f of files) {
+    expect(fake.cdn.requestsFor(fake.hf.cdnKeyOf(f.path)).filter((r) => r.method === 'GET')).toHaveLength(1);
+  }
+  const started = [...a.logs(), ...b.logs()].filter((l) => l.msg === 'download started').map((l) => l.transfer_id);
+  expect(started).toHaveLength(files.length);
+  expect(new Set(started).size).toBe(files.length);
+  const perWorker = [a, b].map((c) => c.logs().filter((l) => l.msg === 'download started').length);
+  // Both processes polled the same queue; how the jobs split between them is pg-boss's business.
+  expect(perWorker[0]! + perWorker[1]!).toBe(files.length);
+  await Promise.all([a.kill('SIGTERM'), b.kill('SIGTERM')]);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
