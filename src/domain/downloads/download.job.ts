@@ -6,7 +6,7 @@ import type { IngestedContent } from '../content/content.service';
 import { DEFAULT_MIME, mimeFromName } from '../content/mime';
 import { isDomainError } from '../errors';
 import type { DownloadDeps } from './download.service';
-import { digestMismatch, DOWNLOAD_JOB } from './download.service';
+import { digestMismatch, DOWNLOAD_JOB, PROBE_TIMEOUT_MS } from './download.service';
 import type { Transfer } from './download.repository';
 import { lastSegment, SourceError } from './providers/provider';
 import { SourceTransfer, withRetries } from './source-transfer';
@@ -129,7 +129,7 @@ export class DownloadJob {
   ): Promise<string | undefined> {
     const { provider, url } = this.d.providers.resolve(t.sourceUrl);
     const expected = { sha256: t.expectedSha256, blake3: t.expectedBlake3 };
-    if (!expected.sha256 && !expected.blake3) Object.assign(expected, await provider.probe(url, signal));
+    if (!expected.sha256 && !expected.blake3) Object.assign(expected, await provider.probe(url, AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)])));
     const transfer = new SourceTransfer(
       { fetcher: this.d.fetcher, blobs: this.d.blobs },
       {

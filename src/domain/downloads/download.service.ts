@@ -18,6 +18,8 @@ import { lastSegment, SourceError, type SourceMetadata } from './providers/provi
 import { SourceTransfer, withRetries } from './source-transfer';
 
 export const DOWNLOAD_JOB = 'download.transfer';
+/** A provider that does not answer the metadata request in time is treated as stating nothing. */
+export const PROBE_TIMEOUT_MS = 15_000;
 
 export interface DownloadDeps {
   db: Db;
@@ -68,7 +70,7 @@ export class DownloadManager implements DownloadService {
       throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);
     }
 
-    const meta = await provider.probe(url);
+    const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const assetFields: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl } };
     const known = await this.knownContent(sourceUrl, meta);
     if (known) {
@@ -136,7 +138,7 @@ export class DownloadManager implements DownloadService {
     const fields = validateCreateFields(body);
     const { provider, url } = this.d.providers.resolve(body.url);
     const sourceUrl = url.href;
-    const meta = await provider.probe(url);
+    const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl } };
     const known = await this.knownContent(sourceUrl, meta);
     if (known) {

@@ -66,7 +66,8 @@ export class CivitaiProvider implements DownloadProvider {
     try {
       res = await this.deps.fetcher.open(api, { auth: this.auth(), headers: { accept: 'application/json' }, signal });
     } catch (err) {
-      if (err instanceof FetchError && err.kind !== 'aborted') return {};
+      // Unreachable or too slow: the download itself finds out, and retries.
+      if (err instanceof FetchError) return {};
       throw err;
     }
     if (res.status < 200 || res.status >= 300) {

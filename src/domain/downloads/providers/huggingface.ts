@@ -60,7 +60,8 @@ export class HuggingFaceProvider implements DownloadProvider {
           signal,
         });
       } catch (err) {
-        if (err instanceof FetchError && err.kind !== 'aborted') return meta;
+        // Unreachable or too slow: the download itself finds out, and retries.
+        if (err instanceof FetchError) return meta;
         throw err;
       }
       dropBody(res.body);
