@@ -1,0 +1,52 @@
+'use strict';
+// `npm run bench -- <name> [--smoke] [--rounds N]`: runs one benchmark (or `all`) against the built service.
+// Each script prints progress on stderr and ends with one line `RESULT <name> <json>` on stdout.
+const path = require('node:path');
+const { parseArgs, machineFacts, log, runCleanups } = require('./lib/common.cjs');
+
+const BENCHES = {
+  upload: 'upload ingest 1 GiB / 4 GiB multipart vs dd with fsync; peak RSS',
+  hashing: 'BLAKE3 + SHA-256 one pass vs each alone; worker-thread hashing vs main thread',
+  concurrent: '8 concurrent uploads x 256 MiB vs a single stream',
+  metadata: 'GET /api/assets/{id} and HEAD /api/assets/hash/{hash} vs bare node:http + pg',
+  listing: 'GET /api/assets?include_tags=..&limit=100 with 100k assets; EXPLAIN',
+  download: 'download task of 1 GiB from a local server vs curl -o',
+  graphql: 'GraphQL asset(id) vs REST GET /api/assets/{id}',
+  startup: 'node dist/src/main.js to /readyz 200, cold and warm',
+};
+
+async function main() {
+  const [name, ...rest] = process.argv.slice(2);
+  if (!name || name === '--help' || name === 'list') {
+    log('usage: npm run bench -- <name>|all [--smoke] [--rounds N]\n');
+    for (const [k, v] of Object.entries(BENCHES)) log(`  ${k.padEnd(11)} ${v}`);
+    process.exitCode = name ? 0 : 2;
+    return;
+  }
+  const names = name === 'all' ? Object.keys(BENCHES) : [name];
+  for (const n of names) {
+    if (!BENCHES[n]) throw new Error(`unknown benchmark ${n}; one of: ${Object.keys(BENCHES).join(', ')}, all`);
+  }
+  const args = parseArgs(rest);
+  log(`machine: ${JSON.stringify(machineFacts())}`);
+  for (const n of names) {
+    log(`== ${n}: ${BENCHES[n]}${args.smoke ? ' (smoke)' : ''}`);
+    await require(path.join(__dirname, `${n}.cjs`)).run(args);
+  }
+}
+
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.once(sig, () => {
+    log(`${sig}: cleaning up`);
+    runCleanups().finally(() => process.exit(130));
+  });
+}
+
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  async (err) => {
+    log(`benchmark failed: ${err && err.stack ? err.stack : err}`);
+    await runCleanups();
+    process.exit(1);
+  },
+);
