@@ -39,6 +39,14 @@ describe('authentication', () => {
     }
   });
 
+  test('an upload without a key is refused before any byte is stored; the connection stays usable', async () => {
+    const content = Buffer.alloc(200 * 1024, 3);
+    const r = await gqlUpload(svc, UPLOAD, {}, content, { key: null });
+    expect([r.status, r.code]).toEqual([401, 'UNAUTHORIZED']);
+    for (let i = 0; i < 3; i++) expect((await gql(svc, '{ assets { total } }')).status).toBe(200);
+    expect((await gql(svc, 'query($h: String!) { contentExists(hash: $h) }', { h: sha256Of(content) })).data.contentExists).toBe(false);
+  });
+
   test('Authorization: Bearer works like X-API-Key', async () => {
     const r = await gql(svc, '{ assets { total } }', {}, { key: null, headers: { authorization: `Bearer ${KEYS.bob}` } });
     expect(r.status).toBe(200);
@@ -121,6 +129,9 @@ describe('uploadAsset (GraphQL multipart request)', () => {
     expect((await gql(svc, 'query($h: String!) { contentExists(hash: $h) }', { h: sha256Of(big) })).data.contentExists).toBe(false);
     const tmp = path.join(svc.dataDir, 'blobs', '.tmp');
     expect(fs.existsSync(tmp) ? fs.readdirSync(tmp) : []).toEqual([]);
+    // A declared body far over the limit is refused before it is parsed: HTTP 413.
+    const huge = await gqlUpload(svc, UPLOAD, {}, Buffer.alloc(MAX_UPLOAD + 2 * 1024 * 1024));
+    expect([huge.status, huge.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
     // The service still answers on fresh connections.
     expect((await gql(svc, '{ assets { total } }')).status).toBe(200);
   });
