@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
-import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
-import { Arg, Ctx, ID, Mutation, Resolver, UseMiddleware } from 'type-graphql';
+import { Arg, Args, Ctx, ID, Mutation, Resolver, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { validateCreateFields, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
@@ -9,7 +8,7 @@ import { sanitizeFileName } from '../rest/multipart';
 import { hashArg, idArg, validatorShape } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
-import { CreateAssetFromHashInput, UpdateAssetInput, UploadAssetInput } from './inputs/asset.inputs';
+import { CreateAssetFromHashInput, SetAssetImmutableArgs, UpdateAssetArgs, UploadAssetArgs } from './inputs/asset.inputs';
 import { AssetType, CreateAssetPayload } from './types/asset.type';
 
 @Resolver()
@@ -25,19 +24,16 @@ export class AssetMutationResolver {
       'Upload a file (GraphQL multipart request; send the header Apollo-Require-Preflight: true). The same rules as ' +
       'POST /api/assets: dedupe per owner by content, idempotent id, MAX_UPLOAD_BYTES.',
   })
-  async uploadAsset(
-    // type-graphql awaits the Upload promise: this is the file part, its bytes still arriving.
-    @Arg('file', () => GraphQLUpload, { validate: false }) file: FileUpload,
-    @Arg('input', () => UploadAssetInput, { nullable: true }) input: UploadAssetInput | undefined,
-    @Ctx() ctx: GraphQLContext,
-  ): Promise<CreateAssetPayload> {
-    const stream = file.createReadStream();
+  async uploadAsset(@Args(() => UploadAssetArgs) { file, input }: UploadAssetArgs, @Ctx() ctx: GraphQLContext): Promise<CreateAssetPayload> {
+    // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in ErrorInterceptor.)
+    const upload = await file;
+    const stream = upload.createReadStream();
     let ingested;
     try {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
       const fields = validateCreateFields(validatorShape(input));
       ingested = await this.content.ingest(stream, { maxBytes: this.content.maxUploadBytes });
-      return CreateAssetPayload.from(await this.assets.createFromIngested(ctx.principal, fields, ingested, { fileName: sanitizeFileName(file.filename) }));
+      return CreateAssetPayload.from(await this.assets.createFromIngested(ctx.principal, fields, ingested, { fileName: sanitizeFileName(upload.filename) }));
     } catch (err) {
       if (!ingested) abandon(stream, ctx, err);
       throw err;
@@ -55,11 +51,7 @@ export class AssetMutationResolver {
   }
 
   @Mutation(() => AssetType, { description: 'PUT /api/assets/{id}: at least one field; ASSET_IMMUTABLE for immutable assets.' })
-  async updateAsset(
-    @Arg('id', () => ID) id: string,
-    @Arg('input', () => UpdateAssetInput) input: UpdateAssetInput,
-    @Ctx() ctx: GraphQLContext,
-  ): Promise<AssetType> {
+  async updateAsset(@Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
     const assetId = idArg(id);
     return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(validatorShape(input))));
   }
@@ -71,11 +63,7 @@ export class AssetMutationResolver {
   }
 
   @Mutation(() => AssetType, { description: "Admin keys only (FORBIDDEN otherwise): set or clear isImmutable of any owner's asset." })
-  async setAssetImmutable(
-    @Arg('id', () => ID) id: string,
-    @Arg('immutable') immutable: boolean,
-    @Ctx() ctx: GraphQLContext,
-  ): Promise<AssetType> {
+  async setAssetImmutable(@Args(() => SetAssetImmutableArgs) { id, immutable }: SetAssetImmutableArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
     return AssetType.from(await this.assets.setImmutable(ctx.principal, idArg(id), immutable));
   }
 }

@@ -1,4 +1,5 @@
 import { ArrayMaxSize, ArrayMinSize, IsUUID, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
 import { JSONScalar } from '../scalars';
 import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
@@ -158,4 +159,35 @@ export class UpdateAssetInput {
 
   @Field(() => JSONScalar, { nullable: true })
   userMetadata?: unknown;
+}
+
+// Multi-argument mutations take an ArgsType so the schema lists the arguments in the contract's order.
+
+@ArgsType()
+export class UploadAssetArgs {
+  @Field(() => GraphQLUpload, { description: 'The file part of the multipart request.' })
+  file!: Promise<FileUpload>;
+
+  @Field(() => UploadAssetInput, { nullable: true })
+  @ValidateNested()
+  input?: UploadAssetInput;
+}
+
+@ArgsType()
+export class UpdateAssetArgs {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => UpdateAssetInput)
+  @ValidateNested()
+  input!: UpdateAssetInput;
+}
+
+@ArgsType()
+export class SetAssetImmutableArgs {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  immutable!: boolean;
 }
