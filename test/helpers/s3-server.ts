@@ -15,6 +15,10 @@ export interface TestS3Server {
   dir: string;
   /** Settings for the service (and the AWS credentials its SDK reads from the environment). */
   env: Record<string, string>;
+  /** Keys of the stored objects, read from s3rver's directory (no request, no side effects). */
+  objectKeys(): string[];
+  /** Multipart uploads begun and neither completed nor aborted. */
+  pendingUploads(): number;
   stop(): Promise<void>;
 }
 
@@ -50,11 +54,22 @@ export async function startS3Server(opts: { bucket?: string } = {}): Promise<Tes
       AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
     },
+    objectKeys: () => walkObjects(path.join(dir, bucket), ''),
+    pendingUploads: () => (fs.existsSync(path.join(dir, bucket, '._S3rver_uploads')) ? fs.readdirSync(path.join(dir, bucket, '._S3rver_uploads')).length : 0),
     stop: async () => {
       await server.close();
       await fsp.rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+function walkObjects(dir: string, prefix: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
+    if (e.isDirectory() && !e.name.endsWith('._S3rver_uploads')) out.push(...walkObjects(path.join(dir, e.name), `${prefix}${e.name}/`));
+    else if (e.isFile() && e.name.endsWith('._S3rver_object')) out.push(prefix + e.name.slice(0, -'._S3rver_object'.length));
+  }
+  return out.sort();
 }
 
 interface KoaContext {
