@@ -36,6 +36,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     container = await buildContainer(config, logger, databaseUrl);
     const ext = await buildExtensions(container);
     await container.queue.start({ workers: config.role !== 'api' });
+    if (config.role !== 'api') logger.info('workers started', { role: config.role });
     let server: http.Server | undefined;
     let url: string | undefined;
     if (config.role !== 'worker') {
