@@ -163,6 +163,8 @@ export class DownloadJob {
     const mimeType = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(fileName) ?? DEFAULT_MIME);
     const blake3 = ingested.digest.blake3;
     try {
+      // The copy to the content address (slow on S3 for large files) happens before the lock: see precommit.
+      await this.d.content.precommit(ingested);
       await this.d.db.$transaction(
         async (tx: Tx) => {
           await this.d.content.lock(blake3, tx);
