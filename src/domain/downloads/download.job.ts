@@ -90,6 +90,7 @@ export class DownloadJob {
     job.signal.addEventListener('abort', onJobAbort, { once: true });
     const progress = { bytes: t.bytesDownloaded, total: t.bytesTotal, savedAt: Date.now(), savedBytes: t.bytesDownloaded };
     let ticking = false;
+    let renewedAt = Date.now();
     const tick = setInterval(async () => {
       if (ticking) return;
       ticking = true;
@@ -97,11 +98,14 @@ export class DownloadJob {
         const pct = progress.total ? progress.total / 100 : 0;
         const due = progress.bytes !== progress.savedBytes && Date.now() - progress.savedAt >= 1000 && progress.bytes - progress.savedBytes >= pct;
         const status = await this.d.repo.renew(t.id, token, this.o.leaseMs, due ? progress : undefined);
+        renewedAt = Date.now();
         if (due) Object.assign(progress, { savedAt: Date.now(), savedBytes: progress.bytes });
         if (status === undefined) ac.abort('lease-lost' satisfies StopReason);
         else if (status === 'cancelled') ac.abort('cancelled' satisfies StopReason);
       } catch (err) {
         log.warn('could not renew a download lease', { err });
+        // Another worker may take the transfer over once the lease lapses: stop writing before that can happen.
+        if (Date.now() - renewedAt > this.o.leaseMs * 0.8) ac.abort('lease-lost' satisfies StopReason);
       } finally {
         ticking = false;
       }
