@@ -48,11 +48,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger);
   const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
-  const content = new ContentService(new ContentRepository(database.prisma), blobStore, database.pool, logger, {
+  const content = new ContentService(new ContentRepository(database.prisma, database.pool), blobStore, database.pool, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
   });
-  const assets = new AssetService(database.prisma, new AssetRepository(database.prisma), content, queue);
+  const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
 
   queue.define<{ blake3: string }>({
     name: CONTENT_GC_JOB,

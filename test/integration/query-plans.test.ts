@@ -126,7 +126,8 @@ const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => ({
 });
 
 test('asset by id (and the owner check) uses the primary key', async () => {
-  const assets = new AssetRepository(db.prisma);
+  // With the pool, as the container builds it: findById then runs as a prepared pg statement.
+  const assets = new AssetRepository(db.prisma, db.pool);
   const { id } = await anAsset();
   const plans = await plansOf(() => assets.findById(OWNER, id));
   expectIndexed(plans);
@@ -134,7 +135,7 @@ test('asset by id (and the owner check) uses the primary key', async () => {
 });
 
 test('content by blake3 and by sha256 use their unique indexes (find and exists)', async () => {
-  const content = new ContentRepository(db.prisma);
+  const content = new ContentRepository(db.prisma, db.pool);
   const { blake3, sha256 } = await anAsset();
   const byBlake3 = await plansOf(async () => {
     await content.find({ algorithm: 'blake3', hex: blake3 });

@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import type { Db, Tx } from '../../infra/prisma';
 import { contentLockKey } from '../../infra/prisma';
 
@@ -20,7 +21,11 @@ const toRecord = (r: Row): ContentRecord => ({
 
 /** Content rows: one per distinct stored byte sequence, shared by every owner. */
 export class ContentRepository {
-  constructor(private readonly db: Db) {}
+  /** `pool` (the pg pool behind `db`), when given, serves `exists` (HEAD /api/assets/hash/{hash}) directly. */
+  constructor(
+    private readonly db: Db,
+    private readonly pool?: Pool,
+  ) {}
 
   async find(hash: { algorithm: 'blake3' | 'sha256'; hex: string }, tx: Tx | Db = this.db): Promise<ContentRecord | undefined> {
     const row =
@@ -31,6 +36,15 @@ export class ContentRepository {
   }
 
   async exists(hash: { algorithm: 'blake3' | 'sha256'; hex: string }): Promise<boolean> {
+    if (this.pool) {
+      const byBlake3 = hash.algorithm === 'blake3';
+      const { rowCount } = await this.pool.query({
+        name: byBlake3 ? 'content_exists_blake3' : 'content_exists_sha256',
+        text: `SELECT 1 FROM content WHERE ${byBlake3 ? 'blake3' : 'sha256'} = $1 LIMIT 1`,
+        values: [hash.hex],
+      });
+      return (rowCount ?? 0) > 0;
+    }
     const rows =
       hash.algorithm === 'blake3'
         ? await this.db.$queryRaw<unknown[]>`SELECT 1 FROM content WHERE blake3 = ${hash.hex} LIMIT 1`
