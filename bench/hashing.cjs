@@ -4,10 +4,9 @@
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
 // (busboy → hash → FsBlobStore.writeTemp with fsync) with the hasher inline vs on a worker thread, uploads
 // interleaved, single stream and 4 concurrent streams.
-const { spawn } = require('node:child_process');
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { DIST, MiB, GiB, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, stopChild, onCleanup, log, printResult } = require('./lib/common.cjs');
+const { DIST, MiB, GiB, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('./lib/common.cjs');
 
 function hashThroughput(kind, data, total, chunk) {
   const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));
@@ -40,27 +39,7 @@ function hashThroughput(kind, data, total, chunk) {
   return mbps(total, now() - t0);
 }
 
-module.exports.startIngestServer = startIngestServer;
-async function startIngestServer(mode, dir) {
-  const child = spawn(process.execPath, [path.join(__dirname, 'lib', 'ingest-server.cjs'), mode, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const forget = onCleanup(() => stopChild(child));
-  const port = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /ready (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`ingest server (${mode}) exited with ${code}`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      forget();
-      await stopChild(child);
-    },
-  };
-}
+const startIngestServer = (mode, dir) => spawnHelper('ingest-server.cjs', [mode, dir]);
 
 async function ingestRound(url, streams, size) {
   const t0 = now();
@@ -133,4 +112,4 @@ async function run(args) {
   });
 }
 
-module.exports.run = run;
+module.exports = { run };

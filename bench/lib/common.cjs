@@ -122,7 +122,7 @@ async function startPostgres(dir) {
  * Spawns `node dist/src/main.js` with the given environment and waits for /readyz. The child's stderr is kept (last
  * lines) for error reports; stdout logs go nowhere (LOG_LEVEL=warn).
  */
-async function spawnService({ dataDir, databaseUrl, env = {}, nodeArgs = [] }) {
+async function spawnService({ dataDir, databaseUrl, env = {}, nodeArgs = [], main = path.join(DIST, 'main.js') }) {
   const port = await freePort();
   const childEnv = {
     ...process.env,
@@ -136,7 +136,7 @@ async function spawnService({ dataDir, databaseUrl, env = {}, nodeArgs = [] }) {
   if (databaseUrl) childEnv.DATABASE_URL = databaseUrl;
   else delete childEnv.DATABASE_URL;
   const t0 = now();
-  const child = spawn(process.execPath, [...nodeArgs, path.join(DIST, 'main.js')], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, main], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail = [];
   const keep = (d) => {
     tail.push(String(d));
@@ -173,6 +173,29 @@ function stopChild(child, signal = 'SIGTERM', graceMs = 30_000) {
     });
     child.kill(signal);
   });
+}
+
+/** Spawns a helper script of bench/lib that prints `ready <port>`; resolves with its URL and a stop(). */
+async function spawnHelper(script, args = [], env = {}) {
+  const child = spawn(process.execPath, [path.join(__dirname, script), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const forget = onCleanup(() => stopChild(child));
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /ready (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
+    stop: async () => {
+      forget();
+      await stopChild(child);
+    },
+  };
 }
 
 /** PostgreSQL (bench-owned) + the service on it; `stop()` removes everything. */
@@ -408,6 +431,7 @@ module.exports = {
   spawnService,
   stopChild,
   startStack,
+  spawnHelper,
   memoryOf,
   resetPeak,
   randomPattern,
