@@ -53,7 +53,7 @@ export class DownloadJob {
       // The lease, not pg-boss's expiry, decides whether a transfer is alive: downloads can take hours.
       expireInSeconds: 24 * 3600,
       heartbeatSeconds: 30,
-      pollingIntervalSeconds: 2,
+      pollingIntervalSeconds: 1,
       handler: (data, job) => this.run(data.transferId, job),
     });
     if (opts.workers) {
@@ -151,6 +151,7 @@ export class DownloadJob {
       },
     );
     const counter = setInterval(() => (progress.bytes = transfer.bytes), 100);
+    const startedAt = Date.now();
     let ingested: IngestedContent;
     try {
       ingested = await withRetries(transfer, () => transfer.attempt(), {
@@ -182,7 +183,8 @@ export class DownloadJob {
       await this.d.content.discard(ingested);
     }
     t.fileName = fileName;
-    log.info('download stored', { blake3, bytes: ingested.digest.size });
+    const seconds = (Date.now() - startedAt) / 1000;
+    log.info('download stored', { blake3, bytes: ingested.digest.size, seconds, mib_per_s: Math.round(ingested.digest.size / 1048576 / seconds) });
     return blake3;
   }
 
