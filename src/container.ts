@@ -105,6 +105,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       await database.close();
+      await blobStore.close?.();
     },
   };
 }

@@ -122,6 +122,9 @@ export class AssetService {
               const existing = await this.assets.findById(owner, fields.id, tx);
               if (existing) return { asset: existing, created: false };
               const otherOwner = await this.assets.findOwnerOfId(fields.id, tx);
+              // Read committed: a concurrent create of this owner may have committed between the two reads.
+              const mine = otherOwner === owner ? await this.assets.findById(owner, fields.id, tx) : undefined;
+              if (mine) return { asset: mine, created: false };
               if (otherOwner !== undefined) throw new DomainError('ID_CONFLICT', `the id ${fields.id} is already in use`);
             }
             const content = await storeContent(tx);

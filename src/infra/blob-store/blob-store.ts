@@ -44,6 +44,8 @@ export interface BlobStore {
   ): Promise<string | undefined>;
   /** Cheap reachability check for /readyz. */
   ping(): Promise<void>;
+  /** Releases connections (S3 client sockets); the store is not used afterwards. */
+  close?(): Promise<void>;
 }
 
 export interface CommitOptions {

@@ -215,6 +215,10 @@ export class S3BlobStore implements BlobStore {
     return this.base + blobPath(blake3Hex);
   }
 
+  async close(): Promise<void> {
+    this.client.destroy();
+  }
+
   destroy(): void {
     this.client.destroy();
   }
