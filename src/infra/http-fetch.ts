@@ -119,7 +119,7 @@ export class HttpFetcher {
     let url = start;
     let method = o.method ?? 'GET';
     const redirects: Hop[] = [];
-    for (let hop = 0; ; hop++) {
+    for (;;) {
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new FetchError('network', `cannot fetch ${url.protocol} URLs`);
       const dispatcher = this.dispatcherFor(url);
       const headers: Record<string, string> = { 'user-agent': 'asset-service', ...o.headers };
@@ -145,7 +145,7 @@ export class HttpFetcher {
       res.body.resume();
       res.body.on('error', () => undefined);
       redirects.push({ url, status: res.statusCode, headers: res.headers });
-      if (hop + 1 >= MAX_REDIRECTS) throw new FetchError('redirects', `more than ${MAX_REDIRECTS} redirects from ${start.origin}`);
+      if (redirects.length > MAX_REDIRECTS) throw new FetchError('redirects', `more than ${MAX_REDIRECTS} redirects from ${start.origin}`);
       try {
         url = new URL(location, url);
       } catch {

@@ -93,6 +93,8 @@ export class FakeCdn {
       res.writeHead(status, headers).end(body);
       rec.done = true;
     };
+    const loop = /^\/loop\/(\d+)$/.exec(path);
+    if (loop) return answer(302, { location: `/loop/${Number(loop[1]) + 1}` });
     if (!file || !path.startsWith('/files/')) return answer(404, {}, 'no such file');
     if (file.rejectAuthorization && req.headers.authorization) {
       return answer(400, { 'content-type': 'application/xml' }, '<Error><Code>InvalidArgument</Code><Message>Only one auth mechanism allowed</Message></Error>');
@@ -173,6 +175,8 @@ export interface HfFile {
   sha256?: string;
   /** Redirect without X-Linked-* headers (the provider states no hash). */
   hideHash?: boolean;
+  /** Redirect here instead of to the file on the CDN. */
+  location?: string;
 }
 
 /** Hugging Face: HEAD/GET /<repo>/resolve/<rev>/<path>, 302 to the CDN with X-Linked-Etag / X-Linked-Size. */
@@ -221,12 +225,12 @@ export class FakeHuggingFace {
     }
     const f = this.files.get(`${repo}/${file}`);
     if (!f) return void res.writeHead(404, { 'x-error-code': 'EntryNotFound', 'x-error-message': 'Entry not found' }).end();
-    if (!f.cdnKey) {
+    if (!f.cdnKey && !f.location) {
       return void res.writeHead(200, { 'content-length': String(f.data!.length), etag: '"gitsha1"' }).end(req.method === 'HEAD' ? undefined : f.data);
     }
     const sha = f.sha256 ?? crypto.createHash('sha256').update(f.data!).digest('hex');
     const linked = f.hideHash ? {} : { 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(f.data!.length), etag: `"${sha}"` };
-    res.writeHead(302, { location: `${this.cdn.url}/files/${f.cdnKey}?X-Amz-Signature=fake`, ...linked }).end();
+    res.writeHead(302, { location: f.location ?? `${this.cdn.url}/files/${f.cdnKey}?X-Amz-Signature=fake`, ...linked }).end();
   }
 }
 

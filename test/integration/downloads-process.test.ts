@@ -126,6 +126,35 @@ test('SIGKILL mid-download, then a restart: the task completes without fetching 
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
+test('SIGTERM mid-download (a graceful restart): the process stops promptly and the next one resumes from the partial file', async () => {
+  const databaseUrl = await createTestDatabase();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-term-'));
+  const data = bytes(4 * MiB, 32);
+  const url = fake.hf.lfs('org/term/big.safetensors', data, { throttle: MiB });
+  const key = fake.hf.cdnKeyOf('org/term/big.safetensors');
+  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+
+  const first = await spawnService(env);
+  const { task_id } = await json(await startDownload(first, { source_url: url }));
+  await waitTask(first, task_id, { until: (t) => t.progress.bytes_downloaded >= 1.5 * MiB, timeoutMs: 60_000 });
+  const t0 = Date.now();
+  await first.kill('SIGTERM');
+  expect(first.proc.exitCode).toBe(0);
+  expect(Date.now() - t0).toBeLessThan(10_000);
+  const onDisk = fs.statSync(path.join(dataDir, 'blobs', '.partial', partialFiles(dataDir)[0]!)).size;
+  expect(onDisk).toBe(fake.cdn.requestsFor(key)[0]!.bytesSent);
+
+  const second = await spawnService(env);
+  const task = await waitTask(second, task_id, { timeoutMs: 60_000 });
+  expect(task.status).toBe('completed');
+  expect(task.result.asset_hash).toBe(blake3Of(data));
+  const reqs = fake.cdn.requestsFor(key).filter((r) => r.method === 'GET');
+  expect(reqs.map((r) => r.headers.range)).toEqual([undefined, `bytes=${onDisk}-`]);
+  expect(fake.cdn.bytesSent(key)).toBe(data.length);
+  await second.kill('SIGTERM');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
 test('two worker processes on one database: each download job runs once', async () => {
   const databaseUrl = await createTestDatabase();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-two-'));

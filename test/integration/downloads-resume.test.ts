@@ -126,6 +126,22 @@ test("cancelling one owner's task leaves the shared transfer running for the oth
   expect((await getTask(svc, a.task_id)).status).toBe('failed');
 });
 
+test('an endless redirect chain fails after 10 hops; an error body is never stored', async () => {
+  fake.hf.files.set('org/loop/f.bin', { data: bytes(10, 30), location: `${fake.cdn.url}/loop/0`, hideHash: true });
+  const url = `${fake.hf.url}/org/loop/resolve/main/f.bin`;
+  const task = await waitTask(svc, (await json(await startDownload(svc, { source_url: url }))).task_id);
+  expect(task.status).toBe('failed');
+  expect(task.error_message).toMatch(/^DOWNLOAD_FAILED: more than 10 redirects/);
+  // Ten redirects are followed (Hugging Face's and nine on the CDN); the eleventh is refused.
+  expect(fake.cdn.requests.filter((r) => r.path.startsWith('/loop/')).length).toBe(10);
+
+  const failing = fake.hf.lfs('org/loop/err.bin', bytes(10, 31), { failFirst: { status: 500, times: 100 } });
+  const sync = await svc.fetch('/api/assets', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: failing }) });
+  expect(sync.status).toBe(422);
+  expect((await svc.fetch(`/api/assets/hash/${blake3Of(Buffer.from('try later'))}`, { method: 'HEAD' })).status).toBe(404);
+  expect(partialFiles(svc.dataDir)).toEqual([]);
+});
+
 describe('with DOWNLOAD_BLOCK_PRIVATE_NETWORKS on (the default)', () => {
   let guarded: TestService;
   beforeAll(async () => {
