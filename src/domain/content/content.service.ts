@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { BlobStore, TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import { contentLockKey, type Tx } from '../../infra/prisma';
@@ -147,27 +147,18 @@ export class ContentService {
    * `sweepOrphanBlobs` is harmless.
    */
   async collect(blake3: string): Promise<boolean> {
-    const client = await this.pool.connect();
-    const key = contentLockKey(blake3).toString();
-    try {
-      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
-      try {
-        const res = await client.query(
-          `DELETE FROM content WHERE blake3 = $1 AND orphaned_at IS NOT NULL
-             AND orphaned_at <= now() - make_interval(secs => $2)
-             AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = $1) RETURNING blake3`,
-          [blake3, this.opts.gcGraceSeconds],
-        );
-        if (res.rowCount === 0) return false;
-        await this.blobs.delete(blake3);
-        this.logger.info('removed unreferenced content', { blake3 });
-        return true;
-      } finally {
-        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
-      }
-    } finally {
-      client.release();
-    }
+    return this.withSessionLock(blake3, async (client) => {
+      const res = await client.query(
+        `DELETE FROM content WHERE blake3 = $1 AND orphaned_at IS NOT NULL
+           AND orphaned_at <= now() - make_interval(secs => $2)
+           AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = $1) RETURNING blake3`,
+        [blake3, this.opts.gcGraceSeconds],
+      );
+      if (res.rowCount === 0) return false;
+      await this.blobs.delete(blake3);
+      this.logger.info('removed unreferenced content', { blake3 });
+      return true;
+    });
   }
 
   /** Collects every content whose grace period is over; returns how many were removed. */
@@ -204,16 +195,26 @@ export class ContentService {
   }
 
   private async removeOrphanBlob(blake3: string): Promise<boolean> {
+    return this.withSessionLock(blake3, async (client) => {
+      const res = await client.query('SELECT 1 FROM content WHERE blake3 = $1', [blake3]);
+      if (res.rowCount !== 0) return false;
+      await this.blobs.delete(blake3);
+      this.logger.info('removed a blob without content row', { blake3 });
+      return true;
+    });
+  }
+
+  /**
+   * Runs `fn` holding the content's advisory lock as a session lock on a dedicated connection: unlike a transaction
+   * lock it spans the blob deletion that follows the committed row delete.
+   */
+  private async withSessionLock<T>(blake3: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     const key = contentLockKey(blake3).toString();
     try {
       await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
       try {
-        const res = await client.query('SELECT 1 FROM content WHERE blake3 = $1', [blake3]);
-        if (res.rowCount !== 0) return false;
-        await this.blobs.delete(blake3);
-        this.logger.info('removed a blob without content row', { blake3 });
-        return true;
+        return await fn(client);
       } finally {
         await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
       }

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { isProcessAlive } from '../process';
 
 export { BlobNotFoundError } from './blob-store';
 
@@ -169,19 +170,10 @@ export class FsBlobStore implements BlobStore {
       const [h, pidText] = name.split('.');
       const pid = Number(pidText);
       const ours = h === host && Number.isInteger(pid);
-      if (ours && pid !== process.pid && !processAlive(pid)) {
+      if (ours && pid !== process.pid && !isProcessAlive(pid)) {
         await fsp.rm(path.join(this.tmpDir, name), { force: true });
       }
     }
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
