@@ -8,6 +8,7 @@ export class Providers {
   /** Parses and canonicalises `raw`; SOURCE_NOT_ALLOWED when no provider takes it. */
   resolve(raw: string): { provider: DownloadProvider; url: URL } {
     let url: URL;
+    if (raw.length > 4096) throw new DomainError('INVALID_BODY', 'the URL is longer than 4096 characters', { field: 'source_url' });
     try {
       url = new URL(raw.trim());
     } catch {
