@@ -50,10 +50,12 @@ function cycling(url, method, paths, headers) {
   };
 }
 
-async function compare(name, svcOpts, baseOpts, { rounds, duration, connections }) {
+async function compare(name, svcOpts, baseOpts, { rounds, duration, connections, warm }) {
   // Warm both (JIT, pg connections, caches) before the measured rounds.
-  await cannon({ ...svcOpts, duration: 1, connections });
-  await cannon({ ...baseOpts, duration: 1, connections });
+  if (warm) {
+    await cannon({ ...svcOpts, duration: 1, connections });
+    await cannon({ ...baseOpts, duration: 1, connections });
+  }
   const s = [];
   const b = [];
   for (let i = 0; i < rounds; i++) {
@@ -84,7 +86,7 @@ async function run(args) {
     base = await spawnHelper('baseline-server.cjs', [], { DATABASE_URL: stack.databaseUrl });
     const ids = [];
     const hashes = [];
-    for (let i = 0; i < ASSETS; i++) {
+    for (let i = 0; i < (args.smoke ? 5 : ASSETS); i++) {
       const r = await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `m${i}.bin`, tags: 'bench,metadata' });
       if (r.status !== 201) throw new Error(`seed upload answered ${r.status}`);
       ids.push(r.body.id);
@@ -93,7 +95,7 @@ async function run(args) {
     const headers = { 'x-api-key': KEY };
     const byId = ids.map((id) => `/api/assets/${id}`);
     const byHash = hashes.map((h) => `/api/assets/hash/${h}`);
-    const opts = { rounds, duration, connections };
+    const opts = { rounds, duration, connections, warm: !args.smoke };
     const get = await compare('GET /api/assets/{id}', cycling(stack.svc.url, 'GET', byId, headers), cycling(base.url, 'GET', byId, headers), opts);
     teachAutocannonHead();
     skipBodies = true;

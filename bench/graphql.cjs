@@ -1,0 +1,92 @@
+'use strict';
+// Figure 7: GraphQL `asset(id)` (every scalar field of the REST body) against REST GET /api/assets/{id} on the same
+// service and assets, 64 connections, interleaved A B A B: req/s ratio and latency.
+const { KEY, startStack, uploadMultipart, cannon, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+
+const QUERY = `query Bench($id: ID!) { asset(id: $id) { id name size assetHash mimeType tags userMetadata previewUrl previewId
+  promptId createdAt updatedAt lastAccessTime isImmutable } }`;
+
+const ASSETS = 50;
+
+function cycling(url, ids, kind) {
+  let i = 0;
+  const headers = { 'x-api-key': KEY };
+  if (kind === 'graphql') {
+    return {
+      url: url + '/graphql',
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (req) => {
+            req.body = JSON.stringify({ query: QUERY, variables: { id: ids[i++ % ids.length] } });
+            return req;
+          },
+        },
+      ],
+    };
+  }
+  return {
+    url,
+    headers,
+    requests: [
+      {
+        method: 'GET',
+        setupRequest: (req) => {
+          req.path = `/api/assets/${ids[i++ % ids.length]}`;
+          return req;
+        },
+      },
+    ],
+  };
+}
+
+async function run(args) {
+  const rounds = args.rounds ?? (args.smoke ? 1 : 3);
+  const duration = args.smoke ? 1 : 10;
+  const connections = 64;
+  const stack = await startStack({ prefix: 'graphql' });
+  try {
+    const ids = [];
+    for (let i = 0; i < (args.smoke ? 5 : ASSETS); i++) {
+      const r = await uploadMultipart(stack.svc.url, 512 + i, { fileName: `g${i}.bin`, tags: 'bench,graphql' });
+      if (r.status !== 201) throw new Error(`seed upload answered ${r.status}`);
+      ids.push(r.body.id);
+    }
+    // The GraphQL answer must carry the asset, not errors (autocannon only sees the status).
+    const check = await fetch(stack.svc.url + '/graphql', {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: QUERY, variables: { id: ids[0] } }),
+    }).then((r) => r.json());
+    if (!check.data || !check.data.asset || check.data.asset.id !== ids[0]) throw new Error(`GraphQL asset(id) answered ${JSON.stringify(check)}`);
+    const gql = cycling(stack.svc.url, ids, 'graphql');
+    const rest = cycling(stack.svc.url, ids, 'rest');
+    if (!args.smoke) {
+      await cannon({ ...gql, duration: 1, connections });
+      await cannon({ ...rest, duration: 1, connections });
+    }
+    const g = [];
+    const r = [];
+    for (let i = 0; i < rounds; i++) {
+      g.push(await cannon({ ...gql, duration, connections }));
+      r.push(await cannon({ ...rest, duration, connections }));
+      log(`  round ${i + 1}: GraphQL ${g[i].rps.toFixed(0)} req/s p50 ${g[i].p50} p99 ${g[i].p99} ms; REST ${r[i].rps.toFixed(0)} req/s p50 ${r[i].p50} p99 ${r[i].p99} ms`);
+      if (!g[i].ok || !r[i].ok) throw new Error('non-2xx or errors during the GraphQL run');
+    }
+    printResult('graphql', {
+      connections,
+      duration_s: duration,
+      rounds,
+      graphql: { rps: r2(median(g.map((x) => x.rps))), p50_ms: median(g.map((x) => x.p50)), p99_ms: median(g.map((x) => x.p99)) },
+      rest: { rps: r2(median(r.map((x) => x.rps))), p50_ms: median(r.map((x) => x.p50)), p99_ms: median(r.map((x) => x.p99)) },
+      ratio_median: r3(median(g.map((x, i) => x.rps / r[i].rps))),
+      ratios: g.map((x, i) => r3(x.rps / r[i].rps)),
+    });
+  } finally {
+    await stack.stop();
+  }
+}
+
+module.exports = { run };
