@@ -13,13 +13,14 @@ const BENCHES = {
   download: 'download task of 1 GiB from a local server vs curl -o',
   graphql: 'GraphQL asset(id) vs REST GET /api/assets/{id}',
   startup: 'node dist/src/main.js to /readyz 200, cold and warm',
+  's3-vs-fs-upload': 'upload throughput to the S3 store (s3rver) vs the disk store; S3 peak RSS',
 };
 
 async function main() {
   const [name, ...rest] = process.argv.slice(2);
   if (!name || name === '--help' || name === 'list') {
     log('usage: npm run bench -- <name>|all [--smoke] [--rounds N]\n');
-    for (const [k, v] of Object.entries(BENCHES)) log(`  ${k.padEnd(11)} ${v}`);
+    for (const [k, v] of Object.entries(BENCHES)) log(`  ${k.padEnd(16)} ${v}`);
     process.exitCode = name ? 0 : 2;
     return;
   }
