@@ -28,6 +28,8 @@ export interface SendOptions {
 /** The job queue (pg-boss 12 on the service's PostgreSQL), with typed job definitions. */
 export class JobQueue {
   private readonly definitions = new Map<string, JobDefinition<object>>();
+  /** pg-boss worker id of each job name this process works on. */
+  private readonly workerIds = new Map<string, string>();
   private started = false;
 
   private constructor(
@@ -63,7 +65,7 @@ export class JobQueue {
     if (!opts.workers) return;
     for (const def of this.definitions.values()) {
       if (def.cron) await this.boss.schedule(def.name, def.cron, {}, { singletonKey: def.name });
-      await this.boss.work<object>(
+      const workerId = await this.boss.work<object>(
         def.name,
         { localConcurrency: def.concurrency ?? 1, batchSize: 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1 },
         async (jobs) => {
@@ -78,7 +80,18 @@ export class JobQueue {
           }
         },
       );
+      this.workerIds.set(def.name, workerId);
     }
+  }
+
+  /**
+   * Makes this process's (first) worker of `name` look for jobs now instead of at its next poll, up to a second away.
+   * Call it after the transaction that sent the job has committed. If that worker is busy, the others and the
+   * workers of other processes still find the job by polling.
+   */
+  wake(name: string): void {
+    const id = this.workerIds.get(name);
+    if (id) this.boss.notifyWorker(id);
   }
 
   async send(name: string, data: object, opts: SendOptions = {}): Promise<string | null> {

@@ -115,7 +115,11 @@ export class DownloadManager implements DownloadService {
         },
         { timeout: 30_000, maxWait: 30_000 },
       );
-      if ('task' in outcome) return outcome;
+      if ('task' in outcome) {
+        // The job is committed: start it here now rather than at the worker's next poll (up to a second later).
+        this.d.queue.wake(DOWNLOAD_JOB);
+        return outcome;
+      }
       const asset = await this.fromStored(principal, { ...assetFields, name: outcome.stored.fileName }, outcome.stored.blake3);
       if (asset) return { asset };
       throw new DomainError('SERVICE_UNAVAILABLE', 'the stored content of this URL was just removed; try again');
