@@ -3,10 +3,11 @@
 // pass (the service's DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
 // (busboy → hash → FsBlobStore.writeTemp with fsync) with the hasher inline vs on a worker thread, uploads
-// interleaved, single stream and 4 concurrent streams.
+// interleaved, single stream and 4 concurrent streams. For the single stream, the same server with no hashing at all
+// and `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { DIST, MiB, GiB, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('./lib/common.cjs');
+const { DIST, MiB, GiB, ddWrite, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('./lib/common.cjs');
 
 function hashThroughput(kind, data, total, chunk) {
   const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));
@@ -80,27 +81,47 @@ async function run(args) {
   const forgetDir = onCleanup(() => rmrf(dir));
   const inline = await startIngestServer('inline', path.join(dir, 'inline'));
   const worker = await startIngestServer('worker', path.join(dir, 'worker'));
+  const none = await startIngestServer('none', path.join(dir, 'none'));
   const ingest = {};
   try {
     for (const streams of [1, 4]) {
       const each = streams === 1 ? size : size / 4;
       const a = [];
       const b = [];
+      const n = [];
+      const d = [];
       for (let i = 0; i < Math.max(1, Math.min(rounds, 3)); i++) {
         a.push(await ingestRound(inline.url, streams, each));
         b.push(await ingestRound(worker.url, streams, each));
-        log(`  ingest x${streams} round ${i + 1}: inline ${a[i].toFixed(0)} MB/s, worker ${b[i].toFixed(0)} MB/s`);
+        if (streams === 1) {
+          n.push(await ingestRound(none.url, streams, each));
+          d.push(ddWrite(dir, each).mbps);
+        }
+        log(
+          `  ingest x${streams} round ${i + 1}: inline ${a[i].toFixed(0)} MB/s, worker ${b[i].toFixed(0)} MB/s` +
+            (streams === 1 ? `, no hashing ${n[i].toFixed(0)} MB/s, dd ${d[i].toFixed(0)} MB/s` : ''),
+        );
       }
       ingest[`streams_${streams}`] = {
         bytes_per_stream: each,
         inline_mbps: r2(median(a)),
         worker_mbps: r2(median(b)),
         worker_vs_inline: r3(median(b.map((x, i) => x / a[i]))),
+        ...(streams === 1
+          ? {
+              no_hashing_mbps: r2(median(n)),
+              dd_mbps: r2(median(d)),
+              inline_vs_dd: r3(median(a.map((x, i) => x / d[i]))),
+              worker_vs_dd: r3(median(b.map((x, i) => x / d[i]))),
+              no_hashing_vs_dd: r3(median(n.map((x, i) => x / d[i]))),
+            }
+          : {}),
       };
     }
   } finally {
     await inline.stop();
     await worker.stop();
+    await none.stop();
     rmrf(dir);
     forgetDir();
   }

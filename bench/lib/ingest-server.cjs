@@ -1,8 +1,9 @@
 'use strict';
 // A stripped ingest server for the worker-thread experiment of the hashing benchmark: the service's own pieces
 // (busboy as in src/http/rest/multipart.ts, DualHasher, FsBlobStore.writeTemp with its fsync) with the hasher as the
-// only variable: `inline` (the service's way, on the request thread) or `worker` (WorkerHasher, on a worker thread).
-// Usage: node ingest-server.cjs <inline|worker> <blob dir>; prints `ready <port>`.
+// only variable: `inline` (the service's way, on the request thread), `worker` (WorkerHasher, on a worker thread) or
+// `none` (no hashing at all: the ceiling of parse + write + fsync, for comparison only).
+// Usage: node ingest-server.cjs <inline|worker|none> <blob dir>; prints `ready <port>`.
 const http = require('node:http');
 const path = require('node:path');
 const busboy = require('busboy');
@@ -12,7 +13,18 @@ const { FsBlobStore } = require(path.join(DIST, 'infra', 'blob-store', 'fs.js'))
 const { WorkerHasher } = require('./worker-hasher.cjs');
 
 const [mode, dir] = process.argv.slice(2);
-if (mode !== 'inline' && mode !== 'worker') throw new Error('mode: inline or worker');
+if (!['inline', 'worker', 'none'].includes(mode)) throw new Error('mode: inline, worker or none');
+
+/** Counts bytes only. */
+class NoHasher {
+  size = 0;
+  update(chunk) {
+    this.size += chunk.length;
+  }
+  digest() {
+    return { blake3: '', sha256: '', size: this.size };
+  }
+}
 
 async function* hashed(source, hasher) {
   for await (const chunk of source) {
@@ -31,7 +43,7 @@ async function main() {
     bb.on('field', () => undefined);
     bb.on('file', (_name, stream) => {
       work = (async () => {
-        const hasher = mode === 'worker' ? new WorkerHasher() : new DualHasher();
+        const hasher = mode === 'worker' ? new WorkerHasher() : mode === 'none' ? new NoHasher() : new DualHasher();
         const temp = await store.writeTemp(hashed(stream, hasher));
         const digest = await hasher.digest();
         await store.discard(temp);
