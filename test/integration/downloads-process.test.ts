@@ -1,33 +1,22 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/infra/embedded-postgres';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { partialFiles, startDownload, waitTask } from '../helpers/downloads';
-import { blake3Of, createTestDatabase, json, KEYS, waitFor } from '../helpers/harness';
+import { blake3Of, createTestDatabase, json } from '../helpers/harness';
+import { spawnService as spawnServiceProcess, type ServiceProcess } from '../helpers/service-process';
 
 /**
  * The service as real child processes (dist/, built by `npm test`): killed with SIGKILL mid-download and restarted,
  * and two workers on one database.
  */
-const MAIN = path.join(__dirname, '..', '..', 'dist', 'src', 'main.js');
 const MiB = 1024 * 1024;
 jest.setTimeout(180_000);
 
-interface Child {
-  proc: ChildProcess;
-  url: string;
-  logs: () => Record<string, unknown>[];
-  fetch(pathname: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
-  kill(signal: NodeJS.Signals): Promise<void>;
-}
-
-const children: Child[] = [];
+const children: ServiceProcess[] = [];
 let fake: FakeProviders;
 
 beforeAll(async () => {
-  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first (npm test does)`);
   fake = await startFakeProviders();
 });
 afterAll(async () => {
@@ -35,58 +24,10 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function spawnService(env: Record<string, string>): Promise<Child> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, [MAIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? os.tmpdir(),
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      API_KEYS: `alice:${KEYS.alice},bob:${KEYS.bob}`,
-      LOG_LEVEL: 'info',
-      DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false',
-      ...fake.env,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const child: Child = {
-    proc,
-    url,
-    logs: () =>
-      out
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-    fetch: (pathname, init = {}) => {
-      const { key = KEYS.alice, ...rest } = init;
-      const headers = new Headers(rest.headers);
-      if (key !== null) headers.set('x-api-key', key);
-      return fetch(url + pathname, { ...rest, headers });
-    },
-    kill: async (signal) => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
-      await exited;
-    },
-  };
+/** The shared child-process starter, with the fake providers and private addresses allowed. */
+async function spawnService(env: Record<string, string>): Promise<ServiceProcess> {
+  const child = await spawnServiceProcess({ DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false', ...fake.env, ...env });
   children.push(child);
-  await waitFor(
-    async () => {
-      if (proc.exitCode !== null) throw new Error(`service exited early: ${err}`);
-      return fetch(`${url}/readyz`).then(
-        (r) => (r.status === 200 ? true : undefined),
-        () => undefined,
-      );
-    },
-    { timeoutMs: 90_000, intervalMs: 200, what: 'the service to be ready' },
-  );
   return child;
 }
 
