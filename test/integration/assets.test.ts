@@ -308,6 +308,7 @@ describe('from-hash and hash checks', () => {
       { hash: 'md5:abc', tags: ['a'] },
       { hash: blake3Of(bytes).toUpperCase(), tags: ['a'] },
       { hash: blake3Of(bytes), tags: [] },
+      { hash: blake3Of(bytes), tags: ['  ', ''] },
       { hash: blake3Of(bytes) },
       { hash: blake3Of(bytes), tags: 'a' },
       { tags: ['a'] },

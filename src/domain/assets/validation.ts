@@ -82,6 +82,15 @@ export function validateCreateFields(input: Record<string, unknown>): AssetCreat
   return out;
 }
 
+/** from-hash (spec 4.5): the creation fields, with `tags` required and holding at least one tag after normalisation. */
+export function validateFromHashFields(input: Record<string, unknown>): AssetCreateFields {
+  const fields = validateCreateFields({ ...input, id: undefined });
+  if (!fields.tags || fields.tags.length < 1) {
+    throw invalid('tags is required: a list of at least one non-empty tag', 'tags');
+  }
+  return fields;
+}
+
 /** PUT body: at least one of the five fields; all five are applied; `preview_id: null` clears the preview. */
 export function validateUpdateFields(input: Record<string, unknown>): AssetUpdateFields {
   const out: AssetUpdateFields = {};

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Arg, Args, Ctx, ID, Mutation, Resolver, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import { validateCreateFields, validateUpdateFields } from '../../domain/assets/validation';
+import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import { isDomainError } from '../../domain/errors';
 import { sanitizeFileName } from '../rest/multipart';
@@ -46,7 +46,7 @@ export class AssetMutationResolver {
     @Ctx() ctx: GraphQLContext,
   ): Promise<CreateAssetPayload> {
     const hash = hashArg(input.hash, 'INVALID_BODY');
-    const fields = validateCreateFields(validatorShape({ ...input, hash: undefined }));
+    const fields = validateFromHashFields(validatorShape({ ...input, hash: undefined }));
     return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash));
   }
 

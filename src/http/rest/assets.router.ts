@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
-import { validateCreateFields, validateUpdateFields } from '../../domain/assets/validation';
+import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import { DomainError } from '../../domain/errors';
 import { assetJson, updateResultJson } from './asset.presenter';
@@ -60,10 +60,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       const body = req.body as Record<string, unknown>;
       const hash = typeof body.hash === 'string' ? pathHashOrBody(body.hash) : undefined;
       if (!hash) throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
-      if (!Array.isArray(body.tags) || body.tags.length < 1) {
-        throw new DomainError('INVALID_BODY', 'tags is required: a list of at least one tag', { field: 'tags' });
-      }
-      const fields = validateCreateFields({ ...body, id: undefined, preview_id: body.preview_id });
+      const fields = validateFromHashFields(body);
       const result = await assets.createFromStored(principalOf(res), fields, hash);
       res.status(result.created ? 201 : 200).json(assetJson(result.asset, result.created));
     }),
