@@ -6,34 +6,14 @@
 //   npm run build && node bench/s3-vs-fs-upload.cjs [--smoke] [--rounds N] [--size-mib N] [--peak-mib N]
 //
 // Prints progress on stderr and one line `RESULT s3-vs-fs-upload <json>` on stdout, like the other benchmarks.
-const { spawn } = require('node:child_process');
 const path = require('node:path');
 const { Client } = require('pg');
 const c = require('./lib/common.cjs');
 
 const { MiB } = c;
 
-async function startS3rver(dir) {
-  const child = spawn(process.execPath, [path.join(__dirname, 'lib', 's3rver-server.cjs'), dir, 'bench'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const forget = c.onCleanup(() => c.stopChild(child));
-  const port = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /ready (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`s3rver exited with ${code}`)));
-  });
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    pid: child.pid,
-    stop: async () => {
-      forget();
-      await c.stopChild(child);
-    },
-  };
-}
+/** s3rver on loopback in its own process (bench/lib/s3rver-server.cjs), started like every other bench helper. */
+const startS3rver = (dir) => c.spawnHelper('s3rver-server.cjs', [dir, 'bench']);
 
 async function run(args) {
   const size = Number(args.opts['size-mib'] ?? (args.smoke ? 16 : 512)) * MiB;
@@ -58,7 +38,7 @@ async function run(args) {
       ...common,
       STORAGE_BACKEND: 's3',
       S3_BUCKET: 'bench',
-      S3_ENDPOINT: s3.endpoint,
+      S3_ENDPOINT: s3.url,
       S3_FORCE_PATH_STYLE: 'true',
       S3_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'S3RVER',
@@ -80,7 +60,7 @@ async function run(args) {
   const { Upload } = require('@aws-sdk/lib-storage');
   const client = new S3Client({
     region: 'us-east-1',
-    endpoint: s3.endpoint,
+    endpoint: s3.url,
     forcePathStyle: true,
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
     requestChecksumCalculation: 'WHEN_REQUIRED',
