@@ -92,9 +92,10 @@ export class AssetRepository {
     return row ? toAsset(row) : undefined;
   }
 
-  async findOwnerOfId(id: string, tx: Tx | Db = this.db): Promise<string | undefined> {
-    const row = await tx.asset.findUnique({ where: { id }, select: { ownerId: true } });
-    return row?.ownerId;
+  /** The asset with this id of any owner: only to tell "mine" from "another owner's" when a client chooses the id. */
+  async findByIdAnyOwner(id: string, tx: Tx | Db = this.db): Promise<Asset | undefined> {
+    const row = await tx.asset.findUnique({ where: { id } });
+    return row ? toAsset(row) : undefined;
   }
 
   async findByContent(ownerId: string, blake3: string, tx: Tx | Db = this.db): Promise<Asset | undefined> {

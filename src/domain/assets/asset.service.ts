@@ -119,13 +119,10 @@ export class AssetService {
           async (tx) => {
             await this.content.lock(blake3, tx);
             if (fields.id) {
-              const existing = await this.assets.findById(owner, fields.id, tx);
-              if (existing) return { asset: existing, created: false };
-              const otherOwner = await this.assets.findOwnerOfId(fields.id, tx);
-              // Read committed: a concurrent create of this owner may have committed between the two reads.
-              const mine = otherOwner === owner ? await this.assets.findById(owner, fields.id, tx) : undefined;
-              if (mine) return { asset: mine, created: false };
-              if (otherOwner !== undefined) throw new DomainError('ID_CONFLICT', `the id ${fields.id} is already in use`);
+              // One read of the id whatever its owner, so a concurrent create cannot commit between two reads.
+              const existing = await this.assets.findByIdAnyOwner(fields.id, tx);
+              if (existing?.ownerId === owner) return { asset: existing, created: false };
+              if (existing) throw new DomainError('ID_CONFLICT', `the id ${fields.id} is already in use`);
             }
             const content = await storeContent(tx);
             const same = await this.assets.findByContent(owner, content.blake3, tx);
