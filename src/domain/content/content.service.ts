@@ -33,14 +33,22 @@ export class ContentService {
     return this.opts.maxUploadBytes;
   }
 
-  /** Streams `source` into a temporary blob while computing BLAKE3 + SHA-256; nothing remains if it fails. */
-  async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number } = {}): Promise<IngestedContent> {
-    const hasher = new DualHasher();
+  /**
+   * Streams `source` into a temporary blob while computing BLAKE3 + SHA-256; nothing remains if it fails. Where the
+   * store can, hashing and writing run on a worker thread; `ownsChunks` lets it move the chunks there instead of
+   * copying them (the caller promises not to use a chunk after handing it over).
+   */
+  async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean } = {}): Promise<IngestedContent> {
     let head: Buffer | undefined;
-    const temp = await this.blobs.writeTemp(
-      hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead: (h) => (head = h) }),
-    );
-    return { temp, digest: hasher.digest(), sniffedMime: head && head.length > 0 ? detectMime(head, undefined) : undefined };
+    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead: (h: Buffer) => (head = h) };
+    const sniff = () => (head && head.length > 0 ? detectMime(head, undefined) : undefined);
+    if (this.blobs.writeTempHashed) {
+      const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
+      return { temp, digest, sniffedMime: sniff() };
+    }
+    const hasher = new DualHasher();
+    const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
+    return { temp, digest: hasher.digest(), sniffedMime: sniff() };
   }
 
   /** Hashes `source` without keeping it (upload fast path: the content is already stored). */

@@ -1,47 +1,9 @@
 import crypto from 'node:crypto';
+import { blake3 } from '../../infra/blake3';
 import { DomainError } from '../errors';
 
-/** Incremental BLAKE3; the native addon where it loads, else the WebAssembly build. */
-interface Blake3Incremental {
-  update(chunk: Uint8Array): void;
-  hex(): string;
-}
-
-type Blake3Factory = () => Blake3Incremental;
-
-function loadBlake3(): { impl: 'native' | 'wasm'; create: Blake3Factory } {
-  if (process.env.ASSET_SERVICE_FORCE_WASM_BLAKE3 !== '1') {
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
-      new Blake3Hasher().update(Buffer.alloc(1)).digest('hex');
-      return {
-        impl: 'native',
-        create: () => {
-          const h = new Blake3Hasher();
-          return { update: (c) => void h.update(c), hex: () => h.digest('hex') };
-        },
-      };
-    } catch {
-      // fall through to WebAssembly
-    }
-  }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const wasm = require('blake3') as { createHash(): { update(c: Uint8Array): void; digest(enc: 'hex'): string } };
-  return {
-    impl: 'wasm',
-    create: () => {
-      const h = wasm.createHash();
-      return { update: (c) => h.update(c), hex: () => h.digest('hex') };
-    },
-  };
-}
-
-let blake3: ReturnType<typeof loadBlake3> | undefined;
-const getBlake3 = () => (blake3 ??= loadBlake3());
-
 /** Which BLAKE3 implementation this process uses. */
-export const blake3Implementation = (): 'native' | 'wasm' => getBlake3().impl;
+export const blake3Implementation = (): 'native' | 'wasm' => blake3().impl;
 
 export interface ContentDigest {
   blake3: string;
@@ -51,7 +13,7 @@ export interface ContentDigest {
 
 /** BLAKE3 and SHA-256 of a stream, computed in one pass as the bytes go by. */
 export class DualHasher {
-  private readonly b3 = getBlake3().create();
+  private readonly b3 = blake3().create();
   private readonly sha = crypto.createHash('sha256');
   size = 0;
 
@@ -67,31 +29,35 @@ export class DualHasher {
 }
 
 /**
- * Passes `source` through unchanged while feeding `hasher` and enforcing `maxBytes` (413 once exceeded, before the
- * excess is written anywhere). `head` receives the first bytes, for content sniffing.
+ * Passes `source` through unchanged while feeding `hasher` (if any) and enforcing `maxBytes` (413 once exceeded,
+ * before the excess is written anywhere). `onHead` receives a copy of the first bytes, for content sniffing (a copy:
+ * the consumer may detach the chunks it was given, see BlobStore.writeTempHashed).
  */
 export async function* hashing(
   source: AsyncIterable<Buffer>,
-  hasher: DualHasher,
+  hasher: DualHasher | undefined,
   opts: { maxBytes: number; onHead?: (head: Buffer) => void; headBytes?: number },
 ): AsyncGenerator<Buffer> {
   const headBytes = opts.headBytes ?? 4100;
   const head: Buffer[] = [];
   let headLen = 0;
   let headDone = !opts.onHead;
+  let size = 0;
   for await (const chunk of source) {
-    if (hasher.size + chunk.length > opts.maxBytes) {
+    size += chunk.length;
+    if (size > opts.maxBytes) {
       throw new DomainError('PAYLOAD_TOO_LARGE', `the content is larger than the limit of ${opts.maxBytes} bytes`, {
         max_bytes: opts.maxBytes,
       });
     }
-    hasher.update(chunk);
+    hasher?.update(chunk);
     if (!headDone) {
-      head.push(chunk);
-      headLen += chunk.length;
+      const part = Buffer.from(chunk.subarray(0, headBytes - headLen));
+      head.push(part);
+      headLen += part.length;
       if (headLen >= headBytes) {
         headDone = true;
-        opts.onHead!(Buffer.concat(head).subarray(0, headBytes));
+        opts.onHead!(Buffer.concat(head));
       }
     }
     yield chunk;

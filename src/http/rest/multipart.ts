@@ -1,9 +1,9 @@
 import type { Request } from 'express';
-import busboy from 'busboy';
 import type { ContentService, IngestedContent } from '../../domain/content/content.service';
 import type { ContentDigest, ParsedHash } from '../../domain/content/hashing';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
+import { boundaryOf, MultipartError, MultipartParser, type PartInfo } from './multipart-parser';
 
 export interface ParsedUpload {
   /** Text fields; repeated names keep every value in order. */
@@ -20,11 +20,16 @@ export interface ParsedUpload {
 }
 
 const FIELD_LIMIT = 1024 * 1024;
+const LIMITS = { parts: 300, fields: 200 };
+/** File bytes received but not yet taken by the ingest before the socket is paused (resumed below half of it). */
+const FILE_BUFFER = 4 * 1024 * 1024;
 
 /**
  * Streams a multipart upload: the `file` part goes straight into the content ingest (hashed and written as it
- * arrives), other parts are collected as text. When a `hash` field naming stored content precedes the file, the file
- * is only hashed (to check it), never written. On any failure every temporary is removed before this rejects.
+ * arrives, the socket paused while the ingest is behind), other parts are collected as text. When a `hash` field
+ * naming stored content precedes the file, the file is only hashed (to check it), never written. Exactly one file
+ * part is accepted; a first file part with another name is skipped. On any failure every temporary is removed
+ * before this rejects.
  */
 export function parseMultipartUpload(
   req: Request,
@@ -33,30 +38,29 @@ export function parseMultipartUpload(
 ): Promise<ParsedUpload> {
   return new Promise((resolve, reject) => {
     const result: ParsedUpload = { fields: new Map() };
-    let bb: busboy.Busboy;
+    let boundary: string;
     try {
-      bb = busboy({
-        headers: req.headers,
-        limits: { fieldSize: FIELD_LIMIT, fields: 200, files: 1, parts: 300, headerPairs: 100 },
-        preservePath: false,
-        defParamCharset: 'utf8',
-      });
+      boundary = boundaryOf(req.headers['content-type']);
     } catch (err) {
       reject(new DomainError('INVALID_BODY', `malformed multipart request: ${(err as Error).message}`));
       return;
     }
     let filePromise: Promise<void> | undefined;
-    let fileStream: NodeJS.ReadableStream & { destroy(err?: Error): void } | undefined;
-    let failed: DomainError | undefined;
+    let fileQueue: ChunkQueue | undefined;
     let done = false;
+    let parts = 0;
+    let fields = 0;
+    let files = 0;
+    let current: { kind: 'field'; name: string; chunks: Buffer[]; size: number } | { kind: 'file' | 'skip' } | undefined;
 
     const fail = (err: unknown) => {
       if (done) return;
       done = true;
-      failed = err instanceof DomainError ? err : new DomainError('INVALID_BODY', `malformed multipart request: ${(err as Error).message}`);
-      req.unpipe(bb);
+      const failed = asUploadError(err);
+      req.off('data', onData);
+      req.pause();
       // A file still streaming would wait forever for bytes that will not come: end it with the error.
-      fileStream?.destroy(failed);
+      fileQueue?.destroy(failed);
       // Wait for the file ingest to clean up its temporary before answering.
       void Promise.resolve(filePromise)
         .catch(() => undefined)
@@ -66,68 +70,183 @@ export function parseMultipartUpload(
         });
     };
 
-    bb.on('field', (name, value, info) => {
-      if (done) return;
-      if (info.valueTruncated) {
-        fail(new DomainError('PAYLOAD_TOO_LARGE', `the field ${name} is larger than ${FIELD_LIMIT} bytes`));
-        return;
-      }
+    const startFile = (part: PartInfo) => {
+      const queue = new ChunkQueue(FILE_BUFFER, () => req.pause(), () => done || req.resume());
+      fileQueue = queue;
+      result.fileName = part.filename ? sanitizeFileName(part.filename) : undefined;
+      result.fileContentType = part.contentType ?? 'application/octet-stream';
+      filePromise = (async () => {
+        const hash = result.declaredHash;
+        if (hash && (await opts.contentExists(hash))) {
+          result.discardedDigest = await content.digestOnly(queue, { maxBytes: opts.maxBytes });
+        } else {
+          result.ingested = await content.ingest(queue, { maxBytes: opts.maxBytes, ownsChunks: true });
+        }
+      })();
+      filePromise.catch(fail);
+    };
+
+    const parser = new MultipartParser(boundary, {
+      partBegin: (part) => {
+        if (++parts > LIMITS.parts) throw new DomainError('INVALID_BODY', 'too many parts');
+        if (part.filename === undefined) {
+          if (++fields > LIMITS.fields) throw new DomainError('INVALID_BODY', 'too many fields');
+          current = { kind: 'field', name: part.name, chunks: [], size: 0 };
+        } else if (++files > 1) {
+          throw new DomainError('INVALID_BODY', 'send exactly one file part');
+        } else if (part.name === 'file') {
+          current = { kind: 'file' };
+          startFile(part);
+        } else {
+          current = { kind: 'skip' };
+        }
+      },
+      partData: (data) => {
+        if (current?.kind === 'file') {
+          fileQueue!.push(data);
+        } else if (current?.kind === 'field') {
+          current.size += data.length;
+          if (current.size > FIELD_LIMIT) {
+            throw new DomainError('PAYLOAD_TOO_LARGE', `the field ${current.name} is larger than ${FIELD_LIMIT} bytes`);
+          }
+          // A copy: the file's chunks are moved to the ingest worker (detached), and a field may share one with it.
+          current.chunks.push(Buffer.from(data));
+        }
+      },
+      partEnd: () => {
+        if (current?.kind === 'file') fileQueue!.end();
+        else if (current?.kind === 'field') addField(current.name, Buffer.concat(current.chunks).toString('utf8'));
+        current = undefined;
+      },
+    });
+
+    const addField = (name: string, value: string) => {
       if (name === 'hash' && !filePromise) result.declaredHash = parseHash(value.trim()) ?? result.declaredHash;
       const list = result.fields.get(name) ?? [];
       list.push(value);
       result.fields.set(name, list);
-    });
+    };
 
-    bb.on('file', (name, stream, info) => {
-      // Errors reach the ingest through its async iterator; this listener only keeps a late one from being unhandled.
-      stream.on('error', () => undefined);
-      if (done || name !== 'file' || filePromise) {
-        stream.resume();
-        if (name === 'file') fail(new DomainError('INVALID_BODY', 'send exactly one file part'));
+    function onData(chunk: Buffer) {
+      if (done) return;
+      try {
+        parser.write(chunk);
+      } catch (err) {
+        fail(err);
+      }
+    }
+
+    req.on('data', onData);
+    req.on('end', () => {
+      if (done) return;
+      try {
+        parser.end();
+      } catch (err) {
+        fail(err);
         return;
       }
-      fileStream = stream;
-      result.fileName = info.filename ? sanitizeFileName(info.filename) : undefined;
-      result.fileContentType = info.mimeType;
-      filePromise = (async () => {
-        const hash = result.declaredHash;
-        if (hash && (await opts.contentExists(hash))) {
-          result.discardedDigest = await content.digestOnly(stream, { maxBytes: opts.maxBytes });
-        } else {
-          result.ingested = await content.ingest(stream, { maxBytes: opts.maxBytes });
-        }
-      })();
-      filePromise.catch((err) => {
-        stream.resume();
-        fail(err);
-      });
-    });
-
-    bb.on('filesLimit', () => fail(new DomainError('INVALID_BODY', 'send exactly one file part')));
-    bb.on('partsLimit', () => fail(new DomainError('INVALID_BODY', 'too many parts')));
-    bb.on('fieldsLimit', () => fail(new DomainError('INVALID_BODY', 'too many fields')));
-    bb.on('error', (err) => fail(err));
-    bb.on('close', () => {
-      if (done) return;
-      void Promise.resolve(filePromise).then(
-        () => {
-          if (done) {
-            if (result.ingested) void content.discard(result.ingested);
-            return;
-          }
-          done = true;
-          resolve(result);
-        },
-        (err) => fail(err),
-      );
+      void Promise.resolve(filePromise).then(() => {
+        if (done) return;
+        done = true;
+        resolve(result);
+      }, fail);
     });
     req.on('close', () => {
       if (!req.complete) fail(new DomainError('INVALID_BODY', 'the client aborted the upload'));
     });
-    req.on('error', (err) => fail(err));
-    req.pipe(bb);
+    req.on('error', (err) => fail(new DomainError('INVALID_BODY', `the upload failed: ${err.message}`)));
   });
 }
+
+function asUploadError(err: unknown): Error {
+  if (err instanceof DomainError) return err;
+  if (err instanceof MultipartError) return new DomainError('INVALID_BODY', `malformed multipart request: ${err.message}`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * The file part's bytes on their way from the socket to the ingest: an async iterable that pauses its producer
+ * when `high` bytes wait and resumes it below half of that. Its chunks are the parser's views, not copies.
+ */
+class ChunkQueue implements AsyncIterableIterator<Buffer> {
+  private chunks: Buffer[] = [];
+  private head = 0;
+  private bytes = 0;
+  private paused = false;
+  private ended = false;
+  private error: Error | undefined;
+  private waiter: { resolve: (r: IteratorResult<Buffer>) => void; reject: (e: Error) => void } | undefined;
+
+  constructor(
+    private readonly high: number,
+    private readonly pause: () => void,
+    private readonly resume: () => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    if (this.ended || this.error) return;
+    const w = this.waiter;
+    if (w) {
+      this.waiter = undefined;
+      w.resolve({ value: chunk, done: false });
+      return;
+    }
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    if (!this.paused && this.bytes >= this.high) {
+      this.paused = true;
+      this.pause();
+    }
+  }
+
+  end(): void {
+    this.ended = true;
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.resolve({ value: undefined, done: true });
+  }
+
+  destroy(err: Error): void {
+    this.error ??= err;
+    this.chunks = [];
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.reject(err);
+  }
+
+  next(): Promise<IteratorResult<Buffer>> {
+    if (this.error) return Promise.reject(this.error);
+    if (this.head < this.chunks.length) {
+      const value = this.chunks[this.head]!;
+      this.chunks[this.head++] = EMPTY;
+      if (this.head === this.chunks.length) {
+        this.chunks = [];
+        this.head = 0;
+      }
+      this.bytes -= value.length;
+      if (this.paused && this.bytes <= this.high / 2) {
+        this.paused = false;
+        this.resume();
+      }
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+  }
+
+  /** The consumer stopped early (it failed): drop what is queued; the upload's failure path takes over. */
+  return(): Promise<IteratorResult<Buffer>> {
+    this.ended = true;
+    this.chunks = [];
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /** The last path segment of a client file name, without control characters. */
 export function sanitizeFileName(name: string): string | undefined {

@@ -15,6 +15,15 @@ export interface BlobStore {
    */
   writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob>;
   /**
+   * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, for stores that can hash off the request
+   * thread (fs: a worker thread hashes and writes). With `ownsChunks`, the chunks of `source` may be detached once
+   * read (their memory moved to the worker), so the caller must not keep them.
+   */
+  writeTempHashed?(
+    source: AsyncIterable<Buffer>,
+    opts?: { ownsChunks?: boolean },
+  ): Promise<{ temp: TempBlob; digest: { blake3: string; sha256: string; size: number } }>;
+  /**
    * Opens (or reopens, for resumed downloads) a named temporary blob for appending; `resumable` stores keep partial
    * data across restarts. Returns the bytes already present.
    */

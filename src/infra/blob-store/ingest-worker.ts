@@ -1,0 +1,336 @@
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { blake3 } from '../blake3';
+
+/**
+ * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
+ *
+ * Measured on the upload path (BENCHMARKS.md, figure 1): on the request thread the two hashes cost about a
+ * core-second per GiB, and the received chunks (a new 64 KiB ArrayBuffer each, from Node's HTTP parser) made V8 run
+ * a full mark-compact every ~40 MB, since they count as external memory while the young generation barely fills:
+ * another half second per GiB. Here the request thread only parses, and hands each chunk's ArrayBuffer to a worker
+ * (transferred, not copied, so it leaves the request thread's heap at once); the worker hashes it and queues it for
+ * `writev` on the thread pool (one write in flight, in order, while it hashes the next), overlaps writeback with a
+ * background `fdatasync` every 64 MiB, and `fsync`s the file at the end.
+ * Durability is the same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ */
+
+/** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */
+const IN_FLIGHT = 8 << 20;
+/** Chunks are posted in batches of about this many bytes. */
+const BATCH = 1 << 20;
+/** A chunk is transferred when it holds nearly all of its ArrayBuffer; otherwise it is copied. */
+const TRANSFER_MIN = 16 << 10;
+
+const WORKER_SOURCE = `
+'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const { promisify } = require('node:util');
+const crypto = require('node:crypto');
+const writev = promisify(fs.writev);
+const write = promisify(fs.write);
+const fdatasync = promisify(fs.fdatasync);
+const fsync = promisify(fs.fsync);
+const close = promisify(fs.close);
+const WRITE_BLOCK = ${1 << 20};
+const SYNC_EVERY = ${64 << 20};
+const jobs = new Map();
+
+function fail(id, job, err) {
+  if (job.error) return;
+  job.error = err;
+  parentPort.postMessage({ t: 'error', id, message: err.message, code: err.code });
+}
+
+async function writeFully(fd, parts, len) {
+  let written = (await writev(fd, parts)).bytesWritten;
+  if (written === len) return;
+  // A short write (rare on regular files): finish it buffer by buffer.
+  for (const b of parts) {
+    if (written >= b.length) { written -= b.length; continue; }
+    let off = written;
+    written = 0;
+    while (off < b.length) off += (await write(fd, b, off, b.length - off)).bytesWritten;
+  }
+}
+
+/**
+ * Queues the gathered chunks as one write; writes run one at a time on the thread pool, in order, while this thread
+ * goes on hashing. Each message is acknowledged once its bytes are written, which bounds what is in flight.
+ */
+function flush(id, job) {
+  const parts = job.parts;
+  const len = job.len;
+  const ack = job.unacked;
+  job.parts = [];
+  job.len = 0;
+  job.unacked = 0;
+  job.chain = job.chain.then(async () => {
+    if (!job.error && len > 0) {
+      try {
+        await writeFully(job.fd, parts, len);
+        job.size += len;
+        job.sinceSync += len;
+        if (job.sinceSync >= SYNC_EVERY && !job.syncing) {
+          // Writeback overlaps with receiving; the final fsync reports any error that matters.
+          job.sinceSync = 0;
+          job.syncing = fdatasync(job.fd).catch(() => undefined).then(() => (job.syncing = undefined));
+        }
+      } catch (err) { fail(id, job, err); }
+    }
+    // Free the chunks now rather than at this isolate's next GC (which the few objects it allocates rarely trigger,
+    // so up to 64 MiB of written chunks would wait for it): detaching drops the memory at once.
+    for (const c of parts) if (!c.buffer.detached) c.buffer.transfer(0);
+    if (ack > 0) parentPort.postMessage({ t: 'ack', id, bytes: ack });
+  });
+}
+
+async function closeAndRemove(job, file) {
+  await job.chain;
+  await job.syncing;
+  if (job.fd >= 0) await close(job.fd).catch(() => undefined);
+  job.fd = -1;
+  fs.rmSync(file, { force: true });
+}
+
+parentPort.on('message', async (m) => {
+  if (m.t === 'open') {
+    const job = { fd: -1, sha: crypto.createHash('sha256'), parts: [], len: 0, unacked: 0, size: 0,
+      sinceSync: 0, syncing: undefined, chain: Promise.resolve(), error: undefined };
+    jobs.set(m.id, job);
+    try { job.fd = fs.openSync(m.file, 'wx', 0o644); } catch (err) { fail(m.id, job, err); }
+    return;
+  }
+  const job = jobs.get(m.id);
+  if (!job) return;
+  if (m.t === 'data') {
+    job.unacked += m.bytes;
+    if (!job.error) {
+      try {
+        for (const c of m.chunks) {
+          job.sha.update(c);
+          job.parts.push(c);
+          job.len += c.length;
+        }
+      } catch (err) { fail(m.id, job, err); }
+    }
+    if (job.len >= WRITE_BLOCK || job.error) flush(m.id, job);
+  } else if (m.t === 'end') {
+    jobs.delete(m.id);
+    flush(m.id, job);
+    await job.chain;
+    await job.syncing;
+    if (!job.error) {
+      try {
+        await fsync(job.fd);
+        await close(job.fd);
+        job.fd = -1;
+        parentPort.postMessage({ t: 'done', id: m.id, sha256: job.sha.digest('hex'), size: job.size });
+        return;
+      } catch (err) { fail(m.id, job, err); }
+    }
+    await closeAndRemove(job, m.file);
+    parentPort.postMessage({ t: 'closed', id: m.id });
+  } else if (m.t === 'abort') {
+    jobs.delete(m.id);
+    job.error ??= new Error('aborted');
+    await closeAndRemove(job, m.file);
+    parentPort.postMessage({ t: 'closed', id: m.id });
+  }
+});
+`;
+
+interface WorkerMessage {
+  t: 'ack' | 'done' | 'error' | 'closed';
+  id: number;
+  bytes?: number;
+  blake3?: string;
+  sha256?: string;
+  size?: number;
+  message?: string;
+  code?: string;
+}
+
+export interface HashedFile {
+  blake3: string;
+  sha256: string;
+  size: number;
+}
+
+/** A small pool of hashing/writing threads, started on first use; idle threads do not keep the process alive. */
+export class IngestWorkers {
+  private readonly workers: Array<{ worker: Worker; jobs: Map<number, IngestJob> } | undefined>;
+  private next = 0;
+  private nextId = 1;
+
+  constructor(size = Math.max(1, Math.min(4, os.availableParallelism()))) {
+    this.workers = new Array(size).fill(undefined);
+  }
+
+  /**
+   * Starts writing `file` (created exclusively). `ownsChunks`: the chunks given to `write` are not used by anyone
+   * afterwards, so their ArrayBuffers may be transferred (detached here) instead of copied.
+   */
+  open(file: string, opts: { ownsChunks: boolean }): IngestJob {
+    const slot = this.next++ % this.workers.length;
+    const w = (this.workers[slot] ??= this.start(slot));
+    const job = new IngestJob(this.nextId++, file, w.worker, opts.ownsChunks, () => w.jobs.delete(job.id));
+    w.jobs.set(job.id, job);
+    w.worker.postMessage({ t: 'open', id: job.id, file });
+    return job;
+  }
+
+  async close(): Promise<void> {
+    const running = this.workers.filter((w) => w !== undefined);
+    this.workers.fill(undefined);
+    await Promise.all(running.map((w) => w.worker.terminate()));
+  }
+
+  private start(slot: number): { worker: Worker; jobs: Map<number, IngestJob> } {
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      // The worker holds a few MiB of chunks at most; keep its heap small.
+      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
+      stdout: false,
+      stderr: false,
+    });
+    worker.unref();
+    const entry = { worker, jobs: new Map<number, IngestJob>() };
+    worker.on('message', (m: WorkerMessage) => entry.jobs.get(m.id)?.onMessage(m));
+    const dead = (err: Error) => {
+      if (this.workers[slot] === entry) this.workers[slot] = undefined;
+      for (const job of entry.jobs.values()) job.workerStopped(err);
+      entry.jobs.clear();
+    };
+    worker.on('error', dead);
+    worker.on('exit', (code) => dead(new Error(`exit code ${code}`)));
+    return entry;
+  }
+}
+
+/** One file being written by a worker. Use: `write` each chunk (await it when it returns a promise), then `finish`. */
+export class IngestJob {
+  private batch: Uint8Array[] = [];
+  private transfer: ArrayBuffer[] = [];
+  private batchBytes = 0;
+  private inFlight = 0;
+  private error: Error | undefined;
+  private drained: (() => void) | undefined;
+  private settled: ((m: WorkerMessage) => void) | undefined;
+  private ended = false;
+  private readonly b3 = blake3().create();
+  private stopped = false;
+  /** Bytes whose ArrayBuffer was transferred rather than copied (tests check that the fast path is taken). */
+  transferred = 0;
+  copied = 0;
+
+  constructor(
+    readonly id: number,
+    private readonly file: string,
+    private readonly worker: Worker,
+    private readonly ownsChunks: boolean,
+    private readonly forget: () => void,
+  ) {}
+
+  /** Queues `chunk`; returns a promise when the caller should wait before writing more. */
+  write(chunk: Buffer): Promise<void> | undefined {
+    if (this.error) throw this.error;
+    if (chunk.length === 0) return undefined;
+    this.b3.update(chunk);
+    const ab = chunk.buffer;
+    if (this.ownsChunks && ab instanceof ArrayBuffer && chunk.length >= TRANSFER_MIN && ab.byteLength - chunk.length <= TRANSFER_MIN) {
+      this.batch.push(chunk);
+      if (!this.transfer.includes(ab)) this.transfer.push(ab);
+      this.transferred += chunk.length;
+    } else {
+      const copy = new Uint8Array(chunk); // its own ArrayBuffer (never Node's shared pool), so it can be transferred
+      this.batch.push(copy);
+      this.transfer.push(copy.buffer);
+      this.copied += chunk.length;
+    }
+    this.batchBytes += chunk.length;
+    if (this.batchBytes >= BATCH) this.post();
+    if (this.inFlight < IN_FLIGHT) return undefined;
+    return new Promise<void>((resolve) => (this.drained = resolve)).then(() => {
+      if (this.error) throw this.error;
+    });
+  }
+
+  /**
+   * Writes what is queued, fsyncs and closes the file; resolves with its hashes and size. On failure the file is
+   * already removed.
+   */
+  async finish(): Promise<HashedFile> {
+    if (!this.error) this.post();
+    const m = await this.end('end');
+    if (m.t !== 'done') throw this.error ?? new Error('the ingest worker did not finish the file');
+    return { blake3: this.b3.hex(), sha256: m.sha256!, size: m.size! };
+  }
+
+  /** Stops, closes and removes the file. */
+  async abort(): Promise<void> {
+    this.batch = [];
+    this.transfer = [];
+    if (!this.ended) await this.end('abort');
+  }
+
+  onMessage(m: WorkerMessage): void {
+    if (m.t === 'ack') {
+      this.inFlight -= m.bytes!;
+      if (this.inFlight < IN_FLIGHT / 2) this.wake();
+      return;
+    }
+    if (m.t === 'error') {
+      this.error ??= Object.assign(new Error(m.message), m.code ? { code: m.code } : {});
+      this.wake();
+      return;
+    }
+    this.settle(m);
+  }
+
+  /** The worker died (it sends nothing more): fail this job, and remove its file here. */
+  workerStopped(err: Error): void {
+    this.stopped = true;
+    this.error ??= new Error(`the ingest worker stopped: ${err.message}`);
+    this.wake();
+    this.settle({ t: 'closed', id: this.id });
+  }
+
+  private post(): void {
+    if (this.batch.length === 0) return;
+    this.worker.postMessage({ t: 'data', id: this.id, chunks: this.batch, bytes: this.batchBytes }, this.transfer);
+    this.inFlight += this.batchBytes;
+    this.batch = [];
+    this.transfer = [];
+    this.batchBytes = 0;
+  }
+
+  private async end(t: 'end' | 'abort'): Promise<WorkerMessage> {
+    this.ended = true;
+    const m = this.stopped
+      ? ({ t: 'closed', id: this.id } as WorkerMessage)
+      : await new Promise<WorkerMessage>((resolve) => {
+          this.settled = resolve;
+          this.worker.postMessage({ t, id: this.id, file: this.file });
+        });
+    if (this.stopped) await fsp.rm(this.file, { force: true });
+    return m;
+  }
+
+  private settle(m: WorkerMessage): void {
+    const s = this.settled;
+    this.settled = undefined;
+    if (s) {
+      this.forget();
+      s(m);
+    }
+  }
+
+  private wake(): void {
+    const d = this.drained;
+    this.drained = undefined;
+    d?.();
+  }
+}
