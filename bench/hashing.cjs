@@ -1,10 +1,12 @@
 'use strict';
-// Figure 2. (a) In-memory hashing throughput, 64 KiB chunks (what busboy hands the service): BLAKE3 + SHA-256 in one
-// pass (the service's DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
+// Figure 2. (a) In-memory hashing throughput, 64 KiB chunks (what the HTTP parser hands the service): BLAKE3 +
+// SHA-256 in one pass (DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
-// (busboy → hash → FsBlobStore.writeTemp with fsync) with the hasher inline vs on a worker thread, uploads
-// interleaved, single stream and 4 concurrent streams. For the single stream, the same server with no hashing at all
-// and `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
+// (the service's multipart parser → hash → write with fsync) with the hashes inline on the request thread
+// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: chunks transferred
+// to a worker thread that runs SHA-256 and the writes, BLAKE3 on the request thread), uploads interleaved, single
+// stream and 4 concurrent streams. For the single stream, the same server with no hashing at all and
+// `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
 const crypto = require('node:crypto');
 const path = require('node:path');
 const { DIST, MiB, GiB, ddWrite, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('./lib/common.cjs');

@@ -271,6 +271,9 @@ function uploadMultipart(baseUrl, size, { fileName = 'bench.bin', tags = 'bench'
         port: u.port,
         path: u.pathname,
         method: 'POST',
+        // A connection of its own: a kept-alive one may be closed by the server's idle timeout just as it is reused
+        // (EPIPE), and one TCP handshake is nothing next to the upload.
+        agent: false,
         headers: {
           'x-api-key': key,
           'content-type': `multipart/form-data; boundary=${boundary}`,

@@ -1,35 +1,61 @@
 'use strict';
-// A stripped ingest server for the worker-thread experiment of the hashing benchmark: the service's own pieces
-// (busboy as in src/http/rest/multipart.ts, DualHasher, FsBlobStore.writeTemp with its fsync) with the hasher as the
-// only variable: `inline` (the service's way, on the request thread), `worker` (WorkerHasher, on a worker thread) or
-// `none` (no hashing at all: the ceiling of parse + write + fsync, for comparison only).
+// A stripped ingest server for the hashing benchmark: the service's own pieces (its multipart parser, FsBlobStore)
+// with where the hashing runs as the only variable:
+//   inline: DualHasher on the request thread, then FsBlobStore.writeTemp (the service's way before the worker);
+//   worker: FsBlobStore.writeTempHashed, the service's way now (SHA-256 + writes on a worker thread the chunks are
+//           transferred to, BLAKE3 on the request thread);
+//   none:   no hashing at all, writeTemp (the ceiling of parse + write + fsync, for comparison only).
 // Usage: node ingest-server.cjs <inline|worker|none> <blob dir>; prints `ready <port>`.
 const http = require('node:http');
 const path = require('node:path');
-const busboy = require('busboy');
 const { DIST } = require('./common.cjs');
 const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));
 const { FsBlobStore } = require(path.join(DIST, 'infra', 'blob-store', 'fs.js'));
-const { WorkerHasher } = require('./worker-hasher.cjs');
+const { MultipartParser, boundaryOf } = require(path.join(DIST, 'http', 'rest', 'multipart-parser.js'));
 
 const [mode, dir] = process.argv.slice(2);
 if (!['inline', 'worker', 'none'].includes(mode)) throw new Error('mode: inline, worker or none');
 
-/** Counts bytes only. */
-class NoHasher {
-  size = 0;
-  update(chunk) {
-    this.size += chunk.length;
-  }
-  digest() {
-    return { blake3: '', sha256: '', size: this.size };
-  }
+/** The file part's chunks as an async iterable, pausing the request while 4 MiB wait (as the service does). */
+function fileChunks(req) {
+  const queue = [];
+  let queued = 0;
+  let wake;
+  let ended = false;
+  let inFile = false;
+  const parser = new MultipartParser(boundaryOf(req.headers['content-type']), {
+    partBegin: (p) => (inFile = p.filename !== undefined),
+    partData: (d) => {
+      if (!inFile) return;
+      queue.push(d);
+      queued += d.length;
+      if (queued >= 4 << 20) req.pause();
+      wake?.();
+    },
+    partEnd: () => (inFile = false),
+  });
+  req.on('data', (c) => parser.write(c));
+  req.on('end', () => {
+    ended = true;
+    wake?.();
+  });
+  return (async function* () {
+    for (;;) {
+      const c = queue.shift();
+      if (c) {
+        queued -= c.length;
+        if (queued < 2 << 20) req.resume();
+        yield c;
+      } else if (ended) return;
+      else await new Promise((r) => (wake = r));
+      wake = undefined;
+    }
+  })();
 }
 
 async function* hashed(source, hasher) {
   for await (const chunk of source) {
-    const wait = hasher.update(chunk);
-    if (wait) await wait;
+    hasher?.update(chunk);
     yield chunk;
   }
 }
@@ -38,26 +64,21 @@ async function main() {
   const store = new FsBlobStore(dir);
   await store.init();
   const server = http.createServer((req, res) => {
-    const bb = busboy({ headers: req.headers });
-    let work;
-    bb.on('field', () => undefined);
-    bb.on('file', (_name, stream) => {
-      work = (async () => {
-        const hasher = mode === 'worker' ? new WorkerHasher() : mode === 'none' ? new NoHasher() : new DualHasher();
-        const temp = await store.writeTemp(hashed(stream, hasher));
-        const digest = await hasher.digest();
+    (async () => {
+      const source = fileChunks(req);
+      if (mode === 'worker') {
+        const { temp, digest } = await store.writeTempHashed(source, { ownsChunks: true });
         await store.discard(temp);
         return digest;
-      })();
-      work.catch(() => stream.resume());
-    });
-    bb.on('close', () => {
-      work.then(
-        (d) => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ ...d, id: 'none' })),
-        (err) => res.writeHead(500).end(String(err)),
-      );
-    });
-    req.pipe(bb);
+      }
+      const hasher = mode === 'inline' ? new DualHasher() : undefined;
+      const temp = await store.writeTemp(hashed(source, hasher));
+      await store.discard(temp);
+      return hasher ? hasher.digest() : { blake3: '', sha256: '', size: temp.size };
+    })().then(
+      (d) => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ ...d, id: 'none' })),
+      (err) => res.writeHead(500).end(String(err)),
+    );
   });
   server.listen(0, '127.0.0.1', () => process.stdout.write(`ready ${server.address().port}\n`));
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
