@@ -83,7 +83,12 @@ test('SIGTERM mid-download (a graceful restart): the process stops promptly and 
   expect(first.proc.exitCode).toBe(0);
   expect(Date.now() - t0).toBeLessThan(10_000);
   const onDisk = fs.statSync(path.join(dataDir, 'blobs', '.partial', partialFiles(dataDir)[0]!)).size;
-  expect(onDisk).toBe(fake.cdn.requestsFor(key)[0]!.bytesSent);
+  // What the process received is kept. The server may have sent a little more: bytes still in the socket buffers
+  // when the process stopped reading (up to a few tens of KiB; CI once saw 16 KiB), which the next one fetches again.
+  const sentFirst = fake.cdn.requestsFor(key)[0]!.bytesSent;
+  expect(onDisk).toBeGreaterThan(0);
+  expect(onDisk).toBeLessThanOrEqual(sentFirst);
+  expect(sentFirst - onDisk).toBeLessThan(MiB);
 
   const second = await spawnService(env);
   const task = await waitTask(second, task_id, { timeoutMs: 60_000 });
@@ -91,7 +96,7 @@ test('SIGTERM mid-download (a graceful restart): the process stops promptly and 
   expect(task.result.asset_hash).toBe(blake3Of(data));
   const reqs = fake.cdn.requestsFor(key).filter((r) => r.method === 'GET');
   expect(reqs.map((r) => r.headers.range)).toEqual([undefined, `bytes=${onDisk}-`]);
-  expect(fake.cdn.bytesSent(key)).toBe(data.length);
+  expect(fake.cdn.bytesSent(key)).toBe(sentFirst + data.length - onDisk);
   await second.kill('SIGTERM');
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
