@@ -22,7 +22,7 @@ export interface ParsedUpload {
 const FIELD_LIMIT = 1024 * 1024;
 const LIMITS = { parts: 300, fields: 200 };
 /** File bytes received but not yet taken by the ingest before the socket is paused (resumed below half of it). */
-const FILE_BUFFER = 4 * 1024 * 1024;
+const FILE_BUFFER = 2 * 1024 * 1024;
 
 /**
  * Streams a multipart upload: the `file` part goes straight into the content ingest (hashed and written as it

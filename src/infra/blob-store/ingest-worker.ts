@@ -17,7 +17,7 @@ import { blake3 } from '../blake3';
  */
 
 /** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */
-const IN_FLIGHT = 8 << 20;
+const IN_FLIGHT = 4 << 20;
 /** Chunks are posted in batches of about this many bytes. */
 const BATCH = 1 << 20;
 /** A chunk is transferred when it holds nearly all of its ArrayBuffer; otherwise it is copied. */
