@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
+import { noteShortLivedBytes } from '../young-gc';
 import { IngestWorkers, type HashedFile } from './ingest-worker';
 
 export { BlobNotFoundError } from './blob-store';
@@ -277,6 +278,7 @@ async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Prom
     // Marked handled now; the failure is rethrown where `pending` is next awaited.
     pending.catch(() => undefined);
     sinceSync += len;
+    noteShortLivedBytes(len);
     if (sinceSync >= SYNC_EVERY && !syncing) {
       sinceSync = 0;
       syncing = fh.datasync().then(
