@@ -1,3 +1,4 @@
+import { ingestWorkers } from '../../src/infra/blob-store/ingest-worker';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { getTask, partialFiles, startDownload, waitTask } from '../helpers/downloads';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
@@ -168,4 +169,21 @@ describe('with DOWNLOAD_BLOCK_PRIVATE_NETWORKS on (the default)', () => {
     expect(sync.status).toBe(422);
     expect(await json(sync)).toMatchObject({ code: 'DOWNLOAD_FAILED' });
   });
+});
+
+test('the hashing worker dying mid-download: the hash state is rebuilt from the partial file and the download completes', async () => {
+  const data = bytes(5 * MiB, 23);
+  const url = fake.hf.lfs('org/resume/worker-dies.safetensors', data, { throttle: MiB }); // ~5 s
+  const key = fake.hf.cdnKeyOf('org/resume/worker-dies.safetensors');
+  const { task_id } = await json(await startDownload(svc, { source_url: url }));
+  await waitTask(svc, task_id, { until: (t) => t.progress.bytes_downloaded >= MiB, timeoutMs: 30_000 });
+  const pool = ingestWorkers() as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> };
+  await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
+  const task = await waitTask(svc, task_id, { timeoutMs: 30_000 });
+  expect(task.status).toBe('completed');
+  expect(task.result.asset_hash).toBe(blake3Of(data));
+  const reqs = gets(key);
+  expect(reqs.length).toBe(2);
+  expect(reqs[1]!.headers.range).toMatch(/^bytes=\d+-$/);
+  expect(partialFiles(svc.dataDir)).toEqual([]);
 });

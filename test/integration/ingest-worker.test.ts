@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -27,7 +28,6 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await store.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -168,4 +168,16 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
     expect(transferredBytes + copiedBytes).toBe(expected.length);
     expect(transferredBytes).toBeGreaterThan(0.8 * expected.length);
   });
+});
+
+test('a worker with a job keeps the process alive until the answer comes; an idle one lets it exit', () => {
+  // Uses the build (npm test builds first): a plain script, with no server holding the process open.
+  const script = `
+    const { ingestWorkers } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/infra/blob-store/ingest-worker.js'))});
+    const job = ingestWorkers().open(undefined, { ownsChunks: false, blake3OnWorker: true });
+    job.write(Buffer.from('abc'));
+    job.finish().then((d) => console.log(d.sha256));`;
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+  expect(r.signal).toBeNull(); // not killed by the timeout: the idle worker did not hold the process
+  expect(r.stdout.trim()).toBe(hexOf(sha256Of(Buffer.from('abc')))); // the busy one did, until the digest came
 });

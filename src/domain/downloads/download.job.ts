@@ -160,6 +160,7 @@ export class DownloadJob {
       });
     } finally {
       clearInterval(counter);
+      transfer.close();
     }
     progress.bytes = ingested.digest.size;
     const mismatch = digestMismatch(ingested.digest, expected);

@@ -164,6 +164,8 @@ export class DownloadManager implements DownloadService {
         throw new DomainError(code, `could not fetch ${sourceUrl}: ${err.message}`);
       }
       throw err;
+    } finally {
+      transfer.close();
     }
     const mismatch = digestMismatch(ingested.digest, meta);
     if (mismatch) {

@@ -1,6 +1,6 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
 import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
-import { DualHasher } from '../content/hashing';
+import { ingestWorkers, type IngestJob } from '../../infra/blob-store/ingest-worker';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
 import { fileNameFromDisposition, SourceError, statusError } from './providers/provider';
@@ -35,7 +35,11 @@ export interface SourceTransferOptions {
  * the partial file otherwise. A non-2xx answer is never written.
  */
 export class SourceTransfer {
-  private hasher = new DualHasher();
+  /**
+   * BLAKE3 + SHA-256 on an ingest worker thread (copies of the chunks are moved there), the state kept across
+   * attempts. Both hashes go there: this thread already parses the HTTP response (BENCHMARKS.md, change 7).
+   */
+  private hasher = newHasher();
   private head = Buffer.alloc(0);
   /** Bytes received so far (including those of earlier attempts). */
   bytes = 0;
@@ -52,6 +56,8 @@ export class SourceTransfer {
 
   async attempt(): Promise<IngestedContent> {
     const partial = this.o.partialName && this.deps.blobs.openPartial ? await this.deps.blobs.openPartial(this.o.partialName) : undefined;
+    // A hash worker that failed (it died) has lost the state: rebuild it from the partial file.
+    if (this.hasher.failed) this.reset();
     let offset = partial && this.validator ? partial.size : 0;
     if (offset > 0 && this.hasher.size !== offset) offset = await this.rebuild(partial!);
     if (offset === 0) this.reset();
@@ -138,7 +144,8 @@ export class SourceTransfer {
           return;
         }
         if (offset === 0 && this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-        this.hasher.update(chunk);
+        const wait = this.hasher.write(chunk);
+        if (wait) await wait;
         this.bytes = this.hasher.size;
         yield chunk;
       }
@@ -154,7 +161,8 @@ export class SourceTransfer {
     try {
       for await (const chunk of partial.readExisting()) {
         if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-        this.hasher.update(chunk);
+        const wait = this.hasher.write(chunk);
+        if (wait) await wait;
         if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
       }
     } catch (err) {
@@ -169,14 +177,21 @@ export class SourceTransfer {
     return partial.size;
   }
 
+  /** Releases the hash state (call once the transfer is over, whichever way it ended). */
+  close(): void {
+    void this.hasher.abort();
+  }
+
   private reset(): void {
-    this.hasher = new DualHasher();
+    this.close();
+    this.hasher = newHasher();
     this.head = Buffer.alloc(0);
     this.bytes = 0;
   }
 
-  private finish(temp: TempBlob): IngestedContent {
-    return { temp, digest: this.hasher.digest(), sniffedMime: this.head.length > 0 ? detectMime(this.head, undefined) : undefined };
+  private async finish(temp: TempBlob): Promise<IngestedContent> {
+    const digest = await this.hasher.finish();
+    return { temp, digest, sniffedMime: this.head.length > 0 ? detectMime(this.head, undefined) : undefined };
   }
 }
 
@@ -220,6 +235,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 async function* empty(): AsyncGenerator<Buffer> {}
+
+const newHasher = (): IngestJob => ingestWorkers().open(undefined, { ownsChunks: false, blake3OnWorker: true });
 
 function numberHeader(h: string | string[] | undefined): number | null {
   const v = headerText(h);

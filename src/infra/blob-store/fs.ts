@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
 import { noteShortLivedBytes } from '../young-gc';
-import { IngestWorkers, type HashedFile } from './ingest-worker';
+import { ingestWorkers, type HashedFile } from './ingest-worker';
 
 export { BlobNotFoundError } from './blob-store';
 
@@ -25,7 +25,7 @@ export class FsBlobStore implements BlobStore {
   private readonly partialDir: string;
   /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
-  private readonly workers = new IngestWorkers();
+  private readonly workers = ingestWorkers();
   /** Bytes of `writeTempHashed` moved to the worker vs copied (the move is the fast path; tests check it is taken). */
   readonly ingestStats = { transferredBytes: 0, copiedBytes: 0 };
 
@@ -76,10 +76,6 @@ export class FsBlobStore implements BlobStore {
       await job.abort();
       throw err;
     }
-  }
-
-  async close(): Promise<void> {
-    await this.workers.close();
   }
 
   async openPartial(name: string): Promise<PartialBlob> {

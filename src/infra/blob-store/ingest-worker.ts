@@ -1,7 +1,7 @@
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { blake3 } from '../blake3';
+import { blake3, type Blake3Incremental } from '../blake3';
 
 /**
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
@@ -29,6 +29,10 @@ const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
 const { promisify } = require('node:util');
 const crypto = require('node:crypto');
+const b3mod = require(workerData.blake3Path);
+const newBlake3 = workerData.blake3Impl === 'native'
+  ? () => { const h = new b3mod.Blake3Hasher(); return { update: (c) => h.update(c), hex: () => h.digest('hex') }; }
+  : () => { const h = b3mod.createHash(); return { update: (c) => h.update(c), hex: () => h.digest('hex') }; };
 const writev = promisify(fs.writev);
 const write = promisify(fs.write);
 const fdatasync = promisify(fs.fdatasync);
@@ -68,7 +72,9 @@ function flush(id, job) {
   job.len = 0;
   job.unacked = 0;
   job.chain = job.chain.then(async () => {
-    if (!job.error && len > 0) {
+    if (!job.error && len > 0 && !job.file) {
+      job.size += len;
+    } else if (!job.error && len > 0) {
       try {
         await writeFully(job.fd, parts, len);
         job.size += len;
@@ -92,15 +98,16 @@ async function closeAndRemove(job, file) {
   await job.syncing;
   if (job.fd >= 0) await close(job.fd).catch(() => undefined);
   job.fd = -1;
-  fs.rmSync(file, { force: true });
+  if (file) fs.rmSync(file, { force: true });
 }
 
 parentPort.on('message', async (m) => {
   if (m.t === 'open') {
-    const job = { fd: -1, sha: crypto.createHash('sha256'), parts: [], len: 0, unacked: 0, size: 0,
+    const job = { file: m.file, fd: -1, b3: m.blake3 ? newBlake3() : undefined, sha: crypto.createHash('sha256'), parts: [], len: 0, unacked: 0, size: 0,
       sinceSync: 0, syncing: undefined, chain: Promise.resolve(), error: undefined };
     jobs.set(m.id, job);
-    try { job.fd = fs.openSync(m.file, 'wx', 0o644); } catch (err) { fail(m.id, job, err); }
+    // Without a file the job only hashes (a download's SHA-256, kept across its attempts).
+    if (m.file) try { job.fd = fs.openSync(m.file, 'wx', 0o644); } catch (err) { fail(m.id, job, err); }
     return;
   }
   const job = jobs.get(m.id);
@@ -110,6 +117,7 @@ parentPort.on('message', async (m) => {
     if (!job.error) {
       try {
         for (const c of m.chunks) {
+          job.b3?.update(c);
           job.sha.update(c);
           job.parts.push(c);
           job.len += c.length;
@@ -124,10 +132,12 @@ parentPort.on('message', async (m) => {
     await job.syncing;
     if (!job.error) {
       try {
-        await fsync(job.fd);
-        await close(job.fd);
-        job.fd = -1;
-        parentPort.postMessage({ t: 'done', id: m.id, sha256: job.sha.digest('hex'), size: job.size });
+        if (job.file) {
+          await fsync(job.fd);
+          await close(job.fd);
+          job.fd = -1;
+        }
+        parentPort.postMessage({ t: 'done', id: m.id, blake3: job.b3?.hex(), sha256: job.sha.digest('hex'), size: job.size });
         return;
       } catch (err) { fail(m.id, job, err); }
     }
@@ -170,33 +180,34 @@ export class IngestWorkers {
   }
 
   /**
-   * Starts writing `file` (created exclusively). `ownsChunks`: the chunks given to `write` are not used by anyone
-   * afterwards, so their ArrayBuffers may be transferred (detached here) instead of copied.
+   * Starts writing `file` (created exclusively), or, without a file, only hashing. `ownsChunks`: the chunks given to
+   * `write` are not used by anyone afterwards, so their ArrayBuffers may be transferred (detached here) instead of
+   * copied.
    */
-  open(file: string, opts: { ownsChunks: boolean }): IngestJob {
+  open(file: string | undefined, opts: { ownsChunks: boolean; blake3OnWorker?: boolean }): IngestJob {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
-    const job = new IngestJob(this.nextId++, file, w.worker, opts.ownsChunks, () => w.jobs.delete(job.id));
+    const job = new IngestJob(this.nextId++, file, w.worker, opts.ownsChunks, !!opts.blake3OnWorker, () => {
+      w.jobs.delete(job.id);
+      if (w.jobs.size === 0) w.worker.unref();
+    });
     w.jobs.set(job.id, job);
-    w.worker.postMessage({ t: 'open', id: job.id, file });
+    // A thread with work keeps the process alive (a pending answer is awaited); an idle one does not.
+    if (w.jobs.size === 1) w.worker.ref();
+    w.worker.postMessage({ t: 'open', id: job.id, file, blake3: !!opts.blake3OnWorker });
     return job;
   }
 
-  async close(): Promise<void> {
-    const running = this.workers.filter((w) => w !== undefined);
-    this.workers.fill(undefined);
-    await Promise.all(running.map((w) => w.worker.terminate()));
-  }
-
   private start(slot: number): { worker: Worker; jobs: Map<number, IngestJob> } {
+    const impl = blake3();
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
+      workerData: { blake3Path: impl.modulePath, blake3Impl: impl.impl },
       // The worker holds a few MiB of chunks at most; keep its heap small.
       resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
       stdout: false,
       stderr: false,
     });
-    worker.unref();
     const entry = { worker, jobs: new Map<number, IngestJob>() };
     worker.on('message', (m: WorkerMessage) => entry.jobs.get(m.id)?.onMessage(m));
     const dead = (err: Error) => {
@@ -206,9 +217,16 @@ export class IngestWorkers {
     };
     worker.on('error', dead);
     worker.on('exit', (code) => dead(new Error(`exit code ${code}`)));
+    // Idle until its first job (after the listeners: adding a 'message' listener references the port again).
+    worker.unref();
     return entry;
   }
 }
+
+let shared: IngestWorkers | undefined;
+
+/** The process's pool (its threads are unreferenced, so they never keep the process alive and are never closed). */
+export const ingestWorkers = (): IngestWorkers => (shared ??= new IngestWorkers());
 
 /** One file being written by a worker. Use: `write` each chunk (await it when it returns a promise), then `finish`. */
 export class IngestJob {
@@ -220,25 +238,37 @@ export class IngestJob {
   private drained: (() => void) | undefined;
   private settled: ((m: WorkerMessage) => void) | undefined;
   private ended = false;
-  private readonly b3 = blake3().create();
+  /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or on the worker. */
+  private readonly b3: Blake3Incremental | undefined;
   private stopped = false;
+  /** Bytes given to `write` so far. */
+  size = 0;
   /** Bytes whose ArrayBuffer was transferred rather than copied (tests check that the fast path is taken). */
   transferred = 0;
   copied = 0;
 
   constructor(
     readonly id: number,
-    private readonly file: string,
+    private readonly file: string | undefined,
     private readonly worker: Worker,
     private readonly ownsChunks: boolean,
+    blake3OnWorker: boolean,
     private readonly forget: () => void,
-  ) {}
+  ) {
+    this.b3 = blake3OnWorker ? undefined : blake3().create();
+  }
+
+  /** The worker reported an error (or died): nothing more can be written or hashed. */
+  get failed(): boolean {
+    return this.error !== undefined;
+  }
 
   /** Queues `chunk`; returns a promise when the caller should wait before writing more. */
   write(chunk: Buffer): Promise<void> | undefined {
     if (this.error) throw this.error;
     if (chunk.length === 0) return undefined;
-    this.b3.update(chunk);
+    this.b3?.update(chunk);
+    this.size += chunk.length;
     const ab = chunk.buffer;
     if (this.ownsChunks && ab instanceof ArrayBuffer && chunk.length >= TRANSFER_MIN && ab.byteLength - chunk.length <= TRANSFER_MIN) {
       this.batch.push(chunk);
@@ -266,7 +296,7 @@ export class IngestJob {
     if (!this.error) this.post();
     const m = await this.end('end');
     if (m.t !== 'done') throw this.error ?? new Error('the ingest worker did not finish the file');
-    return { blake3: this.b3.hex(), sha256: m.sha256!, size: m.size! };
+    return { blake3: this.b3 ? this.b3.hex() : m.blake3!, sha256: m.sha256!, size: m.size! };
   }
 
   /** Stops, closes and removes the file. */
@@ -315,7 +345,7 @@ export class IngestJob {
           this.settled = resolve;
           this.worker.postMessage({ t, id: this.id, file: this.file });
         });
-    if (this.stopped) await fsp.rm(this.file, { force: true });
+    if (this.stopped && this.file) await fsp.rm(this.file, { force: true });
     return m;
   }
 
