@@ -9,11 +9,14 @@ import { blake3, type Blake3Incremental } from '../blake3';
  * Measured on the upload path (BENCHMARKS.md, figure 1): on the request thread the two hashes cost about a
  * core-second per GiB, and the received chunks (a new 64 KiB ArrayBuffer each, from Node's HTTP parser) made V8 run
  * a full mark-compact every ~40 MB, since they count as external memory while the young generation barely fills:
- * another half second per GiB. Here the request thread only parses, and hands each chunk's ArrayBuffer to a worker
- * (transferred, not copied, so it leaves the request thread's heap at once); the worker hashes it and queues it for
- * `writev` on the thread pool (one write in flight, in order, while it hashes the next), overlaps writeback with a
- * background `fdatasync` every 64 MiB, and `fsync`s the file at the end.
- * Durability is the same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ * another half second per GiB. Here the request thread parses and runs BLAKE3, and hands each chunk's ArrayBuffer
+ * to a worker (transferred, not copied, so it leaves the request thread's heap at once); the worker runs SHA-256 and
+ * queues the chunk for `writev` on the thread pool (one write in flight, in order, while it hashes the next),
+ * overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end. Durability is the
+ * same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ *
+ * Downloads use jobs without a file (hashing only, both hashes on the worker, the state kept across resumed
+ * attempts): their chunks are views of undici's buffers, so they are copied, then moved.
  */
 
 /** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */
@@ -225,10 +228,13 @@ export class IngestWorkers {
 
 let shared: IngestWorkers | undefined;
 
-/** The process's pool (its threads are unreferenced, so they never keep the process alive and are never closed). */
+/** The process's pool, never closed: an idle thread does not keep the process alive, and dies with it. */
 export const ingestWorkers = (): IngestWorkers => (shared ??= new IngestWorkers());
 
-/** One file being written by a worker. Use: `write` each chunk (await it when it returns a promise), then `finish`. */
+/**
+ * One file being written and hashed by a worker, or (without a file) only hashed. Use: `write` each chunk (await
+ * it when it returns a promise), then `finish`; or `abort`.
+ */
 export class IngestJob {
   private batch: Uint8Array[] = [];
   private transfer: ArrayBuffer[] = [];
