@@ -77,11 +77,6 @@ export class MultipartParser {
     this.carry = CRLF;
   }
 
-  /** True once the closing boundary has been read (anything after it is ignored). */
-  get finished(): boolean {
-    return this.state === State.End;
-  }
-
   write(chunk: Buffer): void {
     if (chunk.length === 0 || this.state === State.End) return;
     let data = chunk;

@@ -9,8 +9,6 @@ export interface ParsedUpload {
   /** Text fields; repeated names keep every value in order. */
   fields: Map<string, string[]>;
   fileName?: string;
-  /** The file part's own Content-Type header. */
-  fileContentType?: string;
   /** Bytes written to a temporary blob (the usual case). */
   ingested?: IngestedContent;
   /** Hash-only read of a file whose content the `hash` field said is already stored (fast path). */
@@ -74,7 +72,6 @@ export function parseMultipartUpload(
       const queue = new ChunkQueue(FILE_BUFFER, () => req.pause(), () => done || req.resume());
       fileQueue = queue;
       result.fileName = part.filename ? sanitizeFileName(part.filename) : undefined;
-      result.fileContentType = part.contentType ?? 'application/octet-stream';
       filePromise = (async () => {
         const hash = result.declaredHash;
         if (hash && (await opts.contentExists(hash))) {
