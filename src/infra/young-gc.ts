@@ -19,6 +19,7 @@ type Gc = (opts: { type: 'minor' }) => void;
 
 let pending = 0;
 let collect: Gc | null | undefined;
+let runs = 0;
 
 function gcHook(): Gc | null {
   if (collect !== undefined) return collect;
@@ -41,5 +42,13 @@ export function noteShortLivedBytes(bytes: number): void {
   pending += bytes;
   if (pending < EVERY) return;
   pending = 0;
-  gcHook()?.({ type: 'minor' });
+  const gc = gcHook();
+  if (!gc) return;
+  gc({ type: 'minor' });
+  runs++;
+}
+
+/** How many young-generation GCs this module has run (for tests and diagnostics). */
+export function youngGcRuns(): number {
+  return runs;
 }
