@@ -2,7 +2,7 @@
 const path = require('node:path');
 // Figure 4: GET /api/assets/{id} and HEAD /api/assets/hash/{hash}, 64 connections (autocannon), against a bare
 // node:http + pg server running the same indexed SELECT on the same PostgreSQL, interleaved A B A B.
-const { KEY, startStack, spawnHelper, uploadMultipart, cannon, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { KEY, startStack, spawnHelper, uploadMultipart, cannon, cpuMicros, median, r2, r3, log, printResult } = require('./lib/common.cjs');
 
 const ASSETS = 50;
 
@@ -50,27 +50,59 @@ function cycling(url, method, paths, headers) {
   };
 }
 
-async function compare(name, svcOpts, baseOpts, { rounds, duration, connections, warm }) {
+/** One autocannon run, with the CPU time the service process used per request (from /proc). */
+async function measure(opts, pid) {
+  const before = cpuMicros(pid);
+  const r = await cannon(opts);
+  return { ...r, cpuUs: pid ? (cpuMicros(pid) - before) / r.total : NaN };
+}
+
+/**
+ * Service against baseline, interleaved per round. `viaExpress`, when given, is the same route spelt so that the
+ * fast lane (src/http/rest/fast-lane.ts) passes it to Express (a trailing slash: same handler, same SQL), measured in
+ * the same rounds: the before/after of that change.
+ */
+async function compare(name, svcOpts, baseOpts, { rounds, duration, connections, warm, pid, viaExpress }) {
   // Warm both (JIT, pg connections, caches) before the measured rounds.
   if (warm) {
     await cannon({ ...svcOpts, duration: 1, connections });
+    if (viaExpress) await cannon({ ...viaExpress, duration: 1, connections });
     await cannon({ ...baseOpts, duration: 1, connections });
   }
   const s = [];
+  const e = [];
   const b = [];
   for (let i = 0; i < rounds; i++) {
-    s.push(await cannon({ ...svcOpts, duration, connections }));
+    s.push(await measure({ ...svcOpts, duration, connections }, pid));
+    if (viaExpress) e.push(await measure({ ...viaExpress, duration, connections }, pid));
     b.push(await cannon({ ...baseOpts, duration, connections }));
-    log(`  ${name} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms; baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`);
-    if (!s[i].ok || !b[i].ok) throw new Error(`${name}: non-2xx or errors (service ${JSON.stringify(s[i])}, baseline ${JSON.stringify(b[i])})`);
+    const ex = viaExpress ? `; via Express ${e[i].rps.toFixed(0)} req/s p50 ${e[i].p50} p99 ${e[i].p99} ms ${e[i].cpuUs.toFixed(0)} µs CPU/req` : '';
+    log(
+      `  ${name} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms ${s[i].cpuUs.toFixed(0)} µs CPU/req${ex}; ` +
+        `baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`,
+    );
+    if (!s[i].ok || !b[i].ok || (viaExpress && !e[i].ok)) {
+      throw new Error(`${name}: non-2xx or errors (service ${JSON.stringify(s[i])}, baseline ${JSON.stringify(b[i])}, via Express ${JSON.stringify(e[i])})`);
+    }
   }
   const ratio = median(s.map((x, i) => x.rps / b[i].rps));
   const p99 = median(s.map((x) => x.p99));
+  const summary = (xs) => ({ rps: r2(median(xs.map((x) => x.rps))), p50_ms: median(xs.map((x) => x.p50)), p99_ms: median(xs.map((x) => x.p99)) });
   return {
-    service: { rps: r2(median(s.map((x) => x.rps))), p50_ms: median(s.map((x) => x.p50)), p99_ms: p99 },
-    baseline: { rps: r2(median(b.map((x) => x.rps))), p50_ms: median(b.map((x) => x.p50)), p99_ms: median(b.map((x) => x.p99)) },
+    service: { ...summary(s), cpu_us_per_request: r2(median(s.map((x) => x.cpuUs))) },
+    baseline: summary(b),
     ratio_median: r3(ratio),
     ratios: s.map((x, i) => r3(x.rps / b[i].rps)),
+    ...(viaExpress
+      ? {
+          via_express: {
+            ...summary(e),
+            cpu_us_per_request: r2(median(e.map((x) => x.cpuUs))),
+            ratio_to_baseline: r3(median(e.map((x, i) => x.rps / b[i].rps))),
+            service_cpu_per_request_vs_express: r3(median(s.map((x, i) => x.cpuUs / e[i].cpuUs))),
+          },
+        }
+      : {}),
     targets: { ratio: 0.6, p99_ms: 25 },
     met: ratio >= 0.6 && p99 < 25,
   };
@@ -95,8 +127,11 @@ async function run(args) {
     const headers = { 'x-api-key': KEY };
     const byId = ids.map((id) => `/api/assets/${id}`);
     const byHash = hashes.map((h) => `/api/assets/hash/${h}`);
-    const opts = { rounds, duration, connections, warm: !args.smoke };
-    const get = await compare('GET /api/assets/{id}', cycling(stack.svc.url, 'GET', byId, headers), cycling(base.url, 'GET', byId, headers), opts);
+    const opts = { rounds, duration, connections, warm: !args.smoke, pid: stack.svc.pid };
+    const get = await compare('GET /api/assets/{id}', cycling(stack.svc.url, 'GET', byId, headers), cycling(base.url, 'GET', byId, headers), {
+      ...opts,
+      viaExpress: cycling(stack.svc.url, 'GET', byId.map((p) => `${p}/`), headers),
+    });
     teachAutocannonHead();
     skipBodies = true;
     const head = await compare(

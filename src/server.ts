@@ -9,6 +9,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-p
 import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
+import { withFastLane } from './http/rest/fast-lane';
 
 export interface RunningService {
   container: Container;
@@ -41,7 +42,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger }, app));
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

@@ -231,6 +231,18 @@ function memoryOf(pid) {
   }
 }
 
+let clockTicks;
+/** CPU time (user + system) a process has used so far, in microseconds (Linux /proc; NaN elsewhere). */
+function cpuMicros(pid) {
+  try {
+    clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / clockTicks;
+  } catch {
+    return NaN;
+  }
+}
+
 /** Resets a process's VmHWM to its current RSS (Linux `clear_refs` 5), so a peak can be measured per phase. */
 function resetPeak(pid) {
   try {
@@ -436,6 +448,7 @@ module.exports = {
   startStack,
   spawnHelper,
   memoryOf,
+  cpuMicros,
   resetPeak,
   randomPattern,
   uploadMultipart,

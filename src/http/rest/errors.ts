@@ -49,28 +49,37 @@ export function toDomainError(err: unknown): DomainError | undefined {
   return undefined;
 }
 
+/** Status, extra headers and `{code, message, details?}` body of a domain error. */
+export function errorResponse(err: DomainError): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
+  const status = STATUS_OF[err.code] ?? 500;
+  const headers: Record<string, string> = {};
+  if (err.code === 'RATE_LIMITED' && err.details?.retry_after !== undefined) headers['Retry-After'] = String(err.details.retry_after);
+  // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
+  if (status === 413 || status === 415) headers.Connection = 'close';
+  return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
+}
+
 export function sendError(res: Response, err: DomainError): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const status = STATUS_OF[err.code] ?? 500;
-  if (err.code === 'RATE_LIMITED' && err.details?.retry_after !== undefined) res.set('Retry-After', String(err.details.retry_after));
-  // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
-  if (status === 413 || status === 415) res.set('Connection', 'close');
-  res.status(status).json({ code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) });
+  const r = errorResponse(err);
+  res.set(r.headers).status(r.status).json(r.body);
+}
+
+/** What to answer for any thrown value: a domain error as is; anything else is logged and becomes INTERNAL with the request id. */
+export function asDomainError(err: unknown, logger: Logger, ctx: { requestId?: string; method?: string; path?: string }): DomainError {
+  const known = toDomainError(err);
+  if (known) return known;
+  const requestId = ctx.requestId ?? crypto.randomUUID();
+  logger.error('unhandled error', { err, request_id: requestId, method: ctx.method, path: ctx.path });
+  return new DomainError('INTERNAL', 'internal error', { request_id: requestId });
 }
 
 export function errorMiddleware(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req: Request, res: Response, _next) => {
     void _next;
-    const known = toDomainError(err);
-    if (known) {
-      sendError(res, known);
-      return;
-    }
-    const requestId = (res.locals.requestId as string | undefined) ?? crypto.randomUUID();
-    logger.error('unhandled error', { err, request_id: requestId, method: req.method, path: req.path });
-    sendError(res, new DomainError('INTERNAL', 'internal error', { request_id: requestId }));
+    sendError(res, asDomainError(err, logger, { requestId: res.locals.requestId as string | undefined, method: req.method, path: req.path }));
   };
 }

@@ -8,17 +8,24 @@ import { parseHash, type ParsedHash } from '../../domain/content/hashing';
 
 /** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
 export function presentedKey(req: Request): string | undefined {
-  const header = req.get('x-api-key');
+  return keyFromHeaders(req.get('x-api-key'), req.get('authorization'));
+}
+
+export function keyFromHeaders(apiKey: string | string[] | undefined, authorization: string | undefined): string | undefined {
+  const header = Array.isArray(apiKey) ? apiKey[0] : apiKey;
   if (header) return header.trim();
-  const auth = req.get('authorization');
-  const m = auth ? /^Bearer\s+(.+)$/i.exec(auth) : null;
+  const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null;
   return m ? m[1]!.trim() : undefined;
+}
+
+/** The request id: the client's `X-Request-Id` when it is a sane token, else a new UUID. */
+export function requestIdFrom(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID();
 }
 
 export function requestId(): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.get('x-request-id');
-    const id = incoming && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID();
+    const id = requestIdFrom(req.get('x-request-id'));
     res.locals.requestId = id;
     res.set('X-Request-Id', id);
     next();
