@@ -23,6 +23,8 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // GET /api/assets/{id} and HEAD /api/assets/hash/{hash} are answered before this app (http/rest/fast-lane.ts):
+  // middleware added here for /api must be added there too.
   app.use(requestId());
 
   app.get('/healthz', (_req, res) => {

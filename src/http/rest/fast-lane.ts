@@ -14,8 +14,8 @@ import { keyFromHeaders, requestIdFrom } from './middleware';
  * The two hottest read routes, `GET /api/assets/{id}` and `HEAD /api/assets/hash/{hash}`, answered before Express.
  *
  * Under 64 connections Express's per-request work (prototype swaps, the router's walk over every layer with
- * path-to-regexp, `res.json`'s content-type handling) was about a quarter of the CPU of a primary-key read:
- * ~265 → ~200 µs per request measured from /proc (BENCHMARKS.md, figure 4, change 8). Everything else is the code the
+ * path-to-regexp, `res.json`'s content-type handling) was about a fifth of the CPU of a primary-key read:
+ * 181–187 → 147 µs per request measured from /proc (BENCHMARKS.md, figure 4, change 8). Everything else is the code the
  * Express routes run: the same request id, key lookup, service call, presenter and error table, and a test
  * (fast-lane.test.ts) compares the two answers header by header. Only the canonical spelling is taken here (a
  * literal UUID or `algo:hex`, any query string); every other request, including percent-encoded or trailing-slash
