@@ -95,6 +95,9 @@ export class SourceTransfer {
       truncate = true;
       this.reset();
     }
+    // Starting over: the old bytes go before the new validator is saved. Saved next to them, a crash in between would
+    // make the next attempt resume the new version of the file after the old one's bytes.
+    if (truncate && partial && partial.size > 0) await partial.discard();
     this.validator = validatorOf(res);
     this.total = total;
     this.fileName = fileNameOf(res) ?? this.fileName;

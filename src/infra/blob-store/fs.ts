@@ -104,6 +104,7 @@ export class FsBlobStore implements BlobStore {
       },
       discard: async () => {
         await fsp.rm(file, { force: true });
+        await syncDir(this.partialDir); // durable before the caller records that the bytes are gone
       },
     };
   }

@@ -1,0 +1,99 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { SourceTransfer, type ResponseInfo } from '../../src/domain/downloads/source-transfer';
+import { FsBlobStore } from '../../src/infra/blob-store/fs';
+import { HttpFetcher } from '../../src/infra/http-fetch';
+import { blake3Of } from '../helpers/harness';
+
+/**
+ * SourceTransfer against a file that changes between attempts, with the process "crashing" (onResponse throwing) at
+ * the worst moment: right after the new validator is saved. The partial file must never hold the old version's
+ * bytes next to the new validator, or the next attempt would resume the new file after them.
+ */
+const KiB = 1024;
+
+let dir: string;
+let store: FsBlobStore;
+let server: http.Server;
+let base: string;
+const file = { data: Buffer.alloc(0), etag: '', dropAfter: 0 };
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-transfer-'));
+  store = new FsBlobStore(dir);
+  await store.init();
+  server = http.createServer((req, res) => {
+    const { data, etag } = file;
+    const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+    const start = m && req.headers['if-range'] === etag ? Number(m[1]) : 0;
+    const body = data.subarray(start);
+    res.writeHead(start ? 206 : 200, {
+      etag,
+      'content-length': body.length,
+      ...(start ? { 'content-range': `bytes ${start}-${data.length - 1}/${data.length}` } : {}),
+    });
+    if (file.dropAfter && file.dropAfter < body.length) {
+      res.write(body.subarray(0, file.dropAfter), () => setTimeout(() => res.destroy(), 50));
+      return;
+    }
+    res.end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const fetcher = new HttpFetcher({ blockPrivateNetworks: false, trustedOrigins: [] });
+
+function transfer(validator: string | null, onResponse?: (r: ResponseInfo) => Promise<void>) {
+  return new SourceTransfer(
+    { fetcher, blobs: store },
+    { url: new URL(`${base}/f`), partialName: 'changing', validator, maxBytes: 1 << 30, onResponse },
+  );
+}
+
+async function attempt(t: SourceTransfer) {
+  try {
+    return await t.attempt();
+  } finally {
+    t.close();
+  }
+}
+
+test('a crash right after the new validator is saved never leaves the old bytes to be resumed', async () => {
+  const v1 = crypto.randomBytes(512 * KiB);
+  const v2 = crypto.randomBytes(512 * KiB);
+  const partialFile = path.join(dir, '.partial', 'changing');
+
+  // Attempt 1: version 1 breaks off after 200 KiB; the partial file keeps them, saved with validator "v1".
+  Object.assign(file, { data: v1, etag: '"v1"', dropAfter: 200 * KiB });
+  let saved: string | null = null;
+  await expect(attempt(transfer(null, async (r) => void (saved = r.validator)))).rejects.toThrow(/connection broke/);
+  expect(saved).toBe('"v1"');
+  expect(fs.statSync(partialFile).size).toBe(200 * KiB);
+
+  // Attempt 2, after a restart: the file changed, so If-Range gets all of version 2. The process dies just after
+  // the new validator is saved: what is on disk at that moment must not be version 1's bytes.
+  Object.assign(file, { data: v2, etag: '"v2"', dropAfter: 0 });
+  let sizeWhenSaved = -1;
+  const crash = async (r: ResponseInfo) => {
+    saved = r.validator;
+    sizeWhenSaved = fs.existsSync(partialFile) ? fs.statSync(partialFile).size : 0;
+    throw new Error('killed');
+  };
+  await expect(attempt(transfer(saved, crash))).rejects.toThrow('killed');
+  expect(saved).toBe('"v2"');
+  expect(sizeWhenSaved).toBe(0);
+
+  // Attempt 3, after another restart, resumes from what is there with the saved validator: exactly version 2.
+  const done = await attempt(transfer(saved));
+  expect(`blake3:${done.digest.blake3}`).toBe(blake3Of(v2));
+  expect(fs.readFileSync(path.join(dir, done.temp.key)).equals(v2)).toBe(true);
+});
