@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
 import { isActiveContent } from '../../domain/content/mime';
+import { noteShortLivedBytes } from '../../infra/young-gc';
 import { handle, pathId, principalOf } from './middleware';
 
 /** GET|HEAD /api/assets/{id}/content: the bytes, with ETag, conditional requests and single byte ranges. */
@@ -45,7 +46,7 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       return;
     }
     const body = await open(range ?? undefined);
-    await pipeline(body, res).catch(() => {
+    await pipeline(body, shortLived, res).catch(() => {
       // The client went away mid-transfer; nothing to answer.
       body.destroy();
     });
@@ -53,6 +54,14 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
   r.get('/assets/:id/content', serve);
   r.head('/assets/:id/content', serve);
   return r;
+}
+
+/** Each chunk is garbage once written: see young-gc.ts. */
+async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+  for await (const chunk of source) {
+    yield chunk;
+    noteShortLivedBytes(chunk.length);
+  }
 }
 
 function setContentHeaders(res: Response, asset: Asset): void {
