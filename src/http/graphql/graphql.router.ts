@@ -13,6 +13,7 @@ import { ideRouter } from './ide';
 import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
+import { settleUrlParseDeprecation } from './url-parse';
 
 /**
  * `/graphql`: Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
@@ -37,6 +38,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
   });
   await server.start();
 
+  settleUrlParseDeprecation();
   const r = Router();
   r.use(ideRouter());
   r.all(
