@@ -1,27 +1,16 @@
 'use strict';
 // Two builds of the service in the same run: `node bench/ab.cjs <distA> <distB> [graphql|rest] [--rounds N]`.
 // Both run as processes on one PostgreSQL and one data dir, and take turns (A B, B A, …) under 64 connections on
-// the same workload: GraphQL `asset(id)` (figure 7's query) or REST GET /api/assets/{id}. Printed per build: req/s,
-// p99 and the CPU time the service process used per request (/proc), and the medians of the per-round B/A ratios.
+// figure 7's workloads (bench/graphql.cjs): GraphQL `asset(id)` or REST GET /api/assets/{id}. Printed per build:
+// req/s, p99 and the CPU time the service process used per request (/proc), and the medians of the per-round B/A
+// ratios.
 // For a change that has no run-time switch. A build of another commit, for example:
 //   git worktree add /tmp/old <rev> && (cd /tmp/old && npm install && npm run build)
 //   cp -r dist .ab-new   # this tree's build; a dist dir must sit under a checkout so node_modules resolves
 //   node bench/ab.cjs /tmp/old/dist .ab-new graphql
 const path = require('node:path');
-const { KEY, startStack, spawnService, uploadMultipart, cannon, cpuMicros, median, r3, log, printResult, parseArgs, runCleanups } = require('./lib/common.cjs');
-
-const QUERY = `query Bench($id: ID!) { asset(id: $id) { id name size assetHash mimeType tags userMetadata previewUrl previewId
-  promptId createdAt updatedAt lastAccessTime isImmutable } }`;
-
-function workload(kind, url, ids) {
-  let i = 0;
-  if (kind === 'rest') {
-    const rest = { method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/assets/${ids[i++ % ids.length]}` }) };
-    return { url, method: 'GET', headers: { 'x-api-key': KEY }, requests: [rest] };
-  }
-  const gql = { method: 'POST', setupRequest: (req) => ({ ...req, body: JSON.stringify({ query: QUERY, variables: { id: ids[i++ % ids.length] } }) }) };
-  return { url: url + '/graphql', method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, requests: [gql] };
-}
+const { startStack, spawnService, uploadMultipart, cannon, cannonWithCpu, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { cycling } = require('./graphql.cjs');
 
 async function main() {
   const [a, b, kind = 'graphql', ...rest] = process.argv.slice(2);
@@ -36,14 +25,13 @@ async function main() {
     const ids = [];
     for (let i = 0; i < 50; i++) ids.push((await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `m${i}.bin` })).body.id);
     await stack.svc.stop(); // only A and B serve from here on
-    for (const k of ['A', 'B']) await cannon({ ...workload(kind, svc[k].url, ids), duration: 2, connections: 64 });
+    for (const k of ['A', 'B']) await cannon({ ...cycling(svc[k].url, ids, kind), duration: 2, connections: 64 });
     const res = { A: [], B: [] };
     for (let round = 0; round < rounds; round++) {
       for (const k of round % 2 ? ['B', 'A'] : ['A', 'B']) {
-        const before = cpuMicros(svc[k].pid);
-        const r = await cannon({ ...workload(kind, svc[k].url, ids), duration: 8, connections: 64 });
+        const r = await cannonWithCpu({ ...cycling(svc[k].url, ids, kind), duration: 8, connections: 64 }, svc[k].pid);
         if (!r.ok) throw new Error(`${k}: non-2xx or errors: ${JSON.stringify(r)}`);
-        res[k].push({ rps: r.rps, p99: r.p99, cpuUs: (cpuMicros(svc[k].pid) - before) / r.total });
+        res[k].push({ rps: r.rps, p99: r.p99, cpuUs: r.cpuUs });
         log(`  round ${round + 1} ${k}: ${r.rps.toFixed(0)} req/s p99 ${r.p99} ms ${res[k].at(-1).cpuUs.toFixed(0)} µs CPU/req`);
       }
     }
@@ -62,15 +50,4 @@ async function main() {
   }
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.once(sig, () => runCleanups().finally(() => process.exit(130)));
-}
-
-main().then(
-  () => process.exit(process.exitCode ?? 0),
-  async (err) => {
-    log(`ab failed: ${err && err.stack ? err.stack : err}`);
-    await runCleanups();
-    process.exit(1);
-  },
-);
+runScript(main);

@@ -89,4 +89,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, cycling };

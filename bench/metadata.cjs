@@ -2,7 +2,7 @@
 const path = require('node:path');
 // Figure 4: GET /api/assets/{id} and HEAD /api/assets/hash/{hash}, 64 connections (autocannon), against a bare
 // node:http + pg server running the same indexed SELECT on the same PostgreSQL, interleaved A B A B.
-const { KEY, startStack, spawnHelper, uploadMultipart, cannon, cpuMicros, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { KEY, startStack, spawnHelper, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('./lib/common.cjs');
 
 const ASSETS = 50;
 
@@ -50,13 +50,6 @@ function cycling(url, method, paths, headers) {
   };
 }
 
-/** One autocannon run, with the CPU time the service process used per request (from /proc). */
-async function measure(opts, pid) {
-  const before = cpuMicros(pid);
-  const r = await cannon(opts);
-  return { ...r, cpuUs: pid ? (cpuMicros(pid) - before) / r.total : NaN };
-}
-
 /**
  * Service against baseline, interleaved per round. `viaExpress`, when given, is the same route spelt so that the
  * fast lane (src/http/rest/fast-lane.ts) passes it to Express (a trailing slash: same handler, same SQL), measured in
@@ -73,8 +66,8 @@ async function compare(name, svcOpts, baseOpts, { rounds, duration, connections,
   const e = [];
   const b = [];
   for (let i = 0; i < rounds; i++) {
-    s.push(await measure({ ...svcOpts, duration, connections }, pid));
-    if (viaExpress) e.push(await measure({ ...viaExpress, duration, connections }, pid));
+    s.push(await cannonWithCpu({ ...svcOpts, duration, connections }, pid));
+    if (viaExpress) e.push(await cannonWithCpu({ ...viaExpress, duration, connections }, pid));
     b.push(await cannon({ ...baseOpts, duration, connections }));
     const ex = viaExpress ? `; via Express ${e[i].rps.toFixed(0)} req/s p50 ${e[i].p50} p99 ${e[i].p99} ms ${e[i].cpuUs.toFixed(0)} µs CPU/req` : '';
     log(

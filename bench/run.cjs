@@ -2,7 +2,7 @@
 // `npm run bench -- <name> [--smoke] [--rounds N]`: runs one benchmark (or `all`) against the built service.
 // Each script prints progress on stderr and ends with one line `RESULT <name> <json>` on stdout.
 const path = require('node:path');
-const { parseArgs, machineFacts, log, runCleanups } = require('./lib/common.cjs');
+const { parseArgs, machineFacts, log, runScript } = require('./lib/common.cjs');
 
 const BENCHES = {
   upload: 'upload ingest 1 GiB / 4 GiB multipart vs dd with fsync; peak RSS',
@@ -37,18 +37,4 @@ async function main() {
   }
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.once(sig, () => {
-    log(`${sig}: cleaning up`);
-    runCleanups().finally(() => process.exit(130));
-  });
-}
-
-main().then(
-  () => process.exit(process.exitCode ?? 0),
-  async (err) => {
-    log(`benchmark failed: ${err && err.stack ? err.stack : err}`);
-    await runCleanups();
-    process.exit(1);
-  },
-);
+runScript(main);

@@ -393,6 +393,34 @@ async function cannon(opts) {
   };
 }
 
+/** One autocannon run, with the CPU time process `pid` used per request in it (from /proc; NaN without a pid). */
+async function cannonWithCpu(opts, pid) {
+  const before = cpuMicros(pid);
+  const r = await cannon(opts);
+  return { ...r, cpuUs: pid ? (cpuMicros(pid) - before) / r.total : NaN };
+}
+
+/**
+ * Runs `main` as a script: on SIGINT/SIGTERM and on failure, what was registered with onCleanup (servers, temp
+ * dirs) is cleaned up first; exits with main's status.
+ */
+function runScript(main) {
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.once(sig, () => {
+      log(`${sig}: cleaning up`);
+      runCleanups().finally(() => process.exit(130));
+    });
+  }
+  main().then(
+    () => process.exit(process.exitCode ?? 0),
+    async (err) => {
+      log(`benchmark failed: ${err && err.stack ? err.stack : err}`);
+      await runCleanups();
+      process.exit(1);
+    },
+  );
+}
+
 function machineFacts() {
   const cpus = os.cpus();
   let disk = '';
@@ -455,6 +483,8 @@ module.exports = {
   requestJson,
   ddWrite,
   cannon,
+  cannonWithCpu,
+  runScript,
   machineFacts,
   printResult,
   log,
