@@ -6,6 +6,7 @@ import { DomainError } from './domain/errors';
 import { assetsRouter, type UrlUploader } from './http/rest/assets.router';
 import { contentRouter } from './http/rest/content.router';
 import { errorMiddleware } from './http/rest/errors';
+import { methodNotAllowed } from './http/rest/method-not-allowed';
 import { authenticate, requestId } from './http/rest/middleware';
 import { tagsRouter } from './http/rest/tags.router';
 
@@ -62,6 +63,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
   for (const r of ext.apiRouters ?? []) api.use(r);
   app.use('/api', api);
 
+  app.use(methodNotAllowed(app));
   app.use((req, _res, next) => {
     next(new DomainError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
   });

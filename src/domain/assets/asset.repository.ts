@@ -159,6 +159,21 @@ export class AssetRepository {
     return tx.asset.count({ where: { contentHash: blake3 } });
   }
 
+  /**
+   * A name for this content that is safe to show this owner: the file name of this owner's own finished download of
+   * it, else of any download of it from a public source URL. Upload file names of other owners are never read.
+   */
+  async knownNameOf(ownerId: string, blake3: string): Promise<string | undefined> {
+    const rows = await this.db.$queryRaw<{ name: string }[]>`
+      SELECT name FROM (
+        SELECT result->>'filename' AS name, 1 AS rank, update_time AS at FROM task
+        WHERE owner_id = ${ownerId} AND status = 'completed' AND result->>'assetHash' = ${'blake3:' + blake3}
+        UNION ALL
+        SELECT file_name, 2, created_at FROM source_content WHERE content_hash = ${blake3}
+      ) known WHERE name IS NOT NULL AND btrim(name) <> '' ORDER BY rank, at DESC LIMIT 1`;
+    return rows[0]?.name;
+  }
+
   /** Marks last access at most once a minute per asset, so reads stay reads. */
   async touch(id: string): Promise<Date | undefined> {
     const rows = await this.db.$queryRaw<{ t: Date }[]>`UPDATE asset SET last_access_time = now()

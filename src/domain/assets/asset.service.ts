@@ -8,6 +8,7 @@ import type { ContentService, IngestedContent } from '../content/content.service
 import type { ParsedHash } from '../content/hashing';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
 import { DomainError } from '../errors';
+import { servableMediaType } from '../input';
 import type { AssetRepository } from './asset.repository';
 import type {
   Asset,
@@ -77,7 +78,7 @@ export class AssetService {
     opts: { fileName?: string } = {},
   ): Promise<CreateResult> {
     try {
-      const name = fields.name ?? opts.fileName ?? `asset-${ingested.digest.blake3.slice(0, 12)}`;
+      const name = fields.name ?? opts.fileName ?? defaultName(ingested.digest.blake3);
       const contentMime = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
       await this.content.precommit(ingested);
@@ -90,11 +91,17 @@ export class AssetService {
     }
   }
 
-  /** Makes an asset from content already stored (from-hash, the upload fast path, known downloads). */
+  /**
+   * Makes an asset from content already stored (from-hash, the upload fast path, known downloads). Without a `name`
+   * (contract 3.4): a name this owner gave the content before, else the file name of a public download of it, else
+   * the first 16 hex of its BLAKE3. Never the name another owner uploaded it under (`content.first_name`), which may
+   * be private.
+   */
   async createFromStored(principal: Principal, fields: AssetCreateFields, hash: ParsedHash): Promise<CreateResult> {
     const stored = await this.content.find(hash);
     if (!stored) throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
-    return this.createWithContent(principal, fields, stored.blake3, fields.name ?? stored.firstName, async (tx) => {
+    const name = fields.name ?? (await this.assets.knownNameOf(principal.ownerId, stored.blake3)) ?? defaultName(stored.blake3);
+    return this.createWithContent(principal, fields, stored.blake3, name, async (tx) => {
       // Re-read under the lock: GC may have removed it since the lookup above.
       const locked = await this.content.find({ algorithm: 'blake3', hex: stored.blake3 }, tx);
       if (!locked) throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
@@ -208,10 +215,14 @@ export class AssetService {
 
   presignedContentUrl(asset: Asset, fileName: string, expiresInSeconds = 300): Promise<string | undefined> {
     // Active content (HTML, SVG, scripts) is never rendered inline, on our origin or the bucket's.
-    const disposition = isActiveContent(asset.mimeType) ? 'attachment' : 'inline';
-    return this.content.presignedUrl(asset.blake3, { fileName, contentType: asset.mimeType, expiresInSeconds, disposition });
+    const contentType = servableMediaType(asset.mimeType);
+    const disposition = isActiveContent(contentType) ? 'attachment' : 'inline';
+    return this.content.presignedUrl(asset.blake3, { fileName, contentType, expiresInSeconds, disposition });
   }
 }
+
+/** The name of an asset nobody named: the first 16 hex digits of its content's BLAKE3. */
+export const defaultName = (blake3: string): string => blake3.slice(0, 16);
 
 const notFound = (id: string) => new DomainError('ASSET_NOT_FOUND', `asset ${id} not found`);
 const immutable = (id: string) => new DomainError('ASSET_IMMUTABLE', `asset ${id} is immutable`);

@@ -1,4 +1,5 @@
 import { DomainError } from '../errors';
+import { assertJsonInput, assertStorableText, isMediaType } from '../input';
 import type { AssetCreateFields, AssetUpdateFields } from './asset.types';
 
 /** Field limits of contract section 2, shared by REST and GraphQL so both reject the same input. */
@@ -23,6 +24,7 @@ export function normalizeTags(value: unknown, field = 'tags'): string[] {
   const seen = new Set<string>();
   for (const t of value) {
     if (typeof t !== 'string') throw invalid(`${field} must be a list of strings`, field);
+    assertStorableText(t, field);
     const tag = t.trim().toLowerCase();
     if (tag === '' || seen.has(tag)) continue;
     if (tag.length > LIMITS.tagLength) throw invalid(`each tag must be at most ${LIMITS.tagLength} characters`, field);
@@ -35,18 +37,18 @@ export function normalizeTags(value: unknown, field = 'tags'): string[] {
 
 export function validateName(value: unknown, field = 'name'): string {
   if (typeof value !== 'string') throw invalid(`${field} must be a string`, field);
+  assertStorableText(value, field);
   const name = value.trim();
   if (name === '') throw invalid(`${field} must not be empty`, field);
   if (name.length > LIMITS.nameLength) throw invalid(`${field} must be at most ${LIMITS.nameLength} characters`, field);
-  if (/[\u0000]/.test(name)) throw invalid(`${field} must not contain NUL characters`, field);
   return name;
 }
 
 export function validateMimeType(value: unknown, field = 'mime_type'): string {
   if (typeof value !== 'string') throw invalid(`${field} must be a string`, field);
   const mime = value.trim().toLowerCase();
-  if (mime.length > LIMITS.mimeTypeLength || !/^[a-z0-9][\w.+-]*\/[\w.+-]+(\s*;.*)?$/.test(mime)) {
-    throw invalid(`${field} must be a MIME type such as image/png`, field);
+  if (mime.length > LIMITS.mimeTypeLength || !isMediaType(mime)) {
+    throw invalid(`${field} must be a media type of RFC 9110 such as image/png or text/plain; charset=utf-8`, field);
   }
   return mime;
 }
@@ -55,12 +57,12 @@ export function validateUserMetadata(value: unknown, field = 'user_metadata'): R
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalid(`${field} must be a JSON object`, field);
   }
+  // Before anything recursive (JSON.stringify): depth, NUL and unpaired surrogates, keys included.
+  assertJsonInput(value, field);
   const size = Buffer.byteLength(JSON.stringify(value));
   if (size > LIMITS.userMetadataBytes) {
     throw new DomainError('PAYLOAD_TOO_LARGE', `${field} must be at most ${LIMITS.userMetadataBytes} bytes of JSON`, { field });
   }
-  // PostgreSQL jsonb cannot hold NUL characters in strings.
-  if (JSON.stringify(value).includes('\\u0000')) throw invalid(`${field} must not contain NUL characters`, field);
   return value as Record<string, unknown>;
 }
 

@@ -10,6 +10,7 @@ import { validateCreateFields } from '../assets/validation';
 import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
 import { DomainError, isDomainError } from '../errors';
+import { assertStorableText } from '../input';
 import type { TaskRepository } from '../tasks/task.repository';
 import type { DownloadRequest, DownloadService, DownloadStart, Task } from '../tasks/task.types';
 import type { DownloadRepository } from './download.repository';
@@ -58,7 +59,8 @@ export class DownloadManager implements DownloadService {
       throw new DomainError('INVALID_BODY', 'source_url is required', { field: 'source_url' });
     }
     const fields = validateCreateFields({ tags: req.tags, user_metadata: req.userMetadata, preview_id: req.previewId });
-    const key = req.idempotencyKey?.trim() || null;
+    assertStorableText(req.sourceUrl, 'source_url');
+    const key = req.idempotencyKey == null ? null : assertStorableText(req.idempotencyKey, 'idempotency_key').trim() || null;
     if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
     const { provider, url } = this.d.providers.resolve(req.sourceUrl);
     const sourceUrl = url.href;
@@ -139,6 +141,7 @@ export class DownloadManager implements DownloadService {
    */
   async uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult> {
     if (typeof body.url !== 'string' || body.url.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
+    assertStorableText(body.url, 'url');
     const fields = validateCreateFields(body);
     const { provider, url } = this.d.providers.resolve(body.url);
     const sourceUrl = url.href;

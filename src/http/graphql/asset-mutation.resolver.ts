@@ -8,11 +8,12 @@ import { sanitizeFileName } from '../rest/multipart';
 import { hashArg, idArg, validatorShape } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
+import { InputCheck } from './input-check';
 import { CreateAssetFromHashInput, SetAssetImmutableArgs, UpdateAssetArgs, UploadAssetArgs } from './inputs/asset.inputs';
 import { AssetType, CreateAssetPayload } from './types/asset.type';
 
 @Resolver()
-@UseMiddleware(ErrorInterceptor)
+@UseMiddleware(ErrorInterceptor, InputCheck)
 export class AssetMutationResolver {
   constructor(
     private readonly assets: AssetService,

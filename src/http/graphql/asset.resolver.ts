@@ -1,15 +1,16 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { normalizeTags } from '../../domain/assets/validation';
-import { DomainError } from '../../domain/errors';
+import { assertJsonObject } from '../../domain/input';
 import { hashArg, idArg } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
+import { InputCheck } from './input-check';
 import { AssetsArgs } from './inputs/asset.inputs';
 import { AssetPage, AssetType } from './types/asset.type';
 
 @Resolver(() => AssetType)
-@UseMiddleware(ErrorInterceptor)
+@UseMiddleware(ErrorInterceptor, InputCheck)
 export class AssetResolver {
   constructor(private readonly service: AssetService) {}
 
@@ -22,9 +23,7 @@ export class AssetResolver {
   async assets(@Args(() => AssetsArgs) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
     const f = args.filter ?? {};
     const metadataFilter = f.metadataFilter ?? undefined;
-    if (metadataFilter !== undefined && (typeof metadataFilter !== 'object' || Array.isArray(metadataFilter))) {
-      throw new DomainError('INVALID_BODY', 'metadataFilter must be a JSON object', { field: 'metadataFilter' });
-    }
+    if (metadataFilter !== undefined) assertJsonObject(metadataFilter, 'metadataFilter', 'INVALID_QUERY');
     const page = await this.service.list(ctx.principal, {
       includeTags: normalizeTags(f.includeTags ?? [], 'includeTags'),
       excludeTags: normalizeTags(f.excludeTags ?? [], 'excludeTags'),

@@ -10,7 +10,7 @@ import { STATUS_OF, toDomainError } from '../rest/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { ideRouter } from './ide';
-import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
+import { checkDocumentText, DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 import { settleUrlParseDeprecation } from './url-parse';
@@ -48,7 +48,10 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     (req, _res, next) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};
-      next();
+      // The document's size and nesting are checked before Apollo parses it.
+      const body = req.body as { query?: unknown };
+      const query = typeof body.query === 'string' ? body.query : (req.query as Record<string, unknown>).query;
+      next(typeof query === 'string' ? checkDocumentText(query, DEFAULT_QUERY_LIMITS) : undefined);
     },
     expressMiddleware(server, { context: createContext({ apiKeys: c.apiKeys, assets: c.assets, logger: c.logger }) }),
   );

@@ -2,11 +2,12 @@ import { Args, Ctx, Query, Resolver, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
+import { InputCheck } from './input-check';
 import { TagsArgs } from './inputs/asset.inputs';
 import { TagPage } from './types/tag.type';
 
 @Resolver()
-@UseMiddleware(ErrorInterceptor)
+@UseMiddleware(ErrorInterceptor, InputCheck)
 export class TagResolver {
   constructor(private readonly assets: AssetService) {}
 

@@ -3,12 +3,13 @@ import type { DownloadService, TaskService } from '../../domain/tasks/task.types
 import { idArg } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
+import { InputCheck } from './input-check';
 import { StartDownloadInput, TasksArgs } from './inputs/task.inputs';
 import { SortOrderEnum } from './types/enums';
 import { StartDownloadPayload, TaskPage, TaskType } from './types/task.type';
 
 @Resolver(() => TaskType)
-@UseMiddleware(ErrorInterceptor)
+@UseMiddleware(ErrorInterceptor, InputCheck)
 export class TaskResolver {
   constructor(
     private readonly taskService: TaskService,

@@ -7,7 +7,7 @@ import { DomainError } from '../../domain/errors';
 import { assetJson, updateResultJson } from './asset.presenter';
 import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
 import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
-import { intParam, listParam, oneOf, stringParam } from './query';
+import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
 /** The JSON method of POST /api/assets (the service fetches `url` itself); provided by the downloads module. */
 export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
@@ -173,23 +173,11 @@ const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim()
 
 function parseListQuery(req: Request): AssetListQuery {
   const q = req.query as Record<string, unknown>;
-  const metadataText = stringParam(q, 'metadata_filter');
-  let metadataFilter: Record<string, unknown> | undefined;
-  if (metadataText !== undefined) {
-    try {
-      metadataFilter = JSON.parse(metadataText) as Record<string, unknown>;
-    } catch {
-      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object');
-    }
-    if (metadataFilter === null || typeof metadataFilter !== 'object' || Array.isArray(metadataFilter)) {
-      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object');
-    }
-  }
   return {
     includeTags: listParam(q, 'include_tags').map((t) => t.toLowerCase()),
     excludeTags: listParam(q, 'exclude_tags').map((t) => t.toLowerCase()),
     nameContains: stringParam(q, 'name_contains'),
-    metadataFilter,
+    metadataFilter: jsonObjectParam(q, 'metadata_filter'),
     limit: intParam(q, 'limit', 20, 1, 500),
     offset: intParam(q, 'offset', 0, 0, 1_000_000_000),
     sort: oneOf(q, 'sort', ASSET_SORTS, 'created_at'),

@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
 import { isActiveContent } from '../../domain/content/mime';
+import { servableMediaType } from '../../domain/input';
 import { noteShortLivedBytes } from '../../infra/young-gc';
 import { handle, pathId, principalOf } from './middleware';
 
@@ -65,8 +66,10 @@ async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer>
 }
 
 function setContentHeaders(res: Response, asset: Asset): void {
-  const active = isActiveContent(asset.mimeType);
-  res.set('Content-Type', asset.mimeType);
+  // A row written before media types were checked may hold a value no header can carry: serve it as bytes.
+  const mimeType = servableMediaType(asset.mimeType);
+  const active = isActiveContent(mimeType);
+  res.set('Content-Type', mimeType);
   res.set('X-Content-Type-Options', 'nosniff');
   if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
   res.set('Content-Disposition', contentDisposition(active ? 'attachment' : 'inline', asset.name));

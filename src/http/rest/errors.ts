@@ -22,6 +22,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   TASK_NOT_FOUND: 404,
   SOURCE_NOT_FOUND: 404,
   NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
   ASSET_IMMUTABLE: 409,
   ID_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
@@ -54,6 +55,7 @@ export function errorResponse(err: DomainError): { status: number; headers: Reco
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
   if (err.code === 'RATE_LIMITED' && err.details?.retry_after !== undefined) headers['Retry-After'] = String(err.details.retry_after);
+  if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow)) headers.Allow = (err.details.allow as string[]).join(', ');
   // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
   if (status === 413 || status === 415) headers.Connection = 'close';
   return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };

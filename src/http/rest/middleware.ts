@@ -3,6 +3,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import type { Principal } from '../../domain/assets/asset.types';
 import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { DomainError } from '../../domain/errors';
+import { assertJsonInput, MAX_JSON_DEPTH } from '../../domain/input';
 import { isUuid } from '../../domain/assets/validation';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';
 
@@ -66,7 +67,15 @@ export function jsonBody(limit = '2mb'): RequestHandler[] {
     (req, _res, next) => {
       const b: unknown = req.body;
       if (b === null || typeof b !== 'object' || Array.isArray(b)) next(new DomainError('INVALID_BODY', 'the body must be a JSON object'));
-      else next();
+      else {
+        // Every key and value at any depth (the fields' own validators then apply their exact limits).
+        try {
+          assertJsonInput(b, 'body', 'INVALID_BODY', MAX_JSON_DEPTH + 1);
+          next();
+        } catch (err) {
+          next(err);
+        }
+      }
     },
   ];
 }

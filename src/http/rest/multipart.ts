@@ -3,6 +3,7 @@ import type { ContentService, IngestedContent } from '../../domain/content/conte
 import type { ContentDigest, ParsedHash } from '../../domain/content/hashing';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
+import { assertStorableText } from '../../domain/input';
 import { boundaryOf, MultipartError, MultipartParser, type PartInfo } from './multipart-parser';
 
 export interface ParsedUpload {
@@ -86,7 +87,8 @@ export function parseMultipartUpload(
     const parser = new MultipartParser(boundary, {
       partBegin: (part) => {
         if (++parts > LIMITS.parts) throw new DomainError('INVALID_BODY', 'too many parts');
-        if (part.filename === undefined) {
+        // The part named `file` is the file with or without `filename=` (RFC 7578 makes it optional).
+        if (part.filename === undefined && part.name !== 'file') {
           if (++fields > LIMITS.fields) throw new DomainError('INVALID_BODY', 'too many fields');
           current = { kind: 'field', name: part.name, chunks: [], size: 0 };
         } else if (++files > 1) {
@@ -118,6 +120,9 @@ export function parseMultipartUpload(
     });
 
     const addField = (name: string, value: string) => {
+      // Refused here, before the file is stored: every text field obeys the contract's text rules.
+      assertStorableText(name, 'a multipart field name');
+      assertStorableText(value, name);
       if (name === 'hash' && !filePromise) result.declaredHash = parseHash(value.trim()) ?? result.declaredHash;
       const list = result.fields.get(name) ?? [];
       list.push(value);
