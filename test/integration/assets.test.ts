@@ -297,7 +297,8 @@ describe('from-hash and hash checks', () => {
     const created = await post({ hash: sha256Of(bytes), tags: ['Models'], user_metadata: { a: 1 } });
     expect(created.status).toBe(201);
     const c = await json(created);
-    expect(c).toMatchObject({ created_new: true, name: 'original-name.txt', mime_type: 'text/plain', tags: ['models'], user_metadata: { a: 1 } });
+    // Never bob's upload file name (contract 3.4): the first 16 hex of the BLAKE3.
+    expect(c).toMatchObject({ created_new: true, name: blake3Of(bytes).slice(7, 23), mime_type: 'text/plain', tags: ['models'], user_metadata: { a: 1 } });
     const again = await post({ hash: blake3Of(bytes), tags: ['other'], name: 'x' });
     expect(again.status).toBe(200);
     expect(await json(again)).toMatchObject({ id: c.id, created_new: false });

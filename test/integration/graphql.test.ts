@@ -237,7 +237,9 @@ describe('mutations', () => {
     const alice = await upload(content, { name: 'orig.bin' });
     const m = `mutation($i: CreateAssetFromHashInput!) { createAssetFromHash(input: $i) { createdNew asset { id name tags assetHash mimeType } } }`;
     const bob = await gql(svc, m, { i: { hash: sha256Of(content), tags: ['From', 'hash'] } }, { key: KEYS.bob });
-    expect(bob.data.createAssetFromHash).toMatchObject({ createdNew: true, asset: { name: 'orig.bin', tags: ['from', 'hash'], assetHash: alice.asset.assetHash } });
+    // Never alice's upload file name (contract 3.4): the first 16 hex of the BLAKE3.
+    const name = alice.asset.assetHash.slice(7, 23);
+    expect(bob.data.createAssetFromHash).toMatchObject({ createdNew: true, asset: { name, tags: ['from', 'hash'], assetHash: alice.asset.assetHash } });
     expect(bob.data.createAssetFromHash.asset.id).not.toBe(alice.asset.id);
     const again = await gql(svc, m, { i: { hash: blake3Of(content), tags: ['x'] } }, { key: KEYS.bob });
     expect(again.data.createAssetFromHash).toMatchObject({ createdNew: false, asset: { id: bob.data.createAssetFromHash.asset.id } });

@@ -23,7 +23,7 @@ export class AssetResolver {
   async assets(@Args(() => AssetsArgs) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
     const f = args.filter ?? {};
     const metadataFilter = f.metadataFilter ?? undefined;
-    if (metadataFilter !== undefined) assertJsonObject(metadataFilter, 'metadataFilter', 'INVALID_QUERY');
+    if (metadataFilter !== undefined) assertJsonObject(metadataFilter, 'metadataFilter', 'INVALID_BODY');
     const page = await this.service.list(ctx.principal, {
       includeTags: normalizeTags(f.includeTags ?? [], 'includeTags'),
       excludeTags: normalizeTags(f.excludeTags ?? [], 'excludeTags'),

@@ -17,6 +17,9 @@ const INVALID_REQUEST_CODES = new Set([
   'PERSISTED_QUERY_NOT_SUPPORTED',
 ]);
 
+/** The messages of graphql-js's execution-time argument coercion (execution/values.ts getArgumentValues). */
+const ARGUMENT_ERROR = /^Argument "[^"]+" (?:of (?:required|non-null) type |has invalid value )/;
+
 interface ClassValidatorError {
   property: string;
   constraints?: Record<string, string>;
@@ -70,6 +73,12 @@ export function formatError(logger: Logger) {
     if (typeof code === 'string' && CONTRACT_CODES.has(code)) return formatted;
     if (typeof code === 'string' && INVALID_REQUEST_CODES.has(code)) {
       return { ...formatted, extensions: { code: 'INVALID_BODY', details: { reason: code } } };
+    }
+    // Apollo gives code-less errors INTERNAL_SERVER_ERROR.
+    if ((code === undefined || code === 'INTERNAL_SERVER_ERROR') && ARGUMENT_ERROR.test(formatted.message)) {
+      // graphql-js checks argument values again when it executes a field (a nullable variable given `null` for an
+      // argument of non-null type with a default): the client's input, not a fault.
+      return { ...formatted, extensions: { code: 'INVALID_BODY', details: { reason: 'BAD_USER_INPUT' } } };
     }
     logger.error('unhandled GraphQL error', { err: error instanceof Error ? error : new Error(String(error)), code });
     return { message: 'internal error', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL' } };

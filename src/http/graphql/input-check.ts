@@ -5,12 +5,11 @@ import type { GraphQLContext } from './context';
 /**
  * The contract's input rules for every argument of every resolver, variables and literals alike, before it runs:
  * no NUL or unpaired surrogate in any string or key, JSON values nested at most 64 levels (plus the input objects
- * around them), dates in the years 0001–9999. Queries answer INVALID_QUERY, mutations INVALID_BODY, like REST
- * query parameters and bodies. The field validators then apply the exact per-field rules (the same as REST's).
+ * around them), dates in the years 0001–9999. Refusals are INVALID_BODY, as for every other invalid argument of a
+ * GraphQL request (its arguments travel in the request body, queries' too). The field validators then apply the exact per-field rules (the same as REST's).
  */
-export const InputCheck: MiddlewareFn<GraphQLContext> = ({ args, info }, next) => {
-  const code = info.operation.operation === 'mutation' ? 'INVALID_BODY' : 'INVALID_QUERY';
-  for (const [name, value] of Object.entries(args)) assertJsonInput(value, name, code, MAX_JSON_DEPTH + INPUT_OBJECT_LEVELS);
+export const InputCheck: MiddlewareFn<GraphQLContext> = ({ args }, next) => {
+  for (const [name, value] of Object.entries(args)) assertJsonInput(value, name, 'INVALID_BODY', MAX_JSON_DEPTH + INPUT_OBJECT_LEVELS);
   return next();
 };
 
