@@ -118,7 +118,7 @@ export class CreateAssetFromHashInput {
   @MaxLength(MAX_TEXT, { each: true })
   tags!: string[];
 
-  @Field(() => String, { nullable: true, description: 'Defaults to the name the content was first stored under.' })
+  @Field(() => String, { nullable: true, description: "Defaults to a name you gave the content before, else a public download's file name, else the first 16 hex of its BLAKE3." })
   @MaxLength(MAX_TEXT)
   name?: string;
 
