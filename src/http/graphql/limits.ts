@@ -53,11 +53,10 @@ export function checkDocumentText(text: string, limits: QueryLimits = DEFAULT_QU
       while (i < text.length && text.charCodeAt(i) !== 0x0a && text.charCodeAt(i) !== 0x0d) i++;
     } else if (c === 0x22 /* " */) {
       if (text.startsWith('"""', i)) {
-        const end = text.indexOf('"""', i + 3);
-        // Escaped \""" inside a block string: keep looking past it.
-        let e = end;
-        while (e > 0 && text.charCodeAt(e - 1) === 0x5c) e = text.indexOf('"""', e + 3);
-        i = e < 0 ? text.length : e + 2;
+        // A block string ends at the next unescaped """ (\""" is an escaped one).
+        let end = text.indexOf('"""', i + 3);
+        while (end > 0 && text.charCodeAt(end - 1) === 0x5c) end = text.indexOf('"""', end + 3);
+        i = end < 0 ? text.length : end + 2;
       } else {
         i++;
         while (i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a) i += text.charCodeAt(i) === 0x5c ? 2 : 1;
