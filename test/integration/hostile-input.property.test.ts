@@ -15,7 +15,9 @@ import {
   hostileNumber,
   hostileObject,
   hostileText,
+  mostly,
   percentEncodedBytes,
+  plausibleText,
 } from '../helpers/hostile';
 import { json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
 
@@ -72,12 +74,15 @@ async function stillAnswers(): Promise<void> {
 const queryOf = (params: [string, string | { raw: string }][]) =>
   params.map(([k, v]) => `${encodeURIComponent(k)}=${typeof v === 'string' ? new URLSearchParams({ v }).toString().slice(2) : v.raw}`).join('&');
 
-const paramValue = (extra: fc.Arbitrary<string> = hostileText) =>
+/** A parameter value: usually `valid` (so the other parameters do not mask a hostile one), else hostile text or bytes. */
+const paramValue = (valid: fc.Arbitrary<string> = plausibleText) =>
   fc.oneof(
-    { weight: 4, arbitrary: extra },
+    { weight: 6, arbitrary: valid },
+    { weight: 2, arbitrary: hostileText },
     { weight: 1, arbitrary: percentEncodedBytes.map((raw) => ({ raw })) },
     { weight: 1, arbitrary: hostileNumber.map(String) },
   );
+const intValue = fc.integer({ min: 0, max: 100 }).map(String);
 
 function queryProperty(path: string, params: Record<string, fc.Arbitrary<string | { raw: string }>>) {
   const entries = Object.entries(params).map(([name, arb]) => fc.option(fc.tuple(fc.constant(name), arb), { nil: undefined }));
@@ -100,8 +105,8 @@ describe('REST query parameters', () => {
           include_tags: paramValue(),
           exclude_tags: paramValue(),
           metadata_filter: paramValue(hostileJsonText.filter((t) => t.length < 1500)),
-          limit: paramValue(),
-          offset: paramValue(),
+          limit: paramValue(intValue),
+          offset: paramValue(intValue),
           sort: paramValue(fc.constantFrom('name', 'size', 'created_at', 'nope')),
           order: paramValue(fc.constantFrom('asc', 'desc')),
         }),
@@ -116,7 +121,7 @@ describe('REST query parameters', () => {
     'GET /api/tags and GET /api/tasks',
     async () => {
       await fc.assert(
-        queryProperty('/api/tags', { prefix: paramValue(), limit: paramValue(), offset: paramValue(), order: paramValue(fc.constantFrom('count_desc', 'name_asc')) }),
+        queryProperty('/api/tags', { prefix: paramValue(), limit: paramValue(intValue), offset: paramValue(intValue), order: paramValue(fc.constantFrom('count_desc', 'name_asc')) }),
         OPTS,
       );
       await fc.assert(
@@ -126,9 +131,9 @@ describe('REST query parameters', () => {
           status: paramValue(fc.constantFrom('created', 'running,failed', 'nope')),
           created_after: paramValue(hostileDate),
           created_before: paramValue(hostileDate),
-          sort_order: paramValue(),
-          offset: paramValue(),
-          limit: paramValue(),
+          sort_order: paramValue(fc.constantFrom('asc', 'desc')),
+          offset: paramValue(intValue),
+          limit: paramValue(intValue),
         }),
         OPTS,
       );
@@ -139,13 +144,14 @@ describe('REST query parameters', () => {
 });
 
 /** Asset fields for a JSON body: each absent, hostile, or hostile JSON of the wrong type. */
+const validMime = fc.constantFrom('text/plain', 'text/plain; charset="a b"', 'a/b; c=d', 'application/x-thing+json');
 const assetFields = fc.record(
   {
-    name: fc.oneof(hostileText, hostileJson),
-    tags: fc.oneof(fc.array(hostileText, { maxLength: 70 }), hostileJson),
-    mime_type: fc.oneof(hostileText, fc.constantFrom('text/plain; charset="a b"', 'a/b; c=d', 'text/plain; charset=\u0001')),
-    user_metadata: fc.oneof(hostileObject, hostileJson),
-    preview_id: fc.oneof(hostileText, fc.constant(null), fc.uuid()),
+    name: mostly(plausibleText.filter((t) => t.trim() !== '')),
+    tags: mostly(fc.array(plausibleText, { maxLength: 6 }), fc.array(hostileText, { maxLength: 70 })),
+    mime_type: mostly(validMime, fc.oneof(hostileText, fc.constantFrom('text/plain; charset=\u0001', 'text/plain; charset="\u00e9"'))),
+    user_metadata: mostly(fc.dictionary(plausibleText, plausibleText, { maxKeys: 4 }), hostileObject),
+    preview_id: mostly(fc.constant(null), fc.oneof(hostileText, fc.uuid())),
   },
   { requiredKeys: [] },
 );
@@ -205,16 +211,31 @@ describe('REST bodies', () => {
   test(
     'POST /api/assets multipart fields',
     async () => {
-      const field = fc.oneof(hostileText, hostileJsonText);
+      const field = (valid: fc.Arbitrary<string>) =>
+        fc.oneof({ weight: 5, arbitrary: valid }, { weight: 4, arbitrary: hostileText }, { weight: 1, arbitrary: hostileJsonText });
+      const metadataText = fc.dictionary(plausibleText, plausibleText, { maxKeys: 3 }).map((o) => JSON.stringify(o));
       await fc.assert(
         fc.asyncProperty(
-          fc.record({ name: field, tags: fc.oneof(field, fc.array(hostileText, { maxLength: 5 })), mime_type: field, user_metadata: field, id: field, preview_id: field, hash: fc.oneof(field, fc.constant(mine.asset_hash)) }, { requiredKeys: [] }),
-          fc.option(fc.uint8Array({ maxLength: 64 }), { nil: undefined }),
-          async (fields, file) => {
+          fc.record(
+            {
+              name: field(plausibleText),
+              tags: fc.oneof(field(plausibleText), fc.array(plausibleText, { maxLength: 5 })),
+              mime_type: field(validMime),
+              user_metadata: field(metadataText),
+              id: field(fc.uuid()),
+              preview_id: field(fc.constant('')),
+            },
+            { requiredKeys: [] },
+          ),
+          // The fast path (a `hash` of stored content) and a missing file answer before the fields matter: rarer.
+          fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: field(fc.constant(mine.asset_hash)) }),
+          fc.oneof({ weight: 4, arbitrary: fc.uint8Array({ maxLength: 64 }) }, { weight: 1, arbitrary: fc.constant(undefined) }),
+          async (fields, hash, file) => {
             const form = new FormData();
+            if (hash !== undefined) form.append('hash', hash);
             for (const [k, v] of Object.entries(fields)) for (const one of Array.isArray(v) ? v : [v]) form.append(k, one);
             if (file) form.append('file', new Blob([file]), 'f.bin');
-            await clean(await svc.fetch('/api/assets', { method: 'POST', body: form }), { fields, file: file?.length });
+            await clean(await svc.fetch('/api/assets', { method: 'POST', body: form }), { fields, hash, file: file?.length });
           },
         ),
         OPTS,
@@ -230,6 +251,8 @@ describe('GraphQL inputs', () => {
     svc.fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, variables }) });
   /** A variable: usually of the right type with a hostile value, sometimes of any type. */
   const v = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: arb }, { weight: 1, arbitrary: hostileJson });
+  /** Page sizes and offsets: usually valid, so they do not mask the hostile filter values. */
+  const page = fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 1, max: 100 }) }, { weight: 1, arbitrary: hostileNumber });
 
   test(
     'queries: assets, tags, tasks',
@@ -238,7 +261,7 @@ describe('GraphQL inputs', () => {
         assets(filter: { nameContains: $n, includeTags: $i, excludeTags: $x, metadataFilter: $m }, limit: $l, offset: $o) { total items { id name } } }`;
       await fc.assert(
         fc.asyncProperty(
-          fc.record({ n: v(hostileText), i: v(fc.array(hostileText, { maxLength: 70 })), x: v(fc.array(hostileText, { maxLength: 5 })), m: v(hostileObject), l: v(hostileNumber), o: v(hostileNumber) }, { requiredKeys: [] }),
+          fc.record({ n: v(hostileText), i: v(fc.array(hostileText, { maxLength: 70 })), x: v(fc.array(hostileText, { maxLength: 5 })), m: v(hostileObject), l: v(page), o: v(page) }, { requiredKeys: [] }),
           async (vars) => cleanGraphql(await post(assets, vars), vars),
         ),
         OPTS,
@@ -247,7 +270,7 @@ describe('GraphQL inputs', () => {
       const tasks = `query($n: String, $k: String, $a: DateTimeISO, $b: DateTimeISO) {
         tasks(filter: { taskName: $n, idempotencyKey: $k, createdAfter: $a, createdBefore: $b }) { total } }`;
       await fc.assert(
-        fc.asyncProperty(fc.record({ p: v(hostileText), l: v(hostileNumber) }, { requiredKeys: [] }), fc.record({ n: v(hostileText), k: v(hostileText), a: v(hostileDate), b: v(hostileDate) }, { requiredKeys: [] }), async (tv, kv) => {
+        fc.asyncProperty(fc.record({ p: v(hostileText), l: v(page) }, { requiredKeys: [] }), fc.record({ n: v(hostileText), k: v(hostileText), a: v(hostileDate), b: v(hostileDate) }, { requiredKeys: [] }), async (tv, kv) => {
           await cleanGraphql(await post(tags, tv), tv);
           await cleanGraphql(await post(tasks, kv), kv);
         }),
@@ -263,7 +286,10 @@ describe('GraphQL inputs', () => {
     async () => {
       const update = 'mutation($id: ID!, $i: UpdateAssetInput!) { updateAsset(id: $id, input: $i) { id } }';
       const fromHash = 'mutation($i: CreateAssetFromHashInput!) { createAssetFromHash(input: $i) { createdNew } }';
-      const input = fc.record({ name: v(hostileText), tags: v(fc.array(hostileText, { maxLength: 70 })), mimeType: v(hostileText), userMetadata: v(hostileObject), previewId: v(fc.uuid()) }, { requiredKeys: [] });
+      const input = fc.record(
+        { name: v(hostileText), tags: v(fc.array(hostileText, { maxLength: 8 })), mimeType: v(fc.oneof(validMime, hostileText)), userMetadata: v(hostileObject), previewId: v(fc.uuid()) },
+        { requiredKeys: [] },
+      );
       await fc.assert(
         fc.asyncProperty(input, fc.oneof(fc.constant(mine.asset_hash), hostileText), async (i, hash) => {
           await cleanGraphql(await post(update, { id: mine.id, i }), i);
