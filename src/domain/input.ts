@@ -28,7 +28,8 @@ export function assertStorableText(value: string, where: string, code: InputErro
 /**
  * Checks a parsed JSON value (or any plain data: GraphQL arguments) without recursion, so a value nested 10,000 levels
  * is refused as fast as a flat one: at most `maxDepth` levels of objects and arrays, and every string, key included,
- * storable text. A scalar is depth 0, `{}` or `[]` depth 1. Promises (GraphQL uploads) and dates are left alone.
+ * storable text. A scalar is depth 0, `{}` or `[]` depth 1. Dates (GraphQL arguments) must lie in the years
+ * 0001–9999; promises (GraphQL uploads) are left alone.
  */
 export function assertJsonInput(value: unknown, where: string, code: InputErrorCode = 'INVALID_BODY', maxDepth = MAX_JSON_DEPTH): void {
   const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
