@@ -143,6 +143,45 @@ describe('REST query parameters', () => {
   );
 });
 
+describe('REST paths and methods', () => {
+  test(
+    'any method on any path segment: 2xx or a clean 4xx (405 with Allow on known paths)',
+    async () => {
+      const segment = fc.oneof(
+        fc.uuid(),
+        fc.constant(mine.asset_hash),
+        plausibleText.map((t) => encodeURIComponent(t.replace(/[\ud800-\udfff]/g, ''))),
+        percentEncodedBytes,
+        fc.constantFrom('%', '%E0%A4%A', '..', '%2e%2e', '%2F', 'hash', 'content', 'from-hash'),
+      );
+      const path = fc.oneof(
+        segment.map((x) => `/api/assets/${x}`),
+        segment.map((x) => `/api/assets/${x}/content`),
+        segment.map((x) => `/api/assets/hash/${x}`),
+        segment.map((x) => `/api/tasks/${x}`),
+        segment.map((x) => `/api/${x}`),
+        fc.constantFrom('/api/assets', '/api/tags', '/api/tasks', '/api/assets/from-hash', '/api/assets/download', '/healthz', '/openapi.yaml'),
+      );
+      const method = fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS');
+      await fc.assert(
+        fc.asyncProperty(method, path, async (m, p) => {
+          const res = await svc.fetch(p, { method: m, ...(m === 'GET' || m === 'HEAD' ? {} : { headers: { 'content-type': 'application/json' }, body: '{}' }) });
+          if (res.status === 405) expect(res.headers.get('allow')).toMatch(/^[A-Z]+(, [A-Z]+)*$/);
+          if (m === 'HEAD' || m === 'OPTIONS' || p === '/openapi.yaml' || res.status === 304) {
+            expect(res.status).toBeLessThan(500);
+            await res.arrayBuffer();
+            return;
+          }
+          await clean(res, `${m} ${p}`);
+        }),
+        OPTS,
+      );
+      await stillAnswers();
+    },
+    TIMEOUT,
+  );
+});
+
 /** Asset fields for a JSON body: each absent, hostile, or hostile JSON of the wrong type. */
 const validMime = fc.constantFrom('text/plain', 'text/plain; charset="a b"', 'a/b; c=d', 'application/x-thing+json');
 const assetFields = fc.record(
