@@ -214,7 +214,7 @@ describe('cursor paging (contract 3.6)', () => {
   });
 
   test('rows deleted between pages (the boundary row included) are neither repeated nor skipped', async () => {
-    const extra = [];
+    const extra: string[] = [];
     for (let i = 0; i < 6; i++) extra.push((await upload(unique(`d${i}`), {}, `d${i}.bin`, DAVE)).id);
     const all = ((await get('/api/assets?sort=created_at&order=desc&limit=500', DAVE)).body.assets as Json[]).map((a) => a.id);
     const deleted = new Set<string>();
