@@ -20,6 +20,10 @@ export interface Config {
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
+  /** PUBLIC_URL: absolute base of URLs in responses (`preview_url`); undefined: built from each request. */
+  readonly publicUrl: string | undefined;
+  /** TRUST_PROXY: honour X-Forwarded-Proto/-Host (and the client address) from a reverse proxy. */
+  readonly trustProxy: boolean;
 }
 
 export type StorageConfig =
@@ -157,6 +161,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    publicUrl: optional('PUBLIC_URL') === undefined ? undefined : url('PUBLIC_URL', 'http://localhost'),
+    trustProxy: bool('TRUST_PROXY', false),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

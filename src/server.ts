@@ -10,6 +10,7 @@ import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
+import { METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
 
 export interface RunningService {
   container: Container;
@@ -38,11 +39,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const ext = await buildExtensions(container);
     await container.queue.start({ workers: config.role !== 'api' });
     if (config.role !== 'api') logger.info('workers started', { role: config.role });
+    if (config.role !== 'api') await container.queue.send(METADATA_BACKFILL_JOB, {}, { singletonKey: METADATA_BACKFILL_JOB });
     let server: http.Server | undefined;
     let url: string | undefined;
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger }, app));
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger, config: container.config }, app));
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

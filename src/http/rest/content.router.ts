@@ -1,9 +1,10 @@
 import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
-import type { AssetService } from '../../domain/assets/asset.service';
+import { contentDispositionOf, type AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
 import { isActiveContent } from '../../domain/content/mime';
 import { servableMediaType } from '../../domain/input';
+import { stringParam } from './query';
 import { noteShortLivedBytes } from '../../infra/young-gc';
 import { handle, pathId, principalOf } from './middleware';
 
@@ -13,6 +14,8 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
   const serve = handle(async (req, res) => {
     const principal = principalOf(res);
     const { asset, open } = await deps.assets.openContent(principal, pathId(req));
+    // Anything but `inline` (absent, unknown) is an attachment.
+    const requested = stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? 'inline' : 'attachment';
     const etag = `"${assetHashOf(asset)}"`;
     res.set('ETag', etag);
     res.set('Accept-Ranges', 'bytes');
@@ -22,13 +25,13 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       return;
     }
     if (deps.presignedDownloads && req.method === 'GET') {
-      const url = await deps.assets.presignedContentUrl(asset, asset.name);
+      const url = await deps.assets.presignedContentUrl(asset, asset.name, requested);
       if (url) {
         res.redirect(302, url);
         return;
       }
     }
-    setContentHeaders(res, asset);
+    setContentHeaders(res, asset, requested);
     let range = parseRange(req.get('range'), asset.size);
     const ifRange = req.get('if-range');
     if (range && ifRange && ifRange !== etag) range = undefined;
@@ -65,14 +68,14 @@ async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer>
   }
 }
 
-function setContentHeaders(res: Response, asset: Asset): void {
+function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'attachment'): void {
   // A row written before media types were checked may hold a value no header can carry: serve it as bytes.
   const mimeType = servableMediaType(asset.mimeType);
   const active = isActiveContent(mimeType);
   res.set('Content-Type', mimeType);
   res.set('X-Content-Type-Options', 'nosniff');
   if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
-  res.set('Content-Disposition', contentDisposition(active ? 'attachment' : 'inline', asset.name));
+  res.set('Content-Disposition', contentDisposition(contentDispositionOf({ mimeType }, requested), asset.name));
 }
 
 /** RFC 6266 with an ASCII fallback and an RFC 5987 UTF-8 name; no quotes or control bytes can break out. */
