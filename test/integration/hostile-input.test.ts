@@ -227,7 +227,8 @@ describe('7. GraphQL cost', () => {
     const started = Date.now();
     const res = await svc.fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: `{ ${aliases} }` }) });
     const body = await json(res);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // Before the fix: 4.5 s of parsing and validation on the event loop. (Generous: the CI machine is shared.)
+    expect(Date.now() - started).toBeLessThan(2_000);
     expect(res.status).toBe(413);
     expect(body.errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
   });

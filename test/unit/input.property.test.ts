@@ -66,7 +66,7 @@ test('assertJsonInput: 100,000 levels are refused fast, without recursion', () =
   for (let i = 0; i < 100_000; i++) deep = i % 2 ? { a: deep } : [deep];
   const started = Date.now();
   expect(outcome(() => assertJsonInput(deep, 'x', 'INVALID_QUERY'))).toBe('INVALID_QUERY');
-  expect(Date.now() - started).toBeLessThan(200);
+  expect(Date.now() - started).toBeLessThan(1_000);
   let ok: unknown = 'leaf';
   for (let i = 0; i < MAX_JSON_DEPTH; i++) ok = { a: ok };
   expect(outcome(() => assertJsonInput(ok, 'x'))).toBe('ok');
@@ -148,5 +148,5 @@ test('checkDocumentText: never throws, refuses large or deeply nested documents 
   expect(checkDocumentText('{ a(x: ' + '['.repeat(10_000) + ']'.repeat(10_000) + ') }')?.code).toBe('INVALID_BODY');
   expect(checkDocumentText('{ a(x: "' + '['.repeat(10_000) + '") }')).toBeUndefined();
   expect(checkDocumentText('{ a(x: """' + '{'.repeat(10_000) + '""") } # ' + '('.repeat(500))).toBeUndefined();
-  expect(Date.now() - started).toBeLessThan(500);
+  expect(Date.now() - started).toBeLessThan(1_000);
 });
