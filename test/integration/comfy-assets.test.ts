@@ -163,7 +163,8 @@ describe('the null rule and the fields Comfy clients read', () => {
     await db.query('UPDATE asset SET metadata = NULL WHERE content_hash = $1', [hex]);
     const before = (await get(`/api/assets/${image.id}`)).body;
     expect('metadata' in before).toBe(false);
-    while ((await svc.container.assets.backfillMetadata()) > 0);
+    expect(await svc.container.assets.backfillMetadata()).toBeGreaterThanOrEqual(2);
+    expect(await svc.container.assets.backfillMetadata()).toBe(0);
     const after = (await get(`/api/assets/${image.id}`)).body;
     expect(after.metadata).toEqual({ filename: 'old.png', content_length: image.size, format: 'png', width: 33, height: 44 });
   });
@@ -411,6 +412,10 @@ describe('tags (contract 3.6)', () => {
     ]);
     expect((await get('/api/assets/tags/refine?tags_any=other&limit=1', CAROL)).body).toEqual({ tag_counts: { other: 1 } });
     expect((await get('/api/assets/tags/refine?limit=0', CAROL)).status).toBe(400);
+    // No filter: every asset of the owner, the same counts as GET /api/tags (read from the maintained table).
+    const all = (await get('/api/assets/tags/refine?limit=1000', CAROL)).body.tag_counts;
+    const tags = (await get('/api/tags?limit=1000', CAROL)).body.tags as Json[];
+    expect(all).toEqual(Object.fromEntries(tags.map((t) => [t.name, t.count])));
   });
 });
 
