@@ -8,6 +8,7 @@ import { contentRouter } from './http/rest/content.router';
 import { errorMiddleware } from './http/rest/errors';
 import { authenticate, requestId } from './http/rest/middleware';
 import { tagsRouter } from './http/rest/tags.router';
+import { thumbnailRouter } from './http/rest/thumbnail.router';
 
 /** Extra routers and handlers that later modules mount (downloads, GraphQL), without app.ts knowing them. */
 export interface AppExtensions {
@@ -58,6 +59,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
       presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
     }),
   );
+  api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
   api.use(tagsRouter({ assets: c.assets }));
   for (const r of ext.apiRouters ?? []) api.use(r);
   app.use('/api', api);

@@ -20,6 +20,8 @@ export interface Config {
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
+  /** Thumbnails: images with more pixels are refused unread; jobs at a time per instance. */
+  readonly thumbnails: { readonly maxPixels: number; readonly concurrency: number };
 }
 
 export type StorageConfig =
@@ -157,6 +159,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    thumbnails: {
+      maxPixels: int('THUMBNAIL_MAX_PIXELS', 100_000_000, 1, 10_000_000_000),
+      concurrency: int('THUMBNAIL_CONCURRENCY', 1, 1, 16),
+    },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

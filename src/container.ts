@@ -11,6 +11,8 @@ import { S3BlobStore } from './infra/blob-store/s3';
 import type { DownloadService, TaskService } from './domain/tasks/task.types';
 import { buildDownloads } from './domain/downloads/downloads.module';
 import type { Logger } from './infra/logger';
+import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
+import { findFfmpeg, ThumbnailService, THUMBNAIL_BACKFILL_JOB, THUMBNAIL_JOB } from './domain/thumbnails/thumbnail.service';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
 
@@ -24,6 +26,7 @@ export interface Container {
   apiKeys: ApiKeyService;
   content: ContentService;
   assets: AssetService;
+  thumbnails: ThumbnailService;
   /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
@@ -48,9 +51,16 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger);
   const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
+  const ffmpeg = findFfmpeg();
+  const thumbnails = new ThumbnailService(new ThumbnailRepository(database.prisma), blobStore, queue, logger, {
+    maxPixels: config.thumbnails.maxPixels,
+    ffmpeg,
+  });
+  if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
   const content = new ContentService(new ContentRepository(database.prisma, database.pool), blobStore, database.pool, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
+    onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
   });
   const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
 
@@ -58,6 +68,23 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     name: CONTENT_GC_JOB,
     handler: async ({ blake3 }) => {
       await content.collect(blake3);
+    },
+  });
+  queue.define<{ blake3: string }>({
+    name: THUMBNAIL_JOB,
+    concurrency: config.thumbnails.concurrency,
+    retryLimit: 3,
+    retryDelaySeconds: 10,
+    expireInSeconds: 600,
+    handler: async ({ blake3 }) => {
+      await thumbnails.make(blake3);
+    },
+  });
+  queue.define({
+    name: THUMBNAIL_BACKFILL_JOB,
+    expireInSeconds: 3600,
+    handler: async () => {
+      await thumbnails.backfill();
     },
   });
   queue.define({
@@ -99,6 +126,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     apiKeys,
     content,
     assets,
+    thumbnails,
     tasks,
     downloads,
     close: async () => {

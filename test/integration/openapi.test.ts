@@ -173,6 +173,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       createdAt: new Date(),
       updatedAt: new Date(),
       lastAccessTime: new Date(),
+      hasThumbnail: true,
     };
     const schemas = doc.components.schemas;
     const props = (s: Doc) => Object.keys(resolve(s).properties).sort();

@@ -18,6 +18,7 @@ type AssetRow = {
   createdAt: Date;
   updatedAt: Date;
   lastAccessTime: Date;
+  hasThumbnail: boolean;
 };
 
 export function toAsset(r: AssetRow): Asset {
@@ -36,13 +37,14 @@ export function toAsset(r: AssetRow): Asset {
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
     lastAccessTime: r.lastAccessTime,
+    hasThumbnail: r.hasThumbnail ?? false,
   };
 }
 
 const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", name, content_hash AS "contentHash", size,
   mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId",
   prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime" FROM asset`;
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail" FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
 const ASSET_BY_ID = {

@@ -23,6 +23,8 @@ export interface Asset {
   createdAt: Date;
   updatedAt: Date;
   lastAccessTime: Date;
+  /** A thumbnail of the content exists (GET /api/assets/{id}/thumbnail). */
+  hasThumbnail: boolean;
 }
 
 export interface CreateResult {
@@ -83,5 +85,9 @@ export interface TagListQuery {
 }
 
 export const assetHashOf = (a: { blake3: string }): string => `blake3:${a.blake3}`;
+/** Path of the asset's thumbnail, once its content has one. */
+export const thumbnailPathOf = (a: { id: string; hasThumbnail: boolean }): string | undefined =>
+  a.hasThumbnail ? `/api/assets/${a.id}/thumbnail` : undefined;
+
 export const previewUrlOf = (a: { previewId: string | null }): string | null =>
   a.previewId ? `/api/assets/${a.previewId}/content` : null;

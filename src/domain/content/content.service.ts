@@ -26,7 +26,12 @@ export class ContentService {
     private readonly blobs: BlobStore,
     private readonly pool: Pool,
     private readonly logger: Logger,
-    private readonly opts: { maxUploadBytes: number; gcGraceSeconds: number },
+    private readonly opts: {
+      maxUploadBytes: number;
+      gcGraceSeconds: number;
+      /** Runs in the transaction that inserts a new content row (enqueues its thumbnail job). */
+      onNewContent?: (tx: Tx, content: ContentRecord) => Promise<void>;
+    },
   ) {}
 
   get maxUploadBytes(): number {
@@ -114,6 +119,7 @@ export class ContentService {
       firstName: meta.name,
     };
     await this.repo.insert(rec, tx);
+    await this.opts.onNewContent?.(tx, rec);
     return rec;
   }
 

@@ -1,4 +1,4 @@
-import { assetHashOf, previewUrlOf, type Asset } from '../../domain/assets/asset.types';
+import { assetHashOf, previewUrlOf, thumbnailPathOf, type Asset } from '../../domain/assets/asset.types';
 
 /** Asset JSON exactly as spec 2.1; `created_new` only in create responses. */
 export function assetJson(a: Asset, createdNew?: boolean): Record<string, unknown> {
@@ -17,6 +17,7 @@ export function assetJson(a: Asset, createdNew?: boolean): Record<string, unknow
     updated_at: a.updatedAt.toISOString(),
     last_access_time: a.lastAccessTime.toISOString(),
     is_immutable: a.isImmutable,
+    ...(a.hasThumbnail ? { thumbnail_url: thumbnailPathOf(a) } : {}),
     ...(createdNew === undefined ? {} : { created_new: createdNew }),
   };
 }

@@ -38,7 +38,15 @@ export interface BlobStore {
   exists(blake3Hex: string): Promise<boolean>;
   /** Streams the content, or the inclusive byte range [start, end]. */
   read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** Removes the blob and every derived object stored beside it (`putDerived`). */
   delete(blake3Hex: string): Promise<void>;
+  /**
+   * Stores a small object made from a blob (a thumbnail) beside it, under its own key (`<blob key>.<kind>`); written
+   * whole and durable, replacing an older one. Never listed by `listBlobs`; removed by `delete` with the blob.
+   */
+  putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void>;
+  /** The derived object, or undefined when there is none. */
+  readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined>;
   /**
    * Removes temporary blobs, partials and (S3) unfinished multipart uploads not written to for `olderThanMs`;
    * returns how many.
@@ -56,6 +64,10 @@ export interface BlobStore {
   /** Releases connections (S3 client sockets); the store is not used afterwards. */
   close?(): Promise<void>;
 }
+
+/** The kinds of derived objects a blob can have. */
+export const DERIVED_KINDS = ['thumbnail.webp'] as const;
+export type DerivedKind = (typeof DERIVED_KINDS)[number];
 
 export interface CommitOptions {
   /** Leave the temporary blob in place (the caller discards it later); see ContentService.precommit. */

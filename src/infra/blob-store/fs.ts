@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
 import { noteShortLivedBytes } from '../young-gc';
 import { ingestWorkers, type HashedFile } from './ingest-worker';
@@ -141,7 +141,35 @@ export class FsBlobStore implements BlobStore {
   }
 
   async delete(blake3Hex: string): Promise<void> {
-    await fsp.rm(this.contentPath(blake3Hex), { force: true });
+    const file = this.contentPath(blake3Hex);
+    for (const kind of DERIVED_KINDS) await fsp.rm(`${file}.${kind}`, { force: true });
+    await fsp.rm(file, { force: true });
+  }
+
+  async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
+    const dest = `${this.contentPath(blake3Hex)}.${kind}`;
+    const tmp = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
+    try {
+      const fh = await fsp.open(tmp, 'wx', 0o644);
+      try {
+        await fh.writeFile(bytes);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fsp.mkdir(path.dirname(dest), { recursive: true });
+      await fsp.rename(tmp, dest);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  async readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined> {
+    return fsp.readFile(`${this.contentPath(blake3Hex)}.${kind}`).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
   }
 
   async sweepTemps(olderThanMs: number): Promise<number> {

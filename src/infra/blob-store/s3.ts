@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
-import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -151,7 +151,23 @@ export class S3BlobStore implements BlobStore {
   }
 
   async delete(blake3Hex: string): Promise<void> {
-    await this.deleteKey(this.contentKey(blake3Hex));
+    const key = this.contentKey(blake3Hex);
+    for (const kind of DERIVED_KINDS) await this.deleteKey(`${key}.${kind}`);
+    await this.deleteKey(key);
+  }
+
+  async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}`, Body: bytes }));
+  }
+
+  async readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined> {
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}` }));
+      return Buffer.from(await res.Body!.transformToByteArray());
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   async sweepTemps(olderThanMs: number): Promise<number> {

@@ -1,5 +1,5 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { assetHashOf, previewUrlOf, type Asset, type CreateResult, type Page } from '../../../domain/assets/asset.types';
+import { assetHashOf, previewUrlOf, thumbnailPathOf, type Asset, type CreateResult, type Page } from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
@@ -27,6 +27,9 @@ export class AssetType {
 
   @Field(() => String, { nullable: true, description: 'URL of the preview asset content (`/api/assets/{previewId}/content`).' })
   previewUrl!: string | null;
+
+  @Field(() => String, { nullable: true, description: 'URL of a small WebP of the asset (longest side 512 px), once it exists.' })
+  thumbnailUrl!: string | null;
 
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
@@ -56,6 +59,7 @@ export class AssetType {
       tags: a.tags,
       userMetadata: a.userMetadata,
       previewUrl: previewUrlOf(a),
+      thumbnailUrl: thumbnailPathOf(a) ?? null,
       previewId: a.previewId,
       promptId: a.promptId,
       createdAt: a.createdAt,
