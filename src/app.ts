@@ -3,7 +3,8 @@ import path from 'node:path';
 import express, { type Express, Router } from 'express';
 import type { Container } from './container';
 import { DomainError } from './domain/errors';
-import { assetsRouter, type UrlUploader } from './http/rest/assets.router';
+import { baseUrlOf } from './http/base-url';
+import { assetsRouter, type RemoteMetadataLookup, type UrlUploader } from './http/rest/assets.router';
 import { contentRouter } from './http/rest/content.router';
 import { errorMiddleware } from './http/rest/errors';
 import { authenticate, requestId } from './http/rest/middleware';
@@ -17,6 +18,7 @@ export interface AppExtensions {
   /** Mounted at the root before /api (e.g. /graphql, which authenticates itself). */
   rootRouters?: Router[];
   urlUploader?: UrlUploader;
+  remoteMetadata?: RemoteMetadataLookup;
 }
 
 export function createApp(c: Container, ext: AppExtensions = {}): Express {
@@ -27,6 +29,10 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
   // GET /api/assets/{id} and HEAD /api/assets/hash/{hash} are answered before this app (http/rest/fast-lane.ts):
   // middleware added here for /api must be added there too.
   app.use(requestId());
+  app.use((req, res, next) => {
+    res.locals.baseUrl = baseUrlOf(req, c.config);
+    next();
+  });
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -52,7 +58,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
 
   const api = Router();
   api.use(authenticate(c.apiKeys));
-  api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader }));
+  api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader, remoteMetadata: ext.remoteMetadata }));
   api.use(
     contentRouter({
       assets: c.assets,

@@ -22,6 +22,10 @@ export interface Config {
   readonly databasePoolSize: number;
   /** Thumbnails: images with more pixels are refused unread; jobs at a time per instance. */
   readonly thumbnails: { readonly maxPixels: number; readonly concurrency: number };
+  /** PUBLIC_URL: absolute base of URLs in responses (`preview_url`); undefined: built from each request. */
+  readonly publicUrl: string | undefined;
+  /** TRUST_PROXY: honour X-Forwarded-Proto/-Host (and the client address) from a reverse proxy. */
+  readonly trustProxy: boolean;
 }
 
 export type StorageConfig =
@@ -163,6 +167,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       maxPixels: int('THUMBNAIL_MAX_PIXELS', 100_000_000, 1, 10_000_000_000),
       concurrency: int('THUMBNAIL_CONCURRENCY', 1, 1, 16),
     },
+    publicUrl: optional('PUBLIC_URL') === undefined ? undefined : url('PUBLIC_URL', 'http://localhost'),
+    trustProxy: bool('TRUST_PROXY', false),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

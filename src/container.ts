@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Config } from './config';
 import { AssetRepository } from './domain/assets/asset.repository';
-import { AssetService, CONTENT_GC_JOB } from './domain/assets/asset.service';
+import { AssetService, CONTENT_GC_JOB, METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
 import { ApiKeyService } from './domain/auth/api-key.service';
 import { ContentRepository } from './domain/content/content.repository';
 import { ContentService } from './domain/content/content.service';
@@ -85,6 +85,16 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     expireInSeconds: 3600,
     handler: async () => {
       await thumbnails.backfill();
+    },
+  });
+  queue.define({
+    name: METADATA_BACKFILL_JOB,
+    expireInSeconds: 6 * 3600,
+    // Sent at start (server.ts); a no-op once every asset has its metadata. Reads at most 1 MiB of each old blob once.
+    handler: async () => {
+      let n = 0;
+      for (let filled = await assets.backfillMetadata(); filled > 0; filled = await assets.backfillMetadata()) n += filled;
+      if (n > 0) logger.info('derived metadata of stored content and assets', { count: n });
     },
   });
   queue.define({

@@ -13,6 +13,7 @@ export async function buildExtensions(c: Container): Promise<AppExtensions> {
   return {
     apiRouters: [downloadsRouter({ downloads: c.downloads }), tasksRouter({ tasks: c.tasks })],
     urlUploader: (principal, body) => c.downloads.uploadFromUrl(principal, body),
+    remoteMetadata: (principal, url) => c.downloads.remoteMetadata(principal, url),
     rootRouters: [await graphqlRouter(c)],
   };
 }

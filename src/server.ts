@@ -11,6 +11,7 @@ import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
 import { THUMBNAIL_BACKFILL_JOB } from './domain/thumbnails/thumbnail.service';
+import { METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
 
 export interface RunningService {
   container: Container;
@@ -40,6 +41,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await container.queue.start({ workers: config.role !== 'api' });
     if (config.role !== 'api') {
       logger.info('workers started', { role: config.role });
+      await container.queue.send(METADATA_BACKFILL_JOB, {}, { singletonKey: METADATA_BACKFILL_JOB });
       // Thumbnails for content stored before thumbnails existed (or whose job was lost): one scan per start.
       await container.queue.send(THUMBNAIL_BACKFILL_JOB, {}, { singletonKey: THUMBNAIL_BACKFILL_JOB });
     }
@@ -47,7 +49,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger }, app));
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger, config: container.config }, app));
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

@@ -27,8 +27,9 @@ describe('POST /api/assets (multipart)', () => {
     const a = first.body;
     expect(Object.keys(a).sort()).toEqual(
       [
-        'id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'user_metadata', 'preview_url', 'preview_id', 'prompt_id',
+        'id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'user_metadata', 'preview_id', 'prompt_id',
         'created_at', 'updated_at', 'last_access_time', 'is_immutable', 'created_new',
+        'hash', 'display_name', 'job_id', 'metadata', 'loader_path',
       ].sort(),
     );
     expect(a).toMatchObject({
@@ -38,11 +39,17 @@ describe('POST /api/assets (multipart)', () => {
       tags: ['models', 'loras'],
       user_metadata: { k: 'v' },
       preview_id: null,
-      preview_url: null,
       prompt_id: null,
+      job_id: null,
+      hash: blake3Of(Buffer.from(content)),
+      display_name: 'my model',
+      metadata: { filename: 'm.safetensors', content_length: Buffer.byteLength(content), format: 'safetensors' },
       is_immutable: false,
       created_new: true,
     });
+    // No preview: the key is left out, never null (contract 2). Tagged models with a safe relative name: loader_path.
+    expect('preview_url' in a).toBe(false);
+    expect(a.loader_path).toBe('my model');
     expect(a.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(a.created_at).toMatch(ISO);
     expect(a.updated_at).toMatch(ISO);
@@ -59,7 +66,7 @@ describe('POST /api/assets (multipart)', () => {
     expect(png.body.mime_type).toBe('image/png');
     // An image is its own preview.
     expect(png.body.preview_id).toBe(png.body.id);
-    expect(png.body.preview_url).toBe(`/api/assets/${png.body.id}/content`);
+    expect(png.body.preview_url).toBe(`${svc.url}/api/assets/${png.body.id}/content`);
 
     const txt = await upload(unique('text'), {}, 'notes.json');
     expect(txt.body.mime_type).toBe('application/json');
@@ -107,7 +114,7 @@ describe('POST /api/assets (multipart)', () => {
     const mine = await upload(PNG.subarray(0, 40), {}, 'p.png');
     const ok = await upload(unique(), { preview_id: mine.body.id });
     expect(ok.status).toBe(201);
-    expect(ok.body.preview_url).toBe(`/api/assets/${mine.body.id}/content`);
+    expect(ok.body.preview_url).toBe(`${svc.url}/api/assets/${mine.body.id}/content`);
   });
 
   test('hash fast path: stored content with no file part, or a file that is only checked', async () => {
@@ -151,7 +158,7 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     expect(got.last_access_time).toMatch(ISO);
   });
 
-  test('PUT applies all five fields and answers the update result', async () => {
+  test('PUT applies all five fields and answers the whole updated asset', async () => {
     const { body: a } = await upload(unique('put'), { tags: 'a' });
     const { body: p } = await upload(PNG.subarray(0, 30), {}, 'prev.png');
     const res = await svc.fetch(`/api/assets/${a.id}`, {
@@ -161,8 +168,10 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     });
     expect(res.status).toBe(200);
     const r = await json(res);
-    expect(Object.keys(r).sort()).toEqual(['asset_hash', 'id', 'mime_type', 'name', 'tags', 'updated_at', 'user_metadata']);
+    // The whole asset (contract 3.3), as GET answers it.
     expect(r).toMatchObject({ id: a.id, name: 'renamed', tags: ['x', 'y'], mime_type: 'text/plain', user_metadata: { n: 1 }, asset_hash: a.asset_hash });
+    expect(r).toMatchObject({ size: a.size, created_at: a.created_at, preview_id: p.id, preview_url: `${svc.url}/api/assets/${p.id}/content` });
+    expect('created_new' in r).toBe(false);
     expect(new Date(r.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(a.updated_at).getTime());
     const got = await json(await svc.fetch(`/api/assets/${a.id}`));
     expect(got.preview_id).toBe(p.id);
@@ -347,7 +356,10 @@ describe('content', () => {
     expect(full.headers.get('content-length')).toBe('10000');
     expect(full.headers.get('accept-ranges')).toBe('bytes');
     const cd = full.headers.get('content-disposition')!;
-    expect(cd).toMatch(/^inline; filename="weird _name____.bin"; filename\*=UTF-8''weird%20%22name%22%0D%0A%E2%82%AC.bin$/);
+    // attachment by default; inline on request (contract 3.6).
+    expect(cd).toMatch(/^attachment; filename="weird _name____.bin"; filename\*=UTF-8''weird%20%22name%22%0D%0A%E2%82%AC.bin$/);
+    expect((await svc.fetch(url + '?disposition=inline')).headers.get('content-disposition')).toMatch(/^inline; /);
+    expect((await svc.fetch(url + '?disposition=bogus')).headers.get('content-disposition')).toMatch(/^attachment; /);
     expect((await svc.fetch(url, { headers: { 'if-none-match': `"${a.asset_hash}"` } })).status).toBe(304);
     const part = await svc.fetch(url, { headers: { range: 'bytes=100-199' } });
     expect(part.status).toBe(206);
@@ -377,6 +389,8 @@ describe('content', () => {
     const { body: svg } = await upload('<svg xmlns="http://www.w3.org/2000/svg"></svg>', {}, 'a.svg');
     expect(svg.mime_type).toBe('image/svg+xml');
     expect((await svc.fetch(`/api/assets/${svg.id}/content`)).headers.get('content-disposition')).toMatch(/^attachment;/);
+    // Even when inline is asked for.
+    expect((await svc.fetch(`/api/assets/${svg.id}/content?disposition=inline`)).headers.get('content-disposition')).toMatch(/^attachment;/);
   });
 });
 

@@ -150,7 +150,7 @@ test('one thumbnail per content: assets of other owners and later assets of the 
   // Bob's asset of the same content is made after the thumbnail exists: it has it from its first answer.
   const second = await upload(data, 'bobs-copy.jpg', KEYS.bob);
   expect(second.status).toBe(201);
-  expect(second.body.thumbnail_url).toBe(`/api/assets/${second.id}/thumbnail`);
+  expect(second.body.thumbnail_url).toBe(`${svc.url}/api/assets/${second.id}/thumbnail`);
   const secondThumb = await svc.fetch(`/api/assets/${second.id}/thumbnail`, { key: KEYS.bob });
   expect(Buffer.from(await secondThumb.arrayBuffer()).equals(Buffer.from(await firstThumb.arrayBuffer()))).toBe(true);
   expect((await db.query('SELECT count(*)::int AS n FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0].n).toBe(1);
@@ -159,7 +159,7 @@ test('one thumbnail per content: assets of other owners and later assets of the 
 
   // GraphQL shows the same URL.
   const q = await gql(svc, `query($id: ID!) { asset(id: $id) { thumbnailUrl } }`, { id: first.id });
-  expect(q.data.asset.thumbnailUrl).toBe(`/api/assets/${first.id}/thumbnail`);
+  expect(q.data.asset.thumbnailUrl).toBe(`${svc.url}/api/assets/${first.id}/thumbnail`);
 });
 
 test('the garbage collector removes the thumbnail with its content', async () => {

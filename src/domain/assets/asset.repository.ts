@@ -1,7 +1,11 @@
 import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import type { Db, Tx } from '../../infra/prisma';
-import type { Asset, AssetListQuery, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
+
+/** `total` is exact up to this many matches; above it the count stops and is a lower bound (contract 3.6). */
+export const COUNT_LIMIT = 10_000;
 
 type AssetRow = {
   id: string;
@@ -19,6 +23,7 @@ type AssetRow = {
   updatedAt: Date;
   lastAccessTime: Date;
   hasThumbnail: boolean;
+  metadata?: unknown;
 };
 
 export function toAsset(r: AssetRow): Asset {
@@ -38,13 +43,14 @@ export function toAsset(r: AssetRow): Asset {
     updatedAt: r.updatedAt,
     lastAccessTime: r.lastAccessTime,
     hasThumbnail: r.hasThumbnail ?? false,
+    metadata: (r.metadata ?? null) as Record<string, unknown> | null,
   };
 }
 
 const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", name, content_hash AS "contentHash", size,
   mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId",
   prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail" FROM asset`;
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
 const ASSET_BY_ID = {
@@ -71,6 +77,7 @@ export interface NewAssetRow {
   userMetadata: Record<string, unknown>;
   previewId: string | null;
   promptId: string | null;
+  metadata: Record<string, unknown> | null;
 }
 
 /** Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none. */
@@ -123,6 +130,7 @@ export class AssetRepository {
         userMetadata: row.userMetadata as Prisma.InputJsonObject,
         previewId: row.previewId,
         promptId: row.promptId,
+        metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
       },
     });
     return toAsset(created);
@@ -147,8 +155,8 @@ export class AssetRepository {
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
 
-  /** Locks the row for a delete; returns it, or undefined when this owner has no such asset. */
-  async lockForDelete(ownerId: string, id: string, tx: Tx): Promise<Asset | undefined> {
+  /** Locks the row for a change (delete, tag edits); returns it, or undefined when this owner has no such asset. */
+  async lockForUpdate(ownerId: string, id: string, tx: Tx): Promise<Asset | undefined> {
     const rows = await tx.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
@@ -168,49 +176,118 @@ export class AssetRepository {
     return rows[0]?.t;
   }
 
-  async list(ownerId: string, q: AssetListQuery): Promise<Page<Asset>> {
-    const where: Prisma.Sql[] = [Prisma.sql`owner_id = ${ownerId}`];
-    if (q.includeTags.length > 0) where.push(Prisma.sql`tags @> ${q.includeTags}::text[]`);
-    if (q.excludeTags.length > 0) where.push(Prisma.sql`NOT (tags && ${q.excludeTags}::text[])`);
-    if (q.nameContains) where.push(Prisma.sql`name ILIKE ${'%' + escapeLike(q.nameContains) + '%'}`);
-    if (q.metadataFilter && Object.keys(q.metadataFilter).length > 0) {
-      // Containment uses the GIN index; the per-key equality makes nested objects/arrays match exactly, not by subset.
-      where.push(Prisma.sql`user_metadata @> ${JSON.stringify(q.metadataFilter)}::jsonb`);
-      for (const [k, v] of Object.entries(q.metadataFilter)) {
-        if (v !== null && typeof v === 'object') where.push(Prisma.sql`user_metadata -> ${k} = ${JSON.stringify(v)}::jsonb`);
-      }
+  /**
+   * A page in keyset order (sort column, then id). With a cursor the rows strictly after it are read through the
+   * (owner_id, column, id) index, so a page deep in the list costs what the first one does; the count stops at
+   * COUNT_LIMIT + 1 rows for the same reason. One row more than the page tells whether more follow.
+   */
+  async list(ownerId: string, q: AssetListQuery, after?: CursorPosition): Promise<AssetPage> {
+    const where = filterConditions(ownerId, q);
+    const asc = q.order === 'asc';
+    const col = Prisma.raw(SORT_COLUMN[q.sort]);
+    if (after) {
+      const v =
+        q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
+      where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
     }
     const cond = Prisma.join(where, ' AND ');
-    const dir = q.order === 'asc' ? Prisma.raw('ASC') : Prisma.raw('DESC');
-    const col = Prisma.raw(SORT_COLUMN[q.sort]);
+    const countCond = Prisma.join(filterConditions(ownerId, q), ' AND ');
+    const dir = Prisma.raw(asc ? 'ASC' : 'DESC');
+    const offset = after ? 0 : q.offset;
     const [rows, count] = await Promise.all([
       // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
-      this.db.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit} OFFSET ${q.offset}`,
-      this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset WHERE ${cond}`,
+      this.db.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}`,
+      this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT ${COUNT_LIMIT + 1}) AS m`,
     ]);
-    const total = Number(count[0]?.n ?? 0);
-    return { items: rows.map(toAsset), total, hasMore: q.offset + rows.length < total };
+    const hasMore = rows.length > q.limit;
+    const items = rows.slice(0, q.limit).map(toAsset);
+    const counted = Number(count[0]?.n ?? 0);
+    const totalIsLowerBound = counted > COUNT_LIMIT;
+    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
+    const last = items[items.length - 1];
+    const nextCursor =
+      hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: sortValue(last, q.sort), id: last.id }) : undefined;
+    return { items, total, hasMore, totalIsLowerBound, nextCursor };
   }
 
-  async listTags(ownerId: string, q: TagListQuery): Promise<Page<TagCount>> {
-    const prefix = q.prefix ? Prisma.sql`AND t LIKE ${escapeLike(q.prefix.toLowerCase()) + '%'}` : Prisma.empty;
-    const order = q.order === 'name_asc' ? Prisma.sql`t ASC` : Prisma.sql`count(*) DESC, t ASC`;
-    const rows = await this.db.$queryRaw<{ name: string; count: bigint; total: bigint }[]>`
-      SELECT t AS name, count(*) AS count, count(*) OVER () AS total
-      FROM asset, unnest(tags) AS t WHERE owner_id = ${ownerId} ${prefix}
-      GROUP BY t ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`;
-    let total = Number(rows[0]?.total ?? 0);
-    if (rows.length === 0 && q.offset > 0) {
-      const c = await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(DISTINCT t) AS n FROM asset, unnest(tags) AS t
-        WHERE owner_id = ${ownerId} ${prefix}`;
-      total = Number(c[0]?.n ?? 0);
-    }
-    return {
-      items: rows.map((r) => ({ name: r.name, count: Number(r.count) })),
-      total,
-      hasMore: q.offset + rows.length < total,
-    };
+  /** How many of the matching assets carry each tag, most used first, then by name (the refine facets). */
+  async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<TagCount[]> {
+    const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
+    const rows = await this.db.$queryRaw<{ name: string; count: bigint }[]>`
+      SELECT t AS name, count(*) AS count FROM asset, unnest(tags) AS t WHERE ${cond}
+      GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT ${limit}`;
+    return rows.map((r) => ({ name: r.name, count: Number(r.count) }));
   }
+
+  /** From the counts table the asset triggers keep (migration 20261122100000): no recount per request. */
+  async listTags(ownerId: string, q: TagListQuery): Promise<Page<TagCount>> {
+    const prefix = q.prefix ? Prisma.sql`AND tag LIKE ${escapeLike(q.prefix.toLowerCase()) + '%'}` : Prisma.empty;
+    const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
+    const [rows, total] = await Promise.all([
+      this.db.$queryRaw<{ name: string; count: number }[]>`
+        SELECT tag AS name, count FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
+        ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`,
+      this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}`,
+    ]);
+    const n = Number(total[0]?.n ?? 0);
+    return { items: rows.map((r) => ({ name: r.name, count: Number(r.count) })), total: n, hasMore: q.offset + rows.length < n };
+  }
+
+  /** Assets whose metadata was never derived (made before it existed), for the backfill. */
+  async fillMissingMetadata(limit: number): Promise<number> {
+    return this.db.$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
+        'filename', a.name, 'content_length', a.size, 'source_url', a.user_metadata -> 'source_url'))
+      FROM content c WHERE c.blake3 = a.content_hash AND a.id IN (SELECT id FROM asset WHERE metadata IS NULL LIMIT ${limit})`;
+  }
+}
+
+function sortValue(a: Asset, sort: AssetListQuery['sort']): string | number {
+  if (sort === 'name') return a.name;
+  if (sort === 'size') return a.size;
+  return (sort === 'created_at' ? a.createdAt : a.updatedAt).toISOString();
+}
+
+/** The WHERE terms of GET /api/assets' filters; each one is served by an index (see query-plans.test.ts). */
+function filterConditions(ownerId: string, f: AssetFilter): Prisma.Sql[] {
+  const where: Prisma.Sql[] = [Prisma.sql`owner_id = ${ownerId}`];
+  if (f.includeTags.length > 0) where.push(Prisma.sql`tags @> ${f.includeTags}::text[]`);
+  if (f.anyTags && f.anyTags.length > 0) where.push(Prisma.sql`tags && ${f.anyTags}::text[]`);
+  if (f.excludeTags.length > 0) where.push(Prisma.sql`NOT (tags && ${f.excludeTags}::text[])`);
+  if (f.nameContains) where.push(Prisma.sql`name ILIKE ${'%' + escapeLike(f.nameContains) + '%'}`);
+  if (f.hash) {
+    where.push(
+      f.hash.algorithm === 'blake3'
+        ? Prisma.sql`content_hash = ${f.hash.hex}`
+        : Prisma.sql`content_hash = (SELECT blake3 FROM content WHERE sha256 = ${f.hash.hex})`,
+    );
+  }
+  for (const [k, v] of Object.entries(f.metadataFilter ?? {})) {
+    const term = metadataTerm(k, v);
+    if (term) where.push(term);
+  }
+  return where;
+}
+
+/**
+ * ComfyUI's metadata_filter for one key: a scalar matches an equal value or an equal element of a stored array
+ * (jsonb equality, so types are strict); a list is any-of (empty: no constraint); null matches a missing key or an
+ * explicit null; an object matches an equal object or an equal element of a stored array. The containment terms
+ * (`@>`) are what the GIN index on user_metadata serves; the equality terms make an object match exactly, not by
+ * subset.
+ */
+function metadataTerm(key: string, value: unknown): Prisma.Sql | undefined {
+  if (Array.isArray(value)) {
+    if (value.length === 0) return undefined;
+    return Prisma.sql`(${Prisma.join(value.map((v) => metadataTerm(key, v) ?? Prisma.sql`false`), ' OR ')})`;
+  }
+  if (value === null) return Prisma.sql`(NOT (user_metadata ? ${key}) OR user_metadata -> ${key} = 'null'::jsonb)`;
+  const asValue = JSON.stringify({ [key]: value });
+  const inArray = JSON.stringify({ [key]: [value] });
+  const contains = Prisma.sql`(user_metadata @> ${asValue}::jsonb OR user_metadata @> ${inArray}::jsonb)`;
+  if (typeof value !== 'object') return contains;
+  const v = JSON.stringify(value);
+  return Prisma.sql`(${contains} AND (user_metadata -> ${key} = ${v}::jsonb OR EXISTS (SELECT 1 FROM jsonb_array_elements(
+    CASE WHEN jsonb_typeof(user_metadata -> ${key}) = 'array' THEN user_metadata -> ${key} ELSE '[]'::jsonb END) AS e WHERE e = ${v}::jsonb)))`;
 }
 
 function escapeLike(s: string): string {

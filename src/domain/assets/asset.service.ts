@@ -6,22 +6,31 @@ import type { JobQueue } from '../../infra/queue';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import type { ParsedHash } from '../content/hashing';
+import { assetMetadata } from '../content/derived-metadata';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
 import { DomainError } from '../errors';
 import type { AssetRepository } from './asset.repository';
 import type {
   Asset,
   AssetCreateFields,
+  AssetFilter,
   AssetListQuery,
+  AssetPage,
   AssetUpdateFields,
   CreateResult,
   Page,
   Principal,
+  TagAddResult,
   TagCount,
   TagListQuery,
+  TagRemoveResult,
 } from './asset.types';
+import { decodeCursor } from './cursor';
+import { LIMITS, normalizeTags } from './validation';
 
 export const CONTENT_GC_JOB = 'content.gc';
+/** Derives `metadata` for content and assets stored before it existed (enqueued once at start; see container.ts). */
+export const METADATA_BACKFILL_JOB = 'metadata.backfill';
 
 /**
  * The asset rules of contract section 3, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
@@ -57,8 +66,61 @@ export class AssetService {
     return this.assets.findManyByIds(principal.ownerId, ids);
   }
 
-  list(principal: Principal, query: AssetListQuery): Promise<Page<Asset>> {
-    return this.assets.list(principal.ownerId, query);
+  /** GET /api/assets: `after` (a cursor of the same sort and order) wins over `offset`. */
+  list(principal: Principal, query: AssetListQuery): Promise<AssetPage> {
+    const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
+    return this.assets.list(principal.ownerId, query, after);
+  }
+
+  /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */
+  tagFacets(principal: Principal, filter: AssetFilter, limit: number): Promise<TagCount[]> {
+    return this.assets.tagFacets(principal.ownerId, filter, limit);
+  }
+
+  /** POST /api/assets/{id}/tags. The row lock makes concurrent edits of one asset apply one after another. */
+  async addTags(principal: Principal, id: string, tags: unknown): Promise<TagAddResult> {
+    const wanted = nonEmptyTags(tags);
+    return this.db.$transaction(async (tx) => {
+      const asset = await this.lockMutable(principal, id, tx);
+      const have = new Set(asset.tags);
+      const added = wanted.filter((t) => !have.has(t));
+      const totalTags = [...asset.tags, ...added];
+      if (totalTags.length > LIMITS.tagCount) {
+        throw new DomainError('INVALID_BODY', `an asset holds at most ${LIMITS.tagCount} tags`, { field: 'tags' });
+      }
+      if (added.length > 0) await this.assets.update(principal.ownerId, id, { tags: totalTags }, tx);
+      return { added: [...added].sort(), alreadyPresent: wanted.filter((t) => have.has(t)).sort(), totalTags };
+    });
+  }
+
+  /** DELETE /api/assets/{id}/tags. */
+  async removeTags(principal: Principal, id: string, tags: unknown): Promise<TagRemoveResult> {
+    const unwanted = nonEmptyTags(tags);
+    return this.db.$transaction(async (tx) => {
+      const asset = await this.lockMutable(principal, id, tx);
+      const drop = new Set(unwanted);
+      const removed = unwanted.filter((t) => asset.tags.includes(t));
+      const totalTags = asset.tags.filter((t) => !drop.has(t));
+      if (removed.length > 0) await this.assets.update(principal.ownerId, id, { tags: totalTags }, tx);
+      return { removed: [...removed].sort(), notPresent: unwanted.filter((t) => !asset.tags.includes(t)).sort(), totalTags };
+    });
+  }
+
+  private async lockMutable(principal: Principal, id: string, tx: Tx): Promise<Asset> {
+    const asset = await this.assets.lockForUpdate(principal.ownerId, id, tx);
+    if (!asset) throw notFound(id);
+    if (asset.isImmutable) throw immutable(id);
+    return asset;
+  }
+
+  /** One batch of the metadata backfill; returns how many contents and assets it filled (0: done). */
+  async backfillMetadata(batch = 50): Promise<number> {
+    let n = await this.assets.fillMissingMetadata(batch);
+    for (const rec of await this.content.findWithoutMetadata(batch)) {
+      await this.content.backfillMetadata(rec);
+      n++;
+    }
+    return n;
   }
 
   listTags(principal: Principal, query: TagListQuery): Promise<Page<TagCount>> {
@@ -88,7 +150,8 @@ export class AssetService {
       const contentMime = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
       await this.content.precommit(ingested);
-      return await this.createWithContent(principal, fields, ingested.digest.blake3, name, async (tx) =>
+      const withFile = { ...fields, fileName: fields.fileName ?? opts.fileName ?? name };
+      return await this.createWithContent(principal, withFile, ingested.digest.blake3, name, async (tx) =>
         this.content.ensureStored(tx, ingested, { name, mimeType: contentMime }),
       );
     } finally {
@@ -101,7 +164,8 @@ export class AssetService {
   async createFromStored(principal: Principal, fields: AssetCreateFields, hash: ParsedHash): Promise<CreateResult> {
     const stored = await this.content.find(hash);
     if (!stored) throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
-    return this.createWithContent(principal, fields, stored.blake3, fields.name ?? stored.firstName, async (tx) => {
+    const name = fields.name ?? stored.firstName;
+    return this.createWithContent(principal, { ...fields, fileName: fields.fileName ?? name }, stored.blake3, name, async (tx) => {
       // Re-read under the lock: GC may have removed it since the lookup above.
       const locked = await this.content.find({ algorithm: 'blake3', hex: stored.blake3 }, tx);
       if (!locked) throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
@@ -153,6 +217,7 @@ export class AssetService {
                 userMetadata: fields.userMetadata ?? {},
                 previewId,
                 promptId: fields.promptId ?? null,
+                metadata: assetMetadata(content.metadata, { fileName: fields.fileName, contentLength: content.size, sourceUrl: fields.sourceUrl }),
               },
               tx,
             );
@@ -183,7 +248,7 @@ export class AssetService {
 
   async delete(principal: Principal, id: string): Promise<void> {
     await this.db.$transaction(async (tx) => {
-      const asset = await this.assets.lockForDelete(principal.ownerId, id, tx);
+      const asset = await this.assets.lockForUpdate(principal.ownerId, id, tx);
       if (!asset) throw notFound(id);
       if (asset.isImmutable) throw immutable(id);
       await this.content.lock(asset.blake3, tx);
@@ -213,11 +278,22 @@ export class AssetService {
     return { asset, open: (range) => this.content.read(asset.blake3, range) };
   }
 
-  presignedContentUrl(asset: Asset, fileName: string, expiresInSeconds = 300): Promise<string | undefined> {
-    // Active content (HTML, SVG, scripts) is never rendered inline, on our origin or the bucket's.
-    const disposition = isActiveContent(asset.mimeType) ? 'attachment' : 'inline';
+  presignedContentUrl(asset: Asset, fileName: string, requested: 'inline' | 'attachment' = 'attachment', expiresInSeconds = 300): Promise<string | undefined> {
+    const disposition = contentDispositionOf(asset, requested);
     return this.content.presignedUrl(asset.blake3, { fileName, contentType: asset.mimeType, expiresInSeconds, disposition });
   }
+}
+
+/** Contract 3.6: `attachment` unless `inline` was asked for; active content (HTML, SVG, scripts) always `attachment`. */
+export function contentDispositionOf(asset: { mimeType: string }, requested: 'inline' | 'attachment'): 'inline' | 'attachment' {
+  return requested === 'inline' && !isActiveContent(asset.mimeType) ? 'inline' : 'attachment';
+}
+
+/** A tag list of at least one tag after normalisation (tag edit bodies). */
+function nonEmptyTags(value: unknown): string[] {
+  const tags = normalizeTags(value);
+  if (tags.length === 0) throw new DomainError('INVALID_BODY', 'tags must be a list of at least one non-empty tag', { field: 'tags' });
+  return tags;
 }
 
 const notFound = (id: string) => new DomainError('ASSET_NOT_FOUND', `asset ${id} not found`);

@@ -25,6 +25,8 @@ export interface Asset {
   lastAccessTime: Date;
   /** A thumbnail of the content exists (GET /api/assets/{id}/thumbnail). */
   hasThumbnail: boolean;
+  /** Contract 3 `metadata`, derived by the service at ingest; null until derived (backfill). */
+  metadata: Record<string, unknown> | null;
 }
 
 export interface CreateResult {
@@ -42,6 +44,10 @@ export interface AssetCreateFields {
   userMetadata?: Record<string, unknown>;
   previewId?: string | null;
   promptId?: string | null;
+  /** Set by the service, never by clients: the uploaded or downloaded file name, for `metadata.filename`. */
+  fileName?: string;
+  /** Set by the download paths: `metadata.source_url`. */
+  sourceUrl?: string;
 }
 
 export interface AssetUpdateFields {
@@ -55,21 +61,52 @@ export interface AssetUpdateFields {
 export const ASSET_SORTS = ['name', 'created_at', 'updated_at', 'size', 'last_access_time'] as const;
 export type AssetSort = (typeof ASSET_SORTS)[number];
 
-export interface AssetListQuery {
+/** The filters of GET /api/assets, shared by the listing and the tag facets (GET /api/assets/tags/refine). */
+export interface AssetFilter {
+  /** Every one of these tags (`include_tags`, `tags_all`). */
   includeTags: string[];
+  /** None of these (`exclude_tags`, `tags_none`). */
   excludeTags: string[];
+  /** At least one of these (`tags_any`). */
+  anyTags?: string[];
   nameContains?: string;
   metadataFilter?: Record<string, unknown>;
+  /** Assets of this content. */
+  hash?: { algorithm: 'blake3' | 'sha256'; hex: string };
+}
+
+export interface AssetListQuery extends AssetFilter {
   limit: number;
   offset: number;
   sort: AssetSort;
   order: 'asc' | 'desc';
+  /** An opaque `next_cursor` of an earlier page: rows strictly after it; `offset` is then ignored. */
+  after?: string;
 }
 
 export interface Page<T> {
   items: T[];
   total: number;
   hasMore: boolean;
+}
+
+export interface AssetPage extends Page<Asset> {
+  /** true when `total` is a lower bound (the count stopped at COUNT_LIMIT). */
+  totalIsLowerBound: boolean;
+  /** Present whenever more rows follow, and the sort mints cursors. */
+  nextCursor?: string;
+}
+
+export interface TagAddResult {
+  added: string[];
+  alreadyPresent: string[];
+  totalTags: string[];
+}
+
+export interface TagRemoveResult {
+  removed: string[];
+  notPresent: string[];
+  totalTags: string[];
 }
 
 export interface TagCount {
@@ -85,9 +122,25 @@ export interface TagListQuery {
 }
 
 export const assetHashOf = (a: { blake3: string }): string => `blake3:${a.blake3}`;
-/** Path of the asset's thumbnail, once its content has one. */
-export const thumbnailPathOf = (a: { id: string; hasThumbnail: boolean }): string | undefined =>
-  a.hasThumbnail ? `/api/assets/${a.id}/thumbnail` : undefined;
+/** The absolute URL of the asset's thumbnail on `baseUrl`, once its content has one. */
+export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl: string): string | undefined =>
+  a.hasThumbnail ? `${baseUrl}/api/assets/${a.id}/thumbnail` : undefined;
 
-export const previewUrlOf = (a: { previewId: string | null }): string | null =>
-  a.previewId ? `/api/assets/${a.previewId}/content` : null;
+/** The absolute preview URL on `baseUrl` (PUBLIC_URL or the request's origin), or undefined without a preview. */
+export const previewUrlOf = (a: { previewId: string | null }, baseUrl: string): string | undefined =>
+  a.previewId ? `${baseUrl}/api/assets/${a.previewId}/content` : undefined;
+
+/**
+ * The path a loader node takes for a `models` asset: its name, when that is a safe relative path (no `..` or `.`
+ * segment, no leading `/`, no `\`, no control character, no empty segment); undefined otherwise. Everything that
+ * turns asset names into paths (CLI pull, export archives) must use this.
+ */
+export function safeRelativePath(name: string): string | undefined {
+  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
+  const segments = name.split('/');
+  if (segments.some((s) => s === '' || s === '.' || s === '..')) return undefined;
+  return name;
+}
+
+export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>
+  a.tags.includes('models') ? safeRelativePath(a.name) : undefined;

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { Prisma } from '../../generated/prisma/client';
 import type { Db, Tx } from '../../infra/prisma';
 import { contentLockKey } from '../../infra/prisma';
 
@@ -8,15 +9,18 @@ export interface ContentRecord {
   size: number;
   mimeType: string;
   firstName: string;
+  /** Derived at ingest (contract 3 `metadata`); null for content stored before that existed, until backfilled. */
+  metadata: Record<string, unknown> | null;
 }
 
-type Row = { blake3: string; sha256: string; size: bigint; mimeType: string; firstName: string };
+type Row = { blake3: string; sha256: string; size: bigint; mimeType: string; firstName: string; metadata?: unknown };
 const toRecord = (r: Row): ContentRecord => ({
   blake3: r.blake3.trim(),
   sha256: r.sha256.trim(),
   size: Number(r.size),
   mimeType: r.mimeType,
   firstName: r.firstName,
+  metadata: (r.metadata ?? null) as Record<string, unknown> | null,
 });
 
 /** Content rows: one per distinct stored byte sequence, shared by every owner. */
@@ -62,7 +66,14 @@ export class ContentRepository {
 
   async insert(rec: ContentRecord, tx: Tx): Promise<void> {
     await tx.content.create({
-      data: { blake3: rec.blake3, sha256: rec.sha256, size: BigInt(rec.size), mimeType: rec.mimeType, firstName: rec.firstName },
+      data: {
+        blake3: rec.blake3,
+        sha256: rec.sha256,
+        size: BigInt(rec.size),
+        mimeType: rec.mimeType,
+        firstName: rec.firstName,
+        metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+      },
     });
   }
 
@@ -74,6 +85,23 @@ export class ContentRepository {
     const n = await tx.$executeRaw`UPDATE content SET orphaned_at = now()
       WHERE blake3 = ${blake3} AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = ${blake3})`;
     return n > 0;
+  }
+
+  async findWithoutMetadata(limit: number): Promise<ContentRecord[]> {
+    const rows = await this.db.content.findMany({ where: { metadata: { equals: Prisma.AnyNull } }, take: limit });
+    return rows.map(toRecord);
+  }
+
+  /** Stores derived metadata on the content and merges it under each of its assets' own fields, in one transaction. */
+  async saveMetadata(blake3: string, metadata: Record<string, unknown>): Promise<void> {
+    const text = JSON.stringify(metadata);
+    await this.db.$transaction([
+      this.db.$executeRaw`UPDATE content SET metadata = ${text}::jsonb WHERE blake3 = ${blake3}`,
+      // Assets made before metadata existed get their own fields from what they hold: name and source_url.
+      this.db.$executeRaw`UPDATE asset SET metadata = ${text}::jsonb || coalesce(metadata, jsonb_strip_nulls(jsonb_build_object(
+          'filename', name, 'content_length', size, 'source_url', user_metadata -> 'source_url')))
+        WHERE content_hash = ${blake3}`,
+    ]);
   }
 
   /** Content whose grace period ended; candidates for GC. */

@@ -6,6 +6,7 @@ import { contentLockKey, type Tx } from '../../infra/prisma';
 import { DomainError } from '../errors';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
+import { deriveFromHead, METADATA_HEAD_BYTES, type DerivedMetadata } from './derived-metadata';
 import { detectMime } from './mime';
 
 /** Bytes written to a temporary blob and hashed, not yet committed under their hash. */
@@ -14,6 +15,8 @@ export interface IngestedContent {
   digest: ContentDigest;
   /** MIME type from the first bytes, if recognisable. */
   sniffedMime: string | undefined;
+  /** Contract 3 `metadata` fields read from the first bytes while they streamed in (format, image size, ...). */
+  derived: DerivedMetadata;
 }
 
 /**
@@ -44,16 +47,21 @@ export class ContentService {
    * copying them (the caller promises not to use a chunk after handing it over).
    */
   async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean } = {}): Promise<IngestedContent> {
-    let head: Buffer | undefined;
-    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead: (h: Buffer) => (head = h) };
-    const sniff = () => (head && head.length > 0 ? detectMime(head, undefined) : undefined);
+    // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
+    let sniffedMime: string | undefined;
+    let derived: DerivedMetadata = {};
+    const onHead = (h: Buffer) => {
+      sniffedMime = h.length > 0 ? detectMime(h, undefined) : undefined;
+      derived = deriveFromHead(h, sniffedMime, undefined);
+    };
+    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead, headBytes: METADATA_HEAD_BYTES };
     if (this.blobs.writeTempHashed) {
       const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
-      return { temp, digest, sniffedMime: sniff() };
+      return { temp, digest, sniffedMime, derived };
     }
     const hasher = new DualHasher();
     const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
-    return { temp, digest: hasher.digest(), sniffedMime: sniff() };
+    return { temp, digest: hasher.digest(), sniffedMime, derived };
   }
 
   /** Hashes `source` without keeping it (upload fast path: the content is already stored). */
@@ -117,6 +125,7 @@ export class ContentService {
       size: ingested.digest.size,
       mimeType: meta.mimeType,
       firstName: meta.name,
+      metadata: withFormat(ingested.derived, meta.name),
     };
     await this.repo.insert(rec, tx);
     await this.opts.onNewContent?.(tx, rec);
@@ -237,7 +246,41 @@ export class ContentService {
     }
   }
 
+  /** Content whose metadata was never derived (stored before it existed): the backfill's work list. */
+  findWithoutMetadata(limit: number): Promise<ContentRecord[]> {
+    return this.repo.findWithoutMetadata(limit);
+  }
+
+  /**
+   * Backfill: derives the metadata of stored content from its first bytes (read once, bounded), stores it on the
+   * content and merges it under the metadata of its assets.
+   */
+  async backfillMetadata(rec: ContentRecord): Promise<void> {
+    let head = Buffer.alloc(0);
+    if (rec.size > 0) {
+      const chunks: Buffer[] = [];
+      let n = 0;
+      const stream = await this.blobs.read(rec.blake3, { start: 0, end: Math.min(rec.size, METADATA_HEAD_BYTES) - 1 });
+      for await (const c of stream as AsyncIterable<Buffer>) {
+        chunks.push(c);
+        n += c.length;
+        if (n >= METADATA_HEAD_BYTES) break;
+      }
+      stream.destroy();
+      head = Buffer.concat(chunks).subarray(0, METADATA_HEAD_BYTES);
+    }
+    const derived = withFormat(deriveFromHead(head, head.length > 0 ? detectMime(head, undefined) : undefined, rec.firstName), rec.firstName);
+    await this.repo.saveMetadata(rec.blake3, derived);
+  }
+
   get gcGraceSeconds(): number {
     return this.opts.gcGraceSeconds;
   }
+}
+
+/** `format` from the file name's extension when the bytes did not tell it. */
+function withFormat(derived: DerivedMetadata, name: string): DerivedMetadata {
+  if (derived.format) return derived;
+  const ext = /\.([a-z0-9]{1,12})$/i.exec(name)?.[1]?.toLowerCase();
+  return ext ? { ...derived, format: ext } : derived;
 }

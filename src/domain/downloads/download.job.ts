@@ -201,6 +201,8 @@ export class DownloadJob {
             principal,
             {
               name: t.fileName ?? undefined,
+              fileName: t.fileName ?? undefined,
+              sourceUrl: t.sourceUrl,
               tags: payload.tags,
               userMetadata: { ...payload.userMetadata, source_url: t.sourceUrl },
               previewId: payload.previewId,

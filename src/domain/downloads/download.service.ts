@@ -11,10 +11,11 @@ import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
 import { DomainError, isDomainError } from '../errors';
 import type { TaskRepository } from '../tasks/task.repository';
-import type { DownloadRequest, DownloadService, DownloadStart, Task } from '../tasks/task.types';
+import type { DownloadRequest, DownloadService, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
 import type { DownloadRepository } from './download.repository';
 import type { Providers } from './providers';
 import { lastSegment, SourceError, type SourceMetadata } from './providers/provider';
+import { describeRemote } from './remote-metadata';
 import { SourceTransfer, withRetries } from './source-transfer';
 
 export const DOWNLOAD_JOB = 'download.transfer';
@@ -53,6 +54,13 @@ export function digestMismatch(digest: ContentDigest, expected: { sha256?: strin
 export class DownloadManager implements DownloadService {
   constructor(private readonly d: DownloadDeps) {}
 
+  /** The import wizard's first step (contract 3.6): the same URL rules and provider look-ups, no byte of the file. */
+  async remoteMetadata(_principal: Principal, rawUrl: string): Promise<RemoteMetadata> {
+    if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
+    const { provider, url } = this.d.providers.resolve(rawUrl);
+    return describeRemote({ fetcher: this.d.fetcher, maxUploadBytes: this.d.content.maxUploadBytes }, provider, url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
+  }
+
   async start(principal: Principal, req: DownloadRequest): Promise<DownloadStart> {
     if (typeof req.sourceUrl !== 'string' || req.sourceUrl.trim() === '') {
       throw new DomainError('INVALID_BODY', 'source_url is required', { field: 'source_url' });
@@ -71,7 +79,7 @@ export class DownloadManager implements DownloadService {
     }
 
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
-    const assetFields: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl } };
+    const assetFields: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };
     const known = await this.knownContent(sourceUrl, meta);
     if (known) {
       const asset = await this.fromStored(principal, { ...assetFields, name: known.fileName }, known.blake3);
@@ -143,7 +151,7 @@ export class DownloadManager implements DownloadService {
     const { provider, url } = this.d.providers.resolve(body.url);
     const sourceUrl = url.href;
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
-    const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl } };
+    const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };
     const known = await this.knownContent(sourceUrl, meta);
     if (known) {
       const stored = await this.d.assets
@@ -173,7 +181,7 @@ export class DownloadManager implements DownloadService {
       throw new DomainError('HASH_MISMATCH', `the download does not match the provider's hash: ${mismatch}`);
     }
     const fileName = transfer.fileName ?? meta.fileName ?? lastSegment(url) ?? 'download';
-    const result = await this.d.assets.createFromIngested(principal, withSource, ingested, { fileName });
+    const result = await this.d.assets.createFromIngested(principal, { ...withSource, fileName }, ingested, { fileName });
     await this.d.repo
       .saveSource(sourceUrl, result.asset.blake3, fileName)
       .catch((err: unknown) => this.d.logger.warn('could not remember the source of a download', { err }));

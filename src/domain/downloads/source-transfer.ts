@@ -1,11 +1,13 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
+import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
 import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
 import { ingestWorkers, type IngestJob } from '../../infra/blob-store/ingest-worker';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
 import { fileNameFromDisposition, SourceError, statusError } from './providers/provider';
 
-const HEAD_BYTES = 4100;
+/** The first bytes are kept for MIME sniffing and contract 3 `metadata` (a safetensors header comes first). */
+const HEAD_BYTES = METADATA_HEAD_BYTES;
 
 /** What the first good answer of an attempt tells; saved before any of its bytes are written. */
 export interface ResponseInfo {
@@ -194,7 +196,10 @@ export class SourceTransfer {
 
   private async finish(temp: TempBlob): Promise<IngestedContent> {
     const digest = await this.hasher.finish();
-    return { temp, digest, sniffedMime: this.head.length > 0 ? detectMime(this.head, undefined) : undefined };
+    const sniffedMime = this.head.length > 0 ? detectMime(this.head, undefined) : undefined;
+    const derived = deriveFromHead(this.head, sniffedMime, undefined);
+    this.head = Buffer.alloc(0);
+    return { temp, digest, sniffedMime, derived };
   }
 }
 

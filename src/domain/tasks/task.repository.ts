@@ -165,12 +165,18 @@ export class TaskRepository {
   }
 
   /** Fails active tasks (one, or every one of a transfer), keeping the progress they reached. */
-  async fail(where: { id: string } | { transferId: string }, message: string, progress: { bytes: number; total: number | null }, tx: Tx | Db = this.db): Promise<void> {
+  async fail(
+    where: { id: string } | { transferId: string },
+    message: string,
+    progress: { bytes: number; total: number | null },
+    tx: Tx | Db = this.db,
+    status: 'failed' | 'cancelled' = 'failed',
+  ): Promise<void> {
     const now = new Date();
     await tx.task.updateMany({
       where: { ...where, status: { in: ACTIVE_STATUSES } },
       data: {
-        status: 'failed',
+        status,
         errorMessage: message,
         bytesDownloaded: BigInt(progress.bytes),
         bytesTotal: progress.total === null ? null : BigInt(progress.total),

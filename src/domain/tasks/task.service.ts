@@ -33,14 +33,15 @@ export class TaskServiceImpl implements TaskService {
 
   async cancel(principal: Principal, id: string): Promise<Task> {
     const before = await this.get(principal, id);
-    if (!isActive(before.status)) return before;
+    if (!isActive(before.status)) throw notCancellable(before.id, before.status);
     const cancelledTransfer = await this.db.$transaction(async (tx) => {
       await this.transfers.lockUrl(before.payload.sourceUrl, tx);
       const row = await this.tasks.lockForUpdate(principal.ownerId, id, tx);
-      if (!row || !isActive(row.status)) return undefined;
+      if (!row) return undefined;
+      if (!isActive(row.status)) throw notCancellable(id, row.status);
       const transfer = row.transferId ? await this.transfers.get(row.transferId) : undefined;
       const progress = { bytes: transfer?.bytesDownloaded ?? 0, total: transfer?.bytesTotal ?? null };
-      await this.tasks.fail({ id }, CANCELLED_MESSAGE, progress, tx);
+      await this.tasks.fail({ id }, CANCELLED_MESSAGE, progress, tx, 'cancelled');
       if (!row.transferId || (await this.tasks.countActiveOfTransfer(row.transferId, tx)) > 0) return undefined;
       return (await this.transfers.finish(row.transferId, 'cancelled', CANCELLED_MESSAGE, tx)) ? row.transferId : undefined;
     });
@@ -49,4 +50,6 @@ export class TaskServiceImpl implements TaskService {
   }
 }
 
+const notCancellable = (id: string, status: string) =>
+  new DomainError('TASK_NOT_CANCELLABLE', `task ${id} has already finished (${status}); only created or running tasks can be cancelled`);
 const notFound = (id: string) => new DomainError('TASK_NOT_FOUND', `task ${id} not found`);

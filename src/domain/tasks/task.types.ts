@@ -4,7 +4,7 @@
  */
 import type { Asset, CreateResult, Page, Principal } from '../assets/asset.types';
 
-export const TASK_STATUSES = ['created', 'running', 'completed', 'failed'] as const;
+export const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 export interface TaskProgress {
@@ -70,11 +70,33 @@ export interface DownloadStart {
 export interface TaskService {
   get(principal: Principal, id: string): Promise<Task>;
   list(principal: Principal, query: TaskListQuery): Promise<Page<Task>>;
-  /** Cancels a created/running task; a finished task is returned unchanged. */
+  /** Cancels a created/running task (status `cancelled`); a finished one is TASK_NOT_CANCELLABLE. */
   cancel(principal: Principal, id: string): Promise<Task>;
 }
 
+/** GET /api/assets/remote-metadata (contract 3.6): what a download of a URL would bring, learnt without downloading it. */
+export interface RemoteMetadata {
+  /** -1 when unknown. */
+  contentLength: number;
+  finalUrl: string;
+  contentType?: string;
+  filename?: string;
+  name?: string;
+  /** `["models", <ComfyUI model folder>]` when the provider's model type names one. */
+  tags?: string[];
+  /** A `data:` URL of at most 512 KiB. */
+  previewImage?: string;
+  validation: { isValid: boolean; errors: RemoteIssue[]; warnings: RemoteIssue[] };
+}
+
+export interface RemoteIssue {
+  code: string;
+  message: string;
+  field: string;
+}
+
 export interface DownloadService {
+  remoteMetadata(principal: Principal, url: string): Promise<RemoteMetadata>;
   start(principal: Principal, req: DownloadRequest): Promise<DownloadStart>;
   /** POST /api/assets with a JSON `{url, ...}` body: fetched synchronously under the download rules. */
   uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult>;

@@ -9,7 +9,7 @@ import { hashArg, idArg, validatorShape } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
 import { CreateAssetFromHashInput, SetAssetImmutableArgs, UpdateAssetArgs, UploadAssetArgs } from './inputs/asset.inputs';
-import { AssetType, CreateAssetPayload } from './types/asset.type';
+import { AssetType, CreateAssetPayload, TagAddResultType, TagRemoveResultType } from './types/asset.type';
 
 @Resolver()
 @UseMiddleware(ErrorInterceptor)
@@ -54,6 +54,24 @@ export class AssetMutationResolver {
   async updateAsset(@Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
     const assetId = idArg(id);
     return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(validatorShape(input))));
+  }
+
+  @Mutation(() => TagAddResultType, { description: 'POST /api/assets/{id}/tags: adds tags; concurrent edits never lose one.' })
+  async addAssetTags(
+    @Arg('id', () => ID) id: string,
+    @Arg('tags', () => [String]) tags: string[],
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<TagAddResultType> {
+    return Object.assign(new TagAddResultType(), await this.assets.addTags(ctx.principal, idArg(id), tags));
+  }
+
+  @Mutation(() => TagRemoveResultType, { description: 'DELETE /api/assets/{id}/tags: removes tags.' })
+  async removeAssetTags(
+    @Arg('id', () => ID) id: string,
+    @Arg('tags', () => [String]) tags: string[],
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<TagRemoveResultType> {
+    return Object.assign(new TagRemoveResultType(), await this.assets.removeTags(ctx.principal, idArg(id), tags));
   }
 
   @Mutation(() => Boolean, { description: 'DELETE /api/assets/{id}; true when deleted.' })

@@ -1,11 +1,14 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
+import { previewUrlOf, thumbnailUrlOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
 import { normalizeTags } from '../../domain/assets/validation';
+import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { hashArg, idArg } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
-import { AssetsArgs } from './inputs/asset.inputs';
+import { AssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
+import { TagCountType } from './types/tag.type';
 import { AssetPage, AssetType } from './types/asset.type';
 
 @Resolver(() => AssetType)
@@ -20,22 +23,35 @@ export class AssetResolver {
 
   @Query(() => AssetPage, { description: 'Your assets, filtered and paginated (GET /api/assets).' })
   async assets(@Args(() => AssetsArgs) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
-    const f = args.filter ?? {};
-    const metadataFilter = f.metadataFilter ?? undefined;
-    if (metadataFilter !== undefined && (typeof metadataFilter !== 'object' || Array.isArray(metadataFilter))) {
-      throw new DomainError('INVALID_BODY', 'metadataFilter must be a JSON object', { field: 'metadataFilter' });
-    }
     const page = await this.service.list(ctx.principal, {
-      includeTags: normalizeTags(f.includeTags ?? [], 'includeTags'),
-      excludeTags: normalizeTags(f.excludeTags ?? [], 'excludeTags'),
-      nameContains: f.nameContains || undefined,
-      metadataFilter: metadataFilter as Record<string, unknown> | undefined,
+      ...filterOf(args.filter),
       limit: args.limit,
       offset: args.offset,
       sort: args.sort,
       order: args.order,
+      after: args.after || undefined,
     });
     return AssetPage.from(page);
+  }
+
+  @Query(() => [TagCountType], {
+    description: 'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
+  })
+  async tagCounts(@Args(() => TagCountsArgs) args: TagCountsArgs, @Ctx() ctx: GraphQLContext): Promise<TagCountType[]> {
+    return this.service.tagFacets(ctx.principal, filterOf(args.filter), args.limit);
+  }
+
+  @FieldResolver(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
+  previewUrl(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): string | null {
+    return previewUrlOf(asset, ctx.baseUrl) ?? null;
+  }
+
+  @FieldResolver(() => String, {
+    nullable: true,
+    description: 'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it exists.',
+  })
+  thumbnailUrl(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): string | null {
+    return thumbnailUrlOf(asset, ctx.baseUrl) ?? null;
   }
 
   @Query(() => Boolean, { description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.' })
@@ -50,4 +66,21 @@ export class AssetResolver {
     const found = await ctx.assetLoader.load(asset.previewId);
     return found ? AssetType.from(found) : null;
   }
+}
+
+function filterOf(f: AssetFilter = {}): DomainFilter {
+  const metadataFilter = f.metadataFilter ?? undefined;
+  if (metadataFilter !== undefined && (typeof metadataFilter !== 'object' || Array.isArray(metadataFilter))) {
+    throw new DomainError('INVALID_BODY', 'metadataFilter must be a JSON object', { field: 'metadataFilter' });
+  }
+  const hash = f.hash ? parseHash(f.hash) : undefined;
+  if (f.hash && !hash) throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+  return {
+    includeTags: normalizeTags(f.includeTags ?? [], 'includeTags'),
+    excludeTags: normalizeTags(f.excludeTags ?? [], 'excludeTags'),
+    anyTags: normalizeTags(f.anyTags ?? [], 'anyTags'),
+    nameContains: f.nameContains || undefined,
+    metadataFilter: metadataFilter as Record<string, unknown> | undefined,
+    hash,
+  };
 }

@@ -8,11 +8,14 @@ import { isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import { STATUS_OF } from '../rest/errors';
 import { presentedKey } from '../rest/middleware';
+import { baseUrlOfRes } from '../base-url';
 
 export interface GraphQLContext {
   principal: Principal;
   requestId: string;
   logger: Logger;
+  /** PUBLIC_URL or the request's origin: the base of absolute URLs (previewUrl). */
+  baseUrl: string;
   /** This owner's assets by id, batched per request (previews of a list cost one query, not one per item). */
   assetLoader: DataLoader<string, Asset | null>;
   /** Asks for the connection to be closed after the answer (a rejected upload may still be streaming in). */
@@ -37,6 +40,7 @@ export function createContext(deps: { apiKeys: ApiKeyService; assets: AssetServi
       principal,
       requestId,
       logger: deps.logger.child({ request_id: requestId }),
+      baseUrl: baseUrlOfRes(res),
       assetLoader: new DataLoader<string, Asset | null>(
         async (ids) => {
           const found = new Map((await deps.assets.getMany(principal, ids)).map((a) => [a.id, a]));

@@ -6,6 +6,7 @@ import { ErrorInterceptor } from './errors';
 import { StartDownloadInput, TasksArgs } from './inputs/task.inputs';
 import { SortOrderEnum } from './types/enums';
 import { StartDownloadPayload, TaskPage, TaskType } from './types/task.type';
+import { RemoteMetadataType } from './types/asset.type';
 
 @Resolver(() => TaskType)
 @UseMiddleware(ErrorInterceptor)
@@ -14,6 +15,13 @@ export class TaskResolver {
     private readonly taskService: TaskService,
     private readonly downloads: DownloadService,
   ) {}
+
+  @Query(() => RemoteMetadataType, {
+    description: 'What a download of url would bring, without downloading it (GET /api/assets/remote-metadata).',
+  })
+  async remoteMetadata(@Arg('url') url: string, @Ctx() ctx: GraphQLContext): Promise<RemoteMetadataType> {
+    return Object.assign(new RemoteMetadataType(), await this.downloads.remoteMetadata(ctx.principal, url));
+  }
 
   @Query(() => TaskType, { description: 'One of your tasks (TASK_NOT_FOUND otherwise).' })
   async task(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {

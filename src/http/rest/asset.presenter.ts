@@ -1,36 +1,47 @@
-import { assetHashOf, previewUrlOf, thumbnailPathOf, type Asset } from '../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage } from '../../domain/assets/asset.types';
 
-/** Asset JSON exactly as spec 2.1; `created_new` only in create responses. */
-export function assetJson(a: Asset, createdNew?: boolean): Record<string, unknown> {
-  return {
+/**
+ * Asset JSON of contract 3: spec 2.1 plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
+ * only in create responses. Optional fields without a value are left out, never `null` (contract 2); only
+ * `preview_id`, `prompt_id` and `job_id` may be null. `baseUrl` makes `preview_url` and `thumbnail_url` absolute.
+ */
+export function assetJson(a: Asset, baseUrl: string, createdNew?: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {
     id: a.id,
     name: a.name,
+    display_name: a.name,
     size: a.size,
     asset_hash: assetHashOf(a),
+    hash: assetHashOf(a),
     mime_type: a.mimeType,
     tags: a.tags,
     user_metadata: a.userMetadata,
-    preview_url: previewUrlOf(a),
     preview_id: a.previewId,
     prompt_id: a.promptId,
+    job_id: a.promptId,
     created_at: a.createdAt.toISOString(),
     updated_at: a.updatedAt.toISOString(),
     last_access_time: a.lastAccessTime.toISOString(),
     is_immutable: a.isImmutable,
-    ...(a.hasThumbnail ? { thumbnail_url: thumbnailPathOf(a) } : {}),
-    ...(createdNew === undefined ? {} : { created_new: createdNew }),
   };
+  const previewUrl = previewUrlOf(a, baseUrl);
+  if (previewUrl !== undefined) out.preview_url = previewUrl;
+  const thumbnailUrl = thumbnailUrlOf(a, baseUrl);
+  if (thumbnailUrl !== undefined) out.thumbnail_url = thumbnailUrl;
+  const loaderPath = loaderPathOf(a);
+  if (loaderPath !== undefined) out.loader_path = loaderPath;
+  if (a.metadata) out.metadata = a.metadata;
+  if (createdNew !== undefined) out.created_new = createdNew;
+  return out;
 }
 
-/** The update result of spec 2.2. */
-export function updateResultJson(a: Asset): Record<string, unknown> {
+/** GET /api/assets. */
+export function assetPageJson(page: AssetPage, baseUrl: string): Record<string, unknown> {
   return {
-    id: a.id,
-    updated_at: a.updatedAt.toISOString(),
-    name: a.name,
-    asset_hash: assetHashOf(a),
-    tags: a.tags,
-    mime_type: a.mimeType,
-    user_metadata: a.userMetadata,
+    assets: page.items.map((a) => assetJson(a, baseUrl)),
+    total: page.total,
+    has_more: page.hasMore,
+    ...(page.nextCursor !== undefined ? { next_cursor: page.nextCursor } : {}),
+    ...(page.totalIsLowerBound ? { total_is_lower_bound: true } : {}),
   };
 }

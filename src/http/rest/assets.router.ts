@@ -1,18 +1,28 @@
 import { Router, type Request } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
-import { ASSET_SORTS, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
+import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
 import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
+import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
-import { assetJson, updateResultJson } from './asset.presenter';
+import type { RemoteMetadata } from '../../domain/tasks/task.types';
+import { baseUrlOfRes } from '../base-url';
+import { assetJson, assetPageJson } from './asset.presenter';
 import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
 import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
 import { intParam, listParam, oneOf, stringParam } from './query';
 
 /** The JSON method of POST /api/assets (the service fetches `url` itself); provided by the downloads module. */
 export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
+/** GET /api/assets/remote-metadata; provided by the downloads module. */
+export type RemoteMetadataLookup = (principal: Principal, url: string) => Promise<RemoteMetadata>;
 
-export function assetsRouter(deps: { assets: AssetService; content: ContentService; urlUploader?: UrlUploader }): Router {
+export function assetsRouter(deps: {
+  assets: AssetService;
+  content: ContentService;
+  urlUploader?: UrlUploader;
+  remoteMetadata?: RemoteMetadataLookup;
+}): Router {
   const { assets, content } = deps;
   const r = Router();
 
@@ -41,7 +51,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       } else {
         throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send multipart/form-data with a file, or application/json with a url');
       }
-      res.status(result.created ? 201 : 200).json(assetJson(result.asset, result.created));
+      res.status(result.created ? 201 : 200).json(assetJson(result.asset, baseUrlOfRes(res), result.created));
     }),
   );
 
@@ -49,7 +59,27 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     '/assets',
     handle(async (req, res) => {
       const page = await assets.list(principalOf(res), parseListQuery(req));
-      res.json({ assets: page.items.map((a) => assetJson(a)), total: page.total, has_more: page.hasMore });
+      res.json(assetPageJson(page, baseUrlOfRes(res)));
+    }),
+  );
+
+  // Literal paths under /assets/ come before /assets/:id, which would take them for ids.
+  r.get(
+    '/assets/tags/refine',
+    handle(async (req, res) => {
+      const q = req.query as Record<string, unknown>;
+      const counts = await assets.tagFacets(principalOf(res), parseFilter(q), intParam(q, 'limit', 100, 1, 1000));
+      res.json({ tag_counts: Object.fromEntries(counts.map((c) => [c.name, c.count])) });
+    }),
+  );
+
+  r.get(
+    '/assets/remote-metadata',
+    handle(async (req, res) => {
+      const url = stringParam(req.query as Record<string, unknown>, 'url');
+      if (url === undefined) throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
+      if (!deps.remoteMetadata) throw new DomainError('NOT_IMPLEMENTED', 'remote metadata is not available in this build');
+      res.json(remoteMetadataJson(await deps.remoteMetadata(principalOf(res), url)));
     }),
   );
 
@@ -62,7 +92,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       if (!hash) throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
       const fields = validateFromHashFields(body);
       const result = await assets.createFromStored(principalOf(res), fields, hash);
-      res.status(result.created ? 201 : 200).json(assetJson(result.asset, result.created));
+      res.status(result.created ? 201 : 200).json(assetJson(result.asset, baseUrlOfRes(res), result.created));
     }),
   );
 
@@ -86,7 +116,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
   r.get(
     '/assets/:id',
     handle(async (req, res) => {
-      res.json(assetJson(await assets.get(principalOf(res), pathId(req))));
+      res.json(assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
     }),
   );
 
@@ -96,7 +126,28 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     handle(async (req, res) => {
       const id = pathId(req);
       const fields = validateUpdateFields(req.body as Record<string, unknown>);
-      res.json(updateResultJson(await assets.update(principalOf(res), id, fields)));
+      // The whole asset (a superset of spec 2.2's update result): the ComfyUI frontend parses it as one.
+      res.json(assetJson(await assets.update(principalOf(res), id, fields), baseUrlOfRes(res)));
+    }),
+  );
+
+  r.post(
+    '/assets/:id/tags',
+    ...jsonBody(),
+    handle(async (req, res) => {
+      const id = pathId(req);
+      const r = await assets.addTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
+      res.json({ added: r.added, already_present: r.alreadyPresent, total_tags: r.totalTags });
+    }),
+  );
+
+  r.delete(
+    '/assets/:id/tags',
+    ...jsonBody(),
+    handle(async (req, res) => {
+      const id = pathId(req);
+      const r = await assets.removeTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
+      res.json({ removed: r.removed, not_present: r.notPresent, total_tags: r.totalTags });
     }),
   );
 
@@ -171,28 +222,59 @@ async function createFromUpload(
 
 const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
 
-function parseListQuery(req: Request): AssetListQuery {
-  const q = req.query as Record<string, unknown>;
+/** The filters GET /api/assets and GET /api/assets/tags/refine share (contract 3.6), Comfy Cloud's names included. */
+function parseFilter(q: Record<string, unknown>): AssetFilter {
   const metadataText = stringParam(q, 'metadata_filter');
   let metadataFilter: Record<string, unknown> | undefined;
   if (metadataText !== undefined) {
     try {
       metadataFilter = JSON.parse(metadataText) as Record<string, unknown>;
     } catch {
-      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object');
+      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object', { parameter: 'metadata_filter' });
     }
     if (metadataFilter === null || typeof metadataFilter !== 'object' || Array.isArray(metadataFilter)) {
-      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object');
+      throw new DomainError('INVALID_QUERY', 'metadata_filter must be a JSON object', { parameter: 'metadata_filter' });
     }
   }
+  const tags = (...names: string[]) => [...new Set(names.flatMap((n) => listParam(q, n)).map((t) => t.toLowerCase()))];
+  const hashText = stringParam(q, 'hash');
+  const hash = hashText === undefined ? undefined : parseHash(hashText);
+  if (hashText !== undefined && !hash) {
+    throw new DomainError('INVALID_QUERY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { parameter: 'hash' });
+  }
+  // There are no public assets here: include_public is accepted (and checked) but changes nothing.
+  oneOf(q, 'include_public', ['true', 'false', '1', '0'] as const, 'false');
   return {
-    includeTags: listParam(q, 'include_tags').map((t) => t.toLowerCase()),
-    excludeTags: listParam(q, 'exclude_tags').map((t) => t.toLowerCase()),
+    includeTags: tags('include_tags', 'tags_all'),
+    excludeTags: tags('exclude_tags', 'tags_none'),
+    anyTags: tags('tags_any'),
     nameContains: stringParam(q, 'name_contains'),
     metadataFilter,
+    hash,
+  };
+}
+
+function parseListQuery(req: Request): AssetListQuery {
+  const q = req.query as Record<string, unknown>;
+  return {
+    ...parseFilter(q),
     limit: intParam(q, 'limit', 20, 1, 500),
     offset: intParam(q, 'offset', 0, 0, 1_000_000_000),
     sort: oneOf(q, 'sort', ASSET_SORTS, 'created_at'),
     order: oneOf(q, 'order', ['asc', 'desc'] as const, 'desc'),
+    after: stringParam(q, 'after'),
+  };
+}
+
+function remoteMetadataJson(m: RemoteMetadata): Record<string, unknown> {
+  return {
+    content_length: m.contentLength,
+    final_url: m.finalUrl,
+    ...(m.contentType !== undefined ? { content_type: m.contentType } : {}),
+    ...(m.filename !== undefined ? { filename: m.filename } : {}),
+    ...(m.name !== undefined ? { name: m.name } : {}),
+    ...(m.tags !== undefined ? { tags: m.tags } : {}),
+    ...(m.previewImage !== undefined ? { preview_image: m.previewImage } : {}),
+    validation: { is_valid: m.validation.isValid, errors: m.validation.errors, warnings: m.validation.warnings },
   };
 }

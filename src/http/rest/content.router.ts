@@ -1,8 +1,9 @@
 import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
-import type { AssetService } from '../../domain/assets/asset.service';
+import { contentDispositionOf, type AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
 import { isActiveContent } from '../../domain/content/mime';
+import { stringParam } from './query';
 import { noteShortLivedBytes } from '../../infra/young-gc';
 import { handle, pathId, principalOf } from './middleware';
 
@@ -12,6 +13,8 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
   const serve = handle(async (req, res) => {
     const principal = principalOf(res);
     const { asset, open } = await deps.assets.openContent(principal, pathId(req));
+    // Anything but `inline` (absent, unknown) is an attachment.
+    const requested = stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? 'inline' : 'attachment';
     const etag = `"${assetHashOf(asset)}"`;
     res.set('ETag', etag);
     res.set('Accept-Ranges', 'bytes');
@@ -21,13 +24,13 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       return;
     }
     if (deps.presignedDownloads && req.method === 'GET') {
-      const url = await deps.assets.presignedContentUrl(asset, asset.name);
+      const url = await deps.assets.presignedContentUrl(asset, asset.name, requested);
       if (url) {
         res.redirect(302, url);
         return;
       }
     }
-    setContentHeaders(res, asset);
+    setContentHeaders(res, asset, requested);
     let range = parseRange(req.get('range'), asset.size);
     const ifRange = req.get('if-range');
     if (range && ifRange && ifRange !== etag) range = undefined;
@@ -64,12 +67,12 @@ async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer>
   }
 }
 
-function setContentHeaders(res: Response, asset: Asset): void {
+function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'attachment'): void {
   const active = isActiveContent(asset.mimeType);
   res.set('Content-Type', asset.mimeType);
   res.set('X-Content-Type-Options', 'nosniff');
   if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
-  res.set('Content-Disposition', contentDisposition(active ? 'attachment' : 'inline', asset.name));
+  res.set('Content-Disposition', contentDisposition(contentDispositionOf(asset, requested), asset.name));
 }
 
 /** RFC 6266 with an ASCII fallback and an RFC 5987 UTF-8 name; no quotes or control bytes can break out. */

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { DownloadService } from '../../domain/tasks/task.types';
+import { baseUrlOfRes } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { handle, jsonBody, principalOf } from './middleware';
 
@@ -19,7 +20,7 @@ export function downloadsRouter(deps: { downloads: DownloadService }): Router {
         idempotencyKey: req.get('idempotency-key') ?? null,
       });
       if (started.asset) {
-        res.status(200).json(assetJson(started.asset.asset, started.asset.created));
+        res.status(200).json(assetJson(started.asset.asset, baseUrlOfRes(res), started.asset.created));
         return;
       }
       const task = started.task!;

@@ -6,6 +6,7 @@ import { isUuid } from '../../domain/assets/validation';
 import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { parseHash } from '../../domain/content/hashing';
 import type { Logger } from '../../infra/logger';
+import { baseUrlOf } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { asDomainError, errorResponse } from './errors';
 import { keyFromHeaders, requestIdFrom } from './middleware';
@@ -23,7 +24,10 @@ import { keyFromHeaders, requestIdFrom } from './middleware';
  *
  * Middleware added to `createApp` for /api (CORS, rate limits, access logs) must be added here too.
  */
-export function withFastLane(deps: { assets: AssetService; apiKeys: ApiKeyService; logger: Logger }, app: Express): http.RequestListener {
+export function withFastLane(
+  deps: { assets: AssetService; apiKeys: ApiKeyService; logger: Logger; config: { publicUrl: string | undefined; trustProxy: boolean } },
+  app: Express,
+): http.RequestListener {
   return (req, res) => {
     const route = match(req.method, req.url);
     if (!route) {
@@ -34,7 +38,7 @@ export function withFastLane(deps: { assets: AssetService; apiKeys: ApiKeyServic
     res.setHeader('X-Request-Id', requestId);
     deps.apiKeys
       .authenticate(keyFromHeaders(req.headers['x-api-key'], req.headers.authorization))
-      .then((principal) => route(deps.assets, principal, res))
+      .then((principal) => route(deps.assets, principal, res, baseUrlOf(req, deps.config)))
       .catch((err: unknown) => {
         if (res.headersSent) {
           res.destroy();
@@ -48,7 +52,7 @@ export function withFastLane(deps: { assets: AssetService; apiKeys: ApiKeyServic
   };
 }
 
-type Route = (assets: AssetService, principal: Principal, res: http.ServerResponse) => Promise<void>;
+type Route = (assets: AssetService, principal: Principal, res: http.ServerResponse, baseUrl: string) => Promise<void>;
 
 const BY_ID = '/api/assets/';
 const BY_HASH = '/api/assets/hash/';
@@ -60,7 +64,7 @@ function match(method: string | undefined, url: string | undefined): Route | und
   if (method === 'GET' && path.startsWith(BY_ID)) {
     const id = path.slice(BY_ID.length);
     if (!isUuid(id)) return undefined;
-    return async (assets, principal, res) => sendJson(res, 200, assetJson(await assets.get(principal, id.toLowerCase())));
+    return async (assets, principal, res, baseUrl) => sendJson(res, 200, assetJson(await assets.get(principal, id.toLowerCase()), baseUrl));
   }
   if (method === 'HEAD' && path.startsWith(BY_HASH)) {
     const hash = parseHash(path.slice(BY_HASH.length));

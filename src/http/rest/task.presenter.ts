@@ -1,36 +1,37 @@
 import type { Task } from '../../domain/tasks/task.types';
 
-/** Task JSON exactly as contract 4.2. */
+/** Task JSON as contract 4.2; fields without a value are left out, never `null` (contract 2). */
 export function taskJson(t: Task): Record<string, unknown> {
-  return {
+  const progress: Record<string, unknown> = { bytes_downloaded: t.progress.bytesDownloaded };
+  if (t.progress.bytesTotal !== null) progress.bytes_total = t.progress.bytesTotal;
+  if (t.progress.progress !== null) progress.progress = t.progress.progress;
+  const payload: Record<string, unknown> = {
+    source_url: t.payload.sourceUrl,
+    tags: t.payload.tags,
+    user_metadata: t.payload.userMetadata,
+    // preview_id is one of the fields the spec makes nullable.
+    preview_id: t.payload.previewId,
+  };
+  const out: Record<string, unknown> = {
     id: t.id,
-    idempotency_key: t.idempotencyKey,
+    // Always a string: the client's Idempotency-Key, else one derived from the task (contract 4.2).
+    idempotency_key: t.idempotencyKey ?? `${t.taskName}:${t.id}`,
     task_name: t.taskName,
-    payload: {
-      source_url: t.payload.sourceUrl,
-      tags: t.payload.tags,
-      user_metadata: t.payload.userMetadata,
-      preview_id: t.payload.previewId,
-    },
+    payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),
-    started_at: t.startedAt?.toISOString() ?? null,
-    completed_at: t.completedAt?.toISOString() ?? null,
-    progress: {
-      bytes_downloaded: t.progress.bytesDownloaded,
-      bytes_total: t.progress.bytesTotal,
-      progress: t.progress.progress,
-    },
-    result: t.result
-      ? {
-          success: t.result.success,
-          asset_id: t.result.assetId,
-          asset_hash: t.result.assetHash,
-          filename: t.result.filename,
-          bytes_downloaded: t.result.bytesDownloaded,
-        }
-      : null,
-    error_message: t.errorMessage,
+    progress,
   };
+  if (t.startedAt) out.started_at = t.startedAt.toISOString();
+  if (t.completedAt) out.completed_at = t.completedAt.toISOString();
+  if (t.result) {
+    const r: Record<string, unknown> = { success: t.result.success, bytes_downloaded: t.result.bytesDownloaded };
+    if (t.result.assetId) r.asset_id = t.result.assetId;
+    if (t.result.assetHash) r.asset_hash = t.result.assetHash;
+    if (t.result.filename) r.filename = t.result.filename;
+    out.result = r;
+  }
+  if (t.errorMessage) out.error_message = t.errorMessage;
+  return out;
 }

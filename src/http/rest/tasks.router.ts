@@ -30,7 +30,7 @@ export function tasksRouter(deps: { tasks: TaskService }): Router {
       };
       const page = await deps.tasks.list(principalOf(res), query);
       res.json({
-        tasks: page.items.map(taskJson),
+        tasks: page.items.map((t) => taskJson(t)),
         pagination: { offset: query.offset, limit: query.limit, total: page.total, has_more: page.hasMore },
       });
     }),

@@ -8,6 +8,7 @@ import {
   statusError,
   type DownloadProvider,
   type ProviderDeps,
+  type RemoteDescription,
   type SourceMetadata,
 } from './provider';
 
@@ -20,7 +21,15 @@ interface CivitaiFile {
   type?: string;
   primary?: boolean;
   hashes?: Record<string, string>;
+  sizeKB?: number;
   metadata?: { format?: string; size?: string; fp?: string };
+}
+
+interface VersionDocument {
+  name?: string;
+  files?: CivitaiFile[];
+  model?: { name?: string; type?: string };
+  images?: { url?: string; type?: string }[];
 }
 
 /**
@@ -59,24 +68,65 @@ export class CivitaiProvider implements DownloadProvider {
   }
 
   async probe(url: URL, signal?: AbortSignal): Promise<SourceMetadata> {
+    const doc = await this.versionDocument(url, signal, false);
+    const file = doc && pickFile(Array.isArray(doc.files) ? doc.files : [], url.searchParams);
+    if (!file) return {};
+    const hashes = Object.fromEntries(Object.entries(file.hashes ?? {}).map(([k, v]) => [k.toUpperCase(), String(v).toLowerCase()]));
+    return {
+      fileName: safeFileName(file.name),
+      sha256: hashes.SHA256 && HEX64.test(hashes.SHA256) ? hashes.SHA256 : undefined,
+      blake3: hashes.BLAKE3 && HEX64.test(hashes.BLAKE3) ? hashes.BLAKE3 : undefined,
+    };
+  }
+
+  /**
+   * The model-version document (file name, size, model type, images), then a HEAD on the download URL, not
+   * followed, which tells whether this key may download it (early access) without fetching a byte.
+   */
+  async describe(url: URL, signal?: AbortSignal): Promise<RemoteDescription> {
+    const doc = (await this.versionDocument(url, signal, true))!;
+    const file = pickFile(Array.isArray(doc.files) ? doc.files : [], url.searchParams);
+    let res;
+    try {
+      res = await this.deps.fetcher.open(url, { method: 'HEAD', follow: false, auth: this.auth(), signal });
+    } catch (err) {
+      if (err instanceof FetchError) throw new DomainError('DOWNLOAD_FAILED', `Civitai could not be asked: ${err.message}`);
+      throw err;
+    }
+    dropBody(res.body);
+    if (res.status >= 400) throw statusError(res.status, res.headers, 'Civitai');
+    const image = (doc.images ?? []).find((i) => typeof i?.url === 'string' && (i.type === undefined || i.type === 'image'));
+    const sizeKB = file?.sizeKB;
+    const modelName = [doc.model?.name, doc.name].filter((x): x is string => typeof x === 'string' && x.trim() !== '').join(' ');
+    return {
+      fileName: safeFileName(file?.name),
+      size: typeof sizeKB === 'number' && Number.isFinite(sizeKB) && sizeKB >= 0 ? Math.round(sizeKB * 1024) : undefined,
+      modelTypes: typeof doc.model?.type === 'string' ? [doc.model.type] : [],
+      displayName: modelName || undefined,
+      previewImageUrl: image?.url,
+    };
+  }
+
+  /** GET /api/v1/model-versions/{id}; `strict`: failures are errors instead of "states nothing". */
+  private async versionDocument(url: URL, signal: AbortSignal | undefined, strict: boolean): Promise<VersionDocument | undefined> {
     const versionId = /\/api\/download\/models\/(\d+)/.exec(url.pathname)?.[1];
-    if (!versionId) return {};
+    if (!versionId) return strict ? {} : undefined;
     const api = new URL(`${this.ep.origin}${this.ep.prefix}/api/v1/model-versions/${versionId}`);
     let res;
     try {
       res = await this.deps.fetcher.open(api, { auth: this.auth(), headers: { accept: 'application/json' }, signal });
     } catch (err) {
       // Unreachable or too slow: the download itself finds out, and retries.
-      if (err instanceof FetchError) return {};
+      if (err instanceof FetchError && !strict) return undefined;
+      if (err instanceof FetchError) throw new DomainError('DOWNLOAD_FAILED', `Civitai could not be asked: ${err.message}`);
       throw err;
     }
     if (res.status < 200 || res.status >= 300) {
       dropBody(res.body);
       const err = statusError(res.status, res.headers, 'Civitai');
-      if (err.code === 'SOURCE_NOT_FOUND' || err.code === 'SOURCE_AUTH_REQUIRED') throw err;
-      return {};
+      if (strict || err.code === 'SOURCE_NOT_FOUND' || err.code === 'SOURCE_AUTH_REQUIRED') throw err;
+      return undefined;
     }
-    let body: { files?: CivitaiFile[] };
     try {
       const chunks: Buffer[] = [];
       let n = 0;
@@ -85,18 +135,12 @@ export class CivitaiProvider implements DownloadProvider {
         if (n > 8 << 20) throw new Error('model-version document too large');
         chunks.push(c);
       }
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { files?: CivitaiFile[] };
+      const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as VersionDocument;
+      return doc && typeof doc === 'object' ? doc : strict ? {} : undefined;
     } catch {
-      return {};
+      if (strict) throw new DomainError('DOWNLOAD_FAILED', 'Civitai answered with an unreadable model-version document');
+      return undefined;
     }
-    const file = pickFile(Array.isArray(body.files) ? body.files : [], url.searchParams);
-    if (!file) return {};
-    const hashes = Object.fromEntries(Object.entries(file.hashes ?? {}).map(([k, v]) => [k.toUpperCase(), String(v).toLowerCase()]));
-    return {
-      fileName: safeFileName(file.name),
-      sha256: hashes.SHA256 && HEX64.test(hashes.SHA256) ? hashes.SHA256 : undefined,
-      blake3: hashes.BLAKE3 && HEX64.test(hashes.BLAKE3) ? hashes.BLAKE3 : undefined,
-    };
   }
 }
 

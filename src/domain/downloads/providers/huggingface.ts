@@ -8,6 +8,7 @@ import {
   statusError,
   type DownloadProvider,
   type ProviderDeps,
+  type RemoteDescription,
   type SourceMetadata,
 } from './provider';
 
@@ -45,8 +46,20 @@ export class HuggingFaceProvider implements DownloadProvider {
     return this.deps.token ? { origin: this.origin, headers: { authorization: `Bearer ${this.deps.token}` } } : undefined;
   }
 
-  async probe(url: URL, signal?: AbortSignal): Promise<SourceMetadata> {
-    const meta: SourceMetadata = { fileName: lastSegment(url) };
+  async describe(url: URL, signal?: AbortSignal): Promise<RemoteDescription> {
+    const meta = await this.head(url, signal, true);
+    const filePath = FILE_PATH.exec(pathBelow(url, this.ep) ?? '')?.[4] ?? '';
+    const folders = filePath.split('/').slice(0, -1);
+    return { fileName: meta.fileName, size: meta.size, contentType: meta.contentType, modelTypes: folders };
+  }
+
+  probe(url: URL, signal?: AbortSignal): Promise<SourceMetadata> {
+    return this.head(url, signal, false).then(({ contentType: _, ...meta }) => meta);
+  }
+
+  /** `strict`: an unreachable or failing provider is DOWNLOAD_FAILED instead of "states nothing". */
+  private async head(url: URL, signal: AbortSignal | undefined, strict: boolean): Promise<SourceMetadata & { contentType?: string }> {
+    const meta: SourceMetadata & { contentType?: string } = { fileName: lastSegment(url) };
     let current = url;
     // Renamed repositories answer with a relative redirect on the same host; follow those, never the CDN one.
     for (let i = 0; i < 5; i++) {
@@ -61,7 +74,8 @@ export class HuggingFaceProvider implements DownloadProvider {
         });
       } catch (err) {
         // Unreachable or too slow: the download itself finds out, and retries.
-        if (err instanceof FetchError) return meta;
+        if (err instanceof FetchError && !strict) return meta;
+        if (err instanceof FetchError) throw new DomainError('DOWNLOAD_FAILED', `Hugging Face could not be asked: ${err.message}`);
         throw err;
       }
       dropBody(res.body);
@@ -73,6 +87,8 @@ export class HuggingFaceProvider implements DownloadProvider {
       if (res.status >= 200 && res.status < 300) {
         const len = Number(headerText(h['content-length']));
         if (meta.size === undefined && Number.isSafeInteger(len) && headerText(h['content-length']) !== undefined) meta.size = len;
+        const type = headerText(h['content-type']);
+        if (type) meta.contentType = type;
         return meta;
       }
       if (res.status >= 300 && res.status < 400) {
@@ -84,7 +100,7 @@ export class HuggingFaceProvider implements DownloadProvider {
         continue;
       }
       const err = statusError(res.status, h, 'Hugging Face');
-      if (err.retryable || err.code === 'DOWNLOAD_FAILED') return meta;
+      if ((err.retryable || err.code === 'DOWNLOAD_FAILED') && !strict) return meta;
       throw err;
     }
     return meta;

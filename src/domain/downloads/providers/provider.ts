@@ -11,6 +11,20 @@ export interface SourceMetadata {
   blake3?: string;
 }
 
+/** What the import wizard shows about a file (GET /api/assets/remote-metadata), learnt without fetching a byte of it. */
+export interface RemoteDescription {
+  fileName?: string;
+  /** Exact (Hugging Face) or as the provider lists it (Civitai, in KB); undefined when unknown. */
+  size?: number;
+  contentType?: string;
+  /** The provider's model type (Civitai `model.type`, e.g. `LORA`) or, on Hugging Face, the file's folder names. */
+  modelTypes?: string[];
+  /** A human name of the model (Civitai `model.name` + version name). */
+  displayName?: string;
+  /** The provider's first preview image of the model. */
+  previewImageUrl?: string;
+}
+
 /**
  * A model-hosting site downloads may come from. One implementation per site; the download code knows nothing else
  * about them.
@@ -29,6 +43,11 @@ export interface DownloadProvider {
    * so; a provider that cannot be reached gives `{}` (the download itself will retry).
    */
   probe(url: URL, signal?: AbortSignal): Promise<SourceMetadata>;
+  /**
+   * The import wizard's look-up: the provider's metadata requests only (never the file's bytes). Throws
+   * SOURCE_AUTH_REQUIRED / SOURCE_NOT_FOUND when the provider says so, DOWNLOAD_FAILED when it cannot be asked.
+   */
+  describe(url: URL, signal?: AbortSignal): Promise<RemoteDescription>;
   /** Authentication for requests to `origin`, if a token is configured. */
   auth(): FetchOptions['auth'];
 }

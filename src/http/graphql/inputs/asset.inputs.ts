@@ -28,7 +28,21 @@ export class AssetFilter {
   @MaxLength(1024)
   nameContains?: string;
 
-  @Field(() => JSONScalar, { nullable: true, description: 'A JSON object; top-level equality on userMetadata.' })
+  @Field(() => [String], { nullable: true, description: 'Assets carrying at least one of these tags.' })
+  @ArrayMaxSize(64)
+  @MaxLength(MAX_TEXT, { each: true })
+  anyTags?: string[];
+
+  @Field(() => String, { nullable: true, description: 'Assets of this content: `blake3:<64 hex>` or `sha256:<64 hex>`.' })
+  @MaxLength(80)
+  hash?: string;
+
+  @Field(() => JSONScalar, {
+    nullable: true,
+    description:
+      'A JSON object on userMetadata (ComfyUI semantics): keys ANDed; a scalar matches an equal value or an equal array element; ' +
+      'a list is any-of; null matches a missing key or null; an object matches an equal object or array element.',
+  })
   metadataFilter?: unknown;
 }
 
@@ -53,6 +67,22 @@ export class AssetsArgs {
 
   @Field(() => SortOrderEnum, { defaultValue: SortOrderEnum.desc })
   order!: SortOrderEnum;
+
+  @Field(() => String, { nullable: true, description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.' })
+  @MaxLength(2048)
+  after?: string;
+}
+
+@ArgsType()
+export class TagCountsArgs {
+  @Field(() => AssetFilter, { nullable: true })
+  @ValidateNested()
+  filter?: AssetFilter;
+
+  @Field(() => Int, { defaultValue: 100, description: '1–1000' })
+  @Min(1)
+  @Max(1000)
+  limit!: number;
 }
 
 @ArgsType()

@@ -1,5 +1,5 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { assetHashOf, previewUrlOf, thumbnailPathOf, type Asset, type CreateResult, type Page } from '../../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
@@ -25,17 +25,35 @@ export class AssetType {
   @Field(() => JSONScalar, { description: 'A JSON object; `{}` when none was given.' })
   userMetadata!: Record<string, unknown>;
 
-  @Field(() => String, { nullable: true, description: 'URL of the preview asset content (`/api/assets/{previewId}/content`).' })
-  previewUrl!: string | null;
+  @Field({ description: 'The same value as assetHash (the name newer Comfy clients read).' })
+  hash!: string;
 
-  @Field(() => String, { nullable: true, description: 'URL of a small WebP of the asset (longest side 512 px), once it exists.' })
-  thumbnailUrl!: string | null;
+  @Field({ description: 'The same value as name.' })
+  displayName!: string;
+
+  /** A thumbnail of the content exists (the `thumbnailUrl` field resolver makes it a URL). */
+  hasThumbnail!: boolean;
 
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
 
   @Field(() => ID, { nullable: true })
   promptId!: string | null;
+
+  @Field(() => ID, { nullable: true, description: 'The same value as promptId.' })
+  jobId!: string | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'For an asset tagged `models`: its name when that is a safe relative path (what a ComfyUI loader node takes).',
+  })
+  loaderPath!: string | null;
+
+  @Field(() => JSONScalar, {
+    nullable: true,
+    description: 'Derived by the service at ingest: filename, content_length, format, width/height, safetensors, base_model, trained_words, source_url.',
+  })
+  metadata!: Record<string, unknown> | null;
 
   @Field()
   createdAt!: Date;
@@ -55,13 +73,17 @@ export class AssetType {
       name: a.name,
       size: a.size,
       assetHash: assetHashOf(a),
+      hash: assetHashOf(a),
+      displayName: a.name,
       mimeType: a.mimeType,
       tags: a.tags,
       userMetadata: a.userMetadata,
-      previewUrl: previewUrlOf(a),
-      thumbnailUrl: thumbnailPathOf(a) ?? null,
+      hasThumbnail: a.hasThumbnail,
       previewId: a.previewId,
       promptId: a.promptId,
+      jobId: a.promptId,
+      loaderPath: loaderPathOf(a) ?? null,
+      metadata: a.metadata,
       createdAt: a.createdAt,
       updatedAt: a.updatedAt,
       lastAccessTime: a.lastAccessTime,
@@ -94,7 +116,94 @@ export class AssetPage {
   @Field()
   hasMore!: boolean;
 
-  static from(p: Page<Asset>): AssetPage {
-    return Object.assign(new AssetPage(), { items: p.items.map(AssetType.from), total: p.total, hasMore: p.hasMore });
+  @Field({ description: 'true when total is a lower bound (the count stops above 10,000 matches).' })
+  totalIsLowerBound!: boolean;
+
+  @Field(() => String, { nullable: true, description: 'Pass as `after` for the next page; null on the last page (and for lastAccessTime sorts).' })
+  nextCursor!: string | null;
+
+  static from(p: DomainAssetPage): AssetPage {
+    return Object.assign(new AssetPage(), {
+      items: p.items.map(AssetType.from),
+      total: p.total,
+      hasMore: p.hasMore,
+      totalIsLowerBound: p.totalIsLowerBound,
+      nextCursor: p.nextCursor ?? null,
+    });
   }
+}
+
+@ObjectType('TagAddResult', { description: 'POST /api/assets/{id}/tags.' })
+export class TagAddResultType {
+  @Field(() => [String], { description: 'Tags that were new, sorted.' })
+  added!: string[];
+
+  @Field(() => [String], { description: 'Tags the asset already had, sorted.' })
+  alreadyPresent!: string[];
+
+  @Field(() => [String], { description: "The asset's tags now, in its order." })
+  totalTags!: string[];
+}
+
+@ObjectType('TagRemoveResult', { description: 'DELETE /api/assets/{id}/tags.' })
+export class TagRemoveResultType {
+  @Field(() => [String], { description: 'Tags that were removed, sorted.' })
+  removed!: string[];
+
+  @Field(() => [String], { description: 'Tags the asset did not have, sorted.' })
+  notPresent!: string[];
+
+  @Field(() => [String], { description: "The asset's tags now, in its order." })
+  totalTags!: string[];
+}
+
+@ObjectType('RemoteIssue')
+export class RemoteIssueType {
+  @Field()
+  code!: string;
+
+  @Field()
+  message!: string;
+
+  @Field()
+  field!: string;
+}
+
+@ObjectType('RemoteValidation')
+export class RemoteValidationType {
+  @Field()
+  isValid!: boolean;
+
+  @Field(() => [RemoteIssueType])
+  errors!: RemoteIssueType[];
+
+  @Field(() => [RemoteIssueType])
+  warnings!: RemoteIssueType[];
+}
+
+@ObjectType('RemoteMetadata', { description: 'GET /api/assets/remote-metadata: what a download of a URL would bring.' })
+export class RemoteMetadataType {
+  @Field(() => SafeIntScalar, { description: '-1 when unknown.' })
+  contentLength!: number;
+
+  @Field()
+  finalUrl!: string;
+
+  @Field(() => String, { nullable: true })
+  contentType?: string;
+
+  @Field(() => String, { nullable: true })
+  filename?: string;
+
+  @Field(() => String, { nullable: true })
+  name?: string;
+
+  @Field(() => [String], { nullable: true, description: '["models", <ComfyUI model folder>] from the model type.' })
+  tags?: string[];
+
+  @Field(() => String, { nullable: true, description: 'A data: URL of at most 512 KiB.' })
+  previewImage?: string;
+
+  @Field(() => RemoteValidationType)
+  validation!: RemoteValidationType;
 }

@@ -28,5 +28,6 @@ export enum TaskStatusEnum {
   running = 'running',
   completed = 'completed',
   failed = 'failed',
+  cancelled = 'cancelled',
 }
-registerEnumType(TaskStatusEnum, { name: 'TaskStatus', description: 'A cancelled task is failed, with an errorMessage saying so.' });
+registerEnumType(TaskStatusEnum, { name: 'TaskStatus', description: 'A cancelled task is cancelled, with an errorMessage saying so.' });

@@ -1,0 +1,25 @@
+import type http from 'node:http';
+import type { TLSSocket } from 'node:tls';
+
+/**
+ * The absolute base (`scheme://host[:port][/prefix]`) of URLs in responses (contract 1, `PUBLIC_URL`): the configured
+ * one, else the request's own: `Host`, and `X-Forwarded-Proto` / `X-Forwarded-Host` only behind a trusted proxy.
+ * Shared by the REST routers, the fast lane and GraphQL so every transport writes the same URLs.
+ */
+export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | undefined; trustProxy: boolean }): string {
+  if (cfg.publicUrl) return cfg.publicUrl;
+  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim() || undefined;
+  let proto = (req.socket as TLSSocket).encrypted ? 'https' : 'http';
+  let host = first(req.headers.host);
+  if (cfg.trustProxy) {
+    const fp = first(req.headers['x-forwarded-proto'])?.toLowerCase();
+    if (fp === 'http' || fp === 'https') proto = fp;
+    host = first(req.headers['x-forwarded-host']) ?? host;
+  }
+  // A host header is a name and an optional port; anything else (or none, HTTP/1.0) falls back to the socket.
+  if (!host || !/^[A-Za-z0-9.\-[\]:]+$/.test(host)) host = `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? ''}`;
+  return `${proto}://${host}`;
+}
+
+/** The base URL the app's middleware put on this response (see app.ts). */
+export const baseUrlOfRes = (res: { locals: Record<string, unknown> }): string => String(res.locals.baseUrl ?? '');
