@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/infra/logger';
 import { startService, type RunningService } from '../../src/server';
+import { validatedFetch } from './openapi-validator';
 
 export const KEYS = {
   alice: 'alice-key-0001',
@@ -38,9 +39,13 @@ export interface TestService extends RunningService {
 
 /**
  * The real service (migrations, container, job workers, HTTP on an ephemeral port) on its own database and a temp
- * data dir. `env` adds or overrides settings.
+ * data dir. `env` adds or overrides settings. With `validateResponses`, every JSON answer `fetch` gets is checked
+ * against openapi.yaml (test/helpers/openapi-validator.ts) before the test sees it.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { databaseUrl?: string; dataDir?: string } = {}): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  opts: { databaseUrl?: string; dataDir?: string; validateResponses?: boolean } = {},
+): Promise<TestService> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-data-'));
   const config = loadConfig({
@@ -64,7 +69,8 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       const { key = KEYS.alice, ...rest } = init;
       const headers = new Headers(rest.headers);
       if (key !== null && !headers.has('x-api-key')) headers.set('x-api-key', key);
-      return fetch(url + pathname, { ...rest, headers });
+      const res = fetch(url + pathname, { ...rest, headers });
+      return opts.validateResponses ? res.then((r) => validatedFetch(rest.method ?? 'GET', url + pathname, r)) : res;
     },
     stop: async () => {
       await svc.stop();

@@ -3,7 +3,8 @@ import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, type Test
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService();
+  // Every JSON answer of this suite is checked against openapi.yaml.
+  svc = await startTestService({}, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();

@@ -13,7 +13,7 @@ import { parse } from 'yaml';
 import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { buildContainer, type Container } from '../../src/container';
-import { assetJson, updateResultJson } from '../../src/http/rest/asset.presenter';
+import { assetJson } from '../../src/http/rest/asset.presenter';
 import { STATUS_OF } from '../../src/http/rest/errors';
 import { ERROR_CODES } from '../../src/domain/errors';
 import { TASK_STATUSES } from '../../src/domain/tasks/task.types';
@@ -157,41 +157,60 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect(problems).toEqual([]);
   });
 
-  test('Asset and UpdateResult list exactly the fields the presenters send', () => {
+  test('Asset lists exactly the fields the presenter can send; only preview_id/prompt_id/job_id are nullable', () => {
     const asset = {
       id: '00000000-0000-4000-8000-000000000000',
       ownerId: 'o',
-      name: 'n',
+      name: 'SDXL/base.safetensors',
       size: 1,
       blake3: 'a'.repeat(64),
       mimeType: 'image/png',
-      tags: [],
+      tags: ['models', 'checkpoints'],
       userMetadata: {},
-      previewId: null,
+      previewId: '00000000-0000-4000-8000-000000000001',
       promptId: null,
       isImmutable: false,
       createdAt: new Date(),
       updatedAt: new Date(),
       lastAccessTime: new Date(),
       hasThumbnail: true,
+      metadata: { filename: 'base.safetensors', content_length: 1 },
     };
     const schemas = doc.components.schemas;
     const props = (s: Doc) => Object.keys(resolve(s).properties).sort();
-    expect(props(schemas.Asset)).toEqual(Object.keys(assetJson(asset)).sort());
+    // Every optional field present: the schema lists exactly these.
+    expect(props(schemas.Asset)).toEqual(Object.keys(assetJson(asset, 'http://h')).sort());
     expect(resolve(schemas.Asset).required).toEqual(['id', 'name', 'size', 'created_at', 'updated_at']);
     const created = schemas.AssetCreated.allOf;
     expect(resolve(created[0])).toBe(resolve(schemas.Asset));
     expect(created[1].required).toEqual(['created_new']);
-    expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(Object.keys(assetJson(asset, true)).sort());
-    expect(props(schemas.UpdateResult)).toEqual(Object.keys(updateResultJson(asset)).sort());
-    expect(resolve(schemas.UpdateResult).required).toEqual(['id', 'updated_at']);
+    expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(Object.keys(assetJson(asset, 'http://h', true)).sort());
+    // Contract 2: no optional field is nullable except these.
+    const nullable = Object.entries<Doc>(resolve(schemas.Asset).properties)
+      .filter(([, p]) => Array.isArray(p.type) && p.type.includes('null'))
+      .map(([k]) => k)
+      .sort();
+    expect(nullable).toEqual(['job_id', 'preview_id', 'prompt_id']);
+  });
+
+  test('no schema of openapi.yaml allows null except preview_id, prompt_id and job_id', () => {
+    const found: string[] = [];
+    (function walk(n: Doc, where: string) {
+      if (Array.isArray(n)) n.forEach((x, i) => walk(x, `${where}/${i}`));
+      else if (n && typeof n === 'object') {
+        if ((Array.isArray(n.type) && n.type.includes('null')) || n.type === 'null') found.push(where);
+        for (const [k, v] of Object.entries(n)) walk(v, `${where}/${k}`);
+      }
+    })(doc, '');
+    const allowed = /\/(preview_id|prompt_id|job_id)$/;
+    expect(found.filter((w) => !allowed.test(w))).toEqual([]);
   });
 
   test('Task lists exactly the fields the task presenter sends', () => {
     const task = taskJson({
       id: '00000000-0000-4000-8000-000000000000',
       ownerId: 'o',
-      idempotencyKey: null,
+      idempotencyKey: 'k',
       taskName: 'download_file',
       payload: { sourceUrl: 'https://huggingface.co/x', tags: [], userMetadata: {}, previewId: null },
       status: 'completed',
@@ -200,16 +219,19 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       startedAt: new Date(),
       completedAt: new Date(),
       progress: { bytesDownloaded: 1, bytesTotal: 1, progress: 1 },
-      result: { success: true, assetId: null, assetHash: null, filename: null, bytesDownloaded: 1 },
-      errorMessage: null,
+      result: { success: true, assetId: '00000000-0000-4000-8000-000000000002', assetHash: 'blake3:' + 'a'.repeat(64), filename: 'f', bytesDownloaded: 1 },
+      errorMessage: 'e',
     }) as Record<string, Record<string, unknown>>;
     const schema = resolve(doc.components.schemas.Task);
     const keys = (o: object) => Object.keys(o).sort();
+    // Every optional field present: the schema lists exactly these; only the always-present ones are required.
     expect(keys(schema.properties)).toEqual(keys(task));
-    expect([...schema.required].sort()).toEqual(keys(task));
+    expect([...schema.required].sort()).toEqual(
+      ['create_time', 'id', 'idempotency_key', 'payload', 'progress', 'status', 'task_name', 'update_time'],
+    );
     expect(keys(schema.properties.payload.properties)).toEqual(keys(task.payload!));
     expect(keys(schema.properties.progress.properties)).toEqual(keys(task.progress!));
-    expect(keys(schema.properties.result.oneOf[1].properties)).toEqual(keys(task.result!));
+    expect(keys(schema.properties.result.properties)).toEqual(keys(task.result!));
     expect(deref('#/components/schemas/TaskStatus').enum).toEqual([...TASK_STATUSES]);
   });
 });

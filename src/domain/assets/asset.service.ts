@@ -152,7 +152,7 @@ export class AssetService {
       await this.content.precommit(ingested);
       const withFile = { ...fields, fileName: fields.fileName ?? opts.fileName ?? name };
       return await this.createWithContent(principal, withFile, ingested.digest.blake3, name, async (tx) =>
-        this.content.ensureStored(tx, ingested, { name, mimeType: contentMime }),
+        this.content.ensureStored(tx, ingested, { name, mimeType: contentMime, fileName: opts.fileName }),
       );
     } finally {
       // After a commit the temporary is gone and this is a no-op; after a failure it removes the bytes.

@@ -106,7 +106,7 @@ export class ContentService {
    * only with its blob (GC deletes the row before the blob, and under the same lock); without a row, the blob is
    * checked under the lock (a cheap HEAD after `precommit`) and committed again if it is gone.
    */
-  async ensureStored(tx: Tx, ingested: IngestedContent, meta: { name: string; mimeType: string }): Promise<ContentRecord> {
+  async ensureStored(tx: Tx, ingested: IngestedContent, meta: { name: string; mimeType: string; fileName?: string }): Promise<ContentRecord> {
     const existing = await this.repo.find({ algorithm: 'blake3', hex: ingested.digest.blake3 }, tx);
     if (existing) {
       if (existing.sha256 !== ingested.digest.sha256) {
@@ -125,7 +125,7 @@ export class ContentService {
       size: ingested.digest.size,
       mimeType: meta.mimeType,
       firstName: meta.name,
-      metadata: withFormat(ingested.derived, meta.name),
+      metadata: withFormat(ingested.derived, meta.fileName ?? meta.name),
     };
     await this.repo.insert(rec, tx);
     await this.opts.onNewContent?.(tx, rec);

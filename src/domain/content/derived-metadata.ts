@@ -23,7 +23,8 @@ const FORMAT_OF_MIME: Record<string, string> = {
 /** Content-level fields (the same for every asset of the content): `format`, `width`/`height`, `safetensors`... */
 export function deriveFromHead(head: Buffer, sniffedMime: string | undefined, fileName: string | undefined): DerivedMetadata {
   const out: DerivedMetadata = {};
-  const format = (sniffedMime && FORMAT_OF_MIME[sniffedMime]) ?? extensionOf(fileName) ?? (sniffedMime ? sniffedMime.split('/')[1] : undefined);
+  // The bytes name a format only for the types listed; otherwise the file name's extension (added where the name is known).
+  const format = (sniffedMime && FORMAT_OF_MIME[sniffedMime]) ?? extensionOf(fileName);
   if (format) out.format = format;
   const size = imageSize(head);
   if (size) Object.assign(out, size);
