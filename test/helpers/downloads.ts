@@ -57,3 +57,6 @@ export const TASK_KEYS = [
   'result',
   'error_message',
 ].sort();
+
+/** A completed task has no error_message (fields without a value are omitted, contract 2). */
+export const COMPLETED_TASK_KEYS = TASK_KEYS.filter((k) => k !== 'error_message');

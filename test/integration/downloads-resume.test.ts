@@ -102,16 +102,18 @@ test('cancel stops the transfer within a second and removes its partial file', a
   const res = await svc.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' });
   expect(res.status).toBe(200);
   const cancelled = await json(res);
-  expect(cancelled).toMatchObject({ id: task_id, status: 'failed', result: null });
+  expect(cancelled).toMatchObject({ id: task_id, status: 'cancelled' });
+  expect('result' in cancelled).toBe(false);
   expect(cancelled.error_message).toMatch(/cancelled/);
-  expect(cancelled.completed_at).not.toBeNull();
+  expect(cancelled.completed_at).toMatch(/Z$/);
   await waitFor(async () => (partialFiles(svc.dataDir).length === 0 && gets(key)[0]!.aborted ? true : undefined), { timeoutMs: 1000, intervalMs: 20 });
   expect(Date.now() - t0).toBeLessThan(1500);
   expect(fake.cdn.bytesSent(key)).toBeLessThan(data.length);
-  // Cancelling again returns the finished task unchanged.
-  const again = await json(await svc.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' }));
-  expect(again).toEqual(await getTask(svc, task_id));
-  expect(again.status).toBe('failed');
+  // Cancelling a finished task is 409 TASK_NOT_CANCELLABLE; the task stays as it was.
+  const again = await svc.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' });
+  expect(again.status).toBe(409);
+  expect((await json(again)).code).toBe('TASK_NOT_CANCELLABLE');
+  expect(await getTask(svc, task_id)).toEqual(cancelled);
   expect((await svc.fetch(`/api/assets/hash/${blake3Of(data)}`, { method: 'HEAD' })).status).toBe(404);
 });
 
@@ -124,7 +126,7 @@ test("cancelling one owner's task leaves the shared transfer running for the oth
   const tb = await waitTask(svc, b.task_id, { key: KEYS.bob });
   expect(tb.status).toBe('completed');
   expect(tb.result.asset_hash).toBe(blake3Of(data));
-  expect((await getTask(svc, a.task_id)).status).toBe('failed');
+  expect((await getTask(svc, a.task_id)).status).toBe('cancelled');
 });
 
 test('an endless redirect chain fails after 10 hops; an error body is never stored', async () => {

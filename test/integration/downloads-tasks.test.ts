@@ -41,7 +41,12 @@ test('GET /api/tasks: shape, default order newest first, total', async () => {
   expect(Object.keys(body).sort()).toEqual(['pagination', 'tasks']);
   expect(body.pagination).toEqual({ offset: 0, limit: 20, total: 5, has_more: false });
   expect(body.tasks.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
-  for (const t of body.tasks) expect(Object.keys(t).sort()).toEqual(TASK_KEYS);
+  for (const t of body.tasks) {
+    // Only fields with a value: a subset of the task fields, no null but payload.preview_id (contract 2).
+    expect(Object.keys(t).filter((k) => !TASK_KEYS.includes(k))).toEqual([]);
+    expect(Object.entries(t).filter(([, v]) => v === null)).toEqual([]);
+    expect(typeof t.idempotency_key).toBe('string');
+  }
 });
 
 test('filters: status (comma-separated), task_name, idempotency_key, created_after/before, sort_order', async () => {
@@ -106,10 +111,19 @@ test("owner isolation: another owner's task is 404 TASK_NOT_FOUND everywhere", a
   expect((await json(bobs)).task_id).not.toBe(id);
 });
 
-test('DELETE on a finished task returns it unchanged', async () => {
+test('DELETE on a finished task is 409 TASK_NOT_CANCELLABLE and changes nothing', async () => {
   const before = await json(await svc.fetch(`/api/tasks/${ids[0]}`));
   const res = await svc.fetch(`/api/tasks/${ids[0]}`, { method: 'DELETE' });
-  expect(res.status).toBe(200);
-  expect(await json(res)).toEqual(before);
+  expect(res.status).toBe(409);
+  expect((await json(res)).code).toBe('TASK_NOT_CANCELLABLE');
+  expect(await json(await svc.fetch(`/api/tasks/${ids[0]}`))).toEqual(before);
   expect(before.status).toBe('completed');
+});
+
+test('idempotency_key is always a string: derived from the task when the client sent none, and filterable', async () => {
+  const started = await startDownload(svc, { source_url: fake.hf.lfs('org/list/nokey.bin', bytes(1000, 201)) });
+  const t = await json(await svc.fetch(`/api/tasks/${(await json(started)).task_id}`));
+  expect(t.idempotency_key).toBe(`download_file:${t.id}`);
+  const found = await list(`?idempotency_key=${encodeURIComponent(t.idempotency_key)}`);
+  expect(found.body.tasks.map((x: { id: string }) => x.id)).toEqual([t.id]);
 });

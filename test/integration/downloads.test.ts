@@ -1,5 +1,5 @@
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
-import { partialFiles, startDownload, TASK_KEYS, waitTask } from '../helpers/downloads';
+import { COMPLETED_TASK_KEYS, partialFiles, startDownload, waitTask } from '../helpers/downloads';
 import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
 let fake: FakeProviders;
@@ -32,17 +32,18 @@ describe('Hugging Face', () => {
     expect(res.headers.get('location')).toBe(`/api/tasks/${started.task_id}`);
 
     const task = await waitTask(svc, started.task_id);
-    expect(Object.keys(task).sort()).toEqual(TASK_KEYS);
+    expect(Object.keys(task).sort()).toEqual(COMPLETED_TASK_KEYS);
     expect(task).toMatchObject({
       id: started.task_id,
-      idempotency_key: null,
+      // No Idempotency-Key sent: one derived from the task, never null (contract 4.2).
+      idempotency_key: `download_file:${started.task_id}`,
       task_name: 'download_file',
       payload: { source_url: url, tags: ['models', 'checkpoints'], user_metadata: { k: 1 }, preview_id: null },
       status: 'completed',
       progress: { bytes_downloaded: data.length, bytes_total: data.length, progress: 1 },
       result: { success: true, asset_hash: blake3Of(data), filename: 'weights.safetensors', bytes_downloaded: data.length },
-      error_message: null,
     });
+    expect('error_message' in task).toBe(false);
     for (const k of ['create_time', 'update_time', 'started_at', 'completed_at']) expect(task[k]).toMatch(ISO);
 
     const asset = await json(await svc.fetch(`/api/assets/${task.result.asset_id}`));
@@ -117,8 +118,9 @@ describe('Hugging Face', () => {
     expect(running.progress.progress).toBeGreaterThan(0);
     expect(running.progress.progress).toBeLessThan(1);
     expect(running.started_at).toMatch(ISO);
-    expect(running.completed_at).toBeNull();
-    expect(running.result).toBeNull();
+    // Not there yet: left out, never null (contract 2).
+    expect('completed_at' in running).toBe(false);
+    expect('result' in running).toBe(false);
     const later = await waitTask(svc, task_id, { until: (t) => t.status !== 'running' || t.progress.bytes_downloaded > running.progress.bytes_downloaded });
     expect(later.progress.bytes_downloaded).toBeGreaterThan(running.progress.bytes_downloaded);
     expect((await waitTask(svc, task_id)).status).toBe('completed');
@@ -130,7 +132,7 @@ describe('Hugging Face', () => {
     const { task_id } = await json(await startDownload(svc, { source_url: url }));
     const task = await waitTask(svc, task_id);
     expect(task.status).toBe('failed');
-    expect(task.result).toBeNull();
+    expect('result' in task).toBe(false);
     expect(task.error_message).toMatch(/^HASH_MISMATCH: /);
     expect((await svc.fetch(`/api/assets/hash/${blake3Of(data)}`, { method: 'HEAD' })).status).toBe(404);
     expect((await svc.fetch(`/api/assets/hash/${sha256Of(data)}`, { method: 'HEAD' })).status).toBe(404);

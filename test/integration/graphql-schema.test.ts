@@ -15,8 +15,8 @@ test('schema.graphql is up to date with the code (regenerate: npm run schema:emi
 
 test('the schema has the operations of contract section 5', async () => {
   const schema = await buildGraphQLSchema();
-  expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual(['asset', 'assets', 'contentExists', 'tags', 'task', 'tasks']);
+  expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual(['asset', 'assets', 'contentExists', 'remoteMetadata', 'tagCounts', 'tags', 'task', 'tasks']);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual(
-    ['cancelTask', 'createAssetFromHash', 'deleteAsset', 'setAssetImmutable', 'startDownload', 'updateAsset', 'uploadAsset'],
+    ['addAssetTags', 'cancelTask', 'createAssetFromHash', 'deleteAsset', 'removeAssetTags', 'setAssetImmutable', 'startDownload', 'updateAsset', 'uploadAsset'],
   );
 });

@@ -98,7 +98,7 @@ describe('uploadAsset (GraphQL multipart request)', () => {
 
   test('an image is its own preview; a zero-byte file is content too', async () => {
     const img = await upload(Buffer.concat([PNG, Buffer.from(unique())]), {}, KEYS.alice, 'p.png');
-    expect(img.asset).toMatchObject({ mimeType: 'image/png', previewId: img.asset.id, previewUrl: `/api/assets/${img.asset.id}/content` });
+    expect(img.asset).toMatchObject({ mimeType: 'image/png', previewId: img.asset.id, previewUrl: `${svc.url}/api/assets/${img.asset.id}/content` });
     const empty = await gqlUpload(svc, UPLOAD, {}, Buffer.alloc(0), { key: KEYS.bob, fileName: 'empty' });
     expect(empty.data.uploadAsset.asset.size).toBe(0);
   });

@@ -20,32 +20,43 @@ CREATE TABLE "asset_tag_count" (
 -- CreateIndex
 CREATE INDEX "asset_tag_count_owner_id_count_tag_idx" ON "asset_tag_count"("owner_id", "count" DESC, "tag");
 
--- Tags are sorted before the counts are touched, so two transactions lock count rows in the same order (no deadlock).
-CREATE FUNCTION asset_tag_count_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Statement-level triggers with transition tables: one upsert per (owner, tag) per statement, so a bulk insert of a
+-- million assets costs one aggregate, not a million updates of the same counter row (each of which would leave a
+-- dead version the next one has to step over). Rows are locked in (owner, tag) order: no deadlock between two edits.
+CREATE FUNCTION asset_tag_count_apply() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP IN ('UPDATE', 'DELETE') THEN
-    UPDATE asset_tag_count c SET count = c.count - 1
-      FROM (SELECT DISTINCT t FROM unnest(OLD.tags) AS t
-            WHERE TG_OP = 'DELETE' OR OLD.owner_id <> NEW.owner_id OR NOT (t = ANY (NEW.tags)) ORDER BY t) d
-      WHERE c.owner_id = OLD.owner_id AND c.tag = d.t;
-    DELETE FROM asset_tag_count WHERE owner_id = OLD.owner_id AND count <= 0;
-  END IF;
-  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+  IF TG_OP = 'INSERT' THEN
     INSERT INTO asset_tag_count (owner_id, tag, count)
-      SELECT NEW.owner_id, t, 1 FROM (SELECT DISTINCT t FROM unnest(NEW.tags) AS t
-            WHERE TG_OP = 'INSERT' OR OLD.owner_id <> NEW.owner_id OR NOT (t = ANY (OLD.tags)) ORDER BY t) a
-      ORDER BY t
-      ON CONFLICT (owner_id, tag) DO UPDATE SET count = asset_tag_count.count + 1;
+      SELECT n.owner_id, t, count(*)::int FROM new_rows n, unnest(n.tags) AS t GROUP BY 1, 2 ORDER BY 1, 2
+      ON CONFLICT (owner_id, tag) DO UPDATE SET count = asset_tag_count.count + EXCLUDED.count;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO asset_tag_count (owner_id, tag, count)
+      SELECT o.owner_id, t, -count(*)::int FROM old_rows o, unnest(o.tags) AS t GROUP BY 1, 2 ORDER BY 1, 2
+      ON CONFLICT (owner_id, tag) DO UPDATE SET count = asset_tag_count.count + EXCLUDED.count;
+  ELSE
+    INSERT INTO asset_tag_count (owner_id, tag, count)
+      SELECT owner_id, t, sum(d)::int FROM (
+        SELECT o.owner_id, t, -1 AS d FROM old_rows o JOIN new_rows n ON n.id = o.id, unnest(o.tags) AS t
+          WHERE o.tags IS DISTINCT FROM n.tags OR o.owner_id <> n.owner_id
+        UNION ALL
+        SELECT n.owner_id, t, 1 AS d FROM old_rows o JOIN new_rows n ON n.id = o.id, unnest(n.tags) AS t
+          WHERE o.tags IS DISTINCT FROM n.tags OR o.owner_id <> n.owner_id
+      ) AS changes GROUP BY 1, 2 HAVING sum(d) <> 0 ORDER BY 1, 2
+      ON CONFLICT (owner_id, tag) DO UPDATE SET count = asset_tag_count.count + EXCLUDED.count;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    DELETE FROM asset_tag_count c WHERE c.count <= 0 AND c.owner_id IN (SELECT DISTINCT owner_id FROM old_rows);
   END IF;
   RETURN NULL;
 END;
 $$;
 
-CREATE TRIGGER asset_tag_count_ins AFTER INSERT ON "asset" FOR EACH ROW EXECUTE FUNCTION asset_tag_count_sync();
-CREATE TRIGGER asset_tag_count_del AFTER DELETE ON "asset" FOR EACH ROW EXECUTE FUNCTION asset_tag_count_sync();
-CREATE TRIGGER asset_tag_count_upd AFTER UPDATE OF tags, owner_id ON "asset" FOR EACH ROW
-  WHEN (OLD.tags IS DISTINCT FROM NEW.tags OR OLD.owner_id IS DISTINCT FROM NEW.owner_id)
-  EXECUTE FUNCTION asset_tag_count_sync();
+CREATE TRIGGER asset_tag_count_ins AFTER INSERT ON "asset" REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION asset_tag_count_apply();
+CREATE TRIGGER asset_tag_count_del AFTER DELETE ON "asset" REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION asset_tag_count_apply();
+CREATE TRIGGER asset_tag_count_upd AFTER UPDATE ON "asset" REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION asset_tag_count_apply();
 
 INSERT INTO asset_tag_count (owner_id, tag, count)
   SELECT owner_id, t, count(*)::int FROM asset, unnest(tags) AS t GROUP BY owner_id, t;

@@ -17,7 +17,8 @@ export function toTask(r: TaskRow): Task {
   return {
     id: r.id,
     ownerId: r.ownerId,
-    idempotencyKey: r.idempotencyKey,
+    // Always a string (contract 4.2): the client's Idempotency-Key, else one derived from the task.
+    idempotencyKey: r.idempotencyKey ?? derivedKey(r.id),
     taskName: 'download_file',
     payload: {
       sourceUrl: r.sourceUrl,
@@ -38,6 +39,15 @@ export function toTask(r: TaskRow): Task {
     result: (r.result as TaskResult | null) ?? null,
     errorMessage: r.errorMessage,
   };
+}
+
+const derivedKey = (id: string) => `download_file:${id}`;
+const DERIVED_KEY = /^download_file:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/** A derived key names the task without a client key; any other key is matched as stored. */
+function idempotencyWhere(key: string): Prisma.TaskWhereInput {
+  const id = DERIVED_KEY.exec(key)?.[1];
+  return id ? { OR: [{ idempotencyKey: key }, { id, idempotencyKey: null }] } : { idempotencyKey: key };
 }
 
 export interface NewTask {
@@ -79,7 +89,7 @@ export class TaskRepository {
     const where: Prisma.TaskWhereInput = {
       ...(ownerId === undefined ? {} : { ownerId }),
       ...(q.taskName ? { taskName: q.taskName } : {}),
-      ...(q.idempotencyKey ? { idempotencyKey: q.idempotencyKey } : {}),
+      ...(q.idempotencyKey ? idempotencyWhere(q.idempotencyKey) : {}),
       ...(q.statuses.length ? { status: { in: q.statuses } } : {}),
       ...(q.createdAfter || q.createdBefore
         ? { createTime: { ...(q.createdAfter ? { gt: q.createdAfter } : {}), ...(q.createdBefore ? { lt: q.createdBefore } : {}) } }

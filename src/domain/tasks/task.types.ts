@@ -26,7 +26,8 @@ export interface TaskResult {
 export interface Task {
   id: string;
   ownerId: string;
-  idempotencyKey: string | null;
+  /** The client's Idempotency-Key, else `download_file:<id>` (never null, contract 4.2). */
+  idempotencyKey: string;
   taskName: 'download_file';
   payload: { sourceUrl: string; tags: string[]; userMetadata: Record<string, unknown>; previewId: string | null };
   status: TaskStatus;

@@ -14,8 +14,7 @@ export function taskJson(t: Task): Record<string, unknown> {
   };
   const out: Record<string, unknown> = {
     id: t.id,
-    // Always a string: the client's Idempotency-Key, else one derived from the task (contract 4.2).
-    idempotency_key: t.idempotencyKey ?? `${t.taskName}:${t.id}`,
+    idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
     payload,
     status: t.status,
