@@ -13,6 +13,14 @@ import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } f
 import { startFakeHub, type FakeHub } from '../helpers/fake-hub';
 import { gql } from '../helpers/graphql';
 
+// Functions given to page.evaluate run in the page, whose globals these are (the tests' tsconfig has no DOM library).
+/* eslint-disable @typescript-eslint/no-explicit-any */
+declare const document: any;
+declare const DataTransfer: any;
+declare const DragEvent: any;
+type HTMLImageElement = any;
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { buildUi } = require('../../scripts/build-ui.cjs') as { buildUi(o?: { outDir?: string }): Promise<{ script: string; style: string }> };
 
@@ -141,7 +149,7 @@ async function walkThrough(): Promise<void> {
   // 2. The first page, every image tile showing its thumbnail (object URLs of bytes fetched with the key).
   expect(await tiles().count()).toBe(PAGE_SIZE);
   await waitFor(async () =>
-    (await page.evaluate(() => [...document.querySelectorAll<HTMLImageElement>('.tile img')].filter((i) => i.complete && i.naturalWidth > 0).length)) >= PAGE_SIZE - 1
+    (await page.evaluate(() => [...document.querySelectorAll('.tile img')].filter((i: HTMLImageElement) => i.complete && i.naturalWidth > 0).length)) >= PAGE_SIZE - 1
       ? true
       : undefined,
   );
