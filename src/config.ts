@@ -26,6 +26,10 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** TRUST_PROXY: honour X-Forwarded-Proto/-Host (and the client address) from a reverse proxy. */
   readonly trustProxy: boolean;
+  /** Seconds an unfinished resumable (tus) upload is kept (Upload-Expires). */
+  readonly uploadExpirySeconds: number;
+  /** Seconds an export archive is kept. */
+  readonly exportTtlSeconds: number;
 }
 
 export type StorageConfig =
@@ -169,6 +173,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     },
     publicUrl: optional('PUBLIC_URL') === undefined ? undefined : url('PUBLIC_URL', 'http://localhost'),
     trustProxy: bool('TRUST_PROXY', false),
+    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 365 * 86400),
+    exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

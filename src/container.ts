@@ -15,6 +15,11 @@ import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
 import { findFfmpeg, ThumbnailService, THUMBNAIL_BACKFILL_JOB, THUMBNAIL_JOB } from './domain/thumbnails/thumbnail.service';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
+import { UploadRepository } from './domain/uploads/upload.repository';
+import { ExportRepository } from './domain/exports/export.repository';
+import { EXPORT_JOB, EXPORT_SWEEP_JOB, ExportService } from './domain/exports/export.service';
+import { TaskRepository } from './domain/tasks/task.repository';
+import { UPLOAD_SWEEP_JOB, UploadService } from './domain/uploads/upload.service';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
 export interface Container {
@@ -30,6 +35,10 @@ export interface Container {
   /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
+  /** Resumable (tus) uploads (contract 6.1). */
+  uploads: UploadService;
+  /** Bulk export archives (contract 4.3). */
+  exports: ExportService;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -123,6 +132,46 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
+  const uploads = new UploadService(new UploadRepository(database.prisma), blobStore, content, assets, logger, {
+    expirySeconds: config.uploadExpirySeconds,
+  });
+  queue.define({
+    name: UPLOAD_SWEEP_JOB,
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await uploads.sweepExpired();
+      if (n > 0) logger.info('removed expired uploads', { count: n });
+    },
+  });
+
+  const exports = new ExportService({
+    db: database.prisma,
+    repo: new ExportRepository(database.prisma),
+    tasks: new TaskRepository(database.prisma),
+    blobs: blobStore,
+    queue,
+    logger: logger.child({ module: 'exports' }),
+    ttlSeconds: config.exportTtlSeconds,
+  });
+  queue.define<{ taskId: string }>({
+    name: EXPORT_JOB,
+    // A crashed export starts again from the first member (its temporary is swept); a failing one fails its task.
+    retryLimit: 2,
+    expireInSeconds: 6 * 3600,
+    concurrency: 2,
+    handler: async ({ taskId }) => {
+      await exports.run(taskId);
+    },
+  });
+  queue.define({
+    name: EXPORT_SWEEP_JOB,
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await exports.sweepExpired();
+      if (n > 0) logger.info('removed expired export archives', { count: n });
+    },
+  });
+
   const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
@@ -139,6 +188,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     thumbnails,
     tasks,
     downloads,
+    uploads,
+    exports,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
