@@ -253,7 +253,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   async function exportSelected() {
     const ids = [...selected];
     try {
-      const d = await api.gql<{ startExport: { id: string } }>('mutation($input: ExportAssetsInput!) { startExport(input: $input) { id } }', {
+      const d = await api.gql<{ startExport: { id: string } }>('mutation($input: StartExportInput!) { startExport(input: $input) { id } }', {
         input: { assetIds: ids },
       });
       tasksRef.current = [...tasksRef.current, { id: d.startExport.id, status: 'created', taskName: 'export_assets' } as Task];
