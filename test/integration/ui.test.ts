@@ -210,6 +210,9 @@ async function walkThrough(): Promise<void> {
   }, dropped);
   await page.locator('.tile .tile-name', { hasText: 'dropped.png' }).waitFor({ timeout: 20_000 });
   await page.locator('[data-upload="dropped.png"].status-done').waitFor();
+  // Through resumable (tus) uploads where the service has them, else the GraphQL multipart upload.
+  const hasTus = (await svc.fetch('/api/uploads', { method: 'OPTIONS' })).status !== 404;
+  expect(await page.locator('[data-upload="dropped.png"]').getAttribute('data-via')).toBe(hasTus ? 'tus' : 'graphql');
   await page.locator('#file-input').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('prompt notes\n') });
   await page.locator('.tile .tile-name', { hasText: 'notes.txt' }).waitFor({ timeout: 20_000 });
   // The dropped PNG gets its thumbnail a moment later, without a reload.
@@ -249,6 +252,12 @@ async function walkThrough(): Promise<void> {
     expect(await exportButton.isDisabled()).toBe(true);
   }
   await shot('selection');
+
+  // The whole tool at once (the README's picture): a detail open beside the grid, the activity below.
+  await page.getByRole('button', { name: 'Clear selection' }).click();
+  await page.locator(`.tile-main[data-asset-id="${id}"]`).click();
+  await page.locator('.drawer img').waitFor();
+  await shot('overview');
 
   expect(foreign).toEqual([]);
   expect(pageErrors).toEqual([]);

@@ -17,6 +17,14 @@ export function formatDate(iso: string | null | undefined): string {
   return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
+/** A time of today as `15:04`, an older one with its date. */
+export function formatWhen(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) : formatDate(iso);
+}
+
 export type Kind = 'image' | 'video' | 'audio' | 'model' | 'text' | 'archive' | 'file';
 
 const MODEL_EXT = /\.(safetensors|sft|gguf|ckpt|pt|pth|bin|onnx)$/i;

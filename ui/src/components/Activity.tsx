@@ -1,6 +1,6 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { Task } from '../api';
-import { formatBytes, formatDate } from '../format';
+import { formatBytes, formatWhen } from '../format';
 import type { UploadState } from '../uploads';
 
 export interface ExportLink {
@@ -25,6 +25,11 @@ export function Activity(p: ActivityProps) {
   const [open, setOpen] = useState(true);
   const [url, setUrl] = useState('');
   const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
+  useEffect(() => {
+    if (message?.kind !== 'ok') return;
+    const t = setTimeout(() => setMessage(undefined), 6000);
+    return () => clearTimeout(t);
+  }, [message]);
   const active = p.tasks.filter((t) => ACTIVE.has(t.status)).length + p.uploads.filter((u) => u.status === 'uploading').length;
 
   async function start(e: Event) {
@@ -81,19 +86,27 @@ export function Activity(p: ActivityProps) {
             ) : (
               <ul class="rows" aria-label="Uploads">
                 {p.uploads.map((u) => (
-                  <li key={u.key} class={`row-item status-${u.status}`} data-upload={u.name}>
+                  <li key={u.key} class={`row-item status-${u.status}`} data-upload={u.name} data-via={u.via}>
                     <span class="row-name" title={u.name}>
                       {u.name}
                     </span>
                     <progress max={u.size || 1} value={u.status === 'done' ? u.size || 1 : u.sent} aria-label={`Upload of ${u.name}`} />
                     <span class="row-status">
-                      {u.status === 'uploading' ? `${formatBytes(u.sent)} / ${formatBytes(u.size)}` : u.status === 'failed' ? u.error : u.status}
+                      {u.status === 'uploading'
+                        ? `${formatBytes(u.sent)} / ${formatBytes(u.size)}`
+                        : u.status === 'failed'
+                          ? u.error
+                          : u.status === 'done'
+                            ? `Done · ${formatBytes(u.size)}${u.via === 'tus' ? ' · resumable' : ''}`
+                            : 'Cancelled'}
                     </span>
-                    {u.status === 'uploading' && u.cancel && (
-                      <button type="button" class="link" onClick={u.cancel} aria-label={`Cancel upload of ${u.name}`}>
-                        Cancel
-                      </button>
-                    )}
+                    <span class="row-actions">
+                      {u.status === 'uploading' && u.cancel && (
+                        <button type="button" class="link" onClick={u.cancel} aria-label={`Cancel upload of ${u.name}`}>
+                          Cancel
+                        </button>
+                      )}
+                    </span>
                   </li>
                 ))}
               </ul>
@@ -120,7 +133,13 @@ export function Activity(p: ActivityProps) {
 function TaskRow({ task: t, link, onCancel }: { task: Task; link?: ExportLink; onCancel(): void }) {
   const pr = t.progress;
   const fraction = pr.progress ?? (t.status === 'completed' ? 1 : undefined);
-  const what = t.taskName === 'export_assets' ? 'Export' : t.payload?.sourceUrl ? baseOfUrl(t.payload.sourceUrl) : t.taskName;
+  const exported = (t.result as { assetsTotal?: number } | null | undefined)?.assetsTotal;
+  const what =
+    t.taskName === 'export_assets'
+      ? `Export${exported !== undefined ? ` of ${exported} ${exported === 1 ? 'asset' : 'assets'}` : ''}`
+      : t.payload?.sourceUrl
+        ? baseOfUrl(t.payload.sourceUrl)
+        : t.taskName;
   return (
     <li class={`row-item status-${t.status}`} data-task-id={t.id} data-status={t.status}>
       <span class="row-name" title={t.payload?.sourceUrl ?? t.taskName}>
@@ -131,25 +150,27 @@ function TaskRow({ task: t, link, onCancel }: { task: Task; link?: ExportLink; o
       ) : (
         <progress max={1} value={fraction} aria-label={`Progress of ${what}`} />
       )}
-      <span class="row-status">
+      <span class="row-status" title={t.errorMessage ?? undefined}>
         <span class={`badge badge-${t.status}`}>{t.status}</span>{' '}
         {t.status === 'running' || t.status === 'created'
           ? `${formatBytes(pr.bytesDownloaded)}${pr.bytesTotal ? ` / ${formatBytes(pr.bytesTotal)}` : ''}`
           : t.status === 'completed'
-            ? formatDate(t.completedAt ?? t.updateTime)
+            ? formatWhen(t.completedAt ?? t.updateTime)
             : (t.errorMessage ?? '')}
       </span>
-      {(t.status === 'running' || t.status === 'created') && (
-        <button type="button" class="link" onClick={onCancel} aria-label={`Cancel ${what}`}>
-          Cancel
-        </button>
-      )}
-      {link?.url && (
-        <a class="button primary small" href={link.url} download>
-          Download archive
-        </a>
-      )}
-      {link?.error && <span class="error">{link.error}</span>}
+      <span class="row-actions">
+        {(t.status === 'running' || t.status === 'created') && (
+          <button type="button" class="link" onClick={onCancel} aria-label={`Cancel ${what}`}>
+            Cancel
+          </button>
+        )}
+        {link?.url && (
+          <a class="button primary small" href={link.url} download>
+            Download archive
+          </a>
+        )}
+        {link?.error && <span class="error">{link.error}</span>}
+      </span>
     </li>
   );
 }
