@@ -193,6 +193,8 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
 
   // Tasks: polled, every second while one is active, else every five.
   const tasksRef = useRef<Task[]>([]);
+  const refreshRef = useRef(refresh);
+  refreshRef.current = refresh;
   const loadTasks = useCallback(async () => {
     if (!features) return;
     try {
@@ -201,13 +203,13 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       tasksRef.current = d.tasks.items;
       setTasks(d.tasks.items);
       const finished = d.tasks.items.filter((t) => t.status === 'completed' && before.has(t.id) && ACTIVE.has(before.get(t.id)!));
-      if (finished.some((t) => t.taskName !== 'export_assets')) refresh();
+      if (finished.some((t) => t.taskName !== 'export_assets')) refreshRef.current();
       for (const t of finished.filter((x) => x.taskName === 'export_assets')) void fetchExport(t);
     } catch {
       /* shown as stale; next poll */
     }
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [api, features, refresh]);
+  }, [api, features]);
   const anyActive = tasks.some((t) => ACTIVE.has(t.status));
   useEffect(() => {
     void loadTasks();
