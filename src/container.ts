@@ -101,8 +101,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     expireInSeconds: 6 * 3600,
     // Sent at start (server.ts); a no-op once every asset has its metadata. Reads at most 1 MiB of each old blob once.
     handler: async () => {
-      let n = 0;
-      for (let filled = await assets.backfillMetadata(); filled > 0; filled = await assets.backfillMetadata()) n += filled;
+      const n = await assets.backfillMetadata();
       if (n > 0) logger.info('derived metadata of stored content and assets', { count: n });
     },
   });

@@ -241,6 +241,11 @@ export interface CivitaiVersion {
   /** Overrides the listed SHA-256. */
   sha256?: string;
   cdn?: CdnFileOptions;
+  /** The model's type as Civitai lists it (`Checkpoint`, `LORA`, `TextualInversion`, ...). */
+  modelType?: string;
+  modelName?: string;
+  /** The version's first preview image, served at /images/<id>.png. */
+  image?: Buffer;
 }
 
 /** Civitai: /api/v1/model-versions/{id} with file hashes; /api/download/models/{id} → 307 to a presigned CDN URL. */
@@ -272,6 +277,12 @@ export class FakeCivitai {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const url = new URL(req.url!, 'http://x');
     this.requests.push({ method: req.method!, path: url.pathname, authorization: req.headers.authorization });
+    const img = /^\/images\/(\d+)\.png$/.exec(url.pathname);
+    if (img) {
+      const image = this.versions.get(img[1]!)?.image;
+      if (!image) return void res.writeHead(404).end();
+      return void res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(image.length) }).end(image);
+    }
     const api = /^\/api\/v1\/model-versions\/(\d+)$/.exec(url.pathname);
     const dl = /^\/api\/download\/models\/(\d+)$/.exec(url.pathname);
     const v = this.versions.get((api ?? dl)?.[1] ?? '');
@@ -279,6 +290,9 @@ export class FakeCivitai {
     if (api) {
       const body = {
         id: Number(api[1]),
+        name: 'v1.0',
+        model: { name: v.modelName ?? 'A model', type: v.modelType ?? 'Checkpoint' },
+        images: v.image ? [{ url: `${this.url}/images/${api[1]}.png`, type: 'image' }] : [],
         files: [
           { id: 1, name: 'other.pt', type: 'Training Data', primary: false, hashes: { SHA256: 'AB'.repeat(32) }, metadata: {} },
           {
@@ -286,6 +300,7 @@ export class FakeCivitai {
             name: v.name,
             type: 'Model',
             primary: true,
+            sizeKB: v.data.length / 1024,
             hashes: {
               SHA256: (v.sha256 ?? crypto.createHash('sha256').update(v.data).digest('hex')).toUpperCase(),
               AutoV2: 'ABCDEF0123',

@@ -204,3 +204,57 @@ test("an owner's tag counts use an index", async () => {
   const assets = new AssetRepository(db.prisma);
   expectIndexed(await plansOf(() => assets.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' })));
 });
+
+/** The boundary of a cursor page deep in one owner's list (the 60th row of that sort). */
+async function boundary(sort: 'name' | 'created_at' | 'updated_at' | 'size'): Promise<{ value: string | number; id: string }> {
+  const r = await explainer.query(`SELECT ${sort} AS v, id::text AS id FROM asset WHERE owner_id = $1 ORDER BY ${sort}, id OFFSET 60 LIMIT 1`, [OWNER]);
+  const v = r.rows[0].v;
+  return { value: v instanceof Date ? v.toISOString() : sort === 'size' ? Number(v) : v, id: r.rows[0].id };
+}
+
+test.each((['name', 'created_at', 'updated_at', 'size'] as const).flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const)))(
+  'a cursor page sorted by %s %s starts inside the (owner, column, id) index: no Sort, no scan of the rows before it',
+  async (sort, order) => {
+    const assets = new AssetRepository(db.prisma);
+    const after = await boundary(sort);
+    const plans = await plansOf(() => assets.list(OWNER, listQuery({ sort, order }), after));
+    expectIndexed(plans, { noSort: true });
+    const page = plans.find((p) => /ORDER BY/i.test(p.sql))!;
+    // The row comparison is an Index Cond of the sort index, so the scan starts at the cursor.
+    expect({ plan: page.text }).toEqual({ plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)) });
+    expect(indexNames([page])).toContain(`asset_owner_id_${sort}_id_idx`);
+  },
+);
+
+test('the count stops after 10,001 rows (a Limit under the aggregate)', async () => {
+  const assets = new AssetRepository(db.prisma);
+  const plans = await plansOf(() => assets.list(OWNER, listQuery({})));
+  const count = plans.find((p) => /count\(\*\)/i.test(p.sql))!;
+  expect(count.nodes.map((n) => n['Node Type'])).toContain('Limit');
+  expect(count.sql).toMatch(/LIMIT \$\d+\) AS m/);
+});
+
+test('tags_any, tags_none and hash filters use indexes', async () => {
+  const assets = new AssetRepository(db.prisma);
+  const a = await anAsset();
+  expectIndexed(await plansOf(() => assets.list(OWNER, listQuery({ anyTags: ['tag5', 'tag6'], excludeTags: ['tag7'] }))));
+  const byBlake3 = await plansOf(() => assets.list(OWNER, listQuery({ hash: { algorithm: 'blake3', hex: a.blake3 } })));
+  expectIndexed(byBlake3);
+  expect(indexNames(byBlake3).some((n) => /^asset_(owner_id_)?content_hash_/.test(n!))).toBe(true);
+  const bySha = await plansOf(() => assets.list(OWNER, listQuery({ hash: { algorithm: 'sha256', hex: a.sha256 } })));
+  expectIndexed(bySha);
+  expect(indexNames(bySha)).toContain('content_sha256_key');
+});
+
+test('the refine facets and the null/object metadata_filter terms read one owner through an index', async () => {
+  const assets = new AssetRepository(db.prisma);
+  expectIndexed(await plansOf(() => assets.tagFacets(OWNER, { includeTags: ['models'], excludeTags: [] }, 100)));
+  expectIndexed(await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: [5, null], kind: { a: 1 } } }))));
+});
+
+test('GET /api/tags reads the maintained counts table by owner', async () => {
+  const assets = new AssetRepository(db.prisma);
+  const plans = await plansOf(() => assets.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' }));
+  expect(plans.every((p) => /FROM asset_tag_count/.test(p.sql))).toBe(true);
+  expect(indexNames(plans).some((n) => /^asset_tag_count_/.test(n!))).toBe(true);
+});

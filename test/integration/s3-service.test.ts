@@ -61,7 +61,10 @@ describe('one instance on S3', () => {
     const direct = await fetch(location);
     expect(Buffer.from(await direct.arrayBuffer()).equals(bytes)).toBe(true);
     expect(direct.headers.get('content-type')).toBe('text/plain');
-    expect(direct.headers.get('content-disposition')).toBe(`inline; filename="hello.txt"; filename*=UTF-8''hello.txt`);
+    // attachment by default (contract 3.6); inline when asked for.
+    expect(direct.headers.get('content-disposition')).toBe(`attachment; filename="hello.txt"; filename*=UTF-8''hello.txt`);
+    const inline = await fetch((await svc.fetch(`/api/assets/${a.id}/content?disposition=inline`, { redirect: 'manual' })).headers.get('location')!);
+    expect(inline.headers.get('content-disposition')).toBe(`inline; filename="hello.txt"; filename*=UTF-8''hello.txt`);
     // Active content stays an attachment on the bucket's origin too.
     const { body: h } = await upload(svc, Buffer.from(`<!DOCTYPE html><p>${crypto.randomUUID()}`), {}, KEYS.alice, 'x.html');
     const html = await fetch((await svc.fetch(`/api/assets/${h.id}/content`, { redirect: 'manual' })).headers.get('location')!);

@@ -233,11 +233,19 @@ export class AssetRepository {
     return { items: rows.map((r) => ({ name: r.name, count: Number(r.count) })), total: n, hasMore: q.offset + rows.length < n };
   }
 
-  /** Assets whose metadata was never derived (made before it existed), for the backfill. */
-  async fillMissingMetadata(limit: number): Promise<number> {
-    return this.db.$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
+  /**
+   * Backfill of assets made before metadata existed: their own fields (name, size, source_url) over the content's.
+   * Walks the primary key from `afterId`, so a table of millions is read once, not once per batch.
+   */
+  async fillMissingMetadata(afterId: string, limit: number): Promise<{ filled: number; lastId: string | undefined }> {
+    const ids = await this.db.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM asset WHERE id > ${afterId}::uuid
+      ORDER BY id LIMIT ${limit}`;
+    const lastId = ids[ids.length - 1]?.id;
+    if (!lastId) return { filled: 0, lastId: undefined };
+    const filled = await this.db.$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
         'filename', a.name, 'content_length', a.size, 'source_url', a.user_metadata -> 'source_url'))
-      FROM content c WHERE c.blake3 = a.content_hash AND a.id IN (SELECT id FROM asset WHERE metadata IS NULL LIMIT ${limit})`;
+      FROM content c WHERE c.blake3 = a.content_hash AND a.metadata IS NULL AND a.id > ${afterId}::uuid AND a.id <= ${lastId}::uuid`;
+    return { filled, lastId };
   }
 }
 

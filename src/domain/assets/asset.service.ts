@@ -31,6 +31,7 @@ import { LIMITS, normalizeTags } from './validation';
 export const CONTENT_GC_JOB = 'content.gc';
 /** Derives `metadata` for content and assets stored before it existed (enqueued once at start; see container.ts). */
 export const METADATA_BACKFILL_JOB = 'metadata.backfill';
+const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
  * The asset rules of contract section 3, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
@@ -113,12 +114,23 @@ export class AssetService {
     return asset;
   }
 
-  /** One batch of the metadata backfill; returns how many contents and assets it filled (0: done). */
-  async backfillMetadata(batch = 50): Promise<number> {
-    let n = await this.assets.fillMissingMetadata(batch);
-    for (const rec of await this.content.findWithoutMetadata(batch)) {
-      await this.content.backfillMetadata(rec);
-      n++;
+  /**
+   * The metadata backfill (METADATA_BACKFILL_JOB): gives assets made before `metadata` existed their own fields, then
+   * derives each such content's fields from the first bytes of its blob (read once) and merges them into its
+   * assets. Returns how many assets and contents it filled.
+   */
+  async backfillMetadata(batch = 500): Promise<number> {
+    let n = 0;
+    for (let after: string | undefined = ZERO_UUID; after !== undefined; ) {
+      const r = await this.assets.fillMissingMetadata(after, batch);
+      n += r.filled;
+      after = r.lastId;
+    }
+    for (let after: string | undefined = ''; after !== undefined; ) {
+      const { rows, last } = await this.content.findWithoutMetadata(after, batch);
+      for (const rec of rows) await this.content.backfillMetadata(rec);
+      n += rows.length;
+      after = last;
     }
     return n;
   }

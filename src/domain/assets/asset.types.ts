@@ -1,3 +1,5 @@
+import { safeRelativePath } from './safe-path';
+
 /** Plain domain shapes; transports map them to JSON (REST) or object types (GraphQL). */
 
 export interface Principal {
@@ -130,17 +132,6 @@ export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl
 export const previewUrlOf = (a: { previewId: string | null }, baseUrl: string): string | undefined =>
   a.previewId ? `${baseUrl}/api/assets/${a.previewId}/content` : undefined;
 
-/**
- * The path a loader node takes for a `models` asset: its name, when that is a safe relative path (no `..` or `.`
- * segment, no leading `/`, no `\`, no control character, no empty segment); undefined otherwise. Everything that
- * turns asset names into paths (CLI pull, export archives) must use this.
- */
-export function safeRelativePath(name: string): string | undefined {
-  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
-  const segments = name.split('/');
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) return undefined;
-  return name;
-}
-
+/** `loader_path` of contract 3: for an asset tagged `models`, its name when that is a safe relative path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>
   a.tags.includes('models') ? safeRelativePath(a.name) : undefined;

@@ -87,9 +87,12 @@ export class ContentRepository {
     return n > 0;
   }
 
-  async findWithoutMetadata(limit: number): Promise<ContentRecord[]> {
-    const rows = await this.db.content.findMany({ where: { metadata: { equals: Prisma.AnyNull } }, take: limit });
-    return rows.map(toRecord);
+  /** Content without derived metadata among the next `limit` rows after `afterBlake3` (a walk of the primary key). */
+  async findWithoutMetadata(afterBlake3: string, limit: number): Promise<{ rows: ContentRecord[]; last: string | undefined }> {
+    // Only a flag of the metadata column is read: filled rows cost an index entry, not their JSON.
+    const page = await this.db.$queryRaw<(Row & { missing: boolean })[]>`SELECT blake3, sha256, size, mime_type AS "mimeType",
+        first_name AS "firstName", metadata IS NULL AS missing FROM content WHERE blake3 > ${afterBlake3} ORDER BY blake3 LIMIT ${limit}`;
+    return { rows: page.filter((r) => r.missing).map((r) => toRecord({ ...r, metadata: null })), last: page[page.length - 1]?.blake3 };
   }
 
   /** Stores derived metadata on the content and merges it under each of its assets' own fields, in one transaction. */

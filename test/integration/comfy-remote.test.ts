@@ -1,0 +1,120 @@
+/**
+ * Issue 12, the model import wizard: GET /api/assets/remote-metadata?url= (contract 3.6) against the fake Hugging
+ * Face and Civitai servers, and GraphQL remoteMetadata. No byte of the model file may be fetched. Every JSON answer
+ * is validated against openapi.yaml.
+ */
+import crypto from 'node:crypto';
+import { gql } from '../helpers/graphql';
+import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
+import { json, startTestService, type TestService } from '../helpers/harness';
+
+let fake: FakeProviders;
+let svc: TestService;
+beforeAll(async () => {
+  fake = await startFakeProviders();
+  // No Civitai token: early-access models need one. MAX_UPLOAD_BYTES small enough to test FILE_TOO_LARGE.
+  svc = await startTestService({ ...fake.env, CIVITAI_API_TOKEN: '', MAX_UPLOAD_BYTES: String(3 * 1024 * 1024) }, { validateResponses: true });
+});
+afterAll(async () => {
+  await svc?.stop();
+  await fake?.close();
+});
+
+const remote = async (url: string) => {
+  const res = await svc.fetch(`/api/assets/remote-metadata?url=${encodeURIComponent(url)}`);
+  return { status: res.status, body: await json(res) };
+};
+
+/** Nothing was fetched from the CDN that serves the files' bytes. */
+const cdnGets = () => fake.cdn.requests.length;
+
+test('the route is not captured by /api/assets/{id} (no INVALID_ID), and url is required', async () => {
+  const r = await svc.fetch('/api/assets/remote-metadata');
+  expect(r.status).toBe(400);
+  expect((await json(r)).code).toBe('INVALID_QUERY');
+});
+
+test('Civitai: file name, size, model type → tags, name, preview image as a data: URL, valid', async () => {
+  const image = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(200)]);
+  const cases: [string, string | undefined][] = [
+    ['Checkpoint', 'checkpoints'],
+    ['LORA', 'loras'],
+    ['LoCon', 'loras'],
+    ['TextualInversion', 'embeddings'],
+    ['VAE', 'vae'],
+    ['Controlnet', 'controlnet'],
+    ['Upscaler', 'upscale_models'],
+    ['Poses', undefined],
+  ];
+  const before = cdnGets();
+  let id = 7100;
+  for (const [modelType, folder] of cases) {
+    const data = bytes(2048, id);
+    const url = fake.civitai.add(++id, { data, name: `m-${id}.safetensors`, modelType, modelName: 'Great model', image });
+    const { status, body } = await remote(url);
+    expect([modelType, status]).toEqual([modelType, 200]);
+    expect(body).toMatchObject({
+      content_length: data.length,
+      final_url: url,
+      filename: `m-${id}.safetensors`,
+      name: 'Great model v1.0',
+      preview_image: `data:image/png;base64,${image.toString('base64')}`,
+      validation: { is_valid: true, errors: [] },
+    });
+    if (folder) expect(body.tags).toEqual(['models', folder]);
+    else expect('tags' in body).toBe(false);
+  }
+  expect(cdnGets()).toBe(before);
+});
+
+test('Civitai: early access without a token → 403; unknown version → 404; a non-model file → FORMAT_NOT_ALLOWED', async () => {
+  const early = fake.civitai.add(7201, { data: bytes(100, 1), name: 'e.safetensors', earlyAccess: true });
+  expect(await remote(early)).toMatchObject({ status: 403, body: { code: 'SOURCE_AUTH_REQUIRED' } });
+  expect(await remote(`${fake.civitai.url}/api/download/models/999999`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
+  const zip = fake.civitai.add(7202, { data: bytes(100, 2), name: 'poses.zip', modelType: 'Poses' });
+  const { status, body } = await remote(zip);
+  expect(status).toBe(200);
+  expect(body.validation).toMatchObject({ is_valid: false, errors: [{ code: 'FORMAT_NOT_ALLOWED', field: 'url' }] });
+  const big = fake.civitai.add(7203, { data: bytes(4 * 1024 * 1024, 3), name: 'big.safetensors' });
+  expect((await remote(big)).body.validation).toMatchObject({ is_valid: false, errors: [{ code: 'FILE_TOO_LARGE' }] });
+});
+
+test('Hugging Face: HEAD only (size from X-Linked-Size), folder → tags; gated → 403; missing → 404; not a provider → 400', async () => {
+  const data = bytes(3000, 9);
+  const url = fake.hf.lfs('org/repo/loras/style.safetensors', data);
+  const before = cdnGets();
+  const { status, body } = await remote(url);
+  expect(status).toBe(200);
+  expect(body).toMatchObject({
+    content_length: data.length,
+    final_url: url,
+    filename: 'style.safetensors',
+    tags: ['models', 'loras'],
+    validation: { is_valid: true, errors: [] },
+  });
+  expect('preview_image' in body).toBe(false);
+  expect(cdnGets()).toBe(before);
+  expect(fake.hf.requests.filter((r) => r.path.endsWith('loras/style.safetensors')).map((r) => r.method)).toEqual(['HEAD']);
+
+  const plain = await remote(fake.hf.lfs('org/repo/readme-image.png', bytes(10, 10)));
+  expect(plain.body.validation.errors).toEqual([expect.objectContaining({ code: 'FORMAT_NOT_ALLOWED' })]);
+  expect('tags' in plain.body).toBe(false);
+
+  fake.hf.gated.set('org/gated', 'another-token');
+  fake.hf.lfs('org/gated/model.safetensors', bytes(10, 11));
+  expect(await remote(`${fake.hf.url}/org/gated/resolve/main/model.safetensors`)).toMatchObject({ status: 403, body: { code: 'SOURCE_AUTH_REQUIRED' } });
+  expect(await remote(`${fake.hf.url}/org/repo/resolve/main/nope.safetensors`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
+  expect(await remote('https://example.com/model.safetensors')).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+});
+
+test('GraphQL remoteMetadata answers the same', async () => {
+  const url = fake.civitai.add(7301, { data: bytes(1024, 12), name: 'g.safetensors', modelType: 'VAE' });
+  const r = await gql(svc, 'query($u: String!) { remoteMetadata(url: $u) { contentLength finalUrl filename tags validation { isValid errors { code } } } }', { u: url });
+  expect(r.data.remoteMetadata).toEqual({
+    contentLength: 1024,
+    finalUrl: url,
+    filename: 'g.safetensors',
+    tags: ['models', 'vae'],
+    validation: { isValid: true, errors: [] },
+  });
+});
