@@ -1,12 +1,13 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { Api, ApiError, assetFields, taskFields, type Asset, type AssetFilter, type Features, type Task } from './api';
-import { Activity, type ExportLink } from './components/Activity';
+import { Api, ApiError, assetFields, type Asset, type AssetFilter, type Features } from './api';
+import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
 import { Facets, type TagCount } from './components/Facets';
 import { Grid } from './components/Grid';
 import { KeyGate } from './components/KeyGate';
-import { uploadFile, type UploadState } from './uploads';
+import { useTasks } from './hooks/useTasks';
+import { useUploads } from './hooks/useUploads';
 import './styles.css';
 
 const KEY_STORE = 'assetBrowser.apiKey';
@@ -53,7 +54,6 @@ interface PageState {
 }
 
 const EMPTY: PageState = { items: [], total: 0, totalIsLowerBound: false, hasMore: false };
-const ACTIVE = new Set(['created', 'running']);
 
 function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const [features, setFeatures] = useState<Features>();
@@ -68,10 +68,6 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const anchor = useRef<number | undefined>(undefined);
   const [openId, setOpenId] = useState<string>();
-  const [uploads, setUploads] = useState<UploadState[]>([]);
-  const [tasks, setTasks] = useState<Task[]>([]);
-  const [exports, setExports] = useState<Record<string, ExportLink>>({});
-  const [dragging, setDragging] = useState(false);
   const [announce, setAnnounce] = useState('');
   const [scrollRoot, setScrollRoot] = useState<HTMLElement | null>(null);
   const fileInput = useRef<HTMLInputElement>(null);
@@ -191,149 +187,16 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [pendingKey, page, features, api]);
 
-  // Tasks: polled, every second while one is active, else every five.
-  const tasksRef = useRef<Task[]>([]);
-  const refreshRef = useRef(refresh);
-  refreshRef.current = refresh;
-  const loadTasks = useCallback(async () => {
-    if (!features) return;
-    try {
-      const d = await api.gql<{ tasks: { items: Task[] } }>(`{ tasks(limit: 20) { items { ${taskFields(features)} } } }`);
-      const before = new Map(tasksRef.current.map((t) => [t.id, t.status]));
-      tasksRef.current = d.tasks.items;
-      setTasks(d.tasks.items);
-      const finished = d.tasks.items.filter((t) => t.status === 'completed' && before.has(t.id) && ACTIVE.has(before.get(t.id)!));
-      if (finished.some((t) => t.taskName !== 'export_assets')) refreshRef.current();
-      for (const t of finished.filter((x) => x.taskName === 'export_assets')) void fetchExport(t);
-    } catch {
-      /* shown as stale; next poll */
-    }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [api, features]);
-  const anyActive = tasks.some((t) => ACTIVE.has(t.status));
-  useEffect(() => {
-    void loadTasks();
-    const t = setInterval(loadTasks, anyActive ? 1000 : 5000);
-    return () => clearInterval(t);
-  }, [loadTasks, anyActive]);
-
-  async function fetchExport(t: Task) {
-    const name = (t.result as { exportName?: string } | null)?.exportName;
-    if (!name) return;
-    try {
-      const r = await api.json<{ url: string }>(`/api/assets/exports/${encodeURIComponent(name)}`);
-      setExports((e) => ({ ...e, [t.id]: { taskId: t.id, url: r.url } }));
-      setAnnounce('The export archive is ready to download.');
-    } catch (err) {
-      setExports((e) => ({ ...e, [t.id]: { taskId: t.id, error: (err as Error).message } }));
-    }
-  }
-
-  async function cancelTask(id: string) {
-    try {
-      await api.gql(`mutation($id: ID!) { cancelTask(id: $id) { id status } }`, { id });
-    } catch (err) {
-      setAnnounce(`Cancel failed: ${(err as Error).message}`);
-    }
-    void loadTasks();
-  }
-
-  async function startDownload(url: string): Promise<string | undefined> {
-    const d = await api.gql<{ startDownload: { asset?: { id: string; name: string } | null; task?: { id: string } | null } }>(
-      'mutation($input: StartDownloadInput!) { startDownload(input: $input) { asset { id name } task { id } } }',
-      { input: { sourceUrl: url } },
-    );
-    if (d.startDownload.asset) {
-      refresh();
-      return `Already stored: ${d.startDownload.asset.name}`;
-    }
-    tasksRef.current = [...tasksRef.current, { id: d.startDownload.task!.id, status: 'created' } as Task];
-    void loadTasks();
-    return 'Download started.';
-  }
+  const { tasks, exports, cancelTask, startDownload, startExport } = useTasks(api, features, refresh, setAnnounce);
+  const { uploads, dragging, addFiles, clearFinished } = useUploads(api, tagFilter, (name) => {
+    setAnnounce(`Uploaded ${name}.`);
+    refresh();
+  });
 
   async function exportSelected() {
     const ids = [...selected];
-    try {
-      const d = await api.gql<{ startExport: { id: string } }>('mutation($input: StartExportInput!) { startExport(input: $input) { id } }', {
-        input: { assetIds: ids },
-      });
-      tasksRef.current = [...tasksRef.current, { id: d.startExport.id, status: 'created', taskName: 'export_assets' } as Task];
-      setAnnounce(`Exporting ${ids.length} assets…`);
-      void loadTasks();
-    } catch (err) {
-      setAnnounce(`Export failed: ${(err as Error).message}`);
-    }
+    if (await startExport(ids)) setAnnounce(`Exporting ${ids.length} assets…`);
   }
-
-  // Uploads: three at a time; the grid and facets refresh as each one lands.
-  const queue = useRef<{ file: File; key: string }[]>([]);
-  const running = useRef(0);
-  const patchUpload = (key: string, patch: Partial<UploadState>) => setUploads((us) => us.map((u) => (u.key === key ? { ...u, ...patch } : u)));
-  const pump = useCallback(() => {
-    while (running.current < 3 && queue.current.length) {
-      const { file, key } = queue.current.shift()!;
-      running.current++;
-      uploadFile(api, file, tagFilter, (patch) => patchUpload(key, patch))
-        .then(
-          (assetId) => {
-            patchUpload(key, { status: 'done', assetId, sent: file.size, cancel: undefined });
-            setAnnounce(`Uploaded ${file.name}.`);
-            refresh();
-          },
-          (err: Error) => patchUpload(key, { status: err instanceof ApiError && err.code === 'CANCELLED' ? 'cancelled' : 'failed', error: err.message, cancel: undefined }),
-        )
-        .finally(() => {
-          running.current--;
-          pump();
-        });
-    }
-  }, [api, tagFilter, refresh]);
-  function addFiles(files: FileList | File[] | null) {
-    const list = [...(files ?? [])];
-    if (!list.length) return;
-    const added = list.map((file, i) => ({ file, key: `${Date.now()}-${i}-${file.name}` }));
-    setUploads((us) => [...added.map(({ file, key }) => ({ key, name: file.name, size: file.size, sent: 0, status: 'uploading' as const })), ...us]);
-    queue.current.push(...added);
-    pump();
-  }
-
-  // Drag and drop anywhere on the page.
-  useEffect(() => {
-    let depth = 0;
-    const hasFiles = (e: DragEvent) => !!e.dataTransfer && [...e.dataTransfer.types].includes('Files');
-    const enter = (e: DragEvent) => {
-      if (!hasFiles(e)) return;
-      depth++;
-      setDragging(true);
-    };
-    const over = (e: DragEvent) => {
-      if (!hasFiles(e)) return;
-      e.preventDefault();
-      e.dataTransfer!.dropEffect = 'copy';
-    };
-    const leave = () => {
-      depth = Math.max(0, depth - 1);
-      if (!depth) setDragging(false);
-    };
-    const drop = (e: DragEvent) => {
-      if (!hasFiles(e)) return;
-      e.preventDefault();
-      depth = 0;
-      setDragging(false);
-      addFiles(e.dataTransfer!.files);
-    };
-    window.addEventListener('dragenter', enter);
-    window.addEventListener('dragover', over);
-    window.addEventListener('dragleave', leave);
-    window.addEventListener('drop', drop);
-    return () => {
-      window.removeEventListener('dragenter', enter);
-      window.removeEventListener('dragover', over);
-      window.removeEventListener('dragleave', leave);
-      window.removeEventListener('drop', drop);
-    };
-  });
 
   // Escape closes the drawer and gives focus back to the tile it came from.
   useEffect(() => {
@@ -475,7 +338,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
         exports={exports}
         onCancelTask={cancelTask}
         onStartDownload={startDownload}
-        onClearUploads={() => setUploads((us) => us.filter((u) => u.status === 'uploading'))}
+        onClearUploads={clearFinished}
       />
 
       {dragging && (
