@@ -5,6 +5,9 @@ import { formatBytes, formatDate, kindOf, parseTags } from '../format';
 import { KindIcon } from './icons';
 import { saveWithKey, useObjectUrl } from './useObjectUrl';
 
+/** Above this, a download through the page (fetched with the key into a Blob) is worth a warning. */
+const LARGE = 1024 ** 3;
+
 interface DetailProps {
   api: Api;
   features: Features;
@@ -99,10 +102,16 @@ export function Detail({ api, features, asset, onClose, onSaved, onTag }: Detail
         {thumb.src ? <img src={thumb.src} alt={`Thumbnail of ${asset.name}`} /> : <KindIcon kind={kind} size={72} />}
       </div>
       <div class="drawer-actions">
-        <button type="button" class="primary" onClick={download}>
+        <button type="button" class="primary" onClick={download} aria-describedby={asset.size > LARGE ? 'download-note' : undefined}>
           Download
         </button>
       </div>
+      {asset.size > LARGE && (
+        <p id="download-note" class="help">
+          The browser holds the whole file in memory before saving it; for big models the command-line client (<code>assets pull</code>) resumes and
+          streams to disk.
+        </p>
+      )}
 
       <form class="edit" onSubmit={save}>
         <fieldset disabled={busy || asset.isImmutable}>
