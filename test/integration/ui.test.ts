@@ -280,26 +280,34 @@ test('a first page of 100 tiles, every thumbnail fetched, loads in about a secon
   await context.addInitScript((key) => sessionStorage.setItem('assetBrowser.apiKey', key), KEYS.alice);
   const fresh = await context.newPage();
   const times: number[] = [];
+  const phases: string[] = [];
   for (let run = 0; run < 3; run++) {
     await fresh.goto(`${svc.url}/ui?pageSize=100`);
     const ms = await fresh.evaluate(
       () =>
-        new Promise<number>((resolve) => {
+        new Promise<{ shown: number; script: number; features: number; firstPage: number; cached: number }>((resolve) => {
+          const at = (name: string) => Math.round(performance.getEntriesByName(name)[0]?.startTime ?? -1);
           const check = () => {
             const tiles = [...document.querySelectorAll('.tile')];
             const images = tiles.filter((t: any) => /^image\//.test(t.querySelector('.tile-meta')?.textContent ?? '')); // eslint-disable-line @typescript-eslint/no-explicit-any
             const loaded = document.querySelectorAll('.tile img').length;
-            if (tiles.length === 100 && images.length > 0 && loaded === images.length) resolve(performance.now());
+            if (tiles.length === 100 && images.length > 0 && loaded === images.length) {
+              const script = performance.getEntriesByType('resource').find((e: any) => /app-.*\.js$/.test(e.name)) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+              const thumbs = performance.getEntriesByType('resource').filter((e: any) => /\/thumbnail$/.test(e.name)) as any[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+              const cached = thumbs.filter((e) => e.transferSize === 0).length;
+              resolve({ shown: Math.round(performance.now()), script: Math.round(script?.responseEnd ?? -1), features: at('ui:features'), firstPage: at('ui:first-page'), cached });
+            }
             else requestAnimationFrame(check);
           };
           check();
         }),
     );
-    times.push(Math.round(ms));
+    times.push(ms.shown);
+    phases.push(`script ${ms.script}, schema ${ms.features}, page ${ms.firstPage}, thumbnails ${ms.shown} (${ms.cached} from the browser cache)`);
   }
   await context.close();
   // From navigation start to the last of the page's thumbnails shown (object URLs decoded into <img>).
-  console.log(`asset browser, first page of 100 tiles with thumbnails: ${times.join(', ')} ms (3 loads)`);
+  console.log(`asset browser, first page of 100 tiles with thumbnails: ${times.join(', ')} ms (3 loads)\n  ms after navigation start: ${phases.join(' | ')}`);
   // The issue's target is 1 s; the bound here leaves room for a loaded CI machine.
   expect(Math.min(...times)).toBeLessThan(3000);
 }, 80_000);

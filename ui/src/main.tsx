@@ -75,7 +75,13 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const inFlight = useRef(false);
 
   useEffect(() => {
-    api.features().then(setFeatures, (e) => setError(String(e.message ?? e)));
+    api.features().then(
+      (f) => {
+        performance.mark('ui:features');
+        setFeatures(f);
+      },
+      (e) => setError(String(e.message ?? e)),
+    );
   }, [api]);
 
   const filter = useMemo<AssetFilter>(() => ({ ...(tagFilter.length ? { includeTags: tagFilter } : {}), ...(query ? { nameContains: query } : {}) }), [tagFilter, query]);
@@ -106,6 +112,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
           },
         );
         if (gen !== generation.current) return;
+        if (reset) performance.mark('ui:first-page');
         const a = d.assets;
         setPage((prev) => {
           const base = reset ? [] : prev.items;
