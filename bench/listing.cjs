@@ -1,27 +1,29 @@
 'use strict';
-// Figure 5: GET /api/assets?include_tags=models,loras&limit=100 with 100k assets in the database (seeded with SQL
-// generate_series): p50/p99 and req/s, against the bare node:http + pg server running the same two statements, and
-// the EXPLAIN (ANALYZE) plans of the statements the service's AssetRepository.list really sends (captured at the pg
-// driver, as test/integration/query-plans.test.ts does).
+// Figure 5 (issue 12 scale): one owner with 1,000,000 assets in a table of 2,000,000 (seeded with SQL
+// generate_series; one in five of the owner's also tagged "loras"). Requests: the first page and a cursor page
+// 500,000 rows deep, each with and without include_tags=models,loras; GET /api/tags; the refine facets (unfiltered and
+// filtered). p50/p99 and req/s at 1 and 16 connections, against the bare node:http + pg server running the same
+// statements in the same run, and the EXPLAIN (ANALYZE) plans of the statements AssetRepository really sends
+// (captured at the pg driver, as test/integration/query-plans.test.ts does). `--smoke`: 2,000 rows, 1 s runs.
 const path = require('node:path');
 const { DIST, KEY, OWNER, startStack, spawnHelper, cannon, median, r2, r3, log, printResult } = require('./lib/common.cjs');
 
-const QUERY = '/api/assets?include_tags=models,loras&limit=100';
+const TAGS = 'include_tags=models,loras';
 
 async function seed(databaseUrl, rows) {
   const { Client } = require('pg');
   const c = new Client({ connectionString: databaseUrl });
   await c.connect();
   try {
-    // 90% of the rows belong to the bench owner; every asset is tagged "models", one in five also "loras".
+    // Half of the rows belong to the bench owner; every asset is tagged "models", one in five also "loras".
     await c.query(`
       INSERT INTO content (blake3, sha256, size, mime_type, first_name)
       SELECT encode(sha256(('b' || i)::bytea), 'hex'), encode(sha256(('s' || i)::bytea), 'hex'), i, 'application/octet-stream', 'f' || i
       FROM generate_series(1, ${rows}) AS i;
       INSERT INTO asset (id, owner_id, name, content_hash, size, mime_type, tags, user_metadata, created_at, updated_at, last_access_time)
-      SELECT gen_random_uuid(), CASE WHEN i % 10 = 0 THEN 'other' || (i % 7) ELSE '${OWNER}' END, 'asset-' || md5(i::text),
+      SELECT gen_random_uuid(), CASE WHEN i % 2 = 1 THEN 'other' || (i % 7) ELSE '${OWNER}' END, 'asset-' || md5(i::text),
         encode(sha256(('b' || i)::bytea), 'hex'), i, 'application/octet-stream',
-        CASE WHEN i % 5 = 0 THEN ARRAY['models', 'loras', 'tag' || (i % 97)] ELSE ARRAY['models', 'checkpoints', 'tag' || (i % 97)] END,
+        CASE WHEN i % 10 = 0 THEN ARRAY['models', 'loras', 'tag' || (i % 97)] ELSE ARRAY['models', 'checkpoints', 'tag' || (i % 97)] END,
         jsonb_build_object('k', i % 211), now() - i * interval '1 second', now() - (i % 313) * interval '1 minute', now()
       FROM generate_series(1, ${rows}) AS i;
       ANALYZE content;
@@ -33,8 +35,25 @@ async function seed(databaseUrl, rows) {
   }
 }
 
-/** The statements AssetRepository.list sends for this query, EXPLAIN ANALYZEd. */
-async function plans(databaseUrl) {
+/** The boundary of the row `depth` deep in the owner's created_at desc list (optionally with the tag filter), as a cursor. */
+async function cursorAt(databaseUrl, depth, tags) {
+  const { encodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
+  const { Client } = require('pg');
+  const c = new Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const where = tags ? `AND tags @> ARRAY['models','loras']` : '';
+    const r = await c.query(`SELECT created_at, id::text AS id FROM asset WHERE owner_id = $1 ${where}
+      ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`, [OWNER, depth]);
+    const row = r.rows[0];
+    return { cursor: encodeCursor('created_at', 'desc', { value: row.created_at.toISOString(), id: row.id }), position: { value: row.created_at.toISOString(), id: row.id } };
+  } finally {
+    await c.end();
+  }
+}
+
+/** The statements AssetRepository sends for each request of the run, EXPLAIN ANALYZEd. */
+async function plans(databaseUrl, deep, deepTagged) {
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
   const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
   const { Client } = require('pg');
@@ -53,12 +72,24 @@ async function plans(databaseUrl) {
   await explainer.connect();
   try {
     const repo = new AssetRepository(db.prisma, db.pool);
-    const q = { includeTags: ['models', 'loras'], excludeTags: [], limit: 100, offset: 0, sort: 'created_at', order: 'desc' };
-    await repo.list(OWNER, q);
+    const q = (includeTags) => ({ includeTags, excludeTags: [], limit: 100, offset: 0, sort: 'created_at', order: 'desc' });
+    const calls = {
+      first_page: () => repo.list(OWNER, q([])),
+      first_page_tagged: () => repo.list(OWNER, q(['models', 'loras'])),
+      deep_cursor_page: () => repo.list(OWNER, q([]), deep),
+      deep_cursor_page_tagged: () => repo.list(OWNER, q(['models', 'loras']), deepTagged),
+      tags: () => repo.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' }),
+      refine: () => repo.tagFacets(OWNER, { includeTags: [], excludeTags: [] }, 100),
+      refine_tagged: () => repo.tagFacets(OWNER, { includeTags: ['models', 'loras'], excludeTags: [] }, 100),
+    };
     const out = [];
-    for (const s of captured.filter((x) => /^\s*SELECT\b/i.test(x.text))) {
-      const r = await explainer.query({ text: `EXPLAIN (ANALYZE, BUFFERS) ${s.text}`, values: s.values });
-      out.push({ sql: s.text.replace(/\s+/g, ' ').trim(), plan: r.rows.map((x) => x['QUERY PLAN']) });
+    for (const [name, call] of Object.entries(calls)) {
+      captured.length = 0;
+      await call();
+      for (const s of captured.filter((x) => /^\s*SELECT\b/i.test(x.text))) {
+        const r = await explainer.query({ text: `EXPLAIN (ANALYZE, BUFFERS) ${s.text}`, values: s.values });
+        out.push({ request: name, sql: s.text.replace(/\s+/g, ' ').trim(), plan: r.rows.map((x) => x['QUERY PLAN']) });
+      }
     }
     return out;
   } finally {
@@ -68,7 +99,8 @@ async function plans(databaseUrl) {
 }
 
 async function run(args) {
-  const rows = args.smoke ? 2000 : 100_000;
+  const rows = args.smoke ? 2000 : 2_000_000;
+  const depth = args.smoke ? 500 : 500_000;
   const rounds = args.rounds ?? (args.smoke ? 1 : 3);
   const duration = args.smoke ? 1 : 10;
   const stack = await startStack({ prefix: 'listing' });
@@ -76,35 +108,56 @@ async function run(args) {
   try {
     const counts = await seed(stack.databaseUrl, rows);
     log(`  seeded ${counts.n} assets; ${counts.m} match include_tags=models,loras for the bench owner`);
+    const deep = await cursorAt(stack.databaseUrl, depth, false);
+    const deepTagged = await cursorAt(stack.databaseUrl, Math.floor(depth / 5), true);
+    const requests = {
+      first_page: '/api/assets?limit=100',
+      first_page_tagged: `/api/assets?${TAGS}&limit=100`,
+      deep_cursor_page: `/api/assets?limit=100&after=${deep.cursor}`,
+      deep_cursor_page_tagged: `/api/assets?${TAGS}&limit=100&after=${deepTagged.cursor}`,
+      tags: '/api/tags',
+      refine: '/api/assets/tags/refine',
+      refine_tagged: `/api/assets/tags/refine?${TAGS}`,
+    };
     base = await spawnHelper('baseline-server.cjs', [], { DATABASE_URL: stack.databaseUrl });
     const headers = { 'x-api-key': KEY };
-    await cannon({ url: stack.svc.url + QUERY, headers, duration: 1, connections: 4 });
-    await cannon({ url: base.url + QUERY, headers, duration: 1, connections: 4 });
-    // One connection: the latency of a request on its own; 16: throughput, with latency mostly queueing.
-    const levels = {};
-    for (const connections of [1, 16]) {
-      const s = [];
-      const b = [];
-      for (let i = 0; i < rounds; i++) {
-        s.push(await cannon({ url: stack.svc.url + QUERY, headers, duration, connections }));
-        b.push(await cannon({ url: base.url + QUERY, headers, duration, connections }));
-        log(`  c=${connections} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms; baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`);
-        if (!s[i].ok || !b[i].ok) throw new Error('non-2xx or errors during the listing run');
+    const results = {};
+    for (const [name, query] of Object.entries(requests)) {
+      await cannon({ url: stack.svc.url + query, headers, duration: 1, connections: 4 });
+      await cannon({ url: base.url + query, headers, duration: 1, connections: 4 });
+      // One connection: the latency of a request on its own; 16: throughput, with latency mostly queueing.
+      const levels = {};
+      for (const connections of [1, 16]) {
+        const s = [];
+        const b = [];
+        for (let i = 0; i < rounds; i++) {
+          s.push(await cannon({ url: stack.svc.url + query, headers, duration, connections }));
+          b.push(await cannon({ url: base.url + query, headers, duration, connections }));
+          log(`  ${name} c=${connections} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms; baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`);
+          if (!s[i].ok || !b[i].ok) throw new Error(`non-2xx or errors during the ${name} run`);
+        }
+        levels[`connections_${connections}`] = {
+          service: { rps: r2(median(s.map((x) => x.rps))), p50_ms: median(s.map((x) => x.p50)), p99_ms: median(s.map((x) => x.p99)) },
+          baseline: { rps: r2(median(b.map((x) => x.rps))), p50_ms: median(b.map((x) => x.p50)), p99_ms: median(b.map((x) => x.p99)) },
+          ratio_median: r3(median(s.map((x, i) => x.rps / b[i].rps))),
+        };
       }
-      levels[`connections_${connections}`] = {
-        service: { rps: r2(median(s.map((x) => x.rps))), p50_ms: median(s.map((x) => x.p50)), p99_ms: median(s.map((x) => x.p99)) },
-        baseline: { rps: r2(median(b.map((x) => x.rps))), p50_ms: median(b.map((x) => x.p50)), p99_ms: median(b.map((x) => x.p99)) },
-        ratio_median: r3(median(s.map((x, i) => x.rps / b[i].rps))),
-      };
+      results[name] = { query, ...levels };
     }
-    const explained = await plans(stack.databaseUrl);
-    for (const p of explained) log(`  ${p.sql}\n    ${p.plan.join('\n    ')}`);
+    const explained = await plans(stack.databaseUrl, deep.position, deepTagged.position);
+    for (const p of explained) log(`  [${p.request}] ${p.sql}\n    ${p.plan.join('\n    ')}`);
     const planText = explained.map((p) => p.plan.join('\n')).join('\n');
+    const p50 = (name, c) => results[name][`connections_${c}`].service.p50_ms;
     printResult('listing', {
       assets: counts.n,
+      owner_assets: Math.floor(counts.n / 2),
       matching: counts.m,
-      query: QUERY,
-      ...levels,
+      cursor_depth: depth,
+      requests: results,
+      deep_vs_first_p50: {
+        untagged_c1: r3(p50('deep_cursor_page', 1) / Math.max(p50('first_page', 1), 0.001)),
+        tagged_c1: r3(p50('deep_cursor_page_tagged', 1) / Math.max(p50('first_page_tagged', 1), 0.001)),
+      },
       uses_index: /Index/.test(planText) && !/Seq Scan on (asset|content)\b/.test(planText),
       plans: explained,
     });

@@ -43,19 +43,49 @@ const server = http.createServer(async (req, res) => {
       const { rows } = await pool.query({ name: 'exists', text: 'SELECT 1 FROM content WHERE blake3 = $1 LIMIT 1', values: [m[1]] });
       res.writeHead(rows.length ? 200 : 404).end();
     } else if (req.method === 'GET' && u.pathname === '/api/assets') {
-      // The two statements AssetRepository.list runs for include_tags + limit (page and total), in parallel.
+      // The statements AssetRepository.list runs (page of limit + 1 in keyset order, the count stopped at 10,001).
       const tags = (u.searchParams.get('include_tags') || '').split(',').filter(Boolean);
       const limit = Number(u.searchParams.get('limit') || 20);
+      const after = u.searchParams.get('after');
+      const cond = ['owner_id = $1'];
+      const values = [OWNER];
+      if (tags.length) cond.push(`tags @> $${values.push(tags)}::text[]`);
+      const countCond = cond.join(' AND ');
+      const countValues = [...values];
+      if (after) {
+        const c = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
+        cond.push(`(created_at, id) < ($${values.push(c.v)}::timestamptz, $${values.push(c.id)}::uuid)`);
+      }
       const [page, count] = await Promise.all([
-        pool.query(`SELECT ${COLUMNS} FROM asset WHERE owner_id = $1 AND tags @> $2::text[] ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET 0`, [
-          OWNER,
-          tags,
-          limit,
-        ]),
-        pool.query('SELECT count(*) AS n FROM asset WHERE owner_id = $1 AND tags @> $2::text[]', [OWNER, tags]),
+        pool.query(`SELECT ${COLUMNS} FROM asset WHERE ${cond.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${values.push(limit + 1)}`, values),
+        pool.query(`SELECT count(*) AS n FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT 10001) AS m`, countValues),
       ]);
-      const total = Number(count.rows[0].n);
-      send(res, 200, { assets: page.rows.map(asJson), total, has_more: page.rows.length < total });
+      const n = Number(count.rows[0].n);
+      const more = page.rows.length > limit;
+      const items = page.rows.slice(0, limit);
+      const last = items[items.length - 1];
+      const next = more ? Buffer.from(JSON.stringify({ s: 'created_at', o: 'desc', v: last.created_at.toISOString(), id: last.id })).toString('base64url') : undefined;
+      send(res, 200, {
+        assets: items.map(asJson),
+        total: Math.min(n, 10000),
+        has_more: more,
+        ...(next ? { next_cursor: next } : {}),
+        ...(n > 10000 ? { total_is_lower_bound: true } : {}),
+      });
+    } else if (req.method === 'GET' && u.pathname === '/api/tags') {
+      const [page, count] = await Promise.all([
+        pool.query('SELECT tag AS name, count FROM asset_tag_count WHERE owner_id = $1 AND count > 0 ORDER BY count DESC, tag ASC LIMIT 100 OFFSET 0', [OWNER]),
+        pool.query('SELECT count(*) AS n FROM asset_tag_count WHERE owner_id = $1 AND count > 0', [OWNER]),
+      ]);
+      const n = Number(count.rows[0].n);
+      send(res, 200, { tags: page.rows, total: n, has_more: page.rows.length < n });
+    } else if (req.method === 'GET' && u.pathname === '/api/assets/tags/refine') {
+      const tags = (u.searchParams.get('include_tags') || '').split(',').filter(Boolean);
+      const { rows } = tags.length
+        ? await pool.query(`SELECT t AS name, count(*) AS count FROM asset, unnest(tags) AS t WHERE owner_id = $1 AND tags @> $2::text[]
+            GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT 100`, [OWNER, tags])
+        : await pool.query('SELECT tag AS name, count FROM asset_tag_count WHERE owner_id = $1 AND count > 0 ORDER BY count DESC, tag ASC LIMIT 100', [OWNER]);
+      send(res, 200, { tag_counts: Object.fromEntries(rows.map((r) => [r.name, Number(r.count)])) });
     } else {
       send(res, 404, { code: 'NOT_FOUND' });
     }

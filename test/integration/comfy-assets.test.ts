@@ -412,6 +412,10 @@ describe('tags (contract 3.6)', () => {
     ]);
     expect((await get('/api/assets/tags/refine?tags_any=other&limit=1', CAROL)).body).toEqual({ tag_counts: { other: 1 } });
     expect((await get('/api/assets/tags/refine?limit=0', CAROL)).status).toBe(400);
+    // No filter: every asset of the owner, the same counts as GET /api/tags (read from the maintained table).
+    const all = (await get('/api/assets/tags/refine?limit=1000', CAROL)).body.tag_counts;
+    const tags = (await get('/api/tags?limit=1000', CAROL)).body.tags as Json[];
+    expect(all).toEqual(Object.fromEntries(tags.map((t) => [t.name, t.count])));
   });
 });
 

@@ -9,7 +9,7 @@ const MiB = 1024 * 1024;
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' });
+  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' }, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();

@@ -10,7 +10,7 @@ let midpoint = '';
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' });
+  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' }, { validateResponses: true });
   for (let i = 0; i < 5; i++) {
     const failing = i === 1 || i === 3;
     const url = fake.hf.lfs(`org/list/f${i}.bin`, bytes(2000 + i, 100 + i), {}, failing ? { sha256: 'ef'.repeat(32) } : {});

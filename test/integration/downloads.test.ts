@@ -9,7 +9,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' });
+  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' }, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();
@@ -53,6 +53,8 @@ describe('Hugging Face', () => {
       asset_hash: blake3Of(data),
       tags: ['models', 'checkpoints'],
       user_metadata: { k: 1, source_url: url },
+      // Derived while the bytes streamed in (contract 3): the file name, length, format and the download's source.
+      metadata: { filename: 'weights.safetensors', content_length: data.length, source_url: url, format: 'safetensors' },
     });
     const content = Buffer.from(await (await svc.fetch(`/api/assets/${asset.id}/content`)).arrayBuffer());
     expect(content.equals(data)).toBe(true);

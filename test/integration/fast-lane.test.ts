@@ -25,7 +25,7 @@ async function listen(listener: http.RequestListener): Promise<{ url: string; cl
 }
 
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({}, { validateResponses: true });
   const app = createApp(svc.container);
   expressOnly = await listen(app);
   let passed = 0;

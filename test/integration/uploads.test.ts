@@ -8,7 +8,7 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 let svc: TestService;
 let db: Client;
 beforeAll(async () => {
-  svc = await startTestService({ MAX_UPLOAD_BYTES: String(4 * 1024 * 1024), CONTENT_GC_GRACE_SECONDS: '0' });
+  svc = await startTestService({ MAX_UPLOAD_BYTES: String(4 * 1024 * 1024), CONTENT_GC_GRACE_SECONDS: '0' }, { validateResponses: true });
   db = new Client({ connectionString: svc.databaseUrl });
   await db.connect();
 });

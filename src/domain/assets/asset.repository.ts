@@ -212,6 +212,15 @@ export class AssetRepository {
 
   /** How many of the matching assets carry each tag, most used first, then by name (the refine facets). */
   async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<TagCount[]> {
+    const unfiltered =
+      filter.includeTags.length === 0 && filter.excludeTags.length === 0 && !filter.anyTags?.length && !filter.nameContains &&
+      !filter.hash && Object.keys(filter.metadataFilter ?? {}).length === 0;
+    if (unfiltered) {
+      // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
+      const rows = await this.db.$queryRaw<{ name: string; count: number }[]>`SELECT tag AS name, count FROM asset_tag_count
+        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`;
+      return rows.map((r) => ({ name: r.name, count: Number(r.count) }));
+    }
     const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
     const rows = await this.db.$queryRaw<{ name: string; count: bigint }[]>`
       SELECT t AS name, count(*) AS count FROM asset, unnest(tags) AS t WHERE ${cond}

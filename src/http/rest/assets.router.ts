@@ -136,8 +136,8 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
-      const r = await assets.addTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
-      res.json({ added: r.added, already_present: r.alreadyPresent, total_tags: r.totalTags });
+      const out = await assets.addTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
+      res.json({ added: out.added, already_present: out.alreadyPresent, total_tags: out.totalTags });
     }),
   );
 
@@ -146,8 +146,8 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
-      const r = await assets.removeTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
-      res.json({ removed: r.removed, not_present: r.notPresent, total_tags: r.totalTags });
+      const out = await assets.removeTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
+      res.json({ removed: out.removed, not_present: out.notPresent, total_tags: out.totalTags });
     }),
   );
 

@@ -9,6 +9,9 @@ export function tagsRouter(deps: { assets: AssetService }): Router {
     '/tags',
     handle(async (req, res) => {
       const q = req.query as Record<string, unknown>;
+      // Comfy Cloud's flags, accepted and checked: there are no zero-use or public tags here (no effect).
+      oneOf(q, 'include_zero', ['true', 'false', '1', '0'] as const, 'true');
+      oneOf(q, 'include_public', ['true', 'false', '1', '0'] as const, 'false');
       const page = await deps.assets.listTags(principalOf(res), {
         prefix: stringParam(q, 'prefix'),
         limit: intParam(q, 'limit', 100, 1, 1000),

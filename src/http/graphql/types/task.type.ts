@@ -73,8 +73,8 @@ export class TaskType {
   @Field({ description: 'The owner of the task (of interest with `tasks(allOwners: true)`).' })
   ownerId!: string;
 
-  @Field(() => String, { nullable: true })
-  idempotencyKey!: string | null;
+  @Field(() => String, { description: "The client's Idempotency-Key, else `download_file:<id>`." })
+  idempotencyKey!: string;
 
   @Field({ description: '`download_file` or `export_assets`' })
   taskName!: string;
