@@ -120,9 +120,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   });
   queue.define<{ taskId: string }>({
     name: EXPORT_JOB,
-    // A crashed export starts again from the first member (its temporary is swept); a failing one fails its task.
+    // A crashed export (no heartbeat for 30 s) starts again from the first member (its temporary is swept); a failing
+    // one fails its task.
     retryLimit: 2,
     expireInSeconds: 6 * 3600,
+    heartbeatSeconds: 30,
     concurrency: 2,
     handler: async ({ taskId }) => {
       await exportService.run(taskId);
