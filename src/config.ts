@@ -173,7 +173,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     },
     publicUrl: optional('PUBLIC_URL') === undefined ? undefined : url('PUBLIC_URL', 'http://localhost'),
     trustProxy: bool('TRUST_PROXY', false),
-    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 365 * 86400),
+    // At most a day: the temporary-blob sweeper removes parts not written to for 24 h.
+    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 86400),
     exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
   };
   if (problems.length > 0) throw new ConfigError(problems);
