@@ -199,7 +199,9 @@ async function walkThrough(): Promise<void> {
   await shot('detail');
   await page.keyboard.press('Escape');
   await page.locator('.drawer').waitFor({ state: 'detached' });
-  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-asset-id'))).toBe(id);
+  await waitFor(async () => ((await page.evaluate(() => document.activeElement?.getAttribute('data-asset-id'))) === id ? true : undefined), {
+    what: 'focus back on the tile',
+  });
 
   // 7. Upload by drag and drop (a synthetic drop with a DataTransfer), then by the file input.
   const dropped = (await picture(99)).toString('base64');

@@ -211,7 +211,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       if (e.key !== 'Escape' || !openId) return;
       const id = openId;
       setOpenId(undefined);
-      requestAnimationFrame(() => document.querySelector<HTMLElement>(`.tile-main[data-asset-id="${id}"]`)?.focus());
+      document.querySelector<HTMLElement>(`.tile-main[data-asset-id="${id}"]`)?.focus();
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
