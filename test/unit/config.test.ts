@@ -55,6 +55,15 @@ describe('loadConfig', () => {
     expect((err as ConfigError).problems).toHaveLength(9);
   });
 
+  test('PUBLIC_URL (absolute http(s), no trailing slash) and TRUST_PROXY (off by default)', () => {
+    expect(loadConfig({})).toMatchObject({ publicUrl: undefined, trustProxy: false });
+    expect(loadConfig({ PUBLIC_URL: 'https://assets.example.com/base/', TRUST_PROXY: 'true' })).toMatchObject({
+      publicUrl: 'https://assets.example.com/base',
+      trustProxy: true,
+    });
+    expect(() => loadConfig({ PUBLIC_URL: 'assets.example.com', TRUST_PROXY: 'maybe' })).toThrow(/PUBLIC_URL[\s\S]*TRUST_PROXY/);
+  });
+
   test('s3 needs a bucket', () => {
     expect(() => loadConfig({ STORAGE_BACKEND: 's3' })).toThrow(/S3_BUCKET/);
     const c = loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: '/assets/' });
