@@ -10,6 +10,8 @@ import { errorMiddleware } from './http/rest/errors';
 import { methodNotAllowed } from './http/rest/method-not-allowed';
 import { authenticate, requestId } from './http/rest/middleware';
 import { tagsRouter } from './http/rest/tags.router';
+import { thumbnailRouter } from './http/rest/thumbnail.router';
+import { uiRouter } from './http/ui/ui.router';
 
 /** Extra routers and handlers that later modules mount (downloads, GraphQL), without app.ts knowing them. */
 export interface AppExtensions {
@@ -54,6 +56,8 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
     res.type('application/yaml').send(openapiText());
   });
 
+  // The asset browser's page and files: open (the page asks for the key).
+  app.use(uiRouter());
   for (const r of ext.rootRouters ?? []) app.use(r);
 
   const api = Router();
@@ -65,6 +69,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
       presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
     }),
   );
+  api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
   api.use(tagsRouter({ assets: c.assets }));
   for (const r of ext.apiRouters ?? []) api.use(r);
   app.use('/api', api);

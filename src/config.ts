@@ -20,10 +20,16 @@ export interface Config {
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
+  /** Thumbnails: images with more pixels are refused unread; jobs at a time per instance. */
+  readonly thumbnails: { readonly maxPixels: number; readonly concurrency: number };
   /** PUBLIC_URL: absolute base of URLs in responses (`preview_url`); undefined: built from each request. */
   readonly publicUrl: string | undefined;
   /** TRUST_PROXY: honour X-Forwarded-Proto/-Host (and the client address) from a reverse proxy. */
   readonly trustProxy: boolean;
+  /** Seconds an unfinished resumable (tus) upload is kept (Upload-Expires). */
+  readonly uploadExpirySeconds: number;
+  /** Seconds an export archive is kept. */
+  readonly exportTtlSeconds: number;
 }
 
 export type StorageConfig =
@@ -161,8 +167,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    thumbnails: {
+      maxPixels: int('THUMBNAIL_MAX_PIXELS', 100_000_000, 1, 10_000_000_000),
+      concurrency: int('THUMBNAIL_CONCURRENCY', 1, 1, 16),
+    },
     publicUrl: optional('PUBLIC_URL') === undefined ? undefined : url('PUBLIC_URL', 'http://localhost'),
     trustProxy: bool('TRUST_PROXY', false),
+    // At most a day: the temporary-blob sweeper removes parts not written to for 24 h.
+    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 86400),
+    exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

@@ -11,8 +11,16 @@ import { S3BlobStore } from './infra/blob-store/s3';
 import type { DownloadService, TaskService } from './domain/tasks/task.types';
 import { buildDownloads } from './domain/downloads/downloads.module';
 import type { Logger } from './infra/logger';
+import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
+import { findFfmpeg, ThumbnailService, THUMBNAIL_BACKFILL_JOB, THUMBNAIL_JOB } from './domain/thumbnails/thumbnail.service';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
+import { UploadRepository } from './domain/uploads/upload.repository';
+import { ExportRepository } from './domain/exports/export.repository';
+import { EXPORT_JOB, EXPORT_SWEEP_JOB, ExportService } from './domain/exports/export.service';
+import { TaskRepository } from './domain/tasks/task.repository';
+import { UPLOAD_SWEEP_JOB, UploadService } from './domain/uploads/upload.service';
+import { UploadLeases } from './domain/uploads/upload-lease';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
 export interface Container {
@@ -24,9 +32,14 @@ export interface Container {
   apiKeys: ApiKeyService;
   content: ContentService;
   assets: AssetService;
+  thumbnails: ThumbnailService;
   /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
+  /** Resumable (tus) uploads (contract 6.1). */
+  uploads: UploadService;
+  /** Bulk export archives (contract 4.3). */
+  exports: ExportService;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -48,9 +61,16 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger);
   const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
+  const ffmpeg = findFfmpeg();
+  const thumbnails = new ThumbnailService(new ThumbnailRepository(database.prisma), blobStore, queue, logger, {
+    maxPixels: config.thumbnails.maxPixels,
+    ffmpeg,
+  });
+  if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
   const content = new ContentService(new ContentRepository(database.prisma, database.pool), blobStore, database.pool, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
+    onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
   });
   const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
 
@@ -58,6 +78,23 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     name: CONTENT_GC_JOB,
     handler: async ({ blake3 }) => {
       await content.collect(blake3);
+    },
+  });
+  queue.define<{ blake3: string }>({
+    name: THUMBNAIL_JOB,
+    concurrency: config.thumbnails.concurrency,
+    retryLimit: 3,
+    retryDelaySeconds: 10,
+    expireInSeconds: 600,
+    handler: async ({ blake3 }) => {
+      await thumbnails.make(blake3);
+    },
+  });
+  queue.define({
+    name: THUMBNAIL_BACKFILL_JOB,
+    expireInSeconds: 3600,
+    handler: async () => {
+      await thumbnails.backfill();
     },
   });
   queue.define({
@@ -95,6 +132,49 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
+  const uploadRepo = new UploadRepository(database.prisma);
+  const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, content, assets, logger, {
+    expirySeconds: config.uploadExpirySeconds,
+  });
+  queue.define({
+    name: UPLOAD_SWEEP_JOB,
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await uploads.sweepExpired();
+      if (n > 0) logger.info('removed expired uploads', { count: n });
+    },
+  });
+
+  const exportService = new ExportService({
+    db: database.prisma,
+    repo: new ExportRepository(database.prisma),
+    tasks: new TaskRepository(database.prisma),
+    blobs: blobStore,
+    queue,
+    logger: logger.child({ module: 'exports' }),
+    ttlSeconds: config.exportTtlSeconds,
+  });
+  queue.define<{ taskId: string }>({
+    name: EXPORT_JOB,
+    // A crashed export (no heartbeat for 30 s) starts again from the first member (its temporary is swept); a failing
+    // one fails its task.
+    retryLimit: 2,
+    expireInSeconds: 6 * 3600,
+    heartbeatSeconds: 30,
+    concurrency: 2,
+    handler: async ({ taskId }) => {
+      await exportService.run(taskId);
+    },
+  });
+  queue.define({
+    name: EXPORT_SWEEP_JOB,
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await exportService.sweepExpired();
+      if (n > 0) logger.info('removed expired export archives', { count: n });
+    },
+  });
+
   const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
@@ -108,8 +188,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     apiKeys,
     content,
     assets,
+    thumbnails,
     tasks,
     downloads,
+    uploads,
+    exports: exportService,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));

@@ -69,6 +69,10 @@ export class JobQueue {
         def.name,
         { localConcurrency: def.concurrency ?? 1, batchSize: 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1 },
         async (jobs) => {
+          // A worker that found a job looks for the next one as soon as it is done, instead of after its polling
+          // interval: a backlog (thumbnails of a bulk upload, GC after a mass delete) drains at the speed of the
+          // jobs, not one job per interval. Once a fetch finds nothing, the worker polls at its interval again.
+          this.wake(def.name);
           for (const job of jobs) {
             const log = this.logger.child({ job: def.name, job_id: job.id });
             try {

@@ -100,6 +100,22 @@ describe.each(backends)('$name blob store', (backend) => {
     await store.delete(h); // deleting a missing blob is not an error
   });
 
+  test('derived objects: stored beside a blob, replaced, never listed as blobs, removed with the blob', async () => {
+    const data = random(10_000);
+    const h = hex(data);
+    await store.commit(await store.writeTemp(chunks(data)), h);
+    expect(await store.readDerived(h, 'thumbnail.webp')).toBeUndefined();
+    await store.putDerived(h, 'thumbnail.webp', Buffer.from('first'));
+    await store.putDerived(h, 'thumbnail.webp', Buffer.from('second'));
+    expect((await store.readDerived(h, 'thumbnail.webp'))?.toString()).toBe('second');
+    const listed: string[] = [];
+    for await (const b of store.listBlobs(-3600_000)) listed.push(b);
+    expect(listed.filter((b) => b.startsWith(h))).toEqual([h]);
+    await store.delete(h);
+    expect(await store.exists(h)).toBe(false);
+    expect(await store.readDerived(h, 'thumbnail.webp')).toBeUndefined();
+  });
+
   test('a multipart-sized blob round-trips, also across part boundaries', async () => {
     const data = random(12 * MiB + 12345);
     const h = hex(data);

@@ -22,6 +22,7 @@ type AssetRow = {
   createdAt: Date;
   updatedAt: Date;
   lastAccessTime: Date;
+  hasThumbnail: boolean;
   metadata?: unknown;
 };
 
@@ -41,6 +42,7 @@ export function toAsset(r: AssetRow): Asset {
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
     lastAccessTime: r.lastAccessTime,
+    hasThumbnail: r.hasThumbnail ?? false,
     metadata: (r.metadata ?? null) as Record<string, unknown> | null,
   };
 }
@@ -48,7 +50,7 @@ export function toAsset(r: AssetRow): Asset {
 const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", name, content_hash AS "contentHash", size,
   mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId",
   prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", metadata FROM asset`;
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
 const ASSET_BY_ID = {

@@ -25,6 +25,8 @@ export interface Asset {
   createdAt: Date;
   updatedAt: Date;
   lastAccessTime: Date;
+  /** A thumbnail of the content exists (GET /api/assets/{id}/thumbnail). */
+  hasThumbnail: boolean;
   /** Contract 3 `metadata`, derived by the service at ingest; null until derived (backfill). */
   metadata: Record<string, unknown> | null;
 }
@@ -122,6 +124,10 @@ export interface TagListQuery {
 }
 
 export const assetHashOf = (a: { blake3: string }): string => `blake3:${a.blake3}`;
+/** The absolute URL of the asset's thumbnail on `baseUrl`, once its content has one. */
+export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl: string): string | undefined =>
+  a.hasThumbnail ? `${baseUrl}/api/assets/${a.id}/thumbnail` : undefined;
+
 /** The absolute preview URL on `baseUrl` (PUBLIC_URL or the request's origin), or undefined without a preview. */
 export const previewUrlOf = (a: { previewId: string | null }, baseUrl: string): string | undefined =>
   a.previewId ? `${baseUrl}/api/assets/${a.previewId}/content` : undefined;

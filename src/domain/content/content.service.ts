@@ -29,7 +29,12 @@ export class ContentService {
     private readonly blobs: BlobStore,
     private readonly pool: Pool,
     private readonly logger: Logger,
-    private readonly opts: { maxUploadBytes: number; gcGraceSeconds: number },
+    private readonly opts: {
+      maxUploadBytes: number;
+      gcGraceSeconds: number;
+      /** Runs in the transaction that inserts a new content row (enqueues its thumbnail job). */
+      onNewContent?: (tx: Tx, content: ContentRecord) => Promise<void>;
+    },
   ) {}
 
   get maxUploadBytes(): number {
@@ -123,6 +128,7 @@ export class ContentService {
       metadata: withFormat(ingested.derived, meta.fileName ?? meta.name),
     };
     await this.repo.insert(rec, tx);
+    await this.opts.onNewContent?.(tx, rec);
     return rec;
   }
 

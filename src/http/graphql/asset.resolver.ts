@@ -1,6 +1,6 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import { previewUrlOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
+import { previewUrlOf, thumbnailUrlOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
 import { normalizeTags } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
@@ -46,6 +46,14 @@ export class AssetResolver {
   @FieldResolver(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
   previewUrl(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): string | null {
     return previewUrlOf(asset, ctx.baseUrl) ?? null;
+  }
+
+  @FieldResolver(() => String, {
+    nullable: true,
+    description: 'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it exists.',
+  })
+  thumbnailUrl(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): string | null {
+    return thumbnailUrlOf(asset, ctx.baseUrl) ?? null;
   }
 
   @Query(() => Boolean, { description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.' })

@@ -1,9 +1,9 @@
-import { assetHashOf, loaderPathOf, previewUrlOf, type Asset, type AssetPage } from '../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage } from '../../domain/assets/asset.types';
 
 /**
  * Asset JSON of contract 3: spec 2.1 plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
  * only in create responses. Optional fields without a value are left out, never `null` (contract 2); only
- * `preview_id`, `prompt_id` and `job_id` may be null. `baseUrl` makes `preview_url` absolute.
+ * `preview_id`, `prompt_id` and `job_id` may be null. `baseUrl` makes `preview_url` and `thumbnail_url` absolute.
  */
 export function assetJson(a: Asset, baseUrl: string, createdNew?: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -26,6 +26,8 @@ export function assetJson(a: Asset, baseUrl: string, createdNew?: boolean): Reco
   };
   const previewUrl = previewUrlOf(a, baseUrl);
   if (previewUrl !== undefined) out.preview_url = previewUrl;
+  const thumbnailUrl = thumbnailUrlOf(a, baseUrl);
+  if (thumbnailUrl !== undefined) out.thumbnail_url = thumbnailUrl;
   const loaderPath = loaderPathOf(a);
   if (loaderPath !== undefined) out.loader_path = loaderPath;
   if (a.metadata) out.metadata = a.metadata;

@@ -16,7 +16,7 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload,
+    payload: t.exportRequest ?? payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),
@@ -24,7 +24,15 @@ export function taskJson(t: Task): Record<string, unknown> {
   };
   if (t.startedAt) out.started_at = t.startedAt.toISOString();
   if (t.completedAt) out.completed_at = t.completedAt.toISOString();
-  if (t.result) {
+  if (t.result && t.taskName === 'export_assets') {
+    out.result = {
+      export_name: t.result.exportName,
+      assets_total: t.result.assetsTotal,
+      assets_attempted: t.result.assetsAttempted,
+      assets_failed: t.result.assetsFailed,
+      bytes_total: t.result.bytesTotal,
+    };
+  } else if (t.result) {
     const r: Record<string, unknown> = { success: t.result.success, bytes_downloaded: t.result.bytesDownloaded };
     if (t.result.assetId) r.asset_id = t.result.assetId;
     if (t.result.assetHash) r.asset_hash = t.result.assetHash;

@@ -38,7 +38,15 @@ export interface BlobStore {
   exists(blake3Hex: string): Promise<boolean>;
   /** Streams the content, or the inclusive byte range [start, end]. */
   read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** Removes the blob and every derived object stored beside it (`putDerived`). */
   delete(blake3Hex: string): Promise<void>;
+  /**
+   * Stores a small object made from a blob (a thumbnail) beside it, under its own key (`<blob key>.<kind>`); written
+   * whole and durable, replacing an older one. Never listed by `listBlobs`; removed by `delete` with the blob.
+   */
+  putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void>;
+  /** The derived object, or undefined when there is none. */
+  readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined>;
   /**
    * Removes temporary blobs, partials and (S3) unfinished multipart uploads not written to for `olderThanMs`;
    * returns how many.
@@ -51,11 +59,27 @@ export interface BlobStore {
     blake3Hex: string,
     opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
   ): Promise<string | undefined>;
+  /**
+   * Named objects outside the content store (export archives, `exports/<uuid>.zip`): written from `source`, durable,
+   * and visible under the name whole or not at all (a failed write leaves nothing). Resolves with the size.
+   */
+  writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number>;
+  readObject(name: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** Size of a named object; undefined when it does not exist. */
+  objectSize(name: string): Promise<number | undefined>;
+  /** Never throws for an object already gone. */
+  deleteObject(name: string): Promise<void>;
+  /** A short-lived URL of a named object, where the backend offers one (S3). */
+  presignedObjectUrl?(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string>;
   /** Cheap reachability check for /readyz. */
   ping(): Promise<void>;
   /** Releases connections (S3 client sockets); the store is not used afterwards. */
   close?(): Promise<void>;
 }
+
+/** The kinds of derived objects a blob can have. */
+export const DERIVED_KINDS = ['thumbnail.webp'] as const;
+export type DerivedKind = (typeof DERIVED_KINDS)[number];
 
 export interface CommitOptions {
   /** Leave the temporary blob in place (the caller discards it later); see ContentService.precommit. */
@@ -82,7 +106,18 @@ export interface PartialBlob {
   readExisting(): AsyncIterable<Buffer>;
   /** Appends from `source`, makes it durable, and returns the finished temporary blob. */
   append(source: AsyncIterable<Buffer>, opts?: { truncate?: boolean }): Promise<TempBlob>;
+  /**
+   * Cuts the stored bytes back to `size` (durably): bytes a crash left after the last acknowledged offset of a
+   * resumable upload.
+   */
+  truncate(size: number): Promise<void>;
   discard(): Promise<void>;
+}
+
+/** Names of named objects: one folder level, safe characters only. */
+export function checkObjectName(name: string): string {
+  if (!/^[\w-]{1,64}\/[\w-][\w.-]{0,199}$/.test(name)) throw new Error(`invalid object name ${name}`);
+  return name;
 }
 
 /** `ab/cd/abcd…`: two levels of fan-out keep directories small. */

@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
 import { noteShortLivedBytes } from '../young-gc';
 import { ingestWorkers, type HashedFile } from './ingest-worker';
@@ -23,6 +23,7 @@ export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   private readonly tmpDir: string;
   private readonly partialDir: string;
+  private readonly objectsDir: string;
   /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
   private readonly workers = ingestWorkers();
@@ -32,6 +33,7 @@ export class FsBlobStore implements BlobStore {
   constructor(private readonly root: string) {
     this.tmpDir = path.join(root, '.tmp');
     this.partialDir = path.join(root, '.partial');
+    this.objectsDir = path.join(root, '.objects');
   }
 
   async init(): Promise<void> {
@@ -102,6 +104,15 @@ export class FsBlobStore implements BlobStore {
           throw err;
         }
       },
+      truncate: async (to) => {
+        const fh = await fsp.open(file, 'r+');
+        try {
+          await fh.truncate(to);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+      },
       discard: async () => {
         await fsp.rm(file, { force: true });
         await syncDir(this.partialDir); // durable before the caller records that the bytes are gone
@@ -141,7 +152,35 @@ export class FsBlobStore implements BlobStore {
   }
 
   async delete(blake3Hex: string): Promise<void> {
-    await fsp.rm(this.contentPath(blake3Hex), { force: true });
+    const file = this.contentPath(blake3Hex);
+    for (const kind of DERIVED_KINDS) await fsp.rm(`${file}.${kind}`, { force: true });
+    await fsp.rm(file, { force: true });
+  }
+
+  async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
+    const dest = `${this.contentPath(blake3Hex)}.${kind}`;
+    const tmp = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
+    try {
+      const fh = await fsp.open(tmp, 'wx', 0o644);
+      try {
+        await fh.writeFile(bytes);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fsp.mkdir(path.dirname(dest), { recursive: true });
+      await fsp.rename(tmp, dest);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  async readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined> {
+    return fsp.readFile(`${this.contentPath(blake3Hex)}.${kind}`).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
   }
 
   async sweepTemps(olderThanMs: number): Promise<number> {
@@ -172,6 +211,36 @@ export class FsBlobStore implements BlobStore {
         }
       }
     }
+  }
+
+  async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
+    const dest = path.join(this.objectsDir, checkObjectName(name));
+    const temp = await this.writeTemp(source);
+    try {
+      await fsp.mkdir(path.dirname(dest), { recursive: true });
+      await fsp.rename(this.resolveKey(temp.key), dest);
+      await syncDir(path.dirname(dest));
+      return temp.size;
+    } catch (err) {
+      await this.discard(temp);
+      throw err;
+    }
+  }
+
+  async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
+    const fh = await fsp.open(path.join(this.objectsDir, checkObjectName(name)), 'r');
+    return fh.createReadStream({ start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
+  }
+
+  async objectSize(name: string): Promise<number | undefined> {
+    return fsp.stat(path.join(this.objectsDir, checkObjectName(name))).then(
+      (s) => s.size,
+      () => undefined,
+    );
+  }
+
+  async deleteObject(name: string): Promise<void> {
+    await fsp.rm(path.join(this.objectsDir, checkObjectName(name)), { force: true });
   }
 
   async ping(): Promise<void> {

@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
-import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -112,6 +112,7 @@ export class S3BlobStore implements BlobStore {
       size: total(segments),
       readExisting: () => this.readSources(segments),
       append: (source, opts) => this.appendPartial(dir, source, opts?.truncate ?? false),
+      truncate: (size) => this.truncatePartial(dir, size),
       discard: () => this.removePartial(dir),
     };
   }
@@ -151,7 +152,23 @@ export class S3BlobStore implements BlobStore {
   }
 
   async delete(blake3Hex: string): Promise<void> {
-    await this.deleteKey(this.contentKey(blake3Hex));
+    const key = this.contentKey(blake3Hex);
+    for (const kind of DERIVED_KINDS) await this.deleteKey(`${key}.${kind}`);
+    await this.deleteKey(key);
+  }
+
+  async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}`, Body: bytes }));
+  }
+
+  async readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined> {
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}` }));
+      return Buffer.from(await res.Body!.transformToByteArray());
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   async sweepTemps(olderThanMs: number): Promise<number> {
@@ -203,6 +220,48 @@ export class S3BlobStore implements BlobStore {
       ResponseContentDisposition: contentDisposition(opts.disposition ?? 'attachment', opts.fileName),
     });
     return getSignedUrl(this.client, cmd, { expiresIn: opts.expiresInSeconds });
+  }
+
+  async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
+    let size = 0;
+    const counted = async function* () {
+      for await (const chunk of source) {
+        size += chunk.length;
+        yield chunk;
+      }
+    };
+    // Objects appear whole on S3 (a multipart upload is visible once completed); a failure aborts and removes it.
+    await this.uploadObject(this.objectKey(name), counted(), this.o.queueSize);
+    return size;
+  }
+
+  async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
+    const res = await this.client.send(
+      new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(name), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+    );
+    return res.Body as Readable;
+  }
+
+  objectSize(name: string): Promise<number | undefined> {
+    return this.headSize(this.objectKey(name));
+  }
+
+  async deleteObject(name: string): Promise<void> {
+    await this.deleteKey(this.objectKey(name));
+  }
+
+  async presignedObjectUrl(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string> {
+    const cmd = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: this.objectKey(name),
+      ResponseContentType: opts.contentType,
+      ResponseContentDisposition: contentDisposition('attachment', opts.fileName),
+    });
+    return getSignedUrl(this.client, cmd, { expiresIn: opts.expiresInSeconds });
+  }
+
+  private objectKey(name: string): string {
+    return `${this.base}.objects/${checkObjectName(name)}`;
   }
 
   async ping(): Promise<void> {
@@ -361,6 +420,21 @@ export class S3BlobStore implements BlobStore {
       offset += written;
     }
     return { key: dir, size: offset };
+  }
+
+  /** Segments wholly past `size` are deleted; the one that straddles it is rewritten with its first bytes only. */
+  private async truncatePartial(dir: string, size: number): Promise<void> {
+    let at = 0;
+    for (const s of await this.segmentsOf(dir)) {
+      const start = at;
+      at += s.size;
+      if (start >= size) await this.deleteKey(s.key);
+      else if (at > size) {
+        const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: s.key, Range: `bytes=0-${size - start - 1}` }));
+        const head = Buffer.from(await res.Body!.transformToByteArray());
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: s.key, Body: head }));
+      }
+    }
   }
 
   private async removePartial(dir: string): Promise<void> {

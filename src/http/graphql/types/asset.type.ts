@@ -31,6 +31,9 @@ export class AssetType {
   @Field({ description: 'The same value as name.' })
   displayName!: string;
 
+  /** A thumbnail of the content exists (the `thumbnailUrl` field resolver makes it a URL). */
+  hasThumbnail!: boolean;
+
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
 
@@ -75,6 +78,7 @@ export class AssetType {
       mimeType: a.mimeType,
       tags: a.tags,
       userMetadata: a.userMetadata,
+      hasThumbnail: a.hasThumbnail,
       previewId: a.previewId,
       promptId: a.promptId,
       jobId: a.promptId,

@@ -1,0 +1,126 @@
+'use strict';
+// Thumbnail generation throughput: N generated 1024x1024 PNGs stored through an API-only service, then made into
+// thumbnails by a service with workers (its start, job queue, blob reads and writes and database rows included),
+// against `sharp` alone in this process making the same thumbnails from the same files with the same settings
+// (512 px inside, WebP quality 80, effort 2, one libvips thread), interleaved A B A B.
+const fs = require('node:fs');
+const path = require('node:path');
+const { Client } = require('pg');
+const sharp = require('sharp');
+const { KEY, benchTmp, rmrf, now, startStack, spawnService, median, r2, r3, log, printResult, sleep } = require('./lib/common.cjs');
+
+async function makeImages(dir, count) {
+  const files = [];
+  const base = await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+    .raw()
+    .toBuffer();
+  for (let i = 0; i < count; i++) {
+    // A different first row per image: distinct content, the same decoding work.
+    base.writeUInt32LE(i, 0);
+    const file = path.join(dir, `img-${i}.png`);
+    await sharp(base, { raw: { width: 1024, height: 1024, channels: 3 } }).png({ compressionLevel: 1 }).toFile(file);
+    files.push(file);
+  }
+  return files;
+}
+
+async function sharpAlone(files) {
+  sharp.concurrency(1);
+  sharp.cache(false);
+  const t0 = now();
+  for (const f of files) {
+    await sharp(f, { limitInputPixels: 100_000_000, sequentialRead: true })
+      .rotate()
+      .resize({ width: 512, height: 512, fit: 'inside', withoutEnlargement: true })
+      .webp({ quality: 80, effort: 2 })
+      .toBuffer();
+  }
+  return now() - t0;
+}
+
+/** Uploads the files through the API-only service (no workers: nothing is generated yet). */
+async function uploadAll(stack, files) {
+  for (const f of files) {
+    const form = new FormData();
+    form.append('tags', 'bench');
+    form.append('file', new Blob([fs.readFileSync(f)]), path.basename(f));
+    const res = await fetch(`${stack.svc.url}/api/assets`, { method: 'POST', headers: { 'x-api-key': KEY }, body: form });
+    const body = await res.json();
+    if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${JSON.stringify(body)}`);
+  }
+}
+
+/**
+ * Removes every thumbnail (rows, flags, files, queued jobs), then starts a service with workers on the same database
+ * and data: its start-up backfill queues a job per image and its worker makes them. Timed from the spawn to the last
+ * thumbnail recorded, so process start-up counts against the service.
+ */
+async function throughService(stack, db, count) {
+  await db.query('DELETE FROM thumbnail');
+  await db.query('UPDATE asset SET has_thumbnail = false');
+  await db.query(`DELETE FROM pgboss.job WHERE name LIKE 'thumbnail.%'`);
+  for (const file of walk(path.join(stack.dataDir, 'blobs'))) if (file.endsWith('.thumbnail.webp')) fs.rmSync(file);
+  const t0 = now();
+  const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' } });
+  try {
+    for (;;) {
+      const { rows } = await db.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status <> 'ready')::int AS failed FROM thumbnail`);
+      if (rows[0].failed > 0) throw new Error(`${rows[0].failed} thumbnails failed`);
+      if (rows[0].n >= count) break;
+      await sleep(20);
+    }
+    return now() - t0;
+  } finally {
+    await worker.stop();
+  }
+}
+
+function* walk(dir) {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) yield* walk(path.join(dir, e.name));
+    else yield path.join(dir, e.name);
+  }
+}
+
+async function run(args) {
+  const count = args.smoke ? 5 : Number(process.env.BENCH_THUMBNAILS ?? 1000);
+  const rounds = args.rounds ?? (args.smoke ? 1 : 2);
+  const dir = benchTmp('thumbs');
+  const stack = await startStack({ prefix: 'thumbnails', env: { ROLE: 'api' } });
+  const db = new Client({ connectionString: stack.databaseUrl });
+  await db.connect();
+  try {
+    log(`  generating ${count} PNGs of 1024x1024`);
+    const files = await makeImages(dir, count);
+    const bytes = files.reduce((n, f) => n + fs.statSync(f).size, 0);
+    await uploadAll(stack, files);
+    const ratios = [];
+    const svcRates = [];
+    const aloneRates = [];
+    for (let i = 0; i < rounds; i++) {
+      const alone = await sharpAlone(files);
+      const svc = await throughService(stack, db, count);
+      aloneRates.push(count / alone);
+      svcRates.push(count / svc);
+      ratios.push(alone / svc);
+      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}`);
+    }
+    printResult('thumbnails', {
+      images: count,
+      image_bytes_mean: Math.round(bytes / count),
+      rounds,
+      service_per_second_median: r2(median(svcRates)),
+      sharp_alone_per_second_median: r2(median(aloneRates)),
+      ratio_median: r3(median(ratios)),
+      ratios: ratios.map(r3),
+      target: 0.8,
+      met: median(ratios) >= 0.8,
+    });
+  } finally {
+    await db.end().catch(() => undefined);
+    await stack.stop();
+    rmrf(dir);
+  }
+}
+
+module.exports = { run };

@@ -1,0 +1,53 @@
+/**
+ * Builds the asset browser (GET /ui) into dist/ui/: ui/src/main.tsx (Preact) bundled by esbuild into one script and
+ * one stylesheet, with content hashes in their names and a manifest the server reads (src/http/ui/ui.router.ts).
+ * Run by `npm run build`; the browser test calls buildUi() itself so it always tests the current sources.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+const esbuild = require('esbuild');
+
+const ROOT = path.join(__dirname, '..');
+const OUT = path.join(ROOT, 'dist', 'ui');
+
+async function buildUi({ outDir = OUT, minify = true } = {}) {
+  fs.rmSync(outDir, { recursive: true, force: true });
+  const result = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: { app: 'ui/src/main.tsx' },
+    bundle: true,
+    outdir: outDir,
+    entryNames: '[name]-[hash]',
+    format: 'iife',
+    platform: 'browser',
+    target: ['chrome110', 'firefox110', 'safari16'],
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    minify,
+    sourcemap: 'linked',
+    metafile: true,
+    legalComments: 'linked',
+    logLevel: 'warning',
+    define: { 'process.env.NODE_ENV': '"production"' },
+  });
+  const outputs = Object.keys(result.metafile.outputs).map((p) => path.basename(p));
+  const manifest = {
+    script: outputs.find((f) => /^app-.*\.js$/.test(f)),
+    style: outputs.find((f) => /^app-.*\.css$/.test(f)),
+  };
+  if (!manifest.script || !manifest.style) throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
+  fs.writeFileSync(path.join(outDir, 'manifest.json'), JSON.stringify(manifest) + '\n');
+  return manifest;
+}
+
+module.exports = { buildUi };
+
+if (require.main === module) {
+  buildUi().then(
+    (m) => console.log(`dist/ui: ${m.script}, ${m.style}`),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,58 @@
+import type { Db, Tx } from '../../infra/prisma';
+import { contentLockKey } from '../../infra/prisma';
+
+export interface ThumbnailRecord {
+  contentHash: string;
+  status: 'ready' | 'failed';
+  width: number;
+  height: number;
+  size: number;
+}
+
+/** Thumbnail rows (one per content) and the `asset.has_thumbnail` copies of them. */
+export class ThumbnailRepository {
+  constructor(private readonly db: Db) {}
+
+  async find(contentHash: string): Promise<ThumbnailRecord | undefined> {
+    const row = await this.db.thumbnail.findUnique({ where: { contentHash } });
+    return row ? { contentHash: row.contentHash.trim(), status: row.status as ThumbnailRecord['status'], width: row.width, height: row.height, size: row.size } : undefined;
+  }
+
+  /** The content's MIME type, or undefined when the content is gone (collected) or already has a thumbnail row. */
+  async pending(contentHash: string): Promise<{ mimeType: string } | undefined> {
+    const rows = await this.db.$queryRaw<{ mimeType: string }[]>`SELECT c.mime_type AS "mimeType" FROM content c
+      WHERE c.blake3 = ${contentHash} AND NOT EXISTS (SELECT 1 FROM thumbnail t WHERE t.content_hash = c.blake3)`;
+    return rows[0];
+  }
+
+  /**
+   * Records the outcome for a content that still exists, under the content's advisory lock (the lock every asset
+   * insert and the garbage collector hold), and marks every asset of the content. `store` runs under the lock before
+   * the row is written, so a thumbnail blob is only ever kept for content that has a row; false when the content is
+   * gone.
+   */
+  async record(rec: ThumbnailRecord & { error?: string }, store: () => Promise<void>): Promise<boolean> {
+    return this.db.$transaction(async (tx: Tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${contentLockKey(rec.contentHash)})`;
+      const exists = await tx.content.findUnique({ where: { blake3: rec.contentHash }, select: { blake3: true } });
+      if (!exists) return false;
+      if (rec.status === 'ready') await store();
+      await tx.thumbnail.upsert({
+        where: { contentHash: rec.contentHash },
+        create: { contentHash: rec.contentHash, status: rec.status, width: rec.width, height: rec.height, size: rec.size, error: rec.error ?? null },
+        update: { status: rec.status, width: rec.width, height: rec.height, size: rec.size, error: rec.error ?? null },
+      });
+      if (rec.status === 'ready') await tx.$executeRaw`UPDATE asset SET has_thumbnail = true WHERE content_hash = ${rec.contentHash} AND NOT has_thumbnail`;
+      return true;
+    });
+  }
+
+  /** Contents of these MIME types that have no thumbnail row yet, oldest first, after `afterHash` (backfill paging). */
+  async withoutThumbnail(mimeTypes: readonly string[], afterHash: string, limit: number): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ blake3: string }[]>`SELECT c.blake3 FROM content c
+      WHERE c.mime_type = ANY(${[...mimeTypes]}::text[]) AND c.blake3 > ${afterHash}
+        AND NOT EXISTS (SELECT 1 FROM thumbnail t WHERE t.content_hash = c.blake3)
+      ORDER BY c.blake3 LIMIT ${limit}`;
+    return rows.map((r) => r.blake3.trim());
+  }
+}

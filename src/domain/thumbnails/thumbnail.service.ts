@@ -1,0 +1,190 @@
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type sharpType from 'sharp';
+import type { BlobStore } from '../../infra/blob-store/blob-store';
+import type { Logger } from '../../infra/logger';
+import type { Tx } from '../../infra/prisma';
+import type { JobQueue } from '../../infra/queue';
+import type { Asset } from '../assets/asset.types';
+import { DomainError } from '../errors';
+import type { ThumbnailRepository } from './thumbnail.repository';
+
+export const THUMBNAIL_JOB = 'thumbnail.make';
+export const THUMBNAIL_BACKFILL_JOB = 'thumbnail.backfill';
+
+/** Longest side of a thumbnail, in pixels (contract 3). */
+export const THUMBNAIL_SIZE = 512;
+
+/** Image formats sharp decodes here (its prebuilt libvips). */
+export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif', 'image/tiff'] as const;
+/** Video formats ffmpeg reads a frame from, when it is on the PATH. */
+export const VIDEO_TYPES = ['video/mp4', 'video/webm', 'video/quicktime', 'video/x-matroska', 'video/x-msvideo'] as const;
+
+export interface ThumbnailOptions {
+  /** Images with more pixels than this are refused before decoding (decompression bombs). */
+  maxPixels: number;
+  /** The ffmpeg executable, or undefined when videos get no thumbnail. */
+  ffmpeg: string | undefined;
+}
+
+/** The first `ffmpeg` on the PATH that runs, else undefined. */
+export function findFfmpeg(): string | undefined {
+  const r = spawnSync('ffmpeg', ['-version'], { stdio: 'ignore', timeout: 5_000 });
+  return r.status === 0 ? 'ffmpeg' : undefined;
+}
+
+/**
+ * Thumbnails (contract 3, `thumbnail_url`): one small WebP per content, made in the background after ingest and
+ * stored beside the content's blob. A failure never reaches the upload that caused it.
+ */
+export class ThumbnailService {
+  private sharp: typeof sharpType | undefined;
+
+  constructor(
+    private readonly repo: ThumbnailRepository,
+    private readonly blobs: BlobStore,
+    private readonly queue: JobQueue,
+    private readonly logger: Logger,
+    private readonly opts: ThumbnailOptions,
+  ) {}
+
+  /** Whether content of this MIME type gets a thumbnail. */
+  supports(mimeType: string): boolean {
+    const base = mimeType.split(';')[0]!.trim().toLowerCase();
+    return (IMAGE_TYPES as readonly string[]).includes(base) || (this.opts.ffmpeg !== undefined && (VIDEO_TYPES as readonly string[]).includes(base));
+  }
+
+  /** Inside the transaction that inserts a new content row: the job exists if and only if the content does. */
+  async enqueue(tx: Tx, content: { blake3: string; mimeType: string }): Promise<void> {
+    if (!this.supports(content.mimeType)) return;
+    await this.queue.send(THUMBNAIL_JOB, { blake3: content.blake3 }, { tx, singletonKey: content.blake3 });
+  }
+
+  /** Wakes this process's thumbnail worker after the enqueuing transaction committed. */
+  wake(): void {
+    this.queue.wake(THUMBNAIL_JOB);
+  }
+
+  /** The job: makes and stores the thumbnail of one content (nothing when it has one, or the content is gone). */
+  async make(blake3: string): Promise<void> {
+    const pending = await this.repo.pending(blake3);
+    if (!pending || !this.supports(pending.mimeType)) return;
+    const started = Date.now();
+    let made: { data: Buffer; width: number; height: number };
+    try {
+      made = pending.mimeType.startsWith('video/') ? await this.fromVideo(blake3) : await this.fromImage(await this.blobs.read(blake3));
+    } catch (err) {
+      if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries
+      // Not decodable, or over the pixel limit: remembered as failed so neither retries nor the backfill try again.
+      const message = err instanceof Error ? err.message : String(err);
+      this.logger.warn('no thumbnail for content', { blake3, mime_type: pending.mimeType, reason: message });
+      await this.repo.record({ contentHash: blake3, status: 'failed', width: 0, height: 0, size: 0, error: message.slice(0, 500) }, async () => undefined);
+      return;
+    }
+    const kept = await this.repo.record(
+      { contentHash: blake3, status: 'ready', width: made.width, height: made.height, size: made.data.length },
+      () => this.blobs.putDerived(blake3, 'thumbnail.webp', made.data),
+    );
+    if (kept) this.logger.info('thumbnail made', { blake3, width: made.width, height: made.height, bytes: made.data.length, ms: Date.now() - started });
+  }
+
+  /** Enqueues a thumbnail job for every stored image (and video) without one: existing content after an upgrade. */
+  async backfill(): Promise<number> {
+    const types = [...IMAGE_TYPES, ...(this.opts.ffmpeg ? VIDEO_TYPES : [])];
+    let after = '';
+    let queued = 0;
+    for (;;) {
+      const batch = await this.repo.withoutThumbnail(types, after, 500);
+      for (const blake3 of batch) {
+        await this.queue.send(THUMBNAIL_JOB, { blake3 }, { singletonKey: blake3 });
+        queued++;
+      }
+      if (batch.length < 500) break;
+      after = batch[batch.length - 1]!;
+    }
+    if (queued > 0) this.logger.info('thumbnail backfill queued', { count: queued });
+    return queued;
+  }
+
+  /** The thumbnail of an asset the caller may read (`asset` already checked for its owner). */
+  async open(asset: Asset): Promise<{ data: Buffer; etag: string }> {
+    const data = asset.hasThumbnail ? await this.blobs.readDerived(asset.blake3, 'thumbnail.webp') : undefined;
+    if (!data) throw new DomainError('THUMBNAIL_NOT_FOUND', `asset ${asset.id} has no thumbnail (yet)`);
+    // The thumbnail of a content never changes: the content hash identifies it.
+    return { data, etag: `"thumbnail-blake3:${asset.blake3}"` };
+  }
+
+  private loadSharp(): typeof sharpType {
+    if (!this.sharp) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      this.sharp = require('sharp') as typeof sharpType;
+      // One libvips thread per job: jobs run one at a time by default and must not take every core from requests.
+      this.sharp.concurrency(1);
+      this.sharp.cache(false);
+    }
+    return this.sharp;
+  }
+
+  private async fromImage(source: Readable): Promise<{ data: Buffer; width: number; height: number }> {
+    const sharp = this.loadSharp();
+    // limitInputPixels is checked against the header before any pixel is decoded.
+    const transform = sharp({ limitInputPixels: this.opts.maxPixels, sequentialRead: true, failOn: 'error' })
+      .rotate()
+      .resize({ width: THUMBNAIL_SIZE, height: THUMBNAIL_SIZE, fit: 'inside', withoutEnlargement: true })
+      .webp({ quality: 80, effort: 2 });
+    let sourceError: unknown;
+    source.once('error', (err) => {
+      sourceError = err;
+      transform.destroy(err);
+    });
+    source.pipe(transform);
+    const out = await transform.toBuffer({ resolveWithObject: true }).catch((err: unknown) => {
+      throw sourceError ?? err;
+    });
+    return { data: out.data, width: out.info.width, height: out.info.height };
+  }
+
+  /** A frame at 1 s (or the first, for shorter clips) through ffmpeg, from a temporary copy (MP4 needs seeking). */
+  private async fromVideo(blake3: string): Promise<{ data: Buffer; width: number; height: number }> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-thumb-'));
+    try {
+      const input = path.join(dir, 'input');
+      await pipeline(await this.blobs.read(blake3), fs.createWriteStream(input));
+      let frame = await this.ffmpegFrame(input, 1);
+      if (frame.length === 0) frame = await this.ffmpegFrame(input, 0);
+      if (frame.length === 0) throw new UndecodableError('ffmpeg found no video frame');
+      return await this.fromImage(Readable.from([frame]));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  private ffmpegFrame(input: string, atSeconds: number): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const args = ['-v', 'error', '-ss', String(atSeconds), '-i', input, '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'png', 'pipe:1'];
+      const p = spawn(this.opts.ffmpeg!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const out: Buffer[] = [];
+      let err = '';
+      p.stdout.on('data', (b: Buffer) => out.push(b));
+      p.stderr.on('data', (b: Buffer) => (err += b.toString()).length > 4096 && (err = err.slice(-4096)));
+      const timer = setTimeout(() => p.kill('SIGKILL'), 60_000);
+      p.on('error', reject);
+      p.on('close', (code) => {
+        clearTimeout(timer);
+        if (code === 0) resolve(Buffer.concat(out));
+        else reject(new UndecodableError(`ffmpeg failed: ${err.trim().split('\n').pop() ?? code}`));
+      });
+    });
+  }
+}
+
+class UndecodableError extends Error {}
+
+const isSharpError = (err: unknown): boolean =>
+  err instanceof Error && /Input (buffer|file|image)|pixel limit|unsupported image format|VipsJpeg|pngload|gifload|webpload|heifload|tiffload|corrupt|premature end/i.test(err.message);
+
+const isUndecodable = (err: unknown): boolean => err instanceof UndecodableError || isSharpError(err);

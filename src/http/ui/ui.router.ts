@@ -1,0 +1,101 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Router } from 'express';
+
+/**
+ * The asset browser (contract 6.3): `GET /ui` is a page whose script and stylesheet `npm run build` bundles from
+ * ui/src (scripts/build-ui.cjs) into dist/ui/ with content-hashed names. The page and its files need no key (the
+ * page asks for one and keeps it in the tab's sessionStorage); everything it shows comes through the keyed API.
+ * No CDN: every file is served here, under a CSP that allows this origin only.
+ */
+export function uiRouter(opts: { dir?: string } = {}): Router {
+  let built: Built | undefined;
+  const load = (): Built | undefined => (built ??= readBuilt(opts.dir ?? findBuiltDir()));
+
+  const r = Router();
+  r.get('/ui', (_req, res) => {
+    const b = load();
+    res
+      .set('Content-Security-Policy', CSP)
+      .set('X-Content-Type-Options', 'nosniff')
+      .set('Referrer-Policy', 'no-referrer')
+      .set('Cache-Control', 'no-cache')
+      .type('html');
+    if (!b) res.status(503).send(NOT_BUILT);
+    else res.send(page(b.manifest));
+  });
+  r.get('/ui/assets/:file', (req, res, next) => {
+    const b = load();
+    // Only the files the build wrote: a name is looked up, never joined into a path as given.
+    if (!b || !b.files.has(req.params.file)) {
+      next();
+      return;
+    }
+    res
+      .set('Cache-Control', 'public, max-age=31536000, immutable')
+      .set('X-Content-Type-Options', 'nosniff')
+      .type(path.extname(req.params.file) === '.map' ? 'application/json' : path.extname(req.params.file))
+      .sendFile(path.join(b.dir, req.params.file));
+  });
+  return r;
+}
+
+interface Manifest {
+  script: string;
+  style: string;
+}
+interface Built {
+  dir: string;
+  manifest: Manifest;
+  files: Set<string>;
+}
+
+function readBuilt(dir: string | undefined): Built | undefined {
+  if (!dir) return undefined;
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
+    const files = new Set(fs.readdirSync(dir).filter((f) => f !== 'manifest.json'));
+    return files.has(manifest.script) && files.has(manifest.style) ? { dir, manifest, files } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** dist/ui beside the compiled server (dist/src/http/ui) or at the repository root when run from sources. */
+function findBuiltDir(): string | undefined {
+  let dir = __dirname;
+  for (let i = 0; i < 6; i++) {
+    for (const candidate of [path.join(dir, 'dist', 'ui'), path.basename(dir) === 'dist' ? path.join(dir, 'ui') : '']) {
+      if (candidate && fs.existsSync(path.join(candidate, 'manifest.json'))) return candidate;
+    }
+    dir = path.dirname(dir);
+  }
+  return undefined;
+}
+
+// Images are object URLs of bytes fetched with the key (blob:); the export archive link is a plain navigation.
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; " +
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'";
+
+const escapeAttr = (s: string) => s.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+
+const page = (m: Manifest) => `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Assets</title>
+<link rel="stylesheet" href="/ui/assets/${escapeAttr(m.style)}">
+<script defer src="/ui/assets/${escapeAttr(m.script)}"></script>
+</head>
+<body>
+<div id="app"><noscript>The asset browser needs JavaScript.</noscript></div>
+</body>
+</html>
+`;
+
+const NOT_BUILT = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Assets</title></head>
+<body><p>The asset browser is not built: run <code>npm run build</code>.</p></body></html>
+`;

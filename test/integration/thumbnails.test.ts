@@ -1,0 +1,195 @@
+/**
+ * Thumbnails (contract 3, `thumbnail_url`; GET /api/assets/{id}/thumbnail): made in the background once per content,
+ * for every image format sharp decodes, bounded by a pixel limit, served with immutable caching, and removed with
+ * their content by the garbage collector.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { Client } from 'pg';
+import sharp from 'sharp';
+import { gql } from '../helpers/graphql';
+import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+
+let svc: TestService;
+let db: Client;
+
+beforeAll(async () => {
+  svc = await startTestService({ CONTENT_GC_GRACE_SECONDS: '0' });
+  db = new Client({ connectionString: svc.databaseUrl });
+  await db.connect();
+});
+afterAll(async () => {
+  await db?.end();
+  await svc?.stop();
+});
+
+/** A gradient image (so each one is different content), in the given format. */
+async function image(width: number, height: number, format: 'png' | 'jpeg' | 'webp' | 'gif' | 'avif' | 'tiff', seed = 0): Promise<Buffer> {
+  const raw = Buffer.alloc(width * height * 3);
+  for (let i = 0; i < width * height; i++) {
+    raw[i * 3] = (i * 7 + seed) & 0xff;
+    raw[i * 3 + 1] = ((i / width) * 3 + seed * 13) & 0xff;
+    raw[i * 3 + 2] = seed & 0xff;
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } }).toFormat(format).toBuffer();
+}
+
+async function upload(data: Buffer, name: string, key: string = KEYS.alice): Promise<{ id: string; status: number; body: Record<string, unknown> }> {
+  const res = await svc.fetch('/api/assets', { method: 'POST', key, body: uploadForm(data, { tags: 'output' }, name) });
+  const body = await json(res);
+  return { id: body.id, status: res.status, body };
+}
+
+const getAsset = async (id: string, key: string = KEYS.alice) => json(await svc.fetch(`/api/assets/${id}`, { key }));
+
+/** Waits until the asset shows its thumbnail_url, and returns the thumbnail response. */
+async function thumbnailOf(id: string, key: string = KEYS.alice): Promise<Response> {
+  const url = await waitFor(async () => (await getAsset(id, key)).thumbnail_url as string | undefined, { what: `thumbnail of ${id}`, timeoutMs: 30_000 });
+  expect(url).toMatch(new RegExp(`/api/assets/${id}/thumbnail$`));
+  return svc.fetch(`/api/assets/${id}/thumbnail`, { key });
+}
+
+const thumbnailRow = async (blake3: string) =>
+  (await db.query('SELECT status, width, height, error FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0] as
+    | { status: string; width: number; height: number; error: string | null }
+    | undefined;
+
+test('a PNG gets a 512 px WebP thumbnail with immutable caching; If-None-Match answers 304', async () => {
+  const { id, status, body } = await upload(await image(1024, 768, 'png'), 'big.png');
+  expect(status).toBe(201);
+  expect(body).not.toHaveProperty('thumbnail_url'); // not made yet at create time: omitted, never null
+  const res = await thumbnailOf(id);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('image/webp');
+  expect(res.headers.get('cache-control')).toBe('private, max-age=31536000, immutable');
+  const etag = res.headers.get('etag')!;
+  expect(etag).toBe(`"thumbnail-${body.asset_hash}"`);
+  const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+  expect([meta.format, meta.width, meta.height]).toEqual(['webp', 512, 384]);
+
+  const again = await svc.fetch(`/api/assets/${id}/thumbnail`, { headers: { 'if-none-match': etag } });
+  expect(again.status).toBe(304);
+  const head = await svc.fetch(`/api/assets/${id}/thumbnail`, { method: 'HEAD' });
+  expect([head.status, head.headers.get('etag')]).toEqual([200, etag]);
+});
+
+test.each(['jpeg', 'webp', 'gif', 'avif', 'tiff'] as const)('a %s image gets a thumbnail; a tall one keeps its aspect', async (format) => {
+  const { id } = await upload(await image(300, 900, format, format.length), `tall.${format}`);
+  const res = await thumbnailOf(id);
+  expect(res.status).toBe(200);
+  const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+  expect([meta.format, meta.width, meta.height]).toEqual(['webp', 171, 512]);
+});
+
+test('a small image is not enlarged', async () => {
+  const { id } = await upload(await image(64, 40, 'png', 99), 'small.png');
+  const meta = await sharp(Buffer.from(await (await thumbnailOf(id)).arrayBuffer())).metadata();
+  expect([meta.width, meta.height]).toEqual([64, 40]);
+});
+
+/** A valid PNG header claiming width × height, with a tiny IDAT: a decompression bomb's signature, a few hundred bytes. */
+function bombPng(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(td));
+    return Buffer.concat([len, td, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const rows = zlib.deflateSync(Buffer.alloc((width * 3 + 1) * 4)); // four rows of zeros; the rest is missing
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', rows), chunk('IEND', Buffer.alloc(0))]);
+}
+
+test('a decompression bomb (50,000 × 50,000 PNG) is refused by the pixel limit, not decoded; the upload is unaffected', async () => {
+  const bomb = bombPng(50_000, 50_000);
+  expect(bomb.length).toBeLessThan(4096);
+  const rssBefore = process.memoryUsage().rss;
+  const { id, status, body } = await upload(bomb, 'bomb.png');
+  expect(status).toBe(201);
+  expect(body.mime_type).toBe('image/png');
+  const blake3 = String(body.asset_hash).slice('blake3:'.length);
+  const row = await waitFor(async () => thumbnailRow(blake3), { what: 'the bomb thumbnail outcome', timeoutMs: 30_000 });
+  expect(row.status).toBe('failed');
+  expect(row.error).toMatch(/pixel limit/i);
+  expect(process.memoryUsage().rss - rssBefore).toBeLessThan(500 * 1024 * 1024);
+  const res = await svc.fetch(`/api/assets/${id}/thumbnail`);
+  expect(res.status).toBe(404);
+  expect((await json(res)).code).toBe('THUMBNAIL_NOT_FOUND');
+  expect(await getAsset(id)).not.toHaveProperty('thumbnail_url');
+});
+
+test('non-images get no thumbnail job and answer 404 THUMBNAIL_NOT_FOUND; other owners and bad ids as for content', async () => {
+  const { id, body } = await upload(Buffer.from('not an image at all'), 'notes.txt');
+  const blake3 = String(body.asset_hash).slice('blake3:'.length);
+  const jobs = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'thumbnail.make' AND data->>'blake3' = $1`, [blake3]);
+  expect(jobs.rows[0].n).toBe(0);
+  const res = await svc.fetch(`/api/assets/${id}/thumbnail`);
+  expect([res.status, (await json(res)).code]).toEqual([404, 'THUMBNAIL_NOT_FOUND']);
+
+  const png = await upload(await image(50, 50, 'png', 7), 'mine.png');
+  await thumbnailOf(png.id);
+  const other = await svc.fetch(`/api/assets/${png.id}/thumbnail`, { key: KEYS.bob });
+  expect([other.status, (await json(other)).code]).toEqual([404, 'ASSET_NOT_FOUND']);
+  const bad = await svc.fetch('/api/assets/not-a-uuid/thumbnail');
+  expect([bad.status, (await json(bad)).code]).toEqual([400, 'INVALID_ID']);
+  expect((await svc.fetch(`/api/assets/${png.id}/thumbnail`, { key: null })).status).toBe(401);
+});
+
+test('one thumbnail per content: assets of other owners and later assets of the same content show it at once', async () => {
+  const data = await image(640, 480, 'jpeg', 42);
+  const first = await upload(data, 'shared.jpg');
+  const firstThumb = await thumbnailOf(first.id);
+  const blake3 = String(first.body.asset_hash).slice('blake3:'.length);
+
+  // Bob's asset of the same content is made after the thumbnail exists: it has it from its first answer.
+  const second = await upload(data, 'bobs-copy.jpg', KEYS.bob);
+  expect(second.status).toBe(201);
+  expect(second.body.thumbnail_url).toBe(`${svc.url}/api/assets/${second.id}/thumbnail`);
+  const secondThumb = await svc.fetch(`/api/assets/${second.id}/thumbnail`, { key: KEYS.bob });
+  expect(Buffer.from(await secondThumb.arrayBuffer()).equals(Buffer.from(await firstThumb.arrayBuffer()))).toBe(true);
+  expect((await db.query('SELECT count(*)::int AS n FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0].n).toBe(1);
+  const made = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'thumbnail.make' AND data->>'blake3' = $1`, [blake3]);
+  expect(made.rows[0].n).toBe(1);
+
+  // GraphQL shows the same URL.
+  const q = await gql(svc, `query($id: ID!) { asset(id: $id) { thumbnailUrl } }`, { id: first.id });
+  expect(q.data.asset.thumbnailUrl).toBe(`${svc.url}/api/assets/${first.id}/thumbnail`);
+});
+
+test('the garbage collector removes the thumbnail with its content', async () => {
+  const { id, body } = await upload(await image(200, 200, 'png', 123), 'doomed.png');
+  await thumbnailOf(id);
+  const blake3 = String(body.asset_hash).slice('blake3:'.length);
+  const blobFile = path.join(svc.dataDir, 'blobs', blake3.slice(0, 2), blake3.slice(2, 4), blake3);
+  expect(fs.existsSync(`${blobFile}.thumbnail.webp`)).toBe(true);
+  expect((await svc.fetch(`/api/assets/${id}`, { method: 'DELETE' })).status).toBe(204);
+  await waitFor(async () => (fs.existsSync(blobFile) ? undefined : true), { what: 'content collected', timeoutMs: 30_000 });
+  expect(fs.existsSync(`${blobFile}.thumbnail.webp`)).toBe(false);
+  expect(await thumbnailRow(blake3)).toBeUndefined();
+});
+
+test('a restart backfills thumbnails of images stored before thumbnails existed', async () => {
+  const { id, body } = await upload(await image(800, 600, 'webp', 5), 'old.webp');
+  await thumbnailOf(id);
+  const blake3 = String(body.asset_hash).slice('blake3:'.length);
+  // Make it look like content from before the migration: no row, no file, no flag.
+  await db.query('DELETE FROM thumbnail WHERE content_hash = $1', [blake3]);
+  await db.query('UPDATE asset SET has_thumbnail = false WHERE content_hash = $1', [blake3]);
+  fs.rmSync(path.join(svc.dataDir, 'blobs', blake3.slice(0, 2), blake3.slice(2, 4), `${blake3}.thumbnail.webp`));
+  await db.query(`DELETE FROM pgboss.job WHERE name = 'thumbnail.make'`);
+  expect(await getAsset(id)).not.toHaveProperty('thumbnail_url');
+
+  const { databaseUrl, dataDir } = svc;
+  await svc.container.close();
+  await new Promise<void>((resolve) => svc.server!.close(() => resolve()));
+  svc = await startTestService({ CONTENT_GC_GRACE_SECONDS: '0' }, { databaseUrl, dataDir });
+  const res = await thumbnailOf(id);
+  expect(res.status).toBe(200);
+  expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(512);
+});

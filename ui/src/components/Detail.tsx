@@ -1,0 +1,195 @@
+import { Fragment } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, assetFields, type Api, type Asset, type Features } from '../api';
+import { formatBytes, formatDate, kindOf, parseTags } from '../format';
+import { KindIcon } from './icons';
+import { saveWithKey, useObjectUrl } from './useObjectUrl';
+
+/** Above this, a download through the page (fetched with the key into a Blob) is worth a warning. */
+const LARGE = 1024 ** 3;
+
+interface DetailProps {
+  api: Api;
+  features: Features;
+  asset: Asset;
+  onClose(): void;
+  onSaved(a: Asset): void;
+  onTag(tag: string): void;
+}
+
+/** The right-hand drawer: every field of one asset, its derived metadata, and the editable name/tags/user metadata. */
+export function Detail({ api, features, asset, onClose, onSaved, onTag }: DetailProps) {
+  const [name, setName] = useState(asset.name);
+  const [tags, setTags] = useState(asset.tags.join(', '));
+  const [meta, setMeta] = useState(JSON.stringify(asset.userMetadata, null, 2));
+  const [status, setStatus] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
+  const [busy, setBusy] = useState(false);
+  const heading = useRef<HTMLHeadingElement>(null);
+  const thumb = useObjectUrl(api, asset.thumbnailUrl);
+  const kind = kindOf(asset);
+
+  useEffect(() => {
+    setName(asset.name);
+    setTags(asset.tags.join(', '));
+    setMeta(JSON.stringify(asset.userMetadata, null, 2));
+  }, [asset.id, asset.updatedAt]);
+  useEffect(() => {
+    setStatus(undefined);
+    heading.current?.focus();
+  }, [asset.id]);
+
+  async function save(e: Event) {
+    e.preventDefault();
+    let userMetadata: unknown;
+    try {
+      userMetadata = JSON.parse(meta || '{}');
+    } catch {
+      setStatus({ kind: 'error', text: 'User metadata is not valid JSON.' });
+      return;
+    }
+    if (!userMetadata || typeof userMetadata !== 'object' || Array.isArray(userMetadata)) {
+      setStatus({ kind: 'error', text: 'User metadata must be a JSON object.' });
+      return;
+    }
+    setBusy(true);
+    try {
+      const d = await api.gql<{ updateAsset: Asset }>(
+        `mutation($id: ID!, $input: UpdateAssetInput!) { updateAsset(id: $id, input: $input) { ${assetFields(features)} } }`,
+        { id: asset.id, input: { name: name.trim(), tags: parseTags(tags), userMetadata } },
+      );
+      onSaved(d.updateAsset);
+      setStatus({ kind: 'ok', text: 'Saved.' });
+    } catch (err) {
+      setStatus({ kind: 'error', text: err instanceof ApiError ? `${err.message} (${err.code})` : String(err) });
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function download() {
+    try {
+      await saveWithKey(api, `/api/assets/${asset.id}/content?disposition=attachment`, asset.name.slice(asset.name.lastIndexOf('/') + 1));
+    } catch (err) {
+      setStatus({ kind: 'error', text: `Download failed: ${(err as Error).message}` });
+    }
+  }
+
+  const fields: [string, string | undefined | null][] = [
+    ['ID', asset.id],
+    ['Type', asset.mimeType],
+    ['Size', `${formatBytes(asset.size)} (${asset.size.toLocaleString()} bytes)`],
+    ['Hash', asset.assetHash],
+    ['Created', formatDate(asset.createdAt)],
+    ['Updated', formatDate(asset.updatedAt)],
+    ['Last access', formatDate(asset.lastAccessTime)],
+    ['Loader path', asset.loaderPath],
+    ['Preview', asset.previewId === asset.id ? 'itself' : asset.previewId],
+    ['Prompt', asset.promptId],
+    ['Immutable', asset.isImmutable ? 'yes' : 'no'],
+  ];
+
+  return (
+    <aside class="drawer" aria-labelledby="detail-title">
+      <div class="drawer-head">
+        <h2 id="detail-title" tabIndex={-1} ref={heading} title={asset.name}>
+          {asset.name}
+        </h2>
+        <button type="button" class="icon-button" onClick={onClose} aria-label="Close details (Escape)">
+          ×
+        </button>
+      </div>
+      <div class="drawer-preview">
+        {thumb.src ? <img src={thumb.src} alt={`Thumbnail of ${asset.name}`} /> : <KindIcon kind={kind} size={72} />}
+      </div>
+      <div class="drawer-actions">
+        <button type="button" class="primary" onClick={download} aria-describedby={asset.size > LARGE ? 'download-note' : undefined}>
+          Download
+        </button>
+      </div>
+      {asset.size > LARGE && (
+        <p id="download-note" class="help">
+          The browser holds the whole file in memory before saving it; for big models the command-line client (<code>assets pull</code>) resumes and
+          streams to disk.
+        </p>
+      )}
+
+      <form class="edit" onSubmit={save}>
+        <fieldset disabled={busy || asset.isImmutable}>
+          <legend>Edit</legend>
+          <label for="edit-name">Name</label>
+          <input id="edit-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} required maxLength={512} />
+          <label for="edit-tags">Tags</label>
+          <input id="edit-tags" value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} aria-describedby="edit-tags-help" />
+          <p id="edit-tags-help" class="help">
+            Comma-separated.
+          </p>
+          <label for="edit-meta">User metadata (JSON object)</label>
+          <textarea id="edit-meta" rows={5} spellcheck={false} value={meta} onInput={(e) => setMeta((e.target as HTMLTextAreaElement).value)} />
+          <div class="row">
+            <button type="submit" class="primary">
+              {busy ? 'Saving…' : 'Save'}
+            </button>
+            {status && (
+              <span class={status.kind === 'ok' ? 'ok' : 'error'} role={status.kind === 'ok' ? 'status' : 'alert'}>
+                {status.text}
+              </span>
+            )}
+          </div>
+          {asset.isImmutable && <p class="help">This asset is immutable.</p>}
+        </fieldset>
+      </form>
+
+      {asset.tags.length > 0 && (
+        <section>
+          <h3>Tags</h3>
+          <ul class="chips">
+            {asset.tags.map((t) => (
+              <li key={t}>
+                <button type="button" class="chip" onClick={() => onTag(t)} title={`Show assets tagged ${t}`}>
+                  {t}
+                </button>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      <section>
+        <h3>Fields</h3>
+        <dl class="fields">
+          {fields
+            .filter(([, v]) => v !== undefined && v !== null && v !== '')
+            .map(([k, v]) => (
+              <Fragment key={k}>
+                <dt>{k}</dt>
+                <dd>{v}</dd>
+              </Fragment>
+            ))}
+        </dl>
+      </section>
+
+      {asset.metadata && Object.keys(asset.metadata).length > 0 && (
+        <section>
+          <h3>Metadata</h3>
+          <dl class="fields">
+            {Object.entries(asset.metadata).map(([k, v]) => (
+              <Fragment key={k}>
+                <dt>{k}</dt>
+                <dd>
+                  {typeof v === 'object' && v !== null ? (
+                    <details>
+                      <summary>{Array.isArray(v) ? `${v.length} items` : `${Object.keys(v).length} keys`}</summary>
+                      <pre>{JSON.stringify(v, null, 2)}</pre>
+                    </details>
+                  ) : (
+                    String(v)
+                  )}
+                </dd>
+              </Fragment>
+            ))}
+          </dl>
+        </section>
+      )}
+    </aside>
+  );
+}

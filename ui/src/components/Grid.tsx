@@ -1,0 +1,114 @@
+import { useEffect, useRef } from 'preact/hooks';
+import type { Api, Asset } from '../api';
+import { baseName, formatBytes, kindOf } from '../format';
+import { KindIcon } from './icons';
+import { useObjectUrl } from './useObjectUrl';
+
+interface GridProps {
+  api: Api;
+  items: Asset[];
+  selected: Set<string>;
+  openId?: string;
+  hasMore: boolean;
+  loading: boolean;
+  onOpen(id: string): void;
+  onToggle(index: number, shift: boolean): void;
+  onMore(): void;
+  scrollRoot: HTMLElement | null;
+}
+
+export function Grid(p: GridProps) {
+  const sentinel = useRef<HTMLDivElement>(null);
+  const grid = useRef<HTMLUListElement>(null);
+  const more = useRef(p.onMore);
+  more.current = p.onMore;
+
+  // Infinite scroll: the next page when the end of the grid comes within a screen of view.
+  useEffect(() => {
+    if (!sentinel.current || !p.hasMore) return;
+    const io = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && more.current(), {
+      root: p.scrollRoot,
+      rootMargin: '0px 0px 400px 0px',
+    });
+    io.observe(sentinel.current);
+    return () => io.disconnect();
+  }, [p.hasMore, p.scrollRoot, p.items.length]);
+
+  function onKeyDown(e: KeyboardEvent) {
+    const tiles = [...(grid.current?.querySelectorAll<HTMLElement>('.tile-main') ?? [])];
+    const i = tiles.indexOf(document.activeElement as HTMLElement);
+    if (i < 0) return;
+    const cols = Math.max(1, getComputedStyle(grid.current!).gridTemplateColumns.split(' ').length);
+    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, ArrowDown: i + cols, ArrowUp: i - cols, Home: 0, End: tiles.length - 1 }[e.key];
+    if (to !== undefined) {
+      e.preventDefault();
+      tiles[Math.min(tiles.length - 1, Math.max(0, to))]?.focus();
+    } else if (e.key === ' ') {
+      e.preventDefault();
+      p.onToggle(i, e.shiftKey);
+    }
+  }
+
+  return (
+    <>
+      <ul class="grid" ref={grid} onKeyDown={onKeyDown} aria-label="Assets">
+        {p.items.map((a, i) => (
+          <Tile
+            key={a.id}
+            api={p.api}
+            asset={a}
+            selected={p.selected.has(a.id)}
+            open={p.openId === a.id}
+            selecting={p.selected.size > 0}
+            onOpen={() => p.onOpen(a.id)}
+            onToggle={(shift) => p.onToggle(i, shift)}
+          />
+        ))}
+      </ul>
+      <div ref={sentinel} class="sentinel" aria-hidden="true" />
+      {p.loading && (
+        <p class="muted center" role="status">
+          Loading…
+        </p>
+      )}
+    </>
+  );
+}
+
+function Tile(p: { api: Api; asset: Asset; selected: boolean; open: boolean; selecting: boolean; onOpen(): void; onToggle(shift: boolean): void }) {
+  const a = p.asset;
+  const kind = kindOf(a);
+  const thumb = useObjectUrl(p.api, a.thumbnailUrl);
+  const label = baseName(a.name);
+  return (
+    <li class={`tile${p.selected ? ' selected' : ''}${p.open ? ' open' : ''}${p.selecting ? ' selecting' : ''}`} data-id={a.id}>
+      <button type="button" class="tile-main" data-asset-id={a.id} onClick={p.onOpen} aria-label={`${a.name}, ${a.mimeType}, ${formatBytes(a.size)}`}>
+        <span class="thumb">
+          {thumb.src ? (
+            <img src={thumb.src} alt="" draggable={false} />
+          ) : (
+            <span class={`placeholder kind-${kind}`}>
+              <KindIcon kind={kind} />
+            </span>
+          )}
+        </span>
+        <span class="tile-name" title={a.name}>
+          {label}
+        </span>
+        <span class="tile-meta">
+          {a.mimeType.split(';')[0]} · {formatBytes(a.size)}
+        </span>
+      </button>
+      <input
+        type="checkbox"
+        class="tile-check"
+        checked={p.selected}
+        aria-label={`Select ${a.name}`}
+        onClick={(e) => {
+          e.preventDefault();
+          p.onToggle((e as MouseEvent).shiftKey);
+        }}
+      />
+    </li>
+  );
+}

@@ -1,0 +1,45 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Api } from '../api';
+
+/**
+ * Bytes that need the key header (an <img src> cannot send it): fetched, shown through an object URL, and the URL
+ * revoked when the component unmounts or the source changes.
+ */
+export function useObjectUrl(api: Api, url: string | null | undefined): { src?: string; failed: boolean } {
+  const [state, setState] = useState<{ src?: string; failed: boolean }>({ failed: false });
+  useEffect(() => {
+    if (!url) {
+      setState({ failed: false });
+      return;
+    }
+    const ctl = new AbortController();
+    let objectUrl: string | undefined;
+    api.blob(url, ctl.signal).then(
+      (b) => {
+        objectUrl = URL.createObjectURL(b);
+        setState({ src: objectUrl, failed: false });
+      },
+      () => {
+        if (!ctl.signal.aborted) setState({ failed: true });
+      },
+    );
+    return () => {
+      ctl.abort();
+      if (objectUrl) URL.revokeObjectURL(objectUrl);
+    };
+  }, [api, url]);
+  return state;
+}
+
+/** Saves bytes fetched with the key under `name` (a blob, then a temporary download link). */
+export async function saveWithKey(api: Api, url: string, name: string): Promise<void> {
+  const blob = await api.blob(url);
+  const objectUrl = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = objectUrl;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(objectUrl), 60_000);
+}

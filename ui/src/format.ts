@@ -1,0 +1,53 @@
+export function formatBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '?';
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
+export function formatDate(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+/** A time of today as `15:04`, an older one with its date. */
+export function formatWhen(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) : formatDate(iso);
+}
+
+export type Kind = 'image' | 'video' | 'audio' | 'model' | 'text' | 'archive' | 'file';
+
+const MODEL_EXT = /\.(safetensors|sft|gguf|ckpt|pt|pth|bin|onnx)$/i;
+
+export function kindOf(a: { mimeType: string; name: string }): Kind {
+  const m = a.mimeType.toLowerCase();
+  if (MODEL_EXT.test(a.name)) return 'model';
+  if (m.startsWith('image/')) return 'image';
+  if (m.startsWith('video/')) return 'video';
+  if (m.startsWith('audio/')) return 'audio';
+  if (m.startsWith('text/') || m === 'application/json' || m.endsWith('+json') || m.endsWith('yaml')) return 'text';
+  if (/zip|tar|gzip|x-7z|rar/.test(m)) return 'archive';
+  return 'file';
+}
+
+/** The last path segment of a name (model names are paths such as `SDXL/base.safetensors`). */
+export const baseName = (name: string): string => name.slice(name.lastIndexOf('/') + 1) || name;
+
+export const parseTags = (text: string): string[] => {
+  const seen = new Set<string>();
+  for (const t of text.split(',')) {
+    const v = t.trim().toLowerCase();
+    if (v) seen.add(v);
+  }
+  return [...seen];
+};
