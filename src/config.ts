@@ -20,6 +20,8 @@ export interface Config {
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
+  /** `GET /metrics` and request instrumentation (contract section 7). */
+  readonly metrics: { readonly enabled: boolean; readonly token: string | undefined };
 }
 
 export type StorageConfig =
@@ -157,6 +159,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    metrics: { enabled: bool('METRICS_ENABLED', true), token: optional('METRICS_TOKEN') },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

@@ -12,7 +12,9 @@ import type { DownloadService, TaskService } from './domain/tasks/task.types';
 import { buildDownloads } from './domain/downloads/downloads.module';
 import type { Logger } from './infra/logger';
 import { createDatabase, type Database } from './infra/prisma';
+import { Metrics } from './infra/metrics';
 import { JobQueue } from './infra/queue';
+import { TaskRepository } from './domain/tasks/task.repository';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
 export interface Container {
@@ -27,6 +29,8 @@ export interface Container {
   /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
+  /** Prometheus metrics (contract section 7); undefined with METRICS_ENABLED=false. */
+  metrics: Metrics | undefined;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -48,9 +52,22 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger);
   const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
-  const content = new ContentService(new ContentRepository(database.prisma, database.pool), blobStore, database.pool, logger, {
+  const contentRepo = new ContentRepository(database.prisma, database.pool);
+  const metrics = config.metrics.enabled
+    ? new Metrics(
+        {
+          pool: database.pool,
+          tasks: (timeoutMs) => new TaskRepository(database.prisma).countByStatus(timeoutMs),
+          queues: () => queue.depths(),
+          gcBacklog: (timeoutMs) => contentRepo.gcBacklog(timeoutMs),
+        },
+        logger,
+      )
+    : undefined;
+  const content = new ContentService(contentRepo, blobStore, database.pool, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
+    meter: metrics,
   });
   const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
 
@@ -86,7 +103,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
-  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
+  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets, meter: metrics });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
 
@@ -101,6 +118,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     assets,
     tasks,
     downloads,
+    metrics,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));

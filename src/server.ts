@@ -10,6 +10,7 @@ import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
+import { instrumentRequests } from './http/metrics';
 
 export interface RunningService {
   container: Container;
@@ -42,7 +43,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger }, app));
+      const listener = instrumentRequests(withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger }, app), {
+        app,
+        metrics: container.metrics,
+        accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined,
+      });
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, listener);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

@@ -40,7 +40,10 @@ export interface TestService extends RunningService {
  * The real service (migrations, container, job workers, HTTP on an ephemeral port) on its own database and a temp
  * data dir. `env` adds or overrides settings.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { databaseUrl?: string; dataDir?: string } = {}): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  opts: { databaseUrl?: string; dataDir?: string; /** receives the service's log lines */ log?: (line: string) => void } = {},
+): Promise<TestService> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-data-'));
   const config = loadConfig({
@@ -53,7 +56,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
-  const svc = await startService(config, createLogger(config.logLevel));
+  const svc = await startService(config, createLogger(config.logLevel, {}, opts.log));
   const url = svc.url!;
   return {
     ...svc,

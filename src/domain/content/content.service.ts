@@ -4,6 +4,7 @@ import type { BlobStore, TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import { contentLockKey, type Tx } from '../../infra/prisma';
 import { DomainError } from '../errors';
+import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
 import { detectMime } from './mime';
@@ -26,8 +27,13 @@ export class ContentService {
     private readonly blobs: BlobStore,
     private readonly pool: Pool,
     private readonly logger: Logger,
-    private readonly opts: { maxUploadBytes: number; gcGraceSeconds: number },
-  ) {}
+    private readonly opts: { maxUploadBytes: number; gcGraceSeconds: number; meter?: TransferMeter },
+  ) {
+    this.meter = opts.meter ?? NO_METER;
+  }
+
+  private readonly meter: TransferMeter;
+  private readonly countUploaded = (n: number): void => this.meter.add('uploaded', n);
 
   get maxUploadBytes(): number {
     return this.opts.maxUploadBytes;
@@ -40,21 +46,31 @@ export class ContentService {
    */
   async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean } = {}): Promise<IngestedContent> {
     let head: Buffer | undefined;
-    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead: (h: Buffer) => (head = h) };
+    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead: (h: Buffer) => (head = h), onBytes: this.countUploaded };
     const sniff = () => (head && head.length > 0 ? detectMime(head, undefined) : undefined);
-    if (this.blobs.writeTempHashed) {
-      const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
-      return { temp, digest, sniffedMime: sniff() };
+    const end = this.meter.begin('upload');
+    try {
+      if (this.blobs.writeTempHashed) {
+        const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
+        return { temp, digest, sniffedMime: sniff() };
+      }
+      const hasher = new DualHasher();
+      const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
+      return { temp, digest: hasher.digest(), sniffedMime: sniff() };
+    } finally {
+      end();
     }
-    const hasher = new DualHasher();
-    const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
-    return { temp, digest: hasher.digest(), sniffedMime: sniff() };
   }
 
   /** Hashes `source` without keeping it (upload fast path: the content is already stored). */
   async digestOnly(source: AsyncIterable<Buffer>, opts: { maxBytes?: number } = {}): Promise<ContentDigest> {
     const hasher = new DualHasher();
-    for await (const chunk of hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes })) void chunk;
+    const end = this.meter.begin('upload');
+    try {
+      for await (const chunk of hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onBytes: this.countUploaded })) void chunk;
+    } finally {
+      end();
+    }
     return hasher.digest();
   }
 

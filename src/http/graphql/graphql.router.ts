@@ -11,6 +11,7 @@ import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { ideRouter } from './ide';
 import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
+import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 import { settleUrlParseDeprecation } from './url-parse';
@@ -34,7 +35,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
     formatError: formatError(c.logger),
     // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN.
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    plugins: [ApolloServerPluginLandingPageDisabled(), ...(c.metrics ? [metricsPlugin(c.metrics)] : [])],
   });
   await server.start();
 
