@@ -14,8 +14,6 @@ export interface MetricSources {
 
 /** A scrape waits at most this long for one database-backed gauge; a slow source leaves its gauge empty. */
 export const SOURCE_TIMEOUT_MS = 2_000;
-/** Several gauges share one read of their source within this window (one scrape reads each source once). */
-const SOURCE_TTL_MS = 1_000;
 
 /** Seconds: 1 ms to 60 s, finer where the API's reads are (1-50 ms). */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -47,7 +45,8 @@ export class Metrics implements TransferMeter {
   private readonly sourceErrors: Counter<'source'>;
   private readonly statusLabels: string[] = [];
   private readonly operationNames = new Set<string>();
-  private readonly cached = new Map<string, { at: number; value: Promise<unknown> }>();
+  /** This scrape's reads of each source, shared by the gauges that source feeds. */
+  private readonly cached = new Map<string, Promise<unknown>>();
 
   constructor(
     sources: MetricSources,
@@ -195,6 +194,7 @@ export class Metrics implements TransferMeter {
 
   /** The exposition text and its content type. */
   async scrape(): Promise<{ contentType: string; text: string }> {
+    this.cached.clear();
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
 
@@ -211,11 +211,10 @@ export class Metrics implements TransferMeter {
     return name;
   }
 
-  /** `load()` once per TTL for all gauges of a source, under a timeout; undefined (and counted) when it fails. */
+  /** `load()` once per scrape for all gauges of a source, under a timeout; undefined (and counted) when it fails. */
   private read<T>(source: string, load: () => Promise<T>): Promise<T | undefined> {
-    const now = Date.now();
     const hit = this.cached.get(source);
-    if (hit && now - hit.at < SOURCE_TTL_MS) return hit.value as Promise<T | undefined>;
+    if (hit) return hit as Promise<T | undefined>;
     let timer: NodeJS.Timeout | undefined;
     const value = Promise.race([
       load(),
@@ -229,7 +228,7 @@ export class Metrics implements TransferMeter {
         return undefined;
       })
       .finally(() => clearTimeout(timer));
-    this.cached.set(source, { at: now, value });
+    this.cached.set(source, value);
     return value;
   }
 }

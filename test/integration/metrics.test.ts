@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { isLoopback } from '../../src/http/metrics';
+import { startDownload, waitTask } from '../helpers/downloads';
+import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { parseExposition, samplesOf, valueOf, type Exposition } from '../helpers/prometheus';
@@ -11,6 +13,7 @@ const HTTP = 'assets_http_request_duration_seconds';
 const GQL = 'assets_graphql_operation_duration_seconds';
 
 let svc: TestService;
+let fake: FakeProviders;
 const logLines: string[] = [];
 /** An address of this machine other than loopback, if it has one: requests from it are not local. */
 const external = Object.values(os.networkInterfaces())
@@ -18,11 +21,13 @@ const external = Object.values(os.networkInterfaces())
   .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
 
 beforeAll(async () => {
-  svc = await startTestService({ LOG_LEVEL: 'info', HOST: external ? '0.0.0.0' : '127.0.0.1' }, { log: (l) => logLines.push(l) });
+  fake = await startFakeProviders();
+  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false', LOG_LEVEL: 'info', HOST: external ? '0.0.0.0' : '127.0.0.1' }, { log: (l) => logLines.push(l) });
   svc.url = svc.url.replace('0.0.0.0', '127.0.0.1');
 });
 afterAll(async () => {
   await svc?.stop();
+  await fake?.close();
 });
 
 async function scrape(s: TestService = svc, init: RequestInit = {}): Promise<Exposition> {
@@ -130,6 +135,19 @@ describe('after known traffic', () => {
     expect(lines.filter((r) => r.route === '/api/assets' && r.method === 'POST' && r.status === 201)).toHaveLength(3);
     expect(lines.filter((r) => r.route === 'unmatched' && r.status === 404)).toHaveLength(1);
   });
+});
+
+test('a download task: bytes downloaded and tasks by status', async () => {
+  const before = await scrape();
+  const size = 300_000;
+  const res = await startDownload(svc, { source_url: fake.hf.lfs('org/metrics/model.bin', bytes(size, 7)) });
+  expect(res.status).toBe(202);
+  expect((await waitTask(svc, (await json(res)).task_id)).status).toBe('completed');
+  const after = await scrape();
+  expect((valueOf(after, 'assets_downloaded_bytes_total') ?? 0) - (valueOf(before, 'assets_downloaded_bytes_total') ?? 0)).toBe(size);
+  expect(valueOf(after, 'assets_tasks', { task_name: 'download_file', status: 'completed' })).toBe(1);
+  expect(valueOf(after, 'assets_downloads_in_flight')).toBe(0);
+  expect(valueOf(after, 'assets_uploaded_bytes_total')).toBe(valueOf(before, 'assets_uploaded_bytes_total'));
 });
 
 test('many different ids make one label set', async () => {
