@@ -8,6 +8,8 @@
 //   git worktree add /tmp/old <rev> && (cd /tmp/old && npm install && npm run build)
 //   cp -r dist .ab-new   # this tree's build; a dist dir must sit under a checkout so node_modules resolves
 //   node bench/ab.cjs /tmp/old/dist .ab-new graphql
+// Or one build under two settings: AB_ENV_A / AB_ENV_B add environment variables to A's or B's process
+// (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
 const path = require('node:path');
 const { startStack, spawnService, uploadMultipart, cannon, cannonWithCpu, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
 const { cycling } = require('./graphql.cjs');
@@ -20,7 +22,8 @@ async function main() {
   const svc = {};
   try {
     for (const [k, dir] of [['A', a], ['B', b]]) {
-      svc[k] = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, main: path.resolve(dir, 'src', 'main.js') });
+      const env = Object.fromEntries((process.env[`AB_ENV_${k}`] ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+      svc[k] = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env, main: path.resolve(dir, 'src', 'main.js') });
     }
     const ids = [];
     for (let i = 0; i < 50; i++) ids.push((await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `m${i}.bin` })).body.id);
@@ -39,8 +42,8 @@ async function main() {
     printResult('ab', {
       kind,
       rounds,
-      A: { dist: a, ...sum(res.A) },
-      B: { dist: b, ...sum(res.B) },
+      A: { dist: a, env: process.env.AB_ENV_A, ...sum(res.A) },
+      B: { dist: b, env: process.env.AB_ENV_B, ...sum(res.B) },
       rps_ratio_b_to_a: r3(median(res.B.map((x, i) => x.rps / res.A[i].rps))),
       cpu_per_request_ratio_b_to_a: r3(median(res.B.map((x, i) => x.cpuUs / res.A[i].cpuUs))),
     });

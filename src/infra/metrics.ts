@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TransferMeter } from '../domain/transfer-meter';
 import type { Logger } from './logger';
+import { RequestHistogram } from './request-histogram';
 
 /** Where the scrape-time gauges read from; each is called at most once per scrape, under `SOURCE_TIMEOUT_MS`. */
 export interface MetricSources {
@@ -38,12 +39,11 @@ const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled']
  */
 export class Metrics implements TransferMeter {
   readonly registry = new Registry();
-  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly httpDuration: RequestHistogram;
   private readonly graphqlDuration: Histogram<'operation' | 'outcome'>;
   private readonly bytes: Record<'uploaded' | 'downloaded' | 'served', Counter>;
   private readonly inFlight: Record<'upload' | 'download', Gauge>;
   private readonly sourceErrors: Counter<'source'>;
-  private readonly statusLabels: string[] = [];
   private readonly operationNames = new Set<string>();
   /** This scrape's reads of each source, shared by the gauges that source feeds. */
   private readonly cached = new Map<string, Promise<unknown>>();
@@ -56,13 +56,12 @@ export class Metrics implements TransferMeter {
     // Process CPU, memory, file descriptors, heap spaces, GC durations and event-loop lag (nodejs_eventloop_lag_*).
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
 
-    this.httpDuration = new Histogram({
-      name: 'assets_http_request_duration_seconds',
-      help: 'HTTP requests by route template (never a raw path), method and status: latency in seconds; _count is the request count.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    this.httpDuration = new RequestHistogram(
+      'assets_http_request_duration_seconds',
+      'HTTP requests by route template (never a raw path), method and status: latency in seconds; _count is the request count.',
+      LATENCY_BUCKETS,
+      this.registry,
+    );
     this.graphqlDuration = new Histogram({
       name: 'assets_graphql_operation_duration_seconds',
       help: `GraphQL operations by operation name (${ANONYMOUS_OPERATION}, ${INVALID_OPERATION}, and ${OTHER_OPERATION} past ${MAX_OPERATION_NAMES} names) and outcome (ok, error).`,
@@ -169,7 +168,7 @@ export class Metrics implements TransferMeter {
 
   /** One HTTP request: `route` is a template (a small fixed set), never a raw path. */
   observeRequest(method: string, route: string, status: number | typeof ABORTED_STATUS, seconds: number): void {
-    this.httpDuration.observe({ method, route, status: typeof status === 'number' ? this.statusLabel(status) : status }, seconds);
+    this.httpDuration.observe(method, route, status, seconds);
   }
 
   /** One GraphQL operation; `name` undefined for an anonymous operation, null when the document was not usable. */
@@ -196,10 +195,6 @@ export class Metrics implements TransferMeter {
   async scrape(): Promise<{ contentType: string; text: string }> {
     this.cached.clear();
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
-  }
-
-  private statusLabel(status: number): string {
-    return (this.statusLabels[status] ??= String(status));
   }
 
   private operationLabel(name: string | null | undefined): string {
