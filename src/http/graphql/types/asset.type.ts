@@ -2,7 +2,7 @@ import { Field, ID, Int, ObjectType } from 'type-graphql';
 import { assetHashOf, previewUrlOf, type Asset, type CreateResult, type Page } from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
-@ObjectType('Asset', { description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
+@ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
 export class AssetType {
   @Field(() => ID)
   id!: string;
@@ -66,7 +66,7 @@ export class AssetType {
   }
 }
 
-@ObjectType('CreateAssetPayload', { description: 'What the create mutations answer.' })
+@ObjectType('CreateAssetPayload', { simpleResolvers: true, description: 'What the create mutations answer.' })
 export class CreateAssetPayload {
   @Field(() => AssetType)
   asset!: AssetType;
@@ -79,7 +79,7 @@ export class CreateAssetPayload {
   }
 }
 
-@ObjectType('AssetPage')
+@ObjectType('AssetPage', { simpleResolvers: true })
 export class AssetPage {
   @Field(() => [AssetType])
   items!: AssetType[];
