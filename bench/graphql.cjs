@@ -8,9 +8,29 @@ const QUERY = `query Bench($id: ID!) { asset(id: $id) { id name size assetHash m
 
 const ASSETS = 50;
 
+/** `--list`: a page of 50 with each item's preview (another asset), against REST's page of 50. */
+const LIST_QUERY = `query BenchList { assets(limit: 50) { items { id name size assetHash mimeType tags userMetadata previewUrl
+  previewId promptId createdAt updatedAt lastAccessTime isImmutable preview { id name mimeType } } total hasMore } }`;
+
+/** Gives each asset the next one as its preview (what the list workload reads through the batched loader). */
+async function seedPreviews(url, ids) {
+  for (const [i, id] of ids.entries()) {
+    const res = await fetch(`${url}/api/assets/${id}`, {
+      method: 'PUT',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: JSON.stringify({ preview_id: ids[(i + 1) % ids.length] }),
+    });
+    if (res.status !== 200) throw new Error(`PUT preview_id answered ${res.status}`);
+  }
+}
+
 function cycling(url, ids, kind) {
   let i = 0;
   const headers = { 'x-api-key': KEY };
+  if (kind === 'graphql-list') {
+    return { url: url + '/graphql', method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ query: LIST_QUERY }) };
+  }
+  if (kind === 'rest-list') return { url: url + '/api/assets?limit=50', headers };
   if (kind === 'graphql') {
     return {
       url: url + '/graphql',
@@ -54,15 +74,18 @@ async function run(args) {
       if (r.status !== 201) throw new Error(`seed upload answered ${r.status}`);
       ids.push(r.body.id);
     }
+    const list = Boolean(args.opts?.list);
+    if (list) await seedPreviews(stack.svc.url, ids);
     // The GraphQL answer must carry the asset, not errors (autocannon only sees the status).
     const check = await fetch(stack.svc.url + '/graphql', {
       method: 'POST',
       headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: QUERY, variables: { id: ids[0] } }),
+      body: JSON.stringify(list ? { query: LIST_QUERY } : { query: QUERY, variables: { id: ids[0] } }),
     }).then((r) => r.json());
-    if (!check.data || !check.data.asset || check.data.asset.id !== ids[0]) throw new Error(`GraphQL asset(id) answered ${JSON.stringify(check)}`);
-    const gql = cycling(stack.svc.url, ids, 'graphql');
-    const rest = cycling(stack.svc.url, ids, 'rest');
+    const ok = list ? check.data?.assets?.items?.length === Math.min(50, ids.length) && check.data.assets.items[0].preview : check.data?.asset?.id === ids[0];
+    if (!ok) throw new Error(`GraphQL answered ${JSON.stringify(check).slice(0, 500)}`);
+    const gql = cycling(stack.svc.url, ids, list ? 'graphql-list' : 'graphql');
+    const rest = cycling(stack.svc.url, ids, list ? 'rest-list' : 'rest');
     if (!args.smoke) {
       await cannon({ ...gql, duration: 1, connections });
       await cannon({ ...rest, duration: 1, connections });
@@ -75,7 +98,8 @@ async function run(args) {
       log(`  round ${i + 1}: GraphQL ${g[i].rps.toFixed(0)} req/s p50 ${g[i].p50} p99 ${g[i].p99} ms; REST ${r[i].rps.toFixed(0)} req/s p50 ${r[i].p50} p99 ${r[i].p99} ms`);
       if (!g[i].ok || !r[i].ok) throw new Error('non-2xx or errors during the GraphQL run');
     }
-    printResult('graphql', {
+    printResult(list ? 'graphql-list' : 'graphql', {
+      workload: list ? 'assets(limit: 50) with previews vs GET /api/assets?limit=50' : 'asset(id) vs GET /api/assets/{id}',
       connections,
       duration_s: duration,
       rounds,
@@ -89,4 +113,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run, cycling };
+module.exports = { run, cycling, seedPreviews };

@@ -12,7 +12,7 @@ const BENCHES = {
   listing: 'GET /api/assets?include_tags=..&limit=100 with 100k assets; EXPLAIN',
   download: 'download task of 1 GiB from a local server vs curl -o',
   content: 'GET /api/assets/{id}/content of 1 GiB vs bare node:http + fs.createReadStream',
-  graphql: 'GraphQL asset(id) vs REST GET /api/assets/{id}',
+  graphql: 'GraphQL asset(id) vs REST GET /api/assets/{id}; --list: assets(limit: 50) with previews vs GET /api/assets?limit=50',
   startup: 'node dist/src/main.js to /readyz 200, cold and warm',
   's3-vs-fs-upload': 'upload throughput to the S3 store (s3rver) vs the disk store; S3 peak RSS',
   thumbnails: 'thumbnails of 1,000 uploaded 1024x1024 PNGs through the service vs sharp alone',

@@ -12,6 +12,7 @@ import { authenticate, requestId } from './http/rest/middleware';
 import { tagsRouter } from './http/rest/tags.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uiRouter } from './http/ui/ui.router';
+import { metricsHandler } from './http/metrics';
 
 /** Extra routers and handlers that later modules mount (downloads, GraphQL), without app.ts knowing them. */
 export interface AppExtensions {
@@ -52,6 +53,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
     const ok = Object.values(checks).every((v) => v === 'ok');
     res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
   });
+  if (c.metrics) app.get('/metrics', metricsHandler(c.metrics, c.config.metrics.token));
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(openapiText());
   });
@@ -67,6 +69,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
     contentRouter({
       assets: c.assets,
       presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
+      meter: c.metrics,
     }),
   );
   api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));

@@ -30,6 +30,8 @@ export interface Config {
   readonly uploadExpirySeconds: number;
   /** Seconds an export archive is kept. */
   readonly exportTtlSeconds: number;
+  /** `GET /metrics` and request instrumentation (contract section 7). */
+  readonly metrics: { readonly enabled: boolean; readonly token: string | undefined };
 }
 
 export type StorageConfig =
@@ -176,6 +178,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     // At most a day: the temporary-blob sweeper removes parts not written to for 24 h.
     uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 86400),
     exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
+    metrics: { enabled: bool('METRICS_ENABLED', true), token: optional('METRICS_TOKEN') },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

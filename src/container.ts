@@ -14,6 +14,7 @@ import type { Logger } from './infra/logger';
 import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
 import { findFfmpeg, ThumbnailService, THUMBNAIL_BACKFILL_JOB, THUMBNAIL_JOB } from './domain/thumbnails/thumbnail.service';
 import { createDatabase, type Database } from './infra/prisma';
+import { Metrics } from './infra/metrics';
 import { JobQueue } from './infra/queue';
 import { UploadRepository } from './domain/uploads/upload.repository';
 import { ExportRepository } from './domain/exports/export.repository';
@@ -40,6 +41,8 @@ export interface Container {
   uploads: UploadService;
   /** Bulk export archives (contract 4.3). */
   exports: ExportService;
+  /** Prometheus metrics (contract section 7); undefined with METRICS_ENABLED=false. */
+  metrics: Metrics | undefined;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -67,10 +70,23 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     ffmpeg,
   });
   if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
-  const content = new ContentService(new ContentRepository(database.prisma, database.pool), blobStore, database.pool, logger, {
+  const contentRepo = new ContentRepository(database.prisma, database.pool);
+  const metrics = config.metrics.enabled
+    ? new Metrics(
+        {
+          pool: database.pool,
+          tasks: (timeoutMs) => new TaskRepository(database.prisma).countByStatus(timeoutMs),
+          queues: () => queue.depths(),
+          gcBacklog: (timeoutMs) => contentRepo.gcBacklog(timeoutMs),
+        },
+        logger,
+      )
+    : undefined;
+  const content = new ContentService(contentRepo, blobStore, database.pool, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
     onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
+    meter: metrics,
   });
   const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
 
@@ -175,7 +191,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
-  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
+  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets, meter: metrics });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
 
@@ -193,6 +209,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     downloads,
     uploads,
     exports: exportService,
+    metrics,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));

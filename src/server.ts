@@ -12,6 +12,7 @@ import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
 import { THUMBNAIL_BACKFILL_JOB } from './domain/thumbnails/thumbnail.service';
 import { METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
+import { instrumentRequests } from './http/metrics';
 
 export interface RunningService {
   container: Container;
@@ -49,7 +50,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger, config: container.config }, app));
+      const listener = instrumentRequests(withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger, config: container.config }, app), {
+        app,
+        metrics: container.metrics,
+        accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined,
+      });
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, listener);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

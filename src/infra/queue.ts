@@ -112,6 +112,13 @@ export class JobQueue {
     await this.boss.cancel(name, id);
   }
 
+  /** Jobs per queue of this service's job names, as pg-boss last counted them (its cached counts: one cheap read). */
+  async depths(): Promise<{ queue: string; queued: number; active: number; deferred: number; failed: number }[]> {
+    if (!this.started) return [];
+    const queues = await this.boss.getQueues([...this.definitions.keys()]);
+    return queues.map((q) => ({ queue: q.name, queued: q.queuedCount, active: q.activeCount, deferred: q.deferredCount, failed: q.failedCount }));
+  }
+
   get raw(): PgBossType {
     return this.boss;
   }

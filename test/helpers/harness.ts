@@ -44,7 +44,7 @@ export interface TestService extends RunningService {
  */
 export async function startTestService(
   env: Record<string, string> = {},
-  opts: { databaseUrl?: string; dataDir?: string; validateResponses?: boolean } = {},
+  opts: { databaseUrl?: string; dataDir?: string; validateResponses?: boolean; /** receives the service's log lines */ log?: (line: string) => void } = {},
 ): Promise<TestService> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-data-'));
@@ -58,7 +58,7 @@ export async function startTestService(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
-  const svc = await startService(config, createLogger(config.logLevel));
+  const svc = await startService(config, createLogger(config.logLevel, {}, opts.log));
   const url = svc.url!;
   return {
     ...svc,

@@ -73,4 +73,10 @@ describe('loadConfig', () => {
   test('endpoints lose trailing slashes; mirrors allowed', () => {
     expect(loadConfig({ HF_ENDPOINT: 'http://127.0.0.1:9999/' }).huggingFace.endpoint).toBe('http://127.0.0.1:9999');
   });
+
+  test('metrics: on by default, loopback-only without METRICS_TOKEN', () => {
+    expect(loadConfig({}).metrics).toEqual({ enabled: true, token: undefined });
+    expect(loadConfig({ METRICS_TOKEN: ' tok-1 ', METRICS_ENABLED: 'false' }).metrics).toEqual({ enabled: false, token: 'tok-1' });
+    expect(() => loadConfig({ METRICS_ENABLED: 'maybe' })).toThrow(/METRICS_ENABLED/);
+  });
 });

@@ -58,6 +58,12 @@ const ASSET_BY_ID = {
   text: `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`,
 };
 
+/** The same, for a batch of ids (GraphQL's batched `preview` loader). */
+const ASSETS_BY_IDS = {
+  name: 'assets_by_ids',
+  text: `${SELECT_ASSET.sql} WHERE id = ANY($1::uuid[]) AND owner_id = $2`,
+};
+
 const SORT_COLUMN: Record<AssetListQuery['sort'], string> = {
   name: 'name',
   created_at: 'created_at',
@@ -113,6 +119,12 @@ export class AssetRepository {
   }
 
   async findManyByIds(ownerId: string, ids: readonly string[]): Promise<Asset[]> {
+    if (this.pool) {
+      // As findById: a page of 50 previews through the Prisma runtime was ~12 % of a GraphQL `assets(limit: 50)`
+      // request's CPU in a --cpu-prof profile under 64 connections.
+      const { rows } = await this.pool.query<AssetRow>({ ...ASSETS_BY_IDS, values: [[...ids], ownerId] });
+      return rows.map(toAsset);
+    }
     const rows = await this.db.asset.findMany({ where: { ownerId, id: { in: [...ids] } } });
     return rows.map(toAsset);
   }

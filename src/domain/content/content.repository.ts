@@ -114,4 +114,14 @@ export class ContentRepository {
       ORDER BY orphaned_at LIMIT ${limit}`;
     return rows.map((r) => r.blake3.trim());
   }
+
+  /** Content no asset refers to any more, awaiting collection (count and bytes); cut by the server after `timeoutMs`. */
+  async gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }> {
+    const [, rows] = await this.db.$transaction([
+      this.db.$executeRawUnsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`),
+      this.db.$queryRaw<{ n: number; bytes: bigint }[]>`
+        SELECT count(*)::int AS n, coalesce(sum(size), 0)::bigint AS bytes FROM content WHERE orphaned_at IS NOT NULL`,
+    ]);
+    return { contents: rows[0]?.n ?? 0, bytes: Number(rows[0]?.bytes ?? 0) };
+  }
 }

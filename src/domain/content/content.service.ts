@@ -4,6 +4,7 @@ import type { BlobStore, TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import { contentLockKey, type Tx } from '../../infra/prisma';
 import { DomainError } from '../errors';
+import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
 import { deriveFromHead, METADATA_HEAD_BYTES, type DerivedMetadata } from './derived-metadata';
@@ -34,8 +35,14 @@ export class ContentService {
       gcGraceSeconds: number;
       /** Runs in the transaction that inserts a new content row (enqueues its thumbnail job). */
       onNewContent?: (tx: Tx, content: ContentRecord) => Promise<void>;
+      meter?: TransferMeter;
     },
-  ) {}
+  ) {
+    this.meter = opts.meter ?? NO_METER;
+  }
+
+  private readonly meter: TransferMeter;
+  private readonly countUploaded = (n: number): void => this.meter.add('uploaded', n);
 
   get maxUploadBytes(): number {
     return this.opts.maxUploadBytes;
@@ -54,20 +61,30 @@ export class ContentService {
       sniffedMime = h.length > 0 ? detectMime(h, undefined) : undefined;
       derived = deriveFromHead(h, sniffedMime, undefined);
     };
-    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead, headBytes: METADATA_HEAD_BYTES };
-    if (this.blobs.writeTempHashed) {
-      const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
-      return { temp, digest, sniffedMime, derived };
+    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead, headBytes: METADATA_HEAD_BYTES, onBytes: this.countUploaded };
+    const end = this.meter.begin('upload');
+    try {
+      if (this.blobs.writeTempHashed) {
+        const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
+        return { temp, digest, sniffedMime, derived };
+      }
+      const hasher = new DualHasher();
+      const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
+      return { temp, digest: hasher.digest(), sniffedMime, derived };
+    } finally {
+      end();
     }
-    const hasher = new DualHasher();
-    const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
-    return { temp, digest: hasher.digest(), sniffedMime, derived };
   }
 
   /** Hashes `source` without keeping it (upload fast path: the content is already stored). */
   async digestOnly(source: AsyncIterable<Buffer>, opts: { maxBytes?: number } = {}): Promise<ContentDigest> {
     const hasher = new DualHasher();
-    for await (const chunk of hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes })) void chunk;
+    const end = this.meter.begin('upload');
+    try {
+      for await (const chunk of hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onBytes: this.countUploaded })) void chunk;
+    } finally {
+      end();
+    }
     return hasher.digest();
   }
 

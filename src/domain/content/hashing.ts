@@ -36,7 +36,7 @@ export class DualHasher {
 export async function* hashing(
   source: AsyncIterable<Buffer>,
   hasher: DualHasher | undefined,
-  opts: { maxBytes: number; onHead?: (head: Buffer) => void; headBytes?: number },
+  opts: { maxBytes: number; onHead?: (head: Buffer) => void; headBytes?: number; onBytes?: (bytes: number) => void },
 ): AsyncGenerator<Buffer> {
   const headBytes = opts.headBytes ?? 4100;
   const head: Buffer[] = [];
@@ -51,6 +51,7 @@ export async function* hashing(
       });
     }
     hasher?.update(chunk);
+    opts.onBytes?.(chunk.length);
     if (!headDone) {
       const part = Buffer.from(chunk.subarray(0, headBytes - headLen));
       head.push(part);

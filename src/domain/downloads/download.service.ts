@@ -12,6 +12,7 @@ import type { ContentDigest } from '../content/hashing';
 import { DomainError, isDomainError } from '../errors';
 import { assertStorableText } from '../input';
 import type { TaskRepository } from '../tasks/task.repository';
+import type { TransferMeter } from '../transfer-meter';
 import type { DownloadRequest, DownloadService, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
 import type { DownloadRepository } from './download.repository';
 import type { Providers } from './providers';
@@ -34,6 +35,8 @@ export interface DownloadDeps {
   fetcher: HttpFetcher;
   blobs: BlobStore;
   logger: Logger;
+  /** Counts downloaded bytes and downloads in flight (metrics). */
+  meter?: TransferMeter;
 }
 
 /** The mismatch, if the provider stated a hash and the bytes have another. */
@@ -163,7 +166,7 @@ export class DownloadManager implements DownloadService {
       if (stored) return stored;
     }
     const transfer = new SourceTransfer(
-      { fetcher: this.d.fetcher, blobs: this.d.blobs },
+      { fetcher: this.d.fetcher, blobs: this.d.blobs, meter: this.d.meter },
       { url, auth: provider.auth(), validator: null, maxBytes: this.d.content.maxUploadBytes },
     );
     let ingested;

@@ -6,6 +6,7 @@ import type { Db } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { AssetService } from '../assets/asset.service';
 import type { ContentService } from '../content/content.service';
+import type { TransferMeter } from '../transfer-meter';
 import { TaskRepository } from '../tasks/task.repository';
 import { TaskServiceImpl } from '../tasks/task.service';
 import { DownloadJob, DEFAULT_JOB_OPTIONS, type DownloadJobOptions } from './download.job';
@@ -25,6 +26,7 @@ export function buildDownloads(deps: {
   content: ContentService;
   assets: AssetService;
   jobOptions?: Partial<DownloadJobOptions>;
+  meter?: TransferMeter;
 }) {
   const { config } = deps;
   const endpoints = [config.huggingFace.endpoint, config.civitai.endpoint];
@@ -49,6 +51,7 @@ export function buildDownloads(deps: {
     fetcher,
     blobs: deps.blobs,
     logger: deps.logger.child({ module: 'downloads' }),
+    meter: deps.meter,
   };
   const job = new DownloadJob({ ...shared, maxBytes: config.maxUploadBytes }, { ...DEFAULT_JOB_OPTIONS, ...deps.jobOptions });
   job.register({ workers: config.role !== 'api' });

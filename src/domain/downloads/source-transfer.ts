@@ -4,6 +4,7 @@ import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse
 import { ingestWorkers, type IngestJob } from '../../infra/blob-store/ingest-worker';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
+import { NO_METER, type TransferMeter } from '../transfer-meter';
 import { fileNameFromDisposition, SourceError, statusError } from './providers/provider';
 
 /** The first bytes are kept for MIME sniffing and contract 3 `metadata` (a safetensors header comes first). */
@@ -50,7 +51,7 @@ export class SourceTransfer {
   private validator: string | null;
 
   constructor(
-    private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore },
+    private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore; meter?: TransferMeter },
     private readonly o: SourceTransferOptions,
   ) {
     this.validator = o.validator;
@@ -141,6 +142,8 @@ export class SourceTransfer {
    * failing it, so every byte received is written before the next attempt resumes after it.
    */
   private async *pipe(res: FetchResponse, offset: number, onError: (e: unknown) => void): AsyncGenerator<Buffer> {
+    const meter = this.deps.meter ?? NO_METER;
+    const end = meter.begin('download');
     try {
       for await (const chunk of res.body) {
         if (this.hasher.size + chunk.length > this.o.maxBytes) {
@@ -152,11 +155,14 @@ export class SourceTransfer {
         const wait = this.hasher.write(chunk);
         if (wait) await wait;
         this.bytes = this.hasher.size;
+        meter.add('downloaded', chunk.length);
         yield chunk;
       }
     } catch (err) {
       onError(err);
       dropBody(res.body);
+    } finally {
+      end();
     }
   }
 

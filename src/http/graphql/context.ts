@@ -36,18 +36,26 @@ export function createContext(deps: { apiKeys: ApiKeyService; assets: AssetServi
       throw new GraphQLError(err.message, { extensions: { code: err.code, http: { status: STATUS_OF[err.code] } } });
     }
     const requestId = String(res.locals.requestId ?? '');
+    // The logger and the loader are made on first use: most operations need neither (a single asset, a page without
+    // previews), and both cost allocations on every request otherwise.
+    let logger: Logger | undefined;
+    let assetLoader: DataLoader<string, Asset | null> | undefined;
     return {
       principal,
       requestId,
-      logger: deps.logger.child({ request_id: requestId }),
+      get logger() {
+        return (logger ??= deps.logger.child({ request_id: requestId }));
+      },
       baseUrl: baseUrlOfRes(res),
-      assetLoader: new DataLoader<string, Asset | null>(
-        async (ids) => {
-          const found = new Map((await deps.assets.getMany(principal, ids)).map((a) => [a.id, a]));
-          return ids.map((id) => found.get(id) ?? null);
-        },
-        { maxBatchSize: 500 },
-      ),
+      get assetLoader() {
+        return (assetLoader ??= new DataLoader<string, Asset | null>(
+          async (ids) => {
+            const found = new Map((await deps.assets.getMany(principal, ids)).map((a) => [a.id, a]));
+            return ids.map((id) => found.get(id) ?? null);
+          },
+          { maxBatchSize: 500 },
+        ));
+      },
       closeConnection: () => {
         if (!res.headersSent) res.set('Connection', 'close');
       },

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
@@ -11,6 +11,7 @@ import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { ideRouter } from './ide';
 import { checkDocumentText, DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
+import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 import { settleUrlParseDeprecation } from './url-parse';
@@ -33,8 +34,10 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     stopOnTerminationSignals: false,
     validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
     formatError: formatError(c.logger),
-    // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN.
-    plugins: [ApolloServerPluginLandingPageDisabled()],
+    // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN. Cache-control hints are not
+    // used (answers are per key, never cached by a CDN), and Apollo's default cache-control plugin would wrap every
+    // field's resolver to compute them (willResolveField on each field of each list item).
+    plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ...(c.metrics ? [metricsPlugin(c.metrics)] : [])],
   });
   await server.start();
 

@@ -5,12 +5,14 @@ import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
 import { isActiveContent } from '../../domain/content/mime';
 import { servableMediaType } from '../../domain/input';
 import { stringParam } from './query';
+import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
 import { noteShortLivedBytes } from '../../infra/young-gc';
 import { handle, pathId, principalOf } from './middleware';
 
 /** GET|HEAD /api/assets/{id}/content: the bytes, with ETag, conditional requests and single byte ranges. */
-export function contentRouter(deps: { assets: AssetService; presignedDownloads: boolean }): Router {
+export function contentRouter(deps: { assets: AssetService; presignedDownloads: boolean; meter?: TransferMeter }): Router {
   const r = Router();
+  const meter = deps.meter ?? NO_METER;
   const serve = handle(async (req, res) => {
     const principal = principalOf(res);
     const { asset, open } = await deps.assets.openContent(principal, pathId(req));
@@ -50,7 +52,7 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       return;
     }
     const body = await open(range ?? undefined);
-    await pipeline(body, shortLived, res).catch(() => {
+    await pipeline(body, counted(meter), res).catch(() => {
       // The client went away mid-transfer; nothing to answer.
       body.destroy();
     });
@@ -60,13 +62,15 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
   return r;
 }
 
-/** Each chunk is garbage once written: see young-gc.ts. */
-async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
-  for await (const chunk of source) {
-    yield chunk;
-    noteShortLivedBytes(chunk.length);
-  }
-}
+/** Counts the bytes served; each chunk is garbage once written (see young-gc.ts). */
+const counted = (meter: TransferMeter) =>
+  async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    for await (const chunk of source) {
+      yield chunk;
+      meter.add('served', chunk.length);
+      noteShortLivedBytes(chunk.length);
+    }
+  };
 
 function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'attachment'): void {
   // A row written before media types were checked may hold a value no header can carry: serve it as bytes.

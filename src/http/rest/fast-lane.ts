@@ -10,6 +10,7 @@ import { baseUrlOf } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { asDomainError, errorResponse } from './errors';
 import { keyFromHeaders, requestIdFrom } from './middleware';
+import { markRoute } from '../metrics';
 
 /**
  * The two hottest read routes, `GET /api/assets/{id}` and `HEAD /api/assets/hash/{hash}`, answered before Express.
@@ -29,11 +30,13 @@ export function withFastLane(
   app: Express,
 ): http.RequestListener {
   return (req, res) => {
-    const route = match(req.method, req.url);
-    if (!route) {
+    const matched = match(req.method, req.url);
+    if (!matched) {
       app(req, res);
       return;
     }
+    const [template, route] = matched;
+    markRoute(req, template);
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
     deps.apiKeys
@@ -53,26 +56,32 @@ export function withFastLane(
 }
 
 type Route = (assets: AssetService, principal: Principal, res: http.ServerResponse, baseUrl: string) => Promise<void>;
+/** The templates Express's routes for the same requests have (the metrics' `route` label). */
+const BY_ID_TEMPLATE = '/api/assets/:id';
+const BY_HASH_TEMPLATE = '/api/assets/hash/:hash';
 
 const BY_ID = '/api/assets/';
 const BY_HASH = '/api/assets/hash/';
 
-function match(method: string | undefined, url: string | undefined): Route | undefined {
+function match(method: string | undefined, url: string | undefined): [template: string, route: Route] | undefined {
   if (!url) return undefined;
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   if (method === 'GET' && path.startsWith(BY_ID)) {
     const id = path.slice(BY_ID.length);
     if (!isUuid(id)) return undefined;
-    return async (assets, principal, res, baseUrl) => sendJson(res, 200, assetJson(await assets.get(principal, id.toLowerCase()), baseUrl));
+    return [BY_ID_TEMPLATE, async (assets, principal, res, baseUrl) => sendJson(res, 200, assetJson(await assets.get(principal, id.toLowerCase()), baseUrl))];
   }
   if (method === 'HEAD' && path.startsWith(BY_HASH)) {
     const hash = parseHash(path.slice(BY_HASH.length));
     if (!hash) return undefined;
-    return async (assets, _principal, res) => {
-      res.statusCode = (await assets.contentExists(hash)) ? 200 : 404;
-      res.end();
-    };
+    return [
+      BY_HASH_TEMPLATE,
+      async (assets, _principal, res) => {
+        res.statusCode = (await assets.contentExists(hash)) ? 200 : 404;
+        res.end();
+      },
+    ];
   }
   return undefined;
 }

@@ -2,7 +2,7 @@ import { Field, ID, Int, ObjectType } from 'type-graphql';
 import { assetHashOf, loaderPathOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
-@ObjectType('Asset', { description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
+@ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
 export class AssetType {
   @Field(() => ID)
   id!: string;
@@ -92,7 +92,7 @@ export class AssetType {
   }
 }
 
-@ObjectType('CreateAssetPayload', { description: 'What the create mutations answer.' })
+@ObjectType('CreateAssetPayload', { simpleResolvers: true, description: 'What the create mutations answer.' })
 export class CreateAssetPayload {
   @Field(() => AssetType)
   asset!: AssetType;
@@ -105,7 +105,7 @@ export class CreateAssetPayload {
   }
 }
 
-@ObjectType('AssetPage')
+@ObjectType('AssetPage', { simpleResolvers: true })
 export class AssetPage {
   @Field(() => [AssetType])
   items!: AssetType[];

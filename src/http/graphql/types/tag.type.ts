@@ -1,7 +1,7 @@
 import { Field, Int, ObjectType } from 'type-graphql';
 import type { Page, TagCount } from '../../../domain/assets/asset.types';
 
-@ObjectType('TagCount')
+@ObjectType('TagCount', { simpleResolvers: true })
 export class TagCountType {
   @Field()
   name!: string;
@@ -10,7 +10,7 @@ export class TagCountType {
   count!: number;
 }
 
-@ObjectType('TagPage')
+@ObjectType('TagPage', { simpleResolvers: true })
 export class TagPage {
   @Field(() => [TagCountType])
   items!: TagCountType[];

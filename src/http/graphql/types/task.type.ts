@@ -5,7 +5,7 @@ import { JSONScalar, SafeIntScalar } from '../scalars';
 import { AssetType } from './asset.type';
 import { TaskStatusEnum } from './enums';
 
-@ObjectType('TaskPayload', { description: 'What the download was asked for.' })
+@ObjectType('TaskPayload', { simpleResolvers: true, description: 'What the download was asked for.' })
 export class TaskPayloadType {
   @Field()
   sourceUrl!: string;
@@ -20,7 +20,7 @@ export class TaskPayloadType {
   previewId!: string | null;
 }
 
-@ObjectType('TaskProgress')
+@ObjectType('TaskProgress', { simpleResolvers: true })
 export class TaskProgressType {
   @Field(() => SafeIntScalar)
   bytesDownloaded!: number;
@@ -32,7 +32,7 @@ export class TaskProgressType {
   progress!: number | null;
 }
 
-@ObjectType('TaskResult')
+@ObjectType('TaskResult', { simpleResolvers: true })
 export class TaskResultType {
   @Field()
   success!: boolean;
@@ -65,7 +65,7 @@ export class TaskResultType {
   bytesTotal?: number;
 }
 
-@ObjectType('Task', { description: 'A background task (contract section 4.2), camelCase.' })
+@ObjectType('Task', { simpleResolvers: true, description: 'A background task (contract section 4.2), camelCase.' })
 export class TaskType {
   @Field(() => ID)
   id!: string;
@@ -112,7 +112,7 @@ export class TaskType {
   }
 }
 
-@ObjectType('TaskPage')
+@ObjectType('TaskPage', { simpleResolvers: true })
 export class TaskPage {
   @Field(() => [TaskType])
   items!: TaskType[];
@@ -129,6 +129,7 @@ export class TaskPage {
 }
 
 @ObjectType('StartDownloadPayload', {
+  simpleResolvers: true,
   description: 'Either `asset` (the content was already known: stored at once) or `task` (a download was started); exactly one is set.',
 })
 export class StartDownloadPayload {
