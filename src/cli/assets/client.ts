@@ -135,9 +135,18 @@ export class ApiClient {
   }
 }
 
+/** Codes of contract section 2 for answers without a body (HEAD). */
+const CODE_OF_STATUS: Record<number, string> = {
+  400: 'INVALID_HASH',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  429: 'RATE_LIMITED',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
 /** The ApiError of a non-2xx response: the body's `{code, message}` where it has them. */
 export async function errorOf(res: Response): Promise<ApiError> {
-  let code = `HTTP_${res.status}`;
+  let code = CODE_OF_STATUS[res.status] ?? `HTTP_${res.status}`;
   let message = res.statusText || 'request failed';
   const text = await res.text().catch(() => '');
   try {
