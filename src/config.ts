@@ -20,6 +20,12 @@ export interface Config {
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
+  /** Seconds an unfinished resumable (tus) upload is kept (Upload-Expires). */
+  readonly uploadExpirySeconds: number;
+  /** Seconds an export archive is kept. */
+  readonly exportTtlSeconds: number;
+  /** Base URL clients reach the service at (signed export URLs); undefined: the request's own host. */
+  readonly publicUrl: string | undefined;
 }
 
 export type StorageConfig =
@@ -157,6 +163,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 365 * 86400),
+    exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
+    publicUrl: optional('PUBLIC_URL')?.replace(/\/+$/, ''),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

@@ -13,6 +13,8 @@ import { buildDownloads } from './domain/downloads/downloads.module';
 import type { Logger } from './infra/logger';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
+import { UploadRepository } from './domain/uploads/upload.repository';
+import { UPLOAD_SWEEP_JOB, UploadService } from './domain/uploads/upload.service';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
 export interface Container {
@@ -27,6 +29,8 @@ export interface Container {
   /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
+  /** Resumable (tus) uploads (contract 6.1). */
+  uploads: UploadService;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -86,6 +90,18 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
+  const uploads = new UploadService(new UploadRepository(database.prisma), blobStore, content, assets, logger, {
+    expirySeconds: config.uploadExpirySeconds,
+  });
+  queue.define({
+    name: UPLOAD_SWEEP_JOB,
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await uploads.sweepExpired();
+      if (n > 0) logger.info('removed expired uploads', { count: n });
+    },
+  });
+
   const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
@@ -101,6 +117,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     assets,
     tasks,
     downloads,
+    uploads,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));

@@ -2,6 +2,7 @@ import type { AppExtensions } from './app';
 import type { Container } from './container';
 import { downloadsRouter } from './http/rest/downloads.router';
 import { tasksRouter } from './http/rest/tasks.router';
+import { uploadsRouter } from './http/rest/uploads.router';
 import { graphqlRouter } from './http/graphql/graphql.router';
 
 /**
@@ -11,7 +12,11 @@ import { graphqlRouter } from './http/graphql/graphql.router';
 export async function buildExtensions(c: Container): Promise<AppExtensions> {
   // GraphQL last: its resolvers take the container's services as they are once the other modules are in.
   return {
-    apiRouters: [downloadsRouter({ downloads: c.downloads }), tasksRouter({ tasks: c.tasks })],
+    apiRouters: [
+      downloadsRouter({ downloads: c.downloads }),
+      tasksRouter({ tasks: c.tasks }),
+      uploadsRouter({ uploads: c.uploads, logger: c.logger, publicUrl: c.config.publicUrl }),
+    ],
     urlUploader: (principal, body) => c.downloads.uploadFromUrl(principal, body),
     rootRouters: [await graphqlRouter(c)],
   };

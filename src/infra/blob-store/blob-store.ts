@@ -82,6 +82,11 @@ export interface PartialBlob {
   readExisting(): AsyncIterable<Buffer>;
   /** Appends from `source`, makes it durable, and returns the finished temporary blob. */
   append(source: AsyncIterable<Buffer>, opts?: { truncate?: boolean }): Promise<TempBlob>;
+  /**
+   * Cuts the stored bytes back to `size` (durably): bytes a crash left after the last acknowledged offset of a
+   * resumable upload.
+   */
+  truncate(size: number): Promise<void>;
   discard(): Promise<void>;
 }
 

@@ -102,6 +102,15 @@ export class FsBlobStore implements BlobStore {
           throw err;
         }
       },
+      truncate: async (to) => {
+        const fh = await fsp.open(file, 'r+');
+        try {
+          await fh.truncate(to);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+      },
       discard: async () => {
         await fsp.rm(file, { force: true });
         await syncDir(this.partialDir); // durable before the caller records that the bytes are gone

@@ -112,6 +112,7 @@ export class S3BlobStore implements BlobStore {
       size: total(segments),
       readExisting: () => this.readSources(segments),
       append: (source, opts) => this.appendPartial(dir, source, opts?.truncate ?? false),
+      truncate: (size) => this.truncatePartial(dir, size),
       discard: () => this.removePartial(dir),
     };
   }
@@ -361,6 +362,21 @@ export class S3BlobStore implements BlobStore {
       offset += written;
     }
     return { key: dir, size: offset };
+  }
+
+  /** Segments wholly past `size` are deleted; the one that straddles it is rewritten with its first bytes only. */
+  private async truncatePartial(dir: string, size: number): Promise<void> {
+    let at = 0;
+    for (const s of await this.segmentsOf(dir)) {
+      const start = at;
+      at += s.size;
+      if (start >= size) await this.deleteKey(s.key);
+      else if (at > size) {
+        const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: s.key, Range: `bytes=0-${size - start - 1}` }));
+        const head = Buffer.from(await res.Body!.transformToByteArray());
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: s.key, Body: head }));
+      }
+    }
   }
 
   private async removePartial(dir: string): Promise<void> {

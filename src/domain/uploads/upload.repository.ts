@@ -1,0 +1,83 @@
+import type { Db } from '../../infra/prisma';
+
+export interface UploadRecord {
+  id: string;
+  ownerId: string;
+  length: number;
+  /** Bytes acknowledged: durable in the part blob. */
+  offset: number;
+  metadata: Record<string, string | null>;
+  partKey: string;
+  assetId: string | null;
+  assetCreated: boolean | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+type Row = {
+  id: string;
+  ownerId: string;
+  length: bigint;
+  offset: bigint;
+  metadata: unknown;
+  partKey: string;
+  assetId: string | null;
+  assetCreated: boolean | null;
+  createdAt: Date;
+  expiresAt: Date;
+};
+
+const toRecord = (r: Row): UploadRecord => ({
+  id: r.id,
+  ownerId: r.ownerId,
+  length: Number(r.length),
+  offset: Number(r.offset),
+  metadata: (r.metadata ?? {}) as Record<string, string | null>,
+  partKey: r.partKey,
+  assetId: r.assetId,
+  assetCreated: r.assetCreated,
+  createdAt: r.createdAt,
+  expiresAt: r.expiresAt,
+});
+
+/** Resumable uploads (table `upload`): the state any instance needs to continue an upload. */
+export class UploadRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(rec: Omit<UploadRecord, 'offset' | 'assetId' | 'assetCreated' | 'createdAt'> & { createdAt: Date }): Promise<UploadRecord> {
+    const row = await this.db.upload.create({
+      data: {
+        id: rec.id,
+        ownerId: rec.ownerId,
+        length: BigInt(rec.length),
+        metadata: rec.metadata,
+        partKey: rec.partKey,
+        createdAt: rec.createdAt,
+        expiresAt: rec.expiresAt,
+      },
+    });
+    return toRecord(row);
+  }
+
+  async find(id: string): Promise<UploadRecord | undefined> {
+    const row = await this.db.upload.findUnique({ where: { id } });
+    return row ? toRecord(row) : undefined;
+  }
+
+  async setOffset(id: string, offset: number): Promise<void> {
+    await this.db.upload.updateMany({ where: { id }, data: { offset: BigInt(offset), updatedAt: new Date() } });
+  }
+
+  async setAsset(id: string, assetId: string, created: boolean): Promise<void> {
+    await this.db.upload.updateMany({ where: { id }, data: { assetId, assetCreated: created, updatedAt: new Date() } });
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.upload.deleteMany({ where: { id } });
+  }
+
+  async findExpired(now: Date, limit: number): Promise<UploadRecord[]> {
+    const rows = await this.db.upload.findMany({ where: { expiresAt: { lte: now } }, orderBy: { expiresAt: 'asc' }, take: limit });
+    return rows.map(toRecord);
+  }
+}

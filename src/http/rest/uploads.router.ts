@@ -1,0 +1,190 @@
+import crypto from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { DataStore, ERRORS, Metadata, MemoryLocker, Server, Upload } from '@tus/server';
+import { Router, type Request as ExpressRequest } from 'express';
+import { NodeRequest } from 'srvx/node';
+import type { Principal } from '../../domain/assets/asset.types';
+import { isUuid, validateCreateFields } from '../../domain/assets/validation';
+import { DomainError } from '../../domain/errors';
+import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
+import type { Logger } from '../../infra/logger';
+import { STATUS_OF } from './errors';
+import { handle, pathHash, principalOf } from './middleware';
+import { parseJsonField, parseTagsField, sanitizeFileName } from './multipart';
+
+/** Upload-Metadata keys of contract 6.1 (the multipart fields of 3.1); other keys (e.g. tus-js-client's filetype) are kept but unused. */
+export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {
+  const text = (k: string): string | undefined => {
+    const v = meta[k];
+    return v === undefined || v === null || v.trim() === '' ? undefined : v.trim();
+  };
+  const fields = validateCreateFields({
+    id: text('id'),
+    name: text('name'),
+    mime_type: text('mime_type'),
+    preview_id: text('preview_id'),
+    prompt_id: text('prompt_id'),
+    tags: tagsOf(text('tags')),
+    user_metadata: parseJsonField(text('user_metadata') === undefined ? undefined : [text('user_metadata')!], 'user_metadata'),
+  });
+  const hashText = text('hash');
+  let hash: UploadFields['hash'];
+  if (hashText !== undefined) {
+    try {
+      hash = pathHash(hashText);
+    } catch {
+      throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+    }
+  }
+  const fileName = text('filename') === undefined ? undefined : sanitizeFileName(text('filename')!);
+  return { fields, fileName, hash };
+}
+
+/** Contract 6.1: `tags` is JSON array text here (a header value has no repeated fields). */
+function tagsOf(value: string | undefined): unknown {
+  if (value === undefined) return undefined;
+  if (!value.startsWith('[')) throw new DomainError('INVALID_BODY', 'tags must be a JSON array of strings', { field: 'tags' });
+  return parseTagsField([value]);
+}
+
+type TusRequest = { runtime?: { node?: { req: ExpressRequest } } };
+const principalFromTus = (req: unknown): Principal => principalOf((req as TusRequest).runtime!.node!.req.res!);
+
+/** The tus data store: the protocol's storage calls, answered by UploadService (PostgreSQL + the blob store). */
+class UploadDataStore extends DataStore {
+  /** The owner of an upload being created, set by onUploadCreate (it sees the request; `create` does not). */
+  readonly owners = new WeakMap<Upload, Principal>();
+
+  constructor(private readonly uploads: UploadService) {
+    super();
+    this.extensions = ['creation', 'creation-with-upload', 'termination', 'expiration'];
+  }
+
+  override async create(upload: Upload): Promise<Upload> {
+    const principal = this.owners.get(upload);
+    if (!principal) throw new Error('upload created without an owner');
+    const rec = await this.uploads.create(principal, upload.id, upload.size!, upload.metadata ?? {});
+    upload.creation_date = rec.createdAt.toISOString();
+    return upload;
+  }
+
+  override async getUpload(id: string): Promise<Upload> {
+    const rec = await this.uploads.find(undefined, id);
+    if (!rec) throw ERRORS.FILE_NOT_FOUND;
+    return new Upload({ id, size: rec.length, offset: rec.offset, metadata: rec.metadata, creation_date: rec.createdAt.toISOString() });
+  }
+
+  override async write(stream: Readable, id: string, offset: number): Promise<number> {
+    return this.uploads.append(id, offset, stream);
+  }
+
+  override async remove(id: string): Promise<void> {
+    await this.uploads.remove(undefined, id);
+  }
+
+  override getExpiration(): number {
+    return this.uploads.expiryMs;
+  }
+
+  override async deleteExpired(): Promise<number> {
+    return this.uploads.sweepExpired();
+  }
+}
+
+/** A domain error as tus's hooks throw them: status and our JSON body (marked JSON by the router). */
+function tusError(err: unknown): unknown {
+  if (!(err instanceof DomainError)) return err;
+  return { status_code: STATUS_OF[err.code], body: JSON.stringify({ code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) }) };
+}
+
+/**
+ * Resumable uploads (contract 6.1): tus 1.0 (creation, creation-with-upload, termination, expiration) by
+ * @tus/server at /api/uploads, behind the API key. What is ours is checked here first and answered with our
+ * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,
+ * Upload-Defer-Length is refused.
+ */
+export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; publicUrl?: string }): Router {
+  const { uploads } = deps;
+  const store = new UploadDataStore(uploads);
+  const tus = new Server({
+    path: '/api/uploads',
+    datastore: store,
+    locker: new MemoryLocker(),
+    maxSize: uploads.maxUploadBytes,
+    exposedHeaders: ['Asset-Id', 'Asset-Created'],
+    namingFunction: () => crypto.randomUUID(),
+    getFileIdFromRequest: (_req, last) => (last && isUuid(last) ? last.toLowerCase() : undefined),
+    ...(deps.publicUrl ? { generateUrl: (_req, o) => `${deps.publicUrl}${o.path}/${o.id}` } : {}),
+    onUploadCreate: async (req, upload) => {
+      store.owners.set(upload, principalFromTus(req));
+      return {};
+    },
+    onUploadFinish: async (req, upload) => {
+      try {
+        const principal = principalFromTus(req);
+        const done = await uploads.finish(principal, upload.id, parseUploadMetadata(upload.metadata ?? {}));
+        return { headers: { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) } };
+      } catch (err) {
+        throw tusError(err);
+      }
+    },
+    onResponseError: (_req, err) => {
+      if (err instanceof Error && !(err instanceof DomainError) && !('status_code' in err)) {
+        deps.logger.error('tus request failed', { err });
+      }
+      const mapped = tusError(err);
+      return mapped === err ? undefined : (mapped as { status_code: number; body: string });
+    },
+  });
+
+  const r = Router();
+  const serve = handle(async (req, res) => {
+    const principal = principalOf(res);
+    const id = req.params.id as string | undefined;
+    let assetHeaders: Record<string, string> = {};
+    if (id !== undefined) {
+      const rec = isUuid(id) ? await uploads.find(principal, id.toLowerCase()) : undefined;
+      if (!rec) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
+      if (req.method === 'HEAD' && rec.offset === rec.length) {
+        // The last PATCH's answer may have been lost (or the instance died before the asset was made): finish now.
+        const done = await uploads.finish(principal, rec.id, parseUploadMetadata(rec.metadata));
+        assetHeaders = { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) };
+      }
+    } else if (req.method === 'POST') {
+      if (req.get('upload-defer-length') !== undefined) {
+        throw new DomainError('INVALID_BODY', 'Upload-Defer-Length is not supported: send Upload-Length');
+      }
+      const length = Number(req.get('upload-length'));
+      if (Number.isSafeInteger(length) && length > uploads.maxUploadBytes) {
+        throw new DomainError('PAYLOAD_TOO_LARGE', `the content is larger than the limit of ${uploads.maxUploadBytes} bytes`, {
+          max_bytes: uploads.maxUploadBytes,
+        });
+      }
+      let meta: Record<string, string | null> = {};
+      const header = req.get('upload-metadata');
+      if (header) {
+        try {
+          meta = Metadata.parse(header) as Record<string, string | null>;
+        } catch {
+          throw new DomainError('INVALID_BODY', 'Upload-Metadata is not valid tus metadata');
+        }
+      }
+      parseUploadMetadata(meta);
+    }
+    req.url = req.originalUrl;
+    const response = await tus.handleWeb(new NodeRequest({ req, res }) as unknown as Request);
+    for (const [k, v] of Object.entries(assetHeaders)) response.headers.set(k, v);
+    let body: string | undefined;
+    if (response.status >= 400 && response.body) {
+      body = await response.text();
+      if (body.startsWith('{"code"')) response.headers.set('Content-Type', 'application/json; charset=utf-8');
+    }
+    res.status(response.status);
+    response.headers.forEach((v, k) => res.setHeader(k, v));
+    if (body !== undefined) res.send(body);
+    else res.end();
+  });
+  r.all('/uploads', serve);
+  r.all('/uploads/:id', serve);
+  return r;
+}

@@ -1,0 +1,91 @@
+import net from 'node:net';
+import * as tus from 'tus-js-client';
+import { KEYS } from './harness';
+
+/**
+ * A TCP proxy in front of the service that cuts the first `cuts` connections carrying more than `afterBytes` bytes
+ * from the client (both sockets destroyed mid-request): the dropped connection of contract 6.1.
+ */
+export async function startCuttingProxy(target: string, opts: { afterBytes: number; cuts?: number }): Promise<{ url: string; cutsDone(): number; stop(): Promise<void> }> {
+  const t = new URL(target);
+  let cutsLeft = opts.cuts ?? 1;
+  let cutsDone = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(t.port), t.hostname);
+    sockets.add(client).add(upstream);
+    let sent = 0;
+    let cut = false;
+    client.on('data', (d: Buffer) => {
+      if (cut) return;
+      sent += d.length;
+      if (cutsLeft > 0 && sent > opts.afterBytes) {
+        cut = true;
+        cutsLeft--;
+        cutsDone++;
+        // Forward what fits under the limit, then drop both sides.
+        upstream.write(d.subarray(0, d.length - (sent - opts.afterBytes)), () => {
+          client.destroy();
+          upstream.destroy();
+        });
+        return;
+      }
+      upstream.write(d);
+    });
+    upstream.on('data', (d: Buffer) => client.write(d));
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    cutsDone: () => cutsDone,
+    stop: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface TusResult {
+  url: string;
+}
+
+/** Uploads `data` with tus-js-client; resolves with the upload URL once the last byte was acknowledged. */
+export function tusUpload(
+  endpoint: string,
+  data: Buffer,
+  opts: { key?: string; metadata?: Record<string, string>; chunkSize?: number; uploadUrl?: string; retryDelays?: number[]; onUrl?: (url: string) => void; onChunkComplete?: (accepted: number) => void } = {},
+): Promise<TusResult> {
+  return new Promise((resolve, reject) => {
+    const upload = new tus.Upload(data, {
+      endpoint: `${endpoint}/api/uploads`,
+      uploadUrl: opts.uploadUrl,
+      headers: { 'X-API-Key': opts.key ?? KEYS.alice },
+      metadata: opts.metadata ?? {},
+      chunkSize: opts.chunkSize ?? Infinity,
+      retryDelays: opts.retryDelays ?? [0, 200, 500],
+      storeFingerprintForResuming: false,
+      onUploadUrlAvailable: () => opts.onUrl?.(upload.url!),
+      onChunkComplete: (_size, accepted) => opts.onChunkComplete?.(accepted),
+      onError: reject,
+      onSuccess: () => resolve({ url: upload.url! }),
+    });
+    upload.start();
+  });
+}
+
+/** The base64 Upload-Metadata header of `meta`. */
+export const tusMetadata = (meta: Record<string, string>): string =>
+  Object.entries(meta)
+    .map(([k, v]) => `${k} ${Buffer.from(v).toString('base64')}`)
+    .join(',');
+
+export const TUS = { 'Tus-Resumable': '1.0.0' } as const;

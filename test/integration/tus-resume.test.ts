@@ -1,0 +1,163 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { blake3Of, createTestDatabase, json, startTestService, type TestService } from '../helpers/harness';
+import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { spawnService, type ServiceProcess } from '../helpers/service-process';
+import { startCuttingProxy, TUS, tusUpload } from '../helpers/tus';
+
+/**
+ * Resumable uploads across failures (contract 6.1): the service process SIGKILLed mid-upload and another one
+ * continuing from the offset HEAD reports; two instances on one database; the same on S3 (s3rver).
+ */
+jest.setTimeout(180_000);
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const idOf = (url: string) => url.split('/').pop()!;
+
+async function assetVia(fetcher: (p: string, init?: RequestInit) => Promise<Response>, id: string) {
+  const h = await fetcher(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+  expect(h.status).toBe(200);
+  return json(await fetcher(`/api/assets/${h.headers.get('asset-id')}`));
+}
+
+describe('disk store', () => {
+  const procs: ServiceProcess[] = [];
+  let databaseUrl: string;
+  let dataDir: string;
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-tus-'));
+  });
+  afterAll(async () => {
+    await Promise.all(procs.map((p) => p.kill('SIGTERM')));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('SIGKILLed mid-upload: a new process resumes from the offset HEAD reports, which the disk kept', async () => {
+    const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+    const a = await spawnService(env);
+    procs.push(a);
+    const data = crypto.randomBytes(8 * MiB);
+    let url = '';
+    let acknowledged = 0;
+    let killed: Promise<void> | undefined;
+    await expect(
+      tusUpload(a.url, data, {
+        chunkSize: MiB,
+        retryDelays: [],
+        onUrl: (u) => (url = u),
+        onChunkComplete: (accepted) => {
+          acknowledged = accepted;
+          if (accepted >= 3 * MiB && !killed) killed = a.kill('SIGKILL');
+        },
+      }),
+    ).rejects.toThrow();
+    await killed;
+    expect(acknowledged).toBeGreaterThanOrEqual(3 * MiB);
+
+    const b = await spawnService(env);
+    procs.push(b);
+    const id = idOf(url);
+    const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+    expect(h.status).toBe(200);
+    const offset = Number(h.headers.get('upload-offset'));
+    expect(offset).toBeGreaterThanOrEqual(acknowledged);
+    expect(offset).toBeLessThan(data.length);
+    expect(fs.statSync(path.join(dataDir, 'blobs', '.partial', `upload-${id}`)).size).toBeGreaterThanOrEqual(offset);
+
+    await tusUpload(b.url, data, { uploadUrl: `${b.url}/api/uploads/${id}`, chunkSize: 2 * MiB });
+    const asset = await assetVia(b.fetch, id);
+    expect(asset.asset_hash).toBe(blake3Of(data));
+    expect(b.logs().some((l) => l.msg === 'rebuilding the hash state of a resumed upload')).toBe(true);
+  });
+});
+
+/** Two instances on one database and one blob store: half the bytes through each. */
+async function halfAndHalf(a: TestService, b: TestService) {
+  const data = crypto.randomBytes(3 * MiB + 7);
+  const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+  expect(created.status).toBe(201);
+  const id = idOf(created.headers.get('location')!);
+  const half = Math.floor(data.length / 2);
+  const p1 = await a.fetch(`/api/uploads/${id}`, {
+    method: 'PATCH',
+    headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+    body: data.subarray(0, half),
+  });
+  expect(p1.status).toBe(204);
+  const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+  expect(h.headers.get('upload-offset')).toBe(String(half));
+  await tusUpload(b.url, data, { uploadUrl: `${b.url}/api/uploads/${id}` });
+  const asset = await assetVia(b.fetch, id);
+  expect(asset.asset_hash).toBe(blake3Of(data));
+  // And the first instance sees the finished upload too.
+  expect((await assetVia(a.fetch, id)).id).toBe(asset.id);
+}
+
+describe('two instances on one database (disk)', () => {
+  let a: TestService;
+  let b: TestService;
+  beforeAll(async () => {
+    a = await startTestService();
+    b = await startTestService({}, { databaseUrl: a.databaseUrl, dataDir: a.dataDir });
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await a?.stop();
+  });
+
+  test('one instance continues an upload the other started', async () => {
+    await halfAndHalf(a, b);
+  });
+});
+
+describe('S3 (s3rver)', () => {
+  let s3: TestS3Server;
+  let a: TestService;
+  let b: TestService;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    a = await startTestService(s3.env);
+    b = await startTestService(s3.env, { databaseUrl: a.databaseUrl });
+  });
+  afterAll(async () => {
+    await b?.stop();
+    await a?.stop();
+    await s3?.stop();
+  });
+
+  test('a connection cut mid-PATCH resumes; the parts are gone once the asset exists', async () => {
+    const data = crypto.randomBytes(5 * MiB);
+    const proxy = await startCuttingProxy(a.url, { afterBytes: 2 * MiB });
+    let url = '';
+    try {
+      ({ url } = await tusUpload(proxy.url, data, { retryDelays: [0, 100, 200], onUrl: (u) => (url = u) }));
+      expect(proxy.cutsDone()).toBe(1);
+    } finally {
+      await proxy.stop();
+    }
+    const asset = await assetVia(a.fetch, idOf(url));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+    expect(s3.objectKeys().filter((k) => k.startsWith('.partial/'))).toEqual([]);
+    expect(s3.objectKeys()).toContain(`${blake3Of(data).slice(7, 9)}/${blake3Of(data).slice(9, 11)}/${blake3Of(data).slice(7)}`);
+  });
+
+  test('one instance continues an upload the other started', async () => {
+    await halfAndHalf(a, b);
+  });
+
+  test('DELETE removes the part objects', async () => {
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '1000' } });
+    const id = idOf(created.headers.get('location')!);
+    await a.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body: crypto.randomBytes(500),
+    });
+    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
+    expect((await b.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS })).status).toBe(204);
+    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(false);
+  });
+});

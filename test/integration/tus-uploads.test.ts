@@ -1,0 +1,273 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
+import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
+
+/** Resumable uploads (contract 6.1) on the disk store: tus-js-client end to end, and the protocol edges by hand. */
+const KiB = 1024;
+const MiB = 1024 * KiB;
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ MAX_UPLOAD_BYTES: String(64 * MiB) });
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+const random = (n: number) => crypto.randomBytes(n);
+const partFile = (id: string) => path.join(svc.dataDir, 'blobs', '.partial', `upload-${id}`);
+const idOf = (url: string) => url.split('/').pop()!;
+
+async function create(length: number, meta: Record<string, string> = {}, key: string = KEYS.alice, headers: Record<string, string> = {}) {
+  return svc.fetch('/api/uploads', {
+    method: 'POST',
+    key,
+    headers: { ...TUS, 'Upload-Length': String(length), ...(Object.keys(meta).length ? { 'Upload-Metadata': tusMetadata(meta) } : {}), ...headers },
+  });
+}
+async function patch(id: string, offset: number, body: Buffer, key: string = KEYS.alice) {
+  return svc.fetch(`/api/uploads/${id}`, {
+    method: 'PATCH',
+    key,
+    headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+    body,
+  });
+}
+const head = (id: string, key: string = KEYS.alice) => svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key, headers: TUS });
+
+async function assetOf(url: string) {
+  const res = await svc.fetch(url.replace(svc.url, ''), { method: 'HEAD', headers: TUS });
+  expect(res.status).toBe(200);
+  const assetId = res.headers.get('asset-id')!;
+  const asset = await json(await svc.fetch(`/api/assets/${assetId}`));
+  return { asset, created: res.headers.get('asset-created') };
+}
+
+test('tus-js-client uploads in chunks; the asset carries the metadata and the hash', async () => {
+  const data = random(3 * MiB + 123);
+  const { url } = await tusUpload(svc.url, data, {
+    chunkSize: MiB,
+    metadata: { filename: 'model.safetensors', tags: '["models","Loras"]', user_metadata: '{"a":1}', filetype: 'application/octet-stream' },
+  });
+  const { asset, created } = await assetOf(url);
+  expect(created).toBe('true');
+  expect(asset.asset_hash).toBe(blake3Of(data));
+  expect(asset.name).toBe('model.safetensors');
+  expect(asset.tags).toEqual(['models', 'loras']);
+  expect(asset.user_metadata).toEqual({ a: 1 });
+  expect(asset.size).toBe(data.length);
+  expect(fs.existsSync(partFile(idOf(url)))).toBe(false);
+});
+
+test('the final PATCH answers Asset-Id and Asset-Created; the same bytes again dedupe', async () => {
+  const data = random(100 * KiB);
+  const a = await create(data.length);
+  expect(a.status).toBe(201);
+  expect(a.headers.get('upload-expires')).toBeTruthy();
+  const id = idOf(a.headers.get('location')!);
+  const p1 = await patch(id, 0, data.subarray(0, 50 * KiB));
+  expect(p1.status).toBe(204);
+  expect(p1.headers.get('upload-offset')).toBe(String(50 * KiB));
+  expect(p1.headers.get('asset-id')).toBeNull();
+  const p2 = await patch(id, 50 * KiB, data.subarray(50 * KiB));
+  expect(p2.status).toBe(204);
+  expect(p2.headers.get('asset-created')).toBe('true');
+  expect(p2.headers.get('access-control-expose-headers')).toMatch(/Asset-Id/);
+  const assetId = p2.headers.get('asset-id');
+  const again = await tusUpload(svc.url, data);
+  const second = await assetOf(again.url);
+  expect(second.created).toBe('false');
+  expect(second.asset.id).toBe(assetId);
+});
+
+test('creation-with-upload: one POST carries the whole file', async () => {
+  const data = random(10 * KiB);
+  const res = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { ...TUS, 'Upload-Length': String(data.length), 'Content-Type': 'application/offset+octet-stream', 'Upload-Metadata': tusMetadata({ name: 'one-shot.bin' }) },
+    body: data,
+  });
+  expect(res.status).toBe(201);
+  expect(res.headers.get('upload-offset')).toBe(String(data.length));
+  expect(res.headers.get('asset-created')).toBe('true');
+  const asset = await json(await svc.fetch(`/api/assets/${res.headers.get('asset-id')}`));
+  expect(asset.name).toBe('one-shot.bin');
+  expect(asset.asset_hash).toBe(blake3Of(data));
+});
+
+test('a zero-byte upload makes an asset at creation', async () => {
+  const res = await create(0, { filename: 'empty.txt' });
+  expect(res.status).toBe(201);
+  const asset = await json(await svc.fetch(`/api/assets/${res.headers.get('asset-id')}`));
+  expect(asset.size).toBe(0);
+});
+
+test('a connection cut mid-PATCH: tus-js-client resumes from the offset HEAD reports', async () => {
+  const data = random(4 * MiB);
+  const proxy = await startCuttingProxy(svc.url, { afterBytes: 1.5 * MiB });
+  try {
+    const { url } = await tusUpload(proxy.url, data, { retryDelays: [0, 100, 200] });
+    expect(proxy.cutsDone()).toBe(1);
+    const { asset } = await assetOf(url.replace(proxy.url, svc.url));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  } finally {
+    await proxy.stop();
+  }
+});
+
+test('aborted, then resumed from the stored URL', async () => {
+  const data = random(2 * MiB);
+  let url = '';
+  const proxy = await startCuttingProxy(svc.url, { afterBytes: 700 * KiB });
+  try {
+    await expect(tusUpload(proxy.url, data, { retryDelays: [], onUrl: (u) => (url = u) })).rejects.toThrow();
+  } finally {
+    await proxy.stop();
+  }
+  const id = idOf(url);
+  const h = await head(id);
+  const offset = Number(h.headers.get('upload-offset'));
+  expect(offset).toBeGreaterThan(0);
+  expect(offset).toBeLessThan(data.length);
+  expect(fs.statSync(partFile(id)).size).toBe(offset);
+  await tusUpload(svc.url, data, { uploadUrl: `${svc.url}/api/uploads/${id}` });
+  const { asset } = await assetOf(`${svc.url}/api/uploads/${id}`);
+  expect(asset.asset_hash).toBe(blake3Of(data));
+});
+
+test('bytes past the acknowledged offset (a crash before the offset update) are cut back', async () => {
+  const data = random(64 * KiB);
+  const id = idOf((await create(data.length)).headers.get('location')!);
+  expect((await patch(id, 0, data.subarray(0, 16 * KiB))).status).toBe(204);
+  fs.appendFileSync(partFile(id), random(5000));
+  expect((await head(id)).headers.get('upload-offset')).toBe(String(16 * KiB));
+  const done = await patch(id, 16 * KiB, data.subarray(16 * KiB));
+  expect(done.status).toBe(204);
+  const asset = await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+  expect(asset.asset_hash).toBe(blake3Of(data));
+});
+
+test('the hash state is rebuilt from the stored part when this process has none', async () => {
+  const data = random(256 * KiB);
+  const id = idOf((await create(data.length)).headers.get('location')!);
+  expect((await patch(id, 0, data.subarray(0, 100 * KiB))).status).toBe(204);
+  // As after a restart: the in-memory states are gone.
+  (svc.container.uploads as unknown as { states: Map<string, unknown> }).states.clear();
+  const done = await patch(id, 100 * KiB, data.subarray(100 * KiB));
+  const asset = await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+  expect(asset.asset_hash).toBe(blake3Of(data));
+});
+
+describe('refused at creation, before any byte', () => {
+  test.each([
+    ['tags not a list', { tags: '{"a":1}' }],
+    ['a tag too long', { tags: JSON.stringify(['x'.repeat(200)]) }],
+    ['user_metadata not an object', { user_metadata: '[1]' }],
+    ['id not a UUID', { id: 'nope' }],
+    ['a bad hash', { hash: 'md5:abc' }],
+    ['a bad mime_type', { mime_type: 'not a type' }],
+  ])('%s: 400 INVALID_BODY', async (_label, meta) => {
+    const res = await create(10, meta);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/application\/json/);
+    expect((await json(res)).code).toBe('INVALID_BODY');
+  });
+
+  test('Upload-Length over MAX_UPLOAD_BYTES: 413', async () => {
+    const res = await create(64 * MiB + 1);
+    expect(res.status).toBe(413);
+    expect((await json(res)).code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  test('Upload-Defer-Length: 400', async () => {
+    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Defer-Length': '1' } });
+    expect(res.status).toBe(400);
+    expect((await json(res)).code).toBe('INVALID_BODY');
+  });
+
+  test('no key: 401', async () => {
+    const res = await create(10, {}, null as unknown as string);
+    expect(res.status).toBe(401);
+  });
+});
+
+test('a hash field that the bytes do not match: HASH_MISMATCH on the last PATCH, nothing kept', async () => {
+  const data = random(20 * KiB);
+  const id = idOf((await create(data.length, { hash: blake3Of(random(10)) })).headers.get('location')!);
+  const res = await patch(id, 0, data);
+  expect(res.status).toBe(400);
+  expect((await json(res)).code).toBe('HASH_MISMATCH');
+  expect((await head(id)).status).toBe(404);
+  expect(fs.existsSync(partFile(id))).toBe(false);
+});
+
+test('a matching hash and an id: idempotent by id', async () => {
+  const data = random(20 * KiB);
+  const assetId = crypto.randomUUID();
+  const first = await create(data.length, { hash: blake3Of(data), id: assetId }, KEYS.alice, {
+    'Content-Type': 'application/offset+octet-stream',
+  });
+  expect(first.status).toBe(201);
+  const res = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { ...TUS, 'Upload-Length': String(data.length), 'Content-Type': 'application/offset+octet-stream', 'Upload-Metadata': tusMetadata({ hash: blake3Of(data), id: assetId }) },
+    body: data,
+  });
+  expect(res.headers.get('asset-id')).toBe(assetId);
+  const again = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { ...TUS, 'Upload-Length': String(data.length), 'Content-Type': 'application/offset+octet-stream', 'Upload-Metadata': tusMetadata({ id: assetId }) },
+    body: data,
+  });
+  expect(again.headers.get('asset-id')).toBe(assetId);
+  expect(again.headers.get('asset-created')).toBe('false');
+});
+
+test('DELETE terminates: the part goes, HEAD is 404', async () => {
+  const id = idOf((await create(1000)).headers.get('location')!);
+  await patch(id, 0, random(300));
+  expect(fs.existsSync(partFile(id))).toBe(true);
+  const res = await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
+  expect(res.status).toBe(204);
+  expect((await head(id)).status).toBe(404);
+  expect(fs.existsSync(partFile(id))).toBe(false);
+});
+
+test("another owner's upload is 404 for HEAD, PATCH and DELETE", async () => {
+  const id = idOf((await create(1000)).headers.get('location')!);
+  expect((await head(id, KEYS.bob)).status).toBe(404);
+  const p = await patch(id, 0, random(10), KEYS.bob);
+  expect(p.status).toBe(404);
+  expect((await json(p)).code).toBe('NOT_FOUND');
+  expect((await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', key: KEYS.bob, headers: TUS })).status).toBe(404);
+  expect((await head(id)).status).toBe(200);
+  expect((await head(crypto.randomUUID())).status).toBe(404);
+});
+
+test('a wrong Upload-Offset is 409', async () => {
+  const id = idOf((await create(1000)).headers.get('location')!);
+  expect((await patch(id, 5, random(10))).status).toBe(409);
+});
+
+describe('expiry', () => {
+  let short: TestService;
+  beforeAll(async () => {
+    short = await startTestService({ UPLOAD_EXPIRY_SECONDS: '1' });
+  });
+  afterAll(async () => {
+    await short?.stop();
+  });
+
+  test('an expired upload answers 410 and the sweep removes it with its part', async () => {
+    const res = await short.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '100' } });
+    const id = idOf(res.headers.get('location')!);
+    expect(new Date(res.headers.get('upload-expires')!).getTime()).toBeGreaterThan(Date.now() - 2000);
+    const part = path.join(short.dataDir, 'blobs', '.partial', `upload-${id}`);
+    expect(fs.existsSync(part)).toBe(true);
+    await waitFor(async () => ((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status === 410 ? true : undefined));
+    expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);
+    expect(fs.existsSync(part)).toBe(false);
+    expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);
+  });
+});
