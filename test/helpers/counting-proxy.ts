@@ -31,6 +31,8 @@ export class CountingProxy {
   cut = false;
   cutRule?: CutRule;
   throttleIn?: number;
+  /** Requests answered 404 by the proxy itself, as an instance without that route would (e.g. no /api/uploads). */
+  notFound?: (method: string, path: string) => boolean;
   private readonly server = http.createServer((req, res) => this.handle(req, res));
   private readonly upstreams = new Set<http.ClientRequest>();
 
@@ -88,6 +90,11 @@ export class CountingProxy {
     if (this.cut) return void req.socket.destroy();
     const rec: ProxiedRequest = { method: req.method!, path: req.url!, headers: req.headers, bytesIn: 0, bytesOut: 0 };
     this.requests.push(rec);
+    if (this.notFound?.(rec.method, rec.path)) {
+      rec.status = 404;
+      req.resume();
+      return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"NOT_FOUND","message":"no such route"}');
+    }
     const up = http.request(this.target + req.url, { method: req.method, headers: req.headers });
     this.upstreams.add(up);
     up.on('close', () => this.upstreams.delete(up));

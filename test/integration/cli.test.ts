@@ -211,17 +211,43 @@ describe('interruptions', () => {
     const data = bytes(8 * MiB, 23);
     write(dir, 'killed.bin', data);
     proxy.throttleIn = 4 * MiB;
-    const from = proxy.requests.length;
+    let from = proxy.requests.length;
     const child = startCli(['push', dir], env);
     await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 2 * MiB ? true : undefined), { timeoutMs: 30_000 });
     child.proc.kill('SIGKILL');
     await child.done;
     proxy.throttleIn = undefined;
+    const tus = proxy.requests.slice(from).some((q) => q.method === 'POST' && q.path === '/api/uploads' && q.status === 201);
+    from = proxy.requests.length;
     const second = await runCli(['push', dir, '--json'], env);
     expect(second.code).toBe(0);
     const done = JSON.parse(second.stdout).files[0];
-    expect(['uploaded', 'from_hash']).toContain(done.action);
+    expect(done.action).toBe('uploaded');
     expect((await json(await svc.fetch(`/api/assets/${done.asset_id}`))).asset_hash).toBe(blake3Of(data));
+    // tus: the second run asks where the upload stands (HEAD) and sends only the rest.
+    if (tus) {
+      expect(proxy.count('HEAD', /^\/api\/uploads\//, from)).toBe(1);
+      expect(uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(data.length);
+    }
+  });
+
+  test('an instance without /api/uploads (404) gets a streamed multipart POST /api/assets with the hash first', async () => {
+    const dir = path.join(work, 'old-instance');
+    const data = bytes(1 * MiB, 24);
+    write(dir, 'sub dir/old.bin', data);
+    proxy.notFound = (_m, p) => p.startsWith('/api/uploads');
+    const from = proxy.requests.length;
+    const r = await runCli(['push', dir, '--tag', 'old', '--json'], env);
+    proxy.notFound = undefined;
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('no resumable uploads');
+    const [f] = JSON.parse(r.stdout).files;
+    expect(f).toMatchObject({ action: 'uploaded', name: 'sub dir/old.bin', bytes_sent: data.length });
+    const posts = uploadRequests(from).filter((q) => q.path.startsWith('/api/assets'));
+    expect(posts).toHaveLength(1);
+    expect(posts[0]!.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    expect(posts[0]!.bytesIn).toBeGreaterThan(data.length);
+    expect(await json(await svc.fetch(`/api/assets/${f.asset_id}`))).toMatchObject({ name: 'sub dir/old.bin', tags: ['old'], asset_hash: blake3Of(data) });
   });
 });
 
@@ -295,5 +321,50 @@ describe('commands, exit codes and --json', () => {
     const buf = fs.readFileSync(zip);
     expect(buf.subarray(0, 2).toString()).toBe('PK');
     expect(buf.includes(Buffer.from('style ünï 🎨 v2.safetensors'))).toBe(true);
+  });
+});
+
+describe('on a terminal', () => {
+  test('push inside tmux draws per-file and total bars (bytes/s, ETA) and finishes them', async () => {
+    const { execFileSync } = await import('node:child_process');
+    try {
+      execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    } catch {
+      console.log('tmux is not installed: the terminal test did not run (apt-get install -y tmux)');
+      return;
+    }
+    const dir = path.join(work, 'tty');
+    write(dir, 'first model.safetensors', bytes(3 * MiB, 51));
+    write(dir, 'second.safetensors', bytes(3 * MiB, 52));
+    proxy.throttleIn = 2 * MiB;
+    const socket = `assets-cli-test-${process.pid}`;
+    const tmux = (...args: string[]): string => execFileSync('tmux', ['-L', socket, ...args], { encoding: 'utf8' });
+    const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+    const command =
+      Object.entries({ ...env, TERM: 'xterm-256color' })
+        .map(([k, v]) => `${k}=${q(v)}`)
+        .join(' ') + ` ${q(process.execPath)} ${q(CLI_MAIN)} push ${q(dir)}; echo CLI-EXIT=$?; sleep 120`;
+    tmux('new-session', '-d', '-s', 'cli', '-x', '150', '-y', '30', 'env', '-i', `PATH=${process.env.PATH}`, 'sh', '-c', command);
+    try {
+      const screens: string[] = [];
+      const final = await waitFor(
+        async () => {
+          const screen = tmux('capture-pane', '-p', '-t', 'cli');
+          screens.push(screen);
+          return screen.includes('CLI-EXIT=') ? screen : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 100, what: 'the push in tmux to end' },
+      );
+      // While sending: a bar per file being uploaded and the total, with a rate and an ETA.
+      const during = screens.find((s) => /↑ first model\.safetensors\s.*\d+% \|.*\/s \| ETA/.test(s) && /total\s.*\d+%/.test(s));
+      expect(during).toBeDefined();
+      expect(final).toContain('CLI-EXIT=0');
+      expect(final).toMatch(/total\s+█+ 100% \| 12\.0 MiB\/12\.0 MiB/);
+      expect(final).toContain('uploaded first model.safetensors (3.0 MiB)');
+      expect(final).toMatch(/2 files: 2 uploaded \(6\.0 MiB sent\)/);
+    } finally {
+      proxy.throttleIn = undefined;
+      tmux('kill-server');
+    }
   });
 });

@@ -49,6 +49,8 @@ class TerminalProgress implements Progress {
       fps: 10,
       autopadding: true,
       barsize: 24,
+      // Lines logged above the bars clear the bars' first line; redraw even unchanged bars so none goes missing.
+      forceRedraw: true,
     },
     cliProgress.Presets.shades_classic,
   );
@@ -98,6 +100,8 @@ class TerminalProgress implements Progress {
 
   stop(): void {
     this.totalBar.update(this.totalDone, barPayload(this.totalDone, this.startedAt, 0));
+    // MultiBar.stop() draws the bars but not the lines logged since the last redraw: flush them first.
+    this.multi.update();
     this.multi.stop();
   }
 }
