@@ -60,6 +60,11 @@ class TerminalProgress implements Progress {
   private readonly totalBar: cliProgress.SingleBar;
 
   constructor() {
+    // Ctrl-C: show the cursor again (the bars hide it) and end as an interrupted command does.
+    process.once('SIGINT', () => {
+      process.stderr.write('\x1b[?25h\n');
+      process.exit(130);
+    });
     this.totalBar = this.multi.create(1, 0, { label: 'total'.padEnd(40), size: formatBytes(0), speed: '', done: formatBytes(0) });
   }
 
