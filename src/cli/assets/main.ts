@@ -28,6 +28,12 @@ function positiveInt(v: string): number {
   return n;
 }
 
+function wholeNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number ≥ 0');
+  return n;
+}
+
 const out = (v: unknown): void => void process.stdout.write(JSON.stringify(v, null, 2) + '\n');
 
 function describe(err: unknown): string {
@@ -57,13 +63,14 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--tag <tag>', 'add a tag to every file (repeatable)', collect, [])
     .option('--comfyui', 'the folder is a ComfyUI tree: models/<folder>/… → tags models,<folder>; input/; output/', false)
     .option('--concurrency <n>', 'files at a time', positiveInt, 4)
+    .option('--chunk-size <MiB>', 'size of each resumable-upload request (0: one request per file)', wholeNumber, 64)
     .option('--json', 'print the results as JSON on stdout', false)
-    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; json: boolean }) => {
+    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; json: boolean }) => {
       const g = program.opts<GlobalOptions>();
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
       const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));
       const progress = createProgress();
-      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency }, progress).finally(() =>
+      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024 }, progress).finally(() =>
         progress.stop(),
       );
       const failed = results.filter((r) => r.action === 'failed');

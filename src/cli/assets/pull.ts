@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { blake3 } from '../../infra/blake3';
-import { ApiError, errorOf, type ApiClient, type Asset } from './client';
+import { ApiError, type ApiClient, type Asset } from './client';
 import { pullPath, resolveInside } from './paths';
 import { mapPool } from './pool';
 import { formatBytes, type Progress } from './progress';
@@ -73,14 +73,13 @@ async function download(client: ApiClient, asset: Asset, target: string, onBytes
         offset = 0;
       }
       const headers: Record<string, string> = offset > 0 ? { range: `bytes=${offset}-` } : {};
-      const res = await client.raw(`/api/assets/${asset.id}/content`, { headers });
+      const res = await client.getStream(`/api/assets/${asset.id}/content`, headers, [416]);
       if (res.status === 416) {
-        await res.body?.cancel();
+        res.body.destroy();
         fs.rmSync(part, { force: true });
         throw new ApiError(416, 'RANGE_NOT_SATISFIABLE', 'the part file does not match the content; restarting');
       }
-      if (res.status !== 200 && res.status !== 206) throw await errorOf(res);
-      if (res.status === 200) offset = 0;
+      if (res.status !== 206) offset = 0;
       const h = hasherFor(asset.asset_hash);
       if (offset > 0) await hashInto(h, part);
       let done = offset;
@@ -94,8 +93,7 @@ async function download(client: ApiClient, asset: Asset, target: string, onBytes
           cb(null, chunk);
         },
       });
-      const body = res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream) : Readable.from([]);
-      await pipeline(body, counter, fs.createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' })).catch((err: Error) => {
+      await pipeline(res.body, counter, fs.createWriteStream(part, { flags: offset > 0 ? 'a' : 'w', highWaterMark: 1 << 20 })).catch((err: Error) => {
         throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${err.message}`);
       });
       if (done !== asset.size || h.value() !== asset.asset_hash) {

@@ -12,6 +12,8 @@ export interface PushOptions {
   tags: string[];
   comfyui: boolean;
   concurrency: number;
+  /** Bytes per tus PATCH request; 0 for the whole rest of the file in one. */
+  chunkSize: number;
 }
 
 export interface PushResult {
@@ -105,7 +107,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     let res: UploadResult | undefined;
     if (tusAvailable && p.size > 0) {
       try {
-        res = await tusUpload(client, state, input, onBytes);
+        res = await tusUpload(client, state, input, opts.chunkSize, onBytes);
       } catch (err) {
         if (!(err instanceof TusUnsupported)) throw err;
         tusAvailable = false;

@@ -23,13 +23,18 @@ export interface UploadResult {
 /** POST /api/uploads answered 404: an instance without resumable uploads. */
 export class TusUnsupported extends Error {}
 
-const CHUNK = 64 << 20;
-
 /**
- * Sends one file through a tus upload (contract 6.1), resuming the upload a previous run left in `state` for the same
+ * Sends one file through a tus upload (contract 6.1) in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
+ * arrived of a broken one all the same), resuming the upload a previous run left in `state` for the same
  * content, name and service. `onBytes` sees the offset the service has acknowledged so far.
  */
-export function tusUpload(client: ApiClient, state: UploadStateFile, input: UploadInput, onBytes: (n: number) => void): Promise<UploadResult> {
+export function tusUpload(
+  client: ApiClient,
+  state: UploadStateFile,
+  input: UploadInput,
+  chunkSize: number,
+  onBytes: (n: number) => void,
+): Promise<UploadResult> {
   const endpoint = `${client.base}/api/uploads`;
   return new Promise<UploadResult>((resolve, reject) => {
     let assetId: string | undefined;
@@ -37,7 +42,7 @@ export function tusUpload(client: ApiClient, state: UploadStateFile, input: Uplo
     const upload = new Upload(fs.createReadStream(input.file) as unknown as Buffer, {
       endpoint,
       headers: client.headers(),
-      chunkSize: CHUNK,
+      chunkSize: chunkSize > 0 ? chunkSize : Infinity,
       uploadSize: input.size,
       retryDelays: [0, 1000, 3000, 5000],
       metadata: { filename: path.basename(input.file), name: input.name, tags: JSON.stringify(input.tags), hash: input.hash },
