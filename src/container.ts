@@ -14,6 +14,9 @@ import type { Logger } from './infra/logger';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
 import { UploadRepository } from './domain/uploads/upload.repository';
+import { ExportRepository } from './domain/exports/export.repository';
+import { EXPORT_JOB, EXPORT_SWEEP_JOB, ExportService } from './domain/exports/export.service';
+import { TaskRepository } from './domain/tasks/task.repository';
 import { UPLOAD_SWEEP_JOB, UploadService } from './domain/uploads/upload.service';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
@@ -31,6 +34,8 @@ export interface Container {
   downloads: DownloadService;
   /** Resumable (tus) uploads (contract 6.1). */
   uploads: UploadService;
+  /** Bulk export archives (contract 4.3). */
+  exports: ExportService;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -102,6 +107,34 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
+  const exports = new ExportService({
+    db: database.prisma,
+    repo: new ExportRepository(database.prisma),
+    tasks: new TaskRepository(database.prisma),
+    blobs: blobStore,
+    queue,
+    logger: logger.child({ module: 'exports' }),
+    ttlSeconds: config.exportTtlSeconds,
+  });
+  queue.define<{ taskId: string }>({
+    name: EXPORT_JOB,
+    // A crashed export starts again from the first member (its temporary is swept); a failing one fails its task.
+    retryLimit: 2,
+    expireInSeconds: 6 * 3600,
+    concurrency: 2,
+    handler: async ({ taskId }) => {
+      await exports.run(taskId);
+    },
+  });
+  queue.define({
+    name: EXPORT_SWEEP_JOB,
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await exports.sweepExpired();
+      if (n > 0) logger.info('removed expired export archives', { count: n });
+    },
+  });
+
   const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
@@ -118,6 +151,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     tasks,
     downloads,
     uploads,
+    exports,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));

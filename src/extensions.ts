@@ -3,6 +3,7 @@ import type { Container } from './container';
 import { downloadsRouter } from './http/rest/downloads.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { uploadsRouter } from './http/rest/uploads.router';
+import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { graphqlRouter } from './http/graphql/graphql.router';
 
 /**
@@ -16,8 +17,9 @@ export async function buildExtensions(c: Container): Promise<AppExtensions> {
       downloadsRouter({ downloads: c.downloads }),
       tasksRouter({ tasks: c.tasks }),
       uploadsRouter({ uploads: c.uploads, logger: c.logger, publicUrl: c.config.publicUrl }),
+      exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }),
     ],
     urlUploader: (principal, body) => c.downloads.uploadFromUrl(principal, body),
-    rootRouters: [await graphqlRouter(c)],
+    rootRouters: [exportDownloadRouter({ exports: c.exports }), await graphqlRouter(c)],
   };
 }

@@ -17,6 +17,6 @@ test('the schema has the operations of contract section 5', async () => {
   const schema = await buildGraphQLSchema();
   expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual(['asset', 'assets', 'contentExists', 'tags', 'task', 'tasks']);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual(
-    ['cancelTask', 'createAssetFromHash', 'deleteAsset', 'setAssetImmutable', 'startDownload', 'updateAsset', 'uploadAsset'],
+    ['cancelTask', 'createAssetFromHash', 'deleteAsset', 'setAssetImmutable', 'startDownload', 'startExport', 'updateAsset', 'uploadAsset'],
   );
 });

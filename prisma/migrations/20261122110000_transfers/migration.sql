@@ -1,6 +1,9 @@
 -- Resumable uploads (tus, contract 6.1), bulk export archives (contract 4.3) and server secrets (the HMAC key of the
 -- disk store's signed export URLs).
 
+-- AlterTable: what an export_assets task was asked for (download tasks keep their columns).
+ALTER TABLE "task" ADD COLUMN "export_request" JSONB;
+
 -- CreateTable
 CREATE TABLE "upload" (
     "id" UUID NOT NULL,

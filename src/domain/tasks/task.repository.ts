@@ -1,7 +1,7 @@
 import type { Prisma } from '../../generated/prisma/client';
 import type { Db, Tx } from '../../infra/prisma';
 import type { Page } from '../assets/asset.types';
-import type { Task, TaskListQuery, TaskResult, TaskStatus } from './task.types';
+import type { ExportRequest, Task, TaskListQuery, TaskName, TaskResult, TaskStatus } from './task.types';
 
 const WITH_TRANSFER = { transfer: { select: { bytesDownloaded: true, bytesTotal: true, updatedAt: true } } } as const;
 type TaskRow = Prisma.TaskGetPayload<{ include: typeof WITH_TRANSFER }>;
@@ -18,7 +18,8 @@ export function toTask(r: TaskRow): Task {
     id: r.id,
     ownerId: r.ownerId,
     idempotencyKey: r.idempotencyKey,
-    taskName: 'download_file',
+    taskName: r.taskName as TaskName,
+    ...(r.exportRequest ? { exportRequest: r.exportRequest as unknown as ExportRequest } : {}),
     payload: {
       sourceUrl: r.sourceUrl,
       tags: r.tags ?? [],
@@ -115,6 +116,37 @@ export class TaskRepository {
       include: WITH_TRANSFER,
     });
     return toTask(row);
+  }
+
+  /** An export_assets task (contract 4.3); its job is sent in the same transaction. */
+  async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Tx): Promise<Task> {
+    const row = await tx.task.create({
+      data: {
+        id: t.id,
+        ownerId: t.ownerId,
+        idempotencyKey: t.idempotencyKey,
+        taskName: 'export_assets',
+        sourceUrl: '',
+        exportRequest: t.request as unknown as Prisma.InputJsonValue,
+        bytesTotal: BigInt(t.bytesTotal),
+      },
+      include: WITH_TRANSFER,
+    });
+    return toTask(row);
+  }
+
+  /** Marks a created task running (export tasks; downloads go through their transfer). */
+  async start(id: string): Promise<void> {
+    await this.db.task.updateMany({ where: { id, status: 'created' }, data: { status: 'running', startedAt: new Date(), updateTime: new Date() } });
+  }
+
+  /** Progress of an active task; false when it is no longer active (cancelled). */
+  async progress(id: string, bytes: number): Promise<boolean> {
+    const n = await this.db.task.updateMany({
+      where: { id, status: { in: ACTIVE_STATUSES } },
+      data: { bytesDownloaded: BigInt(bytes), updateTime: new Date() },
+    });
+    return n.count > 0;
   }
 
   /** Locks an owner's task row for a state change; undefined when it is not theirs. */

@@ -21,13 +21,33 @@ export interface TaskResult {
   assetHash: string | null;
   filename: string | null;
   bytesDownloaded: number;
+  /** export_assets tasks (contract 4.3). */
+  exportName?: string;
+  assetsTotal?: number;
+  assetsAttempted?: number;
+  assetsFailed?: number;
+  /** export_assets: the archive's size in bytes. */
+  bytesTotal?: number;
+}
+
+export type TaskName = 'download_file' | 'export_assets';
+
+/** What an export_assets task was asked for (POST /api/assets/export, contract 4.3), as sent (snake_case). */
+export interface ExportRequest {
+  asset_ids?: string[];
+  job_ids?: string[];
+  job_asset_name_filters?: Record<string, string[]>;
+  include_previews?: boolean;
+  naming_strategy: 'group_by_job_time' | 'group_by_job_id' | 'preserve' | 'asset_id';
 }
 
 export interface Task {
   id: string;
   ownerId: string;
   idempotencyKey: string | null;
-  taskName: 'download_file';
+  taskName: TaskName;
+  /** export_assets tasks only. */
+  exportRequest?: ExportRequest;
   payload: { sourceUrl: string; tags: string[]; userMetadata: Record<string, unknown>; previewId: string | null };
   status: TaskStatus;
   createTime: Date;

@@ -8,15 +8,18 @@ import { AssetMutationResolver } from './asset-mutation.resolver';
 import { AssetResolver } from './asset.resolver';
 import { TagResolver } from './tag.resolver';
 import { TaskResolver } from './task.resolver';
+import { ExportResolver } from './export.resolver';
+import type { ExportService } from '../../domain/exports/export.service';
 
 export interface ResolverDeps {
   assets: AssetService;
   content: ContentService;
   tasks: TaskService;
   downloads: DownloadService;
+  exports: ExportService;
 }
 
-const RESOLVERS = [AssetResolver, AssetMutationResolver, TagResolver, TaskResolver] as const;
+const RESOLVERS = [AssetResolver, AssetMutationResolver, TagResolver, TaskResolver, ExportResolver] as const;
 
 /**
  * The executable schema. Resolver instances come from the composition root through a `{ get(cls) }` container;
@@ -30,6 +33,7 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
           [AssetMutationResolver, new AssetMutationResolver(deps.assets, deps.content)],
           [TagResolver, new TagResolver(deps.assets)],
           [TaskResolver, new TaskResolver(deps.tasks, deps.downloads)],
+          [ExportResolver, new ExportResolver(deps.exports)],
         ]
       : [],
   );

@@ -6,7 +6,7 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload: {
+    payload: t.exportRequest ?? {
       source_url: t.payload.sourceUrl,
       tags: t.payload.tags,
       user_metadata: t.payload.userMetadata,
@@ -22,7 +22,15 @@ export function taskJson(t: Task): Record<string, unknown> {
       bytes_total: t.progress.bytesTotal,
       progress: t.progress.progress,
     },
-    result: t.result
+    result: t.result && t.taskName === 'export_assets'
+      ? {
+          export_name: t.result.exportName,
+          assets_total: t.result.assetsTotal,
+          assets_attempted: t.result.assetsAttempted,
+          assets_failed: t.result.assetsFailed,
+          bytes_total: t.result.bytesTotal,
+        }
+      : t.result
       ? {
           success: t.result.success,
           asset_id: t.result.assetId,

@@ -51,6 +51,18 @@ export interface BlobStore {
     blake3Hex: string,
     opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
   ): Promise<string | undefined>;
+  /**
+   * Named objects outside the content store (export archives, `exports/<uuid>.zip`): written from `source`, durable,
+   * and visible under the name whole or not at all (a failed write leaves nothing). Resolves with the size.
+   */
+  writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number>;
+  readObject(name: string, range?: { start: number; end: number }): Promise<Readable>;
+  /** Size of a named object; undefined when it does not exist. */
+  objectSize(name: string): Promise<number | undefined>;
+  /** Never throws for an object already gone. */
+  deleteObject(name: string): Promise<void>;
+  /** A short-lived URL of a named object, where the backend offers one (S3). */
+  presignedObjectUrl?(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string>;
   /** Cheap reachability check for /readyz. */
   ping(): Promise<void>;
   /** Releases connections (S3 client sockets); the store is not used afterwards. */
@@ -88,6 +100,12 @@ export interface PartialBlob {
    */
   truncate(size: number): Promise<void>;
   discard(): Promise<void>;
+}
+
+/** Names of named objects: one folder level, safe characters only. */
+export function checkObjectName(name: string): string {
+  if (!/^[\w-]{1,64}\/[\w-][\w.-]{0,199}$/.test(name)) throw new Error(`invalid object name ${name}`);
+  return name;
 }
 
 /** `ab/cd/abcd…`: two levels of fan-out keep directories small. */

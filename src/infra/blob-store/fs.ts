@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, checkObjectName, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
 import { noteShortLivedBytes } from '../young-gc';
 import { ingestWorkers, type HashedFile } from './ingest-worker';
@@ -23,6 +23,7 @@ export class FsBlobStore implements BlobStore {
   readonly kind = 'fs' as const;
   private readonly tmpDir: string;
   private readonly partialDir: string;
+  private readonly objectsDir: string;
   /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
   private readonly workers = ingestWorkers();
@@ -32,6 +33,7 @@ export class FsBlobStore implements BlobStore {
   constructor(private readonly root: string) {
     this.tmpDir = path.join(root, '.tmp');
     this.partialDir = path.join(root, '.partial');
+    this.objectsDir = path.join(root, '.objects');
   }
 
   async init(): Promise<void> {
@@ -181,6 +183,36 @@ export class FsBlobStore implements BlobStore {
         }
       }
     }
+  }
+
+  async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
+    const dest = path.join(this.objectsDir, checkObjectName(name));
+    const temp = await this.writeTemp(source);
+    try {
+      await fsp.mkdir(path.dirname(dest), { recursive: true });
+      await fsp.rename(this.resolveKey(temp.key), dest);
+      await syncDir(path.dirname(dest));
+      return temp.size;
+    } catch (err) {
+      await this.discard(temp);
+      throw err;
+    }
+  }
+
+  async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
+    const fh = await fsp.open(path.join(this.objectsDir, checkObjectName(name)), 'r');
+    return fh.createReadStream({ start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
+  }
+
+  async objectSize(name: string): Promise<number | undefined> {
+    return fsp.stat(path.join(this.objectsDir, checkObjectName(name))).then(
+      (s) => s.size,
+      () => undefined,
+    );
+  }
+
+  async deleteObject(name: string): Promise<void> {
+    await fsp.rm(path.join(this.objectsDir, checkObjectName(name)), { force: true });
   }
 
   async ping(): Promise<void> {

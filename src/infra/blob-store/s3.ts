@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
-import { BlobNotFoundError, blobPath, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, checkObjectName, type BlobStore, type CommitOptions, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -204,6 +204,48 @@ export class S3BlobStore implements BlobStore {
       ResponseContentDisposition: contentDisposition(opts.disposition ?? 'attachment', opts.fileName),
     });
     return getSignedUrl(this.client, cmd, { expiresIn: opts.expiresInSeconds });
+  }
+
+  async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
+    let size = 0;
+    const counted = async function* () {
+      for await (const chunk of source) {
+        size += chunk.length;
+        yield chunk;
+      }
+    };
+    // Objects appear whole on S3 (a multipart upload is visible once completed); a failure aborts and removes it.
+    await this.uploadObject(this.objectKey(name), counted(), this.o.queueSize);
+    return size;
+  }
+
+  async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
+    const res = await this.client.send(
+      new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(name), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+    );
+    return res.Body as Readable;
+  }
+
+  objectSize(name: string): Promise<number | undefined> {
+    return this.headSize(this.objectKey(name));
+  }
+
+  async deleteObject(name: string): Promise<void> {
+    await this.deleteKey(this.objectKey(name));
+  }
+
+  async presignedObjectUrl(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string> {
+    const cmd = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: this.objectKey(name),
+      ResponseContentType: opts.contentType,
+      ResponseContentDisposition: contentDisposition('attachment', opts.fileName),
+    });
+    return getSignedUrl(this.client, cmd, { expiresIn: opts.expiresInSeconds });
+  }
+
+  private objectKey(name: string): string {
+    return `${this.base}.objects/${checkObjectName(name)}`;
   }
 
   async ping(): Promise<void> {

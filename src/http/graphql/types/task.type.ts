@@ -48,6 +48,21 @@ export class TaskResultType {
 
   @Field(() => SafeIntScalar)
   bytesDownloaded!: number;
+
+  @Field(() => String, { nullable: true, description: 'export_assets: the archive (GET /api/assets/exports/{name}).' })
+  exportName?: string;
+
+  @Field(() => Int, { nullable: true, description: 'export_assets' })
+  assetsTotal?: number;
+
+  @Field(() => Int, { nullable: true, description: 'export_assets' })
+  assetsAttempted?: number;
+
+  @Field(() => Int, { nullable: true, description: 'export_assets' })
+  assetsFailed?: number;
+
+  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets: the size of the archive.' })
+  bytesTotal?: number;
 }
 
 @ObjectType('Task', { description: 'A background task (contract section 4.2), camelCase.' })
@@ -61,7 +76,7 @@ export class TaskType {
   @Field(() => String, { nullable: true })
   idempotencyKey!: string | null;
 
-  @Field({ description: '`download_file`' })
+  @Field({ description: '`download_file` or `export_assets`' })
   taskName!: string;
 
   @Field(() => TaskPayloadType)

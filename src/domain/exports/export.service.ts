@@ -1,0 +1,291 @@
+import crypto from 'node:crypto';
+import { pipeline, Transform, type Readable } from 'node:stream';
+import { ZipFile } from 'yazl';
+import type { BlobStore } from '../../infra/blob-store/blob-store';
+import type { Logger } from '../../infra/logger';
+import type { Db } from '../../infra/prisma';
+import type { JobQueue } from '../../infra/queue';
+import type { Principal } from '../assets/asset.types';
+import { isUuid } from '../assets/validation';
+import { DomainError } from '../errors';
+import { isActive, type TaskRepository } from '../tasks/task.repository';
+import type { ExportRequest, Task } from '../tasks/task.types';
+import { memberPaths } from './archive-names';
+import type { ExportableAsset, ExportRepository } from './export.repository';
+
+export const EXPORT_JOB = 'exports.build';
+export const EXPORT_SWEEP_JOB = 'exports.sweep-expired';
+export const MAX_EXPORT_ASSETS = 10_000;
+const STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
+const HMAC_SECRET = 'export_url_hmac';
+/** Signed and presigned URLs live this long (never past the archive's expiry). */
+const URL_TTL_SECONDS = 3600;
+/** Sizes from which a member is written in ZIP64 form (yazl decides the archive's own records). */
+const ZIP64_MEMBER = 0xfffffffe;
+
+const invalid = (message: string, field?: string) => new DomainError('INVALID_BODY', message, field ? { field } : undefined);
+const notFound = (name: string) => new DomainError('NOT_FOUND', `export ${name} not found`);
+const objectName = (exportName: string) => `exports/${exportName}`;
+
+/** Validates the body of POST /api/assets/export (contract 4.3). */
+export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
+  const uuids = (v: unknown, field: string): string[] | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (!Array.isArray(v) || !v.every(isUuid)) throw invalid(`${field} must be a list of UUIDs`, field);
+    if (v.length > MAX_EXPORT_ASSETS) throw invalid(`${field} may name at most ${MAX_EXPORT_ASSETS} items`, field);
+    return [...new Set(v.map((s) => s.toLowerCase()))];
+  };
+  const out: ExportRequest = { naming_strategy: 'preserve' };
+  const assetIds = uuids(body.asset_ids, 'asset_ids');
+  const jobIds = uuids(body.job_ids, 'job_ids');
+  if (!assetIds?.length && !jobIds?.length) throw invalid('give asset_ids or job_ids (at least one id)', 'asset_ids');
+  if (assetIds) out.asset_ids = assetIds;
+  if (jobIds) out.job_ids = jobIds;
+  const filters = body.job_asset_name_filters;
+  if (filters !== undefined && filters !== null) {
+    if (typeof filters !== 'object' || Array.isArray(filters)) throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
+    const f: Record<string, string[]> = {};
+    for (const [job, names] of Object.entries(filters)) {
+      if (!isUuid(job) || !Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
+        throw invalid('job_asset_name_filters maps job ids to lists of names', 'job_asset_name_filters');
+      }
+      f[job.toLowerCase()] = names as string[];
+    }
+    out.job_asset_name_filters = f;
+  }
+  if (body.include_previews !== undefined && body.include_previews !== null) {
+    if (typeof body.include_previews !== 'boolean') throw invalid('include_previews must be a boolean', 'include_previews');
+    out.include_previews = body.include_previews;
+  }
+  if (body.naming_strategy !== undefined && body.naming_strategy !== null) {
+    if (!STRATEGIES.includes(body.naming_strategy as (typeof STRATEGIES)[number])) {
+      throw invalid(`naming_strategy must be one of ${STRATEGIES.join(', ')}`, 'naming_strategy');
+    }
+    out.naming_strategy = body.naming_strategy as ExportRequest['naming_strategy'];
+  }
+  return out;
+}
+
+/**
+ * Bulk export (contract 4.3): a task whose job streams a stored (not deflated) ZIP64 archive of the selected assets
+ * into the blob store, each blob read once, and short-lived signed URLs of the result.
+ */
+export class ExportService {
+  private secret: Promise<string> | undefined;
+
+  constructor(
+    private readonly deps: {
+      db: Db;
+      repo: ExportRepository;
+      tasks: TaskRepository;
+      blobs: BlobStore;
+      queue: JobQueue;
+      logger: Logger;
+      ttlSeconds: number;
+      /** How often progress is written and cancellation looked for. */
+      progressIntervalMs?: number;
+      /** ZIP64 records for every member and the archive, whatever their sizes (tests of the format at small sizes). */
+      forceZip64?: boolean;
+    },
+  ) {}
+
+  async start(principal: Principal, request: ExportRequest, idempotencyKey: string | null): Promise<Task> {
+    const { db, tasks, queue } = this.deps;
+    if (idempotencyKey) {
+      const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
+      if (existing) return existing;
+    }
+    const members = await this.select(principal.ownerId, request);
+    if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
+    const id = crypto.randomUUID();
+    const task = await db.$transaction(async (tx) => {
+      const t = await tasks.insertExport(
+        { id, ownerId: principal.ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) },
+        tx,
+      );
+      await queue.send(EXPORT_JOB, { taskId: id }, { tx });
+      return t;
+    });
+    queue.wake(EXPORT_JOB);
+    return task;
+  }
+
+  /** The job: builds the archive of one task. A cancelled or failed export leaves no object behind. */
+  async run(taskId: string): Promise<void> {
+    const { tasks, repo, blobs, logger } = this.deps;
+    const task = await tasks.find(undefined, taskId);
+    if (!task || !isActive(task.status) || !task.exportRequest) return;
+    await tasks.start(taskId);
+    const exportName = `${crypto.randomUUID()}.zip`;
+    const log = logger.child({ task_id: taskId, export_name: exportName });
+    const members = (await this.select(task.ownerId, task.exportRequest)).slice(0, MAX_EXPORT_ASSETS);
+    const paths = memberPaths(members, task.exportRequest.naming_strategy);
+    let sent = 0;
+    let cancelled = false;
+    let failed = 0;
+    let attempted = 0;
+    let reading: Readable | undefined;
+    const zip = new ZipFile();
+    const ticker = setInterval(() => {
+      tasks.progress(taskId, sent).then(
+        (active) => (cancelled ||= !active),
+        (err) => log.warn('could not record export progress', { err }),
+      );
+    }, this.deps.progressIntervalMs ?? 1000);
+    try {
+      const output = (async function* () {
+        for await (const chunk of zip.outputStream as AsyncIterable<Buffer>) {
+          if (cancelled) throw new Error('export cancelled');
+          yield chunk;
+        }
+      })();
+      const written = blobs.writeObject(objectName(exportName), output);
+      written.catch(() => undefined);
+      for (const [i, a] of members.entries()) {
+        attempted++;
+        // Missing content (collected meanwhile) is counted, not fatal; a read that fails midway fails the export.
+        if (!(await blobs.exists(a.contentHash))) {
+          failed++;
+          continue;
+        }
+        zip.addReadStreamLazy(
+          paths[i]!,
+          { compress: false, size: a.size, mtime: a.createdAt, forceZip64Format: this.deps.forceZip64 === true || a.size >= ZIP64_MEMBER },
+          (cb) => {
+            blobs.read(a.contentHash).then(
+              (stream: Readable) => {
+                const counted = new Transform({
+                  transform(chunk: Buffer, _enc, done) {
+                    sent += chunk.length;
+                    done(null, chunk);
+                  },
+                });
+                reading = stream;
+                pipeline(stream, counted, () => undefined);
+                cb(null, counted);
+              },
+              (err: Error) => cb(err, undefined as unknown as Readable),
+            );
+          },
+        );
+      }
+      zip.end({ forceZip64Format: this.deps.forceZip64 === true, comment: '' });
+      const size = await written;
+      if (cancelled) throw new Error('export cancelled');
+      const done = await this.deps.db.$transaction(async (tx) => {
+        const ok = await tasks.complete(
+          taskId,
+          {
+            success: true,
+            assetId: null,
+            assetHash: null,
+            filename: exportName,
+            bytesDownloaded: sent,
+            exportName,
+            assetsTotal: members.length,
+            assetsAttempted: attempted,
+            assetsFailed: failed,
+            bytesTotal: size,
+          },
+          tx,
+        );
+        if (ok) {
+          await repo.insertArchive(
+            { name: exportName, ownerId: task.ownerId, taskId, size, expiresAt: new Date(Date.now() + this.deps.ttlSeconds * 1000) },
+            tx,
+          );
+        }
+        return ok;
+      });
+      if (!done) await blobs.deleteObject(objectName(exportName));
+      else log.info('export archive written', { assets: members.length, failed, bytes: size });
+    } catch (err) {
+      reading?.destroy();
+      await blobs.deleteObject(objectName(exportName)).catch(() => undefined);
+      const current = await tasks.find(undefined, taskId);
+      if (current && isActive(current.status)) {
+        log.warn('export failed', { err });
+        await tasks.fail({ id: taskId }, `export failed: ${(err as Error).message}`, { bytes: sent, total: sum(members) });
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+  }
+
+  /** GET /api/assets/exports/{name}: a short-lived URL (S3 presigned; else signed by this service). */
+  async url(principal: Principal, name: string, baseUrl: string): Promise<{ url: string; expiresAt: Date }> {
+    const archive = await this.archive(name);
+    if (!archive || archive.ownerId !== principal.ownerId) throw notFound(name);
+    const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
+    const seconds = Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000));
+    if (this.deps.blobs.presignedObjectUrl) {
+      const url = await this.deps.blobs.presignedObjectUrl(objectName(name), { fileName: name, contentType: 'application/zip', expiresInSeconds: seconds });
+      return { url, expiresAt };
+    }
+    const expires = Math.floor(expiresAt.getTime() / 1000);
+    const signature = await this.sign(name, expires);
+    return { url: `${baseUrl}/api/assets/exports/${encodeURIComponent(name)}/download?expires=${expires}&signature=${signature}`, expiresAt };
+  }
+
+  /** The archive behind a signed URL: FORBIDDEN for a bad or outdated signature, NOT_FOUND once it expired. */
+  async openSigned(name: string, expires: string, signature: string): Promise<{ stream: Readable; size: number }> {
+    const at = Number(expires);
+    const expected = Number.isSafeInteger(at) ? await this.sign(name, at) : '';
+    const given = Buffer.from(signature);
+    if (!expected || given.length !== expected.length || !crypto.timingSafeEqual(given, Buffer.from(expected))) {
+      throw new DomainError('FORBIDDEN', 'the signature of this URL is not valid');
+    }
+    if (at * 1000 < Date.now()) throw new DomainError('FORBIDDEN', 'this URL has expired; ask for a new one');
+    const archive = await this.archive(name);
+    if (!archive) throw notFound(name);
+    return { stream: await this.deps.blobs.readObject(objectName(name)), size: archive.size };
+  }
+
+  /** Removes archives past their TTL; returns how many. */
+  async sweepExpired(now = new Date()): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const names = await this.deps.repo.findExpired(now, 100);
+      for (const name of names) {
+        await this.deps.blobs.deleteObject(objectName(name));
+        await this.deps.repo.deleteArchive(name);
+        removed++;
+      }
+      if (names.length < 100) return removed;
+    }
+  }
+
+  private async archive(name: string) {
+    if (!/^[0-9a-f-]{36}\.zip$/.test(name)) return undefined;
+    const rec = await this.deps.repo.findArchive(name);
+    return rec && rec.expiresAt.getTime() > Date.now() ? rec : undefined;
+  }
+
+  private async sign(name: string, expires: number): Promise<string> {
+    this.secret ??= this.deps.repo.secret(HMAC_SECRET);
+    const key = await this.secret.catch((err) => {
+      this.secret = undefined;
+      throw err;
+    });
+    return crypto.createHmac('sha256', key).update(`${name}\n${expires}`).digest('base64url');
+  }
+
+  /** The assets of a request in archive order: named assets and job outputs (filtered by name), then previews. */
+  private async select(ownerId: string, req: ExportRequest): Promise<ExportableAsset[]> {
+    const { repo } = this.deps;
+    const picked = await repo.selectAssets(ownerId, req.asset_ids ?? [], req.job_ids ?? [], MAX_EXPORT_ASSETS + 1);
+    const named = new Set(req.asset_ids ?? []);
+    const filters = req.job_asset_name_filters ?? {};
+    const kept = picked.filter((a) => {
+      if (named.has(a.id) || !a.promptId) return true;
+      const names = filters[a.promptId];
+      return !names || names.includes(a.name);
+    });
+    if (!req.include_previews) return kept;
+    const have = new Set(kept.map((a) => a.id));
+    const previewIds = [...new Set(kept.flatMap((a) => (a.previewId && !have.has(a.previewId) ? [a.previewId] : [])))];
+    return [...kept, ...(await repo.assetsByIds(ownerId, previewIds))];
+  }
+}
+
+const sum = (assets: ExportableAsset[]): number => assets.reduce((n, a) => n + a.size, 0);

@@ -1,0 +1,30 @@
+import { ArrayMaxSize, IsIn, IsUUID, MaxLength } from 'class-validator';
+import { Field, ID, InputType } from 'type-graphql';
+import { JSONScalar } from '../scalars';
+
+@InputType({ description: 'A bulk export (contract 4.3): at least one of assetIds / jobIds.' })
+export class StartExportInput {
+  @Field(() => [ID], { nullable: true })
+  @ArrayMaxSize(10_000)
+  @IsUUID('all', { each: true })
+  assetIds?: string[];
+
+  @Field(() => [ID], { nullable: true, description: 'Every asset of these jobs (prompt ids).' })
+  @ArrayMaxSize(10_000)
+  @IsUUID('all', { each: true })
+  jobIds?: string[];
+
+  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names]}: only these assets of that job.' })
+  jobAssetNameFilters?: unknown;
+
+  @Field(() => Boolean, { nullable: true })
+  includePreviews?: boolean;
+
+  @Field(() => String, { nullable: true, description: 'preserve (default) | asset_id | group_by_job_id | group_by_job_time' })
+  @IsIn(['preserve', 'asset_id', 'group_by_job_id', 'group_by_job_time'])
+  namingStrategy?: string;
+
+  @Field(() => String, { nullable: true, description: 'Like the Idempotency-Key header: repeating it answers with the first task.' })
+  @MaxLength(1024)
+  idempotencyKey?: string;
+}

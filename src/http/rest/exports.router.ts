@@ -1,0 +1,53 @@
+import { Router, type Request } from 'express';
+import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
+import { handle, jsonBody, principalOf } from './middleware';
+
+const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
+
+/** Bulk export (contract 4.3): start an export task, and get a short-lived URL of a finished archive. */
+export function exportsRouter(deps: { exports: ExportService; publicUrl?: string }): Router {
+  const r = Router();
+  r.post(
+    '/assets/export',
+    ...jsonBody(),
+    handle(async (req, res) => {
+      const request = validateExportRequest(req.body as Record<string, unknown>);
+      const task = await deps.exports.start(principalOf(res), request, req.get('idempotency-key') ?? null);
+      const message = task.status === 'created' ? 'export queued' : task.status === 'running' ? 'export in progress' : `export ${task.status}`;
+      res.status(202).location(`/api/tasks/${task.id}`).json({ task_id: task.id, status: task.status, message });
+    }),
+  );
+  r.get(
+    '/assets/exports/:name',
+    handle(async (req, res) => {
+      const { url, expiresAt } = await deps.exports.url(principalOf(res), req.params.name as string, baseUrlOf(req, deps.publicUrl));
+      res.set('Cache-Control', 'no-store').json({ url, expires_at: expiresAt.toISOString() });
+    }),
+  );
+  return r;
+}
+
+/**
+ * The disk store's signed archive URLs (`.../download?expires=…&signature=…`): mounted before /api's key check, as
+ * the signature is the credential.
+ */
+export function exportDownloadRouter(deps: { exports: ExportService }): Router {
+  const r = Router();
+  r.get(
+    '/api/assets/exports/:name/download',
+    handle(async (req, res) => {
+      const q = req.query as Record<string, unknown>;
+      const name = req.params.name as string;
+      const { stream, size } = await deps.exports.openSigned(name, String(q.expires ?? ''), String(q.signature ?? ''));
+      res.set({
+        'Content-Type': 'application/zip',
+        'Content-Length': String(size),
+        'Content-Disposition': `attachment; filename="${name}"`,
+        'Cache-Control': 'private, no-store',
+      });
+      stream.on('error', () => res.destroy());
+      stream.pipe(res);
+    }),
+  );
+  return r;
+}

@@ -1,0 +1,264 @@
+import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { ExportRepository } from '../../src/domain/exports/export.repository';
+import { ExportService } from '../../src/domain/exports/export.service';
+import { TaskRepository } from '../../src/domain/tasks/task.repository';
+import { gql } from '../helpers/graphql';
+import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { readZip } from '../helpers/zip';
+
+/** Bulk export (contract 4.3) on the disk store: the task, the archive member by member, names, signed URLs. */
+let svc: TestService;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-zip-'));
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => {
+  await svc?.stop();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const archivesIn = (s: TestService): string[] => {
+  const dir = path.join(s.dataDir, 'blobs', '.objects', 'exports');
+  return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+};
+
+async function upload(name: string, fields: Record<string, string> = {}, key: string = KEYS.alice, bytes = crypto.randomBytes(1000 + Math.floor(Math.random() * 5000))) {
+  const res = await svc.fetch('/api/assets', { method: 'POST', key, body: uploadForm(bytes, { name, ...fields }, 'f.bin') });
+  expect(res.status).toBe(201);
+  return json(res);
+}
+
+async function startExport(body: Record<string, unknown>, key: string = KEYS.alice) {
+  const res = await svc.fetch('/api/assets/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, body: await json(res) };
+}
+
+async function finished(taskId: string, key: string = KEYS.alice) {
+  return waitFor(
+    async () => {
+      const t = await json(await svc.fetch(`/api/tasks/${taskId}`, { key }));
+      return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+    },
+    { what: 'the export task' },
+  );
+}
+
+/** Exports, downloads the archive through its signed URL (no key) and reads it. */
+async function exportAndRead(body: Record<string, unknown>) {
+  const started = await startExport(body);
+  expect(started.status).toBe(202);
+  expect(started.body).toEqual({ task_id: expect.any(String), status: 'created', message: expect.any(String) });
+  const task = await finished(started.body.task_id);
+  expect(task.status).toBe('completed');
+  expect(task.task_name).toBe('export_assets');
+  const signed = await svc.fetch(`/api/assets/exports/${task.result.export_name}`);
+  expect(signed.status).toBe(200);
+  const { url, expires_at } = await json(signed);
+  expect(new Date(expires_at).getTime()).toBeGreaterThan(Date.now());
+  const res = await fetch(url);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('application/zip');
+  const file = path.join(tmp, task.result.export_name);
+  fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()));
+  return { task, url, file, members: await readZip(file) };
+}
+
+test('an archive of the selected assets: stored members, bytes equal to the blobs, names safe and unique', async () => {
+  const assets = [
+    await upload('../../etc/passwd'),
+    await upload('/abs/model.bin'),
+    await upload('a\\b.txt'),
+    await upload('dup.txt'),
+    await upload('dup.txt'),
+    await upload('SDXL/base.safetensors'),
+  ];
+  const { task, file, members } = await exportAndRead({ asset_ids: assets.map((a) => a.id) });
+  expect(task.result).toEqual({
+    export_name: expect.stringMatching(/^[0-9a-f-]{36}\.zip$/),
+    assets_total: 6,
+    assets_attempted: 6,
+    assets_failed: 0,
+    bytes_total: fs.statSync(file).size,
+  });
+  expect(task.progress.bytes_downloaded).toBe(assets.reduce((n, a) => n + a.size, 0));
+  expect(members.map((m) => m.name)).toEqual(['etc/passwd', 'abs/model.bin', 'a_b.txt', 'dup.txt', 'dup (2).txt', 'SDXL/base.safetensors']);
+  for (const [i, m] of members.entries()) {
+    expect(m.compressionMethod).toBe(0);
+    expect(m.blake3).toBe(assets[i].asset_hash);
+    expect(m.size).toBe(assets[i].size);
+  }
+  try {
+    execFileSync('unzip', ['-tq', file]);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+});
+
+test('naming strategies: group_by_job_id, group_by_job_time, asset_id; job filters and previews', async () => {
+  const job = crypto.randomUUID();
+  const preview = await upload('thumb.png');
+  const a = await upload('out.png', { prompt_id: job, preview_id: preview.id });
+  const b = await upload('other.png', { prompt_id: job });
+  const loose = await upload('loose.bin');
+
+  const byJob = await exportAndRead({ job_ids: [job], asset_ids: [loose.id], naming_strategy: 'group_by_job_id' });
+  expect(byJob.members.map((m) => m.name).sort()).toEqual([`${job}/other.png`, `${job}/out.png`, 'loose.bin'].sort());
+
+  const byTime = await exportAndRead({ job_ids: [job], naming_strategy: 'group_by_job_time' });
+  const folder = `${new Date(a.created_at).toISOString().slice(0, 19).replace('T', '_').replace(/:/g, '-')}_${job}`;
+  expect(byTime.members.map((m) => m.name).sort()).toEqual([`${folder}/other.png`, `${folder}/out.png`]);
+
+  const byId = await exportAndRead({ asset_ids: [b.id], naming_strategy: 'asset_id' });
+  expect(byId.members.map((m) => m.name)).toEqual([`${b.id}-other.png`]);
+
+  const filtered = await exportAndRead({ job_ids: [job], job_asset_name_filters: { [job]: ['out.png'] }, include_previews: true });
+  expect(filtered.members.map((m) => m.name)).toEqual(['out.png', 'thumb.png']);
+  expect(filtered.members[1]!.blake3).toBe(preview.asset_hash);
+});
+
+test("another owner's export is 404; their asset ids select nothing", async () => {
+  const mine = await upload('mine.bin');
+  const { task } = await exportAndRead({ asset_ids: [mine.id] });
+  const res = await svc.fetch(`/api/assets/exports/${task.result.export_name}`, { key: KEYS.bob });
+  expect(res.status).toBe(404);
+  expect((await json(res)).code).toBe('NOT_FOUND');
+  expect((await svc.fetch(`/api/tasks/${task.id}`, { key: KEYS.bob })).status).toBe(404);
+  const theirs = await startExport({ asset_ids: [mine.id] }, KEYS.bob);
+  const t = await finished(theirs.body.task_id, KEYS.bob);
+  expect(t.result.assets_total).toBe(0);
+  expect((await svc.fetch(`/api/assets/exports/${crypto.randomUUID()}.zip`)).status).toBe(404);
+});
+
+test('a tampered or outdated signed URL is refused; the download needs no key but the URL needs one', async () => {
+  const a = await upload('signed.bin');
+  const { url } = await exportAndRead({ asset_ids: [a.id] });
+  const u = new URL(url);
+  const sig = u.searchParams.get('signature')!;
+  const tampered = new URL(url);
+  tampered.searchParams.set('signature', (sig[0] === 'A' ? 'B' : 'A') + sig.slice(1));
+  expect((await fetch(tampered)).status).toBe(403);
+  const later = new URL(url);
+  later.searchParams.set('expires', String(Number(u.searchParams.get('expires')) + 3600));
+  expect((await fetch(later)).status).toBe(403);
+  const other = new URL(url.replace(/exports\/[^/]+\/download/, `exports/${crypto.randomUUID()}.zip/download`));
+  expect((await fetch(other)).status).toBe(403);
+  expect((await svc.fetch(u.pathname.replace('/download', ''), { key: null })).status).toBe(401);
+});
+
+test('bad requests are 400 before any task', async () => {
+  for (const body of [{}, { asset_ids: [] }, { asset_ids: ['nope'] }, { asset_ids: [crypto.randomUUID()], naming_strategy: 'flat' }, { job_ids: [crypto.randomUUID()], include_previews: 'yes' }]) {
+    const res = await startExport(body);
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('INVALID_BODY');
+  }
+});
+
+test('GraphQL startExport returns the task; its result carries exportName', async () => {
+  const a = await upload('gql.bin');
+  const res = await gql(svc, `mutation($ids: [ID!]) { startExport(input: { assetIds: $ids, namingStrategy: "asset_id" }) { id taskName status } }`, { ids: [a.id] });
+  expect(res.errors).toBeUndefined();
+  const started = res.data.startExport;
+  expect(started.taskName).toBe('export_assets');
+  await finished(started.id);
+  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status result { exportName assetsTotal bytesTotal } } }`, { id: started.id });
+  expect(t.data.task.status).toBe('completed');
+  expect(t.data.task.result.exportName).toMatch(/\.zip$/);
+  expect(t.data.task.result.assetsTotal).toBe(1);
+});
+
+test('a task cancelled before its job ran leaves no archive', async () => {
+  // A service without job workers (and its own database), so the job cannot start before the cancel.
+  const api = await startTestService({ ROLE: 'api' });
+  try {
+    const a = await json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name: 'c.bin' }) }));
+    const res = await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [a.id] }) });
+    const { task_id } = await json(res);
+    expect((await api.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' })).status).toBe(200);
+    await api.container.exports.run(task_id);
+    const t = await json(await api.fetch(`/api/tasks/${task_id}`));
+    expect(t.status).not.toBe('completed');
+    expect(t.result ?? undefined).toBeUndefined();
+    expect(archivesIn(api)).toEqual([]);
+  } finally {
+    await api.stop();
+  }
+});
+
+test('a task cancelled while its archive is written leaves nothing', async () => {
+  const api = await startTestService({ ROLE: 'api' });
+  try {
+    const a = await json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(256 * 1024), { name: 'slow.bin' }) }));
+    const { task_id } = await json(
+      await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [a.id] }) }),
+    );
+    const c = api.container;
+    // A blob store whose reads trickle (4 KiB every 5 ms), so the cancel lands mid-archive.
+    const slow = Object.create(c.blobStore) as typeof c.blobStore;
+    slow.read = async (hash) => {
+      const whole = await c.blobStore.read(hash);
+      return Readable.from(
+        (async function* () {
+          for await (const chunk of whole as AsyncIterable<Buffer>) {
+            for (let i = 0; i < chunk.length; i += 4096) {
+              await new Promise((r) => setTimeout(r, 5));
+              yield chunk.subarray(i, i + 4096);
+            }
+          }
+        })(),
+      );
+    };
+    const exporter = new ExportService({
+      db: c.database.prisma,
+      repo: new ExportRepository(c.database.prisma),
+      tasks: new TaskRepository(c.database.prisma),
+      blobs: slow,
+      queue: c.queue,
+      logger: c.logger,
+      ttlSeconds: 60,
+      progressIntervalMs: 20,
+    });
+    const running = exporter.run(task_id);
+    await waitFor(async () => ((await json(await api.fetch(`/api/tasks/${task_id}`))).progress.bytes_downloaded > 0 ? true : undefined));
+    expect((await api.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' })).status).toBe(200);
+    await running;
+    const t = await json(await api.fetch(`/api/tasks/${task_id}`));
+    expect(t.status).not.toBe('completed');
+    expect(t.error_message).toMatch(/cancel/);
+    expect(archivesIn(api)).toEqual([]);
+    expect(fs.readdirSync(path.join(api.dataDir, 'blobs', '.tmp'))).toEqual([]);
+  } finally {
+    await api.stop();
+  }
+});
+
+describe('expiry', () => {
+  let short: TestService;
+  beforeAll(async () => {
+    short = await startTestService({ EXPORT_TTL_SECONDS: '1' });
+  });
+  afterAll(async () => {
+    await short?.stop();
+  });
+
+  test('an expired export is 404 and the sweep removes its archive', async () => {
+    const up = await short.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name: 'x' }) });
+    const asset = await json(up);
+    const started = await json(
+      await short.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [asset.id] }) }),
+    );
+    const task = await waitFor(async () => {
+      const t = await json(await short.fetch(`/api/tasks/${started.task_id}`));
+      return t.status === 'completed' ? t : undefined;
+    });
+    const archive = path.join(short.dataDir, 'blobs', '.objects', 'exports', task.result.export_name);
+    expect(fs.existsSync(archive)).toBe(true);
+    await waitFor(async () => ((await short.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined));
+    expect(await short.container.exports.sweepExpired()).toBeGreaterThanOrEqual(1);
+    expect(fs.existsSync(archive)).toBe(false);
+  });
+});
