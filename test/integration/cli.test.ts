@@ -176,7 +176,7 @@ describe('interruptions', () => {
     expect(fs.existsSync(part)).toBe(false);
   });
 
-  test('a push cut mid-file fails that file (exit 1); the next run finishes it (resuming where tus is served)', async () => {
+  test('a push cut mid-file fails that file (exit 1); the next run continues the same upload', async () => {
     const dir = path.join(work, 'push-cut');
     const data = bytes(12 * MiB, 22);
     write(dir, 'cut.bin', data);
@@ -189,21 +189,17 @@ describe('interruptions', () => {
     expect(failed).toMatchObject({ action: 'failed', name: 'cut.bin' });
     expect(first.stderr).toContain(path.join(dir, 'cut.bin'));
 
-    const tus = proxy.requests.some((q) => q.method === 'POST' && q.path === '/api/uploads' && q.status === 201);
+    expect(proxy.count('POST', /^\/api\/uploads$/)).toBeGreaterThan(0);
     const from = proxy.requests.length;
     const second = await runCli(['push', dir, '--json'], env);
     expect(second.code).toBe(0);
     const done = JSON.parse(second.stdout).files[0];
     expect(done).toMatchObject({ action: 'uploaded', name: 'cut.bin' });
     expect((await json(await svc.fetch(`/api/assets/${done.asset_id}`))).asset_hash).toBe(blake3Of(data));
-    const sent = uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0);
-    if (tus) {
-      expect(uploadRequests(from).filter((q) => q.method === 'POST')).toEqual([]);
-      expect(sent).toBeLessThanOrEqual(data.length - 4 * MiB);
-    } else {
-      console.log('push resume: this service has no /api/uploads (tus); the file was sent again whole by multipart');
-      expect(sent).toBeGreaterThanOrEqual(data.length);
-    }
+    // The same tus upload continued (HEAD for its offset, no new POST), only the rest sent.
+    expect(uploadRequests(from).filter((q) => q.method === 'POST')).toEqual([]);
+    expect(proxy.count('HEAD', /^\/api\/uploads\//, from)).toBe(1);
+    expect(uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThanOrEqual(data.length - 4 * MiB);
   });
 
   test('a push killed mid-upload is finished by the next run', async () => {
@@ -217,18 +213,15 @@ describe('interruptions', () => {
     child.proc.kill('SIGKILL');
     await child.done;
     proxy.throttleIn = undefined;
-    const tus = proxy.requests.slice(from).some((q) => q.method === 'POST' && q.path === '/api/uploads' && q.status === 201);
     from = proxy.requests.length;
     const second = await runCli(['push', dir, '--json'], env);
     expect(second.code).toBe(0);
     const done = JSON.parse(second.stdout).files[0];
     expect(done.action).toBe('uploaded');
     expect((await json(await svc.fetch(`/api/assets/${done.asset_id}`))).asset_hash).toBe(blake3Of(data));
-    // tus: the second run asks where the upload stands (HEAD) and sends only the rest.
-    if (tus) {
-      expect(proxy.count('HEAD', /^\/api\/uploads\//, from)).toBe(1);
-      expect(uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(data.length);
-    }
+    // The second run asks where the upload stands (HEAD) and sends only the rest.
+    expect(proxy.count('HEAD', /^\/api\/uploads\//, from)).toBe(1);
+    expect(uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(data.length);
   });
 
   test('an instance without /api/uploads (404) gets a streamed multipart POST /api/assets with the hash first', async () => {
@@ -257,6 +250,9 @@ describe('commands, exit codes and --json', () => {
     expect((await runCli(['push', '--concurrency', 'x', work], env)).code).toBe(2);
     expect((await runCli(['frobnicate'], env)).code).toBe(2);
     expect((await runCli(['export', 'not-a-zip'], env)).code).toBe(2);
+    const missing = await runCli(['push', path.join(work, 'no-such-folder')], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('no such file or folder');
     const help = await runCli(['pull', '--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--comfyui');
@@ -307,20 +303,48 @@ describe('commands, exit codes and --json', () => {
     expect(JSON.parse(again.stdout).asset_hash).toBe(blake3Of(data));
   });
 
-  test('export writes the ZIP of the named assets', async () => {
-    const probe = await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-    if (probe.status === 404) {
-      console.log('export: this service has no POST /api/assets/export yet; only the failure path is checked');
-      const r = await runCli(['export', '--tag', 'checkpoints', path.join(work, 'x.zip')], env);
-      expect(r.code).toBe(1);
-      return;
+  test('export writes the ZIP of the named assets (by ids or by tag)', async () => {
+    const files = { 'exp one.safetensors': bytes(200 * KiB, 61), 'exp two ü.bin': bytes(10 * KiB, 62) };
+    const ids: string[] = [];
+    for (const [name, data] of Object.entries(files)) {
+      const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(data, { tags: 'exp', name }, name) });
+      ids.push((await json(res)).id);
     }
-    const zip = path.join(work, 'export.zip');
-    const r = await runCli(['export', '--tag', 'loras', zip, '--json'], env);
+    const members = async (zip: string): Promise<Record<string, string>> => {
+      const yauzl = await import('yauzl');
+      const zipfile = await yauzl.fromBufferPromise(fs.readFileSync(zip), { lazyEntries: true });
+      const found: Record<string, string> = {};
+      const entries: import('yauzl').Entry[] = await new Promise((resolve, reject) => {
+        const list: import('yauzl').Entry[] = [];
+        zipfile.on('entry', (e: import('yauzl').Entry) => {
+          list.push(e);
+          zipfile.readEntry();
+        });
+        zipfile.on('end', () => resolve(list));
+        zipfile.on('error', reject);
+        zipfile.readEntry();
+      });
+      for (const entry of entries) {
+        const chunks: Buffer[] = [];
+        for await (const c of await zipfile.openReadStreamPromise(entry)) chunks.push(c as Buffer);
+        found[entry.fileName] = blake3Of(Buffer.concat(chunks));
+      }
+      zipfile.close();
+      return found;
+    };
+    const expected = Object.fromEntries(Object.entries(files).map(([n, d]) => [n, blake3Of(d)]));
+
+    const byTag = path.join(work, 'by-tag.zip');
+    const r = await runCli(['export', '--tag', 'exp', byTag, '--json'], env);
     expect(r.code).toBe(0);
-    const buf = fs.readFileSync(zip);
-    expect(buf.subarray(0, 2).toString()).toBe('PK');
-    expect(buf.includes(Buffer.from('style ünï 🎨 v2.safetensors'))).toBe(true);
+    expect(JSON.parse(r.stdout)).toMatchObject({ file: byTag, task: { status: 'completed' } });
+    expect(await members(byTag)).toEqual(expected);
+
+    const byIds = path.join(work, 'by-ids.zip');
+    const r2 = await runCli(['export', ids[0]!, byIds], env);
+    expect(r2.code).toBe(0);
+    expect(await members(byIds)).toEqual({ 'exp one.safetensors': expected['exp one.safetensors'] });
+    expect(fs.existsSync(`${byIds}.part`)).toBe(false);
   });
 });
 

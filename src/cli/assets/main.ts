@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -66,6 +67,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--chunk-size <MiB>', 'size of each resumable-upload request (0: one request per file)', wholeNumber, 64)
     .option('--json', 'print the results as JSON on stdout', false)
     .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; json: boolean }) => {
+      const missing = paths.filter((p) => !fs.existsSync(p));
+      if (missing.length) throw new UsageError(`no such file or folder: ${missing.join(', ')}`);
       const g = program.opts<GlobalOptions>();
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
       const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));

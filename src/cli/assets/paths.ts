@@ -58,7 +58,7 @@ export interface AssetPlacementInput {
 
 /**
  * Where `pull --comfyui` writes an asset, relative to the target dir: `models/<folder>/<loader_path>` for an asset
- * tagged `models` (folder = its first tag other than `models`, `input` and `output`), `input/<name>`,
+ * tagged `models` (folder = the tag after `models`, as push writes them, else its first other tag), `input/<name>`,
  * `output/<name>`, else `<name>`. The name part is `loader_path`, or the name through the same sanitiser when the
  * service sends no `loader_path` (an older instance); an unsafe name falls back to its last segment.
  */
@@ -67,7 +67,9 @@ export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   const safe = safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id);
   if (!comfyui) return safe;
   if (asset.tags.includes('models')) {
-    const folder = asset.tags.find((t) => t !== 'models' && t !== 'input' && t !== 'output');
+    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output';
+    const next = asset.tags[asset.tags.indexOf('models') + 1];
+    const folder = notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next;
     const folderSafe = folder === undefined ? undefined : safeRelativePath(folder);
     if (folderSafe !== undefined && !folderSafe.includes('/')) return `models/${folderSafe}/${safe}`;
     return `models/${safe}`;
