@@ -287,8 +287,15 @@ describe('commands, exit codes and --json', () => {
   test('ls pages through more assets than one page', async () => {
     const r = await runCli(['ls', '--limit', '3', '--json'], env);
     expect(JSON.parse(r.stdout).assets).toHaveLength(3);
-    const all = await runCli(['ls', '--limit', '1000', '--json'], env);
-    expect(JSON.parse(all.stdout).assets.length).toBe((await listAll()).length);
+    const from = proxy.requests.length;
+    const all = await runCli(['--page-size', '2', 'ls', '--limit', '1000', '--json'], env);
+    const expected = (await listAll()).map((a) => a.id).sort();
+    expect(expected.length).toBeGreaterThan(4);
+    expect(JSON.parse(all.stdout).assets.map((a: { id: string }) => a.id).sort()).toEqual(expected);
+    // Pages by `after=<next_cursor>` where the service sends cursors, else by offset.
+    const pages = proxy.requests.slice(from).filter((q) => q.method === 'GET' && q.path.startsWith('/api/assets?'));
+    expect(pages.length).toBe(Math.ceil(expected.length / 2));
+    expect(pages.slice(1).every((q) => /[?&](after|offset)=[^0&]/.test(q.path))).toBe(true);
   });
 
   test('download follows the task to the end and answers the asset', async () => {

@@ -51,6 +51,8 @@ export class ApiError extends Error {
 export interface ClientOptions {
   url: string;
   apiKey?: string;
+  /** Assets per listing request (≤ 500, the service's maximum). */
+  pageSize?: number;
 }
 
 type Req = Omit<RequestInit, 'headers'> & { headers?: Record<string, string>; noKey?: boolean };
@@ -134,7 +136,7 @@ export class ApiClient {
    * `offset` while `has_more` (an older instance).
    */
   async *listAll(filter: { tags: string[]; nameContains?: string; limit?: number }): AsyncGenerator<Asset> {
-    const pageSize = Math.min(filter.limit ?? 500, 500);
+    const pageSize = Math.min(filter.limit ?? Infinity, this.opts.pageSize ?? 500, 500);
     let left = filter.limit ?? Infinity;
     let cursor: string | undefined;
     let offset = 0;

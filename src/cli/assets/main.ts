@@ -19,6 +19,7 @@ interface GlobalOptions {
   url: string;
   apiKey?: string;
   stateFile?: string;
+  pageSize: number;
 }
 
 const collect = (v: string, prev: string[]): string[] => [...prev, v];
@@ -48,13 +49,14 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .addOption(new Option('--url <url>', 'service base URL').env('ASSETS_URL').default('http://127.0.0.1:8080'))
     .addOption(new Option('--api-key <key>', 'API key (X-API-Key)').env('ASSETS_API_KEY'))
     .option('--state-file <file>', 'where push keeps its resumable uploads (default: ~/.cache/assets-cli/uploads.json)')
+    .addOption(new Option('--page-size <n>', 'assets per listing request').argParser(positiveInt).default(500).hideHelp())
     .showHelpAfterError()
     .exitOverride();
   program.addHelpText('after', '\nExit codes: 0 success, 1 some files or requests failed (listed), 2 usage error.');
 
   const client = (): ApiClient => {
     const g = program.opts<GlobalOptions>();
-    return new ApiClient({ url: g.url, apiKey: g.apiKey });
+    return new ApiClient({ url: g.url, apiKey: g.apiKey, pageSize: g.pageSize });
   };
 
   program

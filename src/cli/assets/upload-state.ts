@@ -2,6 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
+const STALE_MS = 24 * 3600 * 1000;
+
 interface PreviousUpload {
   size: number | null;
   metadata: { [key: string]: string };
@@ -43,7 +45,13 @@ export class UploadStateFile {
   }
 
   async findAllUploads(): Promise<PreviousUpload[]> {
-    return Object.entries(this.read()).map(([urlStorageKey, v]) => ({ ...v, urlStorageKey }));
+    const data = this.read();
+    // The service drops unfinished uploads after 24 h (Upload-Expires): older entries are of no use.
+    const stale = Object.keys(data).filter((k) => Date.now() - Date.parse(data[k]!.creationTime) > STALE_MS);
+    if (stale.length) await this.update((d) => stale.forEach((k) => delete d[k]));
+    return Object.entries(data)
+      .filter(([k]) => !stale.includes(k))
+      .map(([urlStorageKey, v]) => ({ ...v, urlStorageKey }));
   }
 
   async findUploadsByFingerprint(fingerprint: string): Promise<PreviousUpload[]> {
