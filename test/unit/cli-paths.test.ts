@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { comfyPlacement, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
+import { comfyPlacement, comfyPlacementOf, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
 
 describe('safeRelativePath (the loader_path rule of contract 3)', () => {
   test.each([
@@ -27,6 +27,15 @@ describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
     expect(comfyPlacement('models/loose.bin')).toBeUndefined();
     expect(comfyPlacement('custom_nodes/x/y.py')).toBeUndefined();
     expect(comfyPlacement('README.md')).toBeUndefined();
+  });
+});
+
+describe('comfyPlacementOf (a folder or file inside a ComfyUI tree)', () => {
+  test('pushing models/loras or one model file places it as the whole tree would', () => {
+    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'sub/x.safetensors' });
+    expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({ tags: ['output'], name: 'o.png' });
+    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'checkpoints'], name: 'a.sft' });
+    expect(comfyPlacementOf('/home/me/random/x.bin', 'x.bin')).toBeUndefined();
   });
 });
 

@@ -109,7 +109,8 @@ export class ApiClient {
   }
 
   async hashStored(hash: string): Promise<boolean> {
-    const res = await this.raw(`/api/assets/hash/${encodeURIComponent(hash)}`, { method: 'HEAD' });
+    // Sent as is (`blake3:<hex>` needs no escaping), the form the service answers on its fast lane.
+    const res = await this.raw(`/api/assets/hash/${hash}`, { method: 'HEAD' });
     if (res.status === 200) return true;
     if (res.status === 404) return false;
     throw await errorOf(res);

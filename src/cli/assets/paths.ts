@@ -49,6 +49,21 @@ export function comfyPlacement(relPosix: string): ComfyPlacement | undefined {
   return undefined;
 }
 
+/**
+ * The placement of a file pushed with `--comfyui`: by its path inside the pushed folder (the ComfyUI root), else by
+ * the part of its absolute path from the last `models`/`input`/`output` folder on, so pushing `ComfyUI/models/loras`
+ * or a single model file places it as pushing the whole tree would.
+ */
+export function comfyPlacementOf(absPath: string, relPosix: string): ComfyPlacement | undefined {
+  const direct = comfyPlacement(relPosix);
+  if (direct) return direct;
+  const parts = absPath.split(/[\\/]/);
+  for (let i = parts.length - 2; i >= 0; i--) {
+    if (parts[i] === 'models' || parts[i] === 'input' || parts[i] === 'output') return comfyPlacement(parts.slice(i).join('/'));
+  }
+  return undefined;
+}
+
 export interface AssetPlacementInput {
   id: string;
   name: string;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError, type ApiClient } from './client';
 import { hashFile } from './hash-file';
-import { comfyPlacement } from './paths';
+import { comfyPlacementOf } from './paths';
 import { mapPool } from './pool';
 import { formatBytes, type Progress } from './progress';
 import { multipartUpload, tusUpload, TusUnsupported, type UploadResult } from './upload';
@@ -72,7 +72,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     let name = c.rel;
     let tags = opts.tags;
     if (opts.comfyui) {
-      const place = comfyPlacement(c.rel);
+      const place = comfyPlacementOf(path.resolve(c.file), c.rel);
       if (!place) {
         results.push({ file: c.file, action: 'skipped', error: { code: 'NOT_COMFYUI', message: 'not under models/<folder>/, input/ or output/' } });
         progress.log(`skipped ${c.rel}: not under models/<folder>/, input/ or output/`);
