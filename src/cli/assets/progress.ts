@@ -28,6 +28,8 @@ export function formatBytes(n: number): string {
   return i === 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
 }
 
+const PLAIN_EVERY_MS = 10_000;
+
 const shorten = (s: string, max = 40): string => (s.length <= max ? s : '…' + s.slice(s.length - max + 1));
 
 function barPayload(value: number, startedAt: number, startValue: number): { speed: string; done: string } {
@@ -111,11 +113,22 @@ class TerminalProgress implements Progress {
   }
 }
 
-/** No terminal: one line per finished item on stderr, no bars. */
+/** No terminal: one line per finished item on stderr, no bars; a long transfer also says where it is every 10 s. */
 class PlainProgress implements Progress {
   addTotal(): void {}
-  item(): FileProgress {
-    return { update: () => {}, finish: (line) => line && process.stderr.write(line + '\n') };
+  item(label: string, size: number): FileProgress {
+    const started = Date.now();
+    let last = started;
+    return {
+      update: (bytes) => {
+        const now = Date.now();
+        if (now - last < PLAIN_EVERY_MS || size === 0) return;
+        last = now;
+        const { speed } = barPayload(bytes, started, 0);
+        process.stderr.write(`${label}: ${Math.floor((bytes / size) * 100)}% (${formatBytes(bytes)} of ${formatBytes(size)}, ${speed})\n`);
+      },
+      finish: (line) => line && process.stderr.write(line + '\n'),
+    };
   }
   log(line: string): void {
     process.stderr.write(line + '\n');
