@@ -15,6 +15,8 @@ const BENCHES = {
   graphql: 'GraphQL asset(id) vs REST GET /api/assets/{id}',
   startup: 'node dist/src/main.js to /readyz 200, cold and warm',
   's3-vs-fs-upload': 'upload throughput to the S3 store (s3rver) vs the disk store; S3 peak RSS',
+  'tus-upload': 'tus upload in 64 MiB PATCHes vs multipart of the same size (BENCH_TUS_MIB); peak RSS',
+  export: 'bulk export ZIP of N MiB of assets vs cat of the blobs + fsync (BENCH_EXPORT_MIB)',
   cli: 'assets push vs curl -F; re-push of a stored tree vs BLAKE3 hashing (0 bytes sent); assets pull vs curl -o',
 };
 

@@ -107,7 +107,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
-  const exports = new ExportService({
+  const exportService = new ExportService({
     db: database.prisma,
     repo: new ExportRepository(database.prisma),
     tasks: new TaskRepository(database.prisma),
@@ -123,14 +123,14 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     expireInSeconds: 6 * 3600,
     concurrency: 2,
     handler: async ({ taskId }) => {
-      await exports.run(taskId);
+      await exportService.run(taskId);
     },
   });
   queue.define({
     name: EXPORT_SWEEP_JOB,
     cron: '*/10 * * * *',
     handler: async () => {
-      const n = await exports.sweepExpired();
+      const n = await exportService.sweepExpired();
       if (n > 0) logger.info('removed expired export archives', { count: n });
     },
   });
@@ -151,7 +151,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     tasks,
     downloads,
     uploads,
-    exports,
+    exports: exportService,
     close: async () => {
       await downloadsModule.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));

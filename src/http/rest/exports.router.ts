@@ -18,9 +18,9 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
     }),
   );
   r.get(
-    '/assets/exports/:name',
+    '/assets/exports/:export_name',
     handle(async (req, res) => {
-      const { url, expiresAt } = await deps.exports.url(principalOf(res), req.params.name as string, baseUrlOf(req, deps.publicUrl));
+      const { url, expiresAt } = await deps.exports.url(principalOf(res), req.params.export_name as string, baseUrlOf(req, deps.publicUrl));
       res.set('Cache-Control', 'no-store').json({ url, expires_at: expiresAt.toISOString() });
     }),
   );
@@ -34,10 +34,10 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
 export function exportDownloadRouter(deps: { exports: ExportService }): Router {
   const r = Router();
   r.get(
-    '/api/assets/exports/:name/download',
+    '/api/assets/exports/:export_name/download',
     handle(async (req, res) => {
       const q = req.query as Record<string, unknown>;
-      const name = req.params.name as string;
+      const name = req.params.export_name as string;
       const { stream, size } = await deps.exports.openSigned(name, String(q.expires ?? ''), String(q.signature ?? ''));
       res.set({
         'Content-Type': 'application/zip',

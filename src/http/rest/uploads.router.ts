@@ -184,7 +184,9 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
     if (body !== undefined) res.send(body);
     else res.end();
   });
-  r.all('/uploads', serve);
-  r.all('/uploads/:id', serve);
+  r.post('/uploads', serve);
+  r.head('/uploads/:id', serve);
+  r.patch('/uploads/:id', serve);
+  r.delete('/uploads/:id', serve);
   return r;
 }

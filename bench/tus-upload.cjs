@@ -1,0 +1,56 @@
+'use strict';
+// Resumable uploads: a tus upload of N MiB in 64 MiB PATCHes (POST /api/uploads, then PATCH /api/uploads/{id})
+// against the multipart upload (POST /api/assets) of the same size, interleaved A B A B in the same run; plus the
+// service's peak RSS (VmHWM) during the tus uploads. Size: BENCH_TUS_MIB (default 256; the figure of issue 13 is
+// BENCH_TUS_MIB=4096), PATCH size: BENCH_TUS_PATCH_MIB (default 64).
+const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
+const { uploadTus } = require('./lib/tus-client.cjs');
+
+async function run(args) {
+  const size = (args.smoke ? 8 : Number(process.env.BENCH_TUS_MIB ?? 256)) * MiB;
+  const patchSize = (args.smoke ? 2 : Number(process.env.BENCH_TUS_PATCH_MIB ?? 64)) * MiB;
+  const rounds = args.rounds ?? (args.smoke ? 1 : 3);
+  const stack = await startStack({ prefix: 'tus', env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) } });
+  try {
+    const tus = [];
+    const multi = [];
+    const ratios = [];
+    let peakReset = false;
+    let peakHwm = 0;
+    for (let i = 0; i < rounds; i++) {
+      const m = await uploadMultipart(stack.svc.url, size);
+      if (m.status !== 201) throw new Error(`multipart upload answered ${m.status}: ${JSON.stringify(m.body)}`);
+      await requestJson(stack.svc.url, 'DELETE', `/api/assets/${m.body.id}`);
+      peakReset = resetPeak(stack.svc.pid);
+      const t = await uploadTus(stack.svc.url, size, patchSize);
+      peakHwm = Math.max(peakHwm, memoryOf(stack.svc.pid).hwm);
+      await requestJson(stack.svc.url, 'DELETE', `/api/assets/${t.assetId}`);
+      const a = mbps(size, t.seconds);
+      const b = mbps(size, m.seconds);
+      tus.push(a);
+      multi.push(b);
+      ratios.push(a / b);
+      log(`  ${size / MiB} MiB round ${i + 1}: multipart ${b.toFixed(0)} MB/s, tus ${a.toFixed(0)} MB/s (${patchSize / MiB} MiB PATCHes), ratio ${(a / b).toFixed(3)}`);
+    }
+    const peakMb = peakHwm / 1e6;
+    printResult('tus-upload', {
+      size_mib: size / MiB,
+      patch_mib: patchSize / MiB,
+      rounds,
+      tus_mbps_median: r2(median(tus)),
+      multipart_mbps_median: r2(median(multi)),
+      ratio_median: r3(median(ratios)),
+      ratios: ratios.map(r3),
+      target: 0.85,
+      met: median(ratios) >= 0.85,
+      peak_rss_mb: r2(peakMb),
+      peak_rss_during: `tus uploads (VmHWM of the service process${peakReset ? ', reset before each' : ', since start'})`,
+      rss_target_mb: 300,
+      rss_met: peakMb < 300,
+    });
+  } finally {
+    await stack.stop();
+  }
+}
+
+module.exports = { run };
