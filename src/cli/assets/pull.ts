@@ -1,8 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import fsp from 'node:fs/promises';
 import { blake3 } from '../../infra/blake3';
 import { ApiError, type ApiClient, type Asset } from './client';
 import { pullPath, resolveInside } from './paths';
@@ -55,6 +54,7 @@ async function hasRightContent(file: string, asset: Asset): Promise<boolean> {
 }
 
 const RETRY_DELAYS_MS = [1000, 3000];
+const WRITE_BATCH = 4 << 20;
 
 /**
  * Downloads one asset's content into `<target>.part`, continuing a part a previous run left (Range; a 200 answer
@@ -84,18 +84,42 @@ async function download(client: ApiClient, asset: Asset, target: string, onBytes
       if (offset > 0) await hashInto(h, part);
       let done = offset;
       onBytes(done);
-      const counter = new Transform({
-        transform(chunk: Buffer, _enc, cb) {
+      // Chunks are hashed as they arrive and written in batches of 4 MiB, one write in flight while the next batch
+      // is read (a stream pipeline paused the socket at every 16 KiB step of backpressure).
+      const fh = await fsp.open(part, offset > 0 ? 'a' : 'w');
+      let batch: Buffer[] = [];
+      let batchBytes = 0;
+      let writing: Promise<unknown> = Promise.resolve();
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
           h.update(chunk);
           done += chunk.length;
           received += chunk.length;
           onBytes(done);
-          cb(null, chunk);
-        },
-      });
-      await pipeline(res.body, counter, fs.createWriteStream(part, { flags: offset > 0 ? 'a' : 'w', highWaterMark: 1 << 20 })).catch((err: Error) => {
-        throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${err.message}`);
-      });
+          batch.push(chunk);
+          batchBytes += chunk.length;
+          if (batchBytes >= WRITE_BATCH) {
+            const full = batch;
+            batch = [];
+            batchBytes = 0;
+            await writing;
+            writing = fh.writev(full);
+          }
+        }
+        await writing;
+        if (batch.length) await fh.writev(batch);
+      } catch (err) {
+        const wrote = await writing.then(
+          () => true,
+          () => false,
+        );
+        if (err instanceof ApiError || (err as NodeJS.ErrnoException).syscall === 'write') throw err;
+        // Keep what arrived before the connection broke: the next attempt continues after it.
+        if (wrote && batch.length) await fh.writev(batch).catch(() => undefined);
+        throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`);
+      } finally {
+        await fh.close();
+      }
       if (done !== asset.size || h.value() !== asset.asset_hash) {
         fs.rmSync(part, { force: true });
         throw new ApiError(0, 'HASH_MISMATCH', `the downloaded bytes (${done}) do not match ${asset.asset_hash}`);
