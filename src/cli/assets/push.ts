@@ -40,7 +40,12 @@ const STATE_FILE_NAME = '.assets-push-state.json';
 /** Every regular file under the arguments (files as given, directories walked; hidden names skipped). */
 export function collectFiles(args: string[]): Candidate[] {
   const out: Candidate[] = [];
+  const seen = new Set<string>();
   const walk = (root: string, dir: string): void => {
+    // A symlinked folder is followed once (a link back up the tree would otherwise never end).
+    const real = fs.realpathSync(dir);
+    if (seen.has(real)) return;
+    seen.add(real);
     for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (e.name.startsWith('.')) continue;
       const abs = path.join(dir, e.name);
