@@ -102,6 +102,10 @@ describe('push and pull of a ComfyUI tree', () => {
     const b = byFile.get('models/vae/copy b.safetensors')!;
     expect(a.asset_id).toBe(b.asset_id);
     expect([a.action, b.action].sort()).toEqual(['from_hash', 'uploaded']);
+    // ... and adds its folder's tag to that asset.
+    const dup = assets.find((x) => x.id === a.asset_id);
+    expect(dup.tags).toEqual(expect.arrayContaining(['models', 'loras', 'vae', 'team-x']));
+    expect(dup.tags[1]).toBe(dup.name === 'copy a.safetensors' ? 'loras' : 'vae');
     expect(assets).toHaveLength(5);
     // Each distinct content was sent once.
     expect(new Set(uploadRequests(from).filter((q) => q.method === 'POST').map((q) => q.path)).size).toBeGreaterThan(0);
@@ -131,7 +135,7 @@ describe('push and pull of a ComfyUI tree', () => {
       if (rel.includes('/copy ') && !rel.endsWith(dupWinner.name)) continue;
       expect({ rel, hash: fileHash(path.join(dest, ...rel.split('/'))) }).toEqual({ rel, hash: blake3Of(data) });
     }
-    expect(fs.readdirSync(path.join(dest, 'models')).sort()).toEqual(['checkpoints', 'loras', 'vae'].filter((f) => f !== 'vae' || dupWinner.tags.includes('vae')).sort());
+    expect(fs.readdirSync(path.join(dest, 'models')).sort()).toEqual([...new Set(['checkpoints', 'loras', dupWinner.tags[1]])].sort());
     expect(out.extra_model_paths_yaml).toContain(`base_path: ${JSON.stringify(path.resolve(dest))}`);
     expect(out.extra_model_paths_yaml).toContain('checkpoints: "models/checkpoints/"');
     expect(fs.readdirSync(dest, { recursive: true }).some((f) => String(f).endsWith('.part'))).toBe(false);
@@ -256,6 +260,10 @@ describe('commands, exit codes and --json', () => {
     const help = await runCli(['pull', '--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--comfyui');
+    // The package's bin (what `npx assets` runs).
+    const { execFileSync } = await import('node:child_process');
+    const bin = path.join(__dirname, '..', '..', 'bin', 'assets.cjs');
+    expect(execFileSync(bin, ['--help'], { encoding: 'utf8', env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` } })).toMatch(/^Usage: assets/);
   });
 
   test('failed files exit 1 and name the file and the service code', async () => {

@@ -120,6 +120,23 @@ export class ApiClient {
     return (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body;
   }
 
+  /**
+   * POST /api/assets/{id}/tags; the tags that were not there before. An instance without that route (404 other than
+   * ASSET_NOT_FOUND) gets a PUT of the whole tag list instead.
+   */
+  async addTags(id: string, tags: string[]): Promise<string[]> {
+    const path = `/api/assets/${encodeURIComponent(id)}`;
+    try {
+      return (await this.json<{ added: string[] }>(`${path}/tags`, { method: 'POST', body: JSON.stringify({ tags }) })).body.added;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 404 && err.code !== 'ASSET_NOT_FOUND')) throw err;
+    }
+    const current = (await this.getAsset(id)).tags;
+    const added = tags.filter((t) => !current.includes(t));
+    if (added.length) await this.json(path, { method: 'PUT', body: JSON.stringify({ tags: [...current, ...added] }) });
+    return added;
+  }
+
   async getAsset(id: string): Promise<Asset> {
     return (await this.json<Asset>(`/api/assets/${encodeURIComponent(id)}`)).body;
   }

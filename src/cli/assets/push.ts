@@ -26,6 +26,8 @@ export interface PushResult {
   action: 'uploaded' | 'from_hash' | 'skipped' | 'failed';
   asset_id?: string;
   created_new?: boolean;
+  /** Tags this file added to an asset that existed already. */
+  tags_added?: string[];
   bytes_sent?: number;
   error?: { code: string; message: string };
 }
@@ -94,12 +96,22 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   // One content in several files of this run: the first sends it, the others wait and create theirs by hash.
   const firstOfHash = new Map<string, Promise<unknown>>();
 
+  // The service keeps one asset per content and owner (contract 3.1): a file whose content is already an asset of
+  // this owner (another name, another folder, an earlier push with other tags) adds its tags to that asset, so
+  // `ls --tag` finds it under each; its name stays the first one.
+  const addMissingTags = async (id: string, has: string[] | undefined, wanted: string[]): Promise<string[]> => {
+    const current = new Set(has ?? (await client.getAsset(id)).tags);
+    const missing = [...new Set(wanted.map((t) => t.trim().toLowerCase()).filter((t) => t && !current.has(t)))];
+    return missing.length ? client.addTags(id, missing) : [];
+  };
+
   const sendOrLink = async (p: (typeof planned)[number], hash: string): Promise<PushResult> => {
     const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
     if (await client.hashStored(hash)) {
       const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
-      progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : ', asset existed'})`);
-      return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0 };
+      const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
+      progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
+      return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
     }
     progress.addTotal(p.size);
     const bar = progress.item(`↑ ${p.name}`, p.size);
@@ -121,7 +133,8 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     }
     res ??= await multipartUpload(client, input, onBytes);
     bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
-    return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent };
+    const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
+    return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
   };
 
   const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
