@@ -163,7 +163,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
-    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 365 * 86400),
+    // At most a day: the temporary-blob sweeper removes parts not written to for 24 h.
+    uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 86400),
     exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
     publicUrl: optional('PUBLIC_URL')?.replace(/\/+$/, ''),
   };

@@ -18,6 +18,7 @@ import { ExportRepository } from './domain/exports/export.repository';
 import { EXPORT_JOB, EXPORT_SWEEP_JOB, ExportService } from './domain/exports/export.service';
 import { TaskRepository } from './domain/tasks/task.repository';
 import { UPLOAD_SWEEP_JOB, UploadService } from './domain/uploads/upload.service';
+import { UploadLeases } from './domain/uploads/upload-lease';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
 export interface Container {
@@ -95,7 +96,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
-  const uploads = new UploadService(new UploadRepository(database.prisma), blobStore, content, assets, logger, {
+  const uploadRepo = new UploadRepository(database.prisma);
+  const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, content, assets, logger, {
     expirySeconds: config.uploadExpirySeconds,
   });
   queue.define({
@@ -118,9 +120,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   });
   queue.define<{ taskId: string }>({
     name: EXPORT_JOB,
-    // A crashed export starts again from the first member (its temporary is swept); a failing one fails its task.
+    // A crashed export (no heartbeat for 30 s) starts again from the first member (its temporary is swept); a failing
+    // one fails its task.
     retryLimit: 2,
     expireInSeconds: 6 * 3600,
+    heartbeatSeconds: 30,
     concurrency: 2,
     handler: async ({ taskId }) => {
       await exportService.run(taskId);

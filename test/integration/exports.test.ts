@@ -77,7 +77,7 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
     await upload('dup.txt'),
     await upload('SDXL/base.safetensors'),
   ];
-  const { task, file, members } = await exportAndRead({ asset_ids: assets.map((a) => a.id) });
+  const { task, file, members, url } = await exportAndRead({ asset_ids: assets.map((a) => a.id) });
   expect(task.result).toEqual({
     export_name: expect.stringMatching(/^[0-9a-f-]{36}\.zip$/),
     assets_total: 6,
@@ -92,6 +92,12 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
     expect(m.blake3).toBe(assets[i].asset_hash);
     expect(m.size).toBe(assets[i].size);
   }
+  const whole = fs.readFileSync(file);
+  const part = await fetch(url, { headers: { range: 'bytes=100-199' } });
+  expect(part.status).toBe(206);
+  expect(part.headers.get('content-range')).toBe(`bytes 100-199/${whole.length}`);
+  expect(Buffer.from(await part.arrayBuffer()).equals(whole.subarray(100, 200))).toBe(true);
+  expect((await fetch(url, { headers: { range: `bytes=${whole.length}-` } })).status).toBe(416);
   try {
     execFileSync('unzip', ['-tq', file]);
   } catch (err) {

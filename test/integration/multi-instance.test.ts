@@ -8,6 +8,7 @@ import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-p
 import { blake3Of, createTestDatabase, json, KEYS, uploadForm, waitFor } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
+import { tusUpload } from '../helpers/tus';
 
 /**
  * Several service processes (dist/, `node dist/src/main.js --role ...`) sharing nothing but one PostgreSQL database
@@ -171,5 +172,37 @@ describe('S3 bucket shared by two processes', () => {
     const got = Buffer.from(await (await other.fetch(`/api/assets/${task.result.asset_id}/content`)).arrayBuffer());
     expect(got.equals(data)).toBe(true);
     await checkFinalState(c, { contents: 12, assets: 15 });
+  });
+});
+
+describe('resumable uploads across processes', () => {
+  test('a tus upload to S3 whose process is SIGKILLed mid-way is continued by the other from the offset HEAD reports', async () => {
+    const c = await s3Cluster();
+    const [a, b] = await Promise.all([spawn(c.env, 'all'), spawn(c.env, 'all')]);
+    const data = crypto.randomBytes(6 * MiB);
+    let url = '';
+    let acknowledged = 0;
+    let killed: Promise<void> | undefined;
+    await expect(
+      tusUpload(a.url, data, {
+        chunkSize: MiB,
+        retryDelays: [],
+        onUrl: (u) => (url = u),
+        onChunkComplete: (accepted) => {
+          acknowledged = accepted;
+          if (accepted >= 2 * MiB && !killed) killed = a.kill('SIGKILL');
+        },
+      }),
+    ).rejects.toThrow();
+    await killed;
+    const id = url.split('/').pop()!;
+    const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: { 'Tus-Resumable': '1.0.0' } });
+    const offset = Number(h.headers.get('upload-offset'));
+    expect(offset).toBeGreaterThanOrEqual(acknowledged);
+    await tusUpload(b.url, data, { uploadUrl: `${b.url}/api/uploads/${id}` });
+    const done = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: { 'Tus-Resumable': '1.0.0' } });
+    const asset = await json(await b.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+    await checkFinalState(c, { contents: 1, assets: 1 });
   });
 });

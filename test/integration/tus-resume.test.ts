@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { blake3Of, createTestDatabase, json, startTestService, type TestService } from '../helpers/harness';
+import { blake3Of, createTestDatabase, json, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { startCuttingProxy, TUS, tusUpload } from '../helpers/tus';
@@ -110,6 +110,41 @@ describe('two instances on one database (disk)', () => {
 
   test('one instance continues an upload the other started', async () => {
     await halfAndHalf(a, b);
+  });
+
+  test('a HEAD on one instance waits for a PATCH in progress on the other, which wraps up when asked', async () => {
+    const data = crypto.randomBytes(16 * MiB);
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(created.headers.get('location')!);
+    // A slow client on A: 64 KiB every 50 ms, far from done when B is asked.
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(ctrl) {
+        if (sent >= data.length) return ctrl.close();
+        await new Promise((r) => setTimeout(r, 50));
+        ctrl.enqueue(data.subarray(sent, sent + 64 * KiB));
+        sent += 64 * KiB;
+      },
+    });
+    const slow = a
+      .fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+        body,
+        duplex: 'half',
+      } as RequestInit)
+      .then((r) => r.headers.get('upload-offset'), () => undefined);
+    await waitFor(async () => (sent >= 512 * KiB ? true : undefined));
+    const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+    expect(h.status).toBe(200);
+    const offset = Number(h.headers.get('upload-offset'));
+    expect(offset).toBeGreaterThanOrEqual(512 * KiB);
+    expect(offset).toBeLessThan(data.length);
+    expect(fs.statSync(path.join(a.dataDir, 'blobs', '.partial', `upload-${id}`)).size).toBe(offset);
+    const answered = await slow;
+    if (answered !== undefined && answered !== null) expect(Number(answered)).toBe(offset);
+    await tusUpload(b.url, data, { uploadUrl: `${b.url}/api/uploads/${id}` });
+    expect((await assetVia(b.fetch, id)).asset_hash).toBe(blake3Of(data));
   });
 });
 

@@ -227,8 +227,11 @@ export class ExportService {
     return { url: `${baseUrl}/api/assets/exports/${encodeURIComponent(name)}/download?expires=${expires}&signature=${signature}`, expiresAt };
   }
 
-  /** The archive behind a signed URL: FORBIDDEN for a bad or outdated signature, NOT_FOUND once it expired. */
-  async openSigned(name: string, expires: string, signature: string): Promise<{ stream: Readable; size: number }> {
+  /**
+   * The archive behind a signed URL: FORBIDDEN for a bad or outdated signature, NOT_FOUND once it expired. `open`
+   * reads it whole or one byte range.
+   */
+  async openSigned(name: string, expires: string, signature: string): Promise<{ size: number; open(range?: { start: number; end: number }): Promise<Readable> }> {
     const at = Number(expires);
     const expected = Number.isSafeInteger(at) ? await this.sign(name, at) : '';
     const given = Buffer.from(signature);
@@ -238,7 +241,7 @@ export class ExportService {
     if (at * 1000 < Date.now()) throw new DomainError('FORBIDDEN', 'this URL has expired; ask for a new one');
     const archive = await this.archive(name);
     if (!archive) throw notFound(name);
-    return { stream: await this.deps.blobs.readObject(objectName(name)), size: archive.size };
+    return { size: archive.size, open: (range) => this.deps.blobs.readObject(objectName(name), range) };
   }
 
   /** Removes archives past their TTL; returns how many. */

@@ -76,6 +76,31 @@ export class UploadRepository {
     await this.db.upload.deleteMany({ where: { id } });
   }
 
+  /** Takes the lease when it is free or lapsed: 'acquired', 'held' (by someone else) or 'missing' (no such upload). */
+  async tryLease(id: string, token: string, leaseMs: number): Promise<'acquired' | 'held' | 'missing'> {
+    const n = await this.db.$executeRaw`UPDATE upload
+      SET lock_token = ${token}::uuid, lock_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), release_requested = false
+      WHERE id = ${id}::uuid AND (lock_token IS NULL OR lock_expires_at < now())`;
+    if (n > 0) return 'acquired';
+    return (await this.db.upload.count({ where: { id } })) > 0 ? 'held' : 'missing';
+  }
+
+  /** Extends a held lease; returns whether a waiting request asked for it (undefined when it is no longer held). */
+  async renewLease(id: string, token: string, leaseMs: number): Promise<boolean | undefined> {
+    const rows = await this.db.$queryRaw<{ release_requested: boolean }[]>`UPDATE upload
+      SET lock_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+      WHERE id = ${id}::uuid AND lock_token = ${token}::uuid RETURNING release_requested`;
+    return rows[0]?.release_requested;
+  }
+
+  async requestRelease(id: string): Promise<void> {
+    await this.db.upload.updateMany({ where: { id, lockToken: { not: null } }, data: { releaseRequested: true } });
+  }
+
+  async releaseLease(id: string, token: string): Promise<void> {
+    await this.db.upload.updateMany({ where: { id, lockToken: token }, data: { lockToken: null, lockExpiresAt: null, releaseRequested: false } });
+  }
+
   async findExpired(now: Date, limit: number): Promise<UploadRecord[]> {
     const rows = await this.db.upload.findMany({ where: { expiresAt: { lte: now } }, orderBy: { expiresAt: 'asc' }, take: limit });
     return rows.map(toRecord);

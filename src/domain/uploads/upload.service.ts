@@ -6,6 +6,7 @@ import { detectMime } from '../content/mime';
 import { DomainError } from '../errors';
 import type { BlobStore, PartialBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
+import type { UploadLeases } from './upload-lease';
 import type { UploadRecord, UploadRepository } from './upload.repository';
 
 export const UPLOAD_SWEEP_JOB = 'uploads.sweep-expired';
@@ -38,6 +39,7 @@ export class UploadService {
 
   constructor(
     private readonly repo: UploadRepository,
+    readonly leases: UploadLeases,
     private readonly blobs: BlobStore,
     private readonly content: ContentService,
     private readonly assets: AssetService,
@@ -133,6 +135,18 @@ export class UploadService {
    * preview rules) and records it on the upload. Idempotent: a finished upload answers its asset again.
    */
   async finish(principal: Principal, id: string, parsed: UploadFields): Promise<{ assetId: string; created: boolean }> {
+    const known = await this.get(principal, id);
+    if (known.assetId) return { assetId: known.assetId, created: known.assetCreated === true };
+    // The final PATCH's completion and a HEAD's may meet (on any instance): one makes the asset, the other reads it.
+    const lease = await this.leases.acquire(id);
+    try {
+      return await this.finishLeased(principal, id, parsed);
+    } finally {
+      await lease?.release();
+    }
+  }
+
+  private async finishLeased(principal: Principal, id: string, parsed: UploadFields): Promise<{ assetId: string; created: boolean }> {
     const rec = await this.get(principal, id);
     if (rec.assetId) return { assetId: rec.assetId, created: rec.assetCreated === true };
     if (rec.offset !== rec.length) throw new DomainError('INVALID_BODY', 'the upload is not complete');
@@ -154,8 +168,9 @@ export class UploadService {
       await this.repo.setAsset(id, result.asset.id, result.created);
       return { assetId: result.asset.id, created: result.created };
     } catch (err) {
-      // Nothing of a refused upload is kept (as with a refused multipart upload).
-      await this.removeParts(rec);
+      // Nothing of a refused upload is kept (as with a refused multipart upload); after any other failure (the
+      // database or the store) the bytes stay, and a HEAD finishes it later.
+      if (err instanceof DomainError) await this.removeParts(rec);
       throw err;
     }
   }

@@ -1,11 +1,12 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { DataStore, ERRORS, Metadata, MemoryLocker, Server, Upload } from '@tus/server';
+import { DataStore, ERRORS, Metadata, MemoryLocker, Server, Upload, type Lock, type Locker } from '@tus/server';
 import { Router, type Request as ExpressRequest } from 'express';
 import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, validateCreateFields } from '../../domain/assets/validation';
 import { DomainError } from '../../domain/errors';
+import { UploadLockedError, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import type { Logger } from '../../infra/logger';
 import { STATUS_OF } from './errors';
@@ -91,6 +92,37 @@ class UploadDataStore extends DataStore {
   }
 }
 
+/**
+ * tus's lock on an upload: its in-process MemoryLocker (which asks a local holder to wrap up), then the upload's lease
+ * in PostgreSQL, so two instances never write the same upload at once. Busy for too long: 423 (tus clients retry).
+ */
+class UploadLocker implements Locker {
+  private readonly local = new MemoryLocker({ acquireLockTimeout: 90_000 });
+
+  constructor(private readonly leases: UploadLeases) {}
+
+  newLock(id: string): Lock {
+    const local = this.local.newLock(id);
+    const leases = this.leases;
+    let lease: { release(): Promise<void> } | undefined;
+    return {
+      async lock(signal, requestRelease) {
+        await local.lock(signal, requestRelease);
+        try {
+          lease = await leases.acquire(id, { signal, onReleaseRequested: () => void requestRelease() });
+        } catch (err) {
+          await local.unlock();
+          throw err instanceof UploadLockedError ? { status_code: 423, body: 'The upload is busy with another request; retry\n' } : err;
+        }
+      },
+      async unlock() {
+        await lease?.release();
+        await local.unlock();
+      },
+    };
+  }
+}
+
 /** A domain error as tus's hooks throw them: status and our JSON body (marked JSON by the router). */
 function tusError(err: unknown): unknown {
   if (!(err instanceof DomainError)) return err;
@@ -109,7 +141,7 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
   const tus = new Server({
     path: '/api/uploads',
     datastore: store,
-    locker: new MemoryLocker(),
+    locker: new UploadLocker(uploads.leases),
     maxSize: uploads.maxUploadBytes,
     exposedHeaders: ['Asset-Id', 'Asset-Created'],
     namingFunction: () => crypto.randomUUID(),
