@@ -316,6 +316,11 @@ describe('commands, exit codes and --json', () => {
     const again = await runCli(['download', url, '--json'], env);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).asset_hash).toBe(blake3Of(data));
+
+    // A file the provider does not have: exit 1 with the service's code (at once, or the failed task's message).
+    const missing = await runCli(['download', `${fake.hf.url}/org/cli/resolve/main/nope.safetensors`], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/SOURCE_NOT_FOUND|download failed/);
   });
 
   test('export writes the ZIP of the named assets (by ids or by tag)', async () => {
