@@ -157,7 +157,10 @@ export async function pull(client: ApiClient, dir: string, opts: PullOptions, pr
         return { ...base, action: 'present', bytes_received: 0 };
       }
       const bar = progress.item(`↓ ${rel}`, asset.size);
-      const received = await download(client, asset, target, (n) => bar.update(n));
+      const received = await download(client, asset, target, (n) => bar.update(n)).catch((err: unknown) => {
+        bar.finish(); // no bar left behind; the failure is reported with the path
+        throw err;
+      });
       bar.finish(`pulled   ${rel} (${formatBytes(asset.size)})`);
       return { ...base, action: 'downloaded', bytes_received: received };
     } catch (err) {

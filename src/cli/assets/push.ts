@@ -122,16 +122,21 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     };
     const input = { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags };
     let res: UploadResult | undefined;
-    if (tusAvailable && p.size > 0) {
-      try {
-        res = await tusUpload(client, state, input, opts.chunkSize, onBytes);
-      } catch (err) {
-        if (!(err instanceof TusUnsupported)) throw err;
-        tusAvailable = false;
-        progress.log('the service has no resumable uploads (POST /api/uploads: 404): sending whole files');
+    try {
+      if (tusAvailable && p.size > 0) {
+        try {
+          res = await tusUpload(client, state, input, opts.chunkSize, onBytes);
+        } catch (err) {
+          if (!(err instanceof TusUnsupported)) throw err;
+          tusAvailable = false;
+          progress.log('the service has no resumable uploads (POST /api/uploads: 404): sending whole files');
+        }
       }
+      res ??= await multipartUpload(client, input, onBytes);
+    } catch (err) {
+      bar.finish(); // no bar left behind; the failure is reported with the file's name
+      throw err;
     }
-    res ??= await multipartUpload(client, input, onBytes);
     bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
     const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
     return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
@@ -141,8 +146,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     let hash: string | undefined;
     try {
       const bar = progress.item(`# ${p.name}`, p.size);
-      hash = await hashFile(p.c.file, (n) => bar.update(n));
-      bar.finish();
+      hash = await hashFile(p.c.file, (n) => bar.update(n)).finally(() => bar.finish());
       const earlier = firstOfHash.get(hash);
       if (earlier) {
         await earlier.catch(() => undefined);
