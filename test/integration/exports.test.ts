@@ -105,6 +105,30 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
   }
 });
 
+test('an asset whose blob is lost is counted in assets_failed and left out; the rest is exported', async () => {
+  const kept = await upload('kept.bin');
+  const lost = await upload('lost.bin');
+  const hex = lost.asset_hash.slice('blake3:'.length);
+  fs.rmSync(path.join(svc.dataDir, 'blobs', hex.slice(0, 2), hex.slice(2, 4), hex));
+  const { task, members } = await exportAndRead({ asset_ids: [kept.id, lost.id] });
+  expect(task.result).toMatchObject({ assets_total: 2, assets_attempted: 2, assets_failed: 1 });
+  expect(members.map((m) => [m.name, m.blake3])).toEqual([['kept.bin', kept.asset_hash]]);
+});
+
+test('a failed export (a blob shorter than its asset) fails its task and leaves nothing', async () => {
+  const ok = await upload('fine.bin');
+  const bad = await upload('torn.bin');
+  const hex = bad.asset_hash.slice('blake3:'.length);
+  fs.truncateSync(path.join(svc.dataDir, 'blobs', hex.slice(0, 2), hex.slice(2, 4), hex), 10);
+  const before = archivesIn(svc);
+  const started = await startExport({ asset_ids: [ok.id, bad.id] });
+  const task = await finished(started.body.task_id);
+  expect(task.status).toBe('failed');
+  expect(task.error_message).toMatch(/export failed/);
+  expect(archivesIn(svc)).toEqual(before);
+  expect(fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'))).toEqual([]);
+});
+
 test('naming strategies: group_by_job_id, group_by_job_time, asset_id; job filters and previews', async () => {
   const job = crypto.randomUUID();
   const preview = await upload('thumb.png');

@@ -247,6 +247,17 @@ test("another owner's upload is 404 for HEAD, PATCH and DELETE", async () => {
   expect((await head(crypto.randomUUID())).status).toBe(404);
 });
 
+test('an unexpected failure (the stored part lost) is 500 INTERNAL with the request id, as on every route', async () => {
+  const id = idOf((await create(1000)).headers.get('location')!);
+  expect((await patch(id, 0, random(100))).status).toBe(204);
+  fs.rmSync(partFile(id));
+  const res = await patch(id, 100, random(100));
+  expect(res.status).toBe(500);
+  const body = await json(res);
+  expect(body.code).toBe('INTERNAL');
+  expect(body.details.request_id).toBe(res.headers.get('x-request-id'));
+});
+
 test('a wrong Upload-Offset is 409', async () => {
   const id = idOf((await create(1000)).headers.get('location')!);
   expect((await patch(id, 5, random(10))).status).toBe(409);

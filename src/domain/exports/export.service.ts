@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { ZipFile } from 'yazl';
-import type { BlobStore } from '../../infra/blob-store/blob-store';
+import { BlobNotFoundError, type BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Db } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
@@ -125,7 +125,11 @@ export class ExportService {
     let failed = 0;
     let attempted = 0;
     let reading: Readable | undefined;
+    let written: Promise<number> | undefined;
     const zip = new ZipFile();
+    // yazl reports a member whose size is not the asset's (or a read error) here; the archive then fails.
+    const abortArchive = (err: Error) => (zip.outputStream as unknown as Readable).destroy(err);
+    zip.on('error', abortArchive);
     const ticker = setInterval(() => {
       tasks.progress(taskId, sent).then(
         (active) => (cancelled ||= !active),
@@ -139,35 +143,49 @@ export class ExportService {
           yield chunk;
         }
       })();
-      const written = blobs.writeObject(objectName(exportName), output);
+      written = blobs.writeObject(objectName(exportName), output);
       written.catch(() => undefined);
+      // The archive stopping early (the store failed, or a cancel) must not leave the loop waiting for a member.
+      const stopped = written.then(
+        () => Promise.reject(new Error('the archive ended before its last member')),
+        (err: unknown) => Promise.reject(err),
+      );
+      stopped.catch(() => undefined);
+      // One blob open at a time: opened, added, and fully read into the archive before the next one is opened.
       for (const [i, a] of members.entries()) {
+        if (cancelled) throw new Error('export cancelled');
         attempted++;
-        // Missing content (collected meanwhile) is counted, not fatal; a read that fails midway fails the export.
-        if (!(await blobs.exists(a.contentHash))) {
-          failed++;
-          continue;
+        let stream: Readable;
+        try {
+          stream = await blobs.read(a.contentHash);
+        } catch (err) {
+          // Content that vanished (it cannot while an asset refers to it, short of a lost blob) is counted, not
+          // fatal; a read that fails midway fails the export.
+          if (err instanceof BlobNotFoundError) {
+            failed++;
+            continue;
+          }
+          throw err;
         }
-        zip.addReadStreamLazy(
-          paths[i]!,
-          { compress: false, size: a.size, mtime: a.createdAt, forceZip64Format: this.deps.forceZip64 === true || a.size >= ZIP64_MEMBER },
-          (cb) => {
-            blobs.read(a.contentHash).then(
-              (stream: Readable) => {
-                const counted = new Transform({
-                  transform(chunk: Buffer, _enc, done) {
-                    sent += chunk.length;
-                    done(null, chunk);
-                  },
-                });
-                reading = stream;
-                pipeline(stream, counted, () => undefined);
-                cb(null, counted);
-              },
-              (err: Error) => cb(err, undefined as unknown as Readable),
-            );
+        const counted = new Transform({
+          transform(chunk: Buffer, _enc, done) {
+            sent += chunk.length;
+            done(null, chunk);
           },
-        );
+        });
+        const consumed = new Promise<void>((resolve, reject) => {
+          counted.once('end', resolve);
+          counted.once('error', reject);
+        });
+        reading = stream;
+        pipeline(stream, counted, () => undefined);
+        zip.addReadStream(counted, paths[i]!, {
+          compress: false,
+          size: a.size,
+          mtime: a.createdAt,
+          forceZip64Format: this.deps.forceZip64 === true || a.size >= ZIP64_MEMBER,
+        });
+        await Promise.race([consumed, stopped]);
       }
       zip.end({ forceZip64Format: this.deps.forceZip64 === true, comment: '' });
       const size = await written;
@@ -201,6 +219,9 @@ export class ExportService {
       else log.info('export archive written', { assets: members.length, failed, bytes: size });
     } catch (err) {
       reading?.destroy();
+      abortArchive(err instanceof Error ? err : new Error(String(err)));
+      // The store removes its temporary when the archive stream fails; then nothing of the export is left.
+      await written?.catch(() => undefined);
       await blobs.deleteObject(objectName(exportName)).catch(() => undefined);
       const current = await tasks.find(undefined, taskId);
       if (current && isActive(current.status)) {

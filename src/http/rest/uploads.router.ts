@@ -9,7 +9,6 @@ import { DomainError } from '../../domain/errors';
 import { UploadLockedError, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import type { Logger } from '../../infra/logger';
-import { STATUS_OF } from './errors';
 import { handle, pathHash, principalOf } from './middleware';
 import { parseJsonField, parseTagsField, sanitizeFileName } from './multipart';
 
@@ -123,17 +122,16 @@ class UploadLocker implements Locker {
   }
 }
 
-/** A domain error as tus's hooks throw them: status and our JSON body (marked JSON by the router). */
-function tusError(err: unknown): unknown {
-  if (!(err instanceof DomainError)) return err;
-  return { status_code: STATUS_OF[err.code], body: JSON.stringify({ code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) }) };
-}
+/** The errors of the tus protocol itself (`ERRORS.*`, the 423 above): a status and a text body, answered by tus. */
+const isTusError = (err: unknown): boolean =>
+  typeof err === 'object' && err !== null && !(err instanceof Error) && typeof (err as { status_code?: unknown }).status_code === 'number';
 
 /**
  * Resumable uploads (contract 6.1): tus 1.0 (creation, creation-with-upload, termination, expiration) by
- * @tus/server at /api/uploads, behind the API key. What is ours is checked here first and answered with our
+ * @tus/server at /api/uploads, behind the API key. What is ours is checked here first, and every error that is ours
+ * (raised here, in the data store or at completion) is answered by the app's error middleware with the usual
  * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,
- * Upload-Defer-Length is refused.
+ * Upload-Defer-Length is refused. Protocol errors (wrong offset, missing Tus-Resumable) are tus's own text answers.
  */
 export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; publicUrl?: string }): Router {
   const { uploads } = deps;
@@ -152,22 +150,19 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
       return {};
     },
     onUploadFinish: async (req, upload) => {
-      try {
-        const principal = principalFromTus(req);
-        const done = await uploads.finish(principal, upload.id, parseUploadMetadata(upload.metadata ?? {}));
-        return { headers: { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) } };
-      } catch (err) {
-        throw tusError(err);
-      }
+      const principal = principalFromTus(req);
+      const done = await uploads.finish(principal, upload.id, parseUploadMetadata(upload.metadata ?? {}));
+      return { headers: { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) } };
     },
-    onResponseError: (_req, err) => {
-      if (err instanceof Error && !(err instanceof DomainError) && !('status_code' in err)) {
-        deps.logger.error('tus request failed', { err });
-      }
-      const mapped = tusError(err);
-      return mapped === err ? undefined : (mapped as { status_code: number; body: string });
+    // Ours (domain errors, failures of the database or the store) go to the app's error middleware instead, through
+    // `serve` below: the same {code, message} body and status table as every other route.
+    onResponseError: (req, err) => {
+      if (isTusError(err)) return undefined;
+      failures.set(req, err);
+      return { status_code: 500, body: '' };
     },
   });
+  const failures = new WeakMap<object, unknown>();
 
   const r = Router();
   const serve = handle(async (req, res) => {
@@ -204,13 +199,15 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
       parseUploadMetadata(meta);
     }
     req.url = req.originalUrl;
-    const response = await tus.handleWeb(new NodeRequest({ req, res }) as unknown as Request);
-    for (const [k, v] of Object.entries(assetHeaders)) response.headers.set(k, v);
-    let body: string | undefined;
-    if (response.status >= 400 && response.body) {
-      body = await response.text();
-      if (body.startsWith('{"code"')) response.headers.set('Content-Type', 'application/json; charset=utf-8');
+    const request = new NodeRequest({ req, res }) as unknown as Request;
+    const response = await tus.handleWeb(request);
+    if (failures.has(request)) {
+      // The body may be unread (a PATCH that failed early): do not keep this connection for another request.
+      if (response.headers.get('connection') === 'close' || !req.complete) res.set('Connection', 'close');
+      throw failures.get(request);
     }
+    for (const [k, v] of Object.entries(assetHeaders)) response.headers.set(k, v);
+    const body = response.status >= 400 && response.body ? await response.text() : undefined;
     res.status(response.status);
     response.headers.forEach((v, k) => res.setHeader(k, v));
     if (body !== undefined) res.send(body);
