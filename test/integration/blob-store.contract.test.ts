@@ -229,6 +229,35 @@ describe.each(backends)('$name blob store', (backend) => {
     expect((await store.openPartial!('dl-2')).size).toBe(0);
   });
 
+  test('partials: truncate(size) cuts back to a byte, across segments, durably; appends continue from there', async () => {
+    const data = random(700_000);
+    const partial = await store.openPartial!('up-1');
+    await partial.append(chunks(data));
+    await partial.truncate(300_123);
+    const cut = await reopen().openPartial!('up-1');
+    expect(cut.size).toBe(300_123);
+    expect((await collect(cut.readExisting())).equals(data.subarray(0, 300_123))).toBe(true);
+    await cut.append(chunks(data.subarray(300_123)));
+    const whole = await store.openPartial!('up-1');
+    expect(whole.size).toBe(data.length);
+    expect((await collect(whole.readExisting())).equals(data)).toBe(true);
+    await whole.discard();
+  });
+
+  test('named objects: written whole, read (also a range), sized, deleted; a failed write leaves nothing', async () => {
+    const data = random(600_000);
+    expect(await store.writeObject('exports/a.zip', chunks(data))).toBe(data.length);
+    expect(await store.objectSize('exports/a.zip')).toBe(data.length);
+    expect((await collect(await store.readObject('exports/a.zip'))).equals(data)).toBe(true);
+    expect((await collect(await store.readObject('exports/a.zip', { start: 10, end: 19 }))).equals(data.subarray(10, 20))).toBe(true);
+    await expect(store.writeObject('exports/b.zip', failingAfter(data, 200_000))).rejects.toThrow();
+    expect(await store.objectSize('exports/b.zip')).toBeUndefined();
+    await store.deleteObject('exports/a.zip');
+    await store.deleteObject('exports/a.zip');
+    expect(await store.objectSize('exports/a.zip')).toBeUndefined();
+    await expect(store.writeObject('../escape', chunks(data))).rejects.toThrow(/invalid object name/);
+  });
+
   test('ping', async () => {
     await store.ping();
   });

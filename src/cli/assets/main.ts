@@ -1,0 +1,226 @@
+#!/usr/bin/env node
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ApiClient, ApiError } from './client';
+import { assetLine, downloadUrl, exportZip } from './commands';
+import { createProgress, formatBytes } from './progress';
+import { extraModelPathsYaml, pull } from './pull';
+import { push } from './push';
+import { UploadStateFile } from './upload-state';
+
+/** Exit codes of contract 6.2. */
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+class UsageError extends Error {}
+
+interface GlobalOptions {
+  url: string;
+  apiKey?: string;
+  stateFile?: string;
+  pageSize: number;
+}
+
+const collect = (v: string, prev: string[]): string[] => [...prev, v];
+
+function positiveInt(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a whole number ≥ 1');
+  return n;
+}
+
+function wholeNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number ≥ 0');
+  return n;
+}
+
+const out = (v: unknown): void => void process.stdout.write(JSON.stringify(v, null, 2) + '\n');
+
+function describe(err: unknown): string {
+  return err instanceof ApiError ? err.toString() : (err as Error).message;
+}
+
+/** The `assets` program: configuration from ASSETS_URL / ASSETS_API_KEY, overridden by --url / --api-key. */
+export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => void): Command {
+  const program = new Command('assets')
+    .description('Command-line client of the asset service: push and pull folders (ComfyUI layouts too), downloads, exports.')
+    .addOption(new Option('--url <url>', 'service base URL').env('ASSETS_URL').default('http://127.0.0.1:8080'))
+    .addOption(new Option('--api-key <key>', 'API key (X-API-Key)').env('ASSETS_API_KEY'))
+    .option('--state-file <file>', 'where push keeps its resumable uploads (default: ~/.cache/assets-cli/uploads.json)')
+    .addOption(new Option('--page-size <n>', 'assets per listing request').argParser(positiveInt).default(500).hideHelp())
+    .showHelpAfterError()
+    .exitOverride();
+  program.addHelpText('after', '\nExit codes: 0 success, 1 some files or requests failed (listed), 2 usage error.');
+
+  const client = (): ApiClient => {
+    const g = program.opts<GlobalOptions>();
+    return new ApiClient({ url: g.url, apiKey: g.apiKey, pageSize: g.pageSize });
+  };
+
+  program
+    .command('push')
+    .description('upload files and folders: hashed locally, stored content created by hash (0 bytes sent), the rest resumable')
+    .argument('<paths...>', 'files or folders')
+    .option('--tag <tag>', 'add a tag to every file (repeatable)', collect, [])
+    .option('--comfyui', 'the folder is a ComfyUI tree: models/<folder>/… → tags models,<folder>; input/; output/', false)
+    .option('--concurrency <n>', 'files at a time', positiveInt, 4)
+    .option('--chunk-size <MiB>', 'size of each resumable-upload request (0: one request per file)', wholeNumber, 64)
+    .option('--json', 'print the results as JSON on stdout', false)
+    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; json: boolean }) => {
+      const missing = paths.filter((p) => !fs.existsSync(p));
+      if (missing.length) throw new UsageError(`no such file or folder: ${missing.join(', ')}`);
+      const g = program.opts<GlobalOptions>();
+      const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
+      const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));
+      const progress = createProgress();
+      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024 }, progress).finally(() =>
+        progress.stop(),
+      );
+      const failed = results.filter((r) => r.action === 'failed');
+      const sent = results.reduce((s, r) => s + (r.bytes_sent ?? 0), 0);
+      if (o.json) out({ files: results, failed: failed.length, bytes_sent: sent });
+      process.stderr.write(
+        `${results.length} files: ${results.filter((r) => r.action === 'uploaded').length} uploaded (${formatBytes(sent)} sent), ` +
+          `${results.filter((r) => r.action === 'from_hash').length} stored by hash, ${failed.length} failed\n`,
+      );
+      for (const f of failed) process.stderr.write(`  failed: ${f.file}: ${f.error?.code}: ${f.error?.message}\n`);
+      setExit(failed.length ? EXIT.failed : EXIT.ok);
+    });
+
+  program
+    .command('pull')
+    .description('download matching assets into a folder (Range resume, hash checked; files already there are skipped)')
+    .argument('<dir>', 'target folder')
+    .option('--tag <tag>', 'only assets with this tag (repeatable: all of them)', collect, [])
+    .option('--name-contains <text>', 'only assets whose name contains this')
+    .option('--comfyui', 'lay out as a ComfyUI tree: models/<folder>/<loader_path>, input/, output/', false)
+    .option('--concurrency <n>', 'files at a time', positiveInt, 4)
+    .option('--json', 'print the results as JSON on stdout', false)
+    .action(async (dir: string, o: { tag: string[]; nameContains?: string; comfyui: boolean; concurrency: number; json: boolean }) => {
+      const progress = createProgress();
+      const results = await pull(client(), dir, { tags: o.tag, nameContains: o.nameContains, comfyui: o.comfyui, concurrency: o.concurrency }, progress).finally(
+        () => progress.stop(),
+      );
+      const failed = results.filter((r) => r.action === 'failed');
+      const received = results.reduce((s, r) => s + (r.bytes_received ?? 0), 0);
+      const yaml = o.comfyui ? extraModelPathsYaml(dir, results) : undefined;
+      if (o.json) out({ files: results, failed: failed.length, bytes_received: received, ...(yaml ? { extra_model_paths_yaml: yaml } : {}) });
+      process.stderr.write(
+        `${results.length} assets: ${results.filter((r) => r.action === 'downloaded').length} downloaded (${formatBytes(received)}), ` +
+          `${results.filter((r) => r.action === 'present').length} already present, ${failed.length} failed\n`,
+      );
+      for (const f of failed) process.stderr.write(`  failed: ${f.path} (${f.asset_id}): ${f.error?.code}: ${f.error?.message}\n`);
+      if (yaml && !o.json) {
+        process.stdout.write(`# add to ComfyUI's extra_model_paths.yaml:\n${yaml}`);
+        process.stdout.write(`# input/ and output/ are ComfyUI's --input-directory and --output-directory\n`);
+      }
+      setExit(failed.length ? EXIT.failed : EXIT.ok);
+    });
+
+  program
+    .command('ls')
+    .description('list assets')
+    .option('--tag <tag>', 'only assets with this tag (repeatable: all of them)', collect, [])
+    .option('--name-contains <text>', 'only assets whose name contains this')
+    .option('--limit <n>', 'at most this many', positiveInt, 100)
+    .option('--json', 'print the assets as JSON on stdout', false)
+    .action(async (o: { tag: string[]; nameContains?: string; limit: number; json: boolean }) => {
+      const assets = [];
+      for await (const a of client().listAll({ tags: o.tag, nameContains: o.nameContains, limit: o.limit })) {
+        if (o.json) assets.push(a);
+        else process.stdout.write(assetLine(a) + '\n');
+      }
+      if (o.json) out({ assets });
+    });
+
+  program
+    .command('get')
+    .description('show one asset')
+    .argument('<id>', 'asset id')
+    .option('--json', 'print the asset as JSON', false)
+    .action(async (id: string, o: { json: boolean }) => {
+      const a = await client().getAsset(id);
+      if (o.json) return out(a);
+      for (const k of ['id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'loader_path', 'created_at', 'updated_at']) {
+        if (a[k] !== undefined) process.stdout.write(`${k}: ${k === 'tags' ? a.tags.join(', ') : k === 'size' ? `${a.size} (${formatBytes(a.size)})` : String(a[k])}\n`);
+      }
+    });
+
+  program
+    .command('rm')
+    .description('delete an asset')
+    .argument('<id>', 'asset id')
+    .action(async (id: string) => {
+      await client().deleteAsset(id);
+      process.stderr.write(`deleted ${id}\n`);
+    });
+
+  program
+    .command('download')
+    .description('have the service download a Hugging Face or Civitai URL (followed to the end with a progress bar)')
+    .argument('<url>', 'source URL')
+    .option('--tag <tag>', 'tag for the new asset (repeatable)', collect, [])
+    .option('--json', 'print the asset (or the failed task) as JSON', false)
+    .action(async (url: string, o: { tag: string[]; json: boolean }) => {
+      const progress = createProgress();
+      const r = await downloadUrl(client(), url, o.tag, progress).finally(() => progress.stop());
+      if (o.json) out(r.asset ?? r.task);
+      else if (r.asset) process.stdout.write(assetLine(r.asset) + '\n');
+      if (!r.asset) {
+        process.stderr.write(`download ${r.task?.status ?? 'failed'}: ${r.task?.error_message ?? ''}\n`);
+        setExit(EXIT.failed);
+      }
+    });
+
+  program
+    .command('export')
+    .description('export assets into a ZIP file: assets export <id…> <file.zip>, or assets export --tag T <file.zip>')
+    .argument('<args...>', 'asset ids, then the ZIP file to write')
+    .option('--tag <tag>', 'export the assets with this tag (repeatable: all of them)', collect, [])
+    .option('--json', 'print the task as JSON', false)
+    .action(async (args: string[], o: { tag: string[]; json: boolean }) => {
+      const file = args[args.length - 1]!;
+      let ids = args.slice(0, -1);
+      if (!file.endsWith('.zip')) throw new UsageError(`the last argument is the file to write and must end in .zip: ${file}`);
+      if (ids.length === 0 && o.tag.length === 0) throw new UsageError('name asset ids or --tag');
+      const c = client();
+      if (o.tag.length) for await (const a of c.listAll({ tags: o.tag })) ids.push(a.id);
+      ids = [...new Set(ids)];
+      if (ids.length === 0) throw new ApiError(0, 'NOTHING_TO_EXPORT', 'no asset matches');
+      const progress = createProgress();
+      const r = await exportZip(c, ids, file, progress).finally(() => progress.stop());
+      if (o.json) out({ file, bytes: r.bytes, task: r.task });
+    });
+
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram(process.env, (c) => (code = c));
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? EXIT.ok : EXIT.usage;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    process.stderr.write(`assets: ${describe(err)}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** Runs the program on `argv` (the arguments after the command name) and sets the exit code. */
+export function run(argv: string[]): void {
+  void main(argv).then((code) => {
+    process.exitCode = code;
+  });
+}
+
+if (require.main === module) run(process.argv.slice(2));

@@ -1,0 +1,95 @@
+import path from 'node:path';
+
+/**
+ * The safe-relative-path rule of contract section 3 (`loader_path`): no `..` segment, no leading `/`, no `\`, no
+ * control character. Returns the POSIX path with empty and `.` segments dropped, or undefined when the name is not
+ * safe. The one sanitiser every name → path conversion of the CLI goes through.
+ */
+export function safeRelativePath(name: string): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
+  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
+  if (parts.length === 0 || parts.some((p) => p === '..')) return undefined;
+  // A Windows drive letter would make the path absolute there.
+  if (/^[A-Za-z]:$/.test(parts[0]!)) return undefined;
+  return parts.join('/');
+}
+
+/** A file name of last resort for an asset whose name is not a safe path: its last safe segment, else its id. */
+export function fallbackFileName(name: string, id: string): string {
+  // eslint-disable-next-line no-control-regex
+  const last = name.split(/[/\\]/).pop()?.replace(/[\u0000-\u001f\u007f]/g, '') ?? '';
+  return last === '' || last === '.' || last === '..' ? id : last;
+}
+
+/** Joins a safe relative POSIX path under `root`, refusing (throwing) anything that would land outside it. */
+export function resolveInside(root: string, rel: string): string {
+  const abs = path.resolve(root, ...rel.split('/'));
+  const base = path.resolve(root);
+  if (abs !== base && !abs.startsWith(base + path.sep)) throw new Error(`refusing to write outside ${root}: ${rel}`);
+  return abs;
+}
+
+export interface ComfyPlacement {
+  tags: string[];
+  /** The asset name: the path inside the model folder (or inside input/ / output/), POSIX separators. */
+  name: string;
+}
+
+/**
+ * Where a file of a ComfyUI tree belongs, as ComfyUI's asset scanner sees it: `models/<folder>/<path>` → tags
+ * `models`, `<folder>`, name `<path>`; `input/<path>` → `input`; `output/<path>` → `output`. Other files (and files
+ * directly in `models/`) have no place: undefined.
+ */
+export function comfyPlacement(relPosix: string): ComfyPlacement | undefined {
+  const parts = relPosix.split('/');
+  const [top, ...rest] = parts;
+  if (top === 'models' && rest.length >= 2) return { tags: ['models', rest[0]!.toLowerCase()], name: rest.slice(1).join('/') };
+  if ((top === 'input' || top === 'output') && rest.length >= 1) return { tags: [top], name: rest.join('/') };
+  return undefined;
+}
+
+/**
+ * The placement of a file pushed with `--comfyui`: by its path inside the pushed folder (the ComfyUI root), else by
+ * the part of its absolute path from the last `models`/`input`/`output` folder on, so pushing `ComfyUI/models/loras`
+ * or a single model file places it as pushing the whole tree would.
+ */
+export function comfyPlacementOf(absPath: string, relPosix: string): ComfyPlacement | undefined {
+  const direct = comfyPlacement(relPosix);
+  if (direct) return direct;
+  const parts = absPath.split(/[\\/]/);
+  for (let i = parts.length - 2; i >= 0; i--) {
+    if (parts[i] === 'models' || parts[i] === 'input' || parts[i] === 'output') return comfyPlacement(parts.slice(i).join('/'));
+  }
+  return undefined;
+}
+
+export interface AssetPlacementInput {
+  id: string;
+  name: string;
+  tags: string[];
+  loader_path?: string;
+}
+
+/**
+ * Where `pull --comfyui` writes an asset, relative to the target dir: `models/<folder>/<loader_path>` for an asset
+ * tagged `models` (folder = the tag after `models`, as push writes them, else its first other tag), `input/<name>`,
+ * `output/<name>`, else `<name>`. The name part is `loader_path`, or the name through the same sanitiser when the
+ * service sends no `loader_path` (an older instance); an unsafe name falls back to its last segment.
+ */
+export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
+  const wanted = asset.tags.includes('models') && asset.loader_path !== undefined ? asset.loader_path : asset.name;
+  const safe = safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id);
+  if (!comfyui) return safe;
+  if (asset.tags.includes('models')) {
+    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output';
+    const next = asset.tags[asset.tags.indexOf('models') + 1];
+    const folder = notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next;
+    const folderSafe = folder === undefined ? undefined : safeRelativePath(folder);
+    if (folderSafe !== undefined && !folderSafe.includes('/')) return `models/${folderSafe}/${safe}`;
+    return `models/${safe}`;
+  }
+  if (asset.tags.includes('input')) return `input/${safe}`;
+  if (asset.tags.includes('output')) return `output/${safe}`;
+  return safe;
+}

@@ -1,0 +1,185 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import fsp from 'node:fs/promises';
+import { blake3 } from '../../infra/blake3';
+import { ApiError, type ApiClient, type Asset } from './client';
+import { pullPath, resolveInside } from './paths';
+import { mapPool } from './pool';
+import { formatBytes, type Progress } from './progress';
+
+export interface PullOptions {
+  tags: string[];
+  nameContains?: string;
+  comfyui: boolean;
+  concurrency: number;
+}
+
+export interface PullResult {
+  asset_id: string;
+  name: string;
+  path: string;
+  size: number;
+  /** `downloaded` (bytes received this run), `present` (already there with the right hash), `failed`. */
+  action: 'downloaded' | 'present' | 'failed';
+  bytes_received?: number;
+  error?: { code: string; message: string };
+}
+
+interface Hasher {
+  update(c: Uint8Array): void;
+  value(): string;
+}
+
+/** A hasher for the algorithm of `asset_hash` (`blake3:` as the service stores; `sha256:` understood too). */
+function hasherFor(assetHash: string): Hasher {
+  if (assetHash.startsWith('sha256:')) {
+    const h = crypto.createHash('sha256');
+    return { update: (c) => void h.update(c), value: () => `sha256:${h.digest('hex')}` };
+  }
+  const h = blake3().create();
+  return { update: (c) => h.update(c), value: () => `blake3:${h.hex()}` };
+}
+
+async function hashInto(h: Hasher, file: string): Promise<void> {
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 4 << 20 })) h.update(chunk as Buffer);
+}
+
+async function hasRightContent(file: string, asset: Asset): Promise<boolean> {
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  if (!st?.isFile() || st.size !== asset.size) return false;
+  const h = hasherFor(asset.asset_hash);
+  await hashInto(h, file);
+  return h.value() === asset.asset_hash;
+}
+
+const RETRY_DELAYS_MS = [1000, 3000];
+const WRITE_BATCH = 4 << 20;
+
+/**
+ * Downloads one asset's content into `<target>.part`, continuing a part a previous run left (Range; a 200 answer
+ * restarts it), checks the hash over the whole file, then renames. Network failures are retried twice; the part
+ * stays for the next run when they persist.
+ */
+async function download(client: ApiClient, asset: Asset, target: string, onBytes: (n: number) => void): Promise<number> {
+  const part = `${target}.part`;
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  let received = 0;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      let offset = fs.statSync(part, { throwIfNoEntry: false })?.size ?? 0;
+      if (offset > asset.size) {
+        fs.rmSync(part);
+        offset = 0;
+      }
+      const headers: Record<string, string> = offset > 0 ? { range: `bytes=${offset}-` } : {};
+      const res = await client.getStream(`/api/assets/${asset.id}/content`, headers, [416]);
+      if (res.status === 416) {
+        res.body.destroy();
+        fs.rmSync(part, { force: true });
+        throw new ApiError(416, 'RANGE_NOT_SATISFIABLE', 'the part file does not match the content; restarting');
+      }
+      if (res.status !== 206) offset = 0;
+      const h = hasherFor(asset.asset_hash);
+      if (offset > 0) await hashInto(h, part);
+      let done = offset;
+      onBytes(done);
+      // Chunks are hashed as they arrive and written in batches of 4 MiB, one write in flight while the next batch
+      // is read (a stream pipeline paused the socket at every 16 KiB step of backpressure).
+      const fh = await fsp.open(part, offset > 0 ? 'a' : 'w');
+      let batch: Buffer[] = [];
+      let batchBytes = 0;
+      let writing: Promise<unknown> = Promise.resolve();
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          h.update(chunk);
+          done += chunk.length;
+          received += chunk.length;
+          onBytes(done);
+          batch.push(chunk);
+          batchBytes += chunk.length;
+          if (batchBytes >= WRITE_BATCH) {
+            const full = batch;
+            batch = [];
+            batchBytes = 0;
+            await writing;
+            writing = fh.writev(full);
+          }
+        }
+        await writing;
+        if (batch.length) await fh.writev(batch);
+      } catch (err) {
+        const wrote = await writing.then(
+          () => true,
+          () => false,
+        );
+        if (err instanceof ApiError || (err as NodeJS.ErrnoException).syscall === 'write') throw err;
+        // Keep what arrived before the connection broke: the next attempt continues after it.
+        if (wrote && batch.length) await fh.writev(batch).catch(() => undefined);
+        throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`);
+      } finally {
+        await fh.close();
+      }
+      if (done !== asset.size || h.value() !== asset.asset_hash) {
+        fs.rmSync(part, { force: true });
+        throw new ApiError(0, 'HASH_MISMATCH', `the downloaded bytes (${done}) do not match ${asset.asset_hash}`);
+      }
+      fs.renameSync(part, target);
+      return received;
+    } catch (err) {
+      const retriable = err instanceof ApiError && (err.status === 0 || err.status === 416 || err.status >= 500) && err.code !== 'HASH_MISMATCH';
+      if (!retriable || attempt >= RETRY_DELAYS_MS.length) throw err;
+      await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt]));
+    }
+  }
+}
+
+/** `assets pull`: every matching asset into `dir`, skipping files already there with the right hash. */
+export async function pull(client: ApiClient, dir: string, opts: PullOptions, progress: Progress): Promise<PullResult[]> {
+  const assets: Asset[] = [];
+  for await (const a of client.listAll({ tags: opts.tags, nameContains: opts.nameContains })) assets.push(a);
+  const claimed = new Map<string, string>();
+  const plan = assets.map((asset) => {
+    const rel = pullPath(asset, opts.comfyui);
+    const owner = claimed.get(rel);
+    if (owner === undefined) claimed.set(rel, asset.id);
+    return { asset, rel, takenBy: owner };
+  });
+  for (const p of plan) progress.addTotal(p.asset.size);
+
+  return mapPool(plan, opts.concurrency, async ({ asset, rel, takenBy }): Promise<PullResult> => {
+    const base = { asset_id: asset.id, name: asset.name, path: rel, size: asset.size };
+    try {
+      if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', `${rel} is also the path of asset ${takenBy}; not written twice`);
+      const target = resolveInside(dir, rel);
+      if (await hasRightContent(target, asset)) {
+        progress.log(`present  ${rel}`);
+        return { ...base, action: 'present', bytes_received: 0 };
+      }
+      const bar = progress.item(`↓ ${rel}`, asset.size);
+      const received = await download(client, asset, target, (n) => bar.update(n)).catch((err: unknown) => {
+        bar.finish(); // no bar left behind; the failure is reported with the path
+        throw err;
+      });
+      bar.finish(`pulled   ${rel} (${formatBytes(asset.size)})`);
+      return { ...base, action: 'downloaded', bytes_received: received };
+    } catch (err) {
+      const e = err instanceof ApiError ? { code: err.code, message: err.message } : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
+      progress.log(`FAILED   ${rel}: ${e.code}: ${e.message}`);
+      return { ...base, action: 'failed', error: e };
+    }
+  });
+}
+
+/** The `extra_model_paths.yaml` entry that points ComfyUI at the model folders `pull --comfyui` wrote. */
+export function extraModelPathsYaml(dir: string, results: PullResult[]): string {
+  const folders = new Set<string>();
+  for (const r of results) {
+    const m = /^models\/([^/]+)\//.exec(r.path);
+    if (m && r.action !== 'failed') folders.add(m[1]!);
+  }
+  const lines = ['assets:', `    base_path: ${JSON.stringify(path.resolve(dir))}`];
+  const key = (f: string): string => (/^[A-Za-z0-9_.-]+$/.test(f) ? f : JSON.stringify(f));
+  for (const f of [...folders].sort()) lines.push(`    ${key(f)}: ${JSON.stringify(`models/${f}/`)}`);
+  return lines.join('\n') + '\n';
+}

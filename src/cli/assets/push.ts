@@ -1,0 +1,165 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ApiError, type ApiClient } from './client';
+import { hashFile } from './hash-file';
+import { comfyPlacementOf } from './paths';
+import { mapPool } from './pool';
+import { formatBytes, type Progress } from './progress';
+import { multipartUpload, tusUpload, TusUnsupported, type UploadResult } from './upload';
+import type { UploadStateFile } from './upload-state';
+
+export interface PushOptions {
+  tags: string[];
+  comfyui: boolean;
+  concurrency: number;
+  /** Bytes per tus PATCH request; 0 for the whole rest of the file in one. */
+  chunkSize: number;
+}
+
+export interface PushResult {
+  file: string;
+  name?: string;
+  tags?: string[];
+  size?: number;
+  hash?: string;
+  /** `uploaded`: bytes were sent; `from_hash`: the content was stored already, no byte sent. */
+  action: 'uploaded' | 'from_hash' | 'skipped' | 'failed';
+  asset_id?: string;
+  created_new?: boolean;
+  /** Tags this file added to an asset that existed already. */
+  tags_added?: string[];
+  bytes_sent?: number;
+  error?: { code: string; message: string };
+}
+
+interface Candidate {
+  file: string;
+  rel: string;
+}
+
+const STATE_FILE_NAME = '.assets-push-state.json';
+
+/** Every regular file under the arguments (files as given, directories walked; hidden names skipped). */
+export function collectFiles(args: string[]): Candidate[] {
+  const out: Candidate[] = [];
+  const seen = new Set<string>();
+  const walk = (root: string, dir: string): void => {
+    // A symlinked folder is followed once (a link back up the tree would otherwise never end).
+    const real = fs.realpathSync(dir);
+    if (seen.has(real)) return;
+    seen.add(real);
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (e.name.startsWith('.')) continue;
+      const abs = path.join(dir, e.name);
+      const st = e.isSymbolicLink() ? fs.statSync(abs, { throwIfNoEntry: false }) : e;
+      if (st?.isDirectory()) walk(root, abs);
+      else if (st?.isFile()) out.push({ file: abs, rel: path.relative(root, abs).split(path.sep).join('/') });
+    }
+  };
+  for (const arg of args) {
+    const st = fs.statSync(arg);
+    if (st.isDirectory()) walk(arg, arg);
+    else out.push({ file: path.resolve(arg), rel: path.basename(arg) });
+  }
+  return out;
+}
+
+const errorInfo = (err: unknown): { code: string; message: string } =>
+  err instanceof ApiError ? { code: err.code, message: err.message } : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
+
+/**
+ * `assets push`: hash each file locally, create what the service already stores by hash (zero bytes sent), upload
+ * the rest (tus, resumable; multipart where the instance has no /api/uploads), `concurrency` files at a time.
+ */
+export async function push(client: ApiClient, state: UploadStateFile, args: string[], opts: PushOptions, progress: Progress): Promise<PushResult[]> {
+  const results: PushResult[] = [];
+  const planned: { c: Candidate; name: string; tags: string[]; size: number }[] = [];
+  for (const c of collectFiles(args)) {
+    if (path.basename(c.file) === STATE_FILE_NAME) continue;
+    let name = c.rel;
+    let tags = opts.tags;
+    if (opts.comfyui) {
+      const place = comfyPlacementOf(path.resolve(c.file), c.rel);
+      if (!place) {
+        results.push({ file: c.file, action: 'skipped', error: { code: 'NOT_COMFYUI', message: 'not under models/<folder>/, input/ or output/' } });
+        progress.log(`skipped ${c.rel}: not under models/<folder>/, input/ or output/`);
+        continue;
+      }
+      name = place.name;
+      tags = [...place.tags, ...opts.tags];
+    }
+    planned.push({ c, name, tags, size: fs.statSync(c.file).size });
+  }
+  for (const p of planned) progress.addTotal(p.size);
+
+  let tusAvailable = true;
+  // One content in several files of this run: the first sends it, the others wait and create theirs by hash.
+  const firstOfHash = new Map<string, Promise<unknown>>();
+
+  // The service keeps one asset per content and owner (contract 3.1): a file whose content is already an asset of
+  // this owner (another name, another folder, an earlier push with other tags) adds its tags to that asset, so
+  // `ls --tag` finds it under each; its name stays the first one.
+  const addMissingTags = async (id: string, has: string[] | undefined, wanted: string[]): Promise<string[]> => {
+    const current = new Set(has ?? (await client.getAsset(id)).tags);
+    const missing = [...new Set(wanted.map((t) => t.trim().toLowerCase()).filter((t) => t && !current.has(t)))];
+    return missing.length ? client.addTags(id, missing) : [];
+  };
+
+  const sendOrLink = async (p: (typeof planned)[number], hash: string): Promise<PushResult> => {
+    const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
+    if (await client.hashStored(hash)) {
+      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
+      const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
+      progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
+      return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
+    }
+    progress.addTotal(p.size);
+    const bar = progress.item(`↑ ${p.name}`, p.size);
+    let sent = 0;
+    const onBytes = (n: number): void => {
+      sent = n;
+      bar.update(n);
+    };
+    const input = { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags };
+    let res: UploadResult | undefined;
+    try {
+      if (tusAvailable && p.size > 0) {
+        try {
+          res = await tusUpload(client, state, input, opts.chunkSize, onBytes);
+        } catch (err) {
+          if (!(err instanceof TusUnsupported)) throw err;
+          tusAvailable = false;
+          progress.log('the service has no resumable uploads (POST /api/uploads: 404): sending whole files');
+        }
+      }
+      res ??= await multipartUpload(client, input, onBytes);
+    } catch (err) {
+      bar.finish(); // no bar left behind; the failure is reported with the file's name
+      throw err;
+    }
+    bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
+    const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
+    return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
+  };
+
+  const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
+    let hash: string | undefined;
+    try {
+      const bar = progress.item(`# ${p.name}`, p.size);
+      hash = await hashFile(p.c.file, (n) => bar.update(n)).finally(() => bar.finish());
+      const earlier = firstOfHash.get(hash);
+      if (earlier) {
+        await earlier.catch(() => undefined);
+        return await sendOrLink(p, hash);
+      }
+      const mine = sendOrLink(p, hash);
+      firstOfHash.set(hash, mine);
+      return await mine;
+    } catch (err) {
+      const e = errorInfo(err);
+      progress.log(`FAILED   ${p.c.file}: ${e.code}: ${e.message}`);
+      return { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash, action: 'failed', error: e };
+    }
+  });
+  return [...results, ...done];
+}

@@ -1,0 +1,111 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Transform } from 'node:stream';
+
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  status?: number;
+  /** Request body bytes that went through to the service. */
+  bytesIn: number;
+  /** Response body bytes that went through to the client. */
+  bytesOut: number;
+}
+
+/** Cuts every connection once this many body bytes of a matching request went through (one way). */
+export interface CutRule {
+  direction: 'in' | 'out';
+  afterBytes: number;
+  match: (method: string, path: string) => boolean;
+}
+
+/**
+ * A small HTTP proxy in front of a service: it records every request (method, path, body bytes each way) so a test
+ * can count uploads, and it can "cut the network" — drop every connection and refuse new ones until restored —
+ * when a transfer has passed a given number of bytes. `throttleIn` slows request bodies (bytes per second).
+ */
+export class CountingProxy {
+  url = '';
+  readonly requests: ProxiedRequest[] = [];
+  cut = false;
+  cutRule?: CutRule;
+  throttleIn?: number;
+  /** Requests answered 404 by the proxy itself, as an instance without that route would (e.g. no /api/uploads). */
+  notFound?: (method: string, path: string) => boolean;
+  private readonly server = http.createServer((req, res) => this.handle(req, res));
+  private readonly upstreams = new Set<http.ClientRequest>();
+
+  constructor(private readonly target: string) {}
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  /** Drops all connections (both sides) and refuses new requests until `restore()`. */
+  cutNow(): void {
+    this.cut = true;
+    this.cutRule = undefined;
+    for (const u of this.upstreams) u.destroy();
+    this.server.closeAllConnections();
+  }
+
+  restore(): void {
+    this.cut = false;
+  }
+
+  /** Requests matching method and a path test, since `from` (an index into `requests`). */
+  count(method: string, path: RegExp, from = 0): number {
+    return this.requests.slice(from).filter((r) => r.method === method && path.test(r.path)).length;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private meter(rec: ProxiedRequest, direction: 'in' | 'out'): Transform {
+    const rule = this.cutRule?.direction === direction && this.cutRule.match(rec.method, rec.path) ? this.cutRule : undefined;
+    const throttle = direction === 'in' ? this.throttleIn : undefined;
+    return new Transform({
+      transform: (chunk: Buffer, _enc, cb) => {
+        if (this.cut) return cb();
+        if (direction === 'in') rec.bytesIn += chunk.length;
+        else rec.bytesOut += chunk.length;
+        const passed = direction === 'in' ? rec.bytesIn : rec.bytesOut;
+        if (rule && passed >= rule.afterBytes) {
+          cb(null, chunk.subarray(0, chunk.length - (passed - rule.afterBytes)));
+          setImmediate(() => this.cutNow());
+          return;
+        }
+        if (throttle) setTimeout(() => cb(null, chunk), (chunk.length / throttle) * 1000);
+        else cb(null, chunk);
+      },
+    });
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (this.cut) return void req.socket.destroy();
+    const rec: ProxiedRequest = { method: req.method!, path: req.url!, headers: req.headers, bytesIn: 0, bytesOut: 0 };
+    this.requests.push(rec);
+    if (this.notFound?.(rec.method, rec.path)) {
+      rec.status = 404;
+      req.resume();
+      return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"NOT_FOUND","message":"no such route"}');
+    }
+    const up = http.request(this.target + req.url, { method: req.method, headers: req.headers });
+    this.upstreams.add(up);
+    up.on('close', () => this.upstreams.delete(up));
+    up.on('error', () => res.destroy());
+    up.on('response', (ures) => {
+      rec.status = ures.statusCode;
+      res.writeHead(ures.statusCode!, ures.headers);
+      ures.pipe(this.meter(rec, 'out')).pipe(res);
+      ures.on('error', () => res.destroy());
+    });
+    req.on('error', () => up.destroy());
+    req.pipe(this.meter(rec, 'in')).pipe(up);
+  }
+}

@@ -1,0 +1,68 @@
+import path from 'node:path';
+import { comfyPlacement, comfyPlacementOf, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
+
+describe('safeRelativePath (the loader_path rule of contract 3)', () => {
+  test.each([
+    ['SDXL/base.safetensors', 'SDXL/base.safetensors'],
+    ['a//b/./c.bin', 'a/b/c.bin'],
+    ['ünï 🎨 v2.safetensors', 'ünï 🎨 v2.safetensors'],
+    ['..foo/bar..', '..foo/bar..'],
+  ])('%j is safe as %j', (name, want) => expect(safeRelativePath(name)).toBe(want));
+
+  test.each(['../x', 'a/../../x', '/etc/passwd', 'a\\b', 'a\u0000b', 'a\nb', '', '.', './', 'C:/x', '\u007f'])('%j is not safe', (name) =>
+    expect(safeRelativePath(name)).toBeUndefined(),
+  );
+});
+
+describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
+  test('models/<folder>/<path> → tags models, <folder>; name is the path inside the folder', () => {
+    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({ tags: ['models', 'checkpoints'], name: 'SDXL/base.safetensors' });
+    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'x.safetensors' });
+  });
+  test('input/ and output/', () => {
+    expect(comfyPlacement('input/a/b.png')).toEqual({ tags: ['input'], name: 'a/b.png' });
+    expect(comfyPlacement('output/c.png')).toEqual({ tags: ['output'], name: 'c.png' });
+  });
+  test('anything else has no place', () => {
+    expect(comfyPlacement('models/loose.bin')).toBeUndefined();
+    expect(comfyPlacement('custom_nodes/x/y.py')).toBeUndefined();
+    expect(comfyPlacement('README.md')).toBeUndefined();
+  });
+});
+
+describe('comfyPlacementOf (a folder or file inside a ComfyUI tree)', () => {
+  test('pushing models/loras or one model file places it as the whole tree would', () => {
+    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'sub/x.safetensors' });
+    expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({ tags: ['output'], name: 'o.png' });
+    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'checkpoints'], name: 'a.sft' });
+    expect(comfyPlacementOf('/home/me/random/x.bin', 'x.bin')).toBeUndefined();
+  });
+});
+
+describe('pullPath', () => {
+  const a = (name: string, tags: string[], loader_path?: string) => ({ id: '00000000-0000-4000-8000-000000000001', name, tags, loader_path });
+  test('--comfyui: models/<folder>/<loader_path>, input/, output/', () => {
+    expect(pullPath(a('SDXL/base.safetensors', ['models', 'checkpoints'], 'SDXL/base.safetensors'), true)).toBe('models/checkpoints/SDXL/base.safetensors');
+    expect(pullPath(a('x.bin', ['team', 'models', 'loras']), true)).toBe('models/loras/x.bin');
+    expect(pullPath(a('x.bin', ['team', 'models']), true)).toBe('models/team/x.bin');
+    expect(pullPath(a('in.png', ['input']), true)).toBe('input/in.png');
+    expect(pullPath(a('out/o.png', ['output']), true)).toBe('output/out/o.png');
+    expect(pullPath(a('plain.bin', []), true)).toBe('plain.bin');
+  });
+  test('without loader_path (an older service) the name goes through the same rule; unsafe names keep their last segment', () => {
+    expect(pullPath(a('SDXL/base.safetensors', ['models', 'checkpoints']), true)).toBe('models/checkpoints/SDXL/base.safetensors');
+    expect(pullPath(a('../../etc/passwd', ['models', 'vae']), true)).toBe('models/vae/passwd');
+    expect(pullPath(a('/abs/x.bin', []), false)).toBe('x.bin');
+    expect(pullPath(a('..', []), false)).toBe('00000000-0000-4000-8000-000000000001');
+  });
+  test('a loader_path sent by the service is checked too', () => {
+    expect(pullPath(a('x', ['models', 'vae'], '../x'), true)).toBe('models/vae/x');
+  });
+  test('an unsafe folder tag is not used as a folder', () => {
+    expect(pullPath(a('x.bin', ['models', '../up']), true)).toBe('models/x.bin');
+  });
+  test('resolveInside refuses to leave the root', () => {
+    expect(resolveInside('/tmp/r', 'a/b')).toBe(path.resolve('/tmp/r/a/b'));
+    expect(() => resolveInside('/tmp/r', '../x')).toThrow(/outside/);
+  });
+});
