@@ -19,8 +19,9 @@ export function methodNotAllowed(app: Express): RequestHandler {
   return (req, _res, next) => {
     const allow = new Set<string>();
     collect(root.stack, req.path, allow);
-    // `all()` routes (GraphQL) take every method: nothing is "not allowed" there.
-    if (allow.size === 0 || allow.has('*')) {
+    // `all()` routes (GraphQL) take every method: nothing is "not allowed" there. A route of this method that passed
+    // the request on (a file it does not have) means "not found", not "not allowed".
+    if (allow.size === 0 || allow.has('*') || allow.has(req.method)) {
       next();
       return;
     }
