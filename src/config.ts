@@ -20,6 +20,22 @@ export interface Config {
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
+  /** Server-side timeout of every statement of the pool (a frozen database answers 503, not a hang); 0: none. */
+  readonly databaseStatementTimeoutMs: number;
+  /** Connecting to PostgreSQL, or waiting for a pooled connection. */
+  readonly databaseConnectTimeoutMs: number;
+  /** /readyz fails (503, check `storage`) when the blob store has less free space than this (fs only). */
+  readonly storageMinFreeBytes: number;
+  /** A request body that sends no byte for this long is cut (408); 0: never. */
+  readonly bodyIdleTimeoutMs: number;
+  /** On shutdown, in-flight requests get this long to finish before they are answered 503 and closed. */
+  readonly shutdownGraceMs: number;
+  /** Requests per key per minute, per instance; 0: no limit. */
+  readonly rateLimitPerMinute: number;
+  /** Failed authentications per client address per minute, per instance (then 429 before any lookup). */
+  readonly authFailuresPerMinute: number;
+  /** Take the client address (rate limits) and scheme/host from X-Forwarded-* headers. */
+  readonly trustProxy: boolean;
 }
 
 export type StorageConfig =
@@ -157,6 +173,14 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 8_000, 0, 3_600_000),
+    databaseConnectTimeoutMs: int('DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    storageMinFreeBytes: int('STORAGE_MIN_FREE_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
+    bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000_000),
+    authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000_000),
+    trustProxy: bool('TRUST_PROXY', false),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

@@ -10,6 +10,7 @@ import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
+import { RequestGuard } from './http/request-guard';
 
 export interface RunningService {
   container: Container;
@@ -38,11 +39,18 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const ext = await buildExtensions(container);
     await container.queue.start({ workers: config.role !== 'api' });
     if (config.role !== 'api') logger.info('workers started', { role: config.role });
+    // Blobs a crash left without a row: reconciled now, in the background (safe beside other instances).
+    const reconciling = container.content.reconcileAtStart().catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
     let server: http.Server | undefined;
     let url: string | undefined;
+    const guard = new RequestGuard(config.bodyIdleTimeoutMs);
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger }, app));
+      // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
+      server = http.createServer(
+        { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 },
+        guard.wrap(withFastLane({ assets: container.assets, auth: container.requestAuth, logger }, app)),
+      );
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());
@@ -59,7 +67,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       url,
       stop: () =>
         (stopping ??= (async () => {
-          if (server) await closeServer(server, 30_000);
+          if (server) await closeServer(server, config.shutdownGraceMs, guard);
+          guard.close();
+          await reconciling;
           await c.close();
           if (embedded) await embedded.stop();
           logger.info('stopped');
@@ -72,14 +82,24 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   }
 }
 
-/** Stops accepting connections, lets in-flight requests finish (up to `graceMs`), then closes what is left. */
-function closeServer(server: http.Server, graceMs: number): Promise<void> {
+/**
+ * Stops accepting connections and lets in-flight requests finish (up to `graceMs`); then answers those still running
+ * 503 with `Connection: close` (RequestGuard.abortAll), and a moment later closes whatever is left.
+ */
+function closeServer(server: http.Server, graceMs: number, guard: RequestGuard): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    let last: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      guard.abortAll();
+      last = setTimeout(() => server.closeAllConnections(), 2_000);
+      last.unref();
+    }, graceMs);
     timer.unref();
     server.close(() => {
       clearTimeout(timer);
-      resolve();
+      if (last) clearTimeout(last);
+      // Handlers whose request was cut remove their temporary files on the next turns of the loop.
+      setTimeout(resolve, 50);
     });
     server.closeIdleConnections();
   });

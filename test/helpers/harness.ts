@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/infra/logger';
+import { createLogger, type Logger } from '../../src/infra/logger';
 import { startService, type RunningService } from '../../src/server';
 
 export const KEYS = {
@@ -40,7 +40,10 @@ export interface TestService extends RunningService {
  * The real service (migrations, container, job workers, HTTP on an ephemeral port) on its own database and a temp
  * data dir. `env` adds or overrides settings.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { databaseUrl?: string; dataDir?: string } = {}): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  opts: { databaseUrl?: string; dataDir?: string; logger?: Logger } = {},
+): Promise<TestService> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-data-'));
   const config = loadConfig({
@@ -53,7 +56,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
-  const svc = await startService(config, createLogger(config.logLevel));
+  const svc = await startService(config, opts.logger ?? createLogger(config.logLevel));
   const url = svc.url!;
   return {
     ...svc,

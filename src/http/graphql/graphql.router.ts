@@ -50,7 +50,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       req.body ??= {};
       next();
     },
-    expressMiddleware(server, { context: createContext({ apiKeys: c.apiKeys, assets: c.assets, logger: c.logger }) }),
+    expressMiddleware(server, { context: createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger }) }),
   );
   r.use('/graphql', graphqlErrors(c.logger));
   return r;

@@ -24,6 +24,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   ASSET_IMMUTABLE: 409,
   ID_CONFLICT: 409,
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   DOWNLOAD_FAILED: 422,
@@ -31,6 +32,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   INTERNAL: 500,
   NOT_IMPLEMENTED: 501,
   SERVICE_UNAVAILABLE: 503,
+  INSUFFICIENT_STORAGE: 507,
 };
 
 /** Errors raised by body parsers and other middleware, translated to domain errors. */
@@ -53,9 +55,9 @@ export function toDomainError(err: unknown): DomainError | undefined {
 export function errorResponse(err: DomainError): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
-  if (err.code === 'RATE_LIMITED' && err.details?.retry_after !== undefined) headers['Retry-After'] = String(err.details.retry_after);
+  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(err.details?.retry_after ?? 5);
   // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
-  if (status === 413 || status === 415) headers.Connection = 'close';
+  if (status === 413 || status === 415 || status === 408 || status === 507) headers.Connection = 'close';
   return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
 }
 
@@ -65,6 +67,8 @@ export function sendError(res: Response, err: DomainError): void {
     return;
   }
   const r = errorResponse(err);
+  // An answer given before the body was read (401, 429, 503 ...): close rather than read or keep the rest.
+  if (!res.req.complete) r.headers.Connection = 'close';
   res.set(r.headers).status(r.status).json(r.body);
 }
 

@@ -3,12 +3,12 @@ import type { Express } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid } from '../../domain/assets/validation';
-import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { parseHash } from '../../domain/content/hashing';
 import type { Logger } from '../../infra/logger';
 import { assetJson } from './asset.presenter';
 import { asDomainError, errorResponse } from './errors';
-import { keyFromHeaders, requestIdFrom } from './middleware';
+import { requestIdFrom } from './middleware';
+import type { RequestAuth } from './request-auth';
 
 /**
  * The two hottest read routes, `GET /api/assets/{id}` and `HEAD /api/assets/hash/{hash}`, answered before Express.
@@ -23,7 +23,7 @@ import { keyFromHeaders, requestIdFrom } from './middleware';
  *
  * Middleware added to `createApp` for /api (CORS, rate limits, access logs) must be added here too.
  */
-export function withFastLane(deps: { assets: AssetService; apiKeys: ApiKeyService; logger: Logger }, app: Express): http.RequestListener {
+export function withFastLane(deps: { assets: AssetService; auth: RequestAuth; logger: Logger }, app: Express): http.RequestListener {
   return (req, res) => {
     const route = match(req.method, req.url);
     if (!route) {
@@ -32,8 +32,8 @@ export function withFastLane(deps: { assets: AssetService; apiKeys: ApiKeyServic
     }
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
-    deps.apiKeys
-      .authenticate(keyFromHeaders(req.headers['x-api-key'], req.headers.authorization))
+    deps.auth
+      .authenticate(req, res)
       .then((principal) => route(deps.assets, principal, res))
       .catch((err: unknown) => {
         if (res.headersSent) {
@@ -42,6 +42,8 @@ export function withFastLane(deps: { assets: AssetService; apiKeys: ApiKeyServic
         }
         const path = req.url!.split('?', 1)[0];
         const r = errorResponse(asDomainError(err, deps.logger, { requestId, method: req.method, path }));
+        // As in sendError: an answer given before the body was read closes the connection.
+        if (!req.complete) r.headers.Connection = 'close';
         for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
         sendJson(res, r.status, r.body);
       });
