@@ -82,7 +82,9 @@ function answerAndClose(res: http.ServerResponse, err: DomainError): void {
   const text = JSON.stringify(r.body);
   try {
     res.writeHead(r.status, { ...r.headers, Connection: 'close', 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-    res.end(text, () => socket.destroy());
+    // Node forgets a request once its answer is finished: destroy it ourselves, so the handler still reading the
+    // body sees it aborted and removes what it wrote.
+    res.end(text, () => res.req.destroy());
   } catch {
     socket.destroy();
     return;
