@@ -246,7 +246,7 @@ export class ContentService {
       client.release();
     }
     for (const hex of removed) await this.removeOrphanBlob(hex);
-    if (removed.length > 0) this.logger.info('removed unreferenced contents', { count: removed.length });
+    if (removed.length > 0) this.logger.info('removed unreferenced content', { count: removed.length });
     return removed.length;
   }
 
