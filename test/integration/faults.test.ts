@@ -173,6 +173,13 @@ describe('item 14: time limits and early answers', () => {
     expect(res.headers.connection).toBe('close');
   });
 
+  test('an error to a request without a body keeps the connection', async () => {
+    for (const res of [await svc.fetch(`/api/nothing-here`), await svc.fetch(`/api/assets/${crypto.randomUUID()}`), await svc.fetch('/api/assets', { key: 'bad-key-0000' })]) {
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.headers.get('connection')).not.toBe('close');
+    }
+  });
+
   test('a slow but steady body is not cut', async () => {
     const bytes = crypto.randomBytes(40_000);
     const up = partialUpload(svc.url, bytes, 10_000);

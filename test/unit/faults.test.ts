@@ -1,4 +1,4 @@
-import { ApiKeyService } from '../../src/domain/auth/api-key.service';
+import { ApiKeyService, hashKey } from '../../src/domain/auth/api-key.service';
 import { DomainError } from '../../src/domain/errors';
 import { isStorageFull } from '../../src/infra/blob-store/blob-store';
 import { classifyDbError, DatabaseHealth, translateDbError, type Db } from '../../src/infra/prisma';
@@ -75,7 +75,6 @@ describe('API key caches (item 15)', () => {
   }
 
   test('a repeated unknown key reaches the database once; a flood of unknown keys never evicts a valid one', async () => {
-    const { hashKey } = await import('../../src/domain/auth/api-key.service');
     const f = fakeDb({ [hashKey('valid-key-0001')]: 'carol' });
     const keys = new ApiKeyService(f.db, []);
     expect((await keys.authenticate('valid-key-0001')).ownerId).toBe('carol');

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import type http from 'node:http';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
@@ -61,14 +62,24 @@ export function errorResponse(err: DomainError): { status: number; headers: Reco
   return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
 }
 
+/**
+ * Whether the request has a body not read to its end: an error answered then (401, 429, 503 ...) closes the
+ * connection rather than read the rest or keep the connection for another request. (A request without a body is
+ * not `complete` yet while its handler runs synchronously, so `complete` alone would close after every 404.)
+ */
+export function bodyUnread(req: http.IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  return hasBody && !req.complete;
+}
+
 export function sendError(res: Response, err: DomainError): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const r = errorResponse(err);
-  // An answer given before the body was read (401, 429, 503 ...): close rather than read or keep the rest.
-  if (!res.req.complete) r.headers.Connection = 'close';
+  if (bodyUnread(res.req)) r.headers.Connection = 'close';
   res.set(r.headers).status(r.status).json(r.body);
 }
 

@@ -6,7 +6,7 @@ import { isUuid } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import type { Logger } from '../../infra/logger';
 import { assetJson } from './asset.presenter';
-import { asDomainError, errorResponse } from './errors';
+import { asDomainError, bodyUnread, errorResponse } from './errors';
 import { requestIdFrom } from './middleware';
 import type { RequestAuth } from './request-auth';
 
@@ -43,7 +43,7 @@ export function withFastLane(deps: { assets: AssetService; auth: RequestAuth; lo
         const path = req.url!.split('?', 1)[0];
         const r = errorResponse(asDomainError(err, deps.logger, { requestId, method: req.method, path }));
         // As in sendError: an answer given before the body was read closes the connection.
-        if (!req.complete) r.headers.Connection = 'close';
+        if (bodyUnread(req)) r.headers.Connection = 'close';
         for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
         sendJson(res, r.status, r.body);
       });
