@@ -3,7 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { isStorageFull, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import { contentLockKey, type Tx } from '../../infra/prisma';
-import { DomainError } from '../errors';
+import { DomainError, isDomainError } from '../errors';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
 import { detectMime } from './mime';
@@ -221,6 +221,7 @@ export class ContentService {
   async collectExpired(batch = 1_000): Promise<number> {
     const client = await this.pool.connect();
     let removed: string[];
+    let released = false;
     try {
       await client.query('BEGIN');
       try {
@@ -240,14 +241,31 @@ export class ContentService {
         removed = res.rows.map((r) => r.blake3.trim());
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
+        if (isDomainError(err)) throw err; // the database is unavailable: the job is retried
+        // One content the batch cannot delete must not hold back the others: collect them one by one this time.
+        this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
+        client.release();
+        released = true;
+        return this.collectOneByOne(batch);
       }
     } finally {
-      client.release();
+      if (!released) client.release();
     }
     for (const hex of removed) await this.removeOrphanBlob(hex);
     if (removed.length > 0) this.logger.info('removed unreferenced content', { count: removed.length });
     return removed.length;
+  }
+
+  private async collectOneByOne(batch: number): Promise<number> {
+    let removed = 0;
+    for (const hash of await this.repo.findExpiredOrphans(this.opts.gcGraceSeconds, batch)) {
+      const ok = await this.collect(hash).catch((err: unknown) => {
+        this.logger.warn('could not collect a content', { blake3: hash, err: (err as Error).message });
+        return false;
+      });
+      if (ok) removed++;
+    }
+    return removed;
   }
 
   /**
