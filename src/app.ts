@@ -41,17 +41,11 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    const checks: Record<string, string> = {};
-    await c.database.prisma.$queryRaw`SELECT 1`.then(
-      () => (checks.database = 'ok'),
-      (err: Error) => (checks.database = `error: ${err.message}`),
-    );
-    await c.blobStore.ping().then(
-      () => (checks.storage = 'ok'),
-      (err: Error) => (checks.storage = `error: ${err.message}`),
-    );
+    const checks = await readiness(c);
     const ok = Object.values(checks).every((v) => v === 'ok');
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
+    res.status(ok ? 200 : 503);
+    if (!ok) res.set('Retry-After', '5');
+    res.json({ status: ok ? 'ok' : 'unavailable', checks });
   });
   if (c.metrics) app.get('/metrics', metricsHandler(c.metrics, c.config.metrics.token));
   app.get('/openapi.yaml', (_req, res) => {
@@ -63,7 +57,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
   for (const r of ext.rootRouters ?? []) app.use(r);
 
   const api = Router();
-  api.use(authenticate(c.apiKeys));
+  api.use(authenticate(c.requestAuth));
   api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader, remoteMetadata: ext.remoteMetadata }));
   api.use(
     contentRouter({
@@ -83,6 +77,34 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
   });
   app.use(errorMiddleware(c.logger));
   return app;
+}
+
+/** How long each readiness check may take: a frozen dependency answers "unavailable", not a hang. */
+const READINESS_CHECK_MS = 1_500;
+
+/**
+ * The checks of /readyz (contract section 7): each is `ok` or `unavailable`, never error text or an address (the
+ * route needs no key). The storage check also fails when the free space is below STORAGE_MIN_FREE_BYTES.
+ */
+async function readiness(c: Container): Promise<Record<'database' | 'storage' | 'queue', 'ok' | 'unavailable'>> {
+  const check = (fn: () => Promise<unknown>) =>
+    new Promise<'ok' | 'unavailable'>((resolve) => {
+      const timer = setTimeout(() => resolve('unavailable'), READINESS_CHECK_MS);
+      fn().then(
+        (v) => resolve(v === false ? 'unavailable' : 'ok'),
+        () => resolve('unavailable'),
+      ).finally(() => clearTimeout(timer));
+    });
+  const [database, storage, queue] = await Promise.all([
+    check(() => c.database.pool.query('SELECT 1')),
+    check(async () => {
+      await c.blobStore.ping();
+      if (!c.blobStore.freeBytes || c.config.storageMinFreeBytes <= 0) return true;
+      return (await c.blobStore.freeBytes()) >= c.config.storageMinFreeBytes;
+    }),
+    check(() => c.queue.ping()),
+  ]);
+  return { database, storage, queue };
 }
 
 let openapiCache: string | undefined;

@@ -32,6 +32,20 @@ export interface Config {
   readonly exportTtlSeconds: number;
   /** `GET /metrics` and request instrumentation (contract section 7). */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined };
+  /** Server-side timeout of every statement of the pool (a frozen database answers 503, not a hang); 0: none. */
+  readonly databaseStatementTimeoutMs: number;
+  /** Connecting to PostgreSQL, or waiting for a pooled connection. */
+  readonly databaseConnectTimeoutMs: number;
+  /** /readyz fails (503, check `storage`) when the blob store has less free space than this (fs only). */
+  readonly storageMinFreeBytes: number;
+  /** A request body that sends no byte for this long is cut (408); 0: never. */
+  readonly bodyIdleTimeoutMs: number;
+  /** On shutdown, in-flight requests get this long to finish before they are answered 503 and closed. */
+  readonly shutdownGraceMs: number;
+  /** Requests per key per minute, per instance; 0: no limit. */
+  readonly rateLimitPerMinute: number;
+  /** Failed authentications per client address per minute, per instance (then 429 before any lookup). */
+  readonly authFailuresPerMinute: number;
 }
 
 export type StorageConfig =
@@ -179,6 +193,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     uploadExpirySeconds: int('UPLOAD_EXPIRY_SECONDS', 86400, 1, 86400),
     exportTtlSeconds: int('EXPORT_TTL_SECONDS', 86400, 1, 365 * 86400),
     metrics: { enabled: bool('METRICS_ENABLED', true), token: optional('METRICS_TOKEN') },
+    databaseStatementTimeoutMs: int('DATABASE_STATEMENT_TIMEOUT_MS', 8_000, 0, 3_600_000),
+    databaseConnectTimeoutMs: int('DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
+    storageMinFreeBytes: int('STORAGE_MIN_FREE_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
+    bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000_000),
+    authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000_000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

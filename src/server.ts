@@ -13,6 +13,7 @@ import { withFastLane } from './http/rest/fast-lane';
 import { THUMBNAIL_BACKFILL_JOB } from './domain/thumbnails/thumbnail.service';
 import { METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
 import { instrumentRequests } from './http/metrics';
+import { RequestGuard } from './http/request-guard';
 
 export interface RunningService {
   container: Container;
@@ -46,15 +47,18 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       // Thumbnails for content stored before thumbnails existed (or whose job was lost): one scan per start.
       await container.queue.send(THUMBNAIL_BACKFILL_JOB, {}, { singletonKey: THUMBNAIL_BACKFILL_JOB });
     }
+    // Blobs a crash left without a row: reconciled now, in the background (safe beside other instances).
+    const reconciling = container.content.reconcileAtStart().catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
     let server: http.Server | undefined;
     let url: string | undefined;
+    const guard = new RequestGuard(config.bodyIdleTimeoutMs);
     if (config.role !== 'worker') {
       const app = createApp(container, ext);
-      const listener = instrumentRequests(withFastLane({ assets: container.assets, apiKeys: container.apiKeys, logger, config: container.config }, app), {
-        app,
-        metrics: container.metrics,
-        accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined,
-      });
+      // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
+      const listener = instrumentRequests(
+        guard.wrap(withFastLane({ assets: container.assets, auth: container.requestAuth, logger, config: container.config }, app)),
+        { app, metrics: container.metrics, accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined },
+      );
       server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, listener);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
@@ -72,7 +76,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       url,
       stop: () =>
         (stopping ??= (async () => {
-          if (server) await closeServer(server, 30_000);
+          if (server) await closeServer(server, config.shutdownGraceMs, guard);
+          guard.close();
+          await reconciling;
           await c.close();
           if (embedded) await embedded.stop();
           logger.info('stopped');
@@ -85,14 +91,24 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   }
 }
 
-/** Stops accepting connections, lets in-flight requests finish (up to `graceMs`), then closes what is left. */
-function closeServer(server: http.Server, graceMs: number): Promise<void> {
+/**
+ * Stops accepting connections and lets in-flight requests finish (up to `graceMs`); then answers those still running
+ * 503 with `Connection: close` (RequestGuard.abortAll), and a moment later closes whatever is left.
+ */
+function closeServer(server: http.Server, graceMs: number, guard: RequestGuard): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    let last: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      guard.abortAll();
+      last = setTimeout(() => server.closeAllConnections(), 2_000);
+      last.unref();
+    }, graceMs);
     timer.unref();
     server.close(() => {
       clearTimeout(timer);
-      resolve();
+      if (last) clearTimeout(last);
+      // Handlers whose request was cut remove their temporary files on the next turns of the loop.
+      setTimeout(resolve, 50);
     });
     server.closeIdleConnections();
   });

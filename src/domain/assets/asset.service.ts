@@ -158,15 +158,22 @@ export class AssetService {
     ingested: IngestedContent,
     opts: { fileName?: string } = {},
   ): Promise<CreateResult> {
+    let precommitted = false;
     try {
       const name = fields.name ?? opts.fileName ?? defaultName(ingested.digest.blake3);
       const contentMime = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
+      precommitted = true;
       await this.content.precommit(ingested);
       const withFile = { ...fields, fileName: fields.fileName ?? opts.fileName ?? name };
       return await this.createWithContent(principal, withFile, ingested.digest.blake3, name, async (tx) =>
         this.content.ensureStored(tx, ingested, { name, mimeType: contentMime, fileName: opts.fileName }),
       );
+    } catch (err) {
+      // Refused or failed (ID_CONFLICT, INVALID_PREVIEW_ID, a rolled-back commit, the database gone): the blob this
+      // request may have put under the content address must not stay without a row.
+      if (precommitted) await this.content.abandon(ingested.digest.blake3);
+      throw err;
     } finally {
       // After a commit the temporary is gone and this is a no-op; after a failure it removes the bytes.
       await this.content.discard(ingested);

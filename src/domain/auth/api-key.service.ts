@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { BootstrapKey } from '../../config';
 import type { Db } from '../../infra/prisma';
 import type { Principal } from '../assets/asset.types';
@@ -17,6 +18,8 @@ export interface ApiKeyInfo {
 
 const CACHE_TTL_MS = 10_000;
 const CACHE_MAX = 10_000;
+/** Unknown keys remembered, so a client repeating one does not reach the database again within the TTL. */
+const NEGATIVE_CACHE_MAX = 50_000;
 
 /**
  * API keys. Only SHA-256 digests are kept, in memory for the bootstrap keys of API_KEYS/ADMIN_API_KEYS and in the
@@ -25,7 +28,12 @@ const CACHE_MAX = 10_000;
  */
 export class ApiKeyService {
   private readonly bootstrap = new Map<string, Principal>();
-  private readonly cache = new Map<string, { principal: Principal | null; at: number }>();
+  /**
+   * Valid and unknown keys are cached apart, each an LRU with a TTL: a flood of unknown keys only evicts other unknown
+   * keys, never a valid one, and a full cache drops its least recently used entries rather than everything.
+   */
+  private readonly valid = new LRUCache<string, Principal>({ max: CACHE_MAX, ttl: CACHE_TTL_MS });
+  private readonly unknown = new LRUCache<string, true>({ max: NEGATIVE_CACHE_MAX, ttl: CACHE_TTL_MS });
 
   constructor(
     private readonly db: Db,
@@ -36,23 +44,32 @@ export class ApiKeyService {
     }
   }
 
+  /**
+   * What is known of a key without asking the database: its principal (a bootstrap key, or a key looked up in the
+   * last 10 s), `null` when it is missing or known to be invalid, `undefined` when only the database can tell.
+   */
+  cached(key: string | undefined): Principal | null | undefined {
+    if (!key) return null;
+    const digest = hashKey(key);
+    const p = this.bootstrap.get(digest) ?? this.valid.get(digest);
+    if (p) return p;
+    return this.unknown.has(digest) ? null : undefined;
+  }
+
   /** The principal of a presented key; 401 for a missing or unknown one. */
   async authenticate(key: string | undefined): Promise<Principal> {
     if (!key) throw new DomainError('UNAUTHORIZED', 'an API key is required (X-API-Key header)');
     const digest = hashKey(key);
-    const fromEnv = this.bootstrap.get(digest);
-    if (fromEnv) return fromEnv;
-    const hit = this.cache.get(digest);
-    let principal: Principal | null;
-    if (hit && Date.now() - hit.at < CACHE_TTL_MS) {
-      principal = hit.principal;
-    } else {
-      const row = await this.db.apiKey.findUnique({ where: { keyHash: digest } });
-      principal = row && !row.revokedAt ? { ownerId: row.ownerId, isAdmin: row.isAdmin, keyId: row.id } : null;
-      if (this.cache.size >= CACHE_MAX) this.cache.clear();
-      this.cache.set(digest, { principal, at: Date.now() });
+    const known = this.bootstrap.get(digest) ?? this.valid.get(digest);
+    if (known) return known;
+    if (this.unknown.has(digest)) throw invalidKey();
+    const row = await this.db.apiKey.findUnique({ where: { keyHash: digest } });
+    if (!row || row.revokedAt) {
+      this.unknown.set(digest, true);
+      throw invalidKey();
     }
-    if (!principal) throw new DomainError('UNAUTHORIZED', 'the API key is not valid');
+    const principal: Principal = { ownerId: row.ownerId, isAdmin: row.isAdmin, keyId: row.id };
+    this.valid.set(digest, principal);
     return principal;
   }
 
@@ -79,7 +96,9 @@ export class ApiKeyService {
       where: isUuid ? { id: idOrKey, revokedAt: null } : { keyHash: hashKey(idOrKey), revokedAt: null },
       data: { revokedAt: new Date() },
     });
-    this.cache.clear();
+    this.valid.clear();
     return res.count > 0;
   }
 }
+
+const invalidKey = () => new DomainError('UNAUTHORIZED', 'the API key is not valid');

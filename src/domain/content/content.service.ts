@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { Pool, PoolClient } from 'pg';
-import type { BlobStore, TempBlob } from '../../infra/blob-store/blob-store';
+import { isStorageFull, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import { contentLockKey, type Tx } from '../../infra/prisma';
-import { DomainError } from '../errors';
+import { DomainError, isDomainError } from '../errors';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
@@ -54,6 +54,10 @@ export class ContentService {
    * copying them (the caller promises not to use a chunk after handing it over).
    */
   async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean } = {}): Promise<IngestedContent> {
+    return storageErrors(this.ingestBytes(source, opts));
+  }
+
+  private async ingestBytes(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean }): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
     let sniffedMime: string | undefined;
     let derived: DerivedMetadata = {};
@@ -112,7 +116,42 @@ export class ContentService {
    * and `ensureStored` then commits again from the temporary blob, which is kept for exactly that reason.
    */
   async precommit(ingested: IngestedContent): Promise<void> {
-    await this.blobs.commit(ingested.temp, ingested.digest.blake3, { keepTemp: true });
+    await storageErrors(this.blobs.commit(ingested.temp, ingested.digest.blake3, { keepTemp: true }));
+  }
+
+  /**
+   * After a create that put (or may have put) the blob of `blake3` in place failed (refused, rolled back, database
+   * gone): removes the blob unless a content row refers to it, under the content lock (`removeOrphanBlob`), so a
+   * concurrent upload of the same bytes is never hurt. When the database cannot be reached now, retries in the
+   * background until it can; a crash before that is reconciled by the sweep at the next start.
+   */
+  async abandon(blake3: string): Promise<void> {
+    try {
+      await this.removeOrphanBlob(blake3);
+    } catch (err) {
+      this.logger.warn('could not remove the blob of a failed create yet; retrying', { blake3, err: (err as Error).message });
+      this.retryAbandon(blake3, 1);
+    }
+  }
+
+  private retryAbandon(blake3: string, attempt: number): void {
+    if (attempt > 120 || this.closed) return;
+    const timer = setTimeout(() => {
+      this.pendingAbandons.delete(timer);
+      this.removeOrphanBlob(blake3).catch(() => this.retryAbandon(blake3, attempt + 1));
+    }, 5_000);
+    timer.unref();
+    this.pendingAbandons.add(timer);
+  }
+
+  private readonly pendingAbandons = new Set<NodeJS.Timeout>();
+  private closed = false;
+
+  /** Stops background retries (the next start's sweep takes over). */
+  close(): void {
+    this.closed = true;
+    for (const t of this.pendingAbandons) clearTimeout(t);
+    this.pendingAbandons.clear();
   }
 
   /**
@@ -135,7 +174,7 @@ export class ContentService {
       return existing;
     }
     if (await this.blobs.exists(ingested.digest.blake3)) await this.discard(ingested);
-    else await this.blobs.commit(ingested.temp, ingested.digest.blake3);
+    else await storageErrors(this.blobs.commit(ingested.temp, ingested.digest.blake3));
     const rec: ContentRecord = {
       blake3: ingested.digest.blake3,
       sha256: ingested.digest.sha256,
@@ -201,13 +240,75 @@ export class ContentService {
     });
   }
 
-  /** Collects every content whose grace period is over; returns how many were removed. */
-  async collectExpired(batch = 500): Promise<number> {
+  /**
+   * Collects up to `batch` contents whose grace period is over, in one transaction: the rows are claimed with
+   * FOR UPDATE SKIP LOCKED (instances sweeping at once take disjoint sets) and only where no one holds their content
+   * lock (pg_try_advisory_xact_lock, the lock every referencing path takes), re-checked for references, and deleted.
+   * The blobs are deleted after the commit, never before: a failure in between leaves an unreferenced blob that the
+   * orphan sweep removes, never a row without its blob. A referencing request that comes after the commit finds no
+   * row and stores the content anew from its temporary blob, exactly as with `collect`; to make that safe against
+   * our blob delete, each blob is deleted under the content's session lock (as `removeOrphanBlob` does) and only if
+   * still no row names it. Returns how many contents were removed.
+   */
+  async collectExpired(batch = 1_000): Promise<number> {
+    const client = await this.pool.connect();
+    let removed: string[];
+    let released = false;
+    try {
+      await client.query('BEGIN');
+      try {
+        const res = await client.query<{ blake3: string }>(
+          `WITH due AS (
+             SELECT blake3 FROM content
+              WHERE orphaned_at IS NOT NULL AND orphaned_at <= now() - make_interval(secs => $1)
+              ORDER BY orphaned_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+           DELETE FROM content c USING due
+            WHERE c.blake3 = due.blake3
+              AND pg_try_advisory_xact_lock(('x' || left(c.blake3, 16))::bit(64)::bigint)
+              AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.content_hash = c.blake3)
+           RETURNING c.blake3`,
+          [this.opts.gcGraceSeconds, batch],
+        );
+        await client.query('COMMIT');
+        removed = res.rows.map((r) => r.blake3.trim());
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        if (isDomainError(err)) throw err; // the database is unavailable: the job is retried
+        // One content the batch cannot delete must not hold back the others: collect them one by one this time.
+        this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
+        client.release();
+        released = true;
+        return this.collectOneByOne(batch);
+      }
+    } finally {
+      if (!released) client.release();
+    }
+    for (const hex of removed) await this.removeOrphanBlob(hex);
+    if (removed.length > 0) this.logger.info('removed unreferenced content', { count: removed.length });
+    return removed.length;
+  }
+
+  private async collectOneByOne(batch: number): Promise<number> {
     let removed = 0;
     for (const hash of await this.repo.findExpiredOrphans(this.opts.gcGraceSeconds, batch)) {
-      if (await this.collect(hash)) removed++;
+      const ok = await this.collect(hash).catch((err: unknown) => {
+        this.logger.warn('could not collect a content', { blake3: hash, err: (err as Error).message });
+        return false;
+      });
+      if (ok) removed++;
     }
     return removed;
+  }
+
+  /**
+   * At start: blobs without a content row (a crash between putting a blob in place and committing its row, a
+   * failed cleanup) are removed, each under its content lock, so instances starting together or serving uploads
+   * meanwhile are safe. Runs in the background; returns how many were removed.
+   */
+  async reconcileAtStart(): Promise<number> {
+    const n = await this.sweepOrphanBlobs(0);
+    this.logger.info('start-up reconciliation finished', { removed_blobs: n });
+    return n;
   }
 
   /**
@@ -238,8 +339,9 @@ export class ContentService {
     return this.withSessionLock(blake3, async (client) => {
       const res = await client.query('SELECT 1 FROM content WHERE blake3 = $1', [blake3]);
       if (res.rowCount !== 0) return false;
+      if (!(await this.blobs.exists(blake3))) return false;
       await this.blobs.delete(blake3);
-      this.logger.info('removed a blob without content row', { blake3 });
+      this.logger.debug('removed a blob without content row', { blake3 });
       return true;
     });
   }
@@ -300,4 +402,14 @@ function withFormat(derived: DerivedMetadata, name: string): DerivedMetadata {
   if (derived.format) return derived;
   const ext = /\.([a-z0-9]{1,12})$/i.exec(name)?.[1]?.toLowerCase();
   return ext ? { ...derived, format: ext } : derived;
+}
+
+/** A full blob store (ENOSPC, a quota) is INSUFFICIENT_STORAGE; the callers have already removed what they wrote. */
+async function storageErrors<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (isStorageFull(err)) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
+    throw err;
+  }
 }

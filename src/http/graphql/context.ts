@@ -3,12 +3,11 @@ import type { Request, Response } from 'express';
 import { GraphQLError } from 'graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { Asset, Principal } from '../../domain/assets/asset.types';
-import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import { STATUS_OF } from '../rest/errors';
-import { presentedKey } from '../rest/middleware';
 import { baseUrlOfRes } from '../base-url';
+import type { RequestAuth } from '../rest/request-auth';
 
 export interface GraphQLContext {
   principal: Principal;
@@ -26,14 +25,18 @@ export interface GraphQLContext {
  * Apollo's context function: every operation needs a valid key (X-API-Key or Authorization: Bearer), else the
  * whole request fails with HTTP 401 and `extensions.code: UNAUTHORIZED`, like REST.
  */
-export function createContext(deps: { apiKeys: ApiKeyService; assets: AssetService; logger: Logger }) {
+export function createContext(deps: { auth: RequestAuth; assets: AssetService; logger: Logger }) {
   return async ({ req, res }: { req: Request; res: Response }): Promise<GraphQLContext> => {
     let principal: Principal;
     try {
-      principal = await deps.apiKeys.authenticate(presentedKey(req));
+      principal = await deps.auth.authenticate(req, res);
     } catch (err) {
       if (!isDomainError(err)) throw err;
-      throw new GraphQLError(err.message, { extensions: { code: err.code, http: { status: STATUS_OF[err.code] } } });
+      const headers = new Map<string, string>();
+      if (err.details?.retry_after !== undefined) headers.set('retry-after', String(err.details.retry_after));
+      throw new GraphQLError(err.message, {
+        extensions: { code: err.code, ...(err.details ? { details: err.details } : {}), http: { status: STATUS_OF[err.code], headers } },
+      });
     }
     const requestId = String(res.locals.requestId ?? '');
     // The logger and the loader are made on first use: most operations need neither (a single asset, a page without

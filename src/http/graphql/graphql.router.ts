@@ -56,7 +56,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       const query = typeof body.query === 'string' ? body.query : (req.query as Record<string, unknown>).query;
       next(typeof query === 'string' ? checkDocumentText(query, DEFAULT_QUERY_LIMITS) : undefined);
     },
-    expressMiddleware(server, { context: createContext({ apiKeys: c.apiKeys, assets: c.assets, logger: c.logger }) }),
+    expressMiddleware(server, { context: createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger }) }),
   );
   r.use('/graphql', graphqlErrors(c.logger));
   return r;

@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import type http from 'node:http';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
@@ -28,6 +29,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   ASSET_IMMUTABLE: 409,
   ID_CONFLICT: 409,
   TASK_NOT_CANCELLABLE: 409,
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   DOWNLOAD_FAILED: 422,
@@ -35,6 +37,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   INTERNAL: 500,
   NOT_IMPLEMENTED: 501,
   SERVICE_UNAVAILABLE: 503,
+  INSUFFICIENT_STORAGE: 507,
 };
 
 /** Errors raised by body parsers and other middleware, translated to domain errors. */
@@ -57,11 +60,22 @@ export function toDomainError(err: unknown): DomainError | undefined {
 export function errorResponse(err: DomainError): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
-  if (err.code === 'RATE_LIMITED' && err.details?.retry_after !== undefined) headers['Retry-After'] = String(err.details.retry_after);
+  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(err.details?.retry_after ?? 5);
   if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow)) headers.Allow = (err.details.allow as string[]).join(', ');
   // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
-  if (status === 413 || status === 415) headers.Connection = 'close';
+  if (status === 413 || status === 415 || status === 408 || status === 507) headers.Connection = 'close';
   return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
+}
+
+/**
+ * Whether the request has a body not read to its end: an error answered then (401, 429, 503 ...) closes the
+ * connection rather than read the rest or keep the connection for another request. (A request without a body is
+ * not `complete` yet while its handler runs synchronously, so `complete` alone would close after every 404.)
+ */
+export function bodyUnread(req: http.IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  return hasBody && !req.complete;
 }
 
 export function sendError(res: Response, err: DomainError): void {
@@ -70,6 +84,7 @@ export function sendError(res: Response, err: DomainError): void {
     return;
   }
   const r = errorResponse(err);
+  if (bodyUnread(res.req)) r.headers.Connection = 'close';
   res.set(r.headers).status(r.status).json(r.body);
 }
 

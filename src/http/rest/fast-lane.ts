@@ -3,14 +3,14 @@ import type { Express } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid } from '../../domain/assets/validation';
-import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { parseHash } from '../../domain/content/hashing';
 import type { Logger } from '../../infra/logger';
 import { baseUrlOf } from '../base-url';
 import { assetJson } from './asset.presenter';
-import { asDomainError, errorResponse } from './errors';
-import { keyFromHeaders, requestIdFrom } from './middleware';
+import { asDomainError, bodyUnread, errorResponse } from './errors';
+import { requestIdFrom } from './middleware';
 import { markRoute } from '../metrics';
+import type { RequestAuth } from './request-auth';
 
 /**
  * The two hottest read routes, `GET /api/assets/{id}` and `HEAD /api/assets/hash/{hash}`, answered before Express.
@@ -26,7 +26,7 @@ import { markRoute } from '../metrics';
  * Middleware added to `createApp` for /api (CORS, rate limits, access logs) must be added here too.
  */
 export function withFastLane(
-  deps: { assets: AssetService; apiKeys: ApiKeyService; logger: Logger; config: { publicUrl: string | undefined; trustProxy: boolean } },
+  deps: { assets: AssetService; auth: RequestAuth; logger: Logger; config: { publicUrl: string | undefined; trustProxy: boolean } },
   app: Express,
 ): http.RequestListener {
   return (req, res) => {
@@ -39,8 +39,8 @@ export function withFastLane(
     markRoute(req, template);
     const requestId = requestIdFrom(req.headers['x-request-id']);
     res.setHeader('X-Request-Id', requestId);
-    deps.apiKeys
-      .authenticate(keyFromHeaders(req.headers['x-api-key'], req.headers.authorization))
+    deps.auth
+      .authenticate(req, res)
       .then((principal) => route(deps.assets, principal, res, baseUrlOf(req, deps.config)))
       .catch((err: unknown) => {
         if (res.headersSent) {
@@ -49,6 +49,8 @@ export function withFastLane(
         }
         const path = req.url!.split('?', 1)[0];
         const r = errorResponse(asDomainError(err, deps.logger, { requestId, method: req.method, path }));
+        // As in sendError: an answer given before the body was read closes the connection.
+        if (bodyUnread(req)) r.headers.Connection = 'close';
         for (const [k, v] of Object.entries(r.headers)) res.setHeader(k, v);
         sendJson(res, r.status, r.body);
       });

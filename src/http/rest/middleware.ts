@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Principal } from '../../domain/assets/asset.types';
-import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { DomainError } from '../../domain/errors';
 import { assertJsonInput, MAX_JSON_DEPTH } from '../../domain/input';
 import { isUuid } from '../../domain/assets/validation';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';
+import type { RequestAuth } from './request-auth';
 
 /** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
 export function presentedKey(req: Request): string | undefined {
@@ -33,10 +33,10 @@ export function requestId(): RequestHandler {
   };
 }
 
-export function authenticate(keys: ApiKeyService): RequestHandler {
+export function authenticate(auth: RequestAuth): RequestHandler {
   return async (req, res, next) => {
     try {
-      res.locals.principal = await keys.authenticate(presentedKey(req));
+      res.locals.principal = await auth.authenticate(req, res);
       next();
     } catch (err) {
       next(err);

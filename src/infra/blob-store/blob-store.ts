@@ -73,6 +73,8 @@ export interface BlobStore {
   presignedObjectUrl?(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string>;
   /** Cheap reachability check for /readyz. */
   ping(): Promise<void>;
+  /** Bytes still free for new blobs, where the backend can tell (local disk); /readyz compares it with a floor. */
+  freeBytes?(): Promise<number>;
   /** Releases connections (S3 client sockets); the store is not used afterwards. */
   close?(): Promise<void>;
 }
@@ -118,6 +120,18 @@ export interface PartialBlob {
 export function checkObjectName(name: string): string {
   if (!/^[\w-]{1,64}\/[\w-][\w.-]{0,199}$/.test(name)) throw new Error(`invalid object name ${name}`);
   return name;
+}
+
+/** ENOSPC / EDQUOT (disk full, quota exceeded), wherever they surface in a chain of causes. */
+export function isStorageFull(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const o = e as { code?: unknown; message?: unknown; cause?: unknown };
+    if (o.code === 'ENOSPC' || o.code === 'EDQUOT') return true;
+    if (typeof o.message === 'string' && /\b(ENOSPC|EDQUOT)\b|no space left on device|quota exceeded/i.test(o.message)) return true;
+    e = o.cause;
+  }
+  return false;
 }
 
 /** `ab/cd/abcd…`: two levels of fan-out keep directories small. */

@@ -247,6 +247,11 @@ export class FsBlobStore implements BlobStore {
     await fsp.access(this.root, fs.constants.W_OK);
   }
 
+  async freeBytes(): Promise<number> {
+    const st = await fsp.statfs(this.root);
+    return st.bavail * st.bsize;
+  }
+
   /** Filesystem path of a blob (used by tests and the orphan sweeper). */
   contentPath(blake3Hex: string): string {
     if (!/^[a-f0-9]{64}$/.test(blake3Hex)) throw new Error(`invalid blake3 hex ${blake3Hex}`);
