@@ -35,9 +35,8 @@ describe('loadConfig', () => {
     expect(
       loadConfig({ BODY_IDLE_TIMEOUT_MS: '1000', SHUTDOWN_GRACE_MS: '500', RATE_LIMIT_PER_MINUTE: '100', TRUST_PROXY: 'true', STORAGE_MIN_FREE_BYTES: '0' }),
     ).toMatchObject({ bodyIdleTimeoutMs: 1000, shutdownGraceMs: 500, rateLimitPerMinute: 100, trustProxy: true, storageMinFreeBytes: 0 });
-    expect(() => loadConfig({ AUTH_FAILURES_PER_MINUTE: '0', BODY_IDLE_TIMEOUT_MS: 'soon', TRUST_PROXY: 'maybe' })).toThrow(
-      /BODY_IDLE_TIMEOUT_MS[\s\S]*AUTH_FAILURES_PER_MINUTE[\s\S]*TRUST_PROXY/,
-    );
+    const bad = () => loadConfig({ AUTH_FAILURES_PER_MINUTE: '0', BODY_IDLE_TIMEOUT_MS: 'soon', TRUST_PROXY: 'maybe' });
+    for (const name of ['BODY_IDLE_TIMEOUT_MS', 'AUTH_FAILURES_PER_MINUTE', 'TRUST_PROXY']) expect(bad).toThrow(name);
   });
 
   test('keys: owner:key entries, default owner, admin keys', () => {
