@@ -13,6 +13,7 @@ import { withFastLane } from './http/rest/fast-lane';
 import { THUMBNAIL_BACKFILL_JOB } from './domain/thumbnails/thumbnail.service';
 import { METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
 import { instrumentRequests } from './http/metrics';
+import { answerClientError } from './http/client-error';
 import { RequestGuard } from './http/request-guard';
 
 export interface RunningService {
@@ -60,6 +61,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         { app, metrics: container.metrics, accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined },
       );
       server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, listener);
+      server.on('clientError', answerClientError);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

@@ -1,5 +1,6 @@
 /** Error codes the domain raises; transports map them (REST: status table, GraphQL: extensions.code). */
 export const ERROR_CODES = [
+  'BAD_REQUEST',
   'INVALID_JSON',
   'INVALID_BODY',
   'INVALID_QUERY',
@@ -29,6 +30,7 @@ export const ERROR_CODES = [
   'RATE_LIMITED',
   'NOT_IMPLEMENTED',
   'REQUEST_TIMEOUT',
+  'HEADERS_TOO_LARGE',
   'SERVICE_UNAVAILABLE',
   'INSUFFICIENT_STORAGE',
   'INTERNAL',

@@ -309,3 +309,36 @@ test('the Idempotency-Key header refuses what it cannot store', async () => {
   });
   expect(status).toBeLessThan(500);
 });
+
+describe('requests the HTTP parser refuses get the same {code, message} body', () => {
+  /** Sends raw bytes on a new connection and reads everything the server answers until it closes. */
+  async function raw(bytes: string): Promise<{ status: number; headers: string; body: string }> {
+    const { port } = new URL(svc.url);
+    const net = await import('node:net');
+    const text = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(Number(port), '127.0.0.1', () => s.end(bytes));
+      let out = '';
+      s.setEncoding('latin1');
+      s.on('data', (d: string) => (out += d));
+      s.on('close', () => resolve(out));
+      s.on('error', reject);
+      s.setTimeout(10_000, () => s.destroy(new Error('no answer')));
+    });
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body };
+  }
+
+  test('a request head over 16 KiB is 431 HEADERS_TOO_LARGE', async () => {
+    const r = await raw(`GET /api/assets HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${KEYS.alice}\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(r.status).toBe(431);
+    expect(r.headers).toContain('connection: close');
+    expect(JSON.parse(r.body)).toEqual({ code: 'HEADERS_TOO_LARGE', message: expect.any(String) });
+  });
+
+  test('a NUL in a header value is 400 BAD_REQUEST; the service still answers', async () => {
+    const r = await raw(`GET /api/assets HTTP/1.1\r\nHost: x\r\nX-Api-Key: a\u0000b\r\n\r\n`);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body)).toEqual({ code: 'BAD_REQUEST', message: expect.any(String) });
+    expect((await svc.fetch('/api/assets')).status).toBe(200);
+  });
+});

@@ -6,6 +6,7 @@ import type { Logger } from '../../infra/logger';
 
 /** The one table from domain error code to HTTP status (contract section 2). */
 export const STATUS_OF: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
   INVALID_JSON: 400,
   INVALID_BODY: 400,
   INVALID_QUERY: 400,
@@ -30,6 +31,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   ID_CONFLICT: 409,
   TASK_NOT_CANCELLABLE: 409,
   REQUEST_TIMEOUT: 408,
+  HEADERS_TOO_LARGE: 431,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   DOWNLOAD_FAILED: 422,

@@ -1,0 +1,29 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { ErrorCode } from '../domain/errors';
+import { STATUS_OF } from './rest/errors';
+
+/**
+ * Node's HTTP parser refuses some requests before any route sees them (a head over 16 KiB, a head that does not
+ * arrive in time, bytes that are not HTTP/1.1 such as NUL in a header value). Its own answer has no body; this one
+ * is the same status with the `{code, message}` body every other refusal has, and closes the connection.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [code, message]: [ErrorCode, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? ['HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB']
+      : err.code === 'HPE_HEADERS_TIMEOUT' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['REQUEST_TIMEOUT', 'the request line and headers did not arrive in time']
+        : ['BAD_REQUEST', 'the request is not valid HTTP/1.1 (e.g. a control character in a header)'];
+  const status = STATUS_OF[code];
+  const body = JSON.stringify({ code, message });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  setTimeout(() => socket.destroy(), 2_000).unref();
+}
