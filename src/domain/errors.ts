@@ -1,6 +1,6 @@
 /** Error codes the domain raises; transports map them (REST: status table, GraphQL: extensions.code). */
 export const ERROR_CODES = [
-  'BAD_REQUEST',
+  'INVALID_REQUEST',
   'INVALID_JSON',
   'INVALID_BODY',
   'INVALID_QUERY',

@@ -18,7 +18,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
       ? ['HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB']
       : err.code === 'HPE_HEADERS_TIMEOUT' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? ['REQUEST_TIMEOUT', 'the request line and headers did not arrive in time']
-        : ['BAD_REQUEST', 'the request is not valid HTTP/1.1 (e.g. a control character in a header)'];
+        : ['INVALID_REQUEST', 'the request is not valid HTTP/1.1 (e.g. a control character in a header)'];
   const status = STATUS_OF[code];
   const body = JSON.stringify({ code, message });
   socket.end(

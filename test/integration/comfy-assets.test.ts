@@ -344,6 +344,11 @@ describe('filters (contract 3.6)', () => {
       { name: 'common', count: 10_047 },
       { name: 'rare', count: 3 },
     ]);
+    // Filtered facets read at most 10,000 matches too: over that, counts of the newest 10,000, flagged as lower bounds.
+    const facets = (await get('/api/assets/tags/refine?include_tags=common', key)).body;
+    expect(facets).toEqual({ tag_counts: { common: 10_000 }, counts_are_lower_bounds: true });
+    const exact = (await get('/api/assets/tags/refine?tags_any=rare', key)).body;
+    expect(exact).toEqual({ tag_counts: { rare: 3 } });
   });
 });
 

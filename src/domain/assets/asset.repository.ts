@@ -237,8 +237,13 @@ export class AssetRepository {
     return { items, total, hasMore, totalIsLowerBound, nextCursor };
   }
 
-  /** How many of the matching assets carry each tag, most used first, then by name (the refine facets). */
-  async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<TagCount[]> {
+  /**
+   * How many of the matching assets carry each tag, most used first, then by name (the refine facets). Like the
+   * listing's total, the aggregate reads at most COUNT_LIMIT matching assets (the newest): beyond that the counts are
+   * those of the newest 10,000 matches, lower bounds of the true ones (`lowerBounds`), so no facet request costs an
+   * aggregate over hundreds of thousands of rows.
+   */
+  async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
     const unfiltered =
       filter.includeTags.length === 0 && filter.excludeTags.length === 0 && !filter.anyTags?.length && !filter.nameContains &&
       !filter.hash && Object.keys(filter.metadataFilter ?? {}).length === 0;
@@ -246,13 +251,19 @@ export class AssetRepository {
       // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
       const rows = await this.db.$queryRaw<{ name: string; count: number }[]>`SELECT tag AS name, count FROM asset_tag_count
         WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`;
-      return rows.map((r) => ({ name: r.name, count: Number(r.count) }));
+      return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
     }
     const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
-    const rows = await this.db.$queryRaw<{ name: string; count: bigint }[]>`
-      SELECT t AS name, count(*) AS count FROM asset, unnest(tags) AS t WHERE ${cond}
+    const rows = await this.db.$queryRaw<{ name: string; count: bigint; matched: bigint }[]>`
+      WITH m AS (SELECT tags FROM asset WHERE ${cond} ORDER BY created_at DESC, asset.id DESC LIMIT ${COUNT_LIMIT + 1}),
+           n AS (SELECT count(*) AS matched FROM m)
+      SELECT t AS name, count(*) AS count, (SELECT matched FROM n) AS matched
+      FROM (SELECT tags FROM m LIMIT ${COUNT_LIMIT}) AS s, unnest(s.tags) AS t
       GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT ${limit}`;
-    return rows.map((r) => ({ name: r.name, count: Number(r.count) }));
+    return {
+      counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })),
+      lowerBounds: rows.length > 0 && Number(rows[0]!.matched) > COUNT_LIMIT,
+    };
   }
 
   /** From the counts table the asset triggers keep (migration 20261122100000): no recount per request. */

@@ -75,7 +75,7 @@ export class AssetService {
   }
 
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */
-  tagFacets(principal: Principal, filter: AssetFilter, limit: number): Promise<TagCount[]> {
+  tagFacets(principal: Principal, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
     return this.assets.tagFacets(principal.ownerId, filter, limit);
   }
 

@@ -40,7 +40,7 @@ export class AssetResolver {
     description: 'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
   })
   async tagCounts(@Args(() => TagCountsArgs) args: TagCountsArgs, @Ctx() ctx: GraphQLContext): Promise<TagCountType[]> {
-    return this.service.tagFacets(ctx.principal, filterOf(args.filter), args.limit);
+    return (await this.service.tagFacets(ctx.principal, filterOf(args.filter), args.limit)).counts;
   }
 
   @FieldResolver(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })

@@ -68,8 +68,8 @@ export function assetsRouter(deps: {
     '/assets/tags/refine',
     handle(async (req, res) => {
       const q = req.query as Record<string, unknown>;
-      const counts = await assets.tagFacets(principalOf(res), parseFilter(q), intParam(q, 'limit', 100, 1, 1000));
-      res.json({ tag_counts: Object.fromEntries(counts.map((c) => [c.name, c.count])) });
+      const { counts, lowerBounds } = await assets.tagFacets(principalOf(res), parseFilter(q), intParam(q, 'limit', 100, 1, 1000));
+      res.json({ tag_counts: Object.fromEntries(counts.map((c) => [c.name, c.count])), ...(lowerBounds ? { counts_are_lower_bounds: true } : {}) });
     }),
   );
 

@@ -6,7 +6,7 @@ import type { Logger } from '../../infra/logger';
 
 /** The one table from domain error code to HTTP status (contract section 2). */
 export const STATUS_OF: Record<ErrorCode, number> = {
-  BAD_REQUEST: 400,
+  INVALID_REQUEST: 400,
   INVALID_JSON: 400,
   INVALID_BODY: 400,
   INVALID_QUERY: 400,
