@@ -15,7 +15,6 @@ function load(): Blake3Impl {
   if (process.env.ASSET_SERVICE_FORCE_WASM_BLAKE3 !== '1') {
     try {
       const modulePath = require.resolve('@napi-rs/blake-hash');
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       const { Blake3Hasher } = require(modulePath) as typeof import('@napi-rs/blake-hash');
       new Blake3Hasher().update(Buffer.alloc(1)).digest('hex');
       return {
@@ -31,7 +30,6 @@ function load(): Blake3Impl {
     }
   }
   const modulePath = require.resolve('blake3');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const wasm = require(modulePath) as { createHash(): { update(c: Uint8Array): void; digest(enc: 'hex'): string } };
   return {
     impl: 'wasm',

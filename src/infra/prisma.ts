@@ -120,7 +120,6 @@ export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefine
  */
 function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
   class GuardedClient extends pg.Client {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     override query(...args: any[]): any {
       const onError = (err: unknown) => {
         if (err instanceof Error && /Query read timeout/.test(err.message)) this.destroyConnection();
@@ -155,7 +154,6 @@ function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
     }
   }
   class GuardedPool extends Pool {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     override connect(cb?: any): any {
       if (typeof cb === 'function') {
         return super.connect((err, client, done) => cb(err ? translateDbError(err, health) : err, client, done));
@@ -237,7 +235,6 @@ export function pgErrorCode(err: unknown): string | undefined {
 }
 
 export const isUniqueViolation = (err: unknown): boolean => pgErrorCode(err) === '23505';
-export const isForeignKeyViolation = (err: unknown): boolean => pgErrorCode(err) === '23503';
 
 /** A stable 64-bit advisory-lock key for a content hash (the first 16 hex digits, as a signed bigint). */
 export function contentLockKey(blake3Hex: string): bigint {

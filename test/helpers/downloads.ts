@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { json, KEYS, waitFor, type TestService } from './harness';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 /** POST /api/assets/download as `key` (alice by default). */

@@ -45,7 +45,7 @@ const backends: Backend[] = [
         store,
         reopen: make,
         teardown: async () => {
-          store.destroy();
+          await store.close();
           await s3.stop();
         },
       };
@@ -271,7 +271,7 @@ describe('s3 only', () => {
     store = new S3BlobStore({ backend: 's3', bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: true });
   });
   afterAll(async () => {
-    store?.destroy();
+    await store?.close();
     await s3?.stop();
   });
 
@@ -293,6 +293,6 @@ describe('s3 only', () => {
   test('ping fails for a missing bucket', async () => {
     const other = new S3BlobStore({ backend: 's3', bucket: 'no-such-bucket', endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: false });
     await expect(other.ping()).rejects.toBeDefined();
-    other.destroy();
+    await other.close();
   });
 });

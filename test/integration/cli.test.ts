@@ -59,7 +59,6 @@ const TREE: Record<string, Buffer> = {
   'output/run 1/ComfyUI_00001_.png': bytes(50 * KiB, 4),
 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const listAll = async (q = ''): Promise<any[]> => (await json(await svc.fetch(`/api/assets?limit=500${q}`))).assets;
 
 describe('push and pull of a ComfyUI tree', () => {

@@ -30,7 +30,6 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 async function upload(body: Buffer | string, fields: Record<string, string | string[]> = {}, name = 'file.bin', key: string = KEYS.alice): Promise<Json> {

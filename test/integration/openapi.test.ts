@@ -24,7 +24,6 @@ import { createTestDatabase, KEYS } from '../helpers/harness';
 
 const SPEC_PATH = path.join(__dirname, '..', '..', 'openapi.yaml');
 const SPEC_TEXT = fs.readFileSync(SPEC_PATH, 'utf8');
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 const doc: Doc = parse(SPEC_TEXT);
 
@@ -256,7 +255,6 @@ function servedRoutes(app: Express, exclude: (path: string) => boolean = () => f
     if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, ''))) throw new Error(`cannot express the route path ${p} in OpenAPI`);
     return p.replace(/:(\w+)/g, '{$1}');
   };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const walk = (stack: any[], prefix: string) => {
     for (const layer of stack) {
       const raw: unknown = layer.route ? layer.route.path : layer.rawPath;
@@ -281,7 +279,6 @@ function servedRoutes(app: Express, exclude: (path: string) => boolean = () => f
 }
 
 test('the route walker sees nested routers, mount paths and mounted middleware', () => {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const express = require('express') as typeof import('express');
   const a = express();
   a.get('/up', (_q, r) => void r.end());

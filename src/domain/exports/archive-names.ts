@@ -14,7 +14,6 @@ export interface ExportMember {
  */
 export function safeArchivePath(name: string, fallback: string): string {
   const segments = name
-    // eslint-disable-next-line no-control-regex
     .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
     .replace(/\\/g, '_')
     .split('/')

@@ -120,7 +120,6 @@ export class ThumbnailService {
 
   private loadSharp(): typeof sharpType {
     if (!this.sharp) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       this.sharp = require('sharp') as typeof sharpType;
       // One libvips thread per job: jobs run one at a time by default and must not take every core from requests.
       this.sharp.concurrency(1);
