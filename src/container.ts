@@ -7,6 +7,7 @@ import { ContentRepository } from './domain/content/content.repository';
 import { ContentService } from './domain/content/content.service';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
+import { IngestWorkers } from './infra/blob-store/ingest-pool';
 import { S3BlobStore } from './infra/blob-store/s3';
 import type { DownloadService, TaskService } from './domain/tasks/task.types';
 import { buildDownloads } from './domain/downloads/downloads.module';
@@ -30,6 +31,8 @@ export interface Container {
   logger: Logger;
   database: Database;
   blobStore: BlobStore;
+  /** Threads that hash (and for the disk store, write) uploaded and downloaded bytes; idle ones need no closing. */
+  ingestWorkers: IngestWorkers;
   queue: JobQueue;
   apiKeys: ApiKeyService;
   /** Authentication of requests with the rate limits (REST, fast lane, GraphQL). */
@@ -55,11 +58,11 @@ export const CONTENT_GC_SWEEP_JOB = 'content.gc-sweep';
 export const BLOB_ORPHAN_SWEEP_JOB = 'blob.sweep-orphans';
 const GC_BATCH = 1_000;
 
-export async function createBlobStore(config: Config): Promise<BlobStore> {
+export async function createBlobStore(config: Config, ingestWorkers: IngestWorkers): Promise<BlobStore> {
   if (config.storage.backend === 's3') {
     return new S3BlobStore(config.storage);
   }
-  return new FsBlobStore(path.join(config.dataDir, 'blobs'));
+  return new FsBlobStore(path.join(config.dataDir, 'blobs'), ingestWorkers);
 }
 
 export async function buildContainer(config: Config, logger: Logger, databaseUrl: string): Promise<Container> {
@@ -67,7 +70,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     logger,
     timeouts: { statementTimeoutMs: config.databaseStatementTimeoutMs, connectTimeoutMs: config.databaseConnectTimeoutMs },
   });
-  const blobStore = await createBlobStore(config);
+  const ingestWorkers = new IngestWorkers();
+  const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger, database.health);
   const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
@@ -209,7 +213,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     },
   });
 
-  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, queue, content, assets, meter: metrics });
+  const downloadsModule = buildDownloads({ config, logger, db: database.prisma, blobs: blobStore, hashers: ingestWorkers, queue, content, assets, meter: metrics });
   const tasks: TaskService = downloadsModule.tasks;
   const downloads: DownloadService = downloadsModule.downloads;
 
@@ -218,6 +222,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     logger,
     database,
     blobStore,
+    ingestWorkers,
     queue,
     apiKeys,
     requestAuth,

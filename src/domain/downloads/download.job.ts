@@ -135,7 +135,7 @@ export class DownloadJob {
     const expected = { sha256: t.expectedSha256, blake3: t.expectedBlake3 };
     if (!expected.sha256 && !expected.blake3) Object.assign(expected, await provider.probe(url, AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)])));
     const transfer = new SourceTransfer(
-      { fetcher: this.d.fetcher, blobs: this.d.blobs, meter: this.d.meter },
+      { fetcher: this.d.fetcher, blobs: this.d.blobs, hashers: this.d.hashers, meter: this.d.meter },
       {
         url,
         auth: provider.auth(),

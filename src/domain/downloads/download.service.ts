@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { BlobStore } from '../../infra/blob-store/blob-store';
+import type { IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { HttpFetcher } from '../../infra/http-fetch';
 import type { Logger } from '../../infra/logger';
 import { isUniqueViolation, type Db } from '../../infra/prisma';
@@ -34,6 +35,8 @@ export interface DownloadDeps {
   queue: JobQueue;
   fetcher: HttpFetcher;
   blobs: BlobStore;
+  /** The ingest threads, which hash the downloaded bytes. */
+  hashers: IngestWorkers;
   logger: Logger;
   /** Counts downloaded bytes and downloads in flight (metrics). */
   meter?: TransferMeter;
@@ -166,7 +169,7 @@ export class DownloadManager implements DownloadService {
       if (stored) return stored;
     }
     const transfer = new SourceTransfer(
-      { fetcher: this.d.fetcher, blobs: this.d.blobs, meter: this.d.meter },
+      { fetcher: this.d.fetcher, blobs: this.d.blobs, hashers: this.d.hashers, meter: this.d.meter },
       { url, auth: provider.auth(), validator: null, maxBytes: this.d.content.maxUploadBytes },
     );
     let ingested;

@@ -1,5 +1,6 @@
 import type { Config } from '../../config';
 import type { BlobStore } from '../../infra/blob-store/blob-store';
+import type { IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import { HttpFetcher } from '../../infra/http-fetch';
 import type { Logger } from '../../infra/logger';
 import type { Db } from '../../infra/prisma';
@@ -22,6 +23,7 @@ export function buildDownloads(deps: {
   logger: Logger;
   db: Db;
   blobs: BlobStore;
+  hashers: IngestWorkers;
   queue: JobQueue;
   content: ContentService;
   assets: AssetService;
@@ -50,6 +52,7 @@ export function buildDownloads(deps: {
     queue: deps.queue,
     fetcher,
     blobs: deps.blobs,
+    hashers: deps.hashers,
     logger: deps.logger.child({ module: 'downloads' }),
     meter: deps.meter,
   };
