@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { CONTENT_GC_JOB } from '../../src/domain/assets/asset.service';
+import { CONTENT_GC_JOB } from '../../src/domain/content/content-gc.job';
 import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
 /**

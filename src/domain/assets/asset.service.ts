@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Db, Tx } from '../../infra/prisma';
 import { isUniqueViolation } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
+import { CONTENT_GC_JOB } from '../content/content-gc.job';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import type { ParsedHash } from '../content/hashing';
@@ -29,9 +30,6 @@ import type {
 import { decodeCursor } from './cursor';
 import { LIMITS, normalizeTags } from './validation';
 
-export const CONTENT_GC_JOB = 'content.gc';
-/** Derives `metadata` for content and assets stored before it existed (enqueued once at start; see container.ts). */
-export const METADATA_BACKFILL_JOB = 'metadata.backfill';
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
@@ -116,7 +114,7 @@ export class AssetService {
   }
 
   /**
-   * The metadata backfill (METADATA_BACKFILL_JOB): gives assets made before `metadata` existed their own fields, then
+   * The metadata backfill (metadata-backfill.job.ts): gives assets made before `metadata` existed their own fields, then
    * derives each such content's fields from the first bytes of its blob (read once) and merges them into its
    * assets. Returns how many assets and contents it filled.
    */

@@ -11,10 +11,9 @@ import { DomainError } from '../errors';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
 import type { ExportRequest, Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
+import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
 
-export const EXPORT_JOB = 'exports.build';
-export const EXPORT_SWEEP_JOB = 'exports.sweep-expired';
 export const MAX_EXPORT_ASSETS = 10_000;
 const STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
 const HMAC_SECRET = 'export_url_hmac';

@@ -1,6 +1,6 @@
 /**
- * Background tasks (contract section 4.2). This file is the shared contract between the downloads module, which
- * implements TaskService (task.service.ts), and the transports (REST /api/tasks, GraphQL task/tasks/cancelTask).
+ * Background tasks (downloads and exports): the types shared by TaskService (task.service.ts) and the transports
+ * (REST /api/tasks, GraphQL task/tasks/cancelTask).
  */
 import type { Asset, CreateResult, Page, Principal } from '../assets/asset.types';
 

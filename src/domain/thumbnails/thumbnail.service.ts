@@ -11,10 +11,8 @@ import type { Tx } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
+import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
-
-export const THUMBNAIL_JOB = 'thumbnail.make';
-export const THUMBNAIL_BACKFILL_JOB = 'thumbnail.backfill';
 
 /** Longest side of a thumbnail, in pixels (contract 3). */
 export const THUMBNAIL_SIZE = 512;

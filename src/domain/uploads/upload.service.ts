@@ -10,8 +10,6 @@ import type { Logger } from '../../infra/logger';
 import type { UploadLeases } from './upload-lease';
 import type { UploadRecord, UploadRepository } from './upload.repository';
 
-export const UPLOAD_SWEEP_JOB = 'uploads.sweep-expired';
-
 /** What the Upload-Metadata of a tus upload means once validated: the multipart fields of contract 3.1. */
 export interface UploadFields {
   fields: AssetCreateFields;

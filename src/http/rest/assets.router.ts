@@ -12,9 +12,9 @@ import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
 import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
-/** The JSON method of POST /api/assets (the service fetches `url` itself); provided by the downloads module. */
+/** The JSON method of POST /api/assets (the service fetches `url` itself); DownloadService provides it. */
 export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
-/** GET /api/assets/remote-metadata; provided by the downloads module. */
+/** GET /api/assets/remote-metadata; DownloadService provides it. */
 export type RemoteMetadataLookup = (principal: Principal, url: string) => Promise<RemoteMetadata>;
 
 export function assetsRouter(deps: {

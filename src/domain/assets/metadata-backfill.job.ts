@@ -1,0 +1,19 @@
+import type { Logger } from '../../infra/logger';
+import type { Job } from '../../infra/queue';
+import type { AssetService } from './asset.service';
+
+/** Derives `metadata` for content and assets stored before it existed. */
+export const METADATA_BACKFILL_JOB = 'metadata.backfill';
+
+export const metadataBackfillJob: Job<{ assets: AssetService; logger: Logger }> = {
+  name: METADATA_BACKFILL_JOB,
+  define: ({ assets, logger }) => ({
+    expireInSeconds: 6 * 3600,
+    // A no-op once every asset has its metadata. Reads at most 1 MiB of each old blob once.
+    sendAtStart: true,
+    handler: async () => {
+      const n = await assets.backfillMetadata();
+      if (n > 0) logger.info('derived metadata of stored content and assets', { count: n });
+    },
+  }),
+};

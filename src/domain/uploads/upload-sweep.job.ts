@@ -1,0 +1,16 @@
+import type { Logger } from '../../infra/logger';
+import type { Job } from '../../infra/queue';
+import type { UploadService } from './upload.service';
+
+export const UPLOAD_SWEEP_JOB = 'uploads.sweep-expired';
+
+export const uploadSweepJob: Job<{ uploads: UploadService; logger: Logger }> = {
+  name: UPLOAD_SWEEP_JOB,
+  define: ({ uploads, logger }) => ({
+    cron: '*/10 * * * *',
+    handler: async () => {
+      const n = await uploads.sweepExpired();
+      if (n > 0) logger.info('removed expired uploads', { count: n });
+    },
+  }),
+};
