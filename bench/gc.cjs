@@ -1,5 +1,5 @@
 'use strict';
-// Issue 10, item 16: seconds to reclaim N contents whose grace period is over (default 10,000).
+// Seconds to reclaim N contents whose grace period is over (default 10,000).
 //   node bench/gc.cjs [--count=10000] [--limit=120] [--main=<dist/src/main.js of another build>]
 // One PostgreSQL and one service. N content rows (orphaned two hours ago) and their blob files are written directly,
 // and one `content.gc` job per content is enqueued, as N asset deletions would. Measured: the time until every row

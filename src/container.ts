@@ -48,14 +48,14 @@ export interface Container {
   content: ContentService;
   assets: AssetService;
   thumbnails: ThumbnailService;
-  /** Background tasks and downloads (contract section 4); see src/domain/downloads. */
+  /** Background tasks and downloads; see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
-  /** Resumable (tus) uploads (contract 6.1). */
+  /** Resumable (tus) uploads. */
   uploads: UploadService;
-  /** Bulk export archives (contract 4.3). */
+  /** Bulk export archives. */
   exports: ExportService;
-  /** Prometheus metrics (contract section 7); undefined with METRICS_ENABLED=false. */
+  /** Prometheus metrics; undefined with METRICS_ENABLED=false. */
   metrics: Metrics | undefined;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;

@@ -52,7 +52,7 @@ export class DatabaseHealth {
 }
 
 /**
- * The one place where database failures become domain errors (contract section 2): a database that cannot be
+ * The one place where database failures become domain errors: a database that cannot be
  * reached, drops the connection, is shutting down, or does not answer in time is SERVICE_UNAVAILABLE (503); a
  * database whose disk is full is INSUFFICIENT_STORAGE (507). Recognises pg errors, pg-pool timeouts and Prisma's
  * wrappers (driver adapter errors, P1001-style codes). Anything else is returned unchanged.

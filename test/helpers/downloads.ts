@@ -57,5 +57,5 @@ export const TASK_KEYS = [
   'error_message',
 ].sort();
 
-/** A completed task has no error_message (fields without a value are omitted, contract 2). */
+/** A completed task has no error_message (fields without a value are omitted). */
 export const COMPLETED_TASK_KEYS = TASK_KEYS.filter((k) => k !== 'error_message');

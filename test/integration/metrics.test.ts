@@ -7,7 +7,7 @@ import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { parseExposition, samplesOf, valueOf, type Exposition } from '../helpers/prometheus';
 
-// GET /metrics (contract section 7): exact counts after known traffic, bounded labels, access rules, access log.
+// GET /metrics: exact counts after known traffic, bounded labels, access rules, access log.
 
 const HTTP = 'assets_http_request_duration_seconds';
 const GQL = 'assets_graphql_operation_duration_seconds';

@@ -122,7 +122,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       const effective: Doc[] = op.security ?? doc.security;
       for (const req of effective) for (const name of Object.keys(req)) if (!schemes[name]) problems.push(`${method} ${p}: unknown scheme ${name}`);
       const open = effective.length === 0;
-      // The disk store's signed export URLs: the signature is the credential (contract 4.3).
+      // The disk store's signed export URLs: the signature is the credential.
       if (op['x-signed-url'] === true && open) continue;
       if (p.startsWith('/api/') && open) problems.push(`${method} ${p}: /api routes need a key`);
       if (!p.startsWith('/api/') && !open) problems.push(`${method} ${p}: open route should have security: []`);

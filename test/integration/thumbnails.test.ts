@@ -1,5 +1,5 @@
 /**
- * Thumbnails (contract 3, `thumbnail_url`; GET /api/assets/{id}/thumbnail): made in the background once per content,
+ * Thumbnails (`thumbnail_url`; GET /api/assets/{id}/thumbnail): made in the background once per content,
  * for every image format sharp decodes, bounded by a pixel limit, served with immutable caching, and removed with
  * their content by the garbage collector.
  */

@@ -1,5 +1,5 @@
 /**
- * The asset browser (GET /ui, contract 6.3) in headless Chromium (playwright-core) against the real service: the
+ * The asset browser (GET /ui) in headless Chromium (playwright-core) against the real service: the
  * key prompt (a wrong key refused), the grid with thumbnails, a tag facet, the second page by scrolling, a detail
  * renamed, uploads by drag-and-drop and by the file input, a download from the fake Hugging Face server followed
  * to completion (and a held one cancelled), and a selection exported when the service has `startExport`.

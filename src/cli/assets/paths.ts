@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 /**
- * The safe-relative-path rule of contract section 3 (`loader_path`): no `..` segment, no leading `/`, no `\`, no
+ * The safe-relative-path rule of `loader_path`: no `..` segment, no leading `/`, no `\`, no
  * control character. Returns the POSIX path with empty and `.` segments dropped, or undefined when the name is not
  * safe. The one sanitiser every name → path conversion of the CLI goes through.
  */

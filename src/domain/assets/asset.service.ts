@@ -33,7 +33,7 @@ import { LIMITS, normalizeTags } from './validation';
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * The asset rules of contract section 3, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
+ * The asset rules, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
  * content per owner, previews, immutability, and the content lifecycle.
  */
 export class AssetService {
@@ -179,8 +179,8 @@ export class AssetService {
   }
 
   /**
-   * Makes an asset from content already stored (from-hash, the upload fast path, known downloads). Without a `name`
-   * (contract 3.4): a name this owner gave the content before, else the file name of a public download of it, else
+   * Makes an asset from content already stored (from-hash, the upload fast path, known downloads). Without a `name`:
+   * a name this owner gave the content before, else the file name of a public download of it, else
    * the first 16 hex of its BLAKE3. Never the name another owner uploaded it under (`content.first_name`), which may
    * be private.
    */

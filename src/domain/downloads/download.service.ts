@@ -54,14 +54,14 @@ export function digestMismatch(digest: ContentDigest, expected: { sha256?: strin
 }
 
 /**
- * Starting downloads (contract 4.1) and the synchronous URL upload (3.1 method 2). Content that is already stored
+ * Starting downloads and the synchronous URL upload (POST /api/assets with a JSON `url`). Content that is already stored
  * (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else becomes
  * a task on a transfer that every owner asking for the same URL meanwhile shares.
  */
 export class DownloadManager implements DownloadService {
   constructor(private readonly d: DownloadDeps) {}
 
-  /** The import wizard's first step (contract 3.6): the same URL rules and provider look-ups, no byte of the file. */
+  /** The import wizard's first step: the same URL rules and provider look-ups, no byte of the file. */
   async remoteMetadata(_principal: Principal, rawUrl: string): Promise<RemoteMetadata> {
     if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
     const { provider, url } = this.d.providers.resolve(rawUrl);

@@ -7,7 +7,7 @@ import { detectMime } from '../content/mime';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
 import { fileNameFromDisposition, SourceError, statusError } from './providers/provider';
 
-/** The first bytes are kept for MIME sniffing and contract 3 `metadata` (a safetensors header comes first). */
+/** The first bytes are kept for MIME sniffing and the derived `metadata` (a safetensors header comes first). */
 const HEAD_BYTES = METADATA_HEAD_BYTES;
 
 /** What the first good answer of an attempt tells; saved before any of its bytes are written. */

@@ -26,7 +26,7 @@ const invalid = (message: string, field?: string) => new DomainError('INVALID_BO
 const notFound = (name: string) => new DomainError('NOT_FOUND', `export ${name} not found`);
 const objectName = (exportName: string) => `exports/${exportName}`;
 
-/** Validates the body of POST /api/assets/export (contract 4.3). */
+/** Validates the body of POST /api/assets/export. */
 export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
   const uuids = (v: unknown, field: string): string[] | undefined => {
     if (v === undefined || v === null) return undefined;
@@ -66,7 +66,7 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
 }
 
 /**
- * Bulk export (contract 4.3): a task whose job streams a stored (not deflated) ZIP64 archive of the selected assets
+ * Bulk export: a task whose job streams a stored (not deflated) ZIP64 archive of the selected assets
  * into the blob store, each blob read once, and short-lived signed URLs of the result.
  */
 export class ExportService {

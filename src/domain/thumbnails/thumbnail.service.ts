@@ -14,7 +14,7 @@ import { DomainError } from '../errors';
 import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
-/** Longest side of a thumbnail, in pixels (contract 3). */
+/** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
 
 /** Image formats sharp decodes here (its prebuilt libvips). */
@@ -36,7 +36,7 @@ export function findFfmpeg(): string | undefined {
 }
 
 /**
- * Thumbnails (contract 3, `thumbnail_url`): one small WebP per content, made in the background after ingest and
+ * Thumbnails (`thumbnail_url`): one small WebP per content, made in the background after ingest and
  * stored beside the content's blob. A failure never reaches the upload that caused it.
  */
 export class ThumbnailService {
