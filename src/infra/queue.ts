@@ -34,6 +34,14 @@ export interface Job<S, T extends object = object> {
   define(services: S): Omit<JobDefinition<T>, 'name'>;
 }
 
+/** A handler that runs `work` and logs how many things it did (removed, filled), when it did any. */
+export function countingHandler(logger: Logger, message: string, work: () => Promise<number>): () => Promise<void> {
+  return async () => {
+    const n = await work();
+    if (n > 0) logger.info(message, { count: n });
+  };
+}
+
 export interface SendOptions {
   /** Enqueue inside this Prisma transaction: the job exists if and only if the transaction commits. */
   tx?: Tx;

@@ -1,5 +1,5 @@
 import type { Logger } from '../../infra/logger';
-import type { Job } from '../../infra/queue';
+import { countingHandler, type Job } from '../../infra/queue';
 import type { AssetService } from './asset.service';
 
 /** Derives `metadata` for content and assets stored before it existed. */
@@ -11,9 +11,6 @@ export const metadataBackfillJob: Job<{ assets: AssetService; logger: Logger }> 
     expireInSeconds: 6 * 3600,
     // A no-op once every asset has its metadata. Reads at most 1 MiB of each old blob once.
     sendAtStart: true,
-    handler: async () => {
-      const n = await assets.backfillMetadata();
-      if (n > 0) logger.info('derived metadata of stored content and assets', { count: n });
-    },
+    handler: countingHandler(logger, 'derived metadata of stored content and assets', () => assets.backfillMetadata()),
   }),
 };

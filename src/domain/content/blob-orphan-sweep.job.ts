@@ -1,5 +1,5 @@
 import type { Logger } from '../../infra/logger';
-import type { Job } from '../../infra/queue';
+import { countingHandler, type Job } from '../../infra/queue';
 import type { ContentService } from './content.service';
 
 export const BLOB_ORPHAN_SWEEP_JOB = 'blob.sweep-orphans';
@@ -10,9 +10,6 @@ export const blobOrphanSweepJob: Job<{ content: ContentService; logger: Logger }
     // Daily: it lists every blob (one LIST request per 1,000 on S3).
     cron: '41 3 * * *',
     expireInSeconds: 6 * 3600,
-    handler: async () => {
-      const n = await content.sweepOrphanBlobs(24 * 3600 * 1000);
-      if (n > 0) logger.info('removed blobs without content rows', { count: n });
-    },
+    handler: countingHandler(logger, 'removed blobs without content rows', () => content.sweepOrphanBlobs(24 * 3600 * 1000)),
   }),
 };

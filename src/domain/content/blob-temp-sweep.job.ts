@@ -1,6 +1,6 @@
 import type { BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
-import type { Job } from '../../infra/queue';
+import { countingHandler, type Job } from '../../infra/queue';
 
 export const BLOB_TEMP_SWEEP_JOB = 'blob.sweep-temps';
 
@@ -9,9 +9,6 @@ export const blobTempSweepJob: Job<{ blobStore: BlobStore; logger: Logger }> = {
   name: BLOB_TEMP_SWEEP_JOB,
   define: ({ blobStore, logger }) => ({
     cron: '17 * * * *',
-    handler: async () => {
-      const n = await blobStore.sweepTemps(24 * 3600 * 1000);
-      if (n > 0) logger.info('removed stale temporary blobs', { count: n });
-    },
+    handler: countingHandler(logger, 'removed stale temporary blobs', () => blobStore.sweepTemps(24 * 3600 * 1000)),
   }),
 };

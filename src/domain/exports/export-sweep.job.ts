@@ -1,5 +1,5 @@
 import type { Logger } from '../../infra/logger';
-import type { Job } from '../../infra/queue';
+import { countingHandler, type Job } from '../../infra/queue';
 import type { ExportService } from './export.service';
 
 export const EXPORT_SWEEP_JOB = 'exports.sweep-expired';
@@ -8,9 +8,6 @@ export const exportSweepJob: Job<{ exports: ExportService; logger: Logger }> = {
   name: EXPORT_SWEEP_JOB,
   define: ({ exports, logger }) => ({
     cron: '*/10 * * * *',
-    handler: async () => {
-      const n = await exports.sweepExpired();
-      if (n > 0) logger.info('removed expired export archives', { count: n });
-    },
+    handler: countingHandler(logger, 'removed expired export archives', () => exports.sweepExpired()),
   }),
 };

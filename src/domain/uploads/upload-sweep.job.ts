@@ -1,5 +1,5 @@
 import type { Logger } from '../../infra/logger';
-import type { Job } from '../../infra/queue';
+import { countingHandler, type Job } from '../../infra/queue';
 import type { UploadService } from './upload.service';
 
 export const UPLOAD_SWEEP_JOB = 'uploads.sweep-expired';
@@ -8,9 +8,6 @@ export const uploadSweepJob: Job<{ uploads: UploadService; logger: Logger }> = {
   name: UPLOAD_SWEEP_JOB,
   define: ({ uploads, logger }) => ({
     cron: '*/10 * * * *',
-    handler: async () => {
-      const n = await uploads.sweepExpired();
-      if (n > 0) logger.info('removed expired uploads', { count: n });
-    },
+    handler: countingHandler(logger, 'removed expired uploads', () => uploads.sweepExpired()),
   }),
 };
