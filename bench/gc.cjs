@@ -42,10 +42,11 @@ async function main() {
     );
     const { JobQueue } = require(path.join(DIST, 'infra', 'queue.js'));
     const { createLogger } = require(path.join(DIST, 'infra', 'logger.js'));
+    const { CONTENT_GC_JOB } = require(path.join(DIST, 'domain', 'content', 'content-gc.job.js'));
     const queue = await JobQueue.create(pg.url, createLogger('warn'));
     await queue.raw.start();
     const t0 = now();
-    for (let i = 0; i < n; i += 1000) await queue.raw.insert('content.gc', hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })));
+    for (let i = 0; i < n; i += 1000) await queue.raw.insert(CONTENT_GC_JOB, hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })));
     await queue.raw.stop({ graceful: false, close: true });
     let left = n;
     while (now() - t0 < limit) {

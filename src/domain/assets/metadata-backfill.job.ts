@@ -3,10 +3,8 @@ import { countingHandler, type Job } from '../../infra/queue';
 import type { AssetService } from './asset.service';
 
 /** Derives `metadata` for content and assets stored before it existed. */
-export const METADATA_BACKFILL_JOB = 'metadata.backfill';
-
 export const metadataBackfillJob: Job<{ assets: AssetService; logger: Logger }> = {
-  name: METADATA_BACKFILL_JOB,
+  name: 'metadata.backfill',
   define: ({ assets, logger }) => ({
     expireInSeconds: 6 * 3600,
     // A no-op once every asset has its metadata. Reads at most 1 MiB of each old blob once.

@@ -2,10 +2,8 @@ import type { Logger } from '../../infra/logger';
 import { countingHandler, type Job } from '../../infra/queue';
 import type { ContentService } from './content.service';
 
-export const BLOB_ORPHAN_SWEEP_JOB = 'blob.sweep-orphans';
-
 export const blobOrphanSweepJob: Job<{ content: ContentService; logger: Logger }> = {
-  name: BLOB_ORPHAN_SWEEP_JOB,
+  name: 'blob.sweep-orphans',
   define: ({ content, logger }) => ({
     // Daily: it lists every blob (one LIST request per 1,000 on S3).
     cron: '41 3 * * *',

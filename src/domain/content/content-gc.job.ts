@@ -2,7 +2,6 @@ import type { Job } from '../../infra/queue';
 import type { ContentService } from './content.service';
 
 export const CONTENT_GC_JOB = 'content.gc';
-export const CONTENT_GC_SWEEP_JOB = 'content.gc-sweep';
 const GC_BATCH = 1_000;
 
 /** Collects every content whose grace period is over, a batch at a time. */
@@ -28,7 +27,7 @@ export const contentGcJob: Job<{ content: ContentService }, { blake3: string }> 
 
 /** The same collection every quarter hour, for contents whose job was lost. */
 export const contentGcSweepJob: Job<{ content: ContentService }> = {
-  name: CONTENT_GC_SWEEP_JOB,
+  name: 'content.gc-sweep',
   define: ({ content }) => ({
     cron: '*/15 * * * *',
     handler: () => collectAllDue(content),
