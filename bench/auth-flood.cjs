@@ -1,5 +1,5 @@
 'use strict';
-// Issue 10, item 15: a valid client's latency while a flood of random API keys hits the service.
+// A valid client's latency while a flood of random API keys hits the service.
 //   node bench/auth-flood.cjs [--main=<dist/src/main.js of another build>] [--seconds=10] [--rate=1000]
 // One PostgreSQL and one service (127.0.0.1 only). Phase 1: the valid client alone (8 connections, GET
 // /api/assets/{id} cycling over 20 assets). Phase 2: the same client while 64 more connections send random keys at

@@ -1,5 +1,5 @@
 'use strict';
-// The `assets` command-line client (issue 14) against curl and local hashing on the same service, same run:
+// The `assets` command-line client against curl and local hashing on the same service, same run:
 // 1. `assets push` of one file (tus, resumable) vs `curl -F file=@…` to POST /api/assets (target ≥ 0.9);
 // 2. `assets push` of a tree the service already stores vs the native BLAKE3 hashing of the same files, the work a
 //    re-push cannot avoid (target ≥ 0.8; 0 bytes uploaded);

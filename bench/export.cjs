@@ -1,7 +1,7 @@
 'use strict';
 // Bulk export: POST /api/assets/export of N MiB of assets (stored ZIP written into the disk store, fsynced) until its
 // task completes, against `cat` of the same blob files into one file on the same disk followed by fsync, interleaved
-// A B A B. Size: BENCH_EXPORT_MIB (default 256; the figure of issue 13 is BENCH_EXPORT_MIB=4096), split over
+// A B A B. Size: BENCH_EXPORT_MIB (default 256; BENCHMARKS.md's figure uses BENCH_EXPORT_MIB=4096), split over
 // BENCH_EXPORT_ASSETS assets (default 8).
 const fs = require('node:fs');
 const path = require('node:path');

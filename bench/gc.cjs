@@ -1,5 +1,5 @@
 'use strict';
-// Issue 10, item 16: seconds to reclaim N contents whose grace period is over (default 10,000).
+// Seconds to reclaim N contents whose grace period is over (default 10,000).
 //   node bench/gc.cjs [--count=10000] [--limit=120] [--main=<dist/src/main.js of another build>]
 // One PostgreSQL and one service. N content rows (orphaned two hours ago) and their blob files are written directly,
 // and one `content.gc` job per content is enqueued, as N asset deletions would. Measured: the time until every row
@@ -42,10 +42,11 @@ async function main() {
     );
     const { JobQueue } = require(path.join(DIST, 'infra', 'queue.js'));
     const { createLogger } = require(path.join(DIST, 'infra', 'logger.js'));
+    const { CONTENT_GC_JOB } = require(path.join(DIST, 'domain', 'content', 'content-gc.job.js'));
     const queue = await JobQueue.create(pg.url, createLogger('warn'));
     await queue.raw.start();
     const t0 = now();
-    for (let i = 0; i < n; i += 1000) await queue.raw.insert('content.gc', hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })));
+    for (let i = 0; i < n; i += 1000) await queue.raw.insert(CONTENT_GC_JOB, hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })));
     await queue.raw.stop({ graceful: false, close: true });
     let left = n;
     while (now() - t0 < limit) {

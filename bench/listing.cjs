@@ -1,5 +1,5 @@
 'use strict';
-// Figure 5 (issue 12 scale): one owner with 1,000,000 assets in a table of 2,000,000 (seeded with SQL
+// Figure 5 (listing at scale): one owner with 1,000,000 assets in a table of 2,000,000 (seeded with SQL
 // generate_series; one in five of the owner's also tagged "loras"). Requests: the first page and a cursor page
 // 500,000 rows deep, each with and without include_tags=models,loras; GET /api/tags; the refine facets (unfiltered and
 // filtered). p50/p99 and req/s at 1 and 16 connections, against the bare node:http + pg server running the same

@@ -1,7 +1,7 @@
 'use strict';
 // Resumable uploads: a tus upload of N MiB in 64 MiB PATCHes (POST /api/uploads, then PATCH /api/uploads/{id})
 // against the multipart upload (POST /api/assets) of the same size, interleaved A B A B in the same run; plus the
-// service's peak RSS (VmHWM) during the tus uploads. Size: BENCH_TUS_MIB (default 256; the figure of issue 13 is
+// service's peak RSS (VmHWM) during the tus uploads. Size: BENCH_TUS_MIB (default 256; BENCHMARKS.md's figure uses
 // BENCH_TUS_MIB=4096), PATCH size: BENCH_TUS_PATCH_MIB (default 64).
 const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
 const { uploadTus } = require('./lib/tus-client.cjs');

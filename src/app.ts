@@ -83,7 +83,7 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
 const READINESS_CHECK_MS = 1_500;
 
 /**
- * The checks of /readyz (contract section 7): each is `ok` or `unavailable`, never error text or an address (the
+ * The checks of /readyz: each is `ok` or `unavailable`, never error text or an address (the
  * route needs no key). The storage check also fails when the free space is below STORAGE_MIN_FREE_BYTES.
  */
 async function readiness(c: Container): Promise<Record<'database' | 'storage' | 'queue', 'ok' | 'unavailable'>> {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 
-/** Every setting of the service, parsed once at start from the environment (contract section 1). */
+/** Every setting of the service, parsed once at start from the environment. */
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -30,7 +30,7 @@ export interface Config {
   readonly uploadExpirySeconds: number;
   /** Seconds an export archive is kept. */
   readonly exportTtlSeconds: number;
-  /** `GET /metrics` and request instrumentation (contract section 7). */
+  /** `GET /metrics` and request instrumentation. */
   readonly metrics: { readonly enabled: boolean; readonly token: string | undefined };
   /** Server-side timeout of every statement of the pool (a frozen database answers 503, not a hang); 0: none. */
   readonly databaseStatementTimeoutMs: number;

@@ -6,10 +6,7 @@ import { uploadsRouter } from './http/rest/uploads.router';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { graphqlRouter } from './http/graphql/graphql.router';
 
-/**
- * Modules that plug into the container and the app (downloads and tasks, GraphQL). Each registers its job
- * definitions on the container's queue before the queue starts, and returns what the app mounts.
- */
+/** The routers and handlers of downloads, tasks, uploads, exports and GraphQL, for createApp to mount. */
 export async function buildExtensions(c: Container): Promise<AppExtensions> {
   // GraphQL last: its resolvers take the container's services as they are once the other modules are in.
   return {

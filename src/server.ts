@@ -10,8 +10,6 @@ import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
-import { THUMBNAIL_BACKFILL_JOB } from './domain/thumbnails/thumbnail.service';
-import { METADATA_BACKFILL_JOB } from './domain/assets/asset.service';
 import { instrumentRequests } from './http/metrics';
 import { answerClientError } from './http/client-error';
 import { RequestGuard } from './http/request-guard';
@@ -42,12 +40,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     container = await buildContainer(config, logger, databaseUrl);
     const ext = await buildExtensions(container);
     await container.queue.start({ workers: config.role !== 'api' });
-    if (config.role !== 'api') {
-      logger.info('workers started', { role: config.role });
-      await container.queue.send(METADATA_BACKFILL_JOB, {}, { singletonKey: METADATA_BACKFILL_JOB });
-      // Thumbnails for content stored before thumbnails existed (or whose job was lost): one scan per start.
-      await container.queue.send(THUMBNAIL_BACKFILL_JOB, {}, { singletonKey: THUMBNAIL_BACKFILL_JOB });
-    }
+    if (config.role !== 'api') logger.info('workers started', { role: config.role });
     // Blobs a crash left without a row: reconciled now, in the background (safe beside other instances).
     const reconciling = container.content.reconcileAtStart().catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
     let server: http.Server | undefined;

@@ -11,6 +11,7 @@ const path = require('node:path');
 const { DIST } = require('./common.cjs');
 const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));
 const { FsBlobStore } = require(path.join(DIST, 'infra', 'blob-store', 'fs.js'));
+const { IngestWorkers } = require(path.join(DIST, 'infra', 'blob-store', 'ingest-pool.js'));
 const { MultipartParser, boundaryOf } = require(path.join(DIST, 'http', 'rest', 'multipart-parser.js'));
 
 const [mode, dir] = process.argv.slice(2);
@@ -61,7 +62,7 @@ async function* hashed(source, hasher) {
 }
 
 async function main() {
-  const store = new FsBlobStore(dir);
+  const store = new FsBlobStore(dir, new IngestWorkers());
   await store.init();
   const server = http.createServer((req, res) => {
     (async () => {

@@ -1,7 +1,7 @@
 import { DomainError, type ErrorCode } from './errors';
 
 /**
- * The rules every text and JSON input obeys, whatever the route or transport (contract section 2): no NUL (PostgreSQL
+ * The rules every text and JSON input obeys, whatever the route or transport: no NUL (PostgreSQL
  * refuses it in text and jsonb), no unpaired UTF-16 surrogate (it cannot be encoded as UTF-8), JSON nested at most
  * 64 levels, media types of RFC 9110, dates in the years 0001–9999. REST query readers, JSON bodies, multipart
  * fields, the field validators and the GraphQL argument check all call these, so a new parameter gets the same

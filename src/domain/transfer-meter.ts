@@ -1,5 +1,5 @@
 /**
- * What the domain reports about bytes on the move, for the operator's metrics (contract section 7). An interface
+ * What the domain reports about bytes on the move, for the operator's metrics. An interface
  * here so the domain does not depend on the metrics library; `infra/metrics.ts` implements it.
  */
 export interface TransferMeter {

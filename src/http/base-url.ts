@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { TLSSocket } from 'node:tls';
 
 /**
- * The absolute base (`scheme://host[:port][/prefix]`) of URLs in responses (contract 1, `PUBLIC_URL`): the configured
+ * The absolute base (`scheme://host[:port][/prefix]`) of URLs in responses (`PUBLIC_URL`): the configured
  * one, else the request's own: `Host`, and `X-Forwarded-Proto` / `X-Forwarded-Host` only behind a trusted proxy.
  * Shared by the REST routers, the fast lane and GraphQL so every transport writes the same URLs.
  */

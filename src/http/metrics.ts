@@ -80,7 +80,7 @@ function routeTemplates(app: Express): WeakMap<object, string> {
 }
 
 /**
- * `GET /metrics` (contract section 7). With a token configured it takes `Authorization: Bearer <token>` (else 401);
+ * `GET /metrics`. With a token configured it takes `Authorization: Bearer <token>` (else 401);
  * without one it answers loopback clients only, and not a request relayed by a proxy (`Forwarded`/`X-Forwarded-For`
  * present), which would arrive from loopback too (else 403). No API key is involved.
  */

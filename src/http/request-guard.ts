@@ -3,7 +3,7 @@ import { errorResponse } from './rest/errors';
 import { DomainError } from '../domain/errors';
 
 /**
- * Time limits around the request listener that no route can express on its own (contract section 7):
+ * Time limits around the request listener that no route can express on its own:
  * - a request body that sends no byte for `bodyIdleTimeoutMs` is cut: 408 REQUEST_TIMEOUT with `Connection: close`
  *   when no answer has started, else the socket is destroyed. The handler reading the body then sees it aborted and
  *   removes what it wrote (temporary blobs).

@@ -4,23 +4,24 @@ export interface Blake3Incremental {
   hex(): string;
 }
 
+export type Blake3Kind = 'native' | 'wasm';
+
 export interface Blake3Impl {
-  impl: 'native' | 'wasm';
-  /** The module to require for it (worker threads load the same one). */
-  modulePath: string;
+  impl: Blake3Kind;
   create(): Blake3Incremental;
 }
 
-function load(): Blake3Impl {
-  if (process.env.ASSET_SERVICE_FORCE_WASM_BLAKE3 !== '1') {
+/**
+ * `want`: the implementation to load (a worker thread asks for the one its parent uses); without it the native addon
+ * unless ASSET_SERVICE_FORCE_WASM_BLAKE3=1, and WebAssembly where the addon does not load.
+ */
+export function loadBlake3(want?: Blake3Kind): Blake3Impl {
+  if (want === 'native' || (want === undefined && process.env.ASSET_SERVICE_FORCE_WASM_BLAKE3 !== '1')) {
     try {
-      const modulePath = require.resolve('@napi-rs/blake-hash');
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const { Blake3Hasher } = require(modulePath) as typeof import('@napi-rs/blake-hash');
+      const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
       new Blake3Hasher().update(Buffer.alloc(1)).digest('hex');
       return {
         impl: 'native',
-        modulePath,
         create: () => {
           const h = new Blake3Hasher();
           return { update: (c) => void h.update(c), hex: () => h.digest('hex') };
@@ -30,12 +31,9 @@ function load(): Blake3Impl {
       // fall through to WebAssembly
     }
   }
-  const modulePath = require.resolve('blake3');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const wasm = require(modulePath) as { createHash(): { update(c: Uint8Array): void; digest(enc: 'hex'): string } };
+  const wasm = require('blake3') as { createHash(): { update(c: Uint8Array): void; digest(enc: 'hex'): string } };
   return {
     impl: 'wasm',
-    modulePath,
     create: () => {
       const h = wasm.createHash();
       return { update: (c) => h.update(c), hex: () => h.digest('hex') };
@@ -46,4 +44,4 @@ function load(): Blake3Impl {
 let loaded: Blake3Impl | undefined;
 
 /** The BLAKE3 implementation of this process, loaded on first use. */
-export const blake3 = (): Blake3Impl => (loaded ??= load());
+export const blake3 = (): Blake3Impl => (loaded ??= loadBlake3());

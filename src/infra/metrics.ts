@@ -33,7 +33,7 @@ export const MAX_OPERATION_NAMES = 100;
 const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled'];
 
 /**
- * The service's Prometheus metrics (contract section 7) in a registry of its own, so several services in one process
+ * The service's Prometheus metrics in a registry of its own, so several services in one process
  * (tests) do not share counters. Request metrics are observed by the HTTP layer, bytes by the domain through
  * `TransferMeter`; the database-backed gauges are read when scraped.
  */

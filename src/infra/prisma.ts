@@ -52,7 +52,7 @@ export class DatabaseHealth {
 }
 
 /**
- * The one place where database failures become domain errors (contract section 2): a database that cannot be
+ * The one place where database failures become domain errors: a database that cannot be
  * reached, drops the connection, is shutting down, or does not answer in time is SERVICE_UNAVAILABLE (503); a
  * database whose disk is full is INSUFFICIENT_STORAGE (507). Recognises pg errors, pg-pool timeouts and Prisma's
  * wrappers (driver adapter errors, P1001-style codes). Anything else is returned unchanged.
@@ -120,7 +120,6 @@ export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefine
  */
 function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
   class GuardedClient extends pg.Client {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     override query(...args: any[]): any {
       const onError = (err: unknown) => {
         if (err instanceof Error && /Query read timeout/.test(err.message)) this.destroyConnection();
@@ -155,7 +154,6 @@ function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
     }
   }
   class GuardedPool extends Pool {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     override connect(cb?: any): any {
       if (typeof cb === 'function') {
         return super.connect((err, client, done) => cb(err ? translateDbError(err, health) : err, client, done));
@@ -237,7 +235,6 @@ export function pgErrorCode(err: unknown): string | undefined {
 }
 
 export const isUniqueViolation = (err: unknown): boolean => pgErrorCode(err) === '23505';
-export const isForeignKeyViolation = (err: unknown): boolean => pgErrorCode(err) === '23503';
 
 /** A stable 64-bit advisory-lock key for a content hash (the first 16 hex digits, as a signed bigint). */
 export function contentLockKey(blake3Hex: string): bigint {

@@ -20,7 +20,26 @@ export interface JobDefinition<T extends object> {
   heartbeatSeconds?: number;
   /** Cron expression: the job is also sent on this schedule (once across all instances). */
   cron?: string;
+  /** Sent once (a singleton, with no data) each time this process starts working on jobs. */
+  sendAtStart?: boolean;
   pollingIntervalSeconds?: number;
+}
+
+/**
+ * A job as a named unit (a `<name>.job.ts` beside its domain): the name, and a factory that makes its options and
+ * handler from the services it needs. The composition root registers every unit of src/jobs.ts.
+ */
+export interface Job<S, T extends object = object> {
+  readonly name: string;
+  define(services: S): Omit<JobDefinition<T>, 'name'>;
+}
+
+/** A handler that runs `work` and logs how many things it did (removed, filled), when it did any. */
+export function countingHandler(logger: Logger, message: string, work: () => Promise<number>): () => Promise<void> {
+  return async () => {
+    const n = await work();
+    if (n > 0) logger.info(message, { count: n });
+  };
 }
 
 export interface SendOptions {
@@ -105,6 +124,9 @@ export class JobQueue {
         },
       );
       this.workerIds.set(def.name, workerId);
+    }
+    for (const def of this.definitions.values()) {
+      if (def.sendAtStart) await this.send(def.name, {}, { singletonKey: def.name });
     }
   }
 

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { json, KEYS, waitFor, type TestService } from './harness';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 /** POST /api/assets/download as `key` (alice by default). */
@@ -58,5 +57,5 @@ export const TASK_KEYS = [
   'error_message',
 ].sort();
 
-/** A completed task has no error_message (fields without a value are omitted, contract 2). */
+/** A completed task has no error_message (fields without a value are omitted). */
 export const COMPLETED_TASK_KEYS = TASK_KEYS.filter((k) => k !== 'error_message');

@@ -1,6 +1,5 @@
 import type { TestService } from './harness';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = any;
 
 export interface GqlResult {

@@ -88,7 +88,6 @@ export function uploadForm(file: Buffer | string | undefined, fields: Record<str
 }
 
 export function blake3Of(buf: Buffer): string {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
   return 'blake3:' + new Blake3Hasher().update(buf).digest('hex');
 }
@@ -107,5 +106,4 @@ export async function waitFor<T>(check: () => Promise<T | undefined>, opts: { ti
 }
 
 /** The JSON body of a response, loosely typed for assertions. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const json = async (res: Response): Promise<any> => res.json();

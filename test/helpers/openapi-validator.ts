@@ -11,7 +11,6 @@ import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
 import { parse } from 'yaml';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 
 const DOC_ID = 'https://assets.local/openapi.json';

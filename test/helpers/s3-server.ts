@@ -31,7 +31,6 @@ export interface TestS3Server {
  * failed upload) and UploadPartCopy (commit of objects over the single-copy limit, and of segmented partials).
  */
 export async function startS3Server(opts: { bucket?: string } = {}): Promise<TestS3Server> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const S3rver = require('s3rver');
   const bucket = opts.bucket ?? 'assets-test';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-s3-'));

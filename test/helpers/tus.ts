@@ -4,7 +4,7 @@ import { KEYS } from './harness';
 
 /**
  * A TCP proxy in front of the service that cuts the first `cuts` connections carrying more than `afterBytes` bytes
- * from the client (both sockets destroyed mid-request): the dropped connection of contract 6.1.
+ * from the client (both sockets destroyed mid-request): a dropped connection.
  */
 export async function startCuttingProxy(target: string, opts: { afterBytes: number; cuts?: number }): Promise<{ url: string; cutsDone(): number; stop(): Promise<void> }> {
   const t = new URL(target);

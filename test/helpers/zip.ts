@@ -11,7 +11,6 @@ export interface ZipMember {
 
 /** Every member of the ZIP file at `file` (read with yauzl, CRCs checked), with the hashes of its bytes. */
 export async function readZip(file: string): Promise<ZipMember[]> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
     yauzl.open(file, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (err, z) => (err ? reject(err) : resolve(z!))),

@@ -23,7 +23,6 @@ afterAll(async () => {
 });
 
 describe('assets REST suite on S3', () => {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   require('./assets.test');
 
   test('the suite really ran on S3', () => {

@@ -48,7 +48,7 @@ describe('POST /api/assets (multipart)', () => {
       is_immutable: false,
       created_new: true,
     });
-    // No preview: the key is left out, never null (contract 2). Tagged models with a safe relative name: loader_path.
+    // No preview: the key is left out, never null. Tagged models with a safe relative name: loader_path.
     expect('preview_url' in a).toBe(false);
     expect(a.loader_path).toBe('my model');
     expect(a.id).toMatch(/^[0-9a-f-]{36}$/);
@@ -169,7 +169,7 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     });
     expect(res.status).toBe(200);
     const r = await json(res);
-    // The whole asset (contract 3.3), as GET answers it.
+    // The whole asset, as GET answers it.
     expect(r).toMatchObject({ id: a.id, name: 'renamed', tags: ['x', 'y'], mime_type: 'text/plain', user_metadata: { n: 1 }, asset_hash: a.asset_hash });
     expect(r).toMatchObject({ size: a.size, created_at: a.created_at, preview_id: p.id, preview_url: `${svc.url}/api/assets/${p.id}/content` });
     expect('created_new' in r).toBe(false);
@@ -307,7 +307,7 @@ describe('from-hash and hash checks', () => {
     const created = await post({ hash: sha256Of(bytes), tags: ['Models'], user_metadata: { a: 1 } });
     expect(created.status).toBe(201);
     const c = await json(created);
-    // Never bob's upload file name (contract 3.4): the first 16 hex of the BLAKE3.
+    // Never bob's upload file name: the first 16 hex of the BLAKE3.
     expect(c).toMatchObject({ created_new: true, name: blake3Of(bytes).slice(7, 23), mime_type: 'text/plain', tags: ['models'], user_metadata: { a: 1 } });
     const again = await post({ hash: blake3Of(bytes), tags: ['other'], name: 'x' });
     expect(again.status).toBe(200);
@@ -358,7 +358,7 @@ describe('content', () => {
     expect(full.headers.get('content-length')).toBe('10000');
     expect(full.headers.get('accept-ranges')).toBe('bytes');
     const cd = full.headers.get('content-disposition')!;
-    // attachment by default; inline on request (contract 3.6).
+    // attachment by default; inline on request.
     expect(cd).toMatch(/^attachment; filename="weird _name____.bin"; filename\*=UTF-8''weird%20%22name%22%0D%0A%E2%82%AC.bin$/);
     expect((await svc.fetch(url + '?disposition=inline')).headers.get('content-disposition')).toMatch(/^inline; /);
     expect((await svc.fetch(url + '?disposition=bogus')).headers.get('content-disposition')).toMatch(/^attachment; /);

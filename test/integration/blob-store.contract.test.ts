@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BlobNotFoundError, type BlobStore, type TempBlob } from '../../src/infra/blob-store/blob-store';
 import { FsBlobStore } from '../../src/infra/blob-store/fs';
+import { IngestWorkers } from '../../src/infra/blob-store/ingest-pool';
 import { S3BlobStore } from '../../src/infra/blob-store/s3';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 
@@ -24,9 +25,10 @@ const backends: Backend[] = [
     name: 'fs',
     setup: async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-blobs-'));
-      const store = new FsBlobStore(dir);
+      const workers = new IngestWorkers();
+      const store = new FsBlobStore(dir, workers);
       await store.init();
-      return { store, reopen: () => new FsBlobStore(dir), teardown: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+      return { store, reopen: () => new FsBlobStore(dir, workers), teardown: async () => fs.rmSync(dir, { recursive: true, force: true }) };
     },
   },
   {
@@ -45,7 +47,7 @@ const backends: Backend[] = [
         store,
         reopen: make,
         teardown: async () => {
-          store.destroy();
+          await store.close();
           await s3.stop();
         },
       };
@@ -271,7 +273,7 @@ describe('s3 only', () => {
     store = new S3BlobStore({ backend: 's3', bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: true });
   });
   afterAll(async () => {
-    store?.destroy();
+    await store?.close();
     await s3?.stop();
   });
 
@@ -293,6 +295,6 @@ describe('s3 only', () => {
   test('ping fails for a missing bucket', async () => {
     const other = new S3BlobStore({ backend: 's3', bucket: 'no-such-bucket', endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: false });
     await expect(other.ping()).rejects.toBeDefined();
-    other.destroy();
+    await other.close();
   });
 });

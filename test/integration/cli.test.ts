@@ -7,7 +7,7 @@ import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-p
 import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
 /**
- * The `assets` command-line client (contract 6.2), built (dist/) and run as a child process against a real service,
+ * The `assets` command-line client, built (dist/) and run as a child process against a real service,
  * through a proxy that counts requests and bytes and can cut the network mid-transfer.
  */
 const KiB = 1024;
@@ -59,7 +59,6 @@ const TREE: Record<string, Buffer> = {
   'output/run 1/ComfyUI_00001_.png': bytes(50 * KiB, 4),
 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const listAll = async (q = ''): Promise<any[]> => (await json(await svc.fetch(`/api/assets?limit=500${q}`))).assets;
 
 describe('push and pull of a ComfyUI tree', () => {
@@ -96,7 +95,7 @@ describe('push and pull of a ComfyUI tree', () => {
       expect(f.action === 'uploaded' || f.action === 'from_hash').toBe(true);
       expect((await json(await svc.fetch(`/api/assets/${f.asset_id}`))).asset_hash).toBe(blake3Of(data));
     }
-    // One content under two names: the service keeps one asset per content and owner (contract 3.1); the second
+    // One content under two names: the service keeps one asset per content and owner; the second
     // file is created by hash and answers that asset.
     const a = byFile.get('models/loras/copy a.safetensors')!;
     const b = byFile.get('models/vae/copy b.safetensors')!;

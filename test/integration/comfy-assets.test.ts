@@ -1,5 +1,5 @@
 /**
- * Issue 12: what the ComfyUI frontend and Comfy Cloud clients need of assets (contract 2, 3, 3.6): no null for an
+ * What the ComfyUI frontend and Comfy Cloud clients need of assets: no null for an
  * optional field, the fields they read (hash, job_id, display_name, loader_path, metadata, absolute preview_url),
  * cursor paging, ComfyUI's metadata_filter, tag edits and facets, bounded counts. Every JSON answer of this suite is
  * validated against openapi.yaml (test/helpers/openapi-validator.ts).
@@ -30,7 +30,6 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 async function upload(body: Buffer | string, fields: Record<string, string | string[]> = {}, name = 'file.bin', key: string = KEYS.alice): Promise<Json> {
@@ -170,7 +169,7 @@ describe('the null rule and the fields Comfy clients read', () => {
   });
 });
 
-describe('cursor paging (contract 3.6)', () => {
+describe('cursor paging', () => {
   const SORTS = ['name', 'created_at', 'updated_at', 'size'] as const;
   let ids: string[];
 
@@ -260,7 +259,7 @@ describe('cursor paging (contract 3.6)', () => {
   });
 });
 
-describe('filters (contract 3.6)', () => {
+describe('filters', () => {
   test('metadata_filter follows ComfyUI: scalar or array element (strict types), any-of lists, null, objects, keys ANDed', async () => {
     const values: Record<string, unknown> = {
       A: { k: 1 },
@@ -352,7 +351,7 @@ describe('filters (contract 3.6)', () => {
   });
 });
 
-describe('tags (contract 3.6)', () => {
+describe('tags', () => {
   const tagsOf = async (id: string) => (await get(`/api/assets/${id}`)).body.tags;
 
   test('POST/DELETE /api/assets/{id}/tags: normalised, the three arrays, 400/404/409', async () => {
@@ -424,7 +423,7 @@ describe('tags (contract 3.6)', () => {
   });
 });
 
-describe('GraphQL (contract 5): the same through the same services', () => {
+describe('GraphQL: the same through the same services', () => {
   test('hash, displayName, jobId, loaderPath, metadata; assets(after) → nextCursor; tag mutations; tagCounts', async () => {
     const m = await upload(safetensors({ 'modelspec.architecture': 'flux-1-dev', 'modelspec.trigger_phrase': 'a, b' }), { tags: 'models,loras', name: 'gq/l.safetensors' }, 'l.safetensors', DAVE);
     const q = `query($id: ID!) { asset(id: $id) { hash assetHash displayName jobId loaderPath metadata previewUrl } }`;

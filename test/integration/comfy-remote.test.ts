@@ -1,5 +1,5 @@
 /**
- * Issue 12, the model import wizard: GET /api/assets/remote-metadata?url= (contract 3.6) against the fake Hugging
+ * The model import wizard: GET /api/assets/remote-metadata?url= against the fake Hugging
  * Face and Civitai servers, and GraphQL remoteMetadata. No byte of the model file may be fetched. Every JSON answer
  * is validated against openapi.yaml.
  */

@@ -7,7 +7,7 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 import { ownPostgres, type OwnPostgres } from '../helpers/own-postgres';
 
 /**
- * Issue 10, items 12 and 13 (and 10 for an outage mid-upload): PostgreSQL stopped, killed and frozen under a running
+ * PostgreSQL stopped, killed and frozen under a running
  * service, on a cluster of this file's own. Every request answers 503 SERVICE_UNAVAILABLE with Retry-After (in
  * time when the database is frozen), the outage is logged once, /readyz names the failed check only, nothing of a
  * refused upload stays, and the service recovers without a restart.

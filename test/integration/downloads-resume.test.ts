@@ -1,4 +1,3 @@
-import { ingestWorkers } from '../../src/infra/blob-store/ingest-worker';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { getTask, partialFiles, startDownload, waitTask } from '../helpers/downloads';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
@@ -179,7 +178,7 @@ test('the hashing worker dying mid-download: the hash state is rebuilt from the 
   const key = fake.hf.cdnKeyOf('org/resume/worker-dies.safetensors');
   const { task_id } = await json(await startDownload(svc, { source_url: url }));
   await waitTask(svc, task_id, { until: (t) => t.progress.bytes_downloaded >= MiB, timeoutMs: 30_000 });
-  const pool = ingestWorkers() as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> };
+  const pool = svc.container.ingestWorkers as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> };
   await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
   const task = await waitTask(svc, task_id, { timeoutMs: 30_000 });
   expect(task.status).toBe('completed');

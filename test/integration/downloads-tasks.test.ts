@@ -42,7 +42,7 @@ test('GET /api/tasks: shape, default order newest first, total', async () => {
   expect(body.pagination).toEqual({ offset: 0, limit: 20, total: 5, has_more: false });
   expect(body.tasks.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
   for (const t of body.tasks) {
-    // Only fields with a value: a subset of the task fields, no null but payload.preview_id (contract 2).
+    // Only fields with a value: a subset of the task fields, no null but payload.preview_id.
     expect(Object.keys(t).filter((k) => !TASK_KEYS.includes(k))).toEqual([]);
     expect(Object.entries(t).filter(([, v]) => v === null)).toEqual([]);
     expect(typeof t.idempotency_key).toBe('string');

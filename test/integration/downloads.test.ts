@@ -35,7 +35,7 @@ describe('Hugging Face', () => {
     expect(Object.keys(task).sort()).toEqual(COMPLETED_TASK_KEYS);
     expect(task).toMatchObject({
       id: started.task_id,
-      // No Idempotency-Key sent: one derived from the task, never null (contract 4.2).
+      // No Idempotency-Key sent: one derived from the task, never null.
       idempotency_key: `download_file:${started.task_id}`,
       task_name: 'download_file',
       payload: { source_url: url, tags: ['models', 'checkpoints'], user_metadata: { k: 1 }, preview_id: null },
@@ -53,7 +53,7 @@ describe('Hugging Face', () => {
       asset_hash: blake3Of(data),
       tags: ['models', 'checkpoints'],
       user_metadata: { k: 1, source_url: url },
-      // Derived while the bytes streamed in (contract 3): the file name, length, format and the download's source.
+      // Derived while the bytes streamed in: the file name, length, format and the download's source.
       metadata: { filename: 'weights.safetensors', content_length: data.length, source_url: url, format: 'safetensors' },
     });
     const content = Buffer.from(await (await svc.fetch(`/api/assets/${asset.id}/content`)).arrayBuffer());
@@ -120,7 +120,7 @@ describe('Hugging Face', () => {
     expect(running.progress.progress).toBeGreaterThan(0);
     expect(running.progress.progress).toBeLessThan(1);
     expect(running.started_at).toMatch(ISO);
-    // Not there yet: left out, never null (contract 2).
+    // Not there yet: left out, never null.
     expect('completed_at' in running).toBe(false);
     expect('result' in running).toBe(false);
     const later = await waitTask(svc, task_id, { until: (t) => t.status !== 'running' || t.progress.bytes_downloaded > running.progress.bytes_downloaded });

@@ -38,7 +38,6 @@ afterAll(async () => {
 
 /** A content of `size` zero bytes stored as a sparse blob file, and an asset of it. */
 async function sparseAsset(size: number, name: string): Promise<{ id: string; hash: string }> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
   const b3 = new Blake3Hasher();
   const sha = crypto.createHash('sha256');

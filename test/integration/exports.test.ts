@@ -11,7 +11,7 @@ import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { readZip } from '../helpers/zip';
 
-/** Bulk export (contract 4.3) on the disk store: the task, the archive member by member, names, signed URLs. */
+/** Bulk export on the disk store: the task, the archive member by member, names, signed URLs. */
 let svc: TestService;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-zip-'));
 beforeAll(async () => {

@@ -10,11 +10,11 @@ import { blake3Of, KEYS, uploadForm, waitFor } from '../helpers/harness';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 
 /**
- * Issue 10's fault-injection suite over real processes (dist/src/main.js, embedded PostgreSQL under DATA_DIR):
+ * The fault-injection suite over real processes (dist/src/main.js, embedded PostgreSQL under DATA_DIR):
  * the service SIGKILLed in the middle of an upload's body and between putting the blob in place and committing its
  * row; a full filesystem (a tmpfs of 8 MiB as the blob store, when running as root). After each: no blob without a
  * row, no row without a blob, no temporary file, and the service answers. DATA_DIR is a fresh `mktemp -d` (mode
- * 0700), which as root also covers item 18 (the embedded PostgreSQL runs as `postgres` and must reach it).
+ * 0700), which as root also covers starting as root (the embedded PostgreSQL runs as `postgres` and must reach it).
  */
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-fault-proc-'));
 const blobs = path.join(dataDir, 'blobs');
@@ -95,7 +95,7 @@ function rawUpload(url: string, bytes: Buffer, sent: number) {
   return { finish: () => socket.write(Buffer.concat([bytes.subarray(sent), tail])), close: () => socket.destroy() };
 }
 
-test('start as root under a DATA_DIR of mode 0700 (item 18)', async () => {
+test('start as root under a DATA_DIR of mode 0700', async () => {
   expect(fs.statSync(dataDir).mode & 0o777).toBe(0o700);
   svc = await start();
   if (process.getuid?.() === 0) {

@@ -4,14 +4,13 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { CONTENT_GC_JOB } from '../../src/domain/assets/asset.service';
+import { CONTENT_GC_JOB } from '../../src/domain/content/content-gc.job';
 import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
 /**
- * Issue 10, faults in one service process: refused creates leave no blob (item 10), a full blob store answers 507
- * and keeps nothing (11), a stalled body is cut with 408 and an early answer closes the connection (14), per-key and
- * failed-authentication rate limits (15), batched content GC (16), and an upload still running at the end of the
- * shutdown grace gets 503 (17). Database outages: database-outage.test.ts; crashes: fault-processes.test.ts.
+ * Faults in one service process: refused creates leave no blob, a full blob store answers 507 and keeps nothing, a
+ * stalled body is cut with 408 and an early answer closes the connection, per-key and failed-authentication rate
+ * limits, batched content GC, and an upload still running at the end of the shutdown grace gets 503. Database outages: database-outage.test.ts; crashes: fault-processes.test.ts.
  */
 let svc: TestService;
 
@@ -70,7 +69,7 @@ function partialUpload(url: string, bytes: Buffer, sent: number, key: string = K
   };
 }
 
-describe('item 10: a refused create of new content leaves nothing', () => {
+describe('a refused create of new content leaves nothing', () => {
   test('INVALID_PREVIEW_ID', async () => {
     const bytes = crypto.randomBytes(4000);
     const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { preview_id: crypto.randomUUID() }) });
@@ -117,7 +116,7 @@ describe('item 10: a refused create of new content leaves nothing', () => {
   });
 });
 
-describe('item 11: a full blob store', () => {
+describe('a full blob store', () => {
   const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
 
   test('ENOSPC while the bytes are written: 507 INSUFFICIENT_STORAGE, nothing kept', async () => {
@@ -152,7 +151,7 @@ describe('item 11: a full blob store', () => {
   });
 });
 
-describe('item 14: time limits and early answers', () => {
+describe('time limits and early answers', () => {
   test('a body that stalls is cut: 408 REQUEST_TIMEOUT with Connection: close, temporary file removed', async () => {
     const up = partialUpload(svc.url, crypto.randomBytes(300_000), 100_000);
     await waitFor(async () => (onDisk().temps.length > 0 ? true : undefined), { what: 'the upload to start' });
@@ -196,7 +195,7 @@ describe('item 14: time limits and early answers', () => {
   });
 });
 
-describe('item 16: content garbage collection in batches', () => {
+describe('content garbage collection in batches', () => {
   test('2,000 contents past their grace period are all reclaimed within 30 s', async () => {
     const n = 2_000;
     const hexes = Array.from({ length: n }, () => crypto.randomBytes(32).toString('hex'));
@@ -224,14 +223,14 @@ describe('item 16: content garbage collection in batches', () => {
         timeoutMs: 10_000,
         what: 'the blobs to be removed',
       });
-      console.log(`item 16: ${n} contents reclaimed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      console.log(`content GC: ${n} contents reclaimed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
     } finally {
       await db.end();
     }
   }, 60_000);
 });
 
-describe('item 15: rate limits', () => {
+describe('rate limits', () => {
   let r: TestService;
   beforeAll(async () => {
     r = await startTestService({ RATE_LIMIT_PER_MINUTE: '4', AUTH_FAILURES_PER_MINUTE: '5', TRUST_PROXY: 'true' });
@@ -276,7 +275,7 @@ describe('item 15: rate limits', () => {
   });
 });
 
-describe('item 17: shutdown', () => {
+describe('shutdown', () => {
   test('an upload still running when the grace period ends gets 503 with Connection: close; its temporary file is removed', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-faults-shutdown-'));
     const s = await startTestService({ SHUTDOWN_GRACE_MS: '500' }, { dataDir });

@@ -13,7 +13,7 @@ test('schema.graphql is up to date with the code (regenerate: npm run schema:emi
   expect(actual).toBe(expected);
 });
 
-test('the schema has the operations of contract section 5', async () => {
+test('the schema has the asset, task and export operations', async () => {
   const schema = await buildGraphQLSchema();
   expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual(['asset', 'assets', 'contentExists', 'remoteMetadata', 'tagCounts', 'tags', 'task', 'tasks']);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual(

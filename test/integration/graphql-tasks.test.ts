@@ -61,7 +61,7 @@ test('startDownload: a task that completes into an asset; task(id) agrees with G
     updateTime: rest.update_time,
     startedAt: rest.started_at,
     completedAt: rest.completed_at,
-    // REST leaves out fields without a value (contract 2); GraphQL answers null for them.
+    // REST leaves out fields without a value; GraphQL answers null for them.
     errorMessage: rest.error_message ?? null,
     payload: { sourceUrl: rest.payload.source_url, tags: rest.payload.tags, userMetadata: rest.payload.user_metadata, previewId: rest.payload.preview_id },
     progress: { bytesDownloaded: rest.progress.bytes_downloaded, bytesTotal: rest.progress.bytes_total, progress: rest.progress.progress },

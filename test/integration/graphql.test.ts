@@ -237,7 +237,7 @@ describe('mutations', () => {
     const alice = await upload(content, { name: 'orig.bin' });
     const m = `mutation($i: CreateAssetFromHashInput!) { createAssetFromHash(input: $i) { createdNew asset { id name tags assetHash mimeType } } }`;
     const bob = await gql(svc, m, { i: { hash: sha256Of(content), tags: ['From', 'hash'] } }, { key: KEYS.bob });
-    // Never alice's upload file name (contract 3.4): the first 16 hex of the BLAKE3.
+    // Never alice's upload file name: the first 16 hex of the BLAKE3.
     const name = alice.asset.assetHash.slice(7, 23);
     expect(bob.data.createAssetFromHash).toMatchObject({ createdNew: true, asset: { name, tags: ['from', 'hash'], assetHash: alice.asset.assetHash } });
     expect(bob.data.createAssetFromHash.asset.id).not.toBe(alice.asset.id);

@@ -1,5 +1,5 @@
 /**
- * Issue 10, "keep it true": hostile input thrown at every REST and GraphQL input of the service, over real HTTP on real
+ * Hostile input thrown at every REST and GraphQL input of the service, over real HTTP on real
  * PostgreSQL. The property: a 2xx, or a 4xx with a JSON body `{code: string, message: string}` (GraphQL: every error
  * has a string `extensions.code` other than INTERNAL); never a 5xx; and the service still answers afterwards.
  *

@@ -1,6 +1,6 @@
 /**
- * Issue 10, items 1–9: input a client can send that used to reach PostgreSQL or a header and become a 500 (REST) or
- * INTERNAL (GraphQL). Each is answered 4xx with `{code, message}` now (contract section 2). The property-based
+ * Input a client can send that used to reach PostgreSQL or a header and become a 500 (REST) or
+ * INTERNAL (GraphQL). Each is answered 4xx with `{code, message}` now. The property-based
  * version of the same classes is hostile-input.property.test.ts.
  */
 import crypto from 'node:crypto';

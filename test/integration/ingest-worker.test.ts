@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { FsBlobStore } from '../../src/infra/blob-store/fs';
+import { IngestWorkers } from '../../src/infra/blob-store/ingest-pool';
 import { boundaryOf, MultipartParser } from '../../src/http/rest/multipart-parser';
 import { blake3Of, sha256Of } from '../helpers/harness';
 
@@ -23,7 +24,7 @@ let store: FsBlobStore;
 
 beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-ingest-'));
-  store = new FsBlobStore(dir);
+  store = new FsBlobStore(dir, new IngestWorkers());
   await store.init();
 });
 
@@ -173,8 +174,8 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
 test('a worker with a job keeps the process alive until the answer comes; an idle one lets it exit', () => {
   // Uses the build (npm test builds first): a plain script, with no server holding the process open.
   const script = `
-    const { ingestWorkers } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/infra/blob-store/ingest-worker.js'))});
-    const job = ingestWorkers().open(undefined, { ownsChunks: false, blake3OnWorker: true });
+    const { IngestWorkers } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/infra/blob-store/ingest-pool.js'))});
+    const job = new IngestWorkers().open(undefined, { ownsChunks: false, blake3OnWorker: true });
     job.write(Buffer.from('abc'));
     job.finish().then((d) => console.log(d.sha256));`;
   const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
+import { CONTENT_GC_JOB } from '../../src/domain/content/content-gc.job';
 import { isLoopback } from '../../src/http/metrics';
 import { startDownload, waitTask } from '../helpers/downloads';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
@@ -7,7 +8,7 @@ import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { parseExposition, samplesOf, valueOf, type Exposition } from '../helpers/prometheus';
 
-// GET /metrics (contract section 7): exact counts after known traffic, bounded labels, access rules, access log.
+// GET /metrics: exact counts after known traffic, bounded labels, access rules, access log.
 
 const HTTP = 'assets_http_request_duration_seconds';
 const GQL = 'assets_graphql_operation_duration_seconds';
@@ -108,7 +109,7 @@ describe('after known traffic', () => {
 
   test('tasks, queues, database pool, GC backlog, event loop and process metrics', async () => {
     expect(valueOf(after, 'assets_tasks', { task_name: 'download_file', status: 'running' })).toBe(0);
-    expect(samplesOf(after, 'assets_job_queue_jobs', { queue: 'content.gc', state: 'ready' })).toHaveLength(1);
+    expect(samplesOf(after, 'assets_job_queue_jobs', { queue: CONTENT_GC_JOB, state: 'ready' })).toHaveLength(1);
     expect(valueOf(after, 'assets_db_pool_max_connections')).toBe(10);
     expect(valueOf(after, 'assets_db_pool_connections', { state: 'in_use' })).toBeGreaterThanOrEqual(0);
     expect(valueOf(after, 'assets_db_pool_waiting_requests')).toBe(0);

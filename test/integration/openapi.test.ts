@@ -24,7 +24,6 @@ import { createTestDatabase, KEYS } from '../helpers/harness';
 
 const SPEC_PATH = path.join(__dirname, '..', '..', 'openapi.yaml');
 const SPEC_TEXT = fs.readFileSync(SPEC_PATH, 'utf8');
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 const doc: Doc = parse(SPEC_TEXT);
 
@@ -123,7 +122,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       const effective: Doc[] = op.security ?? doc.security;
       for (const req of effective) for (const name of Object.keys(req)) if (!schemes[name]) problems.push(`${method} ${p}: unknown scheme ${name}`);
       const open = effective.length === 0;
-      // The disk store's signed export URLs: the signature is the credential (contract 4.3).
+      // The disk store's signed export URLs: the signature is the credential.
       if (op['x-signed-url'] === true && open) continue;
       if (p.startsWith('/api/') && open) problems.push(`${method} ${p}: /api routes need a key`);
       if (!p.startsWith('/api/') && !open) problems.push(`${method} ${p}: open route should have security: []`);
@@ -256,7 +255,6 @@ function servedRoutes(app: Express, exclude: (path: string) => boolean = () => f
     if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, ''))) throw new Error(`cannot express the route path ${p} in OpenAPI`);
     return p.replace(/:(\w+)/g, '{$1}');
   };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const walk = (stack: any[], prefix: string) => {
     for (const layer of stack) {
       const raw: unknown = layer.route ? layer.route.path : layer.rawPath;
@@ -281,7 +279,6 @@ function servedRoutes(app: Express, exclude: (path: string) => boolean = () => f
 }
 
 test('the route walker sees nested routers, mount paths and mounted middleware', () => {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const express = require('express') as typeof import('express');
   const a = express();
   a.get('/up', (_q, r) => void r.end());

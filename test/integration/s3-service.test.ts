@@ -61,7 +61,7 @@ describe('one instance on S3', () => {
     const direct = await fetch(location);
     expect(Buffer.from(await direct.arrayBuffer()).equals(bytes)).toBe(true);
     expect(direct.headers.get('content-type')).toBe('text/plain');
-    // attachment by default (contract 3.6); inline when asked for.
+    // attachment by default; inline when asked for.
     expect(direct.headers.get('content-disposition')).toBe(`attachment; filename="hello.txt"; filename*=UTF-8''hello.txt`);
     const inline = await fetch((await svc.fetch(`/api/assets/${a.id}/content?disposition=inline`, { redirect: 'manual' })).headers.get('location')!);
     expect(inline.headers.get('content-disposition')).toBe(`inline; filename="hello.txt"; filename*=UTF-8''hello.txt`);

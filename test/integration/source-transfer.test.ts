@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SourceTransfer, type ResponseInfo } from '../../src/domain/downloads/source-transfer';
 import { FsBlobStore } from '../../src/infra/blob-store/fs';
+import { IngestWorkers } from '../../src/infra/blob-store/ingest-pool';
 import { HttpFetcher } from '../../src/infra/http-fetch';
 import { blake3Of } from '../helpers/harness';
 
@@ -17,6 +18,7 @@ import { blake3Of } from '../helpers/harness';
 const KiB = 1024;
 
 let dir: string;
+const workers = new IngestWorkers();
 let store: FsBlobStore;
 let server: http.Server;
 let base: string;
@@ -24,7 +26,7 @@ const file = { data: Buffer.alloc(0), etag: '', dropAfter: 0 };
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-transfer-'));
-  store = new FsBlobStore(dir);
+  store = new FsBlobStore(dir, workers);
   await store.init();
   server = http.createServer((req, res) => {
     const { data, etag } = file;
@@ -54,7 +56,7 @@ const fetcher = new HttpFetcher({ blockPrivateNetworks: false, trustedOrigins: [
 
 function transfer(validator: string | null, onResponse?: (r: ResponseInfo) => Promise<void>) {
   return new SourceTransfer(
-    { fetcher, blobs: store },
+    { fetcher, blobs: store, hashers: workers },
     { url: new URL(`${base}/f`), partialName: 'changing', validator, maxBytes: 1 << 30, onResponse },
   );
 }

@@ -1,5 +1,5 @@
 /**
- * Thumbnails (contract 3, `thumbnail_url`; GET /api/assets/{id}/thumbnail): made in the background once per content,
+ * Thumbnails (`thumbnail_url`; GET /api/assets/{id}/thumbnail): made in the background once per content,
  * for every image format sharp decodes, bounded by a pixel limit, served with immutable caching, and removed with
  * their content by the garbage collector.
  */
@@ -8,6 +8,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { Client } from 'pg';
 import sharp from 'sharp';
+import { THUMBNAIL_JOB } from '../../src/domain/thumbnails/thumbnail.job';
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
@@ -127,7 +128,7 @@ test('a decompression bomb (50,000 × 50,000 PNG) is refused by the pixel limit,
 test('non-images get no thumbnail job and answer 404 THUMBNAIL_NOT_FOUND; other owners and bad ids as for content', async () => {
   const { id, body } = await upload(Buffer.from('not an image at all'), 'notes.txt');
   const blake3 = String(body.asset_hash).slice('blake3:'.length);
-  const jobs = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'thumbnail.make' AND data->>'blake3' = $1`, [blake3]);
+  const jobs = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [THUMBNAIL_JOB, blake3]);
   expect(jobs.rows[0].n).toBe(0);
   const res = await svc.fetch(`/api/assets/${id}/thumbnail`);
   expect([res.status, (await json(res)).code]).toEqual([404, 'THUMBNAIL_NOT_FOUND']);
@@ -154,7 +155,7 @@ test('one thumbnail per content: assets of other owners and later assets of the 
   const secondThumb = await svc.fetch(`/api/assets/${second.id}/thumbnail`, { key: KEYS.bob });
   expect(Buffer.from(await secondThumb.arrayBuffer()).equals(Buffer.from(await firstThumb.arrayBuffer()))).toBe(true);
   expect((await db.query('SELECT count(*)::int AS n FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0].n).toBe(1);
-  const made = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'thumbnail.make' AND data->>'blake3' = $1`, [blake3]);
+  const made = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [THUMBNAIL_JOB, blake3]);
   expect(made.rows[0].n).toBe(1);
 
   // GraphQL shows the same URL.
@@ -182,7 +183,7 @@ test('a restart backfills thumbnails of images stored before thumbnails existed'
   await db.query('DELETE FROM thumbnail WHERE content_hash = $1', [blake3]);
   await db.query('UPDATE asset SET has_thumbnail = false WHERE content_hash = $1', [blake3]);
   fs.rmSync(path.join(svc.dataDir, 'blobs', blake3.slice(0, 2), blake3.slice(2, 4), `${blake3}.thumbnail.webp`));
-  await db.query(`DELETE FROM pgboss.job WHERE name = 'thumbnail.make'`);
+  await db.query(`DELETE FROM pgboss.job WHERE name = $1`, [THUMBNAIL_JOB]);
   expect(await getAsset(id)).not.toHaveProperty('thumbnail_url');
 
   const { databaseUrl, dataDir } = svc;

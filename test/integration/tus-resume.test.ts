@@ -8,7 +8,7 @@ import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { startCuttingProxy, TUS, tusUpload } from '../helpers/tus';
 
 /**
- * Resumable uploads across failures (contract 6.1): the service process SIGKILLed mid-upload and another one
+ * Resumable uploads across failures: the service process SIGKILLed mid-upload and another one
  * continuing from the offset HEAD reports; two instances on one database; the same on S3 (s3rver).
  */
 jest.setTimeout(180_000);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
 
-/** Resumable uploads (contract 6.1) on the disk store: tus-js-client end to end, and the protocol edges by hand. */
+/** Resumable uploads on the disk store: tus-js-client end to end, and the protocol edges by hand. */
 const KiB = 1024;
 const MiB = 1024 * KiB;
 let svc: TestService;

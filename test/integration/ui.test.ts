@@ -1,5 +1,5 @@
 /**
- * The asset browser (GET /ui, contract 6.3) in headless Chromium (playwright-core) against the real service: the
+ * The asset browser (GET /ui) in headless Chromium (playwright-core) against the real service: the
  * key prompt (a wrong key refused), the grid with thumbnails, a tag facet, the second page by scrolling, a detail
  * renamed, uploads by drag-and-drop and by the file input, a download from the fake Hugging Face server followed
  * to completion (and a held one cancelled), and a selection exported when the service has `startExport`.
@@ -14,15 +14,12 @@ import { startFakeHub, type FakeHub } from '../helpers/fake-hub';
 import { gql } from '../helpers/graphql';
 
 // Functions given to page.evaluate run in the page, whose globals these are (the tests' tsconfig has no DOM library).
-/* eslint-disable @typescript-eslint/no-explicit-any */
 declare const document: any;
 declare const DataTransfer: any;
 declare const DragEvent: any;
 declare const requestAnimationFrame: (f: () => void) => number;
 type HTMLImageElement = any;
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { buildUi } = require('../../scripts/build-ui.cjs') as { buildUi(o?: { outDir?: string }): Promise<{ script: string; style: string }> };
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -291,11 +288,11 @@ test('a first page of 100 tiles, every thumbnail fetched, loads in about a secon
           const at = (name: string) => Math.round(performance.getEntriesByName(name)[0]?.startTime ?? -1);
           const check = () => {
             const tiles = [...document.querySelectorAll('.tile')];
-            const images = tiles.filter((t: any) => /^image\//.test(t.querySelector('.tile-meta')?.textContent ?? '')); // eslint-disable-line @typescript-eslint/no-explicit-any
+            const images = tiles.filter((t: any) => /^image\//.test(t.querySelector('.tile-meta')?.textContent ?? ''));
             const loaded = document.querySelectorAll('.tile img').length;
             if (tiles.length === 100 && images.length > 0 && loaded === images.length) {
-              const script = performance.getEntriesByType('resource').find((e: any) => /app-.*\.js$/.test(e.name)) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
-              const thumbs = performance.getEntriesByType('resource').filter((e: any) => /\/thumbnail$/.test(e.name)) as any[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+              const script = performance.getEntriesByType('resource').find((e: any) => /app-.*\.js$/.test(e.name)) as any;
+              const thumbs = performance.getEntriesByType('resource').filter((e: any) => /\/thumbnail$/.test(e.name)) as any[];
               const cached = thumbs.filter((e) => e.transferSize === 0).length;
               resolve({ shown: Math.round(performance.now()), script: Math.round(script?.responseEnd ?? -1), features: at('ui:features'), firstPage: at('ui:first-page'), cached });
             }

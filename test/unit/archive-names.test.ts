@@ -1,6 +1,6 @@
 import { memberPaths, safeArchivePath } from '../../src/domain/exports/archive-names';
 
-/** Names inside export archives (contract 4.3): safe relative paths whatever the asset names, unique. */
+/** Names inside export archives: safe relative paths whatever the asset names, unique. */
 describe('safeArchivePath', () => {
   test.each([
     ['../../etc/passwd', 'etc/passwd'],

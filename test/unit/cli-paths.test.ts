@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { comfyPlacement, comfyPlacementOf, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
 
-describe('safeRelativePath (the loader_path rule of contract 3)', () => {
+describe('safeRelativePath (the loader_path rule)', () => {
   test.each([
     ['SDXL/base.safetensors', 'SDXL/base.safetensors'],
     ['a//b/./c.bin', 'a/b/c.bin'],

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 
 describe('loadConfig', () => {
-  test('defaults of contract section 1', () => {
+  test('defaults', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       port: 8080,
@@ -21,7 +21,7 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c)).toBe(true);
   });
 
-  test('fault settings (issue 10): defaults, values, and bad values listed', () => {
+  test('fault settings: defaults, values, and bad values listed', () => {
     expect(loadConfig({})).toMatchObject({
       databaseStatementTimeoutMs: 8_000,
       databaseConnectTimeoutMs: 5_000,

@@ -59,7 +59,7 @@ test('ENOSPC and EDQUOT are recognised as a full store', () => {
   expect(isStorageFull(Object.assign(new Error('x'), { code: 'EACCES' }))).toBe(false);
 });
 
-describe('API key caches (item 15)', () => {
+describe('API key caches', () => {
   function fakeDb(valid: Record<string, string>) {
     let lookups = 0;
     const db = {

@@ -164,7 +164,6 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
     setSelected(new Set());
     anchor.current = undefined;
     refresh();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [features, filter, sort]);
 
   // Search as you type, a moment after the last key.
@@ -191,7 +190,6 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       }
     }, 1000);
     return () => clearTimeout(t);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [pendingKey, page, features, api]);
 
   const { tasks, exports, cancelTask, startDownload, startExport } = useTasks(api, features, refresh, setAnnounce);

@@ -19,7 +19,7 @@ type Update = (patch: Partial<UploadState>) => void;
 /** Chunks of a tus PATCH: big enough to be fast, small enough that a dropped connection loses little. */
 const CHUNK = 16 * 1024 * 1024;
 
-/** A tus upload of `file` (contract 6.1); the asset id comes back in the final answer's Asset-Id header. */
+/** A tus upload of `file`; the asset id comes back in the final answer's Asset-Id header. */
 function uploadTus(api: Api, file: File, tags: string[], update: Update): Promise<string> {
   return new Promise((resolve, reject) => {
     let assetId: string | undefined;

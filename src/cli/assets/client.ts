@@ -177,7 +177,7 @@ export class ApiClient {
   }
 }
 
-/** Codes of contract section 2 for answers without a body (HEAD). */
+/** The error codes of the statuses answered without a body (HEAD). */
 const CODE_OF_STATUS: Record<number, string> = {
   400: 'INVALID_HASH',
   401: 'UNAUTHORIZED',

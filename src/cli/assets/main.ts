@@ -10,7 +10,7 @@ import { extraModelPathsYaml, pull } from './pull';
 import { push } from './push';
 import { UploadStateFile } from './upload-state';
 
-/** Exit codes of contract 6.2. */
+/** Exit codes: 0 done, 1 something failed, 2 bad usage. */
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 class UsageError extends Error {}

@@ -1,12 +1,11 @@
 import path from 'node:path';
 
 /**
- * The safe-relative-path rule of contract section 3 (`loader_path`): no `..` segment, no leading `/`, no `\`, no
+ * The safe-relative-path rule of `loader_path`: no `..` segment, no leading `/`, no `\`, no
  * control character. Returns the POSIX path with empty and `.` segments dropped, or undefined when the name is not
  * safe. The one sanitiser every name → path conversion of the CLI goes through.
  */
 export function safeRelativePath(name: string): string | undefined {
-  // eslint-disable-next-line no-control-regex
   if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
   if (parts.length === 0 || parts.some((p) => p === '..')) return undefined;
@@ -17,7 +16,6 @@ export function safeRelativePath(name: string): string | undefined {
 
 /** A file name of last resort for an asset whose name is not a safe path: its last safe segment, else its id. */
 export function fallbackFileName(name: string, id: string): string {
-  // eslint-disable-next-line no-control-regex
   const last = name.split(/[/\\]/).pop()?.replace(/[\u0000-\u001f\u007f]/g, '') ?? '';
   return last === '' || last === '.' || last === '..' ? id : last;
 }

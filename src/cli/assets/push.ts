@@ -96,7 +96,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   // One content in several files of this run: the first sends it, the others wait and create theirs by hash.
   const firstOfHash = new Map<string, Promise<unknown>>();
 
-  // The service keeps one asset per content and owner (contract 3.1): a file whose content is already an asset of
+  // The service keeps one asset per content and owner: a file whose content is already an asset of
   // this owner (another name, another folder, an earlier push with other tags) adds its tags to that asset, so
   // `ls --tag` finds it under each; its name stays the first one.
   const addMissingTags = async (id: string, has: string[] | undefined, wanted: string[]): Promise<string[]> => {

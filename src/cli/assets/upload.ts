@@ -24,7 +24,7 @@ export interface UploadResult {
 export class TusUnsupported extends Error {}
 
 /**
- * Sends one file through a tus upload (contract 6.1) in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
+ * Sends one file through a tus upload in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
  * arrived of a broken one all the same), resuming the upload a previous run left in `state` for the same
  * content, name and service. `onBytes` sees the offset the service has acknowledged so far.
  */
@@ -96,7 +96,7 @@ export function tusUpload(
 const quoteName = (s: string): string => s.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 
 /**
- * A streamed multipart POST /api/assets (contract 3.1) for an instance without /api/uploads and for empty files:
+ * A streamed multipart POST /api/assets for an instance without /api/uploads and for empty files:
  * the `hash` field goes before the file part, so the service can check the bytes against it.
  */
 export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: (n: number) => void): Promise<UploadResult> {

@@ -4,7 +4,7 @@ import type { Db, Tx } from '../../infra/prisma';
 import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
 
-/** `total` is exact up to this many matches; above it the count stops and is a lower bound (contract 3.6). */
+/** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
 export const COUNT_LIMIT = 10_000;
 
 type AssetRow = {

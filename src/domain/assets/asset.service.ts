@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Db, Tx } from '../../infra/prisma';
 import { isUniqueViolation } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
+import { CONTENT_GC_JOB } from '../content/content-gc.job';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import type { ParsedHash } from '../content/hashing';
@@ -29,13 +30,10 @@ import type {
 import { decodeCursor } from './cursor';
 import { LIMITS, normalizeTags } from './validation';
 
-export const CONTENT_GC_JOB = 'content.gc';
-/** Derives `metadata` for content and assets stored before it existed (enqueued once at start; see container.ts). */
-export const METADATA_BACKFILL_JOB = 'metadata.backfill';
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * The asset rules of contract section 3, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
+ * The asset rules, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
  * content per owner, previews, immutability, and the content lifecycle.
  */
 export class AssetService {
@@ -116,7 +114,7 @@ export class AssetService {
   }
 
   /**
-   * The metadata backfill (METADATA_BACKFILL_JOB): gives assets made before `metadata` existed their own fields, then
+   * The metadata backfill (metadata-backfill.job.ts): gives assets made before `metadata` existed their own fields, then
    * derives each such content's fields from the first bytes of its blob (read once) and merges them into its
    * assets. Returns how many assets and contents it filled.
    */
@@ -181,8 +179,8 @@ export class AssetService {
   }
 
   /**
-   * Makes an asset from content already stored (from-hash, the upload fast path, known downloads). Without a `name`
-   * (contract 3.4): a name this owner gave the content before, else the file name of a public download of it, else
+   * Makes an asset from content already stored (from-hash, the upload fast path, known downloads). Without a `name`:
+   * a name this owner gave the content before, else the file name of a public download of it, else
    * the first 16 hex of its BLAKE3. Never the name another owner uploaded it under (`content.first_name`), which may
    * be private.
    */

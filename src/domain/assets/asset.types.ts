@@ -132,6 +132,6 @@ export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl
 export const previewUrlOf = (a: { previewId: string | null }, baseUrl: string): string | undefined =>
   a.previewId ? `${baseUrl}/api/assets/${a.previewId}/content` : undefined;
 
-/** `loader_path` of contract 3: for an asset tagged `models`, its name when that is a safe relative path. */
+/** `loader_path`: for an asset tagged `models`, its name when that is a safe relative path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>
   a.tags.includes('models') ? safeRelativePath(a.name) : undefined;

@@ -12,7 +12,7 @@ export interface CursorPosition {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Opaque to clients: base64url of `{s: sort, o: order, v: value, id}` (contract 3.6). */
+/** Opaque to clients: base64url of `{s: sort, o: order, v: value, id}`. */
 export function encodeCursor(sort: AssetSort, order: 'asc' | 'desc', pos: CursorPosition): string {
   return Buffer.from(JSON.stringify({ s: sort, o: order, v: pos.value, id: pos.id })).toString('base64url');
 }

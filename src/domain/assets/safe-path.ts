@@ -1,5 +1,5 @@
 /**
- * The one sanitiser for turning asset names into relative paths (contract 3 `loader_path`). Everything that turns
+ * The one sanitiser for turning asset names into relative paths (`loader_path`). Everything that turns
  * names into paths (`loader_path`, the CLI's `pull`, export archives) must use this, so a name that is unsafe in one
  * place is unsafe in all of them.
  *

@@ -2,7 +2,7 @@ import { DomainError } from '../errors';
 import { assertJsonInput, assertStorableText, isMediaType } from '../input';
 import type { AssetCreateFields, AssetUpdateFields } from './asset.types';
 
-/** Field limits of contract section 2, shared by REST and GraphQL so both reject the same input. */
+/** Field limits, shared by REST and GraphQL so both reject the same input. */
 export const LIMITS = {
   nameLength: 512,
   tagCount: 64,
@@ -84,7 +84,7 @@ export function validateCreateFields(input: Record<string, unknown>): AssetCreat
   return out;
 }
 
-/** from-hash (spec 4.5): the creation fields, with `tags` required and holding at least one tag after normalisation. */
+/** from-hash: the creation fields, with `tags` required and holding at least one tag after normalisation. */
 export function validateFromHashFields(input: Record<string, unknown>): AssetCreateFields {
   const fields = validateCreateFields({ ...input, id: undefined });
   if (!fields.tags || fields.tags.length < 1) {

@@ -9,7 +9,7 @@ export interface ContentRecord {
   size: number;
   mimeType: string;
   firstName: string;
-  /** Derived at ingest (contract 3 `metadata`); null for content stored before that existed, until backfilled. */
+  /** Derived at ingest (the asset's `metadata`); null for content stored before that existed, until backfilled. */
   metadata: Record<string, unknown> | null;
 }
 

@@ -2,9 +2,6 @@ import crypto from 'node:crypto';
 import { blake3 } from '../../infra/blake3';
 import { DomainError } from '../errors';
 
-/** Which BLAKE3 implementation this process uses. */
-export const blake3Implementation = (): 'native' | 'wasm' => blake3().impl;
-
 export interface ContentDigest {
   blake3: string;
   sha256: string;

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { FetchError } from '../../infra/http-fetch';
 import type { Tx } from '../../infra/prisma';
+import type { Job, JobDefinition } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import type { IngestedContent } from '../content/content.service';
 import { DEFAULT_MIME, mimeFromName } from '../content/mime';
@@ -24,6 +25,11 @@ export interface DownloadJobOptions {
 
 export const DEFAULT_JOB_OPTIONS: DownloadJobOptions = { leaseMs: 10_000, tickMs: 500, sweepMs: 3_000, retryLimit: 5 };
 
+export const downloadTransferJob: Job<{ downloadJob: DownloadJob }, { transferId: string }> = {
+  name: DOWNLOAD_JOB,
+  define: ({ downloadJob }) => downloadJob.definition(),
+};
+
 type StopReason = 'cancelled' | 'lease-lost' | 'shutdown';
 const partialName = (transferId: string) => `download-${transferId}`;
 
@@ -42,10 +48,9 @@ export class DownloadJob {
     private readonly o: DownloadJobOptions = DEFAULT_JOB_OPTIONS,
   ) {}
 
-  /** Registers the job; workers also sweep for transfers whose worker died. */
-  register(opts: { workers: boolean }): void {
-    this.d.queue.define<{ transferId: string }>({
-      name: DOWNLOAD_JOB,
+  /** The pg-boss job's options and handler (registered through `downloadTransferJob`). */
+  definition(): Omit<JobDefinition<{ transferId: string }>, 'name'> {
+    return {
       concurrency: 4,
       retryLimit: this.o.retryLimit,
       retryDelaySeconds: 5,
@@ -55,11 +60,13 @@ export class DownloadJob {
       heartbeatSeconds: 30,
       pollingIntervalSeconds: 1,
       handler: (data, job) => this.run(data.transferId, job),
-    });
-    if (opts.workers) {
-      this.sweeper = setInterval(() => void this.sweep(), this.o.sweepMs);
-      this.sweeper.unref();
-    }
+    };
+  }
+
+  /** In processes that work on jobs: looks for transfers whose worker died, every `sweepMs`. */
+  startSweeping(): void {
+    this.sweeper = setInterval(() => void this.sweep(), this.o.sweepMs);
+    this.sweeper.unref();
   }
 
   /** Stops this process's transfers (they keep their partial files and are resumed elsewhere or after restart). */
@@ -135,7 +142,7 @@ export class DownloadJob {
     const expected = { sha256: t.expectedSha256, blake3: t.expectedBlake3 };
     if (!expected.sha256 && !expected.blake3) Object.assign(expected, await provider.probe(url, AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)])));
     const transfer = new SourceTransfer(
-      { fetcher: this.d.fetcher, blobs: this.d.blobs, meter: this.d.meter },
+      { fetcher: this.d.fetcher, blobs: this.d.blobs, hashers: this.d.hashers, meter: this.d.meter },
       {
         url,
         auth: provider.auth(),

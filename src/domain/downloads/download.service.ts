@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import type { BlobStore } from '../../infra/blob-store/blob-store';
+import type { IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { HttpFetcher } from '../../infra/http-fetch';
 import type { Logger } from '../../infra/logger';
 import { isUniqueViolation, type Db } from '../../infra/prisma';
@@ -34,6 +35,8 @@ export interface DownloadDeps {
   queue: JobQueue;
   fetcher: HttpFetcher;
   blobs: BlobStore;
+  /** The ingest threads, which hash the downloaded bytes. */
+  hashers: IngestWorkers;
   logger: Logger;
   /** Counts downloaded bytes and downloads in flight (metrics). */
   meter?: TransferMeter;
@@ -51,14 +54,14 @@ export function digestMismatch(digest: ContentDigest, expected: { sha256?: strin
 }
 
 /**
- * Starting downloads (contract 4.1) and the synchronous URL upload (3.1 method 2). Content that is already stored
+ * Starting downloads and the synchronous URL upload (POST /api/assets with a JSON `url`). Content that is already stored
  * (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else becomes
  * a task on a transfer that every owner asking for the same URL meanwhile shares.
  */
 export class DownloadManager implements DownloadService {
   constructor(private readonly d: DownloadDeps) {}
 
-  /** The import wizard's first step (contract 3.6): the same URL rules and provider look-ups, no byte of the file. */
+  /** The import wizard's first step: the same URL rules and provider look-ups, no byte of the file. */
   async remoteMetadata(_principal: Principal, rawUrl: string): Promise<RemoteMetadata> {
     if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
     const { provider, url } = this.d.providers.resolve(rawUrl);
@@ -166,7 +169,7 @@ export class DownloadManager implements DownloadService {
       if (stored) return stored;
     }
     const transfer = new SourceTransfer(
-      { fetcher: this.d.fetcher, blobs: this.d.blobs, meter: this.d.meter },
+      { fetcher: this.d.fetcher, blobs: this.d.blobs, hashers: this.d.hashers, meter: this.d.meter },
       { url, auth: provider.auth(), validator: null, maxBytes: this.d.content.maxUploadBytes },
     );
     let ingested;

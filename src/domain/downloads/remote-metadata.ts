@@ -3,10 +3,10 @@ import { dropBody, FetchError, headerText } from '../../infra/http-fetch';
 import type { RemoteIssue, RemoteMetadata } from '../tasks/task.types';
 import type { DownloadProvider } from './providers/provider';
 
-/** A `preview_image` data: URL is at most this long (contract 3.6). */
+/** A `preview_image` data: URL is at most this long. */
 export const PREVIEW_DATA_URL_BYTES = 512 * 1024;
 
-/** Model files the import wizard accepts (contract 3.6). */
+/** Model files the import wizard accepts. */
 export const MODEL_EXTENSIONS = ['.safetensors', '.gguf', '.ckpt', '.pt', '.pth', '.bin', '.onnx', '.sft'] as const;
 
 /** Provider model type (Civitai `model.type`, or a Hugging Face folder) → ComfyUI model folder. */

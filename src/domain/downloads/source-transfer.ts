@@ -1,13 +1,13 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
 import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
-import { ingestWorkers, type IngestJob } from '../../infra/blob-store/ingest-worker';
+import type { IngestJob, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
 import { fileNameFromDisposition, SourceError, statusError } from './providers/provider';
 
-/** The first bytes are kept for MIME sniffing and contract 3 `metadata` (a safetensors header comes first). */
+/** The first bytes are kept for MIME sniffing and the derived `metadata` (a safetensors header comes first). */
 const HEAD_BYTES = METADATA_HEAD_BYTES;
 
 /** What the first good answer of an attempt tells; saved before any of its bytes are written. */
@@ -42,7 +42,7 @@ export class SourceTransfer {
    * BLAKE3 + SHA-256 on an ingest worker thread (copies of the chunks are moved there), the state kept across
    * attempts. Both hashes go there: this thread already parses the HTTP response (BENCHMARKS.md, change 7).
    */
-  private hasher = newHasher();
+  private hasher: IngestJob;
   private head = Buffer.alloc(0);
   /** Bytes received so far (including those of earlier attempts). */
   bytes = 0;
@@ -51,9 +51,10 @@ export class SourceTransfer {
   private validator: string | null;
 
   constructor(
-    private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore; meter?: TransferMeter },
+    private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore; hashers: IngestWorkers; meter?: TransferMeter },
     private readonly o: SourceTransferOptions,
   ) {
+    this.hasher = this.newHasher();
     this.validator = o.validator;
   }
 
@@ -193,9 +194,13 @@ export class SourceTransfer {
     void this.hasher.abort();
   }
 
+  private newHasher(): IngestJob {
+    return this.deps.hashers.open(undefined, { ownsChunks: false, blake3OnWorker: true });
+  }
+
   private reset(): void {
     this.close();
-    this.hasher = newHasher();
+    this.hasher = this.newHasher();
     this.head = Buffer.alloc(0);
     this.bytes = 0;
   }
@@ -249,8 +254,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 async function* empty(): AsyncGenerator<Buffer> {}
-
-const newHasher = (): IngestJob => ingestWorkers().open(undefined, { ownsChunks: false, blake3OnWorker: true });
 
 function numberHeader(h: string | string[] | undefined): number | null {
   const v = headerText(h);

@@ -8,13 +8,12 @@ export interface ExportMember {
 }
 
 /**
- * A name as a safe relative path inside an archive (the rule of contract 3 `loader_path`): no `..` or `.` segment,
+ * A name as a safe relative path inside an archive (the rule of `loader_path`): no `..` or `.` segment,
  * no leading `/`, no `\`, no control character. Unsafe parts are dropped or replaced rather than refused, so every
  * asset gets a member; `fallback` when nothing is left.
  */
 export function safeArchivePath(name: string, fallback: string): string {
   const segments = name
-    // eslint-disable-next-line no-control-regex
     .replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
     .replace(/\\/g, '_')
     .split('/')
@@ -31,7 +30,7 @@ function numbered(path: string, n: number): string {
   return `${path.slice(0, cut)} (${n})${path.slice(cut)}`;
 }
 
-/** Member paths for `assets` under the naming strategy of contract 4.3, safe and unique (case-insensitively). */
+/** Member paths for `assets` under a naming strategy, safe and unique (case-insensitively). */
 export function memberPaths(assets: ExportMember[], strategy: ExportRequest['naming_strategy']): string[] {
   // A job's time: the creation time of its first asset in the archive.
   const jobTime = new Map<string, Date>();

@@ -11,10 +11,9 @@ import { DomainError } from '../errors';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
 import type { ExportRequest, Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
+import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
 
-export const EXPORT_JOB = 'exports.build';
-export const EXPORT_SWEEP_JOB = 'exports.sweep-expired';
 export const MAX_EXPORT_ASSETS = 10_000;
 const STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
 const HMAC_SECRET = 'export_url_hmac';
@@ -27,7 +26,7 @@ const invalid = (message: string, field?: string) => new DomainError('INVALID_BO
 const notFound = (name: string) => new DomainError('NOT_FOUND', `export ${name} not found`);
 const objectName = (exportName: string) => `exports/${exportName}`;
 
-/** Validates the body of POST /api/assets/export (contract 4.3). */
+/** Validates the body of POST /api/assets/export. */
 export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
   const uuids = (v: unknown, field: string): string[] | undefined => {
     if (v === undefined || v === null) return undefined;
@@ -67,7 +66,7 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
 }
 
 /**
- * Bulk export (contract 4.3): a task whose job streams a stored (not deflated) ZIP64 archive of the selected assets
+ * Bulk export: a task whose job streams a stored (not deflated) ZIP64 archive of the selected assets
  * into the blob store, each blob read once, and short-lived signed URLs of the result.
  */
 export class ExportService {

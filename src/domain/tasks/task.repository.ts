@@ -17,7 +17,7 @@ export function toTask(r: TaskRow): Task {
   return {
     id: r.id,
     ownerId: r.ownerId,
-    // Always a string (contract 4.2): the client's Idempotency-Key, else one derived from the task.
+    // Always a string: the client's Idempotency-Key, else one derived from the task.
     idempotencyKey: r.idempotencyKey ?? derivedKey(r.taskName, r.id),
     taskName: r.taskName as TaskName,
     ...(r.exportRequest ? { exportRequest: r.exportRequest as unknown as ExportRequest } : {}),
@@ -128,7 +128,7 @@ export class TaskRepository {
     return toTask(row);
   }
 
-  /** An export_assets task (contract 4.3); its job is sent in the same transaction. */
+  /** An export_assets task; its job is sent in the same transaction. */
   async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Tx): Promise<Task> {
     const row = await tx.task.create({
       data: {

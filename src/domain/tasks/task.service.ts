@@ -8,7 +8,7 @@ import type { Task, TaskListQuery, TaskService } from './task.types';
 export const CANCELLED_MESSAGE = 'cancelled by the user';
 
 /**
- * Tasks of contract 4.2 for REST and GraphQL: owner-scoped reads (another owner's task does not exist) and cancel.
+ * Tasks for REST and GraphQL: owner-scoped reads (another owner's task does not exist) and cancel.
  * Cancelling the last task of a transfer cancels the transfer; its worker stops within a tick and its partial file
  * is removed.
  */

@@ -1,6 +1,6 @@
 /**
- * Background tasks (contract section 4.2). This file is the shared contract between the downloads module, which
- * implements TaskService (task.service.ts), and the transports (REST /api/tasks, GraphQL task/tasks/cancelTask).
+ * Background tasks (downloads and exports): the types shared by TaskService (task.service.ts) and the transports
+ * (REST /api/tasks, GraphQL task/tasks/cancelTask).
  */
 import type { Asset, CreateResult, Page, Principal } from '../assets/asset.types';
 
@@ -21,7 +21,7 @@ export interface TaskResult {
   assetHash: string | null;
   filename: string | null;
   bytesDownloaded: number;
-  /** export_assets tasks (contract 4.3). */
+  /** export_assets tasks. */
   exportName?: string;
   assetsTotal?: number;
   assetsAttempted?: number;
@@ -32,7 +32,7 @@ export interface TaskResult {
 
 export type TaskName = 'download_file' | 'export_assets';
 
-/** What an export_assets task was asked for (POST /api/assets/export, contract 4.3), as sent (snake_case). */
+/** What an export_assets task was asked for (POST /api/assets/export), as sent (snake_case). */
 export interface ExportRequest {
   asset_ids?: string[];
   job_ids?: string[];
@@ -44,7 +44,7 @@ export interface ExportRequest {
 export interface Task {
   id: string;
   ownerId: string;
-  /** The client's Idempotency-Key, else `<task name>:<id>` (never null, contract 4.2). */
+  /** The client's Idempotency-Key, else `<task name>:<id>` (never null). */
   idempotencyKey: string;
   taskName: TaskName;
   /** export_assets tasks only. */
@@ -95,7 +95,7 @@ export interface TaskService {
   cancel(principal: Principal, id: string): Promise<Task>;
 }
 
-/** GET /api/assets/remote-metadata (contract 3.6): what a download of a URL would bring, learnt without downloading it. */
+/** GET /api/assets/remote-metadata: what a download of a URL would bring, learnt without downloading it. */
 export interface RemoteMetadata {
   /** -1 when unknown. */
   contentLength: number;

@@ -11,12 +11,10 @@ import type { Tx } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
+import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
-export const THUMBNAIL_JOB = 'thumbnail.make';
-export const THUMBNAIL_BACKFILL_JOB = 'thumbnail.backfill';
-
-/** Longest side of a thumbnail, in pixels (contract 3). */
+/** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
 
 /** Image formats sharp decodes here (its prebuilt libvips). */
@@ -38,7 +36,7 @@ export function findFfmpeg(): string | undefined {
 }
 
 /**
- * Thumbnails (contract 3, `thumbnail_url`): one small WebP per content, made in the background after ingest and
+ * Thumbnails (`thumbnail_url`): one small WebP per content, made in the background after ingest and
  * stored beside the content's blob. A failure never reaches the upload that caused it.
  */
 export class ThumbnailService {
@@ -120,7 +118,6 @@ export class ThumbnailService {
 
   private loadSharp(): typeof sharpType {
     if (!this.sharp) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       this.sharp = require('sharp') as typeof sharpType;
       // One libvips thread per job: jobs run one at a time by default and must not take every core from requests.
       this.sharp.concurrency(1);

@@ -10,9 +10,7 @@ import type { Logger } from '../../infra/logger';
 import type { UploadLeases } from './upload-lease';
 import type { UploadRecord, UploadRepository } from './upload.repository';
 
-export const UPLOAD_SWEEP_JOB = 'uploads.sweep-expired';
-
-/** What the Upload-Metadata of a tus upload means once validated: the multipart fields of contract 3.1. */
+/** What the Upload-Metadata of a tus upload means once validated: the multipart fields of POST /api/assets. */
 export interface UploadFields {
   fields: AssetCreateFields;
   fileName: string | undefined;
@@ -25,13 +23,13 @@ interface HashState {
   head: Buffer;
 }
 
-// The first bytes: MIME sniffing and the derived metadata (contract 3 `metadata`) read them, like a multipart upload.
+// The first bytes: MIME sniffing and the derived metadata (`metadata`) read them, like a multipart upload.
 const HEAD_BYTES = METADATA_HEAD_BYTES;
 /** Hash states kept at once; an evicted one is rebuilt from the stored bytes on the next PATCH. */
 const MAX_STATES = 256;
 
 /**
- * Resumable uploads (contract 6.1). Bytes go into a partial blob of the blob store (a file under .partial on disk,
+ * Resumable uploads. Bytes go into a partial blob of the blob store (a file under .partial on disk,
  * segment objects on S3), hashed (BLAKE3 + SHA-256) as they arrive; the acknowledged offset in PostgreSQL only ever
  * moves after the bytes up to it are durable, so any instance can continue an upload and HEAD never reports more
  * than a crash keeps. The last byte makes the asset through AssetService.createFromIngested, as a multipart upload.

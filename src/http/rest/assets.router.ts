@@ -12,9 +12,9 @@ import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
 import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
-/** The JSON method of POST /api/assets (the service fetches `url` itself); provided by the downloads module. */
+/** The JSON method of POST /api/assets (the service fetches `url` itself); DownloadService provides it. */
 export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
-/** GET /api/assets/remote-metadata; provided by the downloads module. */
+/** GET /api/assets/remote-metadata; DownloadService provides it. */
 export type RemoteMetadataLookup = (principal: Principal, url: string) => Promise<RemoteMetadata>;
 
 export function assetsRouter(deps: {
@@ -126,7 +126,7 @@ export function assetsRouter(deps: {
     handle(async (req, res) => {
       const id = pathId(req);
       const fields = validateUpdateFields(req.body as Record<string, unknown>);
-      // The whole asset (a superset of spec 2.2's update result): the ComfyUI frontend parses it as one.
+      // The whole asset (a superset of Comfy Cloud's update result): the ComfyUI frontend parses it as one.
       res.json(assetJson(await assets.update(principalOf(res), id, fields), baseUrlOfRes(res)));
     }),
   );
@@ -222,7 +222,7 @@ async function createFromUpload(
 
 const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
 
-/** The filters GET /api/assets and GET /api/assets/tags/refine share (contract 3.6), Comfy Cloud's names included. */
+/** The filters GET /api/assets and GET /api/assets/tags/refine share, Comfy Cloud's names included. */
 function parseFilter(q: Record<string, unknown>): AssetFilter {
   const tags = (...names: string[]) => [...new Set(names.flatMap((n) => listParam(q, n)).map((t) => t.toLowerCase()))];
   const hashText = stringParam(q, 'hash');

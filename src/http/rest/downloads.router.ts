@@ -4,7 +4,7 @@ import { baseUrlOfRes } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { handle, jsonBody, principalOf } from './middleware';
 
-/** POST /api/assets/download (contract 4.1): 200 with an asset when the content is stored, else 202 with a task. */
+/** POST /api/assets/download: 200 with an asset when the content is stored, else 202 with a task. */
 export function downloadsRouter(deps: { downloads: DownloadService }): Router {
   const r = Router();
   r.post(

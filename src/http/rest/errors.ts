@@ -4,7 +4,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 
-/** The one table from domain error code to HTTP status (contract section 2). */
+/** The one table from domain error code to HTTP status. */
 export const STATUS_OF: Record<ErrorCode, number> = {
   INVALID_REQUEST: 400,
   INVALID_JSON: 400,

@@ -5,7 +5,7 @@ import { handle, jsonBody, principalOf } from './middleware';
 
 const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
 
-/** Bulk export (contract 4.3): start an export task, and get a short-lived URL of a finished archive. */
+/** Bulk export: start an export task, and get a short-lived URL of a finished archive. */
 export function exportsRouter(deps: { exports: ExportService; publicUrl?: string }): Router {
   const r = Router();
   r.post(

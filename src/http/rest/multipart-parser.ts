@@ -234,7 +234,6 @@ function parseDisposition(value: string | undefined): { name: string; filename?:
 
 /** Header bytes were read as latin1; browsers send UTF-8. */
 function utf8(latin1: string): string {
-  // eslint-disable-next-line no-control-regex
   return /[^\x00-\x7f]/.test(latin1) ? Buffer.from(latin1, 'latin1').toString('utf8') : latin1;
 }
 

@@ -253,7 +253,6 @@ const EMPTY = Buffer.alloc(0);
 /** The last path segment of a client file name, without control characters. */
 export function sanitizeFileName(name: string): string | undefined {
   const base = name.split(/[\\/]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
   const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 512);
   return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
 }

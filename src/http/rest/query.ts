@@ -5,7 +5,7 @@ import { assertJsonObject, assertQueryDate, assertStorableText } from '../../dom
  * Query-string readers; every bad value is INVALID_QUERY naming the parameter. Every value read goes through
  * `texts` (no NUL, no unpaired surrogate), JSON values through `jsonParam` (the same check at any depth, keys
  * included, and the nesting limit), dates through `dateParam` (years 0001–9999): a new parameter read with these gets
- * the contract's input rules without more code.
+ * the service's input rules (domain/input.ts) without more code.
  */
 type Q = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 import type { Task } from '../../domain/tasks/task.types';
 
-/** Task JSON as contract 4.2; fields without a value are left out, never `null` (contract 2). */
+/** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
 export function taskJson(t: Task): Record<string, unknown> {
   const progress: Record<string, unknown> = { bytes_downloaded: t.progress.bytesDownloaded };
   if (t.progress.bytesTotal !== null) progress.bytes_total = t.progress.bytesTotal;

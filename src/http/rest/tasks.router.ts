@@ -5,7 +5,7 @@ import { handle, pathId, principalOf } from './middleware';
 import { dateParam, intParam, listParam, oneOf, stringParam } from './query';
 import { taskJson } from './task.presenter';
 
-/** GET /api/tasks, GET /api/tasks/{task_id}, DELETE /api/tasks/{task_id} (contract 4.2). */
+/** GET /api/tasks, GET /api/tasks/{task_id}, DELETE /api/tasks/{task_id}. */
 export function tasksRouter(deps: { tasks: TaskService }): Router {
   const r = Router();
 

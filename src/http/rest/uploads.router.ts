@@ -12,7 +12,7 @@ import type { Logger } from '../../infra/logger';
 import { handle, pathHash, principalOf } from './middleware';
 import { parseJsonField, parseTagsField, sanitizeFileName } from './multipart';
 
-/** Upload-Metadata keys of contract 6.1 (the multipart fields of 3.1); other keys (e.g. tus-js-client's filetype) are kept but unused. */
+/** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
 export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {
   const text = (k: string): string | undefined => {
     const v = meta[k];
@@ -127,7 +127,7 @@ const isTusError = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && !(err instanceof Error) && typeof (err as { status_code?: unknown }).status_code === 'number';
 
 /**
- * Resumable uploads (contract 6.1): tus 1.0 (creation, creation-with-upload, termination, expiration) by
+ * Resumable uploads: tus 1.0 (creation, creation-with-upload, termination, expiration) by
  * @tus/server at /api/uploads, behind the API key. What is ours is checked here first, and every error that is ours
  * (raised here, in the data store or at completion) is answered by the app's error middleware with the usual
  * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,

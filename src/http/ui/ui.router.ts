@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Router } from 'express';
 
 /**
- * The asset browser (contract 6.3): `GET /ui` is a page whose script and stylesheet `npm run build` bundles from
+ * The asset browser: `GET /ui` is a page whose script and stylesheet `npm run build` bundles from
  * ui/src (scripts/build-ui.cjs) into dist/ui/ with content-hashed names. The page and its files need no key (the
  * page asks for one and keeps it in the tab's sessionStorage); everything it shows comes through the keyed API.
  * No CDN: every file is served here, under a CSP that allows this origin only.

@@ -7,12 +7,10 @@ import type { Readable } from 'node:stream';
 import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
 import { noteShortLivedBytes } from '../young-gc';
-import { ingestWorkers, type HashedFile } from './ingest-worker';
+import { BackgroundSync, writeFully, WRITE_BLOCK } from './block-writer';
+import type { HashedFile, IngestWorkers } from './ingest-pool';
 
 export { BlobNotFoundError } from './blob-store';
-
-/** Writes are coalesced into blocks of this size, with one block in flight while the next fills. */
-const WRITE_BLOCK = 1 << 20;
 
 /**
  * Local-disk blob store under `root`: content at `root/ab/cd/<hex>`, temporaries in `root/.tmp` (same filesystem, so
@@ -26,11 +24,14 @@ export class FsBlobStore implements BlobStore {
   private readonly objectsDir: string;
   /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
-  private readonly workers = ingestWorkers();
   /** Bytes of `writeTempHashed` moved to the worker vs copied (the move is the fast path; tests check it is taken). */
   readonly ingestStats = { transferredBytes: 0, copiedBytes: 0 };
 
-  constructor(private readonly root: string) {
+  /** `workers`: the process's ingest threads, for `writeTempHashed`. */
+  constructor(
+    private readonly root: string,
+    private readonly workers: IngestWorkers,
+  ) {
     this.tmpDir = path.join(root, '.tmp');
     this.partialDir = path.join(root, '.partial');
     this.objectsDir = path.join(root, '.objects');
@@ -59,7 +60,7 @@ export class FsBlobStore implements BlobStore {
 
   /**
    * Like `writeTemp`, with the BLAKE3 + SHA-256 of the bytes computed on the way, both the hashing and the writing
-   * running on a worker thread (see ingest-worker.ts). `ownsChunks`: nobody uses the chunks of `source` after they
+   * running on a worker thread (see ingest-pool.ts). `ownsChunks`: nobody uses the chunks of `source` after they
    * were read, so their ArrayBuffers may be moved to the worker (detached) instead of copied.
    */
   async writeTempHashed(source: AsyncIterable<Buffer>, opts: { ownsChunks?: boolean } = {}): Promise<{ temp: TempBlob; digest: HashedFile }> {
@@ -320,22 +321,13 @@ async function syncDir(dir: string): Promise<void> {
 }
 
 /**
- * While a file is written, a `fdatasync` is started in the background after every this many bytes (one at a time),
- * so the kernel writes the file back while the rest still arrives. Without it the dirty pages of a large upload sit
- * in the page cache (below the writeback thresholds) until the final fsync, which then writes the whole file while
- * the client waits. The final fsync stays: durability is unchanged, only the waiting overlaps with receiving.
- */
-const SYNC_EVERY = 64 << 20;
-
-/**
  * Copies `source` into `fh`, gathering chunks into 1 MiB blocks written with one `writev` (no copy into a new
  * buffer) and keeping one write in flight while the next block fills, so network reads, hashing and disk writes
  * overlap with bounded memory (about two blocks).
  */
 async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Promise<number> {
   let pending: Promise<unknown> = Promise.resolve();
-  let syncing: Promise<unknown> | undefined;
-  let sinceSync = 0;
+  const sync = new BackgroundSync(fh);
   let parts: Buffer[] = [];
   let partsLen = 0;
   let total = 0;
@@ -348,15 +340,8 @@ async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Prom
     pending = writeFully(fh, block, len);
     // Marked handled now; the failure is rethrown where `pending` is next awaited.
     pending.catch(() => undefined);
-    sinceSync += len;
+    sync.wrote(len);
     noteShortLivedBytes(len);
-    if (sinceSync >= SYNC_EVERY && !syncing) {
-      sinceSync = 0;
-      syncing = fh.datasync().then(
-        () => (syncing = undefined),
-        () => (syncing = undefined), // the final fsync reports any error that matters
-      );
-    }
   };
   try {
     for await (const chunk of source) {
@@ -369,23 +354,8 @@ async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Prom
     if (partsLen > 0) await flush();
   } finally {
     await pending.catch(() => undefined);
-    await syncing;
+    await sync.settled();
   }
   await pending;
   return total;
-}
-
-async function writeFully(fh: fsp.FileHandle, bufs: Buffer[], len: number): Promise<void> {
-  let { bytesWritten } = bufs.length === 1 ? await fh.write(bufs[0]!) : await fh.writev(bufs);
-  if (bytesWritten === len) return;
-  // A short write (rare on regular files): finish the rest one buffer at a time.
-  for (const buf of bufs) {
-    if (bytesWritten >= buf.length) {
-      bytesWritten -= buf.length;
-      continue;
-    }
-    let off = bytesWritten;
-    bytesWritten = 0;
-    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
-  }
 }

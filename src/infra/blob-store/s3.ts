@@ -278,10 +278,6 @@ export class S3BlobStore implements BlobStore {
     this.client.destroy();
   }
 
-  destroy(): void {
-    this.client.destroy();
-  }
-
   // ---- uploads and copies ----
 
   /** Streams `body` to `key` (multipart above one part); on failure aborts the upload and removes the key. */

@@ -105,7 +105,7 @@ export class TagsArgs {
   order!: TagOrderEnum;
 }
 
-@InputType({ description: 'Optional metadata of an upload (contract 3.1); the name defaults to the file name.' })
+@InputType({ description: 'Optional metadata of an upload; the name defaults to the file name.' })
 export class UploadAssetInput {
   @Field(() => ID, { nullable: true, description: 'Client-chosen id: uploading again with it returns the same asset.' })
   @IsUUID('all')
@@ -136,7 +136,7 @@ export class UploadAssetInput {
   promptId?: string;
 }
 
-@InputType({ description: 'An asset from content already stored, named by its hash (contract 3.4).' })
+@InputType({ description: 'An asset from content already stored, named by its hash.' })
 export class CreateAssetFromHashInput {
   @Field({ description: '`blake3:<64 hex>` or `sha256:<64 hex>`' })
   @MaxLength(80)

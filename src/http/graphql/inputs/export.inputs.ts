@@ -2,7 +2,7 @@ import { ArrayMaxSize, IsIn, IsUUID, MaxLength } from 'class-validator';
 import { Field, ID, InputType } from 'type-graphql';
 import { JSONScalar } from '../scalars';
 
-@InputType({ description: 'A bulk export (contract 4.3): at least one of assetIds / jobIds.' })
+@InputType({ description: 'A bulk export: at least one of assetIds / jobIds.' })
 export class StartExportInput {
   @Field(() => [ID], { nullable: true })
   @ArrayMaxSize(10_000)

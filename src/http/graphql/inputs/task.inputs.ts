@@ -47,7 +47,7 @@ export class TasksArgs {
   allOwners!: boolean;
 }
 
-@InputType({ description: 'A download from an allowed provider (contract 4.1).' })
+@InputType({ description: 'A download from an allowed provider.' })
 export class StartDownloadInput {
   @Field({ description: 'An http(s) URL on HF_ENDPOINT or CIVITAI_ENDPOINT.' })
   @MaxLength(8192)

@@ -2,7 +2,7 @@ import { Field, ID, Int, ObjectType } from 'type-graphql';
 import { assetHashOf, loaderPathOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
-@ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset of contract section 3, with camelCase field names.' })
+@ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset, with camelCase field names.' })
 export class AssetType {
   @Field(() => ID)
   id!: string;

@@ -65,7 +65,7 @@ export class TaskResultType {
   bytesTotal?: number;
 }
 
-@ObjectType('Task', { simpleResolvers: true, description: 'A background task (contract section 4.2), camelCase.' })
+@ObjectType('Task', { simpleResolvers: true, description: 'A background task (the REST task), camelCase.' })
 export class TaskType {
   @Field(() => ID)
   id!: string;

@@ -1,7 +1,10 @@
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { blake3, type Blake3Incremental } from '../blake3';
+import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 
 /**
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
@@ -26,144 +29,16 @@ const BATCH = 1 << 20;
 /** A chunk is transferred when it holds nearly all of its ArrayBuffer; otherwise it is copied. */
 const TRANSFER_MIN = 16 << 10;
 
-const WORKER_SOURCE = `
-'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
-const fs = require('node:fs');
-const { promisify } = require('node:util');
-const crypto = require('node:crypto');
-const b3mod = require(workerData.blake3Path);
-const newBlake3 = workerData.blake3Impl === 'native'
-  ? () => { const h = new b3mod.Blake3Hasher(); return { update: (c) => h.update(c), hex: () => h.digest('hex') }; }
-  : () => { const h = b3mod.createHash(); return { update: (c) => h.update(c), hex: () => h.digest('hex') }; };
-const writev = promisify(fs.writev);
-const write = promisify(fs.write);
-const fdatasync = promisify(fs.fdatasync);
-const fsync = promisify(fs.fsync);
-const close = promisify(fs.close);
-const WRITE_BLOCK = ${1 << 20};
-const SYNC_EVERY = ${64 << 20};
-const jobs = new Map();
-
-function fail(id, job, err) {
-  if (job.error) return;
-  job.error = err;
-  parentPort.postMessage({ t: 'error', id, message: err.message, code: err.code });
-}
-
-async function writeFully(fd, parts, len) {
-  let written = (await writev(fd, parts)).bytesWritten;
-  if (written === len) return;
-  // A short write (rare on regular files): finish it buffer by buffer.
-  for (const b of parts) {
-    if (written >= b.length) { written -= b.length; continue; }
-    let off = written;
-    written = 0;
-    while (off < b.length) off += (await write(fd, b, off, b.length - off)).bytesWritten;
-  }
-}
-
 /**
- * Queues the gathered chunks as one write; writes run one at a time on the thread pool, in order, while this thread
- * goes on hashing. Each message is acknowledged once its bytes are written, which bounds what is in flight.
+ * The worker's built file. At run time this module is dist/src/infra/blob-store/ingest-pool.js and the worker is
+ * beside it. Under jest this module runs from its TypeScript source, which a worker thread cannot load: the pool then
+ * takes the project's build in dist/ (`npm test` builds first), so a test sees the worker as last built.
  */
-function flush(id, job) {
-  const parts = job.parts;
-  const len = job.len;
-  const ack = job.unacked;
-  job.parts = [];
-  job.len = 0;
-  job.unacked = 0;
-  job.chain = job.chain.then(async () => {
-    if (!job.error && len > 0 && !job.file) {
-      job.size += len;
-    } else if (!job.error && len > 0) {
-      try {
-        await writeFully(job.fd, parts, len);
-        job.size += len;
-        job.sinceSync += len;
-        if (job.sinceSync >= SYNC_EVERY && !job.syncing) {
-          // Writeback overlaps with receiving; the final fsync reports any error that matters.
-          job.sinceSync = 0;
-          job.syncing = fdatasync(job.fd).catch(() => undefined).then(() => (job.syncing = undefined));
-        }
-      } catch (err) { fail(id, job, err); }
-    }
-    // Free the chunks now rather than at this isolate's next GC (which the few objects it allocates rarely trigger,
-    // so up to 64 MiB of written chunks would wait for it): detaching drops the memory at once.
-    for (const c of parts) if (!c.buffer.detached) c.buffer.transfer(0);
-    if (ack > 0) parentPort.postMessage({ t: 'ack', id, bytes: ack });
-  });
-}
-
-async function closeAndRemove(job, file) {
-  await job.chain;
-  await job.syncing;
-  if (job.fd >= 0) await close(job.fd).catch(() => undefined);
-  job.fd = -1;
-  if (file) fs.rmSync(file, { force: true });
-}
-
-parentPort.on('message', async (m) => {
-  if (m.t === 'open') {
-    const job = { file: m.file, fd: -1, b3: m.blake3 ? newBlake3() : undefined, sha: crypto.createHash('sha256'), parts: [], len: 0, unacked: 0, size: 0,
-      sinceSync: 0, syncing: undefined, chain: Promise.resolve(), error: undefined };
-    jobs.set(m.id, job);
-    // Without a file the job only hashes (a download's SHA-256, kept across its attempts).
-    if (m.file) try { job.fd = fs.openSync(m.file, 'wx', 0o644); } catch (err) { fail(m.id, job, err); }
-    return;
-  }
-  const job = jobs.get(m.id);
-  if (!job) return;
-  if (m.t === 'data') {
-    job.unacked += m.bytes;
-    if (!job.error) {
-      try {
-        for (const c of m.chunks) {
-          job.b3?.update(c);
-          job.sha.update(c);
-          job.parts.push(c);
-          job.len += c.length;
-        }
-      } catch (err) { fail(m.id, job, err); }
-    }
-    if (job.len >= WRITE_BLOCK || job.error) flush(m.id, job);
-  } else if (m.t === 'end') {
-    jobs.delete(m.id);
-    flush(m.id, job);
-    await job.chain;
-    await job.syncing;
-    if (!job.error) {
-      try {
-        if (job.file) {
-          await fsync(job.fd);
-          await close(job.fd);
-          job.fd = -1;
-        }
-        parentPort.postMessage({ t: 'done', id: m.id, blake3: job.b3?.hex(), sha256: job.sha.digest('hex'), size: job.size });
-        return;
-      } catch (err) { fail(m.id, job, err); }
-    }
-    await closeAndRemove(job, m.file);
-    parentPort.postMessage({ t: 'closed', id: m.id });
-  } else if (m.t === 'abort') {
-    jobs.delete(m.id);
-    job.error ??= new Error('aborted');
-    await closeAndRemove(job, m.file);
-    parentPort.postMessage({ t: 'closed', id: m.id });
-  }
-});
-`;
-
-interface WorkerMessage {
-  t: 'ack' | 'done' | 'error' | 'closed';
-  id: number;
-  bytes?: number;
-  blake3?: string;
-  sha256?: string;
-  size?: number;
-  message?: string;
-  code?: string;
+function workerFile(): string {
+  if (!__filename.endsWith('.ts')) return path.join(__dirname, 'ingest.worker.js');
+  const built = path.resolve(__dirname, '../../../dist/src/infra/blob-store/ingest.worker.js');
+  if (!fs.existsSync(built)) throw new Error(`the ingest worker is not built (${built} is missing): run \`npm run build\` first (npm test does)`);
+  return built;
 }
 
 export interface HashedFile {
@@ -172,11 +47,15 @@ export interface HashedFile {
   size: number;
 }
 
-/** A small pool of hashing/writing threads, started on first use; idle threads do not keep the process alive. */
+/**
+ * A small pool of hashing/writing threads (ingest.worker.ts), started on first use; idle threads do not keep the
+ * process alive. Built once by the composition root and never closed: an idle thread dies with the process.
+ */
 export class IngestWorkers {
   private readonly workers: Array<{ worker: Worker; jobs: Map<number, IngestJob> } | undefined>;
   private next = 0;
   private nextId = 1;
+  private file: string | undefined;
 
   constructor(size = Math.max(1, Math.min(4, os.availableParallelism()))) {
     this.workers = new Array(size).fill(undefined);
@@ -197,22 +76,21 @@ export class IngestWorkers {
     w.jobs.set(job.id, job);
     // A thread with work keeps the process alive (a pending answer is awaited); an idle one does not.
     if (w.jobs.size === 1) w.worker.ref();
-    w.worker.postMessage({ t: 'open', id: job.id, file, blake3: !!opts.blake3OnWorker });
+    send(w.worker, { t: 'open', id: job.id, file, blake3: !!opts.blake3OnWorker });
     return job;
   }
 
   private start(slot: number): { worker: Worker; jobs: Map<number, IngestJob> } {
-    const impl = blake3();
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { blake3Path: impl.modulePath, blake3Impl: impl.impl },
+    const data: IngestWorkerData = { blake3: blake3().impl };
+    const worker = new Worker((this.file ??= workerFile()), {
+      workerData: data,
       // The worker holds a few MiB of chunks at most; keep its heap small.
       resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 },
       stdout: false,
       stderr: false,
     });
     const entry = { worker, jobs: new Map<number, IngestJob>() };
-    worker.on('message', (m: WorkerMessage) => entry.jobs.get(m.id)?.onMessage(m));
+    worker.on('message', (m: FromWorker) => entry.jobs.get(m.id)?.onMessage(m));
     const dead = (err: Error) => {
       if (this.workers[slot] === entry) this.workers[slot] = undefined;
       for (const job of entry.jobs.values()) job.workerStopped(err);
@@ -226,10 +104,7 @@ export class IngestWorkers {
   }
 }
 
-let shared: IngestWorkers | undefined;
-
-/** The process's pool, never closed: an idle thread does not keep the process alive, and dies with it. */
-export const ingestWorkers = (): IngestWorkers => (shared ??= new IngestWorkers());
+const send = (worker: Worker, m: ToWorker, transfer?: ArrayBuffer[]) => worker.postMessage(m, transfer);
 
 /**
  * One file being written and hashed by a worker, or (without a file) only hashed. Use: `write` each chunk (await
@@ -242,7 +117,7 @@ export class IngestJob {
   private inFlight = 0;
   private error: Error | undefined;
   private drained: (() => void) | undefined;
-  private settled: ((m: WorkerMessage) => void) | undefined;
+  private settled: ((m: FromWorker) => void) | undefined;
   private ended = false;
   /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or on the worker. */
   private readonly b3: Blake3Incremental | undefined;
@@ -302,7 +177,7 @@ export class IngestJob {
     if (!this.error) this.post();
     const m = await this.end('end');
     if (m.t !== 'done') throw this.error ?? new Error('the ingest worker did not finish the file');
-    return { blake3: this.b3 ? this.b3.hex() : m.blake3!, sha256: m.sha256!, size: m.size! };
+    return { blake3: this.b3 ? this.b3.hex() : m.blake3!, sha256: m.sha256, size: m.size };
   }
 
   /** Stops, closes and removes the file. */
@@ -312,9 +187,9 @@ export class IngestJob {
     if (!this.ended) await this.end('abort');
   }
 
-  onMessage(m: WorkerMessage): void {
+  onMessage(m: FromWorker): void {
     if (m.t === 'ack') {
-      this.inFlight -= m.bytes!;
+      this.inFlight -= m.bytes;
       if (this.inFlight < IN_FLIGHT / 2) this.wake();
       return;
     }
@@ -336,26 +211,26 @@ export class IngestJob {
 
   private post(): void {
     if (this.batch.length === 0) return;
-    this.worker.postMessage({ t: 'data', id: this.id, chunks: this.batch, bytes: this.batchBytes }, this.transfer);
+    send(this.worker, { t: 'data', id: this.id, chunks: this.batch, bytes: this.batchBytes }, this.transfer);
     this.inFlight += this.batchBytes;
     this.batch = [];
     this.transfer = [];
     this.batchBytes = 0;
   }
 
-  private async end(t: 'end' | 'abort'): Promise<WorkerMessage> {
+  private async end(t: 'end' | 'abort'): Promise<FromWorker> {
     this.ended = true;
     const m = this.stopped
-      ? ({ t: 'closed', id: this.id } as WorkerMessage)
-      : await new Promise<WorkerMessage>((resolve) => {
+      ? ({ t: 'closed', id: this.id } as FromWorker)
+      : await new Promise<FromWorker>((resolve) => {
           this.settled = resolve;
-          this.worker.postMessage({ t, id: this.id, file: this.file });
+          send(this.worker, { t, id: this.id, file: this.file });
         });
     if (this.stopped && this.file) await fsp.rm(this.file, { force: true });
     return m;
   }
 
-  private settle(m: WorkerMessage): void {
+  private settle(m: FromWorker): void {
     const s = this.settled;
     this.settled = undefined;
     if (s) {

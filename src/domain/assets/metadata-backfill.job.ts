@@ -1,0 +1,14 @@
+import type { Logger } from '../../infra/logger';
+import { countingHandler, type Job } from '../../infra/queue';
+import type { AssetService } from './asset.service';
+
+/** Derives `metadata` for content and assets stored before it existed. */
+export const metadataBackfillJob: Job<{ assets: AssetService; logger: Logger }> = {
+  name: 'metadata.backfill',
+  define: ({ assets, logger }) => ({
+    expireInSeconds: 6 * 3600,
+    // A no-op once every asset has its metadata. Reads at most 1 MiB of each old blob once.
+    sendAtStart: true,
+    handler: countingHandler(logger, 'derived metadata of stored content and assets', () => assets.backfillMetadata()),
+  }),
+};

@@ -1,0 +1,13 @@
+import type { Logger } from '../../infra/logger';
+import { countingHandler, type Job } from '../../infra/queue';
+import type { ContentService } from './content.service';
+
+export const blobOrphanSweepJob: Job<{ content: ContentService; logger: Logger }> = {
+  name: 'blob.sweep-orphans',
+  define: ({ content, logger }) => ({
+    // Daily: it lists every blob (one LIST request per 1,000 on S3).
+    cron: '41 3 * * *',
+    expireInSeconds: 6 * 3600,
+    handler: countingHandler(logger, 'removed blobs without content rows', () => content.sweepOrphanBlobs(24 * 3600 * 1000)),
+  }),
+};

@@ -1,0 +1,19 @@
+import type { Job } from '../../infra/queue';
+import type { ExportService } from './export.service';
+
+export const EXPORT_JOB = 'exports.build';
+
+export const exportJob: Job<{ exports: ExportService }, { taskId: string }> = {
+  name: EXPORT_JOB,
+  define: ({ exports }) => ({
+    // A crashed export (no heartbeat for 30 s) starts again from the first member (its temporary is swept); a failing
+    // one fails its task.
+    retryLimit: 2,
+    expireInSeconds: 6 * 3600,
+    heartbeatSeconds: 30,
+    concurrency: 2,
+    handler: async ({ taskId }) => {
+      await exports.run(taskId);
+    },
+  }),
+};

@@ -1,0 +1,199 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
+import { parentPort, workerData } from 'node:worker_threads';
+import { loadBlake3, type Blake3Incremental, type Blake3Kind } from '../blake3';
+import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
+
+/**
+ * The ingest worker thread (started by IngestWorkers, ingest-pool.ts): SHA-256 (and BLAKE3 when asked) of each job's
+ * chunks, and for jobs with a file, their writing in blocks, one write in flight at a time, in order, while it hashes
+ * the next.
+ */
+
+/** What the pool sends. The chunks of `data` arrive transferred (their ArrayBuffers moved here), never copied. */
+export type ToWorker = OpenMessage | DataMessage | EndMessage;
+interface OpenMessage {
+  t: 'open';
+  id: number;
+  file: string | undefined;
+  blake3: boolean;
+}
+interface DataMessage {
+  t: 'data';
+  id: number;
+  chunks: Uint8Array[];
+  bytes: number;
+}
+interface EndMessage {
+  t: 'end' | 'abort';
+  id: number;
+  file: string | undefined;
+}
+
+/** What the worker answers: `ack` once a message's bytes are written; `done` or `closed` ends a job. */
+export type FromWorker =
+  | { t: 'ack'; id: number; bytes: number }
+  | { t: 'error'; id: number; message: string; code?: string }
+  | { t: 'done'; id: number; blake3?: string; sha256: string; size: number }
+  | { t: 'closed'; id: number };
+
+export interface IngestWorkerData {
+  blake3: Blake3Kind;
+}
+
+interface Job {
+  file: string | undefined;
+  fd: number;
+  sink: BlockSink | undefined;
+  sync: BackgroundSync | undefined;
+  b3: Blake3Incremental | undefined;
+  sha: crypto.Hash;
+  parts: Uint8Array[];
+  len: number;
+  unacked: number;
+  size: number;
+  chain: Promise<void>;
+  error: (Error & { code?: string }) | undefined;
+}
+
+/** ES2024's ArrayBuffer (Node has it; the project's `lib` is ES2023). */
+type DetachableBuffer = ArrayBuffer & { readonly detached: boolean; transfer(length: number): ArrayBuffer };
+
+const fsync = promisify(fs.fsync);
+const close = promisify(fs.close);
+const port = parentPort!;
+const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
+const jobs = new Map<number, Job>();
+
+const post = (m: FromWorker) => port.postMessage(m);
+
+function fail(id: number, job: Job, err: Error & { code?: string }): void {
+  if (job.error) return;
+  job.error = err;
+  post({ t: 'error', id, message: err.message, code: err.code });
+}
+
+/**
+ * Queues the gathered chunks as one write; writes run one at a time on the thread pool, in order, while this thread
+ * goes on hashing. Each message is acknowledged once its bytes are written, which bounds what is in flight.
+ */
+function flush(id: number, job: Job): void {
+  const parts = job.parts;
+  const len = job.len;
+  const ack = job.unacked;
+  job.parts = [];
+  job.len = 0;
+  job.unacked = 0;
+  job.chain = job.chain.then(async () => {
+    if (!job.error && len > 0 && !job.sink) {
+      job.size += len;
+    } else if (!job.error && len > 0) {
+      try {
+        await writeFully(job.sink!, parts, len);
+        job.size += len;
+        // Writeback overlaps with receiving; the final fsync reports any error that matters.
+        job.sync!.wrote(len);
+      } catch (err) {
+        fail(id, job, err as Error);
+      }
+    }
+    // Free the chunks now rather than at this isolate's next GC (which the few objects it allocates rarely trigger,
+    // so up to 64 MiB of written chunks would wait for it): detaching drops the memory at once.
+    for (const c of parts) {
+      const ab = c.buffer as DetachableBuffer;
+      if (!ab.detached) ab.transfer(0);
+    }
+    if (ack > 0) post({ t: 'ack', id, bytes: ack });
+  });
+}
+
+async function closeAndRemove(job: Job, file: string | undefined): Promise<void> {
+  await job.chain;
+  await job.sync?.settled();
+  if (job.fd >= 0) await close(job.fd).catch(() => undefined);
+  job.fd = -1;
+  if (file) fs.rmSync(file, { force: true });
+}
+
+function open(m: OpenMessage): void {
+  const job: Job = {
+    file: m.file,
+    fd: -1,
+    sink: undefined,
+    sync: undefined,
+    b3: m.blake3 ? b3impl.create() : undefined,
+    sha: crypto.createHash('sha256'),
+    parts: [],
+    len: 0,
+    unacked: 0,
+    size: 0,
+    chain: Promise.resolve(),
+    error: undefined,
+  };
+  jobs.set(m.id, job);
+  // Without a file the job only hashes (a download's SHA-256, kept across its attempts).
+  if (!m.file) return;
+  try {
+    job.fd = fs.openSync(m.file, 'wx', 0o644);
+    job.sink = fdSink(job.fd);
+    job.sync = new BackgroundSync(job.sink);
+  } catch (err) {
+    fail(m.id, job, err as Error);
+  }
+}
+
+function data(m: DataMessage, job: Job): void {
+  job.unacked += m.bytes;
+  if (!job.error) {
+    try {
+      for (const c of m.chunks) {
+        job.b3?.update(c);
+        job.sha.update(c);
+        job.parts.push(c);
+        job.len += c.length;
+      }
+    } catch (err) {
+      fail(m.id, job, err as Error);
+    }
+  }
+  if (job.len >= WRITE_BLOCK || job.error) flush(m.id, job);
+}
+
+async function end(m: EndMessage, job: Job): Promise<void> {
+  jobs.delete(m.id);
+  flush(m.id, job);
+  await job.chain;
+  await job.sync?.settled();
+  if (!job.error) {
+    try {
+      if (job.file) {
+        await fsync(job.fd);
+        await close(job.fd);
+        job.fd = -1;
+      }
+      post({ t: 'done', id: m.id, blake3: job.b3?.hex(), sha256: job.sha.digest('hex'), size: job.size });
+      return;
+    } catch (err) {
+      fail(m.id, job, err as Error);
+    }
+  }
+  await closeAndRemove(job, m.file);
+  post({ t: 'closed', id: m.id });
+}
+
+async function abort(m: EndMessage, job: Job): Promise<void> {
+  jobs.delete(m.id);
+  job.error ??= new Error('aborted');
+  await closeAndRemove(job, m.file);
+  post({ t: 'closed', id: m.id });
+}
+
+port.on('message', (m: ToWorker) => {
+  if (m.t === 'open') return open(m);
+  const job = jobs.get(m.id);
+  if (!job) return;
+  if (m.t === 'data') data(m, job);
+  else if (m.t === 'end') void end(m, job);
+  else void abort(m, job);
+});
