@@ -82,6 +82,33 @@ export function tusUpload(
   });
 }
 
+/**
+ * Uploads `data` in 1 MiB chunks without retries and calls `kill` (SIGKILL of the serving process) once `killAt`
+ * bytes are acknowledged; the upload then fails. Resolves with the upload's URL and the last acknowledged offset.
+ */
+export async function tusUploadUntilKilled(endpoint: string, data: Buffer, killAt: number, kill: () => Promise<void>): Promise<{ url: string; acknowledged: number }> {
+  let url = '';
+  let acknowledged = 0;
+  let killed: Promise<void> | undefined;
+  const upload = tusUpload(endpoint, data, {
+    chunkSize: 1024 * 1024,
+    retryDelays: [],
+    onUrl: (u) => (url = u),
+    onChunkComplete: (accepted) => {
+      acknowledged = accepted;
+      if (accepted >= killAt && !killed) killed = kill();
+    },
+  });
+  await upload.then(
+    () => {
+      throw new Error('the upload finished before the process was killed');
+    },
+    () => undefined,
+  );
+  await killed;
+  return { url, acknowledged };
+}
+
 /** The base64 Upload-Metadata header of `meta`. */
 export const tusMetadata = (meta: Record<string, string>): string =>
   Object.entries(meta)

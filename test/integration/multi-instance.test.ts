@@ -8,7 +8,7 @@ import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-p
 import { blake3Of, createTestDatabase, json, KEYS, uploadForm, waitFor } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
-import { tusUpload } from '../helpers/tus';
+import { tusUpload, tusUploadUntilKilled } from '../helpers/tus';
 
 /**
  * Several service processes (dist/, `node dist/src/main.js --role ...`) sharing nothing but one PostgreSQL database
@@ -180,21 +180,7 @@ describe('resumable uploads across processes', () => {
     const c = await s3Cluster();
     const [a, b] = await Promise.all([spawn(c.env, 'all'), spawn(c.env, 'all')]);
     const data = crypto.randomBytes(6 * MiB);
-    let url = '';
-    let acknowledged = 0;
-    let killed: Promise<void> | undefined;
-    await expect(
-      tusUpload(a.url, data, {
-        chunkSize: MiB,
-        retryDelays: [],
-        onUrl: (u) => (url = u),
-        onChunkComplete: (accepted) => {
-          acknowledged = accepted;
-          if (accepted >= 2 * MiB && !killed) killed = a.kill('SIGKILL');
-        },
-      }),
-    ).rejects.toThrow();
-    await killed;
+    const { url, acknowledged } = await tusUploadUntilKilled(a.url, data, 2 * MiB, () => a.kill('SIGKILL'));
     const id = url.split('/').pop()!;
     const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: { 'Tus-Resumable': '1.0.0' } });
     const offset = Number(h.headers.get('upload-offset'));

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { blake3Of, createTestDatabase, json, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
-import { startCuttingProxy, TUS, tusUpload } from '../helpers/tus';
+import { startCuttingProxy, TUS, tusUpload, tusUploadUntilKilled } from '../helpers/tus';
 
 /**
  * Resumable uploads across failures: the service process SIGKILLed mid-upload and another one
@@ -40,21 +40,7 @@ describe('disk store', () => {
     const a = await spawnService(env);
     procs.push(a);
     const data = crypto.randomBytes(8 * MiB);
-    let url = '';
-    let acknowledged = 0;
-    let killed: Promise<void> | undefined;
-    await expect(
-      tusUpload(a.url, data, {
-        chunkSize: MiB,
-        retryDelays: [],
-        onUrl: (u) => (url = u),
-        onChunkComplete: (accepted) => {
-          acknowledged = accepted;
-          if (accepted >= 3 * MiB && !killed) killed = a.kill('SIGKILL');
-        },
-      }),
-    ).rejects.toThrow();
-    await killed;
+    const { url, acknowledged } = await tusUploadUntilKilled(a.url, data, 3 * MiB, () => a.kill('SIGKILL'));
     expect(acknowledged).toBeGreaterThanOrEqual(3 * MiB);
 
     const b = await spawnService(env);
