@@ -96,7 +96,7 @@ async function readiness(c: Container): Promise<Record<'database' | 'storage' | 
       ).finally(() => clearTimeout(timer));
     });
   const [database, storage, queue] = await Promise.all([
-    check(() => c.database.pool.query('SELECT 1')),
+    check(() => c.database.ping()),
     check(async () => {
       await c.blobStore.ping();
       if (!c.blobStore.freeBytes || c.config.storageMinFreeBytes <= 0) return true;

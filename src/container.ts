@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Config } from './config';
 import { AssetRepository } from './domain/assets/asset.repository';
 import { AssetService } from './domain/assets/asset.service';
+import { ApiKeyRepository } from './domain/auth/api-key.repository';
 import { ApiKeyService } from './domain/auth/api-key.service';
 import { ContentRepository } from './domain/content/content.repository';
 import { ContentService } from './domain/content/content.service';
@@ -77,7 +78,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger, database.health);
-  const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
+  const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys);
   const ffmpeg = findFfmpeg();
   const thumbnails = new ThumbnailService(new ThumbnailRepository(database.prisma), blobStore, queue, logger, {
     maxPixels: config.thumbnails.maxPixels,
@@ -101,13 +102,13 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     authFailuresPerMinute: config.authFailuresPerMinute,
     trustProxy: config.trustProxy,
   });
-  const content = new ContentService(contentRepo, blobStore, database.pool, logger, {
+  const content = new ContentService(contentRepo, blobStore, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
     onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
     meter: metrics,
   });
-  const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
+  const assets = new AssetService(database.transactions, new AssetRepository(database.prisma, database.pool), content, queue);
 
   const uploadRepo = new UploadRepository(database.prisma);
   const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, content, assets, logger, {
@@ -115,7 +116,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   });
 
   const exportService = new ExportService({
-    db: database.prisma,
+    transactions: database.transactions,
     repo: new ExportRepository(database.prisma),
     tasks: new TaskRepository(database.prisma),
     blobs: blobStore,
@@ -136,7 +137,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const downloadRepo = new DownloadRepository(database.prisma);
   const taskRepo = new TaskRepository(database.prisma);
   const downloadDeps: DownloadDeps = {
-    db: database.prisma,
+    transactions: database.transactions,
     repo: downloadRepo,
     tasks: taskRepo,
     providers,
@@ -152,7 +153,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const downloadJob = new DownloadJob({ ...downloadDeps, maxBytes: config.maxUploadBytes });
   if (config.role !== 'api') downloadJob.startSweeping();
   const downloads = new DownloadManager(downloadDeps);
-  const tasks = new TaskServiceImpl(database.prisma, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
+  const tasks = new TaskServiceImpl(database.transactions, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
 
   registerJobs(queue, { config, logger, blobStore, content, assets, thumbnails, uploads, exports: exportService, downloadJob });
 

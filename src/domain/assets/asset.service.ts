@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Db, Tx } from '../../infra/prisma';
-import { isUniqueViolation } from '../../infra/prisma';
+import type { Transaction, Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import { CONTENT_GC_JOB } from '../content/content-gc.job';
 import type { ContentRecord } from '../content/content.repository';
@@ -9,7 +8,7 @@ import type { ContentService, IngestedContent } from '../content/content.service
 import type { ParsedHash } from '../content/hashing';
 import { assetMetadata } from '../content/derived-metadata';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
-import { DomainError } from '../errors';
+import { AlreadyExists, DomainError } from '../errors';
 import { servableMediaType } from '../input';
 import type { AssetRepository } from './asset.repository';
 import type {
@@ -38,7 +37,7 @@ const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
  */
 export class AssetService {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
     private readonly assets: AssetRepository,
     private readonly content: ContentService,
     private readonly queue: JobQueue,
@@ -80,7 +79,7 @@ export class AssetService {
   /** POST /api/assets/{id}/tags. The row lock makes concurrent edits of one asset apply one after another. */
   async addTags(principal: Principal, id: string, tags: unknown): Promise<TagAddResult> {
     const wanted = nonEmptyTags(tags);
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (tx) => {
       const asset = await this.lockMutable(principal, id, tx);
       const have = new Set(asset.tags);
       const added = wanted.filter((t) => !have.has(t));
@@ -96,7 +95,7 @@ export class AssetService {
   /** DELETE /api/assets/{id}/tags. */
   async removeTags(principal: Principal, id: string, tags: unknown): Promise<TagRemoveResult> {
     const unwanted = nonEmptyTags(tags);
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (tx) => {
       const asset = await this.lockMutable(principal, id, tx);
       const drop = new Set(unwanted);
       const removed = unwanted.filter((t) => asset.tags.includes(t));
@@ -106,7 +105,7 @@ export class AssetService {
     });
   }
 
-  private async lockMutable(principal: Principal, id: string, tx: Tx): Promise<Asset> {
+  private async lockMutable(principal: Principal, id: string, tx: Transaction): Promise<Asset> {
     const asset = await this.assets.lockForUpdate(principal.ownerId, id, tx);
     if (!asset) throw notFound(id);
     if (asset.isImmutable) throw immutable(id);
@@ -202,14 +201,14 @@ export class AssetService {
     fields: AssetCreateFields,
     blake3: string,
     name: string,
-    storeContent: (tx: Tx) => Promise<ContentRecord>,
+    storeContent: (tx: Transaction) => Promise<ContentRecord>,
   ): Promise<CreateResult> {
     const owner = principal.ownerId;
     // Concurrent creates of the same content serialise on the content lock; a race on a caller-chosen id surfaces
     // as a unique violation, and the retry then finds the winner's row.
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.db.$transaction(
+        return await this.transactions.run(
           async (tx) => {
             await this.content.lock(blake3, tx);
             if (fields.id) {
@@ -246,17 +245,17 @@ export class AssetService {
             );
             return { asset, created: true };
           },
-          { timeout: 120_000, maxWait: 30_000 },
+          { timeoutMs: 120_000, maxWaitMs: 30_000 },
         );
       } catch (err) {
-        if (attempt < 3 && isUniqueViolation(err)) continue;
+        if (attempt < 3 && err instanceof AlreadyExists) continue;
         throw err;
       }
     }
   }
 
   async update(principal: Principal, id: string, fields: AssetUpdateFields): Promise<Asset> {
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (tx) => {
       const current = await this.assets.findById(principal.ownerId, id, tx);
       if (!current) throw notFound(id);
       if (current.isImmutable) throw immutable(id);
@@ -270,13 +269,13 @@ export class AssetService {
   }
 
   async delete(principal: Principal, id: string): Promise<void> {
-    await this.db.$transaction(async (tx) => {
+    await this.transactions.run(async (tx) => {
       const asset = await this.assets.lockForUpdate(principal.ownerId, id, tx);
       if (!asset) throw notFound(id);
       if (asset.isImmutable) throw immutable(id);
       await this.content.lock(asset.blake3, tx);
       await this.assets.deleteRow(id, tx);
-      await tx.asset.updateMany({ where: { ownerId: principal.ownerId, previewId: id }, data: { previewId: null } });
+      await this.assets.clearPreviewsOf(principal.ownerId, id, tx);
       if (await this.content.releaseIfUnused(tx, asset.blake3)) {
         await this.queue.send(CONTENT_GC_JOB, { blake3: asset.blake3 }, { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 });
       }

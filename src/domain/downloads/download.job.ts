@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import { FetchError } from '../../infra/http-fetch';
-import type { Tx } from '../../infra/prisma';
 import type { Job, JobDefinition } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import type { IngestedContent } from '../content/content.service';
@@ -110,7 +109,7 @@ export class DownloadJob {
         if (status === undefined) ac.abort('lease-lost' satisfies StopReason);
         else if (status === 'cancelled') ac.abort('cancelled' satisfies StopReason);
       } catch (err) {
-        log.warn('could not renew a download lease', { err });
+        log.warn('could not renew a download lease', { err: isDomainError(err) ? err.message : err });
         // Another worker may take the transfer over once the lease lapses: stop writing before that can happen.
         if (Date.now() - renewedAt > this.o.leaseMs * 0.8) ac.abort('lease-lost' satisfies StopReason);
       } finally {
@@ -178,14 +177,14 @@ export class DownloadJob {
     try {
       // The copy to the content address (slow on S3 for large files) happens before the lock: see precommit.
       await this.d.content.precommit(ingested);
-      await this.d.db.$transaction(
-        async (tx: Tx) => {
+      await this.d.transactions.run(
+        async (tx) => {
           await this.d.content.lock(blake3, tx);
           await this.d.content.ensureStored(tx, ingested, { name: fileName, mimeType });
           await this.d.repo.saveSource(t.sourceUrl, blake3, fileName, tx);
           await this.d.repo.setStored(t.id, blake3, ingested.digest.size, fileName, tx);
         },
-        { timeout: 120_000, maxWait: 30_000 },
+        { timeoutMs: 120_000, maxWaitMs: 30_000 },
       );
     } finally {
       await this.d.content.discard(ingested);
@@ -229,7 +228,7 @@ export class DownloadJob {
           await this.d.tasks.fail({ id: task.id }, `${err.code}: ${err.message}`, { bytes: t.bytesDownloaded, total: t.bytesTotal });
         }
       }
-      const done = await this.d.db.$transaction(async (tx) => {
+      const done = await this.d.transactions.run(async (tx) => {
         await this.d.repo.lockUrl(t.sourceUrl, tx);
         if ((await this.d.tasks.countActiveOfTransfer(t.id, tx)) > 0) return false;
         await this.d.repo.finish(t.id, 'completed', null, tx);
@@ -239,7 +238,7 @@ export class DownloadJob {
     }
     if (assets === 0) {
       // Everyone cancelled while the last bytes arrived: let GC take the content like any unreferenced one.
-      await this.d.db.$transaction(async (tx) => {
+      await this.d.transactions.run(async (tx) => {
         await this.d.content.lock(blake3, tx);
         await this.d.content.releaseIfUnused(tx, blake3);
       });
@@ -283,12 +282,13 @@ export class DownloadJob {
   }
 
   private async failTransfer(t: Transfer, message: string, progress: { bytes: number; total: number | null }): Promise<void> {
-    await this.d.db.$transaction(async (tx) => {
+    // The partial file goes first: a client that sees the task failed finds nothing of it left.
+    await this.discardPartial(t.id);
+    await this.d.transactions.run(async (tx) => {
       await this.d.repo.lockUrl(t.sourceUrl, tx);
       await this.d.repo.finish(t.id, 'failed', message, tx);
       await this.d.tasks.fail({ transferId: t.id }, message, progress, tx);
     });
-    await this.discardPartial(t.id);
   }
 
   private async discardPartial(transferId: string): Promise<void> {
@@ -306,7 +306,7 @@ export class DownloadJob {
       });
       if (ids.length) this.d.logger.info('resuming downloads whose worker stopped', { transfer_ids: ids });
     } catch (err) {
-      if (!this.stopping) this.d.logger.warn('download sweep failed', { err });
+      if (!this.stopping) this.d.logger.warn('download sweep failed', { err: isDomainError(err) ? err.message : err });
     }
   }
 }

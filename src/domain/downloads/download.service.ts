@@ -3,14 +3,14 @@ import type { BlobStore } from '../../infra/blob-store/blob-store';
 import type { IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { HttpFetcher } from '../../infra/http-fetch';
 import type { Logger } from '../../infra/logger';
-import { isUniqueViolation, type Db } from '../../infra/prisma';
+import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { AssetService } from '../assets/asset.service';
 import type { AssetCreateFields, CreateResult, Principal } from '../assets/asset.types';
 import { validateCreateFields } from '../assets/validation';
 import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
-import { DomainError, isDomainError } from '../errors';
+import { AlreadyExists, DomainError, isDomainError } from '../errors';
 import { assertStorableText } from '../input';
 import type { TaskRepository } from '../tasks/task.repository';
 import type { TransferMeter } from '../transfer-meter';
@@ -26,7 +26,7 @@ export const DOWNLOAD_JOB = 'download.transfer';
 export const PROBE_TIMEOUT_MS = 15_000;
 
 export interface DownloadDeps {
-  db: Db;
+  transactions: Transactions;
   repo: DownloadRepository;
   tasks: TaskRepository;
   providers: Providers;
@@ -95,7 +95,7 @@ export class DownloadManager implements DownloadService {
     }
 
     try {
-      const outcome = await this.d.db.$transaction(
+      const outcome = await this.d.transactions.run(
         async (tx): Promise<{ task: Task } | { stored: { blake3: string; fileName: string } }> => {
           await this.d.repo.lockUrl(sourceUrl, tx);
           const again = (key && (await this.d.tasks.findByIdempotencyKey(owner, key, tx))) || (await this.d.tasks.findActiveForUrl(owner, sourceUrl, tx));
@@ -129,7 +129,7 @@ export class DownloadManager implements DownloadService {
           );
           return { task };
         },
-        { timeout: 30_000, maxWait: 30_000 },
+        { timeoutMs: 30_000, maxWaitMs: 30_000 },
       );
       if ('task' in outcome) {
         // The job is committed: start it here now rather than at the worker's next poll (up to a second later).
@@ -141,7 +141,7 @@ export class DownloadManager implements DownloadService {
       throw new DomainError('SERVICE_UNAVAILABLE', 'the stored content of this URL was just removed; try again');
     } catch (err) {
       // Two requests with one idempotency key: the loser answers with the winner's task.
-      if (key && isUniqueViolation(err)) {
+      if (key && err instanceof AlreadyExists) {
         const winner = await this.d.tasks.findByIdempotencyKey(owner, key);
         if (winner) return { task: winner };
       }

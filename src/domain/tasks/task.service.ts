@@ -1,4 +1,4 @@
-import type { Db } from '../../infra/prisma';
+import type { Transactions } from '../../infra/prisma';
 import type { Page, Principal } from '../assets/asset.types';
 import type { DownloadRepository } from '../downloads/download.repository';
 import { DomainError } from '../errors';
@@ -14,7 +14,7 @@ export const CANCELLED_MESSAGE = 'cancelled by the user';
  */
 export class TaskServiceImpl implements TaskService {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
     private readonly tasks: TaskRepository,
     private readonly transfers: DownloadRepository,
     private readonly onTransferCancelled: (transferId: string) => Promise<void>,
@@ -34,7 +34,7 @@ export class TaskServiceImpl implements TaskService {
   async cancel(principal: Principal, id: string): Promise<Task> {
     const before = await this.get(principal, id);
     if (!isActive(before.status)) throw notCancellable(before.id, before.status);
-    const cancelledTransfer = await this.db.$transaction(async (tx) => {
+    const cancelledTransfer = await this.transactions.run(async (tx) => {
       await this.transfers.lockUrl(before.payload.sourceUrl, tx);
       const row = await this.tasks.lockForUpdate(principal.ownerId, id, tx);
       if (!row) return undefined;
