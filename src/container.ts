@@ -8,15 +8,14 @@ import { ContentRepository } from './domain/content/content.repository';
 import { ContentService } from './domain/content/content.service';
 import { DownloadJob } from './domain/downloads/download.job';
 import { DownloadRepository } from './domain/downloads/download.repository';
-import { DownloadManager, type DownloadDeps } from './domain/downloads/download.service';
+import { DownloadService, type DownloadDeps } from './domain/downloads/download.service';
 import { Providers } from './domain/downloads/providers';
 import { CivitaiProvider } from './domain/downloads/providers/civitai';
 import { HuggingFaceProvider } from './domain/downloads/providers/huggingface';
 import { ExportRepository } from './domain/exports/export.repository';
 import { ExportService } from './domain/exports/export.service';
 import { TaskRepository } from './domain/tasks/task.repository';
-import { TaskServiceImpl } from './domain/tasks/task.service';
-import type { DownloadService, TaskService } from './domain/tasks/task.types';
+import { TaskService } from './domain/tasks/task.service';
 import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
 import { findFfmpeg, ThumbnailService } from './domain/thumbnails/thumbnail.service';
 import { UploadLeases } from './domain/uploads/upload-lease';
@@ -152,8 +151,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   };
   const downloadJob = new DownloadJob({ ...downloadDeps, maxBytes: config.maxUploadBytes });
   if (config.role !== 'api') downloadJob.startSweeping();
-  const downloads = new DownloadManager(downloadDeps);
-  const tasks = new TaskServiceImpl(database.transactions, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
+  const downloads = new DownloadService(downloadDeps);
+  const tasks = new TaskService(database.transactions, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
 
   registerJobs(queue, { config, logger, blobStore, content, assets, thumbnails, uploads, exports: exportService, downloadJob });
 

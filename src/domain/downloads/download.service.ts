@@ -14,7 +14,7 @@ import { AlreadyExists, DomainError, isDomainError } from '../errors';
 import { assertStorableText } from '../input';
 import type { TaskRepository } from '../tasks/task.repository';
 import type { TransferMeter } from '../transfer-meter';
-import type { DownloadRequest, DownloadService, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
+import type { DownloadRequest, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
 import type { DownloadRepository } from './download.repository';
 import type { Providers } from './providers';
 import { lastSegment, SourceError, type SourceMetadata } from './providers/provider';
@@ -58,7 +58,7 @@ export function digestMismatch(digest: ContentDigest, expected: { sha256?: strin
  * (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else becomes
  * a task on a transfer that every owner asking for the same URL meanwhile shares.
  */
-export class DownloadManager implements DownloadService {
+export class DownloadService {
   constructor(private readonly d: DownloadDeps) {}
 
   /** The import wizard's first step: the same URL rules and provider look-ups, no byte of the file. */

@@ -3,7 +3,7 @@ import type { Page, Principal } from '../assets/asset.types';
 import type { DownloadRepository } from '../downloads/download.repository';
 import { DomainError } from '../errors';
 import { isActive, type TaskRepository } from './task.repository';
-import type { Task, TaskListQuery, TaskService } from './task.types';
+import type { Task, TaskListQuery } from './task.types';
 
 export const CANCELLED_MESSAGE = 'cancelled by the user';
 
@@ -12,7 +12,7 @@ export const CANCELLED_MESSAGE = 'cancelled by the user';
  * Cancelling the last task of a transfer cancels the transfer; its worker stops within a tick and its partial file
  * is removed.
  */
-export class TaskServiceImpl implements TaskService {
+export class TaskService {
   constructor(
     private readonly transactions: Transactions,
     private readonly tasks: TaskRepository,
@@ -31,6 +31,7 @@ export class TaskServiceImpl implements TaskService {
     return this.tasks.list(query.allOwners ? undefined : principal.ownerId, query);
   }
 
+  /** Cancels a created/running task (status `cancelled`); a finished one is TASK_NOT_CANCELLABLE. */
   async cancel(principal: Principal, id: string): Promise<Task> {
     const before = await this.get(principal, id);
     if (!isActive(before.status)) throw notCancellable(before.id, before.status);

@@ -1,5 +1,6 @@
 import { Arg, Args, Ctx, ID, Mutation, Query, Resolver, UseMiddleware } from 'type-graphql';
-import type { DownloadService, TaskService } from '../../domain/tasks/task.types';
+import type { DownloadService } from '../../domain/downloads/download.service';
+import type { TaskService } from '../../domain/tasks/task.service';
 import { idArg } from './args';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';

@@ -3,6 +3,7 @@ import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
 import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
+import type { DownloadService } from '../../domain/downloads/download.service';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
@@ -12,18 +13,8 @@ import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
 import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
-/** The JSON method of POST /api/assets (the service fetches `url` itself); DownloadService provides it. */
-export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
-/** GET /api/assets/remote-metadata; DownloadService provides it. */
-export type RemoteMetadataLookup = (principal: Principal, url: string) => Promise<RemoteMetadata>;
-
-export function assetsRouter(deps: {
-  assets: AssetService;
-  content: ContentService;
-  urlUploader?: UrlUploader;
-  remoteMetadata?: RemoteMetadataLookup;
-}): Router {
-  const { assets, content } = deps;
+export function assetsRouter(deps: { assets: AssetService; content: ContentService; downloads: DownloadService }): Router {
+  const { assets, content, downloads } = deps;
   const r = Router();
 
   r.post(
@@ -46,8 +37,7 @@ export function assetsRouter(deps: {
         if (typeof body.url !== 'string' || body.url.trim() === '') {
           throw new DomainError('INVALID_BODY', 'url is required (or send multipart/form-data with a file)', { field: 'url' });
         }
-        if (!deps.urlUploader) throw new DomainError('NOT_IMPLEMENTED', 'uploads by URL are not available in this build');
-        result = await deps.urlUploader(principal, body);
+        result = await downloads.uploadFromUrl(principal, body);
       } else {
         throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send multipart/form-data with a file, or application/json with a url');
       }
@@ -78,8 +68,7 @@ export function assetsRouter(deps: {
     handle(async (req, res) => {
       const url = stringParam(req.query as Record<string, unknown>, 'url');
       if (url === undefined) throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
-      if (!deps.remoteMetadata) throw new DomainError('NOT_IMPLEMENTED', 'remote metadata is not available in this build');
-      res.json(remoteMetadataJson(await deps.remoteMetadata(principalOf(res), url)));
+      res.json(remoteMetadataJson(await downloads.remoteMetadata(principalOf(res), url)));
     }),
   );
 
