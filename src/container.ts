@@ -21,7 +21,7 @@ import { findFfmpeg, ThumbnailService } from './domain/thumbnails/thumbnail.serv
 import { UploadLeases } from './domain/uploads/upload-lease';
 import { UploadRepository } from './domain/uploads/upload.repository';
 import { UploadService } from './domain/uploads/upload.service';
-import { RequestAuth } from './http/rest/request-auth';
+import { RequestAuth } from './http/shared/request-auth';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { IngestWorkers } from './infra/blob-store/ingest-pool';

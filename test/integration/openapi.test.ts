@@ -14,7 +14,7 @@ import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { buildContainer, type Container } from '../../src/container';
 import { assetJson } from '../../src/http/rest/asset.presenter';
-import { STATUS_OF } from '../../src/http/rest/errors';
+import { STATUS_OF } from '../../src/http/shared/errors';
 import { ERROR_CODES } from '../../src/domain/errors';
 import { TASK_STATUSES } from '../../src/domain/tasks/task.types';
 import { taskJson } from '../../src/http/rest/task.presenter';

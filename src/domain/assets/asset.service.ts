@@ -5,7 +5,7 @@ import type { JobQueue } from '../../infra/queue';
 import { CONTENT_GC_JOB } from '../content/content-gc.job';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
-import type { ParsedHash } from '../content/hashing';
+import { parseHash, type ContentDigest, type ParsedHash } from '../content/hashing';
 import { assetMetadata } from '../content/derived-metadata';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
@@ -14,6 +14,7 @@ import type { AssetRepository } from './asset.repository';
 import type {
   Asset,
   AssetCreateFields,
+  AssetCreateInput,
   AssetFilter,
   AssetListQuery,
   AssetPage,
@@ -27,9 +28,22 @@ import type {
   TagRemoveResult,
 } from './asset.types';
 import { decodeCursor } from './cursor';
-import { LIMITS, normalizeTags } from './validation';
+import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
 
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The file of an upload as received: written to a temporary blob, or only hashed because the client declared the
+ * hash of content that is stored already (the bytes are then checked, never written again).
+ */
+export type ReceivedFile = { ingested: IngestedContent; knownDigest?: undefined } | { ingested?: undefined; knownDigest: ContentDigest };
+
+/** An upload as a transport received it: the file (if any), the client's file name and `hash` field, as sent. */
+export interface UploadedAsset {
+  file?: ReceivedFile;
+  fileName?: string;
+  declaredHash?: string;
+}
 
 /**
  * The asset rules, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
@@ -143,6 +157,53 @@ export class AssetService {
 
   findContent(hash: ParsedHash): Promise<ContentRecord | undefined> {
     return this.content.find(hash);
+  }
+
+  /**
+   * Receives the bytes of an upload's file. When the client declared, before the file, the hash of content that is
+   * stored already, the bytes are only hashed (the upload fast path); otherwise they are ingested. `ownsChunks`: the
+   * caller hands the chunks over (ContentService.ingest). Nothing is left behind when this rejects.
+   */
+  async receiveFile(bytes: AsyncIterable<Buffer>, declaredHash?: string, opts: { ownsChunks?: boolean } = {}): Promise<ReceivedFile> {
+    const declared = parseHash(declaredHash);
+    if (declared && (await this.content.exists(declared))) return { knownDigest: await this.content.digestOnly(bytes) };
+    return { ingested: await this.content.ingest(bytes, { ownsChunks: opts.ownsChunks }) };
+  }
+
+  /** Removes what `receiveFile` kept, for an upload refused before `createFromUpload`. */
+  async discardFile(file: ReceivedFile | undefined): Promise<void> {
+    if (file?.ingested) await this.content.discard(file.ingested);
+  }
+
+  /**
+   * Makes the asset of an upload (multipart, GraphQL), taking ownership of its file: the file's bytes when they were
+   * ingested; the stored content when only their hash was taken (fast path); without a file, the content a declared
+   * hash names if it is stored (else MISSING_FILE). A declared hash the bytes do not have is HASH_MISMATCH. The name
+   * defaults to the client's file name (its last path segment).
+   */
+  async createFromUpload(principal: Principal, input: AssetCreateInput, upload: UploadedAsset): Promise<CreateResult> {
+    const { file } = upload;
+    try {
+      const fields = validateCreateFields(input);
+      const declared = upload.declaredHash === undefined ? undefined : validateHashField(upload.declaredHash);
+      const fileName = upload.fileName === undefined ? undefined : sanitizeFileName(upload.fileName);
+      const digest = file?.ingested?.digest ?? file?.knownDigest;
+      if (declared && digest && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
+        throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
+      }
+      if (file?.ingested) return await this.createFromIngested(principal, fields, file.ingested, { fileName });
+      if (file?.knownDigest) {
+        return await this.createFromStored(principal, { ...fields, name: fields.name ?? fileName }, { algorithm: 'blake3', hex: file.knownDigest.blake3 });
+      }
+      if (declared) {
+        // No file part: the hash alone, when its content is stored.
+        if (!(await this.content.exists(declared))) throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
+        return await this.createFromStored(principal, fields, declared);
+      }
+      throw new DomainError('MISSING_FILE', 'a file part named "file" is required');
+    } finally {
+      await this.discardFile(file);
+    }
   }
 
   /**

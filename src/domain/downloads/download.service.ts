@@ -6,7 +6,7 @@ import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { AssetService } from '../assets/asset.service';
-import type { AssetCreateFields, CreateResult, Principal } from '../assets/asset.types';
+import type { AssetCreateFields, AssetCreateInput, CreateResult, Principal } from '../assets/asset.types';
 import { validateCreateFields } from '../assets/validation';
 import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
@@ -72,7 +72,7 @@ export class DownloadService {
     if (typeof req.sourceUrl !== 'string' || req.sourceUrl.trim() === '') {
       throw new DomainError('INVALID_BODY', 'source_url is required', { field: 'source_url' });
     }
-    const fields = validateCreateFields({ tags: req.tags, user_metadata: req.userMetadata, preview_id: req.previewId });
+    const fields = validateCreateFields({ tags: req.tags, userMetadata: req.userMetadata, previewId: req.previewId });
     assertStorableText(req.sourceUrl, 'source_url');
     const key = req.idempotencyKey == null ? null : assertStorableText(req.idempotencyKey, 'idempotency_key').trim() || null;
     if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
@@ -153,11 +153,11 @@ export class DownloadService {
    * POST /api/assets with `{url}`: fetched now, under the same rules (allowed providers, checked redirects, the
    * provider's hash verified), with a few quick retries but no resume.
    */
-  async uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult> {
-    if (typeof body.url !== 'string' || body.url.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
-    assertStorableText(body.url, 'url');
-    const fields = validateCreateFields(body);
-    const { provider, url } = this.d.providers.resolve(body.url);
+  async uploadFromUrl(principal: Principal, rawUrl: unknown, input: AssetCreateInput): Promise<CreateResult> {
+    if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
+    assertStorableText(rawUrl, 'url');
+    const fields = validateCreateFields(input);
+    const { provider, url } = this.d.providers.resolve(rawUrl);
     const sourceUrl = url.href;
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };

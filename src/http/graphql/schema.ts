@@ -2,7 +2,6 @@ import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import type { TaskService } from '../../domain/tasks/task.service';
 import { AssetMutationResolver } from './asset-mutation.resolver';
@@ -14,7 +13,6 @@ import type { ExportService } from '../../domain/exports/export.service';
 
 export interface ResolverDeps {
   assets: AssetService;
-  content: ContentService;
   tasks: TaskService;
   downloads: DownloadService;
   exports: ExportService;
@@ -31,7 +29,7 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
     deps
       ? [
           [AssetResolver, new AssetResolver(deps.assets)],
-          [AssetMutationResolver, new AssetMutationResolver(deps.assets, deps.content)],
+          [AssetMutationResolver, new AssetMutationResolver(deps.assets)],
           [TagResolver, new TagResolver(deps.assets)],
           [TaskResolver, new TaskResolver(deps.tasks, deps.downloads)],
           [ExportResolver, new ExportResolver(deps.exports)],
