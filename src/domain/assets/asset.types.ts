@@ -52,13 +52,7 @@ export interface AssetCreateInput {
 }
 
 /** A client's changes of an asset as sent: absent means "unchanged"; `previewId: null` clears the preview. */
-export interface AssetUpdateInput {
-  name?: unknown;
-  mimeType?: unknown;
-  tags?: unknown;
-  userMetadata?: unknown;
-  previewId?: unknown;
-}
+export type AssetUpdateInput = Omit<AssetCreateInput, 'id' | 'promptId'>;
 
 /** Metadata accepted when creating an asset, already validated and normalised (see validation.ts). */
 export interface AssetCreateFields {

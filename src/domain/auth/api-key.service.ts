@@ -7,14 +7,8 @@ import type { ApiKeyRepository, ApiKeyRow } from './api-key.repository';
 
 export const hashKey = (key: string): string => crypto.createHash('sha256').update(key, 'utf8').digest('hex');
 
-export interface ApiKeyInfo {
-  id: string;
-  ownerId: string;
-  isAdmin: boolean;
-  label: string;
-  createdAt: Date;
-  revokedAt: Date | null;
-}
+/** A stored key as operators see it (`npm run keys -- list`): everything but its digest. */
+export type ApiKeyInfo = Omit<ApiKeyRow, 'keyHash'>;
 
 const CACHE_TTL_MS = 10_000;
 const CACHE_MAX = 10_000;

@@ -18,13 +18,10 @@ export const createInputOfBody = (b: Record<string, unknown>): AssetCreateInput 
 });
 
 /** PUT /api/assets/{id}: a field left out of the body stays unchanged. */
-export const updateInputOfBody = (b: Record<string, unknown>): AssetUpdateInput => ({
-  name: b.name,
-  mimeType: b.mime_type,
-  tags: b.tags,
-  userMetadata: b.user_metadata,
-  previewId: b.preview_id,
-});
+export function updateInputOfBody(b: Record<string, unknown>): AssetUpdateInput {
+  const { id: _id, promptId: _promptId, ...fields } = createInputOfBody(b);
+  return fields;
+}
 
 /**
  * The creation fields of text values (multipart fields, tus Upload-Metadata): `text(name)` is the value, trimmed,
