@@ -4,27 +4,24 @@ import express, { type Express, Router } from 'express';
 import type { Container } from './container';
 import { DomainError } from './domain/errors';
 import { baseUrlOf } from './http/base-url';
-import { assetsRouter, type RemoteMetadataLookup, type UrlUploader } from './http/rest/assets.router';
+import { graphqlRouter } from './http/graphql/graphql.router';
+import { assetsRouter } from './http/rest/assets.router';
 import { contentRouter } from './http/rest/content.router';
+import { downloadsRouter } from './http/rest/downloads.router';
 import { errorMiddleware } from './http/rest/errors';
 import { methodNotAllowed } from './http/rest/method-not-allowed';
-import { authenticate, requestId } from './http/rest/middleware';
+import { authenticate } from './http/rest/middleware';
+import { requestId } from './http/shared/request-id';
+import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { tagsRouter } from './http/rest/tags.router';
+import { tasksRouter } from './http/rest/tasks.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
+import { uploadsRouter } from './http/rest/uploads.router';
 import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler } from './http/metrics';
 
-/** Extra routers and handlers that later modules mount (downloads, GraphQL), without app.ts knowing them. */
-export interface AppExtensions {
-  /** Routers mounted under /api after authentication. */
-  apiRouters?: Router[];
-  /** Mounted at the root before /api (e.g. /graphql, which authenticates itself). */
-  rootRouters?: Router[];
-  urlUploader?: UrlUploader;
-  remoteMetadata?: RemoteMetadataLookup;
-}
-
-export function createApp(c: Container, ext: AppExtensions = {}): Express {
+/** Every route of the service but the fast lane's (async: the GraphQL schema is built first). */
+export async function createApp(c: Container): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -54,11 +51,13 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
 
   // The asset browser's page and files: open (the page asks for the key).
   app.use(uiRouter());
-  for (const r of ext.rootRouters ?? []) app.use(r);
+  // The signed archive URL and /graphql authenticate themselves.
+  app.use(exportDownloadRouter({ exports: c.exports }));
+  app.use(await graphqlRouter(c));
 
   const api = Router();
   api.use(authenticate(c.requestAuth));
-  api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader, remoteMetadata: ext.remoteMetadata }));
+  api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(
     contentRouter({
       assets: c.assets,
@@ -68,7 +67,10 @@ export function createApp(c: Container, ext: AppExtensions = {}): Express {
   );
   api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
   api.use(tagsRouter({ assets: c.assets }));
-  for (const r of ext.apiRouters ?? []) api.use(r);
+  api.use(downloadsRouter({ downloads: c.downloads }));
+  api.use(tasksRouter({ tasks: c.tasks }));
+  api.use(uploadsRouter({ uploads: c.uploads, logger: c.logger, publicUrl: c.config.publicUrl }));
+  api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
   app.use('/api', api);
 
   app.use(methodNotAllowed(app));
@@ -96,7 +98,7 @@ async function readiness(c: Container): Promise<Record<'database' | 'storage' | 
       ).finally(() => clearTimeout(timer));
     });
   const [database, storage, queue] = await Promise.all([
-    check(() => c.database.pool.query('SELECT 1')),
+    check(() => c.database.ping()),
     check(async () => {
       await c.blobStore.ping();
       if (!c.blobStore.freeBytes || c.config.storageMinFreeBytes <= 0) return true;

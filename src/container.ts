@@ -2,26 +2,26 @@ import path from 'node:path';
 import type { Config } from './config';
 import { AssetRepository } from './domain/assets/asset.repository';
 import { AssetService } from './domain/assets/asset.service';
+import { ApiKeyRepository } from './domain/auth/api-key.repository';
 import { ApiKeyService } from './domain/auth/api-key.service';
 import { ContentRepository } from './domain/content/content.repository';
 import { ContentService } from './domain/content/content.service';
 import { DownloadJob } from './domain/downloads/download.job';
 import { DownloadRepository } from './domain/downloads/download.repository';
-import { DownloadManager, type DownloadDeps } from './domain/downloads/download.service';
+import { DownloadService, type DownloadDeps } from './domain/downloads/download.service';
 import { Providers } from './domain/downloads/providers';
 import { CivitaiProvider } from './domain/downloads/providers/civitai';
 import { HuggingFaceProvider } from './domain/downloads/providers/huggingface';
 import { ExportRepository } from './domain/exports/export.repository';
 import { ExportService } from './domain/exports/export.service';
 import { TaskRepository } from './domain/tasks/task.repository';
-import { TaskServiceImpl } from './domain/tasks/task.service';
-import type { DownloadService, TaskService } from './domain/tasks/task.types';
+import { TaskService } from './domain/tasks/task.service';
 import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
 import { findFfmpeg, ThumbnailService } from './domain/thumbnails/thumbnail.service';
 import { UploadLeases } from './domain/uploads/upload-lease';
 import { UploadRepository } from './domain/uploads/upload.repository';
 import { UploadService } from './domain/uploads/upload.service';
-import { RequestAuth } from './http/rest/request-auth';
+import { RequestAuth } from './http/shared/request-auth';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { IngestWorkers } from './infra/blob-store/ingest-pool';
@@ -77,7 +77,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
   const queue = await JobQueue.create(databaseUrl, logger, database.health);
-  const apiKeys = new ApiKeyService(database.prisma, config.apiKeys);
+  const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys);
   const ffmpeg = findFfmpeg();
   const thumbnails = new ThumbnailService(new ThumbnailRepository(database.prisma), blobStore, queue, logger, {
     maxPixels: config.thumbnails.maxPixels,
@@ -101,13 +101,13 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     authFailuresPerMinute: config.authFailuresPerMinute,
     trustProxy: config.trustProxy,
   });
-  const content = new ContentService(contentRepo, blobStore, database.pool, logger, {
+  const content = new ContentService(contentRepo, blobStore, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
     onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
     meter: metrics,
   });
-  const assets = new AssetService(database.prisma, new AssetRepository(database.prisma, database.pool), content, queue);
+  const assets = new AssetService(database.transactions, new AssetRepository(database.prisma, database.pool), content, queue);
 
   const uploadRepo = new UploadRepository(database.prisma);
   const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, content, assets, logger, {
@@ -115,7 +115,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   });
 
   const exportService = new ExportService({
-    db: database.prisma,
+    transactions: database.transactions,
     repo: new ExportRepository(database.prisma),
     tasks: new TaskRepository(database.prisma),
     blobs: blobStore,
@@ -136,7 +136,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const downloadRepo = new DownloadRepository(database.prisma);
   const taskRepo = new TaskRepository(database.prisma);
   const downloadDeps: DownloadDeps = {
-    db: database.prisma,
+    transactions: database.transactions,
     repo: downloadRepo,
     tasks: taskRepo,
     providers,
@@ -151,8 +151,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   };
   const downloadJob = new DownloadJob({ ...downloadDeps, maxBytes: config.maxUploadBytes });
   if (config.role !== 'api') downloadJob.startSweeping();
-  const downloads = new DownloadManager(downloadDeps);
-  const tasks = new TaskServiceImpl(database.prisma, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
+  const downloads = new DownloadService(downloadDeps);
+  const tasks = new TaskService(database.transactions, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
 
   registerJobs(queue, { config, logger, blobStore, content, assets, thumbnails, uploads, exports: exportService, downloadJob });
 

@@ -8,7 +8,6 @@ import { buildContainer, type Container } from './container';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-postgres';
 import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
-import { buildExtensions } from './extensions';
 import { withFastLane } from './http/rest/fast-lane';
 import { instrumentRequests } from './http/metrics';
 import { answerClientError } from './http/client-error';
@@ -38,7 +37,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   try {
     await migrate(databaseUrl, logger);
     container = await buildContainer(config, logger, databaseUrl);
-    const ext = await buildExtensions(container);
     await container.queue.start({ workers: config.role !== 'api' });
     if (config.role !== 'api') logger.info('workers started', { role: config.role });
     // Blobs a crash left without a row: reconciled now, in the background (safe beside other instances).
@@ -47,7 +45,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     const guard = new RequestGuard(config.bodyIdleTimeoutMs);
     if (config.role !== 'worker') {
-      const app = createApp(container, ext);
+      const app = await createApp(container);
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
       const listener = instrumentRequests(
         guard.wrap(withFastLane({ assets: container.assets, auth: container.requestAuth, logger, config: container.config }, app)),

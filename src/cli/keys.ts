@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../config';
+import { ApiKeyRepository } from '../domain/auth/api-key.repository';
 import { ApiKeyService } from '../domain/auth/api-key.service';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/embedded-postgres';
 import { createLogger } from '../infra/logger';
@@ -38,7 +39,7 @@ async function main(argv: string[]): Promise<number> {
   const db = createDatabase(url, 2);
   try {
     await migrate(url, logger);
-    const keys = new ApiKeyService(db.prisma, []);
+    const keys = new ApiKeyService(new ApiKeyRepository(db.prisma), []);
     if (command === 'create') {
       if (!values.owner) {
         process.stderr.write('create needs --owner NAME\n');

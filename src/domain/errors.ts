@@ -50,3 +50,15 @@ export class DomainError extends Error {
 }
 
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
+
+/**
+ * A row with the same key exists already: a unique violation, translated by the repository that wrote the row. It
+ * means a concurrent create won a race; the caller retries (and then finds the winner's row). Not a DomainError:
+ * one that escapes is an INTERNAL error, as any unexpected failure.
+ */
+export class AlreadyExists extends Error {
+  constructor(what: string, opts?: { cause?: unknown }) {
+    super(`${what} exists already`, opts);
+    this.name = 'AlreadyExists';
+  }
+}

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../domain/errors';
-import { STATUS_OF } from './rest/errors';
+import { STATUS_OF } from './shared/errors';
 
 /**
  * Node's HTTP parser refuses some requests before any route sees them (a head over 16 KiB, a head that does not

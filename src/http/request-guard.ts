@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { errorResponse } from './rest/errors';
+import { errorResponse } from './shared/errors';
 import { DomainError } from '../domain/errors';
 
 /**

@@ -5,13 +5,45 @@ import { PrismaClient } from '../generated/prisma/client';
 import type { Logger } from './logger';
 
 export type Db = PrismaClient;
-/** The client handed to an interactive transaction callback. */
+/** The client handed to an interactive transaction callback (repositories only; services see `Transaction`). */
 export type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
+
+declare const transactionBrand: unique symbol;
+/**
+ * A database transaction in progress, opaque outside the repositories: services get one from `Transactions.run`
+ * and hand it to repository methods (and `JobQueue.send`), which alone look inside (`prismaOf`).
+ */
+export interface Transaction {
+  readonly [transactionBrand]: true;
+}
+
+/** The one way to run several repository calls atomically. */
+export class Transactions {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** Runs `fn` in a transaction: committed when it resolves, rolled back when it throws (its error is rethrown). */
+  run<T>(fn: (tx: Transaction) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
+    return this.prisma.$transaction((tx) => fn(tx as unknown as Transaction), {
+      ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
+      ...(opts.maxWaitMs !== undefined ? { maxWait: opts.maxWaitMs } : {}),
+    });
+  }
+}
+
+/** For repositories: the Prisma client of `tx`, or of no transaction (`db`) when there is none. */
+export function prismaOf(tx: Transaction): Tx;
+export function prismaOf(tx: Transaction | undefined, db: Db): Tx | Db;
+export function prismaOf(tx: Transaction | undefined, db?: Db): Tx | Db {
+  return (tx as unknown as Tx | undefined) ?? db!;
+}
 
 export interface Database {
   prisma: PrismaClient;
   /** The pool behind Prisma, for session-level work Prisma cannot express (advisory locks held across I/O). */
   pool: Pool;
+  transactions: Transactions;
+  /** Readiness: one round trip on the request pool. */
+  ping(): Promise<void>;
   /** Whether the database answered last time, and how many outages this process saw. */
   health: DatabaseHealth;
   close(): Promise<void>;
@@ -196,9 +228,14 @@ export function createDatabase(url: string, poolSize: number, opts: { logger?: L
       },
     },
   }) as unknown as PrismaClient;
+  const translated = withTranslatedTransactions(prisma, health);
   return {
-    prisma: withTranslatedTransactions(prisma, health),
+    prisma: translated,
     pool,
+    transactions: new Transactions(translated),
+    ping: async () => {
+      await pool.query('SELECT 1');
+    },
     health,
     close: async () => {
       await base.$disconnect();

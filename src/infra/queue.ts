@@ -1,6 +1,7 @@
 import type { PgBoss as PgBossType } from 'pg-boss';
 import type { Logger } from './logger';
-import { classifyDbError, type DatabaseHealth, type Tx } from './prisma';
+import { Prisma } from '../generated/prisma/client';
+import { classifyDbError, prismaOf, type DatabaseHealth, type Transaction } from './prisma';
 
 export interface JobDefinition<T extends object> {
   name: string;
@@ -43,8 +44,8 @@ export function countingHandler(logger: Logger, message: string, work: () => Pro
 }
 
 export interface SendOptions {
-  /** Enqueue inside this Prisma transaction: the job exists if and only if the transaction commits. */
-  tx?: Tx;
+  /** Enqueue inside this transaction: the job exists if and only if the transaction commits. */
+  tx?: Transaction;
   startAfterSeconds?: number;
   singletonKey?: string;
   id?: string;
@@ -178,11 +179,27 @@ export class JobQueue {
   }
 }
 
-/** pg-boss's `db` option over a Prisma interactive transaction. */
-function prismaExecutor(tx: Tx) {
+/** pg-boss's `db` option over a transaction: its positional SQL (`$1`, `$2`, ...) as a parameterised Prisma.Sql. */
+function prismaExecutor(tx: Transaction) {
   return {
     executeSql: async (text: string, values: unknown[] = []) => ({
-      rows: (await tx.$queryRawUnsafe(text, ...values)) as unknown[],
+      rows: (await prismaOf(tx).$queryRaw(positionalSql(text, values))) as unknown[],
     }),
   };
+}
+
+/** `SELECT $1, $2` with values → the same statement with the same parameters, as a Prisma.Sql (never interpolated). */
+export function positionalSql(text: string, values: readonly unknown[]): Prisma.Sql {
+  const strings: string[] = [];
+  const params: unknown[] = [];
+  let last = 0;
+  for (const m of text.matchAll(/\$(\d+)/g)) {
+    strings.push(text.slice(last, m.index));
+    const i = Number(m[1]) - 1;
+    if (i < 0 || i >= values.length) throw new Error(`the job queue's SQL names parameter $${m[1]} of ${values.length}`);
+    params.push(values[i]);
+    last = m.index + m[0].length;
+  }
+  strings.push(text.slice(last));
+  return new Prisma.Sql(strings, params as Prisma.Sql['values']);
 }

@@ -74,7 +74,7 @@ test(BIG > 0 ? `a member of ${BIG} bytes: ZIP64 archive read back member by memb
   );
   const c = svc.container;
   const exporter = new ExportService({
-    db: c.database.prisma,
+    transactions: c.database.transactions,
     repo: new ExportRepository(c.database.prisma),
     tasks: new TaskRepository(c.database.prisma),
     blobs: c.blobStore,

@@ -243,7 +243,7 @@ test('a task cancelled while its archive is written leaves nothing', async () =>
       );
     };
     const exporter = new ExportService({
-      db: c.database.prisma,
+      transactions: c.database.transactions,
       repo: new ExportRepository(c.database.prisma),
       tasks: new TaskRepository(c.database.prisma),
       blobs: slow,

@@ -26,7 +26,7 @@ async function listen(listener: http.RequestListener): Promise<{ url: string; cl
 
 beforeAll(async () => {
   svc = await startTestService({}, { validateResponses: true });
-  const app = createApp(svc.container);
+  const app = await createApp(svc.container);
   expressOnly = await listen(app);
   let passed = 0;
   const lane = withFastLane({ assets: svc.container.assets, auth: svc.container.requestAuth, logger: svc.container.logger, config: svc.container.config }, ((req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -107,7 +107,7 @@ test('an unexpected error is logged and answered 500 INTERNAL with the request i
   const logged: unknown[] = [];
   const logger = { error: (...a: unknown[]) => logged.push(a), warn() {}, info() {}, debug() {} } as unknown as Logger;
   const assets = { get: () => Promise.reject(new Error('database on fire')) } as unknown as TestService['container']['assets'];
-  const broken = await listen(withFastLane({ assets, auth: svc.container.requestAuth, logger, config: svc.container.config }, createApp(svc.container)));
+  const broken = await listen(withFastLane({ assets, auth: svc.container.requestAuth, logger, config: svc.container.config }, await createApp(svc.container)));
   try {
     const res = await fetch(`${broken.url}/api/assets/${mine.id}`, { headers: { 'x-api-key': KEYS.alice } });
     expect(res.status).toBe(500);

@@ -14,11 +14,10 @@ import { createApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { buildContainer, type Container } from '../../src/container';
 import { assetJson } from '../../src/http/rest/asset.presenter';
-import { STATUS_OF } from '../../src/http/rest/errors';
+import { STATUS_OF } from '../../src/http/shared/errors';
 import { ERROR_CODES } from '../../src/domain/errors';
 import { TASK_STATUSES } from '../../src/domain/tasks/task.types';
 import { taskJson } from '../../src/http/rest/task.presenter';
-import { buildExtensions } from '../../src/extensions';
 import { createLogger } from '../../src/infra/logger';
 import { createTestDatabase, KEYS } from '../helpers/harness';
 
@@ -325,7 +324,7 @@ describe('openapi.yaml lists exactly the routes the app serves', () => {
       LOG_LEVEL: 'silent',
     });
     container = await buildContainer(config, createLogger('silent'), config.databaseUrl!);
-    app = createApp(container, await buildExtensions(container));
+    app = await createApp(container);
     server = http.createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

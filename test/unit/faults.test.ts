@@ -1,3 +1,4 @@
+import { ApiKeyRepository } from '../../src/domain/auth/api-key.repository';
 import { ApiKeyService, hashKey } from '../../src/domain/auth/api-key.service';
 import { DomainError } from '../../src/domain/errors';
 import { isStorageFull } from '../../src/infra/blob-store/blob-store';
@@ -76,7 +77,7 @@ describe('API key caches', () => {
 
   test('a repeated unknown key reaches the database once; a flood of unknown keys never evicts a valid one', async () => {
     const f = fakeDb({ [hashKey('valid-key-0001')]: 'carol' });
-    const keys = new ApiKeyService(f.db, []);
+    const keys = new ApiKeyService(new ApiKeyRepository(f.db), []);
     expect((await keys.authenticate('valid-key-0001')).ownerId).toBe('carol');
     for (let i = 0; i < 5; i++) await expect(keys.authenticate('unknown-key-1')).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     expect(f.lookups()).toBe(2);

@@ -116,7 +116,7 @@ test('the field validators return or throw a 400/413-class DomainError for any i
     OPTS,
   );
   fc.assert(
-    fc.property(fc.dictionary(fc.constantFrom('id', 'name', 'mime_type', 'tags', 'user_metadata', 'preview_id', 'prompt_id', 'other'), anything), (body) => {
+    fc.property(fc.dictionary(fc.constantFrom('id', 'name', 'mimeType', 'tags', 'userMetadata', 'previewId', 'promptId', 'other'), anything), (body) => {
       expect(codes).toContain(outcome(() => validateCreateFields(body)));
       expect(codes).toContain(outcome(() => validateUpdateFields(body)));
     }),

@@ -1,9 +1,10 @@
-import { normalizeTags, validateCreateFields, validateUpdateFields, validateUserMetadata } from '../../src/domain/assets/validation';
+import { filterTags, normalizeTags, sanitizeFileName, validateCreateFields, validateUpdateFields, validateUserMetadata } from '../../src/domain/assets/validation';
 import { DomainError } from '../../src/domain/errors';
 import { parseHash } from '../../src/domain/content/hashing';
 import { detectMime, isActiveContent, sniffMime } from '../../src/domain/content/mime';
-import { contentDisposition, parseRange } from '../../src/http/rest/content.router';
-import { parseTagsField, sanitizeFileName } from '../../src/http/rest/multipart';
+import { parseRange } from '../../src/http/rest/content.router';
+import { contentDisposition } from '../../src/infra/content-disposition';
+import { parseTagsField } from '../../src/http/rest/asset-input';
 
 const code = (fn: () => unknown) => {
   try {
@@ -21,6 +22,8 @@ test('tags: trimmed, lower-cased, empty dropped, deduplicated, first-seen order'
   expect(code(() => normalizeTags(Array.from({ length: 65 }, (_, i) => String(i))))).toBe('INVALID_BODY');
   expect(normalizeTags(Array.from({ length: 64 }, (_, i) => String(i)))).toHaveLength(64);
   expect(code(() => normalizeTags(['x'.repeat(129)]))).toBe('INVALID_BODY');
+  // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no limits (no asset carries a too-long tag).
+  expect(filterTags([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200)])).toEqual(['models', 'loras', 'x'.repeat(200)]);
 });
 
 test('user_metadata must be an object of at most 256 KiB', () => {
@@ -32,10 +35,10 @@ test('user_metadata must be an object of at most 256 KiB', () => {
 });
 
 test('create and update fields', () => {
-  expect(validateCreateFields({ name: ' n ', mime_type: 'Image/PNG', tags: ['A'] })).toEqual({ name: 'n', mimeType: 'image/png', tags: ['a'] });
+  expect(validateCreateFields({ name: ' n ', mimeType: 'Image/PNG', tags: ['A'] })).toEqual({ name: 'n', mimeType: 'image/png', tags: ['a'] });
   expect(code(() => validateUpdateFields({}))).toBe('INVALID_BODY');
-  expect(code(() => validateUpdateFields({ other: 1 }))).toBe('INVALID_BODY');
-  expect(validateUpdateFields({ preview_id: null })).toEqual({ previewId: null });
+  expect(code(() => validateUpdateFields({ other: 1 } as object))).toBe('INVALID_BODY');
+  expect(validateUpdateFields({ previewId: null })).toEqual({ previewId: null });
   expect(code(() => validateCreateFields({ id: 'x' }))).toBe('INVALID_BODY');
 });
 

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
-import type { Db, Tx } from '../../infra/prisma';
+import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
+import { AlreadyExists } from '../errors';
 import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
 
@@ -89,8 +90,8 @@ export interface NewAssetRow {
 /** Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none. */
 export class AssetRepository {
   /**
-   * `pool` is the pg pool behind `db`. When given, `findById` outside a transaction (GET /api/assets/{id}, GraphQL
-   * `asset`) runs as one prepared statement on it: under 64 connections the Prisma client runtime took about a fifth
+   * `pool` is the pg pool behind `db`. When given, `findById` outside a transaction (no `tx`: GET /api/assets/{id},
+   * GraphQL `asset`) runs as one prepared statement on it: under 64 connections the Prisma client runtime took about a fifth
    * of that request's CPU for a primary-key lookup (bench/metadata.cjs, BENCHMARKS.md).
    */
   constructor(
@@ -98,23 +99,23 @@ export class AssetRepository {
     private readonly pool?: Pool,
   ) {}
 
-  async findById(ownerId: string, id: string, tx: Tx | Db = this.db): Promise<Asset | undefined> {
-    if (this.pool && tx === this.db) {
+  async findById(ownerId: string, id: string, tx?: Transaction): Promise<Asset | undefined> {
+    if (!tx && this.pool) {
       const { rows } = await this.pool.query<AssetRow>({ ...ASSET_BY_ID, values: [id, ownerId] });
       return rows[0] ? toAsset(rows[0]) : undefined;
     }
-    const row = await tx.asset.findFirst({ where: { id, ownerId } });
+    const row = await prismaOf(tx, this.db).asset.findFirst({ where: { id, ownerId } });
     return row ? toAsset(row) : undefined;
   }
 
   /** The asset with this id of any owner: only to tell "mine" from "another owner's" when a client chooses the id. */
-  async findByIdAnyOwner(id: string, tx: Tx | Db = this.db): Promise<Asset | undefined> {
-    const row = await tx.asset.findUnique({ where: { id } });
+  async findByIdAnyOwner(id: string, tx?: Transaction): Promise<Asset | undefined> {
+    const row = await prismaOf(tx, this.db).asset.findUnique({ where: { id } });
     return row ? toAsset(row) : undefined;
   }
 
-  async findByContent(ownerId: string, blake3: string, tx: Tx | Db = this.db): Promise<Asset | undefined> {
-    const row = await tx.asset.findUnique({ where: { ownerId_contentHash: { ownerId, contentHash: blake3 } } });
+  async findByContent(ownerId: string, blake3: string, tx?: Transaction): Promise<Asset | undefined> {
+    const row = await prismaOf(tx, this.db).asset.findUnique({ where: { ownerId_contentHash: { ownerId, contentHash: blake3 } } });
     return row ? toAsset(row) : undefined;
   }
 
@@ -129,8 +130,9 @@ export class AssetRepository {
     return rows.map(toAsset);
   }
 
-  async insert(row: NewAssetRow, tx: Tx | Db = this.db): Promise<Asset> {
-    const created = await tx.asset.create({
+  /** An asset with this id (or of this owner with this content) exists already: AlreadyExists, a race to retry. */
+  async insert(row: NewAssetRow, tx?: Transaction): Promise<Asset> {
+    const created = await prismaOf(tx, this.db).asset.create({
       data: {
         id: row.id,
         ownerId: row.ownerId,
@@ -144,18 +146,20 @@ export class AssetRepository {
         promptId: row.promptId,
         metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
       },
+    }).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? new AlreadyExists(`asset ${row.id}`, { cause: err }) : err;
     });
     return toAsset(created);
   }
 
-  async update(ownerId: string, id: string, fields: AssetUpdateFields, tx: Tx | Db = this.db): Promise<Asset | undefined> {
+  async update(ownerId: string, id: string, fields: AssetUpdateFields, tx?: Transaction): Promise<Asset | undefined> {
     const data: Prisma.AssetUpdateManyMutationInput = { updatedAt: new Date() };
     if (fields.name !== undefined) data.name = fields.name;
     if (fields.mimeType !== undefined) data.mimeType = fields.mimeType;
     if (fields.tags !== undefined) data.tags = fields.tags;
     if (fields.userMetadata !== undefined) data.userMetadata = fields.userMetadata as Prisma.InputJsonObject;
     if (fields.previewId !== undefined) data.previewId = fields.previewId;
-    const rows = await tx.asset.updateManyAndReturn({ where: { id, ownerId }, data });
+    const rows = await prismaOf(tx, this.db).asset.updateManyAndReturn({ where: { id, ownerId }, data });
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
 
@@ -168,17 +172,22 @@ export class AssetRepository {
   }
 
   /** Locks the row for a change (delete, tag edits); returns it, or undefined when this owner has no such asset. */
-  async lockForUpdate(ownerId: string, id: string, tx: Tx): Promise<Asset | undefined> {
-    const rows = await tx.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
+  async lockForUpdate(ownerId: string, id: string, tx: Transaction): Promise<Asset | undefined> {
+    const rows = await prismaOf(tx).$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
 
-  async deleteRow(id: string, tx: Tx): Promise<void> {
-    await tx.asset.delete({ where: { id } });
+  async deleteRow(id: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).asset.delete({ where: { id } });
   }
 
-  async countByContent(blake3: string, tx: Tx | Db = this.db): Promise<number> {
-    return tx.asset.count({ where: { contentHash: blake3 } });
+  /** After an asset was deleted: this owner's assets that used it as their preview have none. */
+  async clearPreviewsOf(ownerId: string, previewId: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).asset.updateMany({ where: { ownerId, previewId }, data: { previewId: null } });
+  }
+
+  async countByContent(blake3: string, tx?: Transaction): Promise<number> {
+    return prismaOf(tx, this.db).asset.count({ where: { contentHash: blake3 } });
   }
 
   /**

@@ -1,20 +1,20 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Db, Tx } from '../../infra/prisma';
-import { isUniqueViolation } from '../../infra/prisma';
+import type { Transaction, Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import { CONTENT_GC_JOB } from '../content/content-gc.job';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
-import type { ParsedHash } from '../content/hashing';
+import { parseHash, type ContentDigest, type ParsedHash } from '../content/hashing';
 import { assetMetadata } from '../content/derived-metadata';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
-import { DomainError } from '../errors';
+import { AlreadyExists, DomainError } from '../errors';
 import { servableMediaType } from '../input';
 import type { AssetRepository } from './asset.repository';
 import type {
   Asset,
   AssetCreateFields,
+  AssetCreateInput,
   AssetFilter,
   AssetListQuery,
   AssetPage,
@@ -28,9 +28,22 @@ import type {
   TagRemoveResult,
 } from './asset.types';
 import { decodeCursor } from './cursor';
-import { LIMITS, normalizeTags } from './validation';
+import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
 
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The file of an upload as received: written to a temporary blob, or only hashed because the client declared the
+ * hash of content that is stored already (the bytes are then checked, never written again).
+ */
+export type ReceivedFile = { ingested: IngestedContent; knownDigest?: undefined } | { ingested?: undefined; knownDigest: ContentDigest };
+
+/** An upload as a transport received it: the file (if any), the client's file name and `hash` field, as sent. */
+export interface UploadedAsset {
+  file?: ReceivedFile;
+  fileName?: string;
+  declaredHash?: string;
+}
 
 /**
  * The asset rules, shared by REST and GraphQL: owner isolation, idempotent ids, dedupe by
@@ -38,7 +51,7 @@ const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
  */
 export class AssetService {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
     private readonly assets: AssetRepository,
     private readonly content: ContentService,
     private readonly queue: JobQueue,
@@ -80,7 +93,7 @@ export class AssetService {
   /** POST /api/assets/{id}/tags. The row lock makes concurrent edits of one asset apply one after another. */
   async addTags(principal: Principal, id: string, tags: unknown): Promise<TagAddResult> {
     const wanted = nonEmptyTags(tags);
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (tx) => {
       const asset = await this.lockMutable(principal, id, tx);
       const have = new Set(asset.tags);
       const added = wanted.filter((t) => !have.has(t));
@@ -96,7 +109,7 @@ export class AssetService {
   /** DELETE /api/assets/{id}/tags. */
   async removeTags(principal: Principal, id: string, tags: unknown): Promise<TagRemoveResult> {
     const unwanted = nonEmptyTags(tags);
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (tx) => {
       const asset = await this.lockMutable(principal, id, tx);
       const drop = new Set(unwanted);
       const removed = unwanted.filter((t) => asset.tags.includes(t));
@@ -106,7 +119,7 @@ export class AssetService {
     });
   }
 
-  private async lockMutable(principal: Principal, id: string, tx: Tx): Promise<Asset> {
+  private async lockMutable(principal: Principal, id: string, tx: Transaction): Promise<Asset> {
     const asset = await this.assets.lockForUpdate(principal.ownerId, id, tx);
     if (!asset) throw notFound(id);
     if (asset.isImmutable) throw immutable(id);
@@ -144,6 +157,53 @@ export class AssetService {
 
   findContent(hash: ParsedHash): Promise<ContentRecord | undefined> {
     return this.content.find(hash);
+  }
+
+  /**
+   * Receives the bytes of an upload's file. When the client declared, before the file, the hash of content that is
+   * stored already, the bytes are only hashed (the upload fast path); otherwise they are ingested. `ownsChunks`: the
+   * caller hands the chunks over (ContentService.ingest). Nothing is left behind when this rejects.
+   */
+  async receiveFile(bytes: AsyncIterable<Buffer>, declaredHash?: string, opts: { ownsChunks?: boolean } = {}): Promise<ReceivedFile> {
+    const declared = parseHash(declaredHash);
+    if (declared && (await this.content.exists(declared))) return { knownDigest: await this.content.digestOnly(bytes) };
+    return { ingested: await this.content.ingest(bytes, { ownsChunks: opts.ownsChunks }) };
+  }
+
+  /** Removes what `receiveFile` kept, for an upload refused before `createFromUpload`. */
+  async discardFile(file: ReceivedFile | undefined): Promise<void> {
+    if (file?.ingested) await this.content.discard(file.ingested);
+  }
+
+  /**
+   * Makes the asset of an upload (multipart, GraphQL), taking ownership of its file: the file's bytes when they were
+   * ingested; the stored content when only their hash was taken (fast path); without a file, the content a declared
+   * hash names if it is stored (else MISSING_FILE). A declared hash the bytes do not have is HASH_MISMATCH. The name
+   * defaults to the client's file name (its last path segment).
+   */
+  async createFromUpload(principal: Principal, input: AssetCreateInput, upload: UploadedAsset): Promise<CreateResult> {
+    const { file } = upload;
+    try {
+      const fields = validateCreateFields(input);
+      const declared = upload.declaredHash === undefined ? undefined : validateHashField(upload.declaredHash);
+      const fileName = upload.fileName === undefined ? undefined : sanitizeFileName(upload.fileName);
+      const digest = file?.ingested?.digest ?? file?.knownDigest;
+      if (declared && digest && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
+        throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
+      }
+      if (file?.ingested) return await this.createFromIngested(principal, fields, file.ingested, { fileName });
+      if (file?.knownDigest) {
+        return await this.createFromStored(principal, { ...fields, name: fields.name ?? fileName }, { algorithm: 'blake3', hex: file.knownDigest.blake3 });
+      }
+      if (declared) {
+        // No file part: the hash alone, when its content is stored.
+        if (!(await this.content.exists(declared))) throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
+        return await this.createFromStored(principal, fields, declared);
+      }
+      throw new DomainError('MISSING_FILE', 'a file part named "file" is required');
+    } finally {
+      await this.discardFile(file);
+    }
   }
 
   /**
@@ -202,14 +262,14 @@ export class AssetService {
     fields: AssetCreateFields,
     blake3: string,
     name: string,
-    storeContent: (tx: Tx) => Promise<ContentRecord>,
+    storeContent: (tx: Transaction) => Promise<ContentRecord>,
   ): Promise<CreateResult> {
     const owner = principal.ownerId;
     // Concurrent creates of the same content serialise on the content lock; a race on a caller-chosen id surfaces
     // as a unique violation, and the retry then finds the winner's row.
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.db.$transaction(
+        return await this.transactions.run(
           async (tx) => {
             await this.content.lock(blake3, tx);
             if (fields.id) {
@@ -246,17 +306,17 @@ export class AssetService {
             );
             return { asset, created: true };
           },
-          { timeout: 120_000, maxWait: 30_000 },
+          { timeoutMs: 120_000, maxWaitMs: 30_000 },
         );
       } catch (err) {
-        if (attempt < 3 && isUniqueViolation(err)) continue;
+        if (attempt < 3 && err instanceof AlreadyExists) continue;
         throw err;
       }
     }
   }
 
   async update(principal: Principal, id: string, fields: AssetUpdateFields): Promise<Asset> {
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (tx) => {
       const current = await this.assets.findById(principal.ownerId, id, tx);
       if (!current) throw notFound(id);
       if (current.isImmutable) throw immutable(id);
@@ -270,13 +330,13 @@ export class AssetService {
   }
 
   async delete(principal: Principal, id: string): Promise<void> {
-    await this.db.$transaction(async (tx) => {
+    await this.transactions.run(async (tx) => {
       const asset = await this.assets.lockForUpdate(principal.ownerId, id, tx);
       if (!asset) throw notFound(id);
       if (asset.isImmutable) throw immutable(id);
       await this.content.lock(asset.blake3, tx);
       await this.assets.deleteRow(id, tx);
-      await tx.asset.updateMany({ where: { ownerId: principal.ownerId, previewId: id }, data: { previewId: null } });
+      await this.assets.clearPreviewsOf(principal.ownerId, id, tx);
       if (await this.content.releaseIfUnused(tx, asset.blake3)) {
         await this.queue.send(CONTENT_GC_JOB, { blake3: asset.blake3 }, { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 });
       }

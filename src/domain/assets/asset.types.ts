@@ -37,6 +37,23 @@ export interface CreateResult {
   created: boolean;
 }
 
+/**
+ * A client's fields for a new asset as it sent them (not yet checked), whatever the transport: each one maps its own
+ * spelling (REST's `mime_type`, GraphQL's `mimeType`) to this. Absent and null mean "not given".
+ */
+export interface AssetCreateInput {
+  id?: unknown;
+  name?: unknown;
+  mimeType?: unknown;
+  tags?: unknown;
+  userMetadata?: unknown;
+  previewId?: unknown;
+  promptId?: unknown;
+}
+
+/** A client's changes of an asset as sent: absent means "unchanged"; `previewId: null` clears the preview. */
+export type AssetUpdateInput = Omit<AssetCreateInput, 'id' | 'promptId'>;
+
 /** Metadata accepted when creating an asset, already validated and normalised (see validation.ts). */
 export interface AssetCreateFields {
   id?: string;

@@ -1,6 +1,7 @@
+import { parseHash, type ParsedHash } from '../content/hashing';
 import { DomainError } from '../errors';
 import { assertJsonInput, assertStorableText, isMediaType } from '../input';
-import type { AssetCreateFields, AssetUpdateFields } from './asset.types';
+import type { AssetCreateFields, AssetCreateInput, AssetUpdateFields, AssetUpdateInput } from './asset.types';
 
 /** Field limits, shared by REST and GraphQL so both reject the same input. */
 export const LIMITS = {
@@ -33,6 +34,14 @@ export function normalizeTags(value: unknown, field = 'tags'): string[] {
   }
   if (out.length > LIMITS.tagCount) throw invalid(`at most ${LIMITS.tagCount} tags are allowed`, field);
   return out;
+}
+
+/**
+ * Tags of a filter (list, facets): trimmed, lower-cased, empty ones dropped, duplicates removed. No length limits:
+ * a tag no asset can carry simply matches nothing.
+ */
+export function filterTags(values: readonly string[]): string[] {
+  return [...new Set(values.map((t) => t.trim().toLowerCase()).filter((t) => t !== ''))];
 }
 
 export function validateName(value: unknown, field = 'name'): string {
@@ -71,21 +80,24 @@ export function validateUuid(value: unknown, field: string): string {
   return value.toLowerCase();
 }
 
-/** Validates the optional creation fields of any create route (upload, URL upload, from-hash, download). */
-export function validateCreateFields(input: Record<string, unknown>): AssetCreateFields {
+/**
+ * Validates the optional creation fields of any create route (upload, URL upload, from-hash, download). Problems
+ * name the field as the contract spells it (`mime_type`), for both transports.
+ */
+export function validateCreateFields(input: AssetCreateInput): AssetCreateFields {
   const out: AssetCreateFields = {};
   if (input.id !== undefined && input.id !== null) out.id = validateUuid(input.id, 'id');
   if (input.name !== undefined && input.name !== null) out.name = validateName(input.name);
-  if (input.mime_type !== undefined && input.mime_type !== null) out.mimeType = validateMimeType(input.mime_type);
+  if (input.mimeType !== undefined && input.mimeType !== null) out.mimeType = validateMimeType(input.mimeType);
   if (input.tags !== undefined && input.tags !== null) out.tags = normalizeTags(input.tags);
-  if (input.user_metadata !== undefined && input.user_metadata !== null) out.userMetadata = validateUserMetadata(input.user_metadata);
-  if (input.preview_id !== undefined && input.preview_id !== null) out.previewId = validateUuid(input.preview_id, 'preview_id');
-  if (input.prompt_id !== undefined && input.prompt_id !== null) out.promptId = validateUuid(input.prompt_id, 'prompt_id');
+  if (input.userMetadata !== undefined && input.userMetadata !== null) out.userMetadata = validateUserMetadata(input.userMetadata);
+  if (input.previewId !== undefined && input.previewId !== null) out.previewId = validateUuid(input.previewId, 'preview_id');
+  if (input.promptId !== undefined && input.promptId !== null) out.promptId = validateUuid(input.promptId, 'prompt_id');
   return out;
 }
 
 /** from-hash: the creation fields, with `tags` required and holding at least one tag after normalisation. */
-export function validateFromHashFields(input: Record<string, unknown>): AssetCreateFields {
+export function validateFromHashFields(input: AssetCreateInput): AssetCreateFields {
   const fields = validateCreateFields({ ...input, id: undefined });
   if (!fields.tags || fields.tags.length < 1) {
     throw invalid('tags is required: a list of at least one non-empty tag', 'tags');
@@ -94,15 +106,29 @@ export function validateFromHashFields(input: Record<string, unknown>): AssetCre
 }
 
 /** PUT body: at least one of the five fields; all five are applied; `preview_id: null` clears the preview. */
-export function validateUpdateFields(input: Record<string, unknown>): AssetUpdateFields {
+export function validateUpdateFields(input: AssetUpdateInput): AssetUpdateFields {
   const out: AssetUpdateFields = {};
   if (input.name !== undefined) out.name = validateName(input.name);
-  if (input.mime_type !== undefined) out.mimeType = validateMimeType(input.mime_type);
+  if (input.mimeType !== undefined) out.mimeType = validateMimeType(input.mimeType);
   if (input.tags !== undefined) out.tags = normalizeTags(input.tags);
-  if (input.user_metadata !== undefined) out.userMetadata = validateUserMetadata(input.user_metadata);
-  if (input.preview_id !== undefined) out.previewId = input.preview_id === null ? null : validateUuid(input.preview_id, 'preview_id');
+  if (input.userMetadata !== undefined) out.userMetadata = validateUserMetadata(input.userMetadata);
+  if (input.previewId !== undefined) out.previewId = input.previewId === null ? null : validateUuid(input.previewId, 'preview_id');
   if (Object.keys(out).length === 0) {
     throw invalid('provide at least one of name, tags, mime_type, preview_id, user_metadata');
   }
   return out;
+}
+
+/** A `hash` field (`blake3:<64 hex>` or `sha256:<64 hex>`) of a create request: INVALID_BODY otherwise. */
+export function validateHashField(value: unknown, field = 'hash'): ParsedHash {
+  const h = parseHash(value);
+  if (!h) throw invalid(`${field} must look like blake3:<64 hex> or sha256:<64 hex>`, field);
+  return h;
+}
+
+/** The last path segment of a client's file name, without control characters; undefined when nothing is left. */
+export function sanitizeFileName(name: string): string | undefined {
+  const base = name.split(/[\\/]/).pop() ?? '';
+  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 512);
+  return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
 }

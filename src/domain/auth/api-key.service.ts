@@ -1,20 +1,14 @@
 import crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { BootstrapKey } from '../../config';
-import type { Db } from '../../infra/prisma';
 import type { Principal } from '../assets/asset.types';
 import { DomainError } from '../errors';
+import type { ApiKeyRepository, ApiKeyRow } from './api-key.repository';
 
 export const hashKey = (key: string): string => crypto.createHash('sha256').update(key, 'utf8').digest('hex');
 
-export interface ApiKeyInfo {
-  id: string;
-  ownerId: string;
-  isAdmin: boolean;
-  label: string;
-  createdAt: Date;
-  revokedAt: Date | null;
-}
+/** A stored key as operators see it (`npm run keys -- list`): everything but its digest. */
+export type ApiKeyInfo = Omit<ApiKeyRow, 'keyHash'>;
 
 const CACHE_TTL_MS = 10_000;
 const CACHE_MAX = 10_000;
@@ -36,7 +30,7 @@ export class ApiKeyService {
   private readonly unknown = new LRUCache<string, true>({ max: NEGATIVE_CACHE_MAX, ttl: CACHE_TTL_MS });
 
   constructor(
-    private readonly db: Db,
+    private readonly repo: ApiKeyRepository,
     bootstrapKeys: readonly BootstrapKey[],
   ) {
     for (const k of bootstrapKeys) {
@@ -63,7 +57,7 @@ export class ApiKeyService {
     const known = this.bootstrap.get(digest) ?? this.valid.get(digest);
     if (known) return known;
     if (this.unknown.has(digest)) throw invalidKey();
-    const row = await this.db.apiKey.findUnique({ where: { keyHash: digest } });
+    const row = await this.repo.findByDigest(digest);
     if (!row || row.revokedAt) {
       this.unknown.set(digest, true);
       throw invalidKey();
@@ -79,26 +73,22 @@ export class ApiKeyService {
       throw new DomainError('INVALID_BODY', "owner must be 1-128 letters, digits, '.', '@', '_' or '-'");
     }
     const key = `ask_${crypto.randomBytes(24).toString('base64url')}`;
-    const row = await this.db.apiKey.create({
-      data: { id: crypto.randomUUID(), ownerId: opts.owner, keyHash: hashKey(key), isAdmin: !!opts.admin, label: opts.label ?? '' },
-    });
-    return { key, info: row };
+    const row = await this.repo.insert({ id: crypto.randomUUID(), ownerId: opts.owner, keyHash: hashKey(key), isAdmin: !!opts.admin, label: opts.label ?? '' });
+    return { key, info: infoOf(row) };
   }
 
   async list(): Promise<ApiKeyInfo[]> {
-    return this.db.apiKey.findMany({ orderBy: { createdAt: 'asc' } });
+    return (await this.repo.list()).map(infoOf);
   }
 
   /** Revokes by id (or by the key itself); returns whether a key was revoked. */
   async revoke(idOrKey: string): Promise<boolean> {
     const isUuid = /^[0-9a-f-]{36}$/i.test(idOrKey);
-    const res = await this.db.apiKey.updateMany({
-      where: isUuid ? { id: idOrKey, revokedAt: null } : { keyHash: hashKey(idOrKey), revokedAt: null },
-      data: { revokedAt: new Date() },
-    });
+    const revoked = await this.repo.revoke(isUuid ? { id: idOrKey } : { keyHash: hashKey(idOrKey) });
     this.valid.clear();
-    return res.count > 0;
+    return revoked;
   }
 }
 
+const infoOf = ({ keyHash: _digest, ...info }: ApiKeyRow): ApiKeyInfo => info;
 const invalidKey = () => new DomainError('UNAUTHORIZED', 'the API key is not valid');

@@ -1,7 +1,7 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
-import type { Db, Tx } from '../../infra/prisma';
-import { contentLockKey } from '../../infra/prisma';
+import { contentLockKey, isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
+import { AlreadyExists } from '../errors';
 
 export interface ContentRecord {
   blake3: string;
@@ -23,66 +23,121 @@ const toRecord = (r: Row): ContentRecord => ({
   metadata: (r.metadata ?? null) as Record<string, unknown> | null,
 });
 
+/** What may be done while holding a content's session lock (`ContentRepository.withSessionLock`). */
+export interface LockedContent {
+  /** Deletes the row if it is unreferenced and its grace period is over; whether it did. */
+  deleteIfCollectable(graceSeconds: number): Promise<boolean>;
+  hasRow(): Promise<boolean>;
+}
+
 /** Content rows: one per distinct stored byte sequence, shared by every owner. */
 export class ContentRepository {
-  /** `pool` (the pg pool behind `db`), when given, serves `exists` (HEAD /api/assets/hash/{hash}) directly. */
+  /**
+   * `pool` is the pg pool behind `db`: `exists` (HEAD /api/assets/hash/{hash}) runs on it as a prepared statement,
+   * and the GC's session locks hold one of its connections.
+   */
   constructor(
     private readonly db: Db,
-    private readonly pool?: Pool,
+    private readonly pool: Pool,
   ) {}
 
-  async find(hash: { algorithm: 'blake3' | 'sha256'; hex: string }, tx: Tx | Db = this.db): Promise<ContentRecord | undefined> {
+  async find(hash: { algorithm: 'blake3' | 'sha256'; hex: string }, tx?: Transaction): Promise<ContentRecord | undefined> {
+    const q = prismaOf(tx, this.db);
     const row =
       hash.algorithm === 'blake3'
-        ? await tx.content.findUnique({ where: { blake3: hash.hex } })
-        : await tx.content.findUnique({ where: { sha256: hash.hex } });
+        ? await q.content.findUnique({ where: { blake3: hash.hex } })
+        : await q.content.findUnique({ where: { sha256: hash.hex } });
     return row ? toRecord(row) : undefined;
   }
 
   async exists(hash: { algorithm: 'blake3' | 'sha256'; hex: string }): Promise<boolean> {
-    if (this.pool) {
-      const byBlake3 = hash.algorithm === 'blake3';
-      const { rowCount } = await this.pool.query({
-        name: byBlake3 ? 'content_exists_blake3' : 'content_exists_sha256',
-        text: `SELECT 1 FROM content WHERE ${byBlake3 ? 'blake3' : 'sha256'} = $1 LIMIT 1`,
-        values: [hash.hex],
-      });
-      return (rowCount ?? 0) > 0;
-    }
-    const rows =
-      hash.algorithm === 'blake3'
-        ? await this.db.$queryRaw<unknown[]>`SELECT 1 FROM content WHERE blake3 = ${hash.hex} LIMIT 1`
-        : await this.db.$queryRaw<unknown[]>`SELECT 1 FROM content WHERE sha256 = ${hash.hex} LIMIT 1`;
-    return rows.length > 0;
+    const byBlake3 = hash.algorithm === 'blake3';
+    const { rowCount } = await this.pool.query({
+      name: byBlake3 ? 'content_exists_blake3' : 'content_exists_sha256',
+      text: byBlake3 ? 'SELECT 1 FROM content WHERE blake3 = $1 LIMIT 1' : 'SELECT 1 FROM content WHERE sha256 = $1 LIMIT 1',
+      values: [hash.hex],
+    });
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** Which of these hashes have a content row. */
+  async existing(blake3s: readonly string[]): Promise<Set<string>> {
+    const rows = await this.db.$queryRaw<{ blake3: string }[]>`SELECT blake3 FROM content WHERE blake3 = ANY(${[...blake3s]}::text[])`;
+    return new Set(rows.map((r) => r.blake3.trim()));
   }
 
   /**
    * Serialises everything that creates, references or removes this content (ingest commit, from-hash, delete, GC)
    * for the rest of the transaction. GC takes the same key as a session lock around its blob deletion.
    */
-  async lock(blake3: string, tx: Tx): Promise<void> {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${contentLockKey(blake3)})`;
+  async lock(blake3: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).$executeRaw`SELECT pg_advisory_xact_lock(${contentLockKey(blake3)})`;
   }
 
-  async insert(rec: ContentRecord, tx: Tx): Promise<void> {
-    await tx.content.create({
-      data: {
-        blake3: rec.blake3,
-        sha256: rec.sha256,
-        size: BigInt(rec.size),
-        mimeType: rec.mimeType,
-        firstName: rec.firstName,
-        metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
-      },
-    });
+  /**
+   * Runs `fn` holding the content's advisory lock as a session lock on a dedicated connection: unlike a transaction
+   * lock it spans what `fn` does after a committed row delete (removing the blob).
+   */
+  async withSessionLock<T>(blake3: string, fn: (locked: LockedContent) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    const key = contentLockKey(blake3).toString();
+    try {
+      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+      try {
+        return await fn(lockedContent(client, blake3));
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+      }
+    } finally {
+      client.release();
+    }
   }
 
-  async clearOrphaned(blake3: string, tx: Tx): Promise<void> {
-    await tx.content.updateMany({ where: { blake3, orphanedAt: { not: null } }, data: { orphanedAt: null } });
+  /**
+   * Deletes up to `batch` rows whose grace period is over, in one statement: claimed with FOR UPDATE SKIP LOCKED
+   * (instances sweeping at once take disjoint sets), only where no one holds their content lock
+   * (pg_try_advisory_xact_lock, the lock every referencing path takes), re-checked for references. Returns the
+   * hashes deleted (committed), whose blobs are still to be removed.
+   */
+  async deleteExpired(graceSeconds: number, batch: number): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ blake3: string }[]>`
+      WITH due AS (
+         SELECT blake3 FROM content
+          WHERE orphaned_at IS NOT NULL AND orphaned_at <= now() - make_interval(secs => ${graceSeconds})
+          ORDER BY orphaned_at LIMIT ${batch} FOR UPDATE SKIP LOCKED)
+       DELETE FROM content c USING due
+        WHERE c.blake3 = due.blake3
+          AND pg_try_advisory_xact_lock(('x' || left(c.blake3, 16))::bit(64)::bigint)
+          AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.content_hash = c.blake3)
+       RETURNING c.blake3`;
+    return rows.map((r) => r.blake3.trim());
   }
 
-  async markOrphanedIfUnused(blake3: string, tx: Tx): Promise<boolean> {
-    const n = await tx.$executeRaw`UPDATE content SET orphaned_at = now()
+  /** A row with this hash exists already: AlreadyExists (a race the caller retries). */
+  async insert(rec: ContentRecord, tx: Transaction): Promise<void> {
+    try {
+      await prismaOf(tx).content.create({
+        data: {
+          blake3: rec.blake3,
+          sha256: rec.sha256,
+          size: BigInt(rec.size),
+          mimeType: rec.mimeType,
+          firstName: rec.firstName,
+          metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+        },
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AlreadyExists(`content ${rec.blake3}`, { cause: err });
+      throw err;
+    }
+  }
+
+  async clearOrphaned(blake3: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).content.updateMany({ where: { blake3, orphanedAt: { not: null } }, data: { orphanedAt: null } });
+  }
+
+  async markOrphanedIfUnused(blake3: string, tx: Transaction): Promise<boolean> {
+    const n = await prismaOf(tx).$executeRaw`UPDATE content SET orphaned_at = now()
       WHERE blake3 = ${blake3} AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = ${blake3})`;
     return n > 0;
   }
@@ -118,10 +173,28 @@ export class ContentRepository {
   /** Content no asset refers to any more, awaiting collection (count and bytes); cut by the server after `timeoutMs`. */
   async gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }> {
     const [, rows] = await this.db.$transaction([
-      this.db.$executeRawUnsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`),
+      this.db.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`,
       this.db.$queryRaw<{ n: number; bytes: bigint }[]>`
         SELECT count(*)::int AS n, coalesce(sum(size), 0)::bigint AS bytes FROM content WHERE orphaned_at IS NOT NULL`,
     ]);
     return { contents: rows[0]?.n ?? 0, bytes: Number(rows[0]?.bytes ?? 0) };
   }
+}
+
+function lockedContent(client: PoolClient, blake3: string): LockedContent {
+  return {
+    async deleteIfCollectable(graceSeconds) {
+      const res = await client.query(
+        `DELETE FROM content WHERE blake3 = $1 AND orphaned_at IS NOT NULL
+           AND orphaned_at <= now() - make_interval(secs => $2)
+           AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = $1) RETURNING blake3`,
+        [blake3, graceSeconds],
+      );
+      return (res.rowCount ?? 0) > 0;
+    },
+    async hasRow() {
+      const res = await client.query('SELECT 1 FROM content WHERE blake3 = $1', [blake3]);
+      return (res.rowCount ?? 0) > 0;
+    },
+  };
 }

@@ -1,8 +1,7 @@
 import type { Readable } from 'node:stream';
-import type { Pool, PoolClient } from 'pg';
 import { isStorageFull, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
-import { contentLockKey, type Tx } from '../../infra/prisma';
+import type { Transaction } from '../../infra/prisma';
 import { DomainError, isDomainError } from '../errors';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
@@ -28,13 +27,12 @@ export class ContentService {
   constructor(
     private readonly repo: ContentRepository,
     private readonly blobs: BlobStore,
-    private readonly pool: Pool,
     private readonly logger: Logger,
     private readonly opts: {
       maxUploadBytes: number;
       gcGraceSeconds: number;
       /** Runs in the transaction that inserts a new content row (enqueues its thumbnail job). */
-      onNewContent?: (tx: Tx, content: ContentRecord) => Promise<void>;
+      onNewContent?: (tx: Transaction, content: ContentRecord) => Promise<void>;
       meter?: TransferMeter;
     },
   ) {
@@ -96,7 +94,7 @@ export class ContentService {
     await this.blobs.discard(ingested.temp).catch((err) => this.logger.warn('could not remove a temporary blob', { err }));
   }
 
-  find(hash: ParsedHash, tx?: Tx): Promise<ContentRecord | undefined> {
+  find(hash: ParsedHash, tx?: Transaction): Promise<ContentRecord | undefined> {
     return this.repo.find(hash, tx);
   }
 
@@ -104,7 +102,7 @@ export class ContentService {
     return this.repo.exists(hash);
   }
 
-  lock(blake3: string, tx: Tx): Promise<void> {
+  lock(blake3: string, tx: Transaction): Promise<void> {
     return this.repo.lock(blake3, tx);
   }
 
@@ -162,7 +160,7 @@ export class ContentService {
    * only with its blob (GC deletes the row before the blob, and under the same lock); without a row, the blob is
    * checked under the lock (a cheap HEAD after `precommit`) and committed again if it is gone.
    */
-  async ensureStored(tx: Tx, ingested: IngestedContent, meta: { name: string; mimeType: string; fileName?: string }): Promise<ContentRecord> {
+  async ensureStored(tx: Transaction, ingested: IngestedContent, meta: { name: string; mimeType: string; fileName?: string }): Promise<ContentRecord> {
     const existing = await this.repo.find({ algorithm: 'blake3', hex: ingested.digest.blake3 }, tx);
     if (existing) {
       if (existing.sha256 !== ingested.digest.sha256) {
@@ -189,12 +187,12 @@ export class ContentService {
   }
 
   /** Inside a transaction holding the content lock: a referenced content is no longer a GC candidate. */
-  async reference(tx: Tx, blake3: string): Promise<void> {
+  async reference(tx: Transaction, blake3: string): Promise<void> {
     await this.repo.clearOrphaned(blake3, tx);
   }
 
   /** Inside a transaction holding the content lock, after an asset was deleted. */
-  async releaseIfUnused(tx: Tx, blake3: string): Promise<boolean> {
+  async releaseIfUnused(tx: Transaction, blake3: string): Promise<boolean> {
     return this.repo.markOrphanedIfUnused(blake3, tx);
   }
 
@@ -226,14 +224,8 @@ export class ContentService {
    * `sweepOrphanBlobs` is harmless.
    */
   async collect(blake3: string): Promise<boolean> {
-    return this.withSessionLock(blake3, async (client) => {
-      const res = await client.query(
-        `DELETE FROM content WHERE blake3 = $1 AND orphaned_at IS NOT NULL
-           AND orphaned_at <= now() - make_interval(secs => $2)
-           AND NOT EXISTS (SELECT 1 FROM asset WHERE content_hash = $1) RETURNING blake3`,
-        [blake3, this.opts.gcGraceSeconds],
-      );
-      if (res.rowCount === 0) return false;
+    return this.repo.withSessionLock(blake3, async (locked) => {
+      if (!(await locked.deleteIfCollectable(this.opts.gcGraceSeconds))) return false;
       await this.blobs.delete(blake3);
       this.logger.info('removed unreferenced content', { blake3 });
       return true;
@@ -241,9 +233,8 @@ export class ContentService {
   }
 
   /**
-   * Collects up to `batch` contents whose grace period is over, in one transaction: the rows are claimed with
-   * FOR UPDATE SKIP LOCKED (instances sweeping at once take disjoint sets) and only where no one holds their content
-   * lock (pg_try_advisory_xact_lock, the lock every referencing path takes), re-checked for references, and deleted.
+   * Collects up to `batch` contents whose grace period is over, in one statement (`ContentRepository.deleteExpired`):
+   * rows claimed by no other instance and whose content lock no one holds, re-checked for references, deleted.
    * The blobs are deleted after the commit, never before: a failure in between leaves an unreferenced blob that the
    * orphan sweep removes, never a row without its blob. A referencing request that comes after the commit finds no
    * row and stores the content anew from its temporary blob, exactly as with `collect`; to make that safe against
@@ -251,37 +242,14 @@ export class ContentService {
    * still no row names it. Returns how many contents were removed.
    */
   async collectExpired(batch = 1_000): Promise<number> {
-    const client = await this.pool.connect();
     let removed: string[];
-    let released = false;
     try {
-      await client.query('BEGIN');
-      try {
-        const res = await client.query<{ blake3: string }>(
-          `WITH due AS (
-             SELECT blake3 FROM content
-              WHERE orphaned_at IS NOT NULL AND orphaned_at <= now() - make_interval(secs => $1)
-              ORDER BY orphaned_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-           DELETE FROM content c USING due
-            WHERE c.blake3 = due.blake3
-              AND pg_try_advisory_xact_lock(('x' || left(c.blake3, 16))::bit(64)::bigint)
-              AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.content_hash = c.blake3)
-           RETURNING c.blake3`,
-          [this.opts.gcGraceSeconds, batch],
-        );
-        await client.query('COMMIT');
-        removed = res.rows.map((r) => r.blake3.trim());
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        if (isDomainError(err)) throw err; // the database is unavailable: the job is retried
-        // One content the batch cannot delete must not hold back the others: collect them one by one this time.
-        this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
-        client.release();
-        released = true;
-        return this.collectOneByOne(batch);
-      }
-    } finally {
-      if (!released) client.release();
+      removed = await this.repo.deleteExpired(this.opts.gcGraceSeconds, batch);
+    } catch (err) {
+      if (isDomainError(err)) throw err; // the database is unavailable: the job is retried
+      // One content the batch cannot delete must not hold back the others: collect them one by one this time.
+      this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
+      return this.collectOneByOne(batch);
     }
     for (const hex of removed) await this.removeOrphanBlob(hex);
     if (removed.length > 0) this.logger.info('removed unreferenced content', { count: removed.length });
@@ -322,8 +290,7 @@ export class ContentService {
     let removed = 0;
     let batch: string[] = [];
     const flush = async () => {
-      const known = await this.pool.query<{ blake3: string }>('SELECT blake3 FROM content WHERE blake3 = ANY($1::text[])', [batch]);
-      const rows = new Set(known.rows.map((r) => r.blake3.trim()));
+      const rows = await this.repo.existing(batch);
       for (const hex of batch) if (!rows.has(hex) && (await this.removeOrphanBlob(hex))) removed++;
       batch = [];
     };
@@ -336,33 +303,13 @@ export class ContentService {
   }
 
   private async removeOrphanBlob(blake3: string): Promise<boolean> {
-    return this.withSessionLock(blake3, async (client) => {
-      const res = await client.query('SELECT 1 FROM content WHERE blake3 = $1', [blake3]);
-      if (res.rowCount !== 0) return false;
+    return this.repo.withSessionLock(blake3, async (locked) => {
+      if (await locked.hasRow()) return false;
       if (!(await this.blobs.exists(blake3))) return false;
       await this.blobs.delete(blake3);
       this.logger.debug('removed a blob without content row', { blake3 });
       return true;
     });
-  }
-
-  /**
-   * Runs `fn` holding the content's advisory lock as a session lock on a dedicated connection: unlike a transaction
-   * lock it spans the blob deletion that follows the committed row delete.
-   */
-  private async withSessionLock<T>(blake3: string, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    const key = contentLockKey(blake3).toString();
-    try {
-      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
-      try {
-        return await fn(client);
-      } finally {
-        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
-      }
-    } finally {
-      client.release();
-    }
   }
 
   /** Content whose metadata was never derived (stored before it existed) among the next rows: the backfill's work list. */

@@ -1,4 +1,5 @@
-import type { Db, Tx } from '../../infra/prisma';
+import { Prisma } from '../../generated/prisma/client';
+import { prismaOf, type Db, type Transaction } from '../../infra/prisma';
 
 export type TransferStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 
@@ -27,7 +28,7 @@ const toTransfer = (r: Row): Transfer => ({
   bytesTotal: r.bytesTotal === null ? null : Number(r.bytesTotal),
 });
 
-const SELECT = `SELECT id::text AS "id", source_url AS "sourceUrl", provider, status, file_name AS "fileName",
+const COLUMNS = Prisma.sql`id::text AS "id", source_url AS "sourceUrl", provider, status, file_name AS "fileName",
   expected_sha256 AS "expectedSha256", expected_blake3 AS "expectedBlake3", bytes_downloaded AS "bytesDownloaded",
   bytes_total AS "bytesTotal", validator, content_hash AS "contentHash"`;
 
@@ -40,28 +41,26 @@ export class DownloadRepository {
   constructor(private readonly db: Db) {}
 
   /** Serialises everything that starts, joins, cancels or finishes downloads of one URL, for the transaction. */
-  async lockUrl(url: string, tx: Tx): Promise<void> {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'download:' + url}, 0))`;
+  async lockUrl(url: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${'download:' + url}, 0))`;
   }
 
-  async findActive(url: string, tx: Tx): Promise<Transfer | undefined> {
-    const rows = await tx.$queryRawUnsafe<Row[]>(
-      `${SELECT} FROM download_transfer WHERE source_url = $1 AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`,
-      url,
-    );
+  async findActive(url: string, tx: Transaction): Promise<Transfer | undefined> {
+    const rows = await prismaOf(tx).$queryRaw<Row[]>`SELECT ${COLUMNS} FROM download_transfer
+      WHERE source_url = ${url} AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`;
     return rows[0] ? toTransfer(rows[0]) : undefined;
   }
 
   async get(id: string): Promise<Transfer | undefined> {
-    const rows = await this.db.$queryRawUnsafe<Row[]>(`${SELECT} FROM download_transfer WHERE id = $1::uuid`, id);
+    const rows = await this.db.$queryRaw<Row[]>`SELECT ${COLUMNS} FROM download_transfer WHERE id = ${id}::uuid`;
     return rows[0] ? toTransfer(rows[0]) : undefined;
   }
 
   async insert(
     t: { id: string; sourceUrl: string; provider: string; fileName?: string; expectedSha256?: string; expectedBlake3?: string; bytesTotal?: number },
-    tx: Tx,
+    tx: Transaction,
   ): Promise<void> {
-    await tx.downloadTransfer.create({
+    await prismaOf(tx).downloadTransfer.create({
       data: {
         id: t.id,
         sourceUrl: t.sourceUrl,
@@ -76,65 +75,46 @@ export class DownloadRepository {
 
   /** Takes the lease of a queued or running transfer whose lease is free or expired; undefined if not to be run. */
   async claim(id: string, token: string, leaseMs: number): Promise<Transfer | undefined> {
-    const rows = await this.db.$queryRawUnsafe<Row[]>(
-      `UPDATE download_transfer SET lease_token = $2::uuid, lease_expires_at = now() + make_interval(secs => $3),
+    const rows = await this.db.$queryRaw<Row[]>`UPDATE download_transfer SET lease_token = ${token}::uuid,
+         lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}),
          status = 'running', started_at = COALESCE(started_at, now()), updated_at = now()
-       WHERE id = $1::uuid AND status IN ('queued', 'running') AND (lease_token IS NULL OR lease_expires_at < now())
-       RETURNING ${SELECT.slice('SELECT '.length)}`,
-      id,
-      token,
-      leaseMs / 1000,
-    );
+       WHERE id = ${id}::uuid AND status IN ('queued', 'running') AND (lease_token IS NULL OR lease_expires_at < now())
+       RETURNING ${COLUMNS}`;
     return rows[0] ? toTransfer(rows[0]) : undefined;
   }
 
   /** Renews the lease, saving progress when given. Returns the status, or undefined when the lease was lost. */
   async renew(id: string, token: string, leaseMs: number, progress?: { bytes: number; total: number | null }): Promise<TransferStatus | undefined> {
     const rows = progress
-      ? await this.db.$queryRawUnsafe<{ status: TransferStatus }[]>(
-          `UPDATE download_transfer SET lease_expires_at = now() + make_interval(secs => $3), bytes_downloaded = $4,
-             bytes_total = $5, updated_at = now() WHERE id = $1::uuid AND lease_token = $2::uuid RETURNING status`,
-          id,
-          token,
-          leaseMs / 1000,
-          BigInt(progress.bytes),
-          progress.total === null ? null : BigInt(progress.total),
-        )
-      : await this.db.$queryRawUnsafe<{ status: TransferStatus }[]>(
-          `UPDATE download_transfer SET lease_expires_at = now() + make_interval(secs => $3)
-           WHERE id = $1::uuid AND lease_token = $2::uuid RETURNING status`,
-          id,
-          token,
-          leaseMs / 1000,
-        );
+      ? await this.db.$queryRaw<{ status: TransferStatus }[]>`UPDATE download_transfer
+          SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), bytes_downloaded = ${BigInt(progress.bytes)},
+             bytes_total = ${progress.total === null ? null : BigInt(progress.total)}, updated_at = now()
+          WHERE id = ${id}::uuid AND lease_token = ${token}::uuid RETURNING status`
+      : await this.db.$queryRaw<{ status: TransferStatus }[]>`UPDATE download_transfer
+          SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+          WHERE id = ${id}::uuid AND lease_token = ${token}::uuid RETURNING status`;
     return rows[0]?.status;
   }
 
   /** What an answer said about the bytes about to be written (saved before writing them, for If-Range). */
   async saveResponse(id: string, token: string, r: { validator: string | null; total: number | null; bytes: number; fileName?: string }): Promise<void> {
-    await this.db.$executeRawUnsafe(
-      `UPDATE download_transfer SET validator = $3, bytes_total = $4, bytes_downloaded = $5,
-         file_name = COALESCE($6, file_name), updated_at = now() WHERE id = $1::uuid AND lease_token = $2::uuid`,
-      id,
-      token,
-      r.validator,
-      r.total === null ? null : BigInt(r.total),
-      BigInt(r.bytes),
-      r.fileName ?? null,
-    );
+    await this.db.$executeRaw`UPDATE download_transfer SET validator = ${r.validator},
+         bytes_total = ${r.total === null ? null : BigInt(r.total)}, bytes_downloaded = ${BigInt(r.bytes)},
+         file_name = COALESCE(${r.fileName ?? null}, file_name), updated_at = now()
+       WHERE id = ${id}::uuid AND lease_token = ${token}::uuid`;
   }
 
-  async setStored(id: string, blake3: string, size: number, fileName: string, tx: Tx): Promise<void> {
-    await tx.downloadTransfer.update({
+  async setStored(id: string, blake3: string, size: number, fileName: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).downloadTransfer.update({
       where: { id },
       data: { contentHash: blake3, bytesDownloaded: BigInt(size), bytesTotal: BigInt(size), fileName, updatedAt: new Date() },
     });
   }
 
   /** Ends a transfer that is still queued or running (its worker sees the new status at its next renewal). */
-  async finish(id: string, status: 'completed' | 'failed' | 'cancelled', errorMessage: string | null, tx: Tx | Db = this.db): Promise<boolean> {
+  async finish(id: string, status: 'completed' | 'failed' | 'cancelled', errorMessage: string | null, tx?: Transaction): Promise<boolean> {
     const now = new Date();
-    const n = await tx.downloadTransfer.updateMany({
+    const n = await prismaOf(tx, this.db).downloadTransfer.updateMany({
       where: { id, status: { in: ['queued', 'running'] } },
       data: { status, errorMessage, completedAt: now, updatedAt: now },
     });
@@ -143,43 +123,35 @@ export class DownloadRepository {
 
   /** Gives the lease back so another worker (or this one after a restart) can pick the transfer up at once. */
   async release(id: string, token: string): Promise<void> {
-    await this.db.$executeRawUnsafe(
-      `UPDATE download_transfer SET lease_token = NULL, lease_expires_at = now() WHERE id = $1::uuid AND lease_token = $2::uuid`,
-      id,
-      token,
-    );
+    await this.db.$executeRaw`UPDATE download_transfer SET lease_token = NULL, lease_expires_at = now()
+      WHERE id = ${id}::uuid AND lease_token = ${token}::uuid`;
   }
 
   /**
    * Running transfers whose worker stopped renewing its lease (a crash, a kill, a lost connection). Each one is
    * given a short grace lease so that only one sweeper re-enqueues it; `enqueue` runs in the same transaction.
    */
-  async takeOrphans(limit: number, graceMs: number, enqueue: (id: string, tx: Tx) => Promise<void>): Promise<string[]> {
+  async takeOrphans(limit: number, graceMs: number, enqueue: (id: string, tx: Transaction) => Promise<void>): Promise<string[]> {
     return this.db.$transaction(async (tx) => {
-      const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-        `SELECT id::text AS id FROM download_transfer WHERE status = 'running' AND lease_expires_at < now()
-         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        limit,
-      );
+      const rows = await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM download_transfer
+        WHERE status = 'running' AND lease_expires_at < now()
+        ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       for (const { id } of rows) {
-        await tx.$executeRawUnsafe(
-          `UPDATE download_transfer SET lease_token = NULL, lease_expires_at = now() + make_interval(secs => $2) WHERE id = $1::uuid`,
-          id,
-          graceMs / 1000,
-        );
-        await enqueue(id, tx);
+        await tx.$executeRaw`UPDATE download_transfer SET lease_token = NULL,
+          lease_expires_at = now() + make_interval(secs => ${graceMs / 1000}) WHERE id = ${id}::uuid`;
+        await enqueue(id, tx as unknown as Transaction);
       }
       return rows.map((r) => r.id);
     });
   }
 
-  async findSource(url: string, tx: Tx | Db = this.db): Promise<{ blake3: string; fileName: string } | undefined> {
-    const row = await tx.sourceContent.findUnique({ where: { sourceUrl: url } });
+  async findSource(url: string, tx?: Transaction): Promise<{ blake3: string; fileName: string } | undefined> {
+    const row = await prismaOf(tx, this.db).sourceContent.findUnique({ where: { sourceUrl: url } });
     return row ? { blake3: row.contentHash.trim(), fileName: row.fileName } : undefined;
   }
 
-  async saveSource(url: string, blake3: string, fileName: string, tx: Tx | Db = this.db): Promise<void> {
-    await tx.sourceContent.upsert({
+  async saveSource(url: string, blake3: string, fileName: string, tx?: Transaction): Promise<void> {
+    await prismaOf(tx, this.db).sourceContent.upsert({
       where: { sourceUrl: url },
       create: { sourceUrl: url, contentHash: blake3, fileName },
       update: { contentHash: blake3, fileName },

@@ -3,18 +3,18 @@ import type { BlobStore } from '../../infra/blob-store/blob-store';
 import type { IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { HttpFetcher } from '../../infra/http-fetch';
 import type { Logger } from '../../infra/logger';
-import { isUniqueViolation, type Db } from '../../infra/prisma';
+import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { AssetService } from '../assets/asset.service';
-import type { AssetCreateFields, CreateResult, Principal } from '../assets/asset.types';
+import type { AssetCreateFields, AssetCreateInput, CreateResult, Principal } from '../assets/asset.types';
 import { validateCreateFields } from '../assets/validation';
 import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
-import { DomainError, isDomainError } from '../errors';
+import { AlreadyExists, DomainError, isDomainError } from '../errors';
 import { assertStorableText } from '../input';
 import type { TaskRepository } from '../tasks/task.repository';
 import type { TransferMeter } from '../transfer-meter';
-import type { DownloadRequest, DownloadService, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
+import type { DownloadRequest, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
 import type { DownloadRepository } from './download.repository';
 import type { Providers } from './providers';
 import { lastSegment, SourceError, type SourceMetadata } from './providers/provider';
@@ -26,7 +26,7 @@ export const DOWNLOAD_JOB = 'download.transfer';
 export const PROBE_TIMEOUT_MS = 15_000;
 
 export interface DownloadDeps {
-  db: Db;
+  transactions: Transactions;
   repo: DownloadRepository;
   tasks: TaskRepository;
   providers: Providers;
@@ -58,7 +58,7 @@ export function digestMismatch(digest: ContentDigest, expected: { sha256?: strin
  * (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else becomes
  * a task on a transfer that every owner asking for the same URL meanwhile shares.
  */
-export class DownloadManager implements DownloadService {
+export class DownloadService {
   constructor(private readonly d: DownloadDeps) {}
 
   /** The import wizard's first step: the same URL rules and provider look-ups, no byte of the file. */
@@ -72,7 +72,7 @@ export class DownloadManager implements DownloadService {
     if (typeof req.sourceUrl !== 'string' || req.sourceUrl.trim() === '') {
       throw new DomainError('INVALID_BODY', 'source_url is required', { field: 'source_url' });
     }
-    const fields = validateCreateFields({ tags: req.tags, user_metadata: req.userMetadata, preview_id: req.previewId });
+    const fields = validateCreateFields({ tags: req.tags, userMetadata: req.userMetadata, previewId: req.previewId });
     assertStorableText(req.sourceUrl, 'source_url');
     const key = req.idempotencyKey == null ? null : assertStorableText(req.idempotencyKey, 'idempotency_key').trim() || null;
     if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
@@ -95,7 +95,7 @@ export class DownloadManager implements DownloadService {
     }
 
     try {
-      const outcome = await this.d.db.$transaction(
+      const outcome = await this.d.transactions.run(
         async (tx): Promise<{ task: Task } | { stored: { blake3: string; fileName: string } }> => {
           await this.d.repo.lockUrl(sourceUrl, tx);
           const again = (key && (await this.d.tasks.findByIdempotencyKey(owner, key, tx))) || (await this.d.tasks.findActiveForUrl(owner, sourceUrl, tx));
@@ -129,7 +129,7 @@ export class DownloadManager implements DownloadService {
           );
           return { task };
         },
-        { timeout: 30_000, maxWait: 30_000 },
+        { timeoutMs: 30_000, maxWaitMs: 30_000 },
       );
       if ('task' in outcome) {
         // The job is committed: start it here now rather than at the worker's next poll (up to a second later).
@@ -141,7 +141,7 @@ export class DownloadManager implements DownloadService {
       throw new DomainError('SERVICE_UNAVAILABLE', 'the stored content of this URL was just removed; try again');
     } catch (err) {
       // Two requests with one idempotency key: the loser answers with the winner's task.
-      if (key && isUniqueViolation(err)) {
+      if (key && err instanceof AlreadyExists) {
         const winner = await this.d.tasks.findByIdempotencyKey(owner, key);
         if (winner) return { task: winner };
       }
@@ -153,11 +153,11 @@ export class DownloadManager implements DownloadService {
    * POST /api/assets with `{url}`: fetched now, under the same rules (allowed providers, checked redirects, the
    * provider's hash verified), with a few quick retries but no resume.
    */
-  async uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult> {
-    if (typeof body.url !== 'string' || body.url.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
-    assertStorableText(body.url, 'url');
-    const fields = validateCreateFields(body);
-    const { provider, url } = this.d.providers.resolve(body.url);
+  async uploadFromUrl(principal: Principal, rawUrl: unknown, input: AssetCreateInput): Promise<CreateResult> {
+    if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
+    assertStorableText(rawUrl, 'url');
+    const fields = validateCreateFields(input);
+    const { provider, url } = this.d.providers.resolve(rawUrl);
     const sourceUrl = url.href;
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };

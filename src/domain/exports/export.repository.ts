@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Db, Tx } from '../../infra/prisma';
+import { prismaOf, type Db, type Transaction } from '../../infra/prisma';
 
 export interface ExportArchiveRecord {
   name: string;
@@ -52,8 +52,8 @@ export class ExportRepository {
     return rows.map(toAsset);
   }
 
-  async insertArchive(rec: ExportArchiveRecord, tx: Tx | Db = this.db): Promise<void> {
-    await tx.exportArchive.create({
+  async insertArchive(rec: ExportArchiveRecord, tx?: Transaction): Promise<void> {
+    await prismaOf(tx, this.db).exportArchive.create({
       data: { name: rec.name, ownerId: rec.ownerId, taskId: rec.taskId, size: BigInt(rec.size), expiresAt: rec.expiresAt },
     });
   }

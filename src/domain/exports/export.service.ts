@@ -3,7 +3,7 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import { ZipFile } from 'yazl';
 import { BlobNotFoundError, type BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
-import type { Db } from '../../infra/prisma';
+import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
@@ -74,7 +74,7 @@ export class ExportService {
 
   constructor(
     private readonly deps: {
-      db: Db;
+      transactions: Transactions;
       repo: ExportRepository;
       tasks: TaskRepository;
       blobs: BlobStore;
@@ -89,7 +89,7 @@ export class ExportService {
   ) {}
 
   async start(principal: Principal, request: ExportRequest, idempotencyKey: string | null): Promise<Task> {
-    const { db, tasks, queue } = this.deps;
+    const { transactions, tasks, queue } = this.deps;
     if (idempotencyKey) {
       const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
       if (existing) return existing;
@@ -97,7 +97,7 @@ export class ExportService {
     const members = await this.select(principal.ownerId, request);
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
     const id = crypto.randomUUID();
-    const task = await db.$transaction(async (tx) => {
+    const task = await transactions.run(async (tx) => {
       const t = await tasks.insertExport(
         { id, ownerId: principal.ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) },
         tx,
@@ -189,7 +189,7 @@ export class ExportService {
       zip.end({ forceZip64Format: this.deps.forceZip64 === true, comment: '' });
       const size = await written;
       if (cancelled) throw new Error('export cancelled');
-      const done = await this.deps.db.$transaction(async (tx) => {
+      const done = await this.deps.transactions.run(async (tx) => {
         const ok = await tasks.complete(
           taskId,
           {

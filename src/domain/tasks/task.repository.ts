@@ -1,5 +1,6 @@
 import type { Prisma } from '../../generated/prisma/client';
-import type { Db, Tx } from '../../infra/prisma';
+import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
+import { AlreadyExists } from '../errors';
 import type { Page } from '../assets/asset.types';
 import type { ExportRequest, Task, TaskListQuery, TaskName, TaskResult, TaskStatus } from './task.types';
 
@@ -67,18 +68,18 @@ export interface NewTask {
 export class TaskRepository {
   constructor(private readonly db: Db) {}
 
-  async find(ownerId: string | undefined, id: string, tx: Tx | Db = this.db): Promise<Task | undefined> {
-    const row = await tx.task.findFirst({ where: { id, ...(ownerId === undefined ? {} : { ownerId }) }, include: WITH_TRANSFER });
+  async find(ownerId: string | undefined, id: string, tx?: Transaction): Promise<Task | undefined> {
+    const row = await prismaOf(tx, this.db).task.findFirst({ where: { id, ...(ownerId === undefined ? {} : { ownerId }) }, include: WITH_TRANSFER });
     return row ? toTask(row) : undefined;
   }
 
-  async findByIdempotencyKey(ownerId: string, key: string, tx: Tx | Db = this.db): Promise<Task | undefined> {
-    const row = await tx.task.findFirst({ where: { ownerId, idempotencyKey: key }, include: WITH_TRANSFER });
+  async findByIdempotencyKey(ownerId: string, key: string, tx?: Transaction): Promise<Task | undefined> {
+    const row = await prismaOf(tx, this.db).task.findFirst({ where: { ownerId, idempotencyKey: key }, include: WITH_TRANSFER });
     return row ? toTask(row) : undefined;
   }
 
-  async findActiveForUrl(ownerId: string, sourceUrl: string, tx: Tx | Db = this.db): Promise<Task | undefined> {
-    const row = await tx.task.findFirst({
+  async findActiveForUrl(ownerId: string, sourceUrl: string, tx?: Transaction): Promise<Task | undefined> {
+    const row = await prismaOf(tx, this.db).task.findFirst({
       where: { ownerId, sourceUrl, status: { in: ACTIVE_STATUSES } },
       orderBy: { createTime: 'desc' },
       include: WITH_TRANSFER,
@@ -109,8 +110,9 @@ export class TaskRepository {
     return { items: rows.map(toTask), total, hasMore: q.offset + rows.length < total };
   }
 
-  async insert(t: NewTask, tx: Tx): Promise<Task> {
-    const row = await tx.task.create({
+  /** A task with the same idempotency key exists already (a concurrent request won): AlreadyExists. */
+  async insert(t: NewTask, tx: Transaction): Promise<Task> {
+    const row = await prismaOf(tx).task.create({
       data: {
         id: t.id,
         ownerId: t.ownerId,
@@ -124,13 +126,15 @@ export class TaskRepository {
         startedAt: t.running ? new Date() : null,
       },
       include: WITH_TRANSFER,
+    }).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err }) : err;
     });
     return toTask(row);
   }
 
   /** An export_assets task; its job is sent in the same transaction. */
-  async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Tx): Promise<Task> {
-    const row = await tx.task.create({
+  async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Transaction): Promise<Task> {
+    const row = await prismaOf(tx, this.db).task.create({
       data: {
         id: t.id,
         ownerId: t.ownerId,
@@ -160,16 +164,16 @@ export class TaskRepository {
   }
 
   /** Locks an owner's task row for a state change; undefined when it is not theirs. */
-  async lockForUpdate(ownerId: string, id: string, tx: Tx): Promise<{ status: string; transferId: string | null; sourceUrl: string } | undefined> {
-    const rows = await tx.$queryRaw<{ status: string; transferId: string | null; sourceUrl: string }[]>`
+  async lockForUpdate(ownerId: string, id: string, tx: Transaction): Promise<{ status: string; transferId: string | null; sourceUrl: string } | undefined> {
+    const rows = await prismaOf(tx, this.db).$queryRaw<{ status: string; transferId: string | null; sourceUrl: string }[]>`
       SELECT status, transfer_id::text AS "transferId", source_url AS "sourceUrl" FROM task
       WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
     return rows[0];
   }
 
   /** Active tasks of a transfer, oldest first. */
-  async activeOfTransfer(transferId: string, tx: Tx | Db = this.db): Promise<Task[]> {
-    const rows = await tx.task.findMany({
+  async activeOfTransfer(transferId: string, tx?: Transaction): Promise<Task[]> {
+    const rows = await prismaOf(tx, this.db).task.findMany({
       where: { transferId, status: { in: ACTIVE_STATUSES } },
       orderBy: { createTime: 'asc' },
       include: WITH_TRANSFER,
@@ -177,21 +181,21 @@ export class TaskRepository {
     return rows.map(toTask);
   }
 
-  async countActiveOfTransfer(transferId: string, tx: Tx): Promise<number> {
-    return tx.task.count({ where: { transferId, status: { in: ACTIVE_STATUSES } } });
+  async countActiveOfTransfer(transferId: string, tx: Transaction): Promise<number> {
+    return prismaOf(tx, this.db).task.count({ where: { transferId, status: { in: ACTIVE_STATUSES } } });
   }
 
-  async markRunning(transferId: string, tx: Tx | Db = this.db): Promise<void> {
-    await tx.task.updateMany({
+  async markRunning(transferId: string, tx?: Transaction): Promise<void> {
+    await prismaOf(tx, this.db).task.updateMany({
       where: { transferId, status: 'created' },
       data: { status: 'running', startedAt: new Date(), updateTime: new Date() },
     });
   }
 
   /** Completes an active task; false when it was cancelled meanwhile. */
-  async complete(id: string, result: TaskResult, tx: Tx | Db = this.db): Promise<boolean> {
+  async complete(id: string, result: TaskResult, tx?: Transaction): Promise<boolean> {
     const now = new Date();
-    const n = await tx.task.updateMany({
+    const n = await prismaOf(tx, this.db).task.updateMany({
       where: { id, status: { in: ACTIVE_STATUSES } },
       data: {
         status: 'completed',
@@ -211,11 +215,11 @@ export class TaskRepository {
     where: { id: string } | { transferId: string },
     message: string,
     progress: { bytes: number; total: number | null },
-    tx: Tx | Db = this.db,
+    tx?: Transaction,
     status: 'failed' | 'cancelled' = 'failed',
   ): Promise<void> {
     const now = new Date();
-    await tx.task.updateMany({
+    await prismaOf(tx, this.db).task.updateMany({
       where: { ...where, status: { in: ACTIVE_STATUSES } },
       data: {
         status,
@@ -235,7 +239,7 @@ export class TaskRepository {
    */
   async countByStatus(timeoutMs: number): Promise<{ taskName: string; status: string; count: number }[]> {
     const [, rows] = await this.db.$transaction([
-      this.db.$executeRawUnsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`),
+      this.db.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`,
       this.db.$queryRaw<{ task_name: string; status: string; n: number }[]>`
         SELECT task_name, status, count(*)::int AS n FROM task GROUP BY task_name, status`,
     ]);

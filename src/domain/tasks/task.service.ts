@@ -1,9 +1,9 @@
-import type { Db } from '../../infra/prisma';
+import type { Transactions } from '../../infra/prisma';
 import type { Page, Principal } from '../assets/asset.types';
 import type { DownloadRepository } from '../downloads/download.repository';
 import { DomainError } from '../errors';
 import { isActive, type TaskRepository } from './task.repository';
-import type { Task, TaskListQuery, TaskService } from './task.types';
+import type { Task, TaskListQuery } from './task.types';
 
 export const CANCELLED_MESSAGE = 'cancelled by the user';
 
@@ -12,9 +12,9 @@ export const CANCELLED_MESSAGE = 'cancelled by the user';
  * Cancelling the last task of a transfer cancels the transfer; its worker stops within a tick and its partial file
  * is removed.
  */
-export class TaskServiceImpl implements TaskService {
+export class TaskService {
   constructor(
-    private readonly db: Db,
+    private readonly transactions: Transactions,
     private readonly tasks: TaskRepository,
     private readonly transfers: DownloadRepository,
     private readonly onTransferCancelled: (transferId: string) => Promise<void>,
@@ -31,10 +31,11 @@ export class TaskServiceImpl implements TaskService {
     return this.tasks.list(query.allOwners ? undefined : principal.ownerId, query);
   }
 
+  /** Cancels a created/running task (status `cancelled`); a finished one is TASK_NOT_CANCELLABLE. */
   async cancel(principal: Principal, id: string): Promise<Task> {
     const before = await this.get(principal, id);
     if (!isActive(before.status)) throw notCancellable(before.id, before.status);
-    const cancelledTransfer = await this.db.$transaction(async (tx) => {
+    const cancelledTransfer = await this.transactions.run(async (tx) => {
       await this.transfers.lockUrl(before.payload.sourceUrl, tx);
       const row = await this.tasks.lockForUpdate(principal.ownerId, id, tx);
       if (!row) return undefined;

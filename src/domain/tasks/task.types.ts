@@ -2,7 +2,7 @@
  * Background tasks (downloads and exports): the types shared by TaskService (task.service.ts) and the transports
  * (REST /api/tasks, GraphQL task/tasks/cancelTask).
  */
-import type { Asset, CreateResult, Page, Principal } from '../assets/asset.types';
+import type { Asset } from '../assets/asset.types';
 
 export const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -88,13 +88,6 @@ export interface DownloadStart {
   task?: Task;
 }
 
-export interface TaskService {
-  get(principal: Principal, id: string): Promise<Task>;
-  list(principal: Principal, query: TaskListQuery): Promise<Page<Task>>;
-  /** Cancels a created/running task (status `cancelled`); a finished one is TASK_NOT_CANCELLABLE. */
-  cancel(principal: Principal, id: string): Promise<Task>;
-}
-
 /** GET /api/assets/remote-metadata: what a download of a URL would bring, learnt without downloading it. */
 export interface RemoteMetadata {
   /** -1 when unknown. */
@@ -114,11 +107,4 @@ export interface RemoteIssue {
   code: string;
   message: string;
   field: string;
-}
-
-export interface DownloadService {
-  remoteMetadata(principal: Principal, url: string): Promise<RemoteMetadata>;
-  start(principal: Principal, req: DownloadRequest): Promise<DownloadStart>;
-  /** POST /api/assets with a JSON `{url, ...}` body: fetched synchronously under the download rules. */
-  uploadFromUrl(principal: Principal, body: Record<string, unknown>): Promise<CreateResult>;
 }

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type sharpType from 'sharp';
 import type { BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
-import type { Tx } from '../../infra/prisma';
+import type { Transaction } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
@@ -57,7 +57,7 @@ export class ThumbnailService {
   }
 
   /** Inside the transaction that inserts a new content row: the job exists if and only if the content does. */
-  async enqueue(tx: Tx, content: { blake3: string; mimeType: string }): Promise<void> {
+  async enqueue(tx: Transaction, content: { blake3: string; mimeType: string }): Promise<void> {
     if (!this.supports(content.mimeType)) return;
     await this.queue.send(THUMBNAIL_JOB, { blake3: content.blake3 }, { tx, singletonKey: content.blake3 });
   }

@@ -1,11 +1,9 @@
 import type { Readable } from 'node:stream';
 import { Arg, Args, Ctx, ID, Mutation, Resolver, UseMiddleware } from 'type-graphql';
-import type { AssetService } from '../../domain/assets/asset.service';
+import type { AssetService, ReceivedFile } from '../../domain/assets/asset.service';
 import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
-import type { ContentService } from '../../domain/content/content.service';
 import { isDomainError } from '../../domain/errors';
-import { sanitizeFileName } from '../rest/multipart';
-import { hashArg, idArg, validatorShape } from './args';
+import { hashParam, idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
 import { InputCheck } from './input-check';
@@ -15,10 +13,7 @@ import { AssetType, CreateAssetPayload, TagAddResultType, TagRemoveResultType } 
 @Resolver()
 @UseMiddleware(ErrorInterceptor, InputCheck)
 export class AssetMutationResolver {
-  constructor(
-    private readonly assets: AssetService,
-    private readonly content: ContentService,
-  ) {}
+  constructor(private readonly assets: AssetService) {}
 
   @Mutation(() => CreateAssetPayload, {
     description:
@@ -29,14 +24,14 @@ export class AssetMutationResolver {
     // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in ErrorInterceptor.)
     const upload = await file;
     const stream = upload.createReadStream();
-    let ingested;
+    let received: ReceivedFile | undefined;
     try {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
-      const fields = validateCreateFields(validatorShape(input));
-      ingested = await this.content.ingest(stream, { maxBytes: this.content.maxUploadBytes });
-      return CreateAssetPayload.from(await this.assets.createFromIngested(ctx.principal, fields, ingested, { fileName: sanitizeFileName(upload.filename) }));
+      validateCreateFields(input ?? {});
+      received = await this.assets.receiveFile(stream);
+      return CreateAssetPayload.from(await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }));
     } catch (err) {
-      if (!ingested) abandon(stream, ctx, err);
+      if (!received) abandon(stream, ctx, err);
       throw err;
     }
   }
@@ -46,15 +41,15 @@ export class AssetMutationResolver {
     @Arg('input', () => CreateAssetFromHashInput) input: CreateAssetFromHashInput,
     @Ctx() ctx: GraphQLContext,
   ): Promise<CreateAssetPayload> {
-    const hash = hashArg(input.hash, 'INVALID_BODY');
-    const fields = validateFromHashFields(validatorShape({ ...input, hash: undefined }));
+    const hash = hashParam(input.hash, 'INVALID_BODY');
+    const fields = validateFromHashFields(input);
     return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash));
   }
 
   @Mutation(() => AssetType, { description: 'PUT /api/assets/{id}: at least one field; ASSET_IMMUTABLE for immutable assets.' })
   async updateAsset(@Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    const assetId = idArg(id);
-    return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(validatorShape(input))));
+    const assetId = idParam(id);
+    return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(input)));
   }
 
   @Mutation(() => TagAddResultType, { description: 'POST /api/assets/{id}/tags: adds tags; concurrent edits never lose one.' })
@@ -63,7 +58,7 @@ export class AssetMutationResolver {
     @Arg('tags', () => [String]) tags: string[],
     @Ctx() ctx: GraphQLContext,
   ): Promise<TagAddResultType> {
-    return Object.assign(new TagAddResultType(), await this.assets.addTags(ctx.principal, idArg(id), tags));
+    return Object.assign(new TagAddResultType(), await this.assets.addTags(ctx.principal, idParam(id), tags));
   }
 
   @Mutation(() => TagRemoveResultType, { description: 'DELETE /api/assets/{id}/tags: removes tags.' })
@@ -72,18 +67,18 @@ export class AssetMutationResolver {
     @Arg('tags', () => [String]) tags: string[],
     @Ctx() ctx: GraphQLContext,
   ): Promise<TagRemoveResultType> {
-    return Object.assign(new TagRemoveResultType(), await this.assets.removeTags(ctx.principal, idArg(id), tags));
+    return Object.assign(new TagRemoveResultType(), await this.assets.removeTags(ctx.principal, idParam(id), tags));
   }
 
   @Mutation(() => Boolean, { description: 'DELETE /api/assets/{id}; true when deleted.' })
   async deleteAsset(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<boolean> {
-    await this.assets.delete(ctx.principal, idArg(id));
+    await this.assets.delete(ctx.principal, idParam(id));
     return true;
   }
 
   @Mutation(() => AssetType, { description: "Admin keys only (FORBIDDEN otherwise): set or clear isImmutable of any owner's asset." })
   async setAssetImmutable(@Args(() => SetAssetImmutableArgs) { id, immutable }: SetAssetImmutableArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.assets.setImmutable(ctx.principal, idArg(id), immutable));
+    return AssetType.from(await this.assets.setImmutable(ctx.principal, idParam(id), immutable));
   }
 }
 

@@ -1,11 +1,11 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { previewUrlOf, thumbnailUrlOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
-import { normalizeTags } from '../../domain/assets/validation';
+import { filterTags } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
-import { hashArg, idArg } from './args';
+import { hashParam, idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
 import { InputCheck } from './input-check';
@@ -20,7 +20,7 @@ export class AssetResolver {
 
   @Query(() => AssetType, { description: 'One of your assets (ASSET_NOT_FOUND otherwise); records the access time.' })
   async asset(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.service.get(ctx.principal, idArg(id)));
+    return AssetType.from(await this.service.get(ctx.principal, idParam(id)));
   }
 
   @Query(() => AssetPage, { description: 'Your assets, filtered and paginated (GET /api/assets).' })
@@ -58,7 +58,7 @@ export class AssetResolver {
 
   @Query(() => Boolean, { description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.' })
   contentExists(@Arg('hash') hash: string): Promise<boolean> {
-    return this.service.contentExists(hashArg(hash));
+    return this.service.contentExists(hashParam(hash));
   }
 
   @FieldResolver(() => AssetType, { nullable: true, description: 'The preview asset (batched: no extra query per list item).' })
@@ -76,9 +76,9 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
   const hash = f.hash ? parseHash(f.hash) : undefined;
   if (f.hash && !hash) throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
   return {
-    includeTags: normalizeTags(f.includeTags ?? [], 'includeTags'),
-    excludeTags: normalizeTags(f.excludeTags ?? [], 'excludeTags'),
-    anyTags: normalizeTags(f.anyTags ?? [], 'anyTags'),
+    includeTags: filterTags(f.includeTags ?? []),
+    excludeTags: filterTags(f.excludeTags ?? []),
+    anyTags: filterTags(f.anyTags ?? []),
     nameContains: f.nameContains || undefined,
     metadataFilter: metadataFilter as Record<string, unknown> | undefined,
     hash,

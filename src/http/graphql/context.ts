@@ -5,9 +5,9 @@ import type { AssetService } from '../../domain/assets/asset.service';
 import type { Asset, Principal } from '../../domain/assets/asset.types';
 import { isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
-import { STATUS_OF } from '../rest/errors';
+import { STATUS_OF } from '../shared/errors';
 import { baseUrlOfRes } from '../base-url';
-import type { RequestAuth } from '../rest/request-auth';
+import type { RequestAuth } from '../shared/request-auth';
 
 export interface GraphQLContext {
   principal: Principal;

@@ -2,6 +2,7 @@ import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { MiddlewareFn } from 'type-graphql';
 import { ERROR_CODES, isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
+import { asDomainError } from '../shared/errors';
 import type { GraphQLContext } from './context';
 import { uploadErrorOf } from './upload';
 
@@ -51,8 +52,8 @@ export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string)
     }
     if (typeof code === 'string' && CONTRACT_CODES.has(code)) return err;
   }
-  ctx.logger.error('unhandled error in a GraphQL resolver', { err, field: where });
-  return new GraphQLError('internal error', { extensions: { code: 'INTERNAL', details: { request_id: ctx.requestId } } });
+  const masked = asDomainError(err, ctx.logger, { requestId: ctx.requestId, message: 'unhandled error in a GraphQL resolver', fields: { field: where } });
+  return new GraphQLError(masked.message, { extensions: { code: masked.code, ...(masked.details ? { details: masked.details } : {}) } });
 }
 
 function flatten(errors: ClassValidatorError[], prefix = ''): string[] {

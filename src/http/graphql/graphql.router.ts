@@ -1,12 +1,10 @@
-import crypto from 'node:crypto';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
-import { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
-import { STATUS_OF, toDomainError } from '../rest/errors';
+import { asDomainError, STATUS_OF } from '../shared/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { ideRouter } from './ide';
@@ -66,13 +64,11 @@ export async function graphqlRouter(c: Container): Promise<Router> {
 function graphqlErrors(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     void _next;
-    let error = toDomainError(err);
-    if (!error) {
-      const requestId = String(res.locals.requestId ?? crypto.randomUUID());
-      logger.error('unhandled error on /graphql', { err, request_id: requestId, method: req.method });
-      error = new DomainError('INTERNAL', 'internal error', { request_id: requestId });
-    }
-    const { code, message, details } = error;
+    const { code, message, details } = asDomainError(err, logger, {
+      requestId: res.locals.requestId as string | undefined,
+      method: req.method,
+      message: 'unhandled error on /graphql',
+    });
     if (res.headersSent) {
       res.destroy();
       return;

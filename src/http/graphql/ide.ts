@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Router, type Request } from 'express';
+import { htmlPage } from '../shared/html-page';
 
 /**
  * The GraphQL IDE (GraphiQL 3) at `GET /graphql` for browsers. Every file it loads comes from npm packages and is
@@ -33,13 +34,7 @@ export function ideRouter(): Router {
       next();
       return;
     }
-    res
-      .set('Content-Security-Policy', CSP)
-      .set('X-Content-Type-Options', 'nosniff')
-      .set('Referrer-Policy', 'no-referrer')
-      .set('Cache-Control', 'no-cache')
-      .type('html')
-      .send(PAGE);
+    htmlPage(res, CSP).send(PAGE);
   });
   return r;
 }

@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
 import { buildSchema } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import type { ContentService } from '../../domain/content/content.service';
-import type { DownloadService, TaskService } from '../../domain/tasks/task.types';
+import type { DownloadService } from '../../domain/downloads/download.service';
+import type { TaskService } from '../../domain/tasks/task.service';
 import { AssetMutationResolver } from './asset-mutation.resolver';
 import { AssetResolver } from './asset.resolver';
 import { TagResolver } from './tag.resolver';
@@ -13,7 +13,6 @@ import type { ExportService } from '../../domain/exports/export.service';
 
 export interface ResolverDeps {
   assets: AssetService;
-  content: ContentService;
   tasks: TaskService;
   downloads: DownloadService;
   exports: ExportService;
@@ -30,7 +29,7 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
     deps
       ? [
           [AssetResolver, new AssetResolver(deps.assets)],
-          [AssetMutationResolver, new AssetMutationResolver(deps.assets, deps.content)],
+          [AssetMutationResolver, new AssetMutationResolver(deps.assets)],
           [TagResolver, new TagResolver(deps.assets)],
           [TaskResolver, new TaskResolver(deps.tasks, deps.downloads)],
           [ExportResolver, new ExportResolver(deps.exports)],

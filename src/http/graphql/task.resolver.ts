@@ -1,6 +1,7 @@
 import { Arg, Args, Ctx, ID, Mutation, Query, Resolver, UseMiddleware } from 'type-graphql';
-import type { DownloadService, TaskService } from '../../domain/tasks/task.types';
-import { idArg } from './args';
+import type { DownloadService } from '../../domain/downloads/download.service';
+import type { TaskService } from '../../domain/tasks/task.service';
+import { idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
 import { ErrorInterceptor } from './errors';
 import { InputCheck } from './input-check';
@@ -26,7 +27,7 @@ export class TaskResolver {
 
   @Query(() => TaskType, { description: 'One of your tasks (TASK_NOT_FOUND otherwise).' })
   async task(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
-    return TaskType.from(await this.taskService.get(ctx.principal, idArg(id)));
+    return TaskType.from(await this.taskService.get(ctx.principal, idParam(id)));
   }
 
   @Query(() => TaskPage, { description: 'Your tasks, newest first by default (GET /api/tasks).' })
@@ -63,6 +64,6 @@ export class TaskResolver {
 
   @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is returned unchanged.' })
   async cancelTask(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
-    return TaskType.from(await this.taskService.cancel(ctx.principal, idArg(id)));
+    return TaskType.from(await this.taskService.cancel(ctx.principal, idParam(id)));
   }
 }

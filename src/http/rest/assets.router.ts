@@ -1,29 +1,22 @@
 import { Router, type Request } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
-import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
-import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
+import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult } from '../../domain/assets/asset.types';
+import { filterTags, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
+import type { DownloadService } from '../../domain/downloads/download.service';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { baseUrlOfRes } from '../base-url';
 import { assetJson, assetPageJson } from './asset.presenter';
-import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
-import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
+import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
+import { hashParam } from '../shared/ids';
+import { handle, jsonBody, pathId, principalOf } from './middleware';
+import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
-/** The JSON method of POST /api/assets (the service fetches `url` itself); DownloadService provides it. */
-export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
-/** GET /api/assets/remote-metadata; DownloadService provides it. */
-export type RemoteMetadataLookup = (principal: Principal, url: string) => Promise<RemoteMetadata>;
-
-export function assetsRouter(deps: {
-  assets: AssetService;
-  content: ContentService;
-  urlUploader?: UrlUploader;
-  remoteMetadata?: RemoteMetadataLookup;
-}): Router {
-  const { assets, content } = deps;
+export function assetsRouter(deps: { assets: AssetService; content: ContentService; downloads: DownloadService }): Router {
+  const { assets, content, downloads } = deps;
   const r = Router();
 
   r.post(
@@ -36,18 +29,23 @@ export function assetsRouter(deps: {
         if (Number.isFinite(declared) && declared > content.maxUploadBytes + 1024 * 1024) {
           throw new DomainError('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${content.maxUploadBytes} bytes`);
         }
-        const upload = await parseMultipartUpload(req, content, {
-          maxBytes: content.maxUploadBytes,
-          contentExists: (h) => assets.contentExists(h),
-        });
-        result = await createFromUpload(assets, content, principal, upload);
+        const { fields, file, fileName } = await parseMultipartUpload(req, assets);
+        // Text fields: the last value of each, trimmed; an empty one counts as absent.
+        const text = (k: string) => emptyToUndefined(fields.get(k)?.at(-1));
+        let input;
+        try {
+          input = createInputOfText(text, { tags: parseTagsField(fields.get('tags')), userMetadata: parseJsonField(fields.get('user_metadata'), 'user_metadata') });
+        } catch (err) {
+          await assets.discardFile(file);
+          throw err;
+        }
+        result = await assets.createFromUpload(principal, input, { file, fileName, declaredHash: text('hash') });
       } else if (req.is('application/json')) {
         const body = await readJson(req);
         if (typeof body.url !== 'string' || body.url.trim() === '') {
           throw new DomainError('INVALID_BODY', 'url is required (or send multipart/form-data with a file)', { field: 'url' });
         }
-        if (!deps.urlUploader) throw new DomainError('NOT_IMPLEMENTED', 'uploads by URL are not available in this build');
-        result = await deps.urlUploader(principal, body);
+        result = await downloads.uploadFromUrl(principal, body.url, createInputOfBody(body));
       } else {
         throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send multipart/form-data with a file, or application/json with a url');
       }
@@ -78,8 +76,7 @@ export function assetsRouter(deps: {
     handle(async (req, res) => {
       const url = stringParam(req.query as Record<string, unknown>, 'url');
       if (url === undefined) throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
-      if (!deps.remoteMetadata) throw new DomainError('NOT_IMPLEMENTED', 'remote metadata is not available in this build');
-      res.json(remoteMetadataJson(await deps.remoteMetadata(principalOf(res), url)));
+      res.json(remoteMetadataJson(await downloads.remoteMetadata(principalOf(res), url)));
     }),
   );
 
@@ -88,9 +85,9 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const body = req.body as Record<string, unknown>;
-      const hash = typeof body.hash === 'string' ? pathHashOrBody(body.hash) : undefined;
-      if (!hash) throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
-      const fields = validateFromHashFields(body);
+      if (typeof body.hash !== 'string') throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+      const hash = validateHashField(body.hash);
+      const fields = validateFromHashFields(createInputOfBody(body));
       const result = await assets.createFromStored(principalOf(res), fields, hash);
       res.status(result.created ? 201 : 200).json(assetJson(result.asset, baseUrlOfRes(res), result.created));
     }),
@@ -99,7 +96,7 @@ export function assetsRouter(deps: {
   r.head(
     '/assets/hash/:hash',
     handle(async (req, res) => {
-      const hash = pathHash(req.params.hash);
+      const hash = hashParam(req.params.hash);
       res.status((await assets.contentExists(hash)) ? 200 : 404).end();
     }),
   );
@@ -107,7 +104,7 @@ export function assetsRouter(deps: {
   r.get(
     '/assets/hash/:hash',
     handle(async (req, res) => {
-      const hash = pathHash(req.params.hash);
+      const hash = hashParam(req.params.hash);
       if (!(await assets.contentExists(hash))) throw new DomainError('CONTENT_NOT_FOUND', 'no stored content has this hash');
       res.json({ exists: true, hash: req.params.hash });
     }),
@@ -125,7 +122,7 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
-      const fields = validateUpdateFields(req.body as Record<string, unknown>);
+      const fields = validateUpdateFields(updateInputOfBody(req.body as Record<string, unknown>));
       // The whole asset (a superset of Comfy Cloud's update result): the ComfyUI frontend parses it as one.
       res.json(assetJson(await assets.update(principalOf(res), id, fields), baseUrlOfRes(res)));
     }),
@@ -162,14 +159,6 @@ export function assetsRouter(deps: {
   return r;
 }
 
-function pathHashOrBody(v: string) {
-  try {
-    return pathHash(v);
-  } catch {
-    throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
-  }
-}
-
 /** Parses a JSON body on a route that also takes multipart (so the JSON parser cannot be route middleware). */
 async function readJson(req: Request): Promise<Record<string, unknown>> {
   const [check, parse, shape] = jsonBody();
@@ -179,52 +168,11 @@ async function readJson(req: Request): Promise<Record<string, unknown>> {
   return req.body as Record<string, unknown>;
 }
 
-async function createFromUpload(
-  assets: AssetService,
-  content: ContentService,
-  principal: Principal,
-  upload: ParsedUpload,
-): Promise<CreateResult> {
-  const { fields: raw, ingested } = upload;
-  try {
-    const last = (k: string) => raw.get(k)?.[raw.get(k)!.length - 1];
-    const fields = validateCreateFields({
-      id: emptyToUndefined(last('id')),
-      name: emptyToUndefined(last('name')),
-      mime_type: emptyToUndefined(last('mime_type')),
-      preview_id: emptyToUndefined(last('preview_id')),
-      prompt_id: emptyToUndefined(last('prompt_id')),
-      tags: parseTagsField(raw.get('tags')),
-      user_metadata: parseJsonField(raw.get('user_metadata'), 'user_metadata'),
-    });
-    const hashText = emptyToUndefined(last('hash'));
-    const declared = hashText === undefined ? undefined : pathHashOrBody(hashText);
-    const digest = ingested?.digest ?? upload.discardedDigest;
-    if (declared && digest && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
-      throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
-    }
-    if (ingested) return await assets.createFromIngested(principal, fields, ingested, { fileName: upload.fileName });
-    if (upload.discardedDigest) {
-      return await assets.createFromStored(principal, { ...fields, name: fields.name ?? upload.fileName }, { algorithm: 'blake3', hex: upload.discardedDigest.blake3 });
-    }
-    if (declared) {
-      // No file part: the hash alone, when its content is stored.
-      if (!(await assets.contentExists(declared))) {
-        throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
-      }
-      return await assets.createFromStored(principal, fields, declared);
-    }
-    throw new DomainError('MISSING_FILE', 'a file part named "file" is required');
-  } finally {
-    if (ingested) await content.discard(ingested);
-  }
-}
-
 const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
 
 /** The filters GET /api/assets and GET /api/assets/tags/refine share, Comfy Cloud's names included. */
 function parseFilter(q: Record<string, unknown>): AssetFilter {
-  const tags = (...names: string[]) => [...new Set(names.flatMap((n) => listParam(q, n)).map((t) => t.toLowerCase()))];
+  const tags = (...names: string[]) => filterTags(names.flatMap((n) => listParam(q, n)));
   const hashText = stringParam(q, 'hash');
   const hash = hashText === undefined ? undefined : parseHash(hashText);
   if (hashText !== undefined && !hash) {

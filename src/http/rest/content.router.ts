@@ -6,6 +6,7 @@ import { isActiveContent } from '../../domain/content/mime';
 import { servableMediaType } from '../../domain/input';
 import { stringParam } from './query';
 import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
+import { contentDisposition } from '../../infra/content-disposition';
 import { noteShortLivedBytes } from '../../infra/young-gc';
 import { handle, pathId, principalOf } from './middleware';
 
@@ -80,13 +81,6 @@ function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'a
   res.set('X-Content-Type-Options', 'nosniff');
   if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
   res.set('Content-Disposition', contentDisposition(contentDispositionOf({ mimeType }, requested), asset.name));
-}
-
-/** RFC 6266 with an ASCII fallback and an RFC 5987 UTF-8 name; no quotes or control bytes can break out. */
-export function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
-  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 function ifNoneMatch(req: Request, etag: string): boolean {

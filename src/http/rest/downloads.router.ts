@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { DownloadService } from '../../domain/tasks/task.types';
+import type { DownloadService } from '../../domain/downloads/download.service';
 import { baseUrlOfRes } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { handle, jsonBody, principalOf } from './middleware';

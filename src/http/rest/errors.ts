@@ -1,85 +1,9 @@
-import crypto from 'node:crypto';
-import type http from 'node:http';
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { DomainError, type ErrorCode } from '../../domain/errors';
+import type { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
+import { asDomainError, bodyUnread, errorResponse } from '../shared/errors';
 
-/** The one table from domain error code to HTTP status. */
-export const STATUS_OF: Record<ErrorCode, number> = {
-  INVALID_REQUEST: 400,
-  INVALID_JSON: 400,
-  INVALID_BODY: 400,
-  INVALID_QUERY: 400,
-  INVALID_HASH: 400,
-  INVALID_ID: 400,
-  MISSING_FILE: 400,
-  HASH_MISMATCH: 400,
-  INVALID_PREVIEW_ID: 400,
-  SOURCE_NOT_ALLOWED: 400,
-  INVALID_CURSOR: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  SOURCE_AUTH_REQUIRED: 403,
-  ASSET_NOT_FOUND: 404,
-  CONTENT_NOT_FOUND: 404,
-  TASK_NOT_FOUND: 404,
-  SOURCE_NOT_FOUND: 404,
-  THUMBNAIL_NOT_FOUND: 404,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  ASSET_IMMUTABLE: 409,
-  ID_CONFLICT: 409,
-  TASK_NOT_CANCELLABLE: 409,
-  REQUEST_TIMEOUT: 408,
-  HEADERS_TOO_LARGE: 431,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  DOWNLOAD_FAILED: 422,
-  RATE_LIMITED: 429,
-  INTERNAL: 500,
-  NOT_IMPLEMENTED: 501,
-  SERVICE_UNAVAILABLE: 503,
-  INSUFFICIENT_STORAGE: 507,
-};
-
-/** Errors raised by body parsers and other middleware, translated to domain errors. */
-export function toDomainError(err: unknown): DomainError | undefined {
-  if (err instanceof DomainError) return err;
-  const e = err as { type?: string; status?: number; message?: string };
-  if (e?.type === 'entity.parse.failed') return new DomainError('INVALID_JSON', 'the request body is not valid JSON');
-  if (e?.type === 'entity.too.large') return new DomainError('PAYLOAD_TOO_LARGE', 'the request body is too large');
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') {
-    return new DomainError('UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported encoding');
-  }
-  if (e?.type === 'request.aborted') return new DomainError('INVALID_BODY', 'the request was aborted');
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
-    return new DomainError('INVALID_BODY', e.message ?? 'bad request');
-  }
-  return undefined;
-}
-
-/** Status, extra headers and `{code, message, details?}` body of a domain error. */
-export function errorResponse(err: DomainError): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
-  const status = STATUS_OF[err.code] ?? 500;
-  const headers: Record<string, string> = {};
-  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(err.details?.retry_after ?? 5);
-  if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow)) headers.Allow = (err.details.allow as string[]).join(', ');
-  // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
-  if (status === 413 || status === 415 || status === 408 || status === 507) headers.Connection = 'close';
-  return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
-}
-
-/**
- * Whether the request has a body not read to its end: an error answered then (401, 429, 503 ...) closes the
- * connection rather than read the rest or keep the connection for another request. (A request without a body is
- * not `complete` yet while its handler runs synchronously, so `complete` alone would close after every 404.)
- */
-export function bodyUnread(req: http.IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-  return hasBody && !req.complete;
-}
-
+/** Express's rendering of an error (shared/errors.ts) on a REST route. */
 export function sendError(res: Response, err: DomainError): void {
   if (res.headersSent) {
     res.destroy();
@@ -88,15 +12,6 @@ export function sendError(res: Response, err: DomainError): void {
   const r = errorResponse(err);
   if (bodyUnread(res.req)) r.headers.Connection = 'close';
   res.set(r.headers).status(r.status).json(r.body);
-}
-
-/** What to answer for any thrown value: a domain error as is; anything else is logged and becomes INTERNAL with the request id. */
-export function asDomainError(err: unknown, logger: Logger, ctx: { requestId?: string; method?: string; path?: string }): DomainError {
-  const known = toDomainError(err);
-  if (known) return known;
-  const requestId = ctx.requestId ?? crypto.randomUUID();
-  logger.error('unhandled error', { err, request_id: requestId, method: ctx.method, path: ctx.path });
-  return new DomainError('INTERNAL', 'internal error', { request_id: requestId });
 }
 
 export function errorMiddleware(logger: Logger): ErrorRequestHandler {

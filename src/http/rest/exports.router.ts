@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
-import { contentDisposition, parseRange } from './content.router';
+import { contentDisposition } from '../../infra/content-disposition';
+import { parseRange } from './content.router';
 import { handle, jsonBody, principalOf } from './middleware';
 
 const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;

@@ -7,10 +7,10 @@ import { parseHash } from '../../domain/content/hashing';
 import type { Logger } from '../../infra/logger';
 import { baseUrlOf } from '../base-url';
 import { assetJson } from './asset.presenter';
-import { asDomainError, bodyUnread, errorResponse } from './errors';
-import { requestIdFrom } from './middleware';
+import { asDomainError, bodyUnread, errorResponse } from '../shared/errors';
+import { requestIdFrom } from '../shared/request-id';
 import { markRoute } from '../metrics';
-import type { RequestAuth } from './request-auth';
+import type { RequestAuth } from '../shared/request-auth';
 
 /**
  * The two hottest read routes, `GET /api/assets/{id}` and `HEAD /api/assets/hash/{hash}`, answered before Express.

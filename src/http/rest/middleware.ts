@@ -1,37 +1,9 @@
-import crypto from 'node:crypto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Principal } from '../../domain/assets/asset.types';
 import { DomainError } from '../../domain/errors';
 import { assertJsonInput, MAX_JSON_DEPTH } from '../../domain/input';
-import { isUuid } from '../../domain/assets/validation';
-import { parseHash, type ParsedHash } from '../../domain/content/hashing';
-import type { RequestAuth } from './request-auth';
-
-/** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
-export function presentedKey(req: Request): string | undefined {
-  return keyFromHeaders(req.get('x-api-key'), req.get('authorization'));
-}
-
-export function keyFromHeaders(apiKey: string | string[] | undefined, authorization: string | undefined): string | undefined {
-  const header = Array.isArray(apiKey) ? apiKey[0] : apiKey;
-  if (header) return header.trim();
-  const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null;
-  return m ? m[1]!.trim() : undefined;
-}
-
-/** The request id: the client's `X-Request-Id` when it is a sane token, else a new UUID. */
-export function requestIdFrom(incoming: string | string[] | undefined): string {
-  return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID();
-}
-
-export function requestId(): RequestHandler {
-  return (req, res, next) => {
-    const id = requestIdFrom(req.get('x-request-id'));
-    res.locals.requestId = id;
-    res.set('X-Request-Id', id);
-    next();
-  };
-}
+import { idParam } from '../shared/ids';
+import type { RequestAuth } from '../shared/request-auth';
 
 export function authenticate(auth: RequestAuth): RequestHandler {
   return async (req, res, next) => {
@@ -80,14 +52,4 @@ export function jsonBody(limit = '2mb'): RequestHandler[] {
   ];
 }
 
-export function pathId(req: Request, name = 'id'): string {
-  const v = req.params[name];
-  if (!isUuid(v)) throw new DomainError('INVALID_ID', `${name} must be a UUID`);
-  return (v as string).toLowerCase();
-}
-
-export function pathHash(value: unknown): ParsedHash {
-  const h = parseHash(value);
-  if (!h) throw new DomainError('INVALID_HASH', 'the hash must look like blake3:<64 hex> or sha256:<64 hex>');
-  return h;
-}
+export const pathId = (req: Request, name = 'id'): string => idParam(req.params[name], name);

@@ -1,7 +1,5 @@
 import type { Request } from 'express';
-import type { ContentService, IngestedContent } from '../../domain/content/content.service';
-import type { ContentDigest, ParsedHash } from '../../domain/content/hashing';
-import { parseHash } from '../../domain/content/hashing';
+import type { ReceivedFile } from '../../domain/assets/asset.service';
 import { DomainError } from '../../domain/errors';
 import { assertStorableText } from '../../domain/input';
 import { boundaryOf, MultipartError, MultipartParser, type PartInfo } from './multipart-parser';
@@ -9,13 +7,16 @@ import { boundaryOf, MultipartError, MultipartParser, type PartInfo } from './mu
 export interface ParsedUpload {
   /** Text fields; repeated names keep every value in order. */
   fields: Map<string, string[]>;
+  /** The file part's `filename`, as sent. */
   fileName?: string;
-  /** Bytes written to a temporary blob (the usual case). */
-  ingested?: IngestedContent;
-  /** Hash-only read of a file whose content the `hash` field said is already stored (fast path). */
-  discardedDigest?: ContentDigest;
-  /** The `hash` field, when it came before the file. */
-  declaredHash?: ParsedHash;
+  /** The file part, as the domain received it (AssetService.receiveFile). */
+  file?: ReceivedFile;
+}
+
+/** Where the file part's bytes go: AssetService's receiveFile and discardFile. */
+export interface FileReceiver {
+  receiveFile(bytes: AsyncIterable<Buffer>, declaredHash: string | undefined, opts: { ownsChunks: boolean }): Promise<ReceivedFile>;
+  discardFile(file: ReceivedFile | undefined): Promise<void>;
 }
 
 const FIELD_LIMIT = 1024 * 1024;
@@ -24,17 +25,12 @@ const LIMITS = { parts: 300, fields: 200 };
 const FILE_BUFFER = 2 * 1024 * 1024;
 
 /**
- * Streams a multipart upload: the `file` part goes straight into the content ingest (hashed and written as it
- * arrives, the socket paused while the ingest is behind), other parts are collected as text. When a `hash` field
- * naming stored content precedes the file, the file is only hashed (to check it), never written. Exactly one file
- * part is accepted; a first file part with another name is skipped. On any failure every temporary is removed
- * before this rejects.
+ * Streams a multipart upload: the `file` part goes straight to the domain as it arrives (`receiveFile`, with the
+ * `hash` field if one came before it: the domain decides whether the bytes are stored or only hashed), the socket
+ * paused while it is behind; other parts are collected as text. Exactly one file part is accepted; a first file part
+ * with another name is skipped. On any failure every temporary is removed before this rejects.
  */
-export function parseMultipartUpload(
-  req: Request,
-  content: ContentService,
-  opts: { maxBytes: number; contentExists: (h: ParsedHash) => Promise<boolean> },
-): Promise<ParsedUpload> {
+export function parseMultipartUpload(req: Request, receiver: FileReceiver): Promise<ParsedUpload> {
   return new Promise((resolve, reject) => {
     const result: ParsedUpload = { fields: new Map() };
     let boundary: string;
@@ -45,6 +41,7 @@ export function parseMultipartUpload(
       return;
     }
     let filePromise: Promise<void> | undefined;
+    let declaredHash: string | undefined;
     let fileQueue: ChunkQueue | undefined;
     let done = false;
     let parts = 0;
@@ -64,7 +61,7 @@ export function parseMultipartUpload(
       void Promise.resolve(filePromise)
         .catch(() => undefined)
         .then(async () => {
-          if (result.ingested) await content.discard(result.ingested);
+          await receiver.discardFile(result.file);
           reject(failed);
         });
     };
@@ -72,14 +69,9 @@ export function parseMultipartUpload(
     const startFile = (part: PartInfo) => {
       const queue = new ChunkQueue(FILE_BUFFER, () => req.pause(), () => done || req.resume());
       fileQueue = queue;
-      result.fileName = part.filename ? sanitizeFileName(part.filename) : undefined;
+      result.fileName = part.filename || undefined;
       filePromise = (async () => {
-        const hash = result.declaredHash;
-        if (hash && (await opts.contentExists(hash))) {
-          result.discardedDigest = await content.digestOnly(queue, { maxBytes: opts.maxBytes });
-        } else {
-          result.ingested = await content.ingest(queue, { maxBytes: opts.maxBytes, ownsChunks: true });
-        }
+        result.file = await receiver.receiveFile(queue, declaredHash, { ownsChunks: true });
       })();
       filePromise.catch(fail);
     };
@@ -123,7 +115,8 @@ export function parseMultipartUpload(
       // Refused here, before the file is stored: every text field obeys the contract's text rules.
       assertStorableText(name, 'a multipart field name');
       assertStorableText(value, name);
-      if (name === 'hash' && !filePromise) result.declaredHash = parseHash(value.trim()) ?? result.declaredHash;
+      // Only a hash before the file can spare storing it; a hash after it is checked against the bytes.
+      if (name === 'hash' && !filePromise && value.trim() !== '') declaredHash = value.trim();
       const list = result.fields.get(name) ?? [];
       list.push(value);
       result.fields.set(name, list);
@@ -249,42 +242,3 @@ class ChunkQueue implements AsyncIterableIterator<Buffer> {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-/** The last path segment of a client file name, without control characters. */
-export function sanitizeFileName(name: string): string | undefined {
-  const base = name.split(/[\\/]/).pop() ?? '';
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 512);
-  return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
-}
-
-/** `tags` as a JSON array text, comma-separated text, or repeated fields. */
-export function parseTagsField(values: string[] | undefined): unknown {
-  if (!values || values.length === 0) return undefined;
-  const out: unknown[] = [];
-  for (const v of values) {
-    const t = v.trim();
-    if (t.startsWith('[')) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(t);
-      } catch {
-        throw new DomainError('INVALID_BODY', 'tags is not a valid JSON array', { field: 'tags' });
-      }
-      if (!Array.isArray(parsed)) throw new DomainError('INVALID_BODY', 'tags must be a list of strings', { field: 'tags' });
-      out.push(...parsed);
-    } else {
-      out.push(...t.split(','));
-    }
-  }
-  return out;
-}
-
-export function parseJsonField(values: string[] | undefined, field: string): unknown {
-  const v = values?.[values.length - 1];
-  if (v === undefined || v.trim() === '') return undefined;
-  try {
-    return JSON.parse(v);
-  } catch {
-    throw new DomainError('INVALID_BODY', `${field} is not valid JSON`, { field });
-  }
-}

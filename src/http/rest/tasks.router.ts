@@ -1,5 +1,6 @@
 import { Router } from 'express';
-import { TASK_STATUSES, type TaskService, type TaskStatus } from '../../domain/tasks/task.types';
+import type { TaskService } from '../../domain/tasks/task.service';
+import { TASK_STATUSES, type TaskStatus } from '../../domain/tasks/task.types';
 import { DomainError } from '../../domain/errors';
 import { handle, pathId, principalOf } from './middleware';
 import { dateParam, intParam, listParam, oneOf, stringParam } from './query';

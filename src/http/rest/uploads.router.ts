@@ -4,13 +4,13 @@ import { DataStore, ERRORS, Metadata, MemoryLocker, Server, Upload, type Lock, t
 import { Router, type Request as ExpressRequest } from 'express';
 import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
-import { isUuid, validateCreateFields } from '../../domain/assets/validation';
+import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
 import { DomainError } from '../../domain/errors';
 import { UploadLockedError, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import type { Logger } from '../../infra/logger';
-import { handle, pathHash, principalOf } from './middleware';
-import { parseJsonField, parseTagsField, sanitizeFileName } from './multipart';
+import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
+import { handle, principalOf } from './middleware';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
 export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {
@@ -18,24 +18,14 @@ export function parseUploadMetadata(meta: Record<string, string | null | undefin
     const v = meta[k];
     return v === undefined || v === null || v.trim() === '' ? undefined : v.trim();
   };
-  const fields = validateCreateFields({
-    id: text('id'),
-    name: text('name'),
-    mime_type: text('mime_type'),
-    preview_id: text('preview_id'),
-    prompt_id: text('prompt_id'),
-    tags: tagsOf(text('tags')),
-    user_metadata: parseJsonField(text('user_metadata') === undefined ? undefined : [text('user_metadata')!], 'user_metadata'),
-  });
+  const fields = validateCreateFields(
+    createInputOfText(text, {
+      tags: tagsOf(text('tags')),
+      userMetadata: parseJsonField(text('user_metadata') === undefined ? undefined : [text('user_metadata')!], 'user_metadata'),
+    }),
+  );
   const hashText = text('hash');
-  let hash: UploadFields['hash'];
-  if (hashText !== undefined) {
-    try {
-      hash = pathHash(hashText);
-    } catch {
-      throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
-    }
-  }
+  const hash: UploadFields['hash'] = hashText === undefined ? undefined : validateHashField(hashText);
   const fileName = text('filename') === undefined ? undefined : sanitizeFileName(text('filename')!);
   return { fields, fileName, hash };
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
+import { htmlPage } from '../shared/html-page';
 
 /**
  * The asset browser: `GET /ui` is a page whose script and stylesheet `npm run build` bundles from
@@ -15,12 +16,7 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
   const r = Router();
   r.get('/ui', (_req, res) => {
     const b = load();
-    res
-      .set('Content-Security-Policy', CSP)
-      .set('X-Content-Type-Options', 'nosniff')
-      .set('Referrer-Policy', 'no-referrer')
-      .set('Cache-Control', 'no-cache')
-      .type('html');
+    htmlPage(res, CSP);
     if (!b) res.status(503).send(NOT_BUILT);
     else res.send(page(b.manifest));
   });

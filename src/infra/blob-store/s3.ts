@@ -19,6 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
+import { contentDisposition } from '../content-disposition';
 import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
@@ -544,11 +545,4 @@ const total = (sources: Source[]): number => sources.reduce((n, s) => n + s.size
 function isNotFound(err: unknown): boolean {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.name === 'NoSuchUpload' || e?.$metadata?.httpStatusCode === 404;
-}
-
-/** RFC 6266 with an ASCII fallback and an RFC 5987 UTF-8 name (as the streamed route sends it). */
-function contentDisposition(kind: 'inline' | 'attachment', name: string): string {
-  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }

@@ -3,7 +3,14 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../domain/assets/asset.types';
 import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { DomainError, isDomainError } from '../../domain/errors';
-import { keyFromHeaders } from './middleware';
+
+/** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
+export function keyFromHeaders(apiKey: string | string[] | undefined, authorization: string | undefined): string | undefined {
+  const header = Array.isArray(apiKey) ? apiKey[0] : apiKey;
+  if (header) return header.trim();
+  const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null;
+  return m ? m[1]!.trim() : undefined;
+}
 
 export interface RequestAuthOptions {
   /** Requests per key per minute (0: no limit). */
