@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -105,4 +106,10 @@ test(BIG > 0 ? `a member of ${BIG} bytes: ZIP64 archive read back member by memb
   const read = await readZip(file);
   expect(read.map((m) => m.name)).toEqual(BIG > 0 ? ['big.bin', 'small.bin'] : ['a.bin', 'b.bin']);
   read.forEach((m, i) => expect(m.blake3).toBe(members[i]!.hash));
+  // yauzl does not check CRC-32s; Info-ZIP's unzip does, where it is installed.
+  try {
+    execFileSync('unzip', ['-tqq', file]);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
 });

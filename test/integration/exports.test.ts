@@ -105,6 +105,52 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
   }
 });
 
+test('unicode names (UTF-8 in the archive) and zero-byte assets; unzip -t checks every CRC', async () => {
+  const assets = [
+    await upload('日本語/モデル.safetensors'),
+    await upload('empty.txt', {}, KEYS.alice, Buffer.alloc(0)),
+    await upload('émoji 🎨 naïve.png'),
+    await upload('tab\there.bin'),
+  ];
+  const { members, file } = await exportAndRead({ asset_ids: assets.map((a) => a.id) });
+  expect(members.map((m) => [m.name, m.size, m.blake3])).toEqual([
+    ['日本語/モデル.safetensors', assets[0].size, assets[0].asset_hash],
+    ['empty.txt', 0, assets[1].asset_hash],
+    ['émoji 🎨 naïve.png', assets[2].size, assets[2].asset_hash],
+    ['tabhere.bin', assets[3].size, assets[3].asset_hash],
+  ]);
+  try {
+    execFileSync('unzip', ['-tqq', file]);
+    expect(execFileSync('unzip', ['-Z1', file], { encoding: 'utf8' }).trim().split('\n')).toEqual(members.map((m) => m.name));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+});
+
+test("1,000 outputs of one job in one archive (the frontend's download selected)", async () => {
+  const job = crypto.randomUUID();
+  const ids: string[] = [];
+  const hashes = new Map<string, string>();
+  for (let i = 0; i < 1000; i += 10) {
+    const batch = await Promise.all(
+      Array.from({ length: 10 }, (_, k) => upload(`ComfyUI_${String(i + k).padStart(5, '0')}_.png`, { prompt_id: job }, KEYS.alice, crypto.randomBytes(64 + ((i + k) % 200)))),
+    );
+    for (const a of batch) {
+      ids.push(a.id);
+      hashes.set(a.name, a.asset_hash);
+    }
+  }
+  const { task, members } = await exportAndRead({ job_ids: [job], naming_strategy: 'group_by_job_id' });
+  expect(task.result).toMatchObject({ assets_total: 1000, assets_attempted: 1000, assets_failed: 0 });
+  expect(members.length).toBe(1000);
+  for (const m of members) {
+    const [folder, name] = m.name.split('/');
+    expect(folder).toBe(job);
+    expect(m.blake3).toBe(hashes.get(name!));
+  }
+  expect(new Set(members.map((m) => m.name)).size).toBe(1000);
+});
+
 test('an asset whose blob is lost is counted in assets_failed and left out; the rest is exported', async () => {
   const kept = await upload('kept.bin');
   const lost = await upload('lost.bin');
@@ -125,6 +171,19 @@ test('a failed export (a blob shorter than its asset) fails its task and leaves 
   const task = await finished(started.body.task_id);
   expect(task.status).toBe('failed');
   expect(task.error_message).toMatch(/export failed/);
+  expect(archivesIn(svc)).toEqual(before);
+  expect(fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'))).toEqual([]);
+});
+
+test('a blob longer than its asset fails the export too, and leaves nothing', async () => {
+  const bad = await upload('grown.bin');
+  const hex = bad.asset_hash.slice('blake3:'.length);
+  fs.appendFileSync(path.join(svc.dataDir, 'blobs', hex.slice(0, 2), hex.slice(2, 4), hex), Buffer.alloc(10));
+  const before = archivesIn(svc);
+  const started = await startExport({ asset_ids: [bad.id] });
+  const task = await finished(started.body.task_id);
+  expect(task.status).toBe('failed');
+  expect(task.error_message).toMatch(/export failed: member grown.bin has more than/);
   expect(archivesIn(svc)).toEqual(before);
   expect(fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'))).toEqual([]);
 });

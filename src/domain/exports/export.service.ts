@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
-import { pipeline, Transform, type Readable } from 'node:stream';
-import { ZipFile } from 'yazl';
+import type { Readable } from 'node:stream';
 import { BlobNotFoundError, type BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
@@ -13,14 +12,13 @@ import type { ExportRequest, Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
 import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
+import { zipArchive, type ZipEntry } from './zip-writer';
 
 export const MAX_EXPORT_ASSETS = 10_000;
 const STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
 const HMAC_SECRET = 'export_url_hmac';
 /** Signed and presigned URLs live this long (never past the archive's expiry). */
 const URL_TTL_SECONDS = 3600;
-/** Sizes from which a member is written in ZIP64 form (yazl decides the archive's own records). */
-const ZIP64_MEMBER = 0xfffffffe;
 
 const invalid = (message: string, field?: string) => new DomainError('INVALID_BODY', message, field ? { field } : undefined);
 const notFound = (name: string) => new DomainError('NOT_FOUND', `export ${name} not found`);
@@ -123,34 +121,14 @@ export class ExportService {
     let cancelled = false;
     let failed = 0;
     let attempted = 0;
-    let reading: Readable | undefined;
-    let written: Promise<number> | undefined;
-    const zip = new ZipFile();
-    // yazl reports a member whose size is not the asset's (or a read error) here; the archive then fails.
-    const abortArchive = (err: Error) => (zip.outputStream as unknown as Readable).destroy(err);
-    zip.on('error', abortArchive);
     const ticker = setInterval(() => {
       tasks.progress(taskId, sent).then(
         (active) => (cancelled ||= !active),
         (err) => log.warn('could not record export progress', { err }),
       );
     }, this.deps.progressIntervalMs ?? 1000);
-    try {
-      const output = (async function* () {
-        for await (const chunk of zip.outputStream as AsyncIterable<Buffer>) {
-          if (cancelled) throw new Error('export cancelled');
-          yield chunk;
-        }
-      })();
-      written = blobs.writeObject(objectName(exportName), output);
-      written.catch(() => undefined);
-      // The archive stopping early (the store failed, or a cancel) must not leave the loop waiting for a member.
-      const stopped = written.then(
-        () => Promise.reject(new Error('the archive ended before its last member')),
-        (err: unknown) => Promise.reject(err),
-      );
-      stopped.catch(() => undefined);
-      // One blob open at a time: opened, added, and fully read into the archive before the next one is opened.
+    // One blob open at a time, read once, as the store pulls the archive: a slow store slows the reads.
+    const entries = async function* (): AsyncGenerator<ZipEntry> {
       for (const [i, a] of members.entries()) {
         if (cancelled) throw new Error('export cancelled');
         attempted++;
@@ -159,35 +137,31 @@ export class ExportService {
           stream = await blobs.read(a.contentHash);
         } catch (err) {
           // Content that vanished (it cannot while an asset refers to it, short of a lost blob) is counted, not
-          // fatal; a read that fails midway fails the export.
+          // fatal; a read that fails midway (or a blob of another size than its asset) fails the export.
           if (err instanceof BlobNotFoundError) {
             failed++;
             continue;
           }
           throw err;
         }
-        const counted = new Transform({
-          transform(chunk: Buffer, _enc, done) {
+        const data = async function* () {
+          for await (const chunk of stream as AsyncIterable<Buffer>) {
+            if (cancelled) throw new Error('export cancelled');
             sent += chunk.length;
-            done(null, chunk);
-          },
-        });
-        const consumed = new Promise<void>((resolve, reject) => {
-          counted.once('end', resolve);
-          counted.once('error', reject);
-        });
-        reading = stream;
-        pipeline(stream, counted, () => undefined);
-        zip.addReadStream(counted, paths[i]!, {
-          compress: false,
-          size: a.size,
-          mtime: a.createdAt,
-          forceZip64Format: this.deps.forceZip64 === true || a.size >= ZIP64_MEMBER,
-        });
-        await Promise.race([consumed, stopped]);
+            yield chunk;
+          }
+        };
+        try {
+          yield { name: paths[i]!, size: a.size, mtime: a.createdAt, data: data() };
+        } finally {
+          // Also when the archive stops before this member's bytes were read (the store failed on its header).
+          stream.destroy();
+        }
       }
-      zip.end({ forceZip64Format: this.deps.forceZip64 === true, comment: '' });
-      const size = await written;
+    };
+    try {
+      // The store removes what it wrote when the archive stream fails (a read error, a cancel, a short blob).
+      const size = await blobs.writeObject(objectName(exportName), zipArchive(entries(), { forceZip64: this.deps.forceZip64 === true }));
       if (cancelled) throw new Error('export cancelled');
       const done = await this.deps.transactions.run(async (tx) => {
         const ok = await tasks.complete(
@@ -217,10 +191,6 @@ export class ExportService {
       if (!done) await blobs.deleteObject(objectName(exportName));
       else log.info('export archive written', { assets: members.length, failed, bytes: size });
     } catch (err) {
-      reading?.destroy();
-      abortArchive(err instanceof Error ? err : new Error(String(err)));
-      // The store removes its temporary when the archive stream fails; then nothing of the export is left.
-      await written?.catch(() => undefined);
       await blobs.deleteObject(objectName(exportName)).catch(() => undefined);
       const current = await tasks.find(undefined, taskId);
       if (current && isActive(current.status)) {
