@@ -4,7 +4,7 @@
 // files (no ZIP at all) as the ceiling. Two sinks: `null` (bytes counted and dropped: the writers' CPU cost alone)
 // and `file` (written to one file on the blobs' disk, then fsync: what an export pays). Rounds interleave the writers,
 // order reversed every other round. BENCH_ZIP_MIB (default 1024) over BENCH_ZIP_FILES files (default 8), page-cached.
-// Peak RSS per writer (VmHWM, reset before each run where the kernel allows it).
+// Peak RSS per writer (VmHWM, reset before each run where the kernel allows it), and the CRC-32 functions alone.
 // BENCH_ZIP_STREAM_DIR=<folder with node_modules/zip-stream> adds zip-stream (archiver's ZIP engine), which is not a
 // dependency of this project: install it elsewhere (`npm install --prefix /tmp/zs zip-stream@7`) to rerun that
 // comparison.
@@ -86,6 +86,29 @@ function writers(files, each) {
   return list;
 }
 
+/** CRC-32 alone over the same 256 KiB buffer: Node's zlib.crc32 vs buffer-crc32 (yazl's) [vs crc-32 (zip-stream's)]. */
+function crcSpeeds(mib, zsDir) {
+  const zlib = require('node:zlib');
+  const impls = { 'zlib.crc32': (b, c) => zlib.crc32(b, c), 'buffer-crc32': (b, c) => require('buffer-crc32').unsigned(b, c) };
+  if (zsDir) {
+    const crc32 = require(require.resolve('crc-32', { paths: [zsDir] })); // installed beside zip-stream, its dependency
+    impls['crc-32'] = (b, c) => crc32.buf(b, c) >>> 0;
+  }
+  const buf = crypto.randomBytes(256 * 1024);
+  const out = {};
+  for (const [name, f] of Object.entries(impls)) {
+    const speeds = [];
+    for (let r = 0; r < 3; r++) {
+      let c = 0;
+      const t0 = now();
+      for (let i = 0; i < mib * 4; i++) c = f(buf, c);
+      speeds.push(mbps(mib * MiB, now() - t0));
+    }
+    out[name] = r2(median(speeds));
+  }
+  return out;
+}
+
 async function run(args) {
   const total = (args.smoke ? 8 : Number(process.env.BENCH_ZIP_MIB ?? 1024)) * MiB;
   const count = args.smoke ? 4 : Number(process.env.BENCH_ZIP_FILES ?? 8);
@@ -138,7 +161,9 @@ async function run(args) {
         ]),
       );
     }
-    printResult('zip-writer', { size_mib: r2(total / MiB), files: count, rounds, ...results });
+    const crc = crcSpeeds(args.smoke ? 8 : 256, process.env.BENCH_ZIP_STREAM_DIR);
+    log(`  CRC-32 alone, MB/s: ${JSON.stringify(crc)}`);
+    printResult('zip-writer', { size_mib: r2(total / MiB), files: count, rounds, ...results, crc32_mbps: crc });
   } finally {
     forget();
     rmrf(dir);
