@@ -13,13 +13,41 @@
 //   flock -s /tmp/heavy.lock npm run bench -- listing --seed-only && flock -x /tmp/heavy.lock npm run bench -- listing
 const fs = require('node:fs');
 const path = require('node:path');
-const { ROOT, DIST, KEY, OWNER, startStack, startPostgres, spawnService, benchTmp, rmrf, onCleanup, spawnHelper, cannon, median, r2, r3, log, printResult } =
+const { ROOT, DIST, KEY, OWNER, startStack, startPostgres, spawnService, benchTmp, rmrf, onCleanup, spawnHelper, cannon, requestJson, median, r2, r3, log, printResult } =
   require('./lib/common.cjs');
 
 /** Bump when seed() changes: a kept cluster with another marker is seeded again from scratch. */
 const SEED_VERSION = 'listing-seed-1';
 
 const TAGS = 'include_tags=models,loras';
+/** A two-tag filter the maintained counts cannot bound (about 2,000 matches): its total is counted. */
+const COUNTED = 'include_tags=loras,tag5';
+
+/**
+ * `n` requests one at a time to the service and to the baseline (interleaved), each right after the owner's version
+ * is bumped, so neither answers from its cache; p50 and max in ms.
+ */
+async function coldRuns(databaseUrl, svcUrl, baseUrl, query, n) {
+  const { Client } = require('pg');
+  const c = new Client({ connectionString: databaseUrl });
+  await c.connect();
+  const times = { service: [], baseline: [] };
+  try {
+    for (let i = 0; i < n; i++) {
+      for (const [who, url] of [['service', svcUrl], ['baseline', baseUrl]]) {
+        await c.query('UPDATE asset_owner_stats SET version = version + 1 WHERE owner_id = $1', [OWNER]);
+        const t0 = process.hrtime.bigint();
+        const r = await requestJson(url, 'GET', query);
+        times[who].push(Number(process.hrtime.bigint() - t0) / 1e6);
+        if (r.status !== 200) throw new Error(`${query}: ${r.status}`);
+      }
+    }
+  } finally {
+    await c.end();
+  }
+  const sum = (xs) => ({ p50_ms: r2(median(xs)), max_ms: r2(Math.max(...xs)) });
+  return { service: sum(times.service), baseline: sum(times.baseline) };
+}
 
 async function seed(databaseUrl, rows) {
   const { Client } = require('pg');
@@ -94,12 +122,13 @@ async function plans(databaseUrl, deep, deepTagged) {
       tags: () => repo.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' }),
       refine: () => repo.tagFacets(OWNER, { includeTags: [], excludeTags: [] }, 100),
       refine_tagged: () => repo.tagFacets(OWNER, { includeTags: ['models', 'loras'], excludeTags: [] }, 100),
+      counted_page: () => repo.list(OWNER, q(['loras', 'tag5'])),
     };
     const out = [];
     for (const [name, call] of Object.entries(calls)) {
       captured.length = 0;
       await call();
-      for (const s of captured.filter((x) => /^\s*SELECT\b/i.test(x.text))) {
+      for (const s of captured.filter((x) => /^\s*(SELECT|WITH)\b/i.test(x.text))) {
         const r = await explainer.query({ text: `EXPLAIN (ANALYZE, BUFFERS) ${s.text}`, values: s.values });
         out.push({ request: name, sql: s.text.replace(/\s+/g, ' ').trim(), plan: r.rows.map((x) => x['QUERY PLAN']) });
       }
@@ -203,10 +232,13 @@ async function run(args) {
       refine: '/api/assets/tags/refine',
       refine_tagged: `/api/assets/tags/refine?${TAGS}`,
     };
+    // `--only=a,b`: a subset of the requests (one-off runs while iterating).
+    const only = typeof args.opts.only === 'string' ? args.opts.only.split(',') : undefined;
     base = await spawnHelper('baseline-server.cjs', [], { DATABASE_URL: stack.databaseUrl });
     const headers = { 'x-api-key': KEY };
     const results = {};
     for (const [name, query] of Object.entries(requests)) {
+      if (only && !only.includes(name)) continue;
       await cannon({ url: stack.svc.url + query, headers, duration: 1, connections: 4 });
       await cannon({ url: base.url + query, headers, duration: 1, connections: 4 });
       // One connection: the latency of a request on its own; 16: throughput, with latency mostly queueing.
@@ -228,20 +260,35 @@ async function run(args) {
       }
       results[name] = { query, ...levels };
     }
+    // Answers a warm instance serves from its cache of counts: their cost when cold, i.e. each request right after
+    // the owner's version moved (what any change of the owner's assets, on any instance, does).
+    const coldRequests = { refine_tagged: requests.refine_tagged, counted_page: `/api/assets?${COUNTED}&limit=100` };
+    const coldResults = {};
+    for (const [name, query] of Object.entries(coldRequests)) {
+      if (only && !only.includes(name)) continue;
+      coldResults[name] = { query, ...(await coldRuns(stack.databaseUrl, stack.svc.url, base.url, query, args.smoke ? 3 : 30)) };
+      log(`  ${name} cold (c=1, after a version change): ${JSON.stringify(coldResults[name])}`);
+    }
     const explained = await plans(stack.databaseUrl, deep.position, deepTagged.position);
     for (const p of explained) log(`  [${p.request}] ${p.sql}\n    ${p.plan.join('\n    ')}`);
     const planText = explained.map((p) => p.plan.join('\n')).join('\n');
     const p50 = (name, c) => results[name][`connections_${c}`].service.p50_ms;
+    const p99 = (name, c) => results[name][`connections_${c}`].service.p99_ms;
     printResult('listing', {
       assets: counts.n,
       owner_assets: Math.floor(counts.n / 2),
       matching: counts.m,
       cursor_depth: depth,
       requests: results,
-      deep_vs_first_p50: {
-        untagged_c1: r3(p50('deep_cursor_page', 1) / Math.max(p50('first_page', 1), 0.001)),
-        tagged_c1: r3(p50('deep_cursor_page_tagged', 1) / Math.max(p50('first_page_tagged', 1), 0.001)),
-      },
+      cold: coldResults,
+      deep_vs_first: only
+        ? undefined
+        : {
+            untagged_p50_c1: r3(p50('deep_cursor_page', 1) / Math.max(p50('first_page', 1), 0.001)),
+            tagged_p50_c1: r3(p50('deep_cursor_page_tagged', 1) / Math.max(p50('first_page_tagged', 1), 0.001)),
+            untagged_p99_c16: r3(p99('deep_cursor_page', 16) / Math.max(p99('first_page', 16), 0.001)),
+            tagged_p99_c16: r3(p99('deep_cursor_page_tagged', 16) / Math.max(p99('first_page_tagged', 16), 0.001)),
+          },
       uses_index: /Index/.test(planText) && !/Seq Scan on (asset|content)\b/.test(planText),
       plans: explained,
     });
