@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import type { Db, Tx } from '../../infra/prisma';
@@ -228,7 +229,10 @@ export class AssetRepository {
     const offset = after ? 0 : q.offset;
     const [rows, stats] = await Promise.all([
       // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
-      this.read<AssetRow>(Prisma.sql`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}`),
+      this.read<AssetRow>(
+        Prisma.sql`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}`,
+        isUnfiltered(q),
+      ),
       this.ownerStats(ownerId, q),
     ]);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
@@ -252,7 +256,7 @@ export class AssetRepository {
       SELECT coalesce(s.asset_count, 0) AS total, coalesce(s.version, 0) AS version,
         ARRAY(SELECT coalesce(c.count, 0) FROM unnest(${tags}::text[]) WITH ORDINALITY AS t(tag, i)
               LEFT JOIN asset_tag_count c ON c.owner_id = ${ownerId} AND c.tag = t.tag ORDER BY t.i) AS counts
-      FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats s ON s.owner_id = ${ownerId}`);
+      FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats s ON s.owner_id = ${ownerId}`, true);
     const counts = (row?.counts ?? []).map(Number);
     const nInclude = f.includeTags.length;
     const nAny = f.anyTags?.length ?? 0;
@@ -291,13 +295,11 @@ export class AssetRepository {
     if (isUnfiltered(filter)) {
       // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
       const rows = await this.read<{ name: string; count: number }>(Prisma.sql`SELECT tag AS name, count FROM asset_tag_count
-        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`);
+        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`, true);
       return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
     }
     const key = `${ownerId}\0${limit}\0${filterKey(filter)}`;
-    const [current] = await this.read<{ version: string | bigint }>(
-      Prisma.sql`SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}`,
-    );
+    const [current] = await this.read<{ version: string | bigint }>(Prisma.sql`SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
     const cached = this.facets.get(key, String(current?.version ?? 0));
     if (cached) return cached;
     const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
@@ -323,7 +325,7 @@ export class AssetRepository {
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
     const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
       SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
-      ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`);
+      ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`, true);
     const n =
       rows.length > 0
         ? Number(rows[0]!.total)
@@ -338,9 +340,14 @@ export class AssetRepository {
    * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
    * the Prisma client runtime cost more CPU than the statement itself (bench/listing.cjs, BENCHMARKS.md).
    */
-  private async read<T>(sql: Prisma.Sql): Promise<T[]> {
-    if (this.pool) return (await this.pool.query({ text: sql.text, values: sql.values })).rows as T[];
-    return this.db.$queryRaw<T[]>(sql);
+  private async read<T>(sql: Prisma.Sql, prepared = false): Promise<T[]> {
+    if (!this.pool) return this.db.$queryRaw<T[]>(sql);
+    const text = sql.text;
+    // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
+    // reads): a named statement is planned once per connection, where planning a page took longer than running it.
+    // Tag and text filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index).
+    const name = prepared ? `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}` : undefined;
+    return (await this.pool.query({ name, text, values: sql.values })).rows as T[];
   }
 
   /**
