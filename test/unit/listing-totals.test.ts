@@ -5,6 +5,7 @@
  */
 import { COUNT_LIMIT, totalFromCounts, type OwnerStats } from '../../src/domain/assets/asset.repository';
 import type { AssetFilter } from '../../src/domain/assets/asset.types';
+import { CountCache } from '../../src/domain/assets/count-cache';
 
 /** A deterministic generator (mulberry32), so a failure replays. */
 function rng(seed: number): () => number {
@@ -70,4 +71,18 @@ test('no filter, one include tag, one exclude tag, one tags_any tag: exact; othe
   expect(totalFromCounts(s({ total: 1_000_000, include: [1_000_000, 200_000] }), f({ includeTags: ['models', 'loras'] }))).toBe(COUNT_LIMIT + 1);
   expect(totalFromCounts(s({ total: 1_000_000 }), f({ nameContains: 'x' }))).toBeUndefined();
   expect(totalFromCounts(s({ total: 1_000_000, include: [1_000_000] }), f({ includeTags: ['m'], metadataFilter: { k: 1 } }))).toBeUndefined();
+});
+
+test('CountCache: a value is served only under the version it was stored with; least recently used go first', () => {
+  const c = new CountCache<number>(2);
+  c.set('a', '1', 10);
+  expect(c.get('a', '1')).toBe(10);
+  expect(c.get('a', '2')).toBeUndefined();
+  // The stale entry is gone, even for its own version.
+  expect(c.get('a', '1')).toBeUndefined();
+  c.set('a', '1', 10);
+  c.set('b', '1', 20);
+  c.get('a', '1');
+  c.set('c', '1', 30);
+  expect([c.get('a', '1'), c.get('b', '1'), c.get('c', '1')]).toEqual([10, undefined, 30]);
 });

@@ -97,7 +97,8 @@ export class AssetRepository {
    */
   /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
   private readonly counts = new CountCache<number>();
-  private readonly facets = new CountCache<{ counts: TagCount[]; lowerBounds: boolean }>();
+  // Fewer facet answers: one holds up to `limit` (≤ 1,000) tag counts.
+  private readonly facets = new CountCache<{ counts: TagCount[]; lowerBounds: boolean }>(256);
 
   constructor(
     private readonly db: Db,
