@@ -192,7 +192,6 @@ async function seededStack(rows, persist) {
     rmrf(dir);
     throw err;
   }
-  await startJobsSettled(pg.url, started);
   const stop = async () => {
     forget();
     forgetPg();
@@ -201,6 +200,10 @@ async function seededStack(rows, persist) {
     rmrf(dir);
   };
   const forget = onCleanup(stop);
+  await startJobsSettled(pg.url, started).catch(async (err) => {
+    await stop();
+    throw err;
+  });
   return { stack: { databaseUrl: pg.url, svc, stop }, counts };
 }
 
@@ -211,6 +214,7 @@ async function seededStack(rows, persist) {
 async function startJobsSettled(databaseUrl, since) {
   const { Client } = require('pg');
   const c = new Client({ connectionString: databaseUrl });
+  c.on('error', () => undefined);
   await c.connect();
   try {
     const t0 = Date.now();

@@ -269,3 +269,12 @@ test('GET /api/tags reads the maintained counts table by owner', async () => {
   expect(plans.every((p) => /FROM asset_tag_count/.test(p.sql))).toBe(true);
   expect(indexNames(plans).some((n) => /^asset_tag_count_/.test(n!))).toBe(true);
 });
+
+test('the metadata backfill walks the primary key in order: no Sort of the remaining rows per batch', async () => {
+  // ORDER BY id named the output column (id::text): each batch sorted every row after it (O(n²) over a big table).
+  const assets = new AssetRepository(db.prisma);
+  const plans = await plansOf(() => assets.fillMissingMetadata('00000000-0000-0000-0000-000000000000', 500));
+  const walk = plans.find((p) => /ORDER BY/i.test(p.sql))!;
+  expect({ sorts: walk.nodes.filter((n) => /Sort/.test(n['Node Type'])).map((n) => n['Node Type']), plan: walk.text }).toEqual({ sorts: [], plan: walk.text });
+  expect(indexNames([walk])).toContain('asset_pkey');
+});

@@ -356,8 +356,10 @@ export class AssetRepository {
    * Walks the primary key from `afterId`, so a table of millions is read once, not once per batch.
    */
   async fillMissingMetadata(afterId: string, limit: number): Promise<{ filled: number; lastId: string | undefined }> {
+    // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which sorted every remaining row
+    // of the table per batch (a Sort over 2,000,000 rows 4,000 times on every start of the listing benchmark).
     const ids = await this.db.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM asset WHERE id > ${afterId}::uuid
-      ORDER BY id LIMIT ${limit}`;
+      ORDER BY asset.id LIMIT ${limit}`;
     const lastId = ids[ids.length - 1]?.id;
     if (!lastId) return { filled: 0, lastId: undefined };
     const filled = await this.db.$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
