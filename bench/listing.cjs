@@ -219,10 +219,11 @@ async function startJobsSettled(databaseUrl, since) {
   try {
     const t0 = Date.now();
     for (;;) {
-      // The job this start sent (sendAtStart), finished; or, after a minute, none pending at all.
+      // The job this start sent (sendAtStart), finished; or, after a minute, none of this start pending. Jobs of
+      // earlier starts are not waited for: one whose process was killed stays \`active\` until it expires (6 h).
       const r = await c.query(`SELECT count(*) FILTER (WHERE state IN ('created', 'retry', 'active'))::int AS pending,
-          count(*) FILTER (WHERE state IN ('completed', 'failed') AND created_on >= $1)::int AS done
-        FROM pgboss.job WHERE name = 'metadata.backfill'`, [since]);
+          count(*) FILTER (WHERE state IN ('completed', 'failed'))::int AS done
+        FROM pgboss.job WHERE name = 'metadata.backfill' AND created_on >= $1`, [since]);
       if (r.rows[0].pending === 0 && (r.rows[0].done > 0 || Date.now() - t0 > 60_000)) break;
       if (Date.now() - t0 > 15 * 60_000) throw new Error('the metadata backfill did not finish within 15 minutes');
       await new Promise((resolve) => setTimeout(resolve, 1000));
