@@ -165,11 +165,22 @@ test('list with include_tags uses an index (rows and total)', async () => {
   expectIndexed(plans);
 });
 
-test('list with metadata_filter uses an index (rows and total)', async () => {
+test('list with metadata_filter uses an index (rows, maintained counts, total)', async () => {
   const assets = new AssetRepository(db.prisma);
   const plans = await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: 5 } })));
-  expect(plans).toHaveLength(2);
+  expect(plans).toHaveLength(3);
   expectIndexed(plans);
+});
+
+test('an unfiltered list and a one-tag list take their total from the maintained counts: only the page reads asset', async () => {
+  // Counting up to 10,001 rows per page was the cost of a heavy user's listing (issue 12, BENCHMARKS.md).
+  const assets = new AssetRepository(db.prisma, db.pool);
+  for (const q of [listQuery({}), listQuery({ includeTags: ['tag5'] }), listQuery({ excludeTags: ['tag5'] })]) {
+    const plans = await plansOf(() => assets.list(OWNER, q));
+    const readingAsset = plans.filter((p) => p.nodes.some((n) => n['Relation Name'] === 'asset'));
+    expect(readingAsset.map((p) => p.sql)).toEqual([expect.stringMatching(/ORDER BY created_at DESC, asset\.id DESC LIMIT/)]);
+    expect(plans.some((p) => /FROM asset_owner_stats|JOIN asset_owner_stats/.test(p.sql))).toBe(true);
+  }
 });
 
 test('include_tags and metadata_filter across a selective value use the GIN indexes', async () => {
@@ -226,9 +237,9 @@ test.each((['name', 'created_at', 'updated_at', 'size'] as const).flatMap((sort)
   },
 );
 
-test('the count stops after 10,001 rows (a Limit under the aggregate)', async () => {
+test('a count the maintained counts cannot answer stops after 10,001 rows (a Limit under the aggregate)', async () => {
   const assets = new AssetRepository(db.prisma);
-  const plans = await plansOf(() => assets.list(OWNER, listQuery({})));
+  const plans = await plansOf(() => assets.list(OWNER, listQuery({ nameContains: 'asset-' })));
   const count = plans.find((p) => /count\(\*\)/i.test(p.sql))!;
   expect(count.nodes.map((n) => n['Node Type'])).toContain('Limit');
   expect(count.sql).toMatch(/LIMIT \$\d+\) AS m/);
@@ -257,4 +268,13 @@ test('GET /api/tags reads the maintained counts table by owner', async () => {
   const plans = await plansOf(() => assets.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' }));
   expect(plans.every((p) => /FROM asset_tag_count/.test(p.sql))).toBe(true);
   expect(indexNames(plans).some((n) => /^asset_tag_count_/.test(n!))).toBe(true);
+});
+
+test('the metadata backfill walks the primary key in order: no Sort of the remaining rows per batch', async () => {
+  // ORDER BY id named the output column (id::text): each batch sorted every row after it (O(n²) over a big table).
+  const assets = new AssetRepository(db.prisma);
+  const plans = await plansOf(() => assets.fillMissingMetadata('00000000-0000-0000-0000-000000000000', 500));
+  const walk = plans.find((p) => /ORDER BY/i.test(p.sql))!;
+  expect({ sorts: walk.nodes.filter((n) => /Sort/.test(n['Node Type'])).map((n) => n['Node Type']), plan: walk.text }).toEqual({ sorts: [], plan: walk.text });
+  expect(indexNames([walk])).toContain('asset_pkey');
 });

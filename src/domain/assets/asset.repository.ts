@@ -1,8 +1,10 @@
+import crypto from 'node:crypto';
 import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
@@ -94,6 +96,11 @@ export class AssetRepository {
    * GraphQL `asset`) runs as one prepared statement on it: under 64 connections the Prisma client runtime took about a fifth
    * of that request's CPU for a primary-key lookup (bench/metadata.cjs, BENCHMARKS.md).
    */
+  /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
+  private readonly counts = new CountCache<number>();
+  // Fewer facet answers: one holds up to `limit` (≤ 1,000) tag counts.
+  private readonly facets = new CountCache<{ counts: TagCount[]; lowerBounds: boolean }>(256);
+
   constructor(
     private readonly db: Db,
     private readonly pool?: Pool,
@@ -214,8 +221,9 @@ export class AssetRepository {
 
   /**
    * A page in keyset order (sort column, then id). With a cursor the rows strictly after it are read through the
-   * (owner_id, column, id) index, so a page deep in the list costs what the first one does; the count stops at
-   * COUNT_LIMIT + 1 rows for the same reason. One row more than the page tells whether more follow.
+   * (owner_id, column, id) index, so a page deep in the list costs what the first one does. One row more than the page
+   * tells whether more follow. The total comes, in this order, from the maintained counts (`totalFromCounts`), from
+   * this instance's cache of counts under the owner's current version, or from a count that stops at COUNT_LIMIT + 1.
    */
   async list(ownerId: string, q: AssetListQuery, after?: CursorPosition): Promise<AssetPage> {
     const where = filterConditions(ownerId, q);
@@ -227,17 +235,19 @@ export class AssetRepository {
       where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
     }
     const cond = Prisma.join(where, ' AND ');
-    const countCond = Prisma.join(filterConditions(ownerId, q), ' AND ');
     const dir = Prisma.raw(asc ? 'ASC' : 'DESC');
     const offset = after ? 0 : q.offset;
-    const [rows, count] = await Promise.all([
+    const [rows, stats] = await Promise.all([
       // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
-      this.db.$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}`,
-      this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT ${COUNT_LIMIT + 1}) AS m`,
+      this.read<AssetRow>(
+        Prisma.sql`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}`,
+        isUnfiltered(q),
+      ),
+      this.ownerStats(ownerId, q),
     ]);
+    const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
     const hasMore = rows.length > q.limit;
     const items = rows.slice(0, q.limit).map(toAsset);
-    const counted = Number(count[0]?.n ?? 0);
     const totalIsLowerBound = counted > COUNT_LIMIT;
     const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
     const last = items[items.length - 1];
@@ -247,46 +257,107 @@ export class AssetRepository {
   }
 
   /**
-   * How many of the matching assets carry each tag, most used first, then by name (the refine facets). Like the
-   * listing's total, the aggregate reads at most COUNT_LIMIT matching assets (the newest): beyond that the counts are
-   * those of the newest 10,000 matches, lower bounds of the true ones (`lowerBounds`), so no facet request costs an
-   * aggregate over hundreds of thousands of rows.
+   * The owner's maintained total and change counter, and the maintained counts of the filter's tags (include, any,
+   * exclude, in that order; 0 for a tag no asset carries): primary-key reads of asset_owner_stats and asset_tag_count.
    */
-  async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
-    const unfiltered =
-      filter.includeTags.length === 0 && filter.excludeTags.length === 0 && !filter.anyTags?.length && !filter.nameContains &&
-      !filter.hash && Object.keys(filter.metadataFilter ?? {}).length === 0;
-    if (unfiltered) {
-      // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
-      const rows = await this.db.$queryRaw<{ name: string; count: number }[]>`SELECT tag AS name, count FROM asset_tag_count
-        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`;
-      return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
-    }
-    const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
-    const rows = await this.db.$queryRaw<{ name: string; count: bigint; matched: bigint }[]>`
-      WITH m AS (SELECT tags FROM asset WHERE ${cond} ORDER BY created_at DESC, asset.id DESC LIMIT ${COUNT_LIMIT + 1}),
-           n AS (SELECT count(*) AS matched FROM m)
-      SELECT t AS name, count(*) AS count, (SELECT matched FROM n) AS matched
-      FROM (SELECT tags FROM m LIMIT ${COUNT_LIMIT}) AS s, unnest(s.tags) AS t
-      GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT ${limit}`;
+  private async ownerStats(ownerId: string, f: AssetFilter): Promise<OwnerStats> {
+    const tags = [...f.includeTags, ...(f.anyTags ?? []), ...f.excludeTags];
+    const [row] = await this.read<{ total: string | bigint; version: string | bigint; counts: number[] }>(Prisma.sql`
+      SELECT coalesce(s.asset_count, 0) AS total, coalesce(s.version, 0) AS version,
+        ARRAY(SELECT coalesce(c.count, 0) FROM unnest(${tags}::text[]) WITH ORDINALITY AS t(tag, i)
+              LEFT JOIN asset_tag_count c ON c.owner_id = ${ownerId} AND c.tag = t.tag ORDER BY t.i) AS counts
+      FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats s ON s.owner_id = ${ownerId}`, true);
+    const counts = (row?.counts ?? []).map(Number);
+    const nInclude = f.includeTags.length;
+    const nAny = f.anyTags?.length ?? 0;
     return {
-      counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })),
-      lowerBounds: rows.length > 0 && Number(rows[0]!.matched) > COUNT_LIMIT,
+      total: Number(row?.total ?? 0),
+      version: String(row?.version ?? 0),
+      include: counts.slice(0, nInclude),
+      any: counts.slice(nInclude, nInclude + nAny),
+      exclude: counts.slice(nInclude + nAny),
     };
   }
 
-  /** From the counts table the asset triggers keep (migration 20261122100000): no recount per request. */
+  /** The filtered count, stopped at COUNT_LIMIT + 1: from this instance's cache when counted at the current version. */
+  private async limitedCount(ownerId: string, f: AssetFilter, version: string): Promise<number> {
+    const key = `${ownerId}\0${filterKey(f)}`;
+    const cached = this.counts.get(key, version);
+    if (cached !== undefined) return cached;
+    const countCond = Prisma.join(filterConditions(ownerId, f), ' AND ');
+    // The version is read in the statement that counts, so the count is stored under the state it was counted in.
+    const [row] = await this.read<{ n: string | bigint; version: string | bigint | null }>(Prisma.sql`
+      SELECT (SELECT count(*) FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT ${COUNT_LIMIT + 1}) AS m) AS n,
+        (SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}) AS version`);
+    const n = Number(row?.n ?? 0);
+    this.counts.set(key, String(row?.version ?? 0), n);
+    return n;
+  }
+
+  /**
+   * How many of the matching assets carry each tag, most used first, then by name (the refine facets). Like the
+   * listing's total, the aggregate reads at most COUNT_LIMIT matching assets (the newest): beyond that the counts are
+   * those of the newest 10,000 matches, lower bounds of the true ones (`lowerBounds`), so no facet request costs an
+   * aggregate over hundreds of thousands of rows. A filtered answer is cached per instance under the owner's version,
+   * as the listing's counts are.
+   */
+  async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
+    if (isUnfiltered(filter)) {
+      // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
+      const rows = await this.read<{ name: string; count: number }>(Prisma.sql`SELECT tag AS name, count FROM asset_tag_count
+        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`, true);
+      return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
+    }
+    const key = `${ownerId}\0${limit}\0${filterKey(filter)}`;
+    const [current] = await this.read<{ version: string | bigint }>(Prisma.sql`SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+    const cached = this.facets.get(key, String(current?.version ?? 0));
+    if (cached) return cached;
+    const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
+    const rows = await this.read<{ name: string | null; count: string | bigint | null; matched: string | bigint; version: string | bigint | null }>(Prisma.sql`
+      WITH m AS (SELECT tags FROM asset WHERE ${cond} ORDER BY created_at DESC, asset.id DESC LIMIT ${COUNT_LIMIT + 1}),
+           f AS (SELECT t AS name, count(*) AS count FROM (SELECT tags FROM m LIMIT ${COUNT_LIMIT}) AS s, unnest(s.tags) AS t
+                 GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT ${limit})
+      SELECT f.name, f.count, (SELECT count(*) FROM m) AS matched,
+        (SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}) AS version
+      FROM (SELECT 1) AS one LEFT JOIN f ON true ORDER BY f.count DESC, f.name ASC`);
+    const counts = rows.filter((r) => r.name !== null).map((r) => ({ name: r.name!, count: Number(r.count) }));
+    const value = { counts, lowerBounds: counts.length > 0 && Number(rows[0]!.matched) > COUNT_LIMIT };
+    this.facets.set(key, String(rows[0]?.version ?? 0), value);
+    return value;
+  }
+
+  /**
+   * From the counts table the asset triggers keep (migration 20261122100000): no recount per request. The total rides
+   * on the page as a window count; only a page past the end asks for it on its own.
+   */
   async listTags(ownerId: string, q: TagListQuery): Promise<Page<TagCount>> {
     const prefix = q.prefix ? Prisma.sql`AND tag LIKE ${escapeLike(q.prefix.toLowerCase()) + '%'}` : Prisma.empty;
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
-    const [rows, total] = await Promise.all([
-      this.db.$queryRaw<{ name: string; count: number }[]>`
-        SELECT tag AS name, count FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
-        ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`,
-      this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}`,
-    ]);
-    const n = Number(total[0]?.n ?? 0);
+    const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
+      SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
+      ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`, true);
+    const n =
+      rows.length > 0
+        ? Number(rows[0]!.total)
+        : Number(
+            (await this.read<{ n: string | bigint }>(Prisma.sql`SELECT count(*) AS n FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}`))[0]
+              ?.n ?? 0,
+          );
     return { items: rows.map((r) => ({ name: r.name, count: Number(r.count) })), total: n, hasMore: q.offset + rows.length < n };
+  }
+
+  /**
+   * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
+   * the Prisma client runtime cost more CPU than the statement itself (bench/listing.cjs, BENCHMARKS.md).
+   */
+  private async read<T>(sql: Prisma.Sql, prepared = false): Promise<T[]> {
+    if (!this.pool) return this.db.$queryRaw<T[]>(sql);
+    const text = sql.text;
+    // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
+    // reads): a named statement is planned once per connection, where planning a page took longer than running it.
+    // Tag and text filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index).
+    const name = prepared ? `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}` : undefined;
+    return (await this.pool.query({ name, text, values: sql.values })).rows as T[];
   }
 
   /**
@@ -294,8 +365,10 @@ export class AssetRepository {
    * Walks the primary key from `afterId`, so a table of millions is read once, not once per batch.
    */
   async fillMissingMetadata(afterId: string, limit: number): Promise<{ filled: number; lastId: string | undefined }> {
+    // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which sorted every remaining row
+    // of the table per batch (a Sort over 2,000,000 rows 4,000 times on every start of the listing benchmark).
     const ids = await this.db.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM asset WHERE id > ${afterId}::uuid
-      ORDER BY id LIMIT ${limit}`;
+      ORDER BY asset.id LIMIT ${limit}`;
     const lastId = ids[ids.length - 1]?.id;
     if (!lastId) return { filled: 0, lastId: undefined };
     const filled = await this.db.$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
@@ -309,6 +382,51 @@ function sortValue(a: Asset, sort: AssetListQuery['sort']): string | number {
   if (sort === 'name') return a.name;
   if (sort === 'size') return a.size;
   return (sort === 'created_at' ? a.createdAt : a.updatedAt).toISOString();
+}
+
+export interface OwnerStats {
+  /** The owner's assets (asset_owner_stats). */
+  total: number;
+  /** The owner's change counter (asset_owner_stats.version), as text. */
+  version: string;
+  /** Maintained counts of the filter's include, any and exclude tags, in the filter's order. */
+  include: number[];
+  any: number[];
+  exclude: number[];
+}
+
+function isUnfiltered(f: AssetFilter): boolean {
+  return f.includeTags.length === 0 && f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash &&
+    Object.keys(f.metadataFilter ?? {}).length === 0;
+}
+
+/** The filter as a cache key (the conditions only, not the page). */
+function filterKey(f: AssetFilter): string {
+  return JSON.stringify([f.includeTags, f.anyTags ?? [], f.excludeTags, f.nameContains ?? null, f.hash ?? null, f.metadataFilter ?? null]);
+}
+
+/**
+ * A filter's count, stopped at COUNT_LIMIT + 1 as the counting statement would, when the maintained counts decide it;
+ * undefined when only the rows can. Exact for no filter or one tag condition (one include tag: its count; one
+ * exclude tag: the rest; tags_any of one tag). For tag filters otherwise, a lower bound by the union bound on the
+ * assets that fail a condition: the matches are at least total − Σ(total − include_i) − (total − max any_j) −
+ * Σ exclude_k, and when that is over COUNT_LIMIT the answer is `total_is_lower_bound` without counting a row.
+ */
+export function totalFromCounts(s: OwnerStats, f: AssetFilter): number | undefined {
+  const stop = (n: number) => Math.min(Math.max(n, 0), COUNT_LIMIT + 1);
+  if (f.nameContains || f.hash || Object.keys(f.metadataFilter ?? {}).length > 0) return undefined;
+  const conditions = s.include.length + (s.any.length > 0 ? 1 : 0) + s.exclude.length;
+  if (conditions === 0) return stop(s.total);
+  if (conditions === 1) {
+    if (s.include.length === 1) return stop(s.include[0]!);
+    if (s.exclude.length === 1) return stop(s.total - s.exclude[0]!);
+    if (s.any.length === 1) return stop(s.any[0]!);
+  }
+  let lower = s.total;
+  for (const c of s.include) lower -= s.total - c;
+  if (s.any.length > 0) lower -= s.total - Math.max(...s.any);
+  for (const c of s.exclude) lower -= c;
+  return lower > COUNT_LIMIT ? COUNT_LIMIT + 1 : undefined;
 }
 
 /** The WHERE terms of GET /api/assets' filters; each one is served by an index (see query-plans.test.ts). */
