@@ -55,13 +55,13 @@ async function uploadAll(stack, files) {
  * and data: its start-up backfill queues a job per image and its worker makes them. Timed from the spawn to the last
  * thumbnail recorded, so process start-up counts against the service.
  */
-async function throughService(stack, db, count, nodeArgs = []) {
+async function throughService(stack, db, count, nodeArgs = [], main = undefined) {
   await db.query('DELETE FROM thumbnail');
   await db.query('UPDATE asset SET has_thumbnail = false');
   await db.query(`DELETE FROM pgboss.job WHERE name LIKE 'thumbnail.%'`);
   for (const file of walk(path.join(stack.dataDir, 'blobs'))) if (file.endsWith('.thumbnail.webp')) fs.rmSync(file);
   const t0 = now();
-  const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' }, nodeArgs });
+  const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' }, nodeArgs, main });
   try {
     for (;;) {
       const { rows } = await db.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status <> 'ready')::int AS failed FROM thumbnail`);
@@ -97,6 +97,9 @@ async function run(args) {
     const ratios = [];
     const svcRates = [];
     const aloneRates = [];
+    // --also=<dir>: another build (e.g. `.ab-old`, or a copy of dist before a change) measured in the same rounds.
+    const also = args.opts.also ? path.resolve(String(args.opts.also), 'src', 'main.js') : undefined;
+    const alsoRatios = [];
     for (let i = 0; i < rounds; i++) {
       const alone = await sharpAlone(files);
       // --cpu-prof=<dir>: the worker service writes a V8 CPU profile there (one per round).
@@ -104,7 +107,13 @@ async function run(args) {
       aloneRates.push(count / alone);
       svcRates.push(count / svc);
       ratios.push(alone / svc);
-      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}`);
+      let other = '';
+      if (also) {
+        const t = await throughService(stack, db, count, [], also);
+        alsoRatios.push(alone / t);
+        other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)})`;
+      }
+      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}${other}`);
     }
     printResult('thumbnails', {
       images: count,
@@ -114,6 +123,7 @@ async function run(args) {
       sharp_alone_per_second_median: r2(median(aloneRates)),
       ratio_median: r3(median(ratios)),
       ratios: ratios.map(r3),
+      ...(also ? { also: String(args.opts.also), also_ratio_median: r3(median(alsoRatios)), also_ratios: alsoRatios.map(r3) } : {}),
       target: 0.8,
       met: median(ratios) >= 0.8,
     });
