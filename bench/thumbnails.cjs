@@ -1,12 +1,19 @@
 'use strict';
 // Thumbnail generation throughput: N generated 1024x1024 PNGs stored through an API-only service, then made into
 // thumbnails by a service with workers (its start, job queue, blob reads and writes and database rows included),
-// against `sharp` alone in this process making the same thumbnails from the same files with the same settings
-// (512 px inside, WebP quality 80, effort 2, one libvips thread), interleaved A B A B.
+// against `sharp` alone in this process making the same thumbnails from the same files, interleaved A B A B.
+//
+// A fair comparison: the baseline takes its libvips settings and its pipeline from the service's own module
+// (configureSharp: one libvips thread, no operation cache; sharpInputOptions: the pixel limit, sequential read,
+// failOn 'error'; thumbnailPipeline: rotate, 512 px inside, WebP quality 80 effort 2), so both do the same image work
+// on one libvips thread. The differences are what the service adds: the job queue, reading the blob as a stream
+// (the baseline gives libvips the file's path), storing the thumbnail durably (fsync) and its database rows, and its
+// own start (timed from the spawn).
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
 const sharp = require('sharp');
+const { configureSharp, sharpInputOptions, thumbnailPipeline } = require('../dist/src/domain/thumbnails/thumbnail.service.js');
 const { KEY, benchTmp, rmrf, now, startStack, spawnService, median, r2, r3, log, printResult, sleep } = require('./lib/common.cjs');
 
 async function makeImages(dir, count) {
@@ -25,16 +32,9 @@ async function makeImages(dir, count) {
 }
 
 async function sharpAlone(files) {
-  sharp.concurrency(1);
-  sharp.cache(false);
+  configureSharp(sharp);
   const t0 = now();
-  for (const f of files) {
-    await sharp(f, { limitInputPixels: 100_000_000, sequentialRead: true })
-      .rotate()
-      .resize({ width: 512, height: 512, fit: 'inside', withoutEnlargement: true })
-      .webp({ quality: 80, effort: 2 })
-      .toBuffer();
-  }
+  for (const f of files) await thumbnailPipeline(sharp(f, sharpInputOptions(100_000_000))).toBuffer();
   return now() - t0;
 }
 
@@ -55,13 +55,13 @@ async function uploadAll(stack, files) {
  * and data: its start-up backfill queues a job per image and its worker makes them. Timed from the spawn to the last
  * thumbnail recorded, so process start-up counts against the service.
  */
-async function throughService(stack, db, count) {
+async function throughService(stack, db, count, nodeArgs = [], main = undefined) {
   await db.query('DELETE FROM thumbnail');
   await db.query('UPDATE asset SET has_thumbnail = false');
   await db.query(`DELETE FROM pgboss.job WHERE name LIKE 'thumbnail.%'`);
   for (const file of walk(path.join(stack.dataDir, 'blobs'))) if (file.endsWith('.thumbnail.webp')) fs.rmSync(file);
   const t0 = now();
-  const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' } });
+  const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' }, nodeArgs, main });
   try {
     for (;;) {
       const { rows } = await db.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status <> 'ready')::int AS failed FROM thumbnail`);
@@ -97,13 +97,23 @@ async function run(args) {
     const ratios = [];
     const svcRates = [];
     const aloneRates = [];
+    // --also=<dir>: another build (e.g. `.ab-old`, or a copy of dist before a change) measured in the same rounds.
+    const also = args.opts.also ? path.resolve(String(args.opts.also), 'src', 'main.js') : undefined;
+    const alsoRatios = [];
     for (let i = 0; i < rounds; i++) {
       const alone = await sharpAlone(files);
-      const svc = await throughService(stack, db, count);
+      // --cpu-prof=<dir>: the worker service writes a V8 CPU profile there (one per round).
+      const svc = await throughService(stack, db, count, args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : []);
       aloneRates.push(count / alone);
       svcRates.push(count / svc);
       ratios.push(alone / svc);
-      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}`);
+      let other = '';
+      if (also) {
+        const t = await throughService(stack, db, count, [], also);
+        alsoRatios.push(alone / t);
+        other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)})`;
+      }
+      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}${other}`);
     }
     printResult('thumbnails', {
       images: count,
@@ -113,6 +123,7 @@ async function run(args) {
       sharp_alone_per_second_median: r2(median(aloneRates)),
       ratio_median: r3(median(ratios)),
       ratios: ratios.map(r3),
+      ...(also ? { also: String(args.opts.also), also_ratio_median: r3(median(alsoRatios)), also_ratios: alsoRatios.map(r3) } : {}),
       target: 0.8,
       met: median(ratios) >= 0.8,
     });

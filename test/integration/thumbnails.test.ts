@@ -3,7 +3,9 @@
  * for every image format sharp decodes, bounded by a pixel limit, served with immutable caching, and removed with
  * their content by the garbage collector.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { Client } from 'pg';
@@ -193,4 +195,66 @@ test('a restart backfills thumbnails of images stored before thumbnails existed'
   const res = await thumbnailOf(id);
   expect(res.status).toBe(200);
   expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(512);
+});
+
+// Videos need ffmpeg on the PATH. CI installs it (.ci/run), so there a missing ffmpeg fails these tests instead of
+// skipping them; elsewhere they are skipped when it is missing.
+const hasFfmpeg = spawnSync('ffmpeg', ['-version'], { stdio: 'ignore' }).status === 0;
+const videoTest = hasFfmpeg || process.env.CI ? test : test.skip;
+
+/** An MP4 made by ffmpeg: `colors` one after another, each for `seconds`, 10 frames a second. */
+function video(width: number, height: number, colors: string[], seconds: number): Buffer {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'thumb-video-'));
+  try {
+    const out = path.join(dir, 'clip.mp4');
+    const inputs = colors.flatMap((c) => ['-f', 'lavfi', '-i', `color=c=${c}:s=${width}x${height}:r=10:d=${seconds}`]);
+    const concat = `${colors.map((_, i) => `[${i}:v]`).join('')}concat=n=${colors.length}:v=1:a=0[v]`;
+    const r = spawnSync('ffmpeg', ['-v', 'error', ...inputs, '-filter_complex', concat, '-map', '[v]', '-c:v', 'mpeg4', '-q:v', '3', '-pix_fmt', 'yuv420p', out], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0) throw new Error(`ffmpeg could not make the test video: ${r.stderr || r.error}`);
+    return fs.readFileSync(out);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The colour at the middle of a thumbnail, as [r, g, b]. */
+async function middle(webp: Buffer): Promise<number[]> {
+  const { data, info } = await sharp(webp).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const at = (Math.floor(info.height / 2) * info.width + Math.floor(info.width / 2)) * 3;
+  return [data[at]!, data[at + 1]!, data[at + 2]!];
+}
+
+videoTest('a video gets a 512 px WebP of its frame at 1 s (ffmpeg)', async () => {
+  // Red for the first second, blue after: the frame at 1 s is blue.
+  const { id, status, body } = await upload(video(640, 360, ['red', 'blue'], 1), 'clip.mp4');
+  expect([status, body.mime_type]).toEqual([201, 'video/mp4']);
+  const res = await thumbnailOf(id);
+  expect([res.status, res.headers.get('content-type')]).toEqual([200, 'image/webp']);
+  const webp = Buffer.from(await res.arrayBuffer());
+  const meta = await sharp(webp).metadata();
+  expect([meta.format, meta.width, meta.height]).toEqual(['webp', 512, 288]);
+  const [r, g, b] = await middle(webp);
+  expect(b).toBeGreaterThan(200);
+  expect(r + g).toBeLessThan(80);
+});
+
+videoTest('a clip shorter than a second gets its first frame; a file that is no video is recorded as failed', async () => {
+  const { id } = await upload(video(300, 400, ['lime'], 0.5), 'short.mp4');
+  const webp = Buffer.from(await (await thumbnailOf(id)).arrayBuffer());
+  const meta = await sharp(webp).metadata();
+  expect([meta.width, meta.height]).toEqual([300, 400]);
+  const [r, g, b] = await middle(webp);
+  expect([r < 60, g > 200, b < 60]).toEqual([true, true, true]);
+
+  // An MP4 by its header (`ftyp`) with nothing decodable after it: no thumbnail, the failure kept, the upload fine.
+  const junk = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(2048, 0x5a)]);
+  const bad = await upload(junk, 'broken.mp4');
+  expect([bad.status, bad.body.mime_type]).toEqual([201, 'video/mp4']);
+  const blake3 = String(bad.body.asset_hash).slice('blake3:'.length);
+  const row = await waitFor(async () => thumbnailRow(blake3), { what: 'the broken video outcome', timeoutMs: 30_000 });
+  expect(row.status).toBe('failed');
+  expect(row.error).toMatch(/ffmpeg/);
+  expect(await getAsset(bad.id)).not.toHaveProperty('thumbnail_url');
 });

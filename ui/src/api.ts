@@ -51,7 +51,7 @@ export interface AssetFilter {
   hash?: string;
 }
 
-/** What the schema of this service offers (features land separately; the page degrades without them). */
+/** What the schema of this service offers (its optional parts; the page hides what is not there). */
 export interface Features {
   cursor: boolean;
   tagCounts: boolean;
@@ -117,30 +117,53 @@ export class Api {
     return body as T;
   }
 
-  async features(): Promise<Features> {
+  /**
+   * Everything the first screen needs in one request (no waterfall before the thumbnails): what the schema offers,
+   * the first page of assets and the tag facets. The page and its service are one build, so the page asks for the
+   * fields of this schema; the introspection says which optional parts (export, task results) to show.
+   */
+  async start(first: { limit: number; sort: string; order: string }): Promise<{ features: Features; assets: AssetPageData; tagCounts: { name: string; count: number }[] }> {
     const d = await this.gql<{
       page: { fields: { name: string }[] } | null;
       asset: { fields: { name: string }[] } | null;
       result: { fields: { name: string }[] } | null;
       query: { fields: { name: string }[] };
       mutation: { fields: { name: string }[] };
-    }>(`{
-      page: __type(name: "AssetPage") { fields { name } }
-      asset: __type(name: "Asset") { fields { name } }
-      result: __type(name: "TaskResult") { fields { name } }
-      query: __type(name: "Query") { fields { name } }
-      mutation: __type(name: "Mutation") { fields { name } }
-    }`);
+      assets: AssetPageData;
+      tagCounts: { name: string; count: number }[];
+    }>(
+      `query($limit: Int!, $sort: AssetSort!, $order: SortOrder!) {
+        page: __type(name: "AssetPage") { fields { name } }
+        asset: __type(name: "Asset") { fields { name } }
+        result: __type(name: "TaskResult") { fields { name } }
+        query: __type(name: "Query") { fields { name } }
+        mutation: __type(name: "Mutation") { fields { name } }
+        assets(limit: $limit, offset: 0, sort: $sort, order: $order) { items { ${assetFields(FULL)} } total hasMore nextCursor totalIsLowerBound }
+        tagCounts(limit: 60) { name count }
+      }`,
+      first,
+    );
     const has = (t: { fields: { name: string }[] } | null, f: string) => !!t?.fields.some((x) => x.name === f);
-    return {
+    const features: Features = {
       cursor: has(d.page, 'nextCursor'),
       tagCounts: has(d.query, 'tagCounts'),
       metadata: has(d.asset, 'metadata'),
       startExport: has(d.mutation, 'startExport'),
       taskResultFields: d.result?.fields.map((f) => f.name) ?? [],
     };
+    return { features, assets: d.assets, tagCounts: d.tagCounts };
   }
 }
+
+export interface AssetPageData {
+  items: Asset[];
+  total: number;
+  hasMore: boolean;
+  nextCursor?: string | null;
+  totalIsLowerBound?: boolean;
+}
+
+const FULL: Features = { cursor: true, tagCounts: true, metadata: true, startExport: true, taskResultFields: [] };
 
 export const assetFields = (f: Features): string =>
   `id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable${

@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { Api, ApiError, assetFields, type Asset, type AssetFilter, type Features } from './api';
+import { Api, ApiError, assetFields, type Asset, type AssetFilter, type AssetPageData, type Features } from './api';
 import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
 import { Facets, type TagCount } from './components/Facets';
@@ -55,6 +55,18 @@ interface PageState {
 
 const EMPTY: PageState = { items: [], total: 0, totalIsLowerBound: false, hasMore: false };
 
+/** A page of answers after the items already shown (none for a first page); an asset seen before is not repeated. */
+function pageOf(a: AssetPageData, before: Asset[]): PageState {
+  const seen = new Set(before.map((x) => x.id));
+  return {
+    items: [...before, ...a.items.filter((x) => !seen.has(x.id))],
+    total: a.total,
+    totalIsLowerBound: !!a.totalIsLowerBound,
+    hasMore: a.hasMore,
+    cursor: a.nextCursor ?? undefined,
+  };
+}
+
 function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const [features, setFeatures] = useState<Features>();
   const [search, setSearch] = useState('');
@@ -74,11 +86,17 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const generation = useRef(0);
   const inFlight = useRef(false);
 
+  // The first screen in one request; the effect below then skips the first page it would ask for.
+  const started = useRef(false);
   useEffect(() => {
-    api.features().then(
-      (f) => {
-        performance.mark('ui:features');
-        setFeatures(f);
+    const [s, o] = sort.split(':');
+    api.start({ limit: PAGE_SIZE, sort: s!, order: o! }).then(
+      (d) => {
+        performance.mark('ui:first-page');
+        started.current = true;
+        setFeatures(d.features);
+        setPage(pageOf(d.assets, []));
+        setFacets(d.tagCounts);
       },
       (e) => setError(String(e.message ?? e)),
     );
@@ -96,7 +114,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       const [s, o] = sort.split(':');
       const useCursor = features.cursor;
       try {
-        const d = await api.gql<{ assets: { items: Asset[]; total: number; hasMore: boolean; nextCursor?: string | null; totalIsLowerBound?: boolean } }>(
+        const d = await api.gql<{ assets: AssetPageData }>(
           `query($filter: AssetFilter, $limit: Int!, $offset: Int!, $sort: AssetSort!, $order: SortOrder!${useCursor ? ', $after: String' : ''}) {
             assets(filter: $filter, limit: $limit, offset: $offset, sort: $sort, order: $order${useCursor ? ', after: $after' : ''}) {
               items { ${assetFields(features)} } total hasMore${useCursor ? ' nextCursor totalIsLowerBound' : ''}
@@ -112,19 +130,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
           },
         );
         if (gen !== generation.current) return;
-        if (reset) performance.mark('ui:first-page');
-        const a = d.assets;
-        setPage((prev) => {
-          const base = reset ? [] : prev.items;
-          const seen = new Set(base.map((x) => x.id));
-          return {
-            items: [...base, ...a.items.filter((x) => !seen.has(x.id))],
-            total: a.total,
-            totalIsLowerBound: !!a.totalIsLowerBound,
-            hasMore: a.hasMore,
-            cursor: a.nextCursor ?? undefined,
-          };
-        });
+        setPage((prev) => pageOf(d.assets, reset ? [] : prev.items));
         setError(undefined);
       } catch (err) {
         if (gen === generation.current && !(err instanceof ApiError && err.code === 'UNAUTHORIZED')) setError((err as Error).message);
@@ -161,6 +167,10 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   // A new filter or sort: start again from the first page.
   useEffect(() => {
     if (!features) return;
+    if (started.current) {
+      started.current = false; // the first page and facets came with the features
+      return;
+    }
     setSelected(new Set());
     anchor.current = undefined;
     refresh();

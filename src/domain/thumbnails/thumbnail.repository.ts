@@ -18,11 +18,11 @@ export class ThumbnailRepository {
     return row ? { contentHash: row.contentHash.trim(), status: row.status as ThumbnailRecord['status'], width: row.width, height: row.height, size: row.size } : undefined;
   }
 
-  /** The content's MIME type, or undefined when the content is gone (collected) or already has a thumbnail row. */
-  async pending(contentHash: string): Promise<{ mimeType: string } | undefined> {
-    const rows = await this.db.$queryRaw<{ mimeType: string }[]>`SELECT c.mime_type AS "mimeType" FROM content c
-      WHERE c.blake3 = ${contentHash} AND NOT EXISTS (SELECT 1 FROM thumbnail t WHERE t.content_hash = c.blake3)`;
-    return rows[0];
+  /** The MIME types of those of these contents that still exist (not collected) and have no thumbnail row yet. */
+  async pending(contentHashes: readonly string[]): Promise<Map<string, string>> {
+    const rows = await this.db.$queryRaw<{ blake3: string; mimeType: string }[]>`SELECT c.blake3, c.mime_type AS "mimeType" FROM content c
+      WHERE c.blake3 = ANY(${[...contentHashes]}::char(64)[]) AND NOT EXISTS (SELECT 1 FROM thumbnail t WHERE t.content_hash = c.blake3)`;
+    return new Map(rows.map((r) => [r.blake3.trim(), r.mimeType]));
   }
 
   /**

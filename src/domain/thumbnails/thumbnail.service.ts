@@ -11,7 +11,7 @@ import type { Transaction } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
-import { THUMBNAIL_JOB } from './thumbnail.job';
+import { THUMBNAIL_BATCH, THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
 /** Longest side of a thumbnail, in pixels. */
@@ -67,20 +67,47 @@ export class ThumbnailService {
     this.queue.wake(THUMBNAIL_JOB);
   }
 
-  /** The job: makes and stores the thumbnail of one content (nothing when it has one, or the content is gone). */
-  async make(blake3: string): Promise<void> {
-    const pending = await this.repo.pending(blake3);
-    if (!pending || !this.supports(pending.mimeType)) return;
-    const started = Date.now();
-    let made: { data: Buffer; width: number; height: number };
+  /**
+   * The job, for a batch of contents: makes and stores each one's thumbnail (nothing for a content that has one or is
+   * gone). Images are decoded one at a time (one libvips thread); the store of one thumbnail (its file, fsync and
+   * database rows) runs while the next image is decoded, so the image work is what bounds the rate. An undecodable
+   * image is recorded as failed; any other error is thrown once the rest of the batch is done, so pg-boss retries the
+   * batch (the contents already done are skipped then).
+   */
+  async make(hashes: readonly string[]): Promise<void> {
+    const pending = await this.repo.pending(hashes);
+    const errors: unknown[] = [];
+    const keep = (blake3: string) => (err: unknown) => {
+      this.logger.warn('thumbnail not made, to be retried', { blake3, err: err instanceof Error ? err.message : String(err) });
+      errors.push(err);
+    };
+    let storing: Promise<void> = Promise.resolve();
+    for (const blake3 of hashes) {
+      const mimeType = pending.get(blake3);
+      if (!mimeType || !this.supports(mimeType)) continue;
+      const started = Date.now();
+      const made = await this.render(blake3, mimeType).catch((err: unknown) => void keep(blake3)(err));
+      await storing;
+      if (made) storing = this.store(blake3, mimeType, made, started).catch(keep(blake3));
+    }
+    await storing;
+    if (errors.length > 0) throw errors[0];
+  }
+
+  private async render(blake3: string, mimeType: string): Promise<Rendered> {
     try {
-      made = pending.mimeType.startsWith('video/') ? await this.fromVideo(blake3) : await this.fromImage(await this.blobs.read(blake3));
+      return mimeType.startsWith('video/') ? await this.fromVideo(blake3) : await this.fromImage(await this.blobs.read(blake3));
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries
+      return { failed: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  private async store(blake3: string, mimeType: string, made: Rendered, started: number): Promise<void> {
+    if ('failed' in made) {
       // Not decodable, or over the pixel limit: remembered as failed so neither retries nor the backfill try again.
-      const message = err instanceof Error ? err.message : String(err);
-      this.logger.warn('no thumbnail for content', { blake3, mime_type: pending.mimeType, reason: message });
-      await this.repo.record({ contentHash: blake3, status: 'failed', width: 0, height: 0, size: 0, error: message.slice(0, 500) }, async () => undefined);
+      this.logger.warn('no thumbnail for content', { blake3, mime_type: mimeType, reason: made.failed });
+      await this.repo.record({ contentHash: blake3, status: 'failed', width: 0, height: 0, size: 0, error: made.failed.slice(0, 500) }, async () => undefined);
       return;
     }
     const kept = await this.repo.record(
@@ -99,7 +126,8 @@ export class ThumbnailService {
       const batch = await this.repo.withoutThumbnail(types, after, 500);
       for (const blake3 of batch) {
         await this.queue.send(THUMBNAIL_JOB, { blake3 }, { singletonKey: blake3 });
-        queued++;
+        // The worker starts on the first jobs while the rest are queued (a backfill of thousands takes seconds).
+        if (queued++ % THUMBNAIL_BATCH === 0) this.wake();
       }
       if (batch.length < 500) break;
       after = batch[batch.length - 1]!;
@@ -116,23 +144,9 @@ export class ThumbnailService {
     return { data, etag: `"thumbnail-blake3:${asset.blake3}"` };
   }
 
-  private loadSharp(): typeof sharpType {
-    if (!this.sharp) {
-      this.sharp = require('sharp') as typeof sharpType;
-      // One libvips thread per job: jobs run one at a time by default and must not take every core from requests.
-      this.sharp.concurrency(1);
-      this.sharp.cache(false);
-    }
-    return this.sharp;
-  }
-
-  private async fromImage(source: Readable): Promise<{ data: Buffer; width: number; height: number }> {
-    const sharp = this.loadSharp();
-    // limitInputPixels is checked against the header before any pixel is decoded.
-    const transform = sharp({ limitInputPixels: this.opts.maxPixels, sequentialRead: true, failOn: 'error' })
-      .rotate()
-      .resize({ width: THUMBNAIL_SIZE, height: THUMBNAIL_SIZE, fit: 'inside', withoutEnlargement: true })
-      .webp({ quality: 80, effort: 2 });
+  private async fromImage(source: Readable): Promise<Made> {
+    this.sharp ??= configureSharp(require('sharp') as typeof sharpType);
+    const transform = thumbnailPipeline(this.sharp(sharpInputOptions(this.opts.maxPixels)));
     let sourceError: unknown;
     source.once('error', (err) => {
       sourceError = err;
@@ -146,7 +160,7 @@ export class ThumbnailService {
   }
 
   /** A frame at 1 s (or the first, for shorter clips) through ffmpeg, from a temporary copy (MP4 needs seeking). */
-  private async fromVideo(blake3: string): Promise<{ data: Buffer; width: number; height: number }> {
+  private async fromVideo(blake3: string): Promise<Made> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-thumb-'));
     try {
       const input = path.join(dir, 'input');
@@ -180,6 +194,31 @@ export class ThumbnailService {
 }
 
 class UndecodableError extends Error {}
+
+interface Made {
+  data: Buffer;
+  width: number;
+  height: number;
+}
+/** A thumbnail, or why the content has none (undecodable, over the pixel limit). */
+type Rendered = Made | { failed: string };
+
+/**
+ * The libvips settings of the service, exported so the benchmark's `sharp`-alone baseline uses the very same ones:
+ * one libvips thread (jobs must not take every core from requests) and no operation cache (every image is new).
+ */
+export function configureSharp(sharp: typeof sharpType): typeof sharpType {
+  sharp.concurrency(1);
+  sharp.cache(false);
+  return sharp;
+}
+
+/** limitInputPixels is checked against the header before any pixel is decoded. */
+export const sharpInputOptions = (maxPixels: number): sharpType.SharpOptions => ({ limitInputPixels: maxPixels, sequentialRead: true, failOn: 'error' });
+
+/** Upright, longest side 512 px (never enlarged), WebP. */
+export const thumbnailPipeline = (input: sharpType.Sharp): sharpType.Sharp =>
+  input.rotate().resize({ width: THUMBNAIL_SIZE, height: THUMBNAIL_SIZE, fit: 'inside', withoutEnlargement: true }).webp({ quality: 80, effort: 2 });
 
 const isSharpError = (err: unknown): boolean =>
   err instanceof Error && /Input (buffer|file|image)|pixel limit|unsupported image format|VipsJpeg|pngload|gifload|webpload|heifload|tiffload|corrupt|premature end/i.test(err.message);
