@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { Router, type ErrorRequestHandler } from 'express';
+import { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
 import { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
@@ -10,11 +10,15 @@ import { STATUS_OF, toDomainError } from '../rest/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { ideRouter } from './ide';
+import { graphqlJsonBody } from './json-body';
 import { checkDocumentText, DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 import { settleUrlParseDeprecation } from './url-parse';
+
+/** The largest JSON body of a GraphQL request (uploads are multipart). */
+const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
  * `/graphql`: Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
@@ -47,7 +51,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
   r.all(
     '/graphql',
     graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
-    express.json({ limit: '2mb' }),
+    graphqlJsonBody(MAX_JSON_BODY_BYTES),
     (req, _res, next) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};
