@@ -13,16 +13,22 @@ import { AssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inpu
 import { TagCountType } from './types/tag.type';
 import { AssetPage, AssetType } from './types/asset.type';
 
+/**
+ * The error interceptor and the input check are on each query and on `preview`, not on the class: on the class they
+ * would also wrap `previewUrl` and `thumbnailUrl`, pure functions of the asset with no arguments, in type-graphql's
+ * async middleware chain for every item of a page (BENCHMARKS.md, "Third round: GraphQL").
+ */
 @Resolver(() => AssetType)
-@UseMiddleware(ErrorInterceptor, InputCheck)
 export class AssetResolver {
   constructor(private readonly service: AssetService) {}
 
+  @UseMiddleware(ErrorInterceptor, InputCheck)
   @Query(() => AssetType, { description: 'One of your assets (ASSET_NOT_FOUND otherwise); records the access time.' })
   async asset(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
     return AssetType.from(await this.service.get(ctx.principal, idParam(id)));
   }
 
+  @UseMiddleware(ErrorInterceptor, InputCheck)
   @Query(() => AssetPage, { description: 'Your assets, filtered and paginated (GET /api/assets).' })
   async assets(@Args(() => AssetsArgs) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
     const page = await this.service.list(ctx.principal, {
@@ -36,6 +42,7 @@ export class AssetResolver {
     return AssetPage.from(page);
   }
 
+  @UseMiddleware(ErrorInterceptor, InputCheck)
   @Query(() => [TagCountType], {
     description: 'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
   })
@@ -56,11 +63,13 @@ export class AssetResolver {
     return thumbnailUrlOf(asset, ctx.baseUrl) ?? null;
   }
 
+  @UseMiddleware(ErrorInterceptor, InputCheck)
   @Query(() => Boolean, { description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.' })
   contentExists(@Arg('hash') hash: string): Promise<boolean> {
     return this.service.contentExists(hashParam(hash));
   }
 
+  @UseMiddleware(ErrorInterceptor)
   @FieldResolver(() => AssetType, { nullable: true, description: 'The preview asset (batched: no extra query per list item).' })
   async preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): Promise<AssetType | null> {
     if (!asset.previewId) return null;

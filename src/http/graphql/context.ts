@@ -38,30 +38,43 @@ export function createContext(deps: { auth: RequestAuth; assets: AssetService; l
         extensions: { code: err.code, ...(err.details ? { details: err.details } : {}), http: { status: STATUS_OF[err.code], headers } },
       });
     }
-    const requestId = String(res.locals.requestId ?? '');
-    // The logger and the loader are made on first use: most operations need neither (a single asset, a page without
-    // previews), and both cost allocations on every request otherwise.
-    let logger: Logger | undefined;
-    let assetLoader: DataLoader<string, Asset | null> | undefined;
-    return {
-      principal,
-      requestId,
-      get logger() {
-        return (logger ??= deps.logger.child({ request_id: requestId }));
-      },
-      baseUrl: baseUrlOfRes(res),
-      get assetLoader() {
-        return (assetLoader ??= new DataLoader<string, Asset | null>(
-          async (ids) => {
-            const found = new Map((await deps.assets.getMany(principal, ids)).map((a) => [a.id, a]));
-            return ids.map((id) => found.get(id) ?? null);
-          },
-          { maxBatchSize: 500 },
-        ));
-      },
-      closeConnection: () => {
-        if (!res.headersSent) res.set('Connection', 'close');
-      },
-    };
+    return new RequestContext(principal, String(res.locals.requestId ?? ''), baseUrlOfRes(res), res, deps);
   };
+}
+
+/**
+ * The logger and the loader are made on first use: most operations need neither (a single asset, a page without
+ * previews), and both cost allocations on every request otherwise. They are getters on the prototype over plain
+ * fields because Apollo copies the context per operation (`Object.assign(Object.create(proto), ctx)`, for batches):
+ * own getters would be called by that copy, on every request.
+ */
+class RequestContext implements GraphQLContext {
+  private lazyLogger: Logger | undefined = undefined;
+  private lazyLoader: DataLoader<string, Asset | null> | undefined = undefined;
+
+  constructor(
+    readonly principal: Principal,
+    readonly requestId: string,
+    readonly baseUrl: string,
+    private readonly res: Response,
+    private readonly deps: { assets: AssetService; logger: Logger },
+  ) {}
+
+  get logger(): Logger {
+    return (this.lazyLogger ??= this.deps.logger.child({ request_id: this.requestId }));
+  }
+
+  get assetLoader(): DataLoader<string, Asset | null> {
+    return (this.lazyLoader ??= new DataLoader<string, Asset | null>(
+      async (ids) => {
+        const found = new Map((await this.deps.assets.getMany(this.principal, ids)).map((a) => [a.id, a]));
+        return ids.map((id) => found.get(id) ?? null);
+      },
+      { maxBatchSize: 500 },
+    ));
+  }
+
+  closeConnection(): void {
+    if (!this.res.headersSent) this.res.set('Connection', 'close');
+  }
 }

@@ -1,18 +1,22 @@
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { Router, type ErrorRequestHandler } from 'express';
+import { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, STATUS_OF } from '../shared/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { ideRouter } from './ide';
+import { graphqlJsonBody } from './json-body';
 import { checkDocumentText, DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 import { settleUrlParseDeprecation } from './url-parse';
+
+/** The largest JSON body of a GraphQL request (uploads are multipart). */
+const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
  * `/graphql`: Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
@@ -45,7 +49,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
   r.all(
     '/graphql',
     graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
-    express.json({ limit: '2mb' }),
+    graphqlJsonBody(MAX_JSON_BODY_BYTES),
     (req, _res, next) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};

@@ -10,7 +10,8 @@ import { DomainError } from '../../domain/errors';
  */
 export function graphqlMultipart(opts: { maxBytes: number }) {
   return (req: Request, res: Response, next: NextFunction): void => {
-    if (!req.is('multipart/form-data')) {
+    // A look at the header before type-is parses it: most requests are JSON.
+    if (!/multipart/i.test(req.headers['content-type'] ?? '') || !req.is('multipart/form-data')) {
       next();
       return;
     }
