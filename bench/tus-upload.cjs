@@ -1,9 +1,10 @@
 'use strict';
 // Resumable uploads: a tus upload of N MiB in 64 MiB PATCHes (POST /api/uploads, then PATCH /api/uploads/{id})
 // against the multipart upload (POST /api/assets) of the same size, interleaved A B A B in the same run; plus the
-// service's peak RSS (VmHWM) during the tus uploads. Size: BENCH_TUS_MIB (default 256; BENCHMARKS.md's figure uses
-// BENCH_TUS_MIB=4096), PATCH size: BENCH_TUS_PATCH_MIB (default 64).
-const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
+// service's peak RSS (VmHWM) during the tus uploads, and the service's CPU time per GiB for each method. Size:
+// BENCH_TUS_MIB (default 256; BENCHMARKS.md's figure uses BENCH_TUS_MIB=4096), PATCH size: BENCH_TUS_PATCH_MIB
+// (default 64).
+const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
 const { uploadTus } = require('./lib/tus-client.cjs');
 
 async function run(args) {
@@ -15,14 +16,21 @@ async function run(args) {
     const tus = [];
     const multi = [];
     const ratios = [];
+    const cpuTus = [];
+    const cpuMulti = [];
     let peakReset = false;
     let peakHwm = 0;
     for (let i = 0; i < rounds; i++) {
+      const c0 = cpuMicros(stack.svc.pid);
       const m = await uploadMultipart(stack.svc.url, size);
+      const c1 = cpuMicros(stack.svc.pid);
       if (m.status !== 201) throw new Error(`multipart upload answered ${m.status}: ${JSON.stringify(m.body)}`);
       await requestJson(stack.svc.url, 'DELETE', `/api/assets/${m.body.id}`);
       peakReset = resetPeak(stack.svc.pid);
+      const c2 = cpuMicros(stack.svc.pid);
       const t = await uploadTus(stack.svc.url, size, patchSize);
+      cpuTus.push((cpuMicros(stack.svc.pid) - c2) / 1e6 / (size / 1024 / MiB));
+      cpuMulti.push((c1 - c0) / 1e6 / (size / 1024 / MiB));
       peakHwm = Math.max(peakHwm, memoryOf(stack.svc.pid).hwm);
       await requestJson(stack.svc.url, 'DELETE', `/api/assets/${t.assetId}`);
       const a = mbps(size, t.seconds);
@@ -30,7 +38,10 @@ async function run(args) {
       tus.push(a);
       multi.push(b);
       ratios.push(a / b);
-      log(`  ${size / MiB} MiB round ${i + 1}: multipart ${b.toFixed(0)} MB/s, tus ${a.toFixed(0)} MB/s (${patchSize / MiB} MiB PATCHes), ratio ${(a / b).toFixed(3)}`);
+      log(
+        `  ${size / MiB} MiB round ${i + 1}: multipart ${b.toFixed(0)} MB/s, tus ${a.toFixed(0)} MB/s (${patchSize / MiB} MiB PATCHes), ratio ${(a / b).toFixed(3)}; ` +
+          `service CPU s/GiB: multipart ${cpuMulti[i].toFixed(2)}, tus ${cpuTus[i].toFixed(2)}`,
+      );
     }
     const peakMb = peakHwm / 1e6;
     printResult('tus-upload', {
@@ -41,6 +52,7 @@ async function run(args) {
       multipart_mbps_median: r2(median(multi)),
       ratio_median: r3(median(ratios)),
       ratios: ratios.map(r3),
+      service_cpu_s_per_gib: { multipart: r2(median(cpuMulti)), tus: r2(median(cpuTus)) },
       target: 0.85,
       met: median(ratios) >= 0.85,
       peak_rss_mb: r2(peakMb),

@@ -110,7 +110,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const assets = new AssetService(database.transactions, new AssetRepository(database.prisma, database.pool), content, queue);
 
   const uploadRepo = new UploadRepository(database.prisma);
-  const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, content, assets, logger, {
+  const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, ingestWorkers, content, assets, logger, {
     expirySeconds: config.uploadExpirySeconds,
   });
 

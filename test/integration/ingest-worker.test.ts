@@ -182,3 +182,85 @@ test('a worker with a job keeps the process alive until the answer comes; an idl
   expect(r.signal).toBeNull(); // not killed by the timeout: the idle worker did not hold the process
   expect(r.stdout.trim()).toBe(hexOf(sha256Of(Buffer.from('abc')))); // the busy one did, until the digest came
 });
+
+describe('HashSession (a resumable upload: hashes kept on a worker between PATCHes)', () => {
+  it('appends in several jobs to one part and gives the hashes of the whole; owned chunks move', async () => {
+    const data = crypto.randomBytes(9 * MiB + 12345);
+    const partial = await store.openPartial('upload-s1');
+    await partial.append((async function* () {})());
+    const session = new IngestWorkers().session();
+    const cuts = [0, 1, 3 * MiB + 7, 6 * MiB, data.length];
+    for (let i = 1; i < cuts.length; i++) {
+      const p = await store.openPartial('upload-s1');
+      const t = await p.appendHashed!(owned(data.subarray(cuts[i - 1], cuts[i])), session, { ownsChunks: true });
+      expect(t.size).toBe(cuts[i]);
+      expect(session.size).toBe(cuts[i]);
+      expect(session.usable).toBe(true);
+    }
+    expect(fs.readFileSync(path.join(dir, partial.key)).equals(data)).toBe(true);
+    expect(await session.digest()).toEqual({ blake3: hexOf(blake3Of(data)), sha256: hexOf(sha256Of(data)), size: data.length });
+    expect(session.usable).toBe(false);
+    expect(store.ingestStats.transferredBytes).toBeGreaterThan(0.9 * data.length);
+  });
+
+  it('keeps (durably) and counts what a failing source gave before it failed', async () => {
+    const data = crypto.randomBytes(6 * MiB);
+    await (await store.openPartial('upload-s2')).append((async function* () {})());
+    const session = new IngestWorkers().session({ blake3OnWorker: true });
+    async function* failing() {
+      let n = 0;
+      for await (const c of owned(data)) {
+        const len = c.length; // read first: the chunk is detached once it moved to the worker
+        yield c;
+        if ((n += len) >= 2 * MiB) throw new Error('client went away');
+      }
+    }
+    const p = await store.openPartial('upload-s2');
+    await expect(p.appendHashed!(failing(), session, { ownsChunks: true })).rejects.toThrow('client went away');
+    expect(session.size).toBe(2 * MiB);
+    expect((await store.openPartial('upload-s2')).size).toBe(2 * MiB);
+    const rest = await store.openPartial('upload-s2');
+    await rest.appendHashed!(owned(data.subarray(2 * MiB)), session, { ownsChunks: true });
+    expect((await session.digest()).blake3).toBe(hexOf(blake3Of(data)));
+  });
+
+  it('is unusable after a failed job, or once its worker died', async () => {
+    const pool = new IngestWorkers();
+    const session = pool.session();
+    // Appending to a part that cannot be opened fails in the worker.
+    fs.writeFileSync(path.join(dir, '.partial', 'upload-s3'), 'x');
+    fs.chmodSync(path.join(dir, '.partial', 'upload-s3'), 0o400);
+    const p = await store.openPartial('upload-s3');
+    const attempt = p.appendHashed!(owned(crypto.randomBytes(MiB)), session, { ownsChunks: true });
+    if (process.getuid?.() === 0) await attempt; // root opens it anyway
+    else await expect(attempt).rejects.toThrow(/EACCES/);
+    if (process.getuid?.() !== 0) expect(session.usable).toBe(false);
+
+    const other = pool.session();
+    const job = other.append(undefined, { ownsChunks: false });
+    job.write(Buffer.from('abc'));
+    await job.finish();
+    expect(other.usable).toBe(true);
+    const w = (pool as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> }).workers;
+    await Promise.all(w.filter(Boolean).map((x) => x!.worker.terminate()));
+    await waitUntil(() => !other.usable);
+    expect(() => other.append(undefined, { ownsChunks: false })).toThrow(/not usable/);
+  });
+});
+
+async function waitUntil(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(cond()).toBe(true);
+}
+
+test('an idle hash session (an unfinished upload between PATCHes) does not keep the process alive', () => {
+  const script = `
+    const { IngestWorkers } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/infra/blob-store/ingest-pool.js'))});
+    const session = new IngestWorkers().session();
+    const job = session.append(undefined, { ownsChunks: false });
+    job.write(Buffer.from('abc'));
+    job.finish().then(() => console.log('hashed', session.size, session.usable));`;
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+  expect(r.signal).toBeNull(); // exited by itself, the session still open on its worker
+  expect(r.stdout.trim()).toBe('hashed 3 true');
+});

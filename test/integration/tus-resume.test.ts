@@ -60,6 +60,57 @@ describe('disk store', () => {
   });
 });
 
+describe('disk store, a PATCH sequence across a restart', () => {
+  const procs: ServiceProcess[] = [];
+  let databaseUrl: string;
+  let dataDir: string;
+  beforeAll(async () => {
+    databaseUrl = await createTestDatabase();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-tus-'));
+  });
+  afterAll(async () => {
+    await Promise.all(procs.map((p) => p.kill('SIGTERM')));
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('PATCHes keep the hash state in the process between them; after a restart it is rebuilt once; both hashes right', async () => {
+    const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+    const data = crypto.randomBytes(10 * MiB + 3);
+    const sha256 = `sha256:${crypto.createHash('sha256').update(data).digest('hex')}`;
+    const patch = async (svc: ServiceProcess, id: string, from: number, to: number) => {
+      const r = await svc.fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': String(from), 'Content-Type': 'application/offset+octet-stream' },
+        body: data.subarray(from, to),
+      });
+      expect(r.status).toBe(204);
+      expect(r.headers.get('upload-offset')).toBe(String(to));
+      return r;
+    };
+    const a = await spawnService(env);
+    procs.push(a);
+    // `hash` (SHA-256) makes the last byte check the SHA-256 state as well as the BLAKE3 one (asset_hash).
+    const meta = `filename ${Buffer.from('m.bin').toString('base64')},hash ${Buffer.from(sha256).toString('base64')}`;
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length), 'Upload-Metadata': meta } });
+    expect(created.status).toBe(201);
+    const id = idOf(created.headers.get('location')!);
+    await patch(a, id, 0, 1);
+    await patch(a, id, 1, 3 * MiB);
+    await patch(a, id, 3 * MiB, 5 * MiB + 1);
+    const rebuilt = (svc: ServiceProcess) => svc.logs().filter((l) => l.msg === 'rebuilding the hash state of a resumed upload').length;
+    expect(rebuilt(a)).toBe(0);
+    await a.kill('SIGTERM');
+
+    const b = await spawnService(env);
+    procs.push(b);
+    await patch(b, id, 5 * MiB + 1, 8 * MiB);
+    const last = await patch(b, id, 8 * MiB, data.length);
+    expect(rebuilt(b)).toBe(1);
+    const asset = await json(await b.fetch(`/api/assets/${last.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+});
+
 /** Two instances on one database and one blob store: half the bytes through each. */
 async function halfAndHalf(a: TestService, b: TestService) {
   const data = crypto.randomBytes(3 * MiB + 7);

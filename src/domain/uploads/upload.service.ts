@@ -2,10 +2,11 @@ import type { AssetService } from '../assets/asset.service';
 import type { AssetCreateFields, Principal } from '../assets/asset.types';
 import type { ContentService } from '../content/content.service';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
-import { DualHasher, type ContentDigest, type ParsedHash } from '../content/hashing';
+import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError } from '../errors';
 import type { BlobStore, PartialBlob } from '../../infra/blob-store/blob-store';
+import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLeases } from './upload-lease';
 import type { UploadRecord, UploadRepository } from './upload.repository';
@@ -15,12 +16,6 @@ export interface UploadFields {
   fields: AssetCreateFields;
   fileName: string | undefined;
   hash: ParsedHash | undefined;
-}
-
-/** In-memory hash state of an upload this process is receiving; rebuilt from the stored part when missing. */
-interface HashState {
-  hasher: DualHasher;
-  head: Buffer;
 }
 
 // The first bytes: MIME sniffing and the derived metadata (`metadata`) read them, like a multipart upload.
@@ -33,14 +28,20 @@ const MAX_STATES = 256;
  * segment objects on S3), hashed (BLAKE3 + SHA-256) as they arrive; the acknowledged offset in PostgreSQL only ever
  * moves after the bytes up to it are durable, so any instance can continue an upload and HEAD never reports more
  * than a crash keeps. The last byte makes the asset through AssetService.createFromIngested, as a multipart upload.
+ *
+ * The hash state of an upload is a HashSession of the ingest threads, kept between PATCHes: on disk the session's
+ * worker also writes the part (as a multipart upload's bytes are written), so the request thread only receives;
+ * on S3 the worker hashes while the request thread sends the segments.
  */
 export class UploadService {
-  private readonly states = new Map<string, HashState>();
+  /** The hash state of uploads this process received, by upload id, least recently used first. */
+  private readonly states = new Map<string, HashSession>();
 
   constructor(
     private readonly repo: UploadRepository,
     readonly leases: UploadLeases,
     private readonly blobs: BlobStore,
+    private readonly hashers: IngestWorkers,
     private readonly content: ContentService,
     private readonly assets: AssetService,
     private readonly logger: Logger,
@@ -106,24 +107,25 @@ export class UploadService {
     const state = await this.hashState(id, partial, rec.offset);
     const room = rec.length - rec.offset;
     let received = 0;
-    const hashed = async function* () {
+    const limited = async function* () {
       for await (const chunk of source) {
         if (received + chunk.length > room) throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
         received += chunk.length;
-        state.hasher.update(chunk);
-        if (state.head.length < HEAD_BYTES) state.head = Buffer.concat([state.head, chunk.subarray(0, HEAD_BYTES - state.head.length)]);
         yield chunk;
       }
     };
     let failure: unknown;
     let size: number;
     try {
-      size = (await partial.append(hashed())).size;
+      // The request's chunks are used by nobody else (the tus server passes them on), so they move to the worker.
+      size = partial.appendHashed
+        ? (await partial.appendHashed(limited(), state, { ownsChunks: true })).size
+        : (await partial.append(hashedOn(state, limited()))).size;
     } catch (err) {
       failure = err;
       size = (await this.blobs.openPartial!(partName(id))).size;
     }
-    if (size !== state.hasher.size) this.states.delete(id);
+    if (!state.usable || size !== state.size) this.forget(id);
     const acknowledged = Math.min(size, rec.length);
     await this.repo.setOffset(id, acknowledged);
     if (failure) throw failure;
@@ -153,18 +155,19 @@ export class UploadService {
     const partial = await this.blobs.openPartial!(partName(id));
     const state = await this.hashState(id, partial, rec.length);
     this.states.delete(id);
-    const digest: ContentDigest = state.hasher.digest();
+    const digest: ContentDigest = await state.digest();
+    const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
         throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
       }
-      const sniffedMime = state.head.length > 0 ? detectMime(state.head, undefined) : undefined;
+      const sniffedMime = head.length > 0 ? detectMime(head, undefined) : undefined;
       const ingested = {
         temp: { key: partial.key, size: rec.length },
         digest,
         sniffedMime,
-        derived: deriveFromHead(state.head, sniffedMime, undefined),
+        derived: deriveFromHead(head, sniffedMime, undefined),
       };
       const result = await this.assets.createFromIngested(principal, parsed.fields, ingested, { fileName: parsed.fileName });
       await this.repo.setAsset(id, result.asset.id, result.created);
@@ -197,36 +200,87 @@ export class UploadService {
   }
 
   private async removeParts(rec: UploadRecord): Promise<void> {
-    this.states.delete(rec.id);
+    this.forget(rec.id);
     const partial = await this.blobs.openPartial!(partName(rec.id));
     await partial.discard();
     await this.repo.delete(rec.id);
   }
 
   /** The hash state after the first `size` stored bytes: this process's, or rebuilt by re-reading the part once. */
-  private async hashState(id: string, partial: PartialBlob, size: number): Promise<HashState> {
+  private async hashState(id: string, partial: PartialBlob, size: number): Promise<HashSession> {
     const known = this.states.get(id);
-    if (known && known.hasher.size === size) {
+    if (known && known.usable && known.size === size) {
       // Refresh its place in the eviction order.
       this.states.delete(id);
       this.states.set(id, known);
       return known;
     }
-    const state: HashState = { hasher: new DualHasher(), head: Buffer.alloc(0) };
+    this.forget(id);
+    const state = this.hashers.session();
     if (size > 0) {
       this.logger.info('rebuilding the hash state of a resumed upload', { upload_id: id, bytes: size });
-      for await (const chunk of partial.readExisting()) {
-        const c = chunk.subarray(0, size - state.hasher.size);
-        state.hasher.update(c);
-        if (state.head.length < HEAD_BYTES) state.head = Buffer.concat([state.head, c.subarray(0, HEAD_BYTES - state.head.length)]);
-        if (state.hasher.size >= size) break;
+      const job = state.append(undefined, { ownsChunks: false });
+      let fed = 0;
+      try {
+        for await (const chunk of partial.readExisting()) {
+          const c = chunk.subarray(0, size - fed);
+          fed += c.length;
+          const wait = job.write(c);
+          if (wait) await wait;
+          if (fed >= size) break;
+        }
+        await job.finish();
+      } catch (err) {
+        await job.abort();
+        state.close();
+        throw err;
       }
-      if (state.hasher.size !== size) throw new Error(`upload ${id}: read ${state.hasher.size} stored bytes, expected ${size}`);
+      if (state.size !== size) {
+        state.close();
+        throw new Error(`upload ${id}: read ${state.size} stored bytes, expected ${size}`);
+      }
     }
     this.states.set(id, state);
-    if (this.states.size > MAX_STATES) this.states.delete(this.states.keys().next().value!);
+    if (this.states.size > MAX_STATES) this.forget(this.states.keys().next().value!);
     return state;
   }
+
+  private forget(id: string): void {
+    this.states.get(id)?.close();
+    this.states.delete(id);
+  }
+}
+
+/** Passes `source` through while `state`'s worker hashes it (stores that write the part themselves: S3). */
+async function* hashedOn(state: HashSession, source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const job = state.append(undefined, { ownsChunks: false });
+  let done = false;
+  try {
+    for await (const chunk of source) {
+      const wait = job.write(chunk);
+      if (wait) await wait;
+      yield chunk;
+    }
+    done = true;
+  } finally {
+    // The store stopped reading (or the source failed): the state no longer matches what is stored.
+    if (done) await job.finish();
+    else await job.abort();
+  }
+}
+
+/** The first `n` bytes of the stored part (MIME sniffing and the derived metadata read them). */
+async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let len = 0;
+  if (n > 0) {
+    for await (const chunk of partial.readExisting()) {
+      parts.push(chunk.subarray(0, n - len));
+      len += Math.min(chunk.length, n - len);
+      if (len >= n) break;
+    }
+  }
+  return Buffer.concat(parts, len);
 }
 
 export const partName = (id: string): string => `upload-${id}`;

@@ -163,7 +163,7 @@ function asUploadError(err: unknown): Error {
  * The file part's bytes on their way from the socket to the ingest: an async iterable that pauses its producer
  * when `high` bytes wait and resumes it below half of that. Its chunks are the parser's views, not copies.
  */
-class ChunkQueue implements AsyncIterableIterator<Buffer> {
+export class ChunkQueue implements AsyncIterableIterator<Buffer> {
   private chunks: Buffer[] = [];
   private head = 0;
   private bytes = 0;

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { HashSession } from './ingest-pool';
 
 /**
  * Content-addressed storage of bytes, keyed by the BLAKE3 hex of the content. Bytes first go to a temporary object
@@ -108,6 +109,12 @@ export interface PartialBlob {
   readExisting(): AsyncIterable<Buffer>;
   /** Appends from `source`, makes it durable, and returns the finished temporary blob. */
   append(source: AsyncIterable<Buffer>, opts?: { truncate?: boolean }): Promise<TempBlob>;
+  /**
+   * `append` with the bytes also fed to `hash` (which must have hashed exactly the bytes already stored), both the
+   * hashing and the writing on the session's worker thread (fs). What arrived before a failure of `source` is kept,
+   * durably, and counted in `hash`. `ownsChunks`: as for BlobStore.writeTempHashed.
+   */
+  appendHashed?(source: AsyncIterable<Buffer>, hash: HashSession, opts: { ownsChunks: boolean }): Promise<TempBlob>;
   /**
    * Cuts the stored bytes back to `size` (durably): bytes a crash left after the last acknowledged offset of a
    * resumable upload.

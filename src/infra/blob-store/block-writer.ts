@@ -51,16 +51,22 @@ export async function writeFully(sink: BlockSink, bufs: Uint8Array[], len: numbe
   }
 }
 
-/** Starts a background `fdatasync` every SYNC_EVERY bytes written, one at a time; its errors are left to the final fsync. */
+/**
+ * Starts a background `fdatasync` every `every` bytes written (SYNC_EVERY by default), one at a time; its errors are
+ * left to the final fsync.
+ */
 export class BackgroundSync {
   private sinceSync = 0;
   private syncing: Promise<void> | undefined;
 
-  constructor(private readonly sink: BlockSink) {}
+  constructor(
+    private readonly sink: BlockSink,
+    private readonly every = SYNC_EVERY,
+  ) {}
 
   wrote(bytes: number): void {
     this.sinceSync += bytes;
-    if (this.sinceSync < SYNC_EVERY || this.syncing) return;
+    if (this.sinceSync < this.every || this.syncing) return;
     this.sinceSync = 0;
     this.syncing = this.sink.datasync().then(
       () => (this.syncing = undefined),

@@ -8,7 +8,7 @@ import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobS
 import { isProcessAlive } from '../process';
 import { noteShortLivedBytes } from '../young-gc';
 import { BackgroundSync, writeFully, WRITE_BLOCK } from './block-writer';
-import type { HashedFile, IngestWorkers } from './ingest-pool';
+import type { HashedFile, HashSession, IngestWorkers } from './ingest-pool';
 
 export { BlobNotFoundError } from './blob-store';
 
@@ -105,6 +105,7 @@ export class FsBlobStore implements BlobStore {
           throw err;
         }
       },
+      appendHashed: (source, hash, opts) => this.appendHashed(file, key, source, hash, opts),
       truncate: async (to) => {
         const fh = await fsp.open(file, 'r+');
         try {
@@ -119,6 +120,38 @@ export class FsBlobStore implements BlobStore {
         await syncDir(this.partialDir); // durable before the caller records that the bytes are gone
       },
     };
+  }
+
+  /**
+   * PartialBlob.appendHashed: the worker of `hash` appends to `file` and continues its hashes. When `source` fails
+   * (a client gone mid-request), what it gave so far is still written and fsynced, then the failure is rethrown.
+   */
+  private async appendHashed(
+    file: string,
+    key: string,
+    source: AsyncIterable<Buffer>,
+    hash: HashSession,
+    opts: { ownsChunks: boolean },
+  ): Promise<TempBlob> {
+    const job = hash.append(file, opts);
+    let failure: unknown;
+    try {
+      for await (const chunk of source) {
+        const wait = job.write(chunk);
+        if (wait) await wait;
+      }
+    } catch (err) {
+      failure = err;
+    }
+    try {
+      await job.finish();
+    } catch (err) {
+      failure ??= err;
+    }
+    this.ingestStats.transferredBytes += job.transferred;
+    this.ingestStats.copiedBytes += job.copied;
+    if (failure !== undefined) throw failure;
+    return { key, size: (await fsp.stat(file)).size };
   }
 
   async commit(temp: TempBlob, blake3Hex: string, opts: CommitOptions = {}): Promise<void> {

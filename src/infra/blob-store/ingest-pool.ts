@@ -20,6 +20,10 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
  *
  * Downloads use jobs without a file (hashing only, both hashes on the worker, the state kept across resumed
  * attempts): their chunks are views of undici's buffers, so they are copied, then moved.
+ *
+ * Resumable uploads keep a HashSession per upload: the BLAKE3 + SHA-256 state stays on one worker between jobs (one
+ * job per PATCH, appending to the upload's part), so every PATCH continues the hashes where the last one stopped. A
+ * session holds no job between PATCHes, so it does not keep its worker (or the process) alive.
  */
 
 /** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */
@@ -52,9 +56,10 @@ export interface HashedFile {
  * process alive. Built once by the composition root and never closed: an idle thread dies with the process.
  */
 export class IngestWorkers {
-  private readonly workers: Array<{ worker: Worker; jobs: Map<number, IngestJob> } | undefined>;
+  private readonly workers: Array<WorkerEntry | undefined>;
   private next = 0;
   private nextId = 1;
+  private nextSession = 1;
   private file: string | undefined;
 
   constructor(size = Math.max(1, Math.min(4, os.availableParallelism()))) {
@@ -69,18 +74,38 @@ export class IngestWorkers {
   open(file: string | undefined, opts: { ownsChunks: boolean; blake3OnWorker?: boolean }): IngestJob {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
-    const job = new IngestJob(this.nextId++, file, w.worker, opts.ownsChunks, !!opts.blake3OnWorker, () => {
+    return this.openOn(w, { file, ownsChunks: opts.ownsChunks, b3: opts.blake3OnWorker ? undefined : blake3().create(), blake3: !!opts.blake3OnWorker });
+  }
+
+  /**
+   * A new, empty hash state kept on one worker across jobs (see HashSession). `blake3OnWorker`: both hashes on the
+   * worker; otherwise BLAKE3 runs on the caller's thread, as for `open`.
+   */
+  session(opts: { blake3OnWorker?: boolean } = {}): HashSession {
+    const slot = this.next++ % this.workers.length;
+    const w = (this.workers[slot] ??= this.start(slot));
+    return new HashSession(this, w, this.nextSession++, opts.blake3OnWorker ? undefined : blake3().create());
+  }
+
+  /** @internal A job on the worker `w` (HashSession's jobs go to the worker that holds their state). */
+  openOn(w: WorkerEntry, o: { file: string | undefined; ownsChunks: boolean; b3: Blake3Incremental | undefined; blake3: boolean; session?: SessionRef }): IngestJob {
+    const job = new IngestJob(this.nextId++, o.file, w.worker, o.ownsChunks, o.b3, !!o.session?.append, () => {
       w.jobs.delete(job.id);
       if (w.jobs.size === 0) w.worker.unref();
     });
     w.jobs.set(job.id, job);
     // A thread with work keeps the process alive (a pending answer is awaited); an idle one does not.
     if (w.jobs.size === 1) w.worker.ref();
-    send(w.worker, { t: 'open', id: job.id, file, blake3: !!opts.blake3OnWorker });
+    send(w.worker, { t: 'open', id: job.id, file: o.file, blake3: o.blake3, session: o.session });
     return job;
   }
 
-  private start(slot: number): { worker: Worker; jobs: Map<number, IngestJob> } {
+  /** @internal Whether `w` still runs (a session's state dies with its worker). */
+  isLive(w: WorkerEntry): boolean {
+    return !w.dead;
+  }
+
+  private start(slot: number): WorkerEntry {
     const data: IngestWorkerData = { blake3: blake3().impl };
     const worker = new Worker((this.file ??= workerFile()), {
       workerData: data,
@@ -89,9 +114,10 @@ export class IngestWorkers {
       stdout: false,
       stderr: false,
     });
-    const entry = { worker, jobs: new Map<number, IngestJob>() };
+    const entry: WorkerEntry = { worker, jobs: new Map<number, IngestJob>(), dead: false };
     worker.on('message', (m: FromWorker) => entry.jobs.get(m.id)?.onMessage(m));
     const dead = (err: Error) => {
+      entry.dead = true;
       if (this.workers[slot] === entry) this.workers[slot] = undefined;
       for (const job of entry.jobs.values()) job.workerStopped(err);
       entry.jobs.clear();
@@ -104,7 +130,95 @@ export class IngestWorkers {
   }
 }
 
+interface WorkerEntry {
+  worker: Worker;
+  jobs: Map<number, IngestJob>;
+  dead: boolean;
+}
+
+/** How a job refers to its session: `fresh` for the first job of a session (the worker creates the state). */
+interface SessionRef {
+  id: number;
+  fresh: boolean;
+  /** Append to an existing file (a resumable upload's part) rather than create one; on failure it is kept. */
+  append: boolean;
+  /** The last job of the session: the worker answers the digests and forgets the state. */
+  final?: boolean;
+}
+
 const send = (worker: Worker, m: ToWorker, transfer?: ArrayBuffer[]) => worker.postMessage(m, transfer);
+
+/**
+ * A BLAKE3 + SHA-256 state kept across jobs: a resumable upload's hashes between its PATCHes. The SHA-256 (and, with
+ * `blake3OnWorker`, the BLAKE3) state lives on one worker thread, which all the session's jobs use, one at a time.
+ * `size` is what the state has hashed. A job that fails (or a worker that dies) leaves the state unusable
+ * (`usable` false): the owner then builds a new session from the stored bytes. `close` forgets it.
+ */
+export class HashSession {
+  /** Bytes hashed so far (the stored bytes when every job succeeded). */
+  size = 0;
+  private broken = false;
+  private busy = false;
+  private started = false;
+
+  constructor(
+    private readonly pool: IngestWorkers,
+    private readonly w: WorkerEntry,
+    readonly id: number,
+    private readonly b3: Blake3Incremental | undefined,
+  ) {}
+
+  get usable(): boolean {
+    return !this.broken && !this.busy && this.pool.isLive(this.w);
+  }
+
+  /**
+   * A job that continues the state: it appends to `file` (which must exist; what it wrote stays there even when it
+   * fails), or without a file only hashes. `finish` makes the bytes durable and adds them to `size`.
+   */
+  append(file: string | undefined, opts: { ownsChunks: boolean }): IngestJob {
+    if (!this.usable) throw new Error('the hash session is not usable');
+    return this.job(file, opts.ownsChunks, false);
+  }
+
+  /** The digests of everything hashed; the session is over. */
+  async digest(): Promise<HashedFile> {
+    if (!this.usable) throw new Error('the hash session is not usable');
+    const job = this.job(undefined, false, true);
+    const d = await job.finish();
+    this.broken = true;
+    return { ...d, size: this.size };
+  }
+
+  /** Forgets the state (on the worker too). */
+  close(): void {
+    const held = !this.broken && this.started;
+    this.broken = true;
+    // A job still running tells the worker when it ends (onSettled); a failed or final job already made it forget.
+    if (held && !this.busy && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
+  }
+
+  private job(file: string | undefined, ownsChunks: boolean, final: boolean): IngestJob {
+    const fresh = !this.started;
+    this.started = true;
+    this.busy = true;
+    const job = this.pool.openOn(this.w, {
+      file,
+      ownsChunks,
+      b3: this.b3,
+      blake3: this.b3 === undefined,
+      session: { id: this.id, fresh, append: file !== undefined, final },
+    });
+    job.onSettled = (ok, size) => {
+      this.busy = false;
+      if (ok) this.size += size;
+      else this.broken = true;
+      // Closed while the job ran: the worker forgot the state with the failed job, or is told now.
+      if (ok && this.broken && !final && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
+    };
+    return job;
+  }
+}
 
 /**
  * One file being written and hashed by a worker, or (without a file) only hashed. Use: `write` each chunk (await
@@ -119,9 +233,9 @@ export class IngestJob {
   private drained: (() => void) | undefined;
   private settled: ((m: FromWorker) => void) | undefined;
   private ended = false;
-  /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or on the worker. */
-  private readonly b3: Blake3Incremental | undefined;
   private stopped = false;
+  /** @internal Told how the job ended (a HashSession's bookkeeping): ok, and the bytes written or hashed. */
+  onSettled: ((ok: boolean, size: number) => void) | undefined;
   /** Bytes given to `write` so far. */
   size = 0;
   /** Bytes whose ArrayBuffer was transferred rather than copied (tests check that the fast path is taken). */
@@ -133,11 +247,12 @@ export class IngestJob {
     private readonly file: string | undefined,
     private readonly worker: Worker,
     private readonly ownsChunks: boolean,
-    blake3OnWorker: boolean,
+    /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or (undefined) on the worker. */
+    private readonly b3: Blake3Incremental | undefined,
+    /** Appending to a part that must be kept whatever happens (a resumable upload's). */
+    private readonly keepFile: boolean,
     private readonly forget: () => void,
-  ) {
-    this.b3 = blake3OnWorker ? undefined : blake3().create();
-  }
+  ) {}
 
   /** The worker reported an error (or died): nothing more can be written or hashed. */
   get failed(): boolean {
@@ -177,7 +292,7 @@ export class IngestJob {
     if (!this.error) this.post();
     const m = await this.end('end');
     if (m.t !== 'done') throw this.error ?? new Error('the ingest worker did not finish the file');
-    return { blake3: this.b3 ? this.b3.hex() : m.blake3!, sha256: m.sha256, size: m.size };
+    return { blake3: m.sha256 === undefined ? '' : this.b3 ? this.b3.hex() : m.blake3!, sha256: m.sha256 ?? '', size: m.size };
   }
 
   /** Stops, closes and removes the file. */
@@ -226,7 +341,10 @@ export class IngestJob {
           this.settled = resolve;
           send(this.worker, { t, id: this.id, file: this.file });
         });
-    if (this.stopped && this.file) await fsp.rm(this.file, { force: true });
+    if (this.stopped && this.file && !this.keepFile) await fsp.rm(this.file, { force: true });
+    const cb = this.onSettled;
+    this.onSettled = undefined;
+    cb?.(m.t === 'done' && t === 'end', m.t === 'done' ? m.size : 0);
     return m;
   }
 

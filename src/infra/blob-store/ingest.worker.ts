@@ -12,12 +12,18 @@ import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from 
  */
 
 /** What the pool sends. The chunks of `data` arrive transferred (their ArrayBuffers moved here), never copied. */
-export type ToWorker = OpenMessage | DataMessage | EndMessage;
+export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage;
 interface OpenMessage {
   t: 'open';
   id: number;
   file: string | undefined;
   blake3: boolean;
+  /**
+   * The job continues a hash state kept here across jobs (a resumable upload's, see HashSession in ingest-pool.ts):
+   * `fresh` creates it; `append` opens an existing file for appending (kept whatever happens); `final` answers the
+   * digests and forgets the state.
+   */
+  session?: { id: number; fresh: boolean; append: boolean; final?: boolean };
 }
 interface DataMessage {
   t: 'data';
@@ -30,20 +36,34 @@ interface EndMessage {
   id: number;
   file: string | undefined;
 }
+interface DropMessage {
+  t: 'drop';
+  session: number;
+}
 
 /** What the worker answers: `ack` once a message's bytes are written; `done` or `closed` ends a job. */
 export type FromWorker =
   | { t: 'ack'; id: number; bytes: number }
   | { t: 'error'; id: number; message: string; code?: string }
-  | { t: 'done'; id: number; blake3?: string; sha256: string; size: number }
+  | { t: 'done'; id: number; blake3?: string; sha256?: string; size: number }
   | { t: 'closed'; id: number };
 
 export interface IngestWorkerData {
   blake3: Blake3Kind;
 }
 
+interface Hashes {
+  b3: Blake3Incremental | undefined;
+  sha: crypto.Hash;
+}
+
 interface Job {
   file: string | undefined;
+  /** The session this job continues (its hashes are the session's), and whether it is the session's last. */
+  session: number | undefined;
+  final: boolean;
+  /** An existing file appended to: never removed here. */
+  keep: boolean;
   fd: number;
   sink: BlockSink | undefined;
   sync: BackgroundSync | undefined;
@@ -64,13 +84,18 @@ const fsync = promisify(fs.fsync);
 const close = promisify(fs.close);
 const port = parentPort!;
 const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
+/** Background fdatasync interval of jobs that append to a resumable upload's part. */
+const APPEND_SYNC_EVERY = 8 << 20;
 const jobs = new Map<number, Job>();
+const sessions = new Map<number, Hashes>();
 
 const post = (m: FromWorker) => port.postMessage(m);
 
 function fail(id: number, job: Job, err: Error & { code?: string }): void {
   if (job.error) return;
   job.error = err;
+  // What the session hashed may no longer be what was stored: it is over.
+  if (job.session !== undefined) sessions.delete(job.session);
   post({ t: 'error', id, message: err.message, code: err.code });
 }
 
@@ -111,19 +136,28 @@ function flush(id: number, job: Job): void {
 async function closeAndRemove(job: Job, file: string | undefined): Promise<void> {
   await job.chain;
   await job.sync?.settled();
+  // A part appended to keeps what was written, durably (the next attempt continues from its size).
+  if (job.fd >= 0 && job.keep) await fsync(job.fd).catch(() => undefined);
   if (job.fd >= 0) await close(job.fd).catch(() => undefined);
   job.fd = -1;
-  if (file) fs.rmSync(file, { force: true });
+  if (file && !job.keep) fs.rmSync(file, { force: true });
 }
 
 function open(m: OpenMessage): void {
+  const s = m.session;
+  let hashes: Hashes | undefined;
+  if (s?.fresh) sessions.set(s.id, (hashes = { b3: m.blake3 ? b3impl.create() : undefined, sha: crypto.createHash('sha256') }));
+  else if (s) hashes = sessions.get(s.id);
   const job: Job = {
     file: m.file,
+    session: s?.id,
+    final: s?.final === true,
+    keep: s?.append === true,
     fd: -1,
     sink: undefined,
     sync: undefined,
-    b3: m.blake3 ? b3impl.create() : undefined,
-    sha: crypto.createHash('sha256'),
+    b3: hashes ? hashes.b3 : m.blake3 ? b3impl.create() : undefined,
+    sha: hashes ? hashes.sha : crypto.createHash('sha256'),
     parts: [],
     len: 0,
     unacked: 0,
@@ -132,12 +166,16 @@ function open(m: OpenMessage): void {
     error: undefined,
   };
   jobs.set(m.id, job);
+  if (s && !hashes) return fail(m.id, job, new Error(`hash session ${s.id} is not held by this worker`));
   // Without a file the job only hashes (a download's SHA-256, kept across its attempts).
   if (!m.file) return;
   try {
-    job.fd = fs.openSync(m.file, 'wx', 0o644);
+    job.fd = fs.openSync(m.file, job.keep ? 'a' : 'wx', 0o644);
     job.sink = fdSink(job.fd);
-    job.sync = new BackgroundSync(job.sink);
+    // A resumable upload's PATCH ends with an fsync that its client waits for before it sends the next one: syncing
+    // every few MiB while the bytes arrive leaves that fsync little to write (with SYNC_EVERY it wrote up to 64 MiB,
+    // which halved the throughput of 64 MiB PATCHes).
+    job.sync = new BackgroundSync(job.sink, job.keep ? APPEND_SYNC_EVERY : undefined);
   } catch (err) {
     fail(m.id, job, err as Error);
   }
@@ -172,6 +210,11 @@ async function end(m: EndMessage, job: Job): Promise<void> {
         await close(job.fd);
         job.fd = -1;
       }
+      if (job.session !== undefined && !job.final) {
+        post({ t: 'done', id: m.id, size: job.size });
+        return;
+      }
+      if (job.session !== undefined) sessions.delete(job.session);
       post({ t: 'done', id: m.id, blake3: job.b3?.hex(), sha256: job.sha.digest('hex'), size: job.size });
       return;
     } catch (err) {
@@ -184,6 +227,7 @@ async function end(m: EndMessage, job: Job): Promise<void> {
 
 async function abort(m: EndMessage, job: Job): Promise<void> {
   jobs.delete(m.id);
+  if (job.session !== undefined) sessions.delete(job.session);
   job.error ??= new Error('aborted');
   await closeAndRemove(job, m.file);
   post({ t: 'closed', id: m.id });
@@ -191,6 +235,7 @@ async function abort(m: EndMessage, job: Job): Promise<void> {
 
 port.on('message', (m: ToWorker) => {
   if (m.t === 'open') return open(m);
+  if (m.t === 'drop') return void sessions.delete(m.session);
   const job = jobs.get(m.id);
   if (!job) return;
   if (m.t === 'data') data(m, job);
