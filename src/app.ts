@@ -12,7 +12,8 @@ import { authenticate, requestId } from './http/rest/middleware';
 import { tagsRouter } from './http/rest/tags.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uiRouter } from './http/ui/ui.router';
-import { metricsHandler } from './http/metrics';
+import { metricsHandler, observeRequests } from './http/metrics';
+import type { RequestGuard } from './http/request-guard';
 
 /** Extra routers and handlers that later modules mount (downloads, GraphQL), without app.ts knowing them. */
 export interface AppExtensions {
@@ -24,13 +25,27 @@ export interface AppExtensions {
   remoteMetadata?: RemoteMetadataLookup;
 }
 
-export function createApp(c: Container, ext: AppExtensions = {}): Express {
+/** The steps around the routes that belong to the process, not to one app (server.ts passes them). */
+export interface PipelineOptions {
+  /** Body stalls and shutdown (server.ts owns it, as it closes the server). */
+  guard?: RequestGuard;
+}
+
+/**
+ * The one request pipeline: every request, whatever its route, passes these steps in this order:
+ * metrics and access log → request guard → request id and base URL → the open routes (health, metrics, UI, signed
+ * export downloads, GraphQL, which authenticates itself) → `/api`: rate limit and authentication
+ * (`http/rest/request-auth.ts`) → the REST routers → 405/404 → error rendering (`http/rest/errors.ts`).
+ */
+export function createApp(c: Container, ext: AppExtensions = {}, opts: PipelineOptions = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  // GET /api/assets/{id} and HEAD /api/assets/hash/{hash} are answered before this app (http/rest/fast-lane.ts):
-  // middleware added here for /api must be added there too.
+  const accessLog = c.config.logLevel === 'debug' || c.config.logLevel === 'info' ? c.logger : undefined;
+  const observe = observeRequests(app, { metrics: c.metrics, accessLog });
+  if (observe) app.use(observe);
+  if (opts.guard) app.use(opts.guard.step);
   app.use(requestId());
   app.use((req, res, next) => {
     res.locals.baseUrl = baseUrlOf(req, c.config);

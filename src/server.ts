@@ -9,8 +9,6 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-p
 import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { buildExtensions } from './extensions';
-import { withFastLane } from './http/rest/fast-lane';
-import { instrumentRequests } from './http/metrics';
 import { answerClientError } from './http/client-error';
 import { RequestGuard } from './http/request-guard';
 
@@ -47,13 +45,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     const guard = new RequestGuard(config.bodyIdleTimeoutMs);
     if (config.role !== 'worker') {
-      const app = createApp(container, ext);
+      const app = createApp(container, ext, { guard });
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
-      const listener = instrumentRequests(
-        guard.wrap(withFastLane({ assets: container.assets, auth: container.requestAuth, logger, config: container.config }, app)),
-        { app, metrics: container.metrics, accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined },
-      );
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, listener);
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
       server.on('clientError', answerClientError);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
