@@ -1,14 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import express, { type Express, Router } from 'express';
+import express, { type Express, type Request, type Response, Router } from 'express';
 import type { Container } from './container';
 import { DomainError } from './domain/errors';
 import { baseUrlOf } from './http/base-url';
-import { assetsRouter, type RemoteMetadataLookup, type UrlUploader } from './http/rest/assets.router';
+import { assetById, assetsRouter, contentByHash, type RemoteMetadataLookup, type UrlUploader } from './http/rest/assets.router';
+import { hotRoute, hotRoutes } from './http/rest/hot-routes';
 import { contentRouter } from './http/rest/content.router';
 import { errorMiddleware } from './http/rest/errors';
 import { methodNotAllowed } from './http/rest/method-not-allowed';
-import { authenticate, requestId } from './http/rest/middleware';
+import { authenticate, requestIdFrom } from './http/rest/middleware';
 import { tagsRouter } from './http/rest/tags.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uiRouter } from './http/ui/ui.router';
@@ -25,6 +26,9 @@ export interface AppExtensions {
   remoteMetadata?: RemoteMetadataLookup;
 }
 
+/** A step every request takes first, before any route (synchronous; a throw goes to error rendering). */
+type RequestStep = (req: Request, res: Response) => void;
+
 /** The steps around the routes that belong to the process, not to one app (server.ts passes them). */
 export interface PipelineOptions {
   /** Body stalls and shutdown (server.ts owns it, as it closes the server). */
@@ -33,9 +37,11 @@ export interface PipelineOptions {
 
 /**
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
- * metrics and access log → request guard → request id and base URL → the open routes (health, metrics, UI, signed
- * export downloads, GraphQL, which authenticates itself) → `/api`: rate limit and authentication
- * (`http/rest/request-auth.ts`) → the REST routers → 405/404 → error rendering (`http/rest/errors.ts`).
+ * metrics and access log → request guard → request id and base URL → the route table of the two hottest reads
+ * (`http/rest/hot-routes.ts`: the same authentication step and handlers as below) → signed export downloads and
+ * GraphQL (which authenticates itself) → `/api`: rate limit and authentication (`http/rest/request-auth.ts`) → the
+ * REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
+ * (`http/rest/errors.ts`).
  */
 export function createApp(c: Container, ext: AppExtensions = {}, opts: PipelineOptions = {}): Express {
   const app = express();
@@ -43,15 +49,45 @@ export function createApp(c: Container, ext: AppExtensions = {}, opts: PipelineO
   app.set('etag', false);
   app.set('query parser', 'simple');
   const accessLog = c.config.logLevel === 'debug' || c.config.logLevel === 'info' ? c.logger : undefined;
+  // The first steps are plain functions run by one layer: each Express layer a request walks costs a match, a closure
+  // and a `next` call, and every request takes these.
+  const first: RequestStep[] = [];
   const observe = observeRequests(app, { metrics: c.metrics, accessLog });
-  if (observe) app.use(observe);
-  if (opts.guard) app.use(opts.guard.step);
-  app.use(requestId());
-  app.use((req, res, next) => {
+  if (observe) first.push(observe);
+  if (opts.guard) first.push(opts.guard.step);
+  first.push((req, res) => {
+    const id = requestIdFrom(req.headers['x-request-id']);
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
     res.locals.baseUrl = baseUrlOf(req, c.config);
+  });
+  app.use((req, res, next) => {
+    for (const step of first) step(req, res);
     next();
   });
 
+  const auth = authenticate(c.requestAuth);
+  app.use(hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], auth));
+
+  // Signed export downloads (their signature is the credential) and GraphQL (which authenticates itself).
+  for (const r of ext.rootRouters ?? []) app.use(r);
+
+  const api = Router();
+  api.use(auth);
+  api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader, remoteMetadata: ext.remoteMetadata }));
+  api.use(
+    contentRouter({
+      assets: c.assets,
+      presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
+      meter: c.metrics,
+    }),
+  );
+  api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
+  api.use(tagsRouter({ assets: c.assets }));
+  for (const r of ext.apiRouters ?? []) api.use(r);
+  app.use('/api', api);
+
+  // The open routes, after /api (their paths are disjoint, and API requests then skip their layers).
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -66,25 +102,8 @@ export function createApp(c: Container, ext: AppExtensions = {}, opts: PipelineO
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(openapiText());
   });
-
   // The asset browser's page and files: open (the page asks for the key).
   app.use(uiRouter());
-  for (const r of ext.rootRouters ?? []) app.use(r);
-
-  const api = Router();
-  api.use(authenticate(c.requestAuth));
-  api.use(assetsRouter({ assets: c.assets, content: c.content, urlUploader: ext.urlUploader, remoteMetadata: ext.remoteMetadata }));
-  api.use(
-    contentRouter({
-      assets: c.assets,
-      presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
-      meter: c.metrics,
-    }),
-  );
-  api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
-  api.use(tagsRouter({ assets: c.assets }));
-  for (const r of ext.apiRouters ?? []) api.use(r);
-  app.use('/api', api);
 
   app.use(methodNotAllowed(app));
   app.use((req, _res, next) => {

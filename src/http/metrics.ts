@@ -1,10 +1,18 @@
 import crypto from 'node:crypto';
-import type { Express, Request, RequestHandler } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import { DomainError } from '../domain/errors';
 import type { Logger } from '../infra/logger';
 import { ABORTED_STATUS, UNMATCHED_ROUTE, type Metrics } from '../infra/metrics';
 
 type Routed = Request & { route?: { path: unknown } };
+
+const LABEL = Symbol('route label');
+type Labelled = Response & { [LABEL]?: string };
+
+/** Names the route template of a request that a step answered without a router's route (the hot-route table). */
+export function routeLabel(res: Response, template: string): void {
+  (res as Labelled)[LABEL] = template;
+}
 
 /**
  * The first step of the pipeline (createApp): when a response is over, one histogram observation labelled with the
@@ -12,11 +20,13 @@ type Routed = Request & { route?: { path: unknown } };
  * `close` listener and a label lookup; the template strings are computed once per route, on the first request (every
  * route is registered by then).
  */
-export function observeRequests(app: Express, opts: { metrics?: Metrics; accessLog?: Logger }): RequestHandler | undefined {
+export function observeRequests(app: Express, opts: { metrics?: Metrics; accessLog?: Logger }): ((req: Request, res: Response) => void) | undefined {
   const { metrics, accessLog } = opts;
   if (!metrics && !accessLog) return undefined;
   let templates: WeakMap<object, string> | undefined;
-  const routeOf = (req: Routed): string => {
+  const routeOf = (req: Routed, res: Labelled): string => {
+    const labelled = res[LABEL];
+    if (labelled !== undefined) return labelled;
     const route = req.route;
     if (!route) return UNMATCHED_ROUTE;
     templates ??= routeTemplates(app);
@@ -28,11 +38,11 @@ export function observeRequests(app: Express, opts: { metrics?: Metrics; accessL
     }
     return t;
   };
-  return (req, res, next) => {
+  return (req, res) => {
     const start = performance.now();
     res.on('close', () => {
       const ms = performance.now() - start;
-      const route = routeOf(req);
+      const route = routeOf(req, res);
       const status = res.writableFinished ? res.statusCode : ABORTED_STATUS;
       metrics?.observeRequest(req.method, route, status, ms / 1000);
       accessLog?.info('request', {
@@ -43,7 +53,6 @@ export function observeRequests(app: Express, opts: { metrics?: Metrics; accessL
         request_id: res.getHeader('x-request-id'),
       });
     });
-    next();
   };
 }
 

@@ -20,9 +20,8 @@ export class RequestGuard {
   constructor(private readonly bodyIdleTimeoutMs: number) {}
 
   /** The pipeline's step (createApp): every request is tracked from its start until its response is over. */
-  readonly step = (req: http.IncomingMessage, res: http.ServerResponse, next: () => void): void => {
+  readonly step = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     this.track(req, res);
-    next();
   };
 
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {

@@ -85,6 +85,41 @@ describe('the hot routes pass every step of the pipeline, once', () => {
   });
 });
 
+test('the route table and the routers give the same answers (canonical spellings vs others)', async () => {
+  type Answer = { status: number; headers: Record<string, string>; body: string };
+  const ask = async (method: string, path: string, key: string | null = KEYS.bob): Promise<Answer> => {
+    const res = await svc.fetch(path, { method, key, headers: { 'x-request-id': 'same' } });
+    const headers: Record<string, string> = {};
+    res.headers.forEach((v, k) => {
+      if (k !== 'date' && k !== 'ratelimit') headers[k] = v;
+    });
+    return { status: res.status, headers, body: await res.text() };
+  };
+  const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(Buffer.from(`bob ${crypto.randomUUID()}`)), key: KEYS.bob });
+  const bobs = ((await up.json()) as { id: string }).id;
+  const unknown = crypto.randomUUID();
+  const pairs: Array<[string, string, string, (string | null)?]> = [
+    ['GET', `/api/assets/${bobs}`, `/api/assets/${bobs}/`],
+    ['GET', `/api/assets/${bobs}`, `/api/assets/${bobs.replace('-', '%2D')}`],
+    ['GET', `/api/assets/${asset.id}`, `/api/assets/${asset.id}/`], // alice's: 404 for bob
+    ['GET', `/api/assets/${unknown}`, `/api/assets/${unknown}/`],
+    ['GET', `/api/assets/${bobs}`, `/api/assets/${bobs}/`, null],
+    ['GET', `/api/assets/${bobs}`, `/api/assets/${bobs}/`, 'wrong-key'],
+    ['HEAD', `/api/assets/hash/${asset.hash}`, `/api/assets/hash/${asset.hash.replace(':', '%3A')}`],
+    ['HEAD', `/api/assets/hash/blake3:${'0'.repeat(64)}`, `/api/assets/hash/blake3%3A${'0'.repeat(64)}`],
+  ];
+  for (const [method, table, router, key] of pairs) {
+    const a = await ask(method, table, key);
+    const b = await ask(method, router, key);
+    expect(a).toEqual(b);
+  }
+  const own = await ask('GET', `/api/assets/${bobs}`);
+  expect(own.status).toBe(200);
+  expect(own.headers['content-type']).toBe('application/json; charset=utf-8');
+  expect(own.headers['content-length']).toBe(String(Buffer.byteLength(own.body)));
+  expect((JSON.parse(own.body) as { id: string }).id).toBe(bobs);
+});
+
 test('an unexpected error on the hot route is rendered by the error step: 500 INTERNAL with the request id, logged once', async () => {
   const logged: Array<[string, Record<string, unknown> | undefined]> = [];
   const logger = {

@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult, type Principal } from '../../domain/assets/asset.types';
 import { validateCreateFields, validateFromHashFields, validateUpdateFields } from '../../domain/assets/validation';
@@ -8,7 +8,7 @@ import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { baseUrlOfRes } from '../base-url';
 import { assetJson, assetPageJson } from './asset.presenter';
-import { handle, jsonBody, pathHash, pathId, principalOf } from './middleware';
+import { handle, jsonBody, pathHash, pathId, principalOf, sendJson } from './middleware';
 import { parseJsonField, parseMultipartUpload, parseTagsField, type ParsedUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
@@ -16,6 +16,21 @@ import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './quer
 export type UrlUploader = (principal: Principal, body: Record<string, unknown>) => Promise<CreateResult>;
 /** GET /api/assets/remote-metadata; DownloadService provides it. */
 export type RemoteMetadataLookup = (principal: Principal, url: string) => Promise<RemoteMetadata>;
+
+/** GET /api/assets/{id}: the hottest read (also taken by the pipeline's route table, http/rest/hot-routes.ts). */
+export const assetById =
+  (assets: AssetService) =>
+  async (req: Request, res: Response): Promise<void> => {
+    sendJson(res, assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
+  };
+
+/** HEAD /api/assets/hash/{hash}: is this content stored (200) or not (404)? (Also in the route table.) */
+export const contentByHash =
+  (assets: AssetService) =>
+  async (req: Request, res: Response): Promise<void> => {
+    const hash = pathHash(req.params.hash);
+    res.status((await assets.contentExists(hash)) ? 200 : 404).end();
+  };
 
 export function assetsRouter(deps: {
   assets: AssetService;
@@ -96,13 +111,7 @@ export function assetsRouter(deps: {
     }),
   );
 
-  r.head(
-    '/assets/hash/:hash',
-    handle(async (req, res) => {
-      const hash = pathHash(req.params.hash);
-      res.status((await assets.contentExists(hash)) ? 200 : 404).end();
-    }),
-  );
+  r.head('/assets/hash/:hash', handle(contentByHash(assets)));
 
   r.get(
     '/assets/hash/:hash',
@@ -113,12 +122,7 @@ export function assetsRouter(deps: {
     }),
   );
 
-  r.get(
-    '/assets/:id',
-    handle(async (req, res) => {
-      res.json(assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
-    }),
-  );
+  r.get('/assets/:id', handle(assetById(assets)));
 
   r.put(
     '/assets/:id',

