@@ -1,5 +1,5 @@
 'use strict';
-// A CPU profile of the service under figure 4's load: `node bench/profile-rest.cjs [get|head|content] [--duration=S] [--dist=DIR]`.
+// A CPU profile of the service under figure 4's load: `node bench/profile-rest.cjs [get|head] [--duration=S] [--dist=DIR] [--top=N]`.
 // Starts the service with --cpu-prof (profile written to BENCH_PROFILE_DIR, default the OS temp dir), runs 64
 // connections of GET /api/assets/{id} (or HEAD /api/assets/hash/{hash}) for S seconds, stops it, and prints the
 // functions with the most self time (the share of all samples), grouped by function and file.
@@ -7,6 +7,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { KEY, startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
 
 function top(profileFile, n) {
   const p = JSON.parse(fs.readFileSync(profileFile, 'utf8'));
@@ -50,6 +51,10 @@ async function main() {
     let i = 0;
     const paths = kind === 'head' ? hashes.map((h) => `/api/assets/hash/${h}`) : ids.map((id) => `/api/assets/${id}`);
     const method = kind === 'head' ? 'HEAD' : 'GET';
+    if (kind === 'head') {
+      teachAutocannonHead();
+      skipHeadBodies(true);
+    }
     const load = { url: svc.url, headers: { 'x-api-key': KEY }, connections: 64, requests: [{ method, setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length] }) }] };
     await cannon({ ...load, duration: 2 });
     const r = await cannon({ ...load, duration });
