@@ -1,9 +1,16 @@
 'use strict';
-// Two builds of the service in the same run: `node bench/ab.cjs <distA> <distB> [graphql|rest|graphql-list|rest-list] [--rounds N] [--duration=S]`.
-// Both run as processes on one PostgreSQL and one data dir, and take turns (A B, B A, …) under 64 connections on
-// figure 7's workloads (bench/graphql.cjs): GraphQL `asset(id)` or REST GET /api/assets/{id}. Printed per build:
-// req/s, p99 and the CPU time the service process used per request (/proc), and the medians of the per-round B/A
-// ratios.
+// Two builds of the service in the same run: `node bench/ab.cjs <distA> <distB> <kind> [--rounds N] [--duration=S]`.
+// Both run as processes and take turns (A B, B A, …); printed per build: the figure of each round and the medians
+// of the per-round B/A ratios. Kinds:
+//   graphql | rest | rest-head | graphql-list | rest-list   64 connections (autocannon) for S seconds per turn, on one
+//       PostgreSQL and one data dir: GraphQL `asset(id)`, REST GET /api/assets/{id} (figure 7's workloads,
+//       bench/graphql.cjs), HEAD /api/assets/hash/{hash} (figure 4's second route), or their list forms; req/s, p99
+//       and the CPU time the service process used per request (/proc).
+//   content    GET /api/assets/{id}/content of 1 GiB (bench/content.cjs), both builds and the bare node:http server
+//       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
+//   upload     a 1 GiB multipart upload (figure 1); MB/s.
+//   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data
+//       dir, so each process's job worker takes its own tasks; MB/s.
 // For a change that has no run-time switch. A build of another commit, for example:
 //   git worktree add /tmp/old <rev> && (cd /tmp/old && npm install && npm run build)
 //   cp -r dist .ab-new   # this tree's build; a dist dir must sit under a checkout so node_modules resolves
@@ -11,49 +18,182 @@
 // Or one build under two settings: AB_ENV_A / AB_ENV_B add environment variables to A's or B's process
 // (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
 const path = require('node:path');
-const { startStack, spawnService, uploadMultipart, cannon, cannonWithCpu, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, GiB, KEY, startStack, spawnService, spawnHelper, uploadMultipart, requestJson, cannon, cannonWithCpu, median, r2, r3, mbps, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
 const { cycling, seedPreviews } = require('./graphql.cjs');
-const KINDS = ['graphql', 'rest', 'graphql-list', 'rest-list'];
+const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
+const content = require('./content.cjs');
+const { viaTask } = require('./download.cjs');
+const LOAD_KINDS = ['graphql', 'rest', 'rest-head', 'graphql-list', 'rest-list'];
+const KINDS = [...LOAD_KINDS, 'content', 'upload', 'download'];
 
-async function main() {
-  const [a, b, kind = 'graphql', ...rest] = process.argv.slice(2);
-  if (!a || !b || !KINDS.includes(kind)) throw new Error(`usage: node bench/ab.cjs <distA> <distB> [${KINDS.join('|')}] [--rounds N] [--duration=S]`);
-  const duration = Number(parseArgs(rest).opts.duration ?? 8);
-  const rounds = parseArgs(rest).rounds ?? 4;
-  const stack = await startStack({ prefix: 'ab' });
+const envOf = (k) =>
+  Object.fromEntries((process.env[`AB_ENV_${k}`] ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const mainOf = (dir) => path.resolve(dir, 'src', 'main.js');
+const order = (round) => (round % 2 ? ['B', 'A'] : ['A', 'B']);
+
+/** The service's two builds on the stack's database and data dir (the stack's own service stopped). */
+async function spawnBoth(stack, dirs, env = {}) {
   const svc = {};
+  for (const k of ['A', 'B']) svc[k] = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { ...env, ...envOf(k) }, main: mainOf(dirs[k]) });
+  return svc;
+}
+
+async function load(kind, dirs, { rounds, duration }) {
+  const stack = await startStack({ prefix: 'ab' });
+  let svc = {};
   try {
-    for (const [k, dir] of [['A', a], ['B', b]]) {
-      const env = Object.fromEntries((process.env[`AB_ENV_${k}`] ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-      svc[k] = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env, main: path.resolve(dir, 'src', 'main.js') });
-    }
+    svc = await spawnBoth(stack, dirs);
     const ids = [];
-    for (let i = 0; i < 50; i++) ids.push((await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `m${i}.bin` })).body.id);
+    const hashes = [];
+    for (let i = 0; i < 50; i++) {
+      const up = (await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `m${i}.bin` })).body;
+      ids.push(up.id);
+      hashes.push(up.asset_hash);
+    }
     if (kind.endsWith('-list')) await seedPreviews(stack.svc.url, ids);
     await stack.svc.stop(); // only A and B serve from here on
-    for (const k of ['A', 'B']) await cannon({ ...cycling(svc[k].url, ids, kind), duration: 2, connections: 64 });
+    let options = (url) => ({ ...cycling(url, ids, kind), duration, connections: 64 });
+    if (kind === 'rest-head') {
+      teachAutocannonHead();
+      skipHeadBodies(true);
+      options = (url) => {
+        let i = 0;
+        const req = { method: 'HEAD', setupRequest: (r) => ({ ...r, path: `/api/assets/hash/${hashes[i++ % hashes.length]}` }) };
+        return { url, method: 'HEAD', headers: { 'x-api-key': KEY }, requests: [req], duration, connections: 64 };
+      };
+    }
+    for (const k of ['A', 'B']) await cannon({ ...options(svc[k].url), duration: 2 });
     const res = { A: [], B: [] };
     for (let round = 0; round < rounds; round++) {
-      for (const k of round % 2 ? ['B', 'A'] : ['A', 'B']) {
-        const r = await cannonWithCpu({ ...cycling(svc[k].url, ids, kind), duration, connections: 64 }, svc[k].pid);
+      for (const k of order(round)) {
+        const r = await cannonWithCpu(options(svc[k].url), svc[k].pid);
         if (!r.ok) throw new Error(`${k}: non-2xx or errors: ${JSON.stringify(r)}`);
         res[k].push({ rps: r.rps, p99: r.p99, cpuUs: r.cpuUs });
         log(`  round ${round + 1} ${k}: ${r.rps.toFixed(0)} req/s p99 ${r.p99} ms ${res[k].at(-1).cpuUs.toFixed(0)} µs CPU/req`);
       }
     }
     const sum = (xs) => ({ rps: Math.round(median(xs.map((x) => x.rps))), p99_ms: median(xs.map((x) => x.p99)), cpu_us_per_request: Math.round(median(xs.map((x) => x.cpuUs))) });
-    printResult('ab', {
-      kind,
-      rounds,
-      A: { dist: a, env: process.env.AB_ENV_A, ...sum(res.A) },
-      B: { dist: b, env: process.env.AB_ENV_B, ...sum(res.B) },
+    return {
+      A: sum(res.A),
+      B: sum(res.B),
       rps_ratio_b_to_a: r3(median(res.B.map((x, i) => x.rps / res.A[i].rps))),
+      rps_ratios_b_to_a: res.B.map((x, i) => r3(x.rps / res.A[i].rps)),
       cpu_per_request_ratio_b_to_a: r3(median(res.B.map((x, i) => x.cpuUs / res.A[i].cpuUs))),
-    });
+    };
+  } finally {
+    skipHeadBodies(false);
+    for (const k of ['A', 'B']) await svc[k]?.stop();
+    await stack.stop();
+  }
+}
+
+async function serving(dirs, { rounds }) {
+  const stack = await startStack({ prefix: 'ab-content' });
+  let svc = {};
+  let seed;
+  try {
+    seed = await content.seedContent(stack.svc.url, stack.dataDir, false);
+    await stack.svc.stop();
+    svc = await spawnBoth(stack, dirs);
+    const phase = (label) => {
+      const r = content.interleaved(svc, seed, rounds, label);
+      return {
+        A: content.summary(seed.size, r.A, r.bare),
+        B: content.summary(seed.size, r.B, r.bare),
+        bare_mib_s: r2(median(r.bare.map((x) => seed.size / MiB / x.seconds))),
+        ratio_b_to_a: r3(median(r.B.map((x, i) => r.A[i].seconds / x.seconds))),
+        ratios_b_to_a: r.B.map((x, i) => r3(r.A[i].seconds / x.seconds)),
+      };
+    };
+    const fresh = phase('fresh');
+    for (const k of ['A', 'B']) {
+      log(`  metadata burst on ${k}: ${content.BURST_SECONDS} s`);
+      await content.metadataBurst(svc[k], seed.ids, content.BURST_SECONDS);
+    }
+    const after = phase('after burst');
+    return { size_bytes: seed.size, fresh, after_metadata_burst: after };
+  } finally {
+    await seed?.bare.stop();
+    for (const k of ['A', 'B']) await svc[k]?.stop();
+    await stack.stop();
+  }
+}
+
+async function uploads(dirs, { rounds }) {
+  const stack = await startStack({ prefix: 'ab-upload', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
+  let svc = {};
+  try {
+    await stack.svc.stop();
+    svc = await spawnBoth(stack, dirs, { CONTENT_GC_GRACE_SECONDS: '0' });
+    const res = { A: [], B: [] };
+    for (let round = 0; round < rounds; round++) {
+      for (const k of order(round)) {
+        const up = await uploadMultipart(svc[k].url, GiB);
+        if (up.status !== 201 || up.body.size !== GiB) throw new Error(`${k}: upload answered ${up.status}`);
+        res[k].push(mbps(GiB, up.seconds));
+        log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s`);
+        await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.body.id}`);
+      }
+    }
+    return ratios(res, 'mbps');
   } finally {
     for (const k of ['A', 'B']) await svc[k]?.stop();
     await stack.stop();
   }
+}
+
+async function downloads(dirs, { rounds }) {
+  const server = await spawnHelper('file-server.cjs');
+  const env = { HF_ENDPOINT: server.url, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false', CONTENT_GC_GRACE_SECONDS: '0' };
+  const stacks = {};
+  const svc = {};
+  try {
+    for (const k of ['A', 'B']) {
+      stacks[k] = await startStack({ prefix: `ab-download-${k}`, env });
+      await stacks[k].svc.stop();
+      svc[k] = await spawnService({ dataDir: stacks[k].dataDir, databaseUrl: stacks[k].databaseUrl, env: { ...env, ...envOf(k) }, main: mainOf(dirs[k]) });
+    }
+    const res = { A: [], B: [] };
+    for (let round = 0; round < rounds; round++) {
+      for (const k of order(round)) {
+        const url = `${server.url}/bench/models/resolve/main/ab${round}${k}-${Date.now()}-${GiB}.bin`;
+        const t = await viaTask(svc[k].url, url, GiB);
+        res[k].push(mbps(GiB, t.seconds));
+        log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s`);
+      }
+    }
+    return ratios(res, 'mbps');
+  } finally {
+    for (const k of ['A', 'B']) await svc[k]?.stop();
+    for (const k of ['A', 'B']) await stacks[k]?.stop();
+    await server.stop();
+  }
+}
+
+function ratios(res, unit) {
+  return {
+    A: { [unit]: r2(median(res.A)), rounds: res.A.map(r2) },
+    B: { [unit]: r2(median(res.B)), rounds: res.B.map(r2) },
+    ratio_b_to_a: r3(median(res.B.map((x, i) => x / res.A[i]))),
+    ratios_b_to_a: res.B.map((x, i) => r3(x / res.A[i])),
+  };
+}
+
+async function main() {
+  const [a, b, kind = 'graphql', ...rest] = process.argv.slice(2);
+  if (!a || !b || !KINDS.includes(kind)) throw new Error(`usage: node bench/ab.cjs <distA> <distB> [${KINDS.join('|')}] [--rounds N] [--duration=S]`);
+  const args = parseArgs(rest);
+  const duration = Number(args.opts.duration ?? 8);
+  const rounds = args.rounds ?? (LOAD_KINDS.includes(kind) ? 4 : 3);
+  const dirs = { A: a, B: b };
+  const result = LOAD_KINDS.includes(kind)
+    ? await load(kind, dirs, { rounds, duration })
+    : kind === 'content'
+      ? await serving(dirs, { rounds })
+      : kind === 'upload'
+        ? await uploads(dirs, { rounds })
+        : await downloads(dirs, { rounds });
+  printResult('ab', { kind, rounds, builds: { A: { dist: a, env: process.env.AB_ENV_A }, B: { dist: b, env: process.env.AB_ENV_B } }, ...result });
 }
 
 runScript(main);

@@ -90,4 +90,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, viaTask };

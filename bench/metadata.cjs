@@ -50,33 +50,23 @@ function cycling(url, method, paths, headers) {
   };
 }
 
-/**
- * Service against baseline, interleaved per round. `viaExpress`, when given, is the same route spelt so that the
- * fast lane (src/http/rest/fast-lane.ts) passes it to Express (a trailing slash: same handler, same SQL), measured in
- * the same rounds: the before/after of that change.
- */
-async function compare(name, svcOpts, baseOpts, { rounds, duration, connections, warm, pid, viaExpress }) {
+/** Service against baseline, interleaved per round, with the service's CPU time per request (/proc). */
+async function compare(name, svcOpts, baseOpts, { rounds, duration, connections, warm, pid }) {
   // Warm both (JIT, pg connections, caches) before the measured rounds.
   if (warm) {
     await cannon({ ...svcOpts, duration: 1, connections });
-    if (viaExpress) await cannon({ ...viaExpress, duration: 1, connections });
     await cannon({ ...baseOpts, duration: 1, connections });
   }
   const s = [];
-  const e = [];
   const b = [];
   for (let i = 0; i < rounds; i++) {
     s.push(await cannonWithCpu({ ...svcOpts, duration, connections }, pid));
-    if (viaExpress) e.push(await cannonWithCpu({ ...viaExpress, duration, connections }, pid));
     b.push(await cannon({ ...baseOpts, duration, connections }));
-    const ex = viaExpress ? `; via Express ${e[i].rps.toFixed(0)} req/s p50 ${e[i].p50} p99 ${e[i].p99} ms ${e[i].cpuUs.toFixed(0)} µs CPU/req` : '';
     log(
-      `  ${name} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms ${s[i].cpuUs.toFixed(0)} µs CPU/req${ex}; ` +
+      `  ${name} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms ${s[i].cpuUs.toFixed(0)} µs CPU/req; ` +
         `baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`,
     );
-    if (!s[i].ok || !b[i].ok || (viaExpress && !e[i].ok)) {
-      throw new Error(`${name}: non-2xx or errors (service ${JSON.stringify(s[i])}, baseline ${JSON.stringify(b[i])}, via Express ${JSON.stringify(e[i])})`);
-    }
+    if (!s[i].ok || !b[i].ok) throw new Error(`${name}: non-2xx or errors (service ${JSON.stringify(s[i])}, baseline ${JSON.stringify(b[i])})`);
   }
   const ratio = median(s.map((x, i) => x.rps / b[i].rps));
   const p99 = median(s.map((x) => x.p99));
@@ -86,16 +76,6 @@ async function compare(name, svcOpts, baseOpts, { rounds, duration, connections,
     baseline: summary(b),
     ratio_median: r3(ratio),
     ratios: s.map((x, i) => r3(x.rps / b[i].rps)),
-    ...(viaExpress
-      ? {
-          via_express: {
-            ...summary(e),
-            cpu_us_per_request: r2(median(e.map((x) => x.cpuUs))),
-            ratio_to_baseline: r3(median(e.map((x, i) => x.rps / b[i].rps))),
-            service_cpu_per_request_vs_express: r3(median(s.map((x, i) => x.cpuUs / e[i].cpuUs))),
-          },
-        }
-      : {}),
     targets: { ratio: 0.6, p99_ms: 25 },
     met: ratio >= 0.6 && p99 < 25,
   };
@@ -121,10 +101,7 @@ async function run(args) {
     const byId = ids.map((id) => `/api/assets/${id}`);
     const byHash = hashes.map((h) => `/api/assets/hash/${h}`);
     const opts = { rounds, duration, connections, warm: !args.smoke, pid: stack.svc.pid };
-    const get = await compare('GET /api/assets/{id}', cycling(stack.svc.url, 'GET', byId, headers), cycling(base.url, 'GET', byId, headers), {
-      ...opts,
-      viaExpress: cycling(stack.svc.url, 'GET', byId.map((p) => `${p}/`), headers),
-    });
+    const get = await compare('GET /api/assets/{id}', cycling(stack.svc.url, 'GET', byId, headers), cycling(base.url, 'GET', byId, headers), opts);
     teachAutocannonHead();
     skipBodies = true;
     const head = await compare(
@@ -141,4 +118,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, teachAutocannonHead, skipHeadBodies: (on) => (skipBodies = on) };

@@ -1,62 +1,76 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import express, { type Express, Router } from 'express';
+import express, { type Express, type Request, type Response, Router } from 'express';
 import type { Container } from './container';
 import { DomainError } from './domain/errors';
 import { baseUrlOf } from './http/base-url';
 import { graphqlRouter } from './http/graphql/graphql.router';
-import { assetsRouter } from './http/rest/assets.router';
+import { assetById, assetsRouter, contentByHash } from './http/rest/assets.router';
+import { hotRoute, hotRoutes } from './http/rest/hot-routes';
 import { contentRouter } from './http/rest/content.router';
 import { downloadsRouter } from './http/rest/downloads.router';
 import { errorMiddleware } from './http/rest/errors';
 import { methodNotAllowed } from './http/rest/method-not-allowed';
 import { authenticate } from './http/rest/middleware';
-import { requestId } from './http/shared/request-id';
+import { requestIdFrom } from './http/shared/request-id';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uploadsRouter } from './http/rest/uploads.router';
 import { uiRouter } from './http/ui/ui.router';
-import { metricsHandler } from './http/metrics';
+import { metricsHandler, observeRequests } from './http/metrics';
+import type { RequestGuard } from './http/request-guard';
 
-/** Every route of the service but the fast lane's (async: the GraphQL schema is built first). */
-export async function createApp(c: Container): Promise<Express> {
+/** A step every request takes first, before any route (synchronous; a throw goes to error rendering). */
+type RequestStep = (req: Request, res: Response) => void;
+
+/** The steps around the routes that belong to the process, not to one app (server.ts passes them). */
+export interface PipelineOptions {
+  /** Body stalls and shutdown (server.ts owns it, as it closes the server). */
+  guard?: RequestGuard;
+}
+
+/**
+ * The one request pipeline: every request, whatever its route, passes these steps in this order:
+ * metrics and access log → request guard → request id and base URL → the route table of the two hottest reads
+ * (`http/rest/hot-routes.ts`: the same authentication step and handlers as below) → signed export downloads and
+ * GraphQL (which authenticates itself) → `/api`: rate limit and authentication (`http/rest/request-auth.ts`) → the
+ * REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
+ * (`http/rest/errors.ts`).
+ */
+export async function createApp(c: Container, opts: PipelineOptions = {}): Promise<Express> {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
-  // GET /api/assets/{id} and HEAD /api/assets/hash/{hash} are answered before this app (http/rest/fast-lane.ts):
-  // middleware added here for /api must be added there too.
-  app.use(requestId());
-  app.use((req, res, next) => {
+  const accessLog = c.config.logLevel === 'debug' || c.config.logLevel === 'info' ? c.logger : undefined;
+  // The first steps are plain functions run by one layer: each Express layer a request walks costs a match, a closure
+  // and a `next` call, and every request takes these.
+  const first: RequestStep[] = [];
+  const observe = observeRequests(app, { metrics: c.metrics, accessLog });
+  if (observe) first.push(observe);
+  if (opts.guard) first.push(opts.guard.step);
+  first.push((req, res) => {
+    const id = requestIdFrom(req.headers['x-request-id']);
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
     res.locals.baseUrl = baseUrlOf(req, c.config);
+  });
+  app.use((req, res, next) => {
+    for (const step of first) step(req, res);
     next();
   });
 
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (_req, res) => {
-    const checks = await readiness(c);
-    const ok = Object.values(checks).every((v) => v === 'ok');
-    res.status(ok ? 200 : 503);
-    if (!ok) res.set('Retry-After', '5');
-    res.json({ status: ok ? 'ok' : 'unavailable', checks });
-  });
-  if (c.metrics) app.get('/metrics', metricsHandler(c.metrics, c.config.metrics.token));
-  app.get('/openapi.yaml', (_req, res) => {
-    res.type('application/yaml').send(openapiText());
-  });
+  const auth = authenticate(c.requestAuth);
+  app.use(hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], auth));
 
-  // The asset browser's page and files: open (the page asks for the key).
-  app.use(uiRouter());
-  // The signed archive URL and /graphql authenticate themselves.
+  // Signed export downloads (their signature is the credential) and GraphQL (which authenticates itself).
   app.use(exportDownloadRouter({ exports: c.exports }));
   app.use(await graphqlRouter(c));
 
   const api = Router();
-  api.use(authenticate(c.requestAuth));
+  api.use(auth);
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(
     contentRouter({
@@ -72,6 +86,24 @@ export async function createApp(c: Container): Promise<Express> {
   api.use(uploadsRouter({ uploads: c.uploads, logger: c.logger, publicUrl: c.config.publicUrl }));
   api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
   app.use('/api', api);
+
+  // The open routes, after /api (their paths are disjoint, and API requests then skip their layers).
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const checks = await readiness(c);
+    const ok = Object.values(checks).every((v) => v === 'ok');
+    res.status(ok ? 200 : 503);
+    if (!ok) res.set('Retry-After', '5');
+    res.json({ status: ok ? 'ok' : 'unavailable', checks });
+  });
+  if (c.metrics) app.get('/metrics', metricsHandler(c.metrics, c.config.metrics.token));
+  app.get('/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(openapiText());
+  });
+  // The asset browser's page and files: open (the page asks for the key).
+  app.use(uiRouter());
 
   app.use(methodNotAllowed(app));
   app.use((req, _res, next) => {

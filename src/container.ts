@@ -43,7 +43,7 @@ export interface Container {
   ingestWorkers: IngestWorkers;
   queue: JobQueue;
   apiKeys: ApiKeyService;
-  /** Authentication of requests with the rate limits (REST, fast lane, GraphQL). */
+  /** Authentication of requests with the rate limits (REST, GraphQL). */
   requestAuth: RequestAuth;
   content: ContentService;
   assets: AssetService;

@@ -8,8 +8,6 @@ import { buildContainer, type Container } from './container';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-postgres';
 import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
-import { withFastLane } from './http/rest/fast-lane';
-import { instrumentRequests } from './http/metrics';
 import { answerClientError } from './http/client-error';
 import { RequestGuard } from './http/request-guard';
 
@@ -45,13 +43,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     let url: string | undefined;
     const guard = new RequestGuard(config.bodyIdleTimeoutMs);
     if (config.role !== 'worker') {
-      const app = await createApp(container);
+      const app = await createApp(container, { guard });
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
-      const listener = instrumentRequests(
-        guard.wrap(withFastLane({ assets: container.assets, auth: container.requestAuth, logger, config: container.config }, app)),
-        { app, metrics: container.metrics, accessLog: config.logLevel === 'debug' || config.logLevel === 'info' ? logger : undefined },
-      );
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, listener);
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
       server.on('clientError', answerClientError);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);

@@ -4,7 +4,7 @@ import type { TLSSocket } from 'node:tls';
 /**
  * The absolute base (`scheme://host[:port][/prefix]`) of URLs in responses (`PUBLIC_URL`): the configured
  * one, else the request's own: `Host`, and `X-Forwarded-Proto` / `X-Forwarded-Host` only behind a trusted proxy.
- * Shared by the REST routers, the fast lane and GraphQL so every transport writes the same URLs.
+ * Shared by the REST routers and GraphQL so every transport writes the same URLs.
  */
 export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | undefined; trustProxy: boolean }): string {
   if (cfg.publicUrl) return cfg.publicUrl;

@@ -1,36 +1,35 @@
 import crypto from 'node:crypto';
-import type http from 'node:http';
-import type { Express, RequestHandler } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import { DomainError } from '../domain/errors';
 import type { Logger } from '../infra/logger';
 import { ABORTED_STATUS, UNMATCHED_ROUTE, type Metrics } from '../infra/metrics';
 
-const ROUTE = Symbol('route template');
-type Marked = http.IncomingMessage & { [ROUTE]?: string; route?: { path: unknown }; baseUrl?: string };
+type Routed = Request & { route?: { path: unknown } };
 
-/** Names the route template of a request answered outside Express's router (the fast lane). */
-export function markRoute(req: http.IncomingMessage, template: string): void {
-  (req as Marked)[ROUTE] = template;
+const LABEL = Symbol('route label');
+type Labelled = Response & { [LABEL]?: string };
+
+/** Names the route template of a request that a step answered without a router's route (the hot-route table). */
+export function routeLabel(res: Response, template: string): void {
+  (res as Labelled)[LABEL] = template;
 }
 
 /**
- * The one place every request passes (fast lane and Express alike): when its response is over, one histogram
- * observation labelled with the route template, method and status, and one access-log line at level info. The
- * per-request work is a clock read, a `close` listener and a label lookup; the template strings are computed once
- * per route at start.
+ * The first step of the pipeline (createApp): when a response is over, one histogram observation labelled with the
+ * route template, method and status, and one access-log line at level info. The per-request work is a clock read, a
+ * `close` listener and a label lookup; the template strings are computed once per route, on the first request (every
+ * route is registered by then).
  */
-export function instrumentRequests(
-  listener: http.RequestListener,
-  opts: { app: Express; metrics?: Metrics; accessLog?: Logger },
-): http.RequestListener {
+export function observeRequests(app: Express, opts: { metrics?: Metrics; accessLog?: Logger }): ((req: Request, res: Response) => void) | undefined {
   const { metrics, accessLog } = opts;
-  if (!metrics && !accessLog) return listener;
-  const templates = routeTemplates(opts.app);
-  const routeOf = (req: Marked): string => {
-    const marked = req[ROUTE];
-    if (marked !== undefined) return marked;
+  if (!metrics && !accessLog) return undefined;
+  let templates: WeakMap<object, string> | undefined;
+  const routeOf = (req: Routed, res: Labelled): string => {
+    const labelled = res[LABEL];
+    if (labelled !== undefined) return labelled;
     const route = req.route;
     if (!route) return UNMATCHED_ROUTE;
+    templates ??= routeTemplates(app);
     let t = templates.get(route);
     if (t === undefined) {
       // A route added after start (not in the index): its mount as the request saw it.
@@ -43,9 +42,9 @@ export function instrumentRequests(
     const start = performance.now();
     res.on('close', () => {
       const ms = performance.now() - start;
-      const route = routeOf(req as Marked);
+      const route = routeOf(req, res);
       const status = res.writableFinished ? res.statusCode : ABORTED_STATUS;
-      metrics?.observeRequest(req.method ?? 'GET', route, status, ms / 1000);
+      metrics?.observeRequest(req.method, route, status, ms / 1000);
       accessLog?.info('request', {
         method: req.method,
         route,
@@ -54,7 +53,6 @@ export function instrumentRequests(
         request_id: res.getHeader('x-request-id'),
       });
     });
-    listener(req, res);
   };
 }
 

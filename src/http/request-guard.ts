@@ -19,12 +19,10 @@ export class RequestGuard {
 
   constructor(private readonly bodyIdleTimeoutMs: number) {}
 
-  wrap(listener: http.RequestListener): http.RequestListener {
-    return (req, res) => {
-      this.track(req, res);
-      listener(req, res);
-    };
-  }
+  /** The pipeline's step (createApp): every request is tracked from its start until its response is over. */
+  readonly step = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    this.track(req, res);
+  };
 
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.inFlight.set(req, { res, bytes: req.socket.bytesRead, since: Date.now() });

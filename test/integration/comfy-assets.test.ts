@@ -119,7 +119,7 @@ describe('the null rule and the fields Comfy clients read', () => {
       },
     });
 
-    // The single-asset route (answered by the fast lane), PUT and from-hash present the same JSON.
+    // The single-asset route, PUT and from-hash present the same JSON.
     const single = (await get(`/api/assets/${model.id}`, CAROL)).body;
     expect({ ...single, last_access_time: 0 }).toEqual({ ...mdl, last_access_time: 0 });
     const put = await sendJson('PUT', `/api/assets/${model.id}`, { user_metadata: { v: 1 } }, CAROL);

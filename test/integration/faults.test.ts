@@ -239,7 +239,7 @@ describe('rate limits', () => {
     await r?.stop();
   });
 
-  test('per key: 429 RATE_LIMITED with Retry-After and RateLimit headers, on the fast lane and GraphQL too; other keys unaffected', async () => {
+  test('per key: 429 RATE_LIMITED with Retry-After and RateLimit headers, on GET by id and GraphQL too; other keys unaffected', async () => {
     const created = await r.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(10)) });
     expect(created.status).toBe(201);
     expect(created.headers.get('ratelimit-policy')).toBe('"per-key";q=4;w=60');
@@ -247,7 +247,7 @@ describe('rate limits', () => {
     const id = (await json(created)).id;
     for (let i = 0; i < 3; i++) expect((await r.fetch(`/api/assets/${id}`)).status).toBe(200);
     for (const res of [
-      await r.fetch(`/api/assets/${id}`), // fast lane
+      await r.fetch(`/api/assets/${id}`),
       await r.fetch('/api/assets'),
       await r.fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ assets { total } }' }) }),
     ]) {

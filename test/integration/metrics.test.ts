@@ -54,7 +54,7 @@ describe('after known traffic', () => {
       expect(res.status).toBe(201);
       ids.push((await json(res)).id);
     }
-    // 4 GETs of 3 different ids (the fast lane), the content of two, one unknown id (404 through the fast lane).
+    // 4 GETs of 3 different ids, the content of two, one unknown id (404).
     for (const id of [...ids, ids[0]!]) {
       const res = await svc.fetch(`/api/assets/${id}`);
       expect(res.status).toBe(200);
@@ -63,7 +63,7 @@ describe('after known traffic', () => {
     }
     for (const id of ids.slice(0, 2)) expect((await (await svc.fetch(`/api/assets/${id}/content`)).arrayBuffer()).byteLength).toBeGreaterThan(0);
     expect((await svc.fetch(`/api/assets/${crypto.randomUUID()}`)).status).toBe(404);
-    // Through Express: a malformed id (the route matched, its error handled after leaving the /api router).
+    // A malformed id (the route matched, its error handled after leaving the /api router).
     expect((await svc.fetch('/api/assets/not-a-uuid')).status).toBe(400);
     expect((await svc.fetch('/api/no-such-route')).status).toBe(404);
     expect((await gql(svc, 'query OneAsset($id: ID!) { asset(id: $id) { id size } }', { id: ids[0] })).status).toBe(200);

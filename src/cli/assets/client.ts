@@ -109,7 +109,7 @@ export class ApiClient {
   }
 
   async hashStored(hash: string): Promise<boolean> {
-    // Sent as is (`blake3:<hex>` needs no escaping), the form the service answers on its fast lane.
+    // Sent as is (`blake3:<hex>` needs no escaping), the form the pipeline's hot-route table answers.
     const res = await this.raw(`/api/assets/hash/${hash}`, { method: 'HEAD' });
     if (res.status === 200) return true;
     if (res.status === 404) return false;

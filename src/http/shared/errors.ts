@@ -4,7 +4,7 @@ import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 
 /*
- * Error rendering shared by every transport (REST routes, the fast lane, GraphQL, the request guard and the
+ * Error rendering shared by every transport (REST routes, the hot-route table, GraphQL, the request guard and the
  * parser-level refusals): the status of each domain code, the `{code, message, details?}` body with its headers,
  * and the one rule for anything else: logged with the request id, answered as INTERNAL.
  */

@@ -22,7 +22,7 @@ export interface RequestAuthOptions {
 }
 
 /**
- * Authentication of every request (REST routes, the fast lane, GraphQL) with its rate limits, in
+ * Authentication of every request (REST routes and GraphQL) with its rate limits, in
  * this process's memory (limits are per instance):
  * - failed authentications are counted per client address; once over AUTH_FAILURES_PER_MINUTE, a key that only the
  *   database could judge (or one known to be invalid) gets 429 before any lookup. Keys known valid (bootstrap keys,

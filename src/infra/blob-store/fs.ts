@@ -6,8 +6,8 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
-import { noteShortLivedBytes } from '../young-gc';
 import { BackgroundSync, writeFully, WRITE_BLOCK } from './block-writer';
+import { fileBody, ReadBufferPool } from './file-body';
 import type { HashedFile, HashSession, IngestWorkers } from './ingest-pool';
 
 export { BlobNotFoundError } from './blob-store';
@@ -26,6 +26,8 @@ export class FsBlobStore implements BlobStore {
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
   /** Bytes of `writeTempHashed` moved to the worker vs copied (the move is the fast path; tests check it is taken). */
   readonly ingestStats = { transferredBytes: 0, copiedBytes: 0 };
+  /** The read buffers of `FileBody.sendTo` (serving content), reused across requests. */
+  readonly readBuffers = new ReadBufferPool();
 
   /** `workers`: the process's ingest threads, for `writeTempHashed`. */
   constructor(
@@ -182,7 +184,7 @@ export class FsBlobStore implements BlobStore {
     const fh = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
     });
-    return fh.createReadStream({ start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
+    return fileBody(fh, range, this.readBuffers);
   }
 
   async delete(blake3Hex: string): Promise<void> {
@@ -263,7 +265,7 @@ export class FsBlobStore implements BlobStore {
 
   async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
     const fh = await fsp.open(path.join(this.objectsDir, checkObjectName(name)), 'r');
-    return fh.createReadStream({ start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
+    return fileBody(fh, range, this.readBuffers);
   }
 
   async objectSize(name: string): Promise<number | undefined> {
@@ -374,7 +376,6 @@ async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Prom
     // Marked handled now; the failure is rethrown where `pending` is next awaited.
     pending.catch(() => undefined);
     sync.wrote(len);
-    noteShortLivedBytes(len);
   };
   try {
     for await (const chunk of source) {
