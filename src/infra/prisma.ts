@@ -186,6 +186,22 @@ function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
     }
   }
   class GuardedPool extends Pool {
+    /**
+     * pool.query: a client that fails while its query runs (the server killed) rejects through the pool's own
+     * 'error' listener, not through GuardedClient.query, so that path is translated here.
+     */
+    override query(...args: any[]): any {
+      const translate = (err: unknown) => (err instanceof DomainError ? err : translateDbError(err, health));
+      const last = args[args.length - 1];
+      if (typeof last === 'function') {
+        args[args.length - 1] = (err: unknown, res: unknown) => last(err ? translate(err) : err, res);
+        return (super.query as (...a: unknown[]) => unknown)(...args);
+      }
+      return ((super.query as (...a: unknown[]) => Promise<unknown>)(...args)).catch((err: unknown) => {
+        throw translate(err);
+      });
+    }
+
     override connect(cb?: any): any {
       if (typeof cb === 'function') {
         return super.connect((err, client, done) => cb(err ? translateDbError(err, health) : err, client, done));
