@@ -22,7 +22,8 @@ async function assetVia(fetcher: (p: string, init?: RequestInit) => Promise<Resp
   return json(await fetcher(`/api/assets/${h.headers.get('asset-id')}`));
 }
 
-describe('disk store', () => {
+/** A database and a data dir of its own for one describe block; the processes pushed to `procs` are stopped after it. */
+function diskStack(): { procs: ServiceProcess[]; env: () => Record<string, string>; dataDir: () => string } {
   const procs: ServiceProcess[] = [];
   let databaseUrl: string;
   let dataDir: string;
@@ -34,9 +35,15 @@ describe('disk store', () => {
     await Promise.all(procs.map((p) => p.kill('SIGTERM')));
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
+  return { procs, env: () => ({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir }), dataDir: () => dataDir };
+}
+
+describe('disk store', () => {
+  const { procs, env: stackEnv, dataDir: stackDir } = diskStack();
 
   test('SIGKILLed mid-upload: a new process resumes from the offset HEAD reports, which the disk kept', async () => {
-    const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+    const env = stackEnv();
+    const dataDir = stackDir();
     const a = await spawnService(env);
     procs.push(a);
     const data = crypto.randomBytes(8 * MiB);
@@ -61,20 +68,10 @@ describe('disk store', () => {
 });
 
 describe('disk store, a PATCH sequence across a restart', () => {
-  const procs: ServiceProcess[] = [];
-  let databaseUrl: string;
-  let dataDir: string;
-  beforeAll(async () => {
-    databaseUrl = await createTestDatabase();
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-tus-'));
-  });
-  afterAll(async () => {
-    await Promise.all(procs.map((p) => p.kill('SIGTERM')));
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { procs, env: stackEnv } = diskStack();
 
   test('PATCHes keep the hash state in the process between them; after a restart it is rebuilt once; both hashes right', async () => {
-    const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
+    const env = stackEnv();
     const data = crypto.randomBytes(10 * MiB + 3);
     const sha256 = `sha256:${crypto.createHash('sha256').update(data).digest('hex')}`;
     const patch = async (svc: ServiceProcess, id: string, from: number, to: number) => {
