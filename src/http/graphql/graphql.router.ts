@@ -7,6 +7,8 @@ import type { Logger } from '../../infra/logger';
 import { asDomainError, STATUS_OF } from '../shared/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
+import { compiledExecutorGateway } from './executor';
+import * as jit from 'graphql-jit';
 import { ideRouter } from './ide';
 import { graphqlJsonBody } from './json-body';
 import { checkDocumentText, DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
@@ -26,7 +28,8 @@ const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 export async function graphqlRouter(c: Container): Promise<Router> {
   const schema = await buildGraphQLSchema(c);
   const server = new ApolloServer<GraphQLContext>({
-    schema,
+    // Queries run as code compiled once per document (graphql-jit) through Apollo's executor hook: executor.ts.
+    gateway: compiledExecutorGateway(schema, jit),
     introspection: true,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
