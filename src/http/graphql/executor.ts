@@ -38,11 +38,17 @@ export function compiledExecutorGateway(schema: GraphQLSchema, jit: Jit) {
     const operationName = rc.operationName ?? undefined;
     const operation = rc.operation ?? getOperationAST(rc.document, operationName);
     const variables = rc.request.variables;
+    const byGraphqlJs = () => execute({ schema, document: rc.document, contextValue: rc.context, variableValues: variables, operationName });
     if (!operation || operation.operation !== 'query') {
-      return execute({ schema, document: rc.document, contextValue: rc.context, variableValues: variables, operationName });
+      return byGraphqlJs();
     }
     const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}, { maxErrors: 50 });
     if (coerced.errors) return { errors: coerced.errors };
+    // A null variable can reach an argument of non-null type that has a default (validation allows it); graphql-js
+    // answers a field error there and graphql-jit does not, so such requests take graphql-js's path.
+    for (const k in coerced.coerced) {
+      if (coerced.coerced[k] === null) return byGraphqlJs();
+    }
     const q = compile(rc.document, operationName);
     if (!jit.isCompiledQuery(q)) return q;
     try {
@@ -51,7 +57,7 @@ export function compiledExecutorGateway(schema: GraphQLSchema, jit: Jit) {
     } catch {
       // graphql-jit throws where graphql-js answers with a field error (a null variable for a non-null argument
       // with a default): graphql-js then gives its exact answer. Queries only, so running again changes nothing.
-      return execute({ schema, document: rc.document, contextValue: rc.context, variableValues: variables, operationName });
+      return byGraphqlJs();
     }
   };
   return {
