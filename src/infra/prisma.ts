@@ -152,6 +152,14 @@ export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefine
  */
 function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
   class GuardedClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      // pg emits 'error' on a client whose connection breaks (after failing its queries). The pool listens only while
+      // the client is idle; a checked-out client (a transaction, a session lock) without a listener would crash the
+      // process. The failure reaches the caller through its query; the pool drops the broken client on release.
+      this.on('error', () => undefined);
+    }
+
     override query(...args: any[]): any {
       const onError = (err: unknown) => {
         if (err instanceof Error && /Query read timeout/.test(err.message)) this.destroyConnection();

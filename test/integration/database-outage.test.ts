@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { Client } from 'pg';
 import { createLogger } from '../../src/infra/logger';
 import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { ownPostgres, type OwnPostgres } from '../helpers/own-postgres';
@@ -154,3 +155,29 @@ test('an outage in the middle of an upload of new content: 503, and its blob and
   await expectRecovered();
   expect(blobFiles().blobs).not.toContain(blake3Of(bytes).slice(7));
 }, 60_000);
+
+test('a connection broken while GC holds a content session lock fails that step, never the process; the lock is freed', async () => {
+  const hex = 'ab'.repeat(32);
+  // The repository's session lock (GC, orphan blob removal), reached directly: its connection is terminated by the
+  // server while it is checked out and idle (the blob step), which makes pg emit 'error' on the client.
+  const repo = (svc.container.content as unknown as { repo: { withSessionLock<T>(h: string, fn: () => Promise<T>): Promise<T> } }).repo;
+  const admin = new Client({ connectionString: pg.url });
+  await admin.connect();
+  try {
+    const result = await repo.withSessionLock(hex, async () => {
+      const killed = await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_advisory_lock(%' AND pid <> pg_backend_pid()",
+      );
+      expect(killed.rowCount).toBeGreaterThanOrEqual(1);
+      await new Promise((r) => setTimeout(r, 300));
+      return 'blob step done';
+    });
+    expect(result).toBe('blob step done');
+    // The session lock died with its connection; nothing holds it now, and the service goes on answering.
+    const free = await admin.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = $1 AND granted', ['advisory']);
+    expect(free.rows[0].n).toBe(0);
+    expect((await svc.fetch(`/api/assets/${known.id}`)).status).toBe(200);
+  } finally {
+    await admin.end();
+  }
+});

@@ -81,15 +81,21 @@ export class ContentRepository {
   async withSessionLock<T>(blake3: string, fn: (locked: LockedContent) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     const key = contentLockKey(blake3).toString();
+    // A connection whose unlock failed may still hold the session lock: it is closed, never pooled again.
+    let broken: Error | undefined;
     try {
-      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]);
+      await client.query('SELECT pg_advisory_lock($1::bigint)', [key]).catch((err: Error) => {
+        throw (broken = err);
+      });
       try {
         return await fn(lockedContent(client, blake3));
       } finally {
-        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+        await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]).catch((err: Error) => {
+          broken = err;
+        });
       }
     } finally {
-      client.release();
+      client.release(broken);
     }
   }
 
