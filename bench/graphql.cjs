@@ -24,11 +24,27 @@ async function seedPreviews(url, ids) {
   }
 }
 
+/**
+ * Every GraphQL answer of a run is checked, not only its status: GraphQL reports failures (a resolver's error, a
+ * refused variable, a pool timeout) with 200 and an `errors` entry. autocannon reads every body anyway; a refused one
+ * counts as a `mismatch`, which `cannon` treats as a failed request. Each answer must begin with its `data` member.
+ */
+const GRAPHQL_OK = {
+  graphql: (body) => body.startsWith('{"data":{"asset":{"id":"') && !body.includes('"errors":'),
+  'graphql-list': (body) => body.startsWith('{"data":{"assets":{"items":[{"id":"') && !body.includes('"errors":'),
+};
+
 function cycling(url, ids, kind) {
   let i = 0;
   const headers = { 'x-api-key': KEY };
   if (kind === 'graphql-list') {
-    return { url: url + '/graphql', method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ query: LIST_QUERY }) };
+    return {
+      url: url + '/graphql',
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: LIST_QUERY }),
+      verifyBody: GRAPHQL_OK[kind],
+    };
   }
   if (kind === 'rest-list') return { url: url + '/api/assets?limit=50', headers };
   if (kind === 'graphql') {
@@ -36,6 +52,7 @@ function cycling(url, ids, kind) {
       url: url + '/graphql',
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
+      verifyBody: GRAPHQL_OK[kind],
       requests: [
         {
           method: 'POST',
@@ -96,7 +113,7 @@ async function run(args) {
       g.push(await cannon({ ...gql, duration, connections }));
       r.push(await cannon({ ...rest, duration, connections }));
       log(`  round ${i + 1}: GraphQL ${g[i].rps.toFixed(0)} req/s p50 ${g[i].p50} p99 ${g[i].p99} ms; REST ${r[i].rps.toFixed(0)} req/s p50 ${r[i].p50} p99 ${r[i].p99} ms`);
-      if (!g[i].ok || !r[i].ok) throw new Error('non-2xx or errors during the GraphQL run');
+      if (!g[i].ok || !r[i].ok) throw new Error(`non-2xx, errors or GraphQL errors during the run: GraphQL ${JSON.stringify(g[i])}, REST ${JSON.stringify(r[i])}`);
     }
     printResult(list ? 'graphql-list' : 'graphql', {
       workload: list ? 'assets(limit: 50) with previews vs GET /api/assets?limit=50' : 'asset(id) vs GET /api/assets/{id}',
