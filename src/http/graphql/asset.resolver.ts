@@ -39,6 +39,7 @@ export class AssetResolver {
       order: args.order,
       after: args.after || undefined,
     });
+    ctx.sawAssets(page.items);
     return AssetPage.from(page);
   }
 
