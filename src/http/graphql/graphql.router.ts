@@ -1,7 +1,7 @@
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
-import { Router, type ErrorRequestHandler } from 'express';
+import { Router, type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
 import type { Container } from '../../container';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, STATUS_OF } from '../shared/errors';
@@ -51,16 +51,13 @@ export async function graphqlRouter(c: Container): Promise<Router> {
   await server.start();
 
   settleUrlParseDeprecation();
-  const r = Router();
-  r.use(ideRouter());
-  r.all(
-    '/graphql',
+  const chain = [
     graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
     graphqlJsonBody(MAX_JSON_BODY_BYTES),
     // Queries whose text Apollo has validated and run before: answered here, as Apollo would (compiled-lane.ts).
     // The lane knows no plugin but the metrics one: another plugin here means another step in the lane.
     compiledLane({ queries, context, formatError: errorFormat, metrics: c.metrics }),
-    (req, _res, next) => {
+    (req: Request, _res: Response, next: NextFunction) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};
       // The document's size and nesting are checked before Apollo parses it.
@@ -69,7 +66,12 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       next(typeof query === 'string' ? checkDocumentText(query, DEFAULT_QUERY_LIMITS) : undefined);
     },
     expressMiddleware(server, { context: (args) => handedOffContext(args.req) ?? context(args) }),
-  );
+  ];
+  const r = Router();
+  // POSTs first: the IDE's router answers GETs only, and every GraphQL request would walk it.
+  r.post('/graphql', ...chain);
+  r.use(ideRouter());
+  r.all('/graphql', ...chain);
   r.use('/graphql', graphqlErrors(c.logger));
   return r;
 }
