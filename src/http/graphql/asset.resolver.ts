@@ -71,16 +71,19 @@ export class AssetResolver {
   }
 
   @FieldResolver(() => AssetType, { nullable: true, description: 'The preview asset (batched: no extra query per list item).' })
-  async preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): Promise<AssetType | null> {
+  preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): AssetType | null | Promise<AssetType | null> {
     if (!asset.previewId) return null;
     if (asset.previewId === asset.id) return asset;
-    try {
-      const found = await ctx.assetLoader.load(asset.previewId);
-      return found ? AssetType.from(found) : null;
-    } catch (err) {
+    // On the same page: no loader round (and no promise) for it.
+    const seen = ctx.seenAsset(asset.previewId);
+    if (seen) return AssetType.from(seen);
+    return ctx.assetLoader.load(asset.previewId).then(
+      (found) => (found ? AssetType.from(found) : null),
       // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
-      throw toGraphQLError(err, ctx, 'Asset.preview');
-    }
+      (err: unknown) => {
+        throw toGraphQLError(err, ctx, 'Asset.preview');
+      },
+    );
   }
 }
 

@@ -22,6 +22,8 @@ export interface GraphQLContext {
    * from the database (a page whose items preview each other costs no second query).
    */
   sawAssets(assets: readonly Asset[]): void;
+  /** One of the assets of `sawAssets`, by id. */
+  seenAsset(id: string): Asset | undefined;
   /** Asks for the connection to be closed after the answer (a rejected upload may still be streaming in). */
   closeConnection(): void;
 }
@@ -57,6 +59,7 @@ class RequestContext implements GraphQLContext {
   private lazyLogger: Logger | undefined = undefined;
   private lazyLoader: DataLoader<string, Asset | null> | undefined = undefined;
   private seen: Array<readonly Asset[]> | undefined = undefined;
+  private seenById: Map<string, Asset> | undefined = undefined;
 
   constructor(
     readonly principal: Principal,
@@ -73,11 +76,10 @@ class RequestContext implements GraphQLContext {
   get assetLoader(): DataLoader<string, Asset | null> {
     return (this.lazyLoader ??= new DataLoader<string, Asset | null>(
       async (ids) => {
+        const missing = ids.filter((id) => !this.seenAsset(id));
         const found = new Map<string, Asset>();
-        for (const page of this.seen ?? []) for (const a of page) found.set(a.id, a);
-        const missing = ids.filter((id) => !found.has(id));
         if (missing.length > 0) for (const a of await this.deps.assets.getMany(this.principal, missing)) found.set(a.id, a);
-        return ids.map((id) => found.get(id) ?? null);
+        return ids.map((id) => this.seenAsset(id) ?? found.get(id) ?? null);
       },
       { maxBatchSize: 500 },
     ));
@@ -85,6 +87,16 @@ class RequestContext implements GraphQLContext {
 
   sawAssets(assets: readonly Asset[]): void {
     (this.seen ??= []).push(assets);
+    this.seenById = undefined;
+  }
+
+  seenAsset(id: string): Asset | undefined {
+    if (!this.seen) return undefined;
+    if (!this.seenById) {
+      this.seenById = new Map();
+      for (const page of this.seen) for (const a of page) this.seenById.set(a.id, a);
+    }
+    return this.seenById.get(id);
   }
 
   closeConnection(): void {
