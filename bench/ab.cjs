@@ -5,7 +5,8 @@
 //   graphql | rest | rest-head | graphql-list | rest-list   64 connections (autocannon) for S seconds per turn, on one
 //       PostgreSQL and one data dir: GraphQL `asset(id)`, REST GET /api/assets/{id} (figure 7's workloads,
 //       bench/graphql.cjs), HEAD /api/assets/hash/{hash} (figure 4's second route), or their list forms; req/s, p99
-//       and the CPU time the service process used per request (/proc).
+//       and the CPU time the service process used per request (/proc). Every GraphQL answer's body is checked: one
+//       with `errors` (or without its `data`) fails the run, as a non-2xx status does.
 //   content    GET /api/assets/{id}/content of 1 GiB (bench/content.cjs), both builds and the bare node:http server
 //       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
@@ -67,7 +68,8 @@ async function load(kind, dirs, { rounds, duration }) {
     for (let round = 0; round < rounds; round++) {
       for (const k of order(round)) {
         const r = await cannonWithCpu(options(svc[k].url), svc[k].pid);
-        if (!r.ok) throw new Error(`${k}: non-2xx or errors: ${JSON.stringify(r)}`);
+        // GraphQL answers are checked body by body (bench/graphql.cjs, verifyBody), not only by status.
+        if (!r.ok) throw new Error(`${k}: non-2xx, errors or GraphQL errors in the body: ${JSON.stringify(r)}`);
         res[k].push({ rps: r.rps, p99: r.p99, cpuUs: r.cpuUs });
         log(`  round ${round + 1} ${k}: ${r.rps.toFixed(0)} req/s p99 ${r.p99} ms ${res[k].at(-1).cpuUs.toFixed(0)} µs CPU/req`);
       }

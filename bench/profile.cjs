@@ -20,15 +20,17 @@ async function main() {
   const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cpuprof-'));
   const stack = await startStack({ prefix: 'prof' });
   let svc;
+  let requests = 0;
   try {
     const ids = [];
     for (let i = 0; i < 50; i++) ids.push((await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `p${i}.bin` })).body.id);
     if (kind.endsWith('-list')) await seedPreviews(stack.svc.url, ids);
     await stack.svc.stop();
     svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`], main: path.join(dist, 'src', 'main.js') });
-    await cannon({ ...cycling(svc.url, ids, kind), duration: 2, connections: 64 });
+    const warm = await cannon({ ...cycling(svc.url, ids, kind), duration: 2, connections: 64 });
     const r = await cannon({ ...cycling(svc.url, ids, kind), duration, connections: 64 });
     log(`${kind}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} p99 ${r.p99} ms (under the profiler), ok=${r.ok}`);
+    requests = warm.total + r.total;
     await svc.stop();
     svc = undefined;
   } finally {
@@ -37,11 +39,12 @@ async function main() {
   }
   const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error(`no profile in ${profDir}`);
-  summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), top);
+  summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), top, requests);
   log(`profile: ${path.join(profDir, file)}`);
 }
 
-function summarize(profile, top) {
+/** Self time by package and by function, as shares of the busy time and in µs per request (warm-up included). */
+function summarize(profile, top, requests) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map();
   const dt = profile.timeDeltas;
@@ -59,8 +62,8 @@ function summarize(profile, top) {
     const p = pkgOf(functionName, url);
     pkgs.set(p, (pkgs.get(p) ?? 0) + t);
   }
-  const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + ' %';
-  console.log(`busy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled`);
+  const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + ' %' + (requests ? (t / requests).toFixed(1).padStart(8) + ' µs/req' : '');
+  console.log(`busy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled; ${requests} requests, ${(busy / requests).toFixed(0)} µs busy per request (start-up included)`);
   console.log('\nself time by package:');
   for (const [p, t] of [...pkgs].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`${pct(t)}  ${p}`);
   console.log(`\ntop ${top} functions by self time:`);

@@ -379,7 +379,8 @@ function ddWrite(dir, size) {
 async function cannon(opts) {
   const autocannon = require('autocannon');
   const res = await autocannon({ connections: 64, duration: 10, ...opts });
-  const bad = res.non2xx + res.errors + res.timeouts;
+  // `mismatches`: answers whose body the workload's `verifyBody` refused (GraphQL: an `errors` entry under a 200).
+  const bad = res.non2xx + res.errors + res.timeouts + (res.mismatches ?? 0);
   return {
     rps: res.requests.average,
     total: res.requests.total,
@@ -389,6 +390,7 @@ async function cannon(opts) {
     max: res.latency.max,
     non2xx: res.non2xx,
     errors: res.errors + res.timeouts,
+    mismatches: res.mismatches ?? 0,
     ok: bad === 0,
   };
 }

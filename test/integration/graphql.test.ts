@@ -205,6 +205,33 @@ describe('queries', () => {
     expect(spy).toHaveBeenCalledTimes(1);
   });
 
+  test('previews on the same page come from the page: no second query; those off the page, one batched query for the rest', async () => {
+    const tag = `same-page-${Date.now()}`;
+    const made: Json[] = [];
+    for (let i = 0; i < 4; i++) made.push((await upload(unique('sp'), { tags: [tag] })).asset);
+    const outside = (await upload(unique('off-page'), { tags: ['elsewhere'] })).asset;
+    const m = 'mutation($id: ID!, $i: UpdateAssetInput!) { updateAsset(id: $id, input: $i) { id } }';
+    // 0 → 1, 1 → 2, 2 → 3 (all on the page), 3 → an asset not on it.
+    for (let i = 0; i < 4; i++) await gql(svc, m, { id: made[i].id, i: { previewId: i < 3 ? made[i + 1].id : outside.id } });
+    const spy = jest.spyOn(svc.container.assets, 'getMany');
+    const q = `query($t: String!, $l: Int!) { assets(filter: {includeTags: [$t]}, limit: $l) { items { id previewId preview { ${ASSET_FIELDS} } } } }`;
+    const all = await gql(svc, q, { t: tag, l: 10 });
+    expect(all.data.assets.items).toHaveLength(4);
+    for (const item of all.data.assets.items) expect(item.preview.id).toBe(item.previewId);
+    expect(spy).toHaveBeenCalledTimes(1);
+    expect(spy.mock.calls[0]![1]).toEqual([outside.id]);
+    // The previews read from the page are the assets as asset(id) shows them.
+    const one = await gql(svc, `query($id: ID!) { asset(id: $id) { ${ASSET_FIELDS} } }`, { id: made[1].id });
+    const fromPage = all.data.assets.items.find((x: Json) => x.id === made[0].id).preview;
+    expect({ ...fromPage, lastAccessTime: undefined }).toEqual({ ...one.data.asset, lastAccessTime: undefined });
+    spy.mockClear();
+    // A page of the first two only: the preview of the second is off this page.
+    const two = await gql(svc, `query($t: String!) { assets(filter: {includeTags: [$t]}, limit: 2, sort: created_at, order: asc) { items { id preview { id } } } }`, { t: tag });
+    expect(two.data.assets.items.map((x: Json) => x.preview.id)).toEqual([made[1].id, made[2].id]);
+    expect(spy).toHaveBeenCalledTimes(1);
+    expect(spy.mock.calls[0]![1]).toEqual([made[2].id]);
+  });
+
   test('contentExists sees every owner\'s content, by blake3 or sha256; a malformed hash is INVALID_HASH', async () => {
     const content = Buffer.from(unique('exists'));
     await upload(content, {}, KEYS.bob);

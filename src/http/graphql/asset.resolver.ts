@@ -7,16 +7,16 @@ import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
 import { hashParam, idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
-import { ErrorInterceptor } from './errors';
+import { ErrorInterceptor, toGraphQLError } from './errors';
 import { InputCheck } from './input-check';
 import { AssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
 import { TagCountType } from './types/tag.type';
 import { AssetPage, AssetType } from './types/asset.type';
 
 /**
- * The error interceptor and the input check are on each query and on `preview`, not on the class: on the class they
- * would also wrap `previewUrl` and `thumbnailUrl`, pure functions of the asset with no arguments, in type-graphql's
- * async middleware chain for every item of a page (BENCHMARKS.md, "Third round: GraphQL").
+ * The error interceptor and the input check are on each query, not on the class: on the class they would also wrap
+ * `previewUrl` and `thumbnailUrl`, pure functions of the asset with no arguments, in type-graphql's async middleware
+ * chain for every item of a page (BENCHMARKS.md, "Third round: GraphQL"); `preview` translates its errors itself.
  */
 @Resolver(() => AssetType)
 export class AssetResolver {
@@ -39,6 +39,7 @@ export class AssetResolver {
       order: args.order,
       after: args.after || undefined,
     });
+    ctx.sawAssets(page.items);
     return AssetPage.from(page);
   }
 
@@ -69,13 +70,20 @@ export class AssetResolver {
     return this.service.contentExists(hashParam(hash));
   }
 
-  @UseMiddleware(ErrorInterceptor)
   @FieldResolver(() => AssetType, { nullable: true, description: 'The preview asset (batched: no extra query per list item).' })
-  async preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): Promise<AssetType | null> {
+  preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): AssetType | null | Promise<AssetType | null> {
     if (!asset.previewId) return null;
     if (asset.previewId === asset.id) return asset;
-    const found = await ctx.assetLoader.load(asset.previewId);
-    return found ? AssetType.from(found) : null;
+    // On the same page: no loader round (and no promise) for it.
+    const seen = ctx.seenAsset(asset.previewId);
+    if (seen) return AssetType.from(seen);
+    return ctx.assetLoader.load(asset.previewId).then(
+      (found) => (found ? AssetType.from(found) : null),
+      // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
+      (err: unknown) => {
+        throw toGraphQLError(err, ctx, 'Asset.preview');
+      },
+    );
   }
 }
 

@@ -17,6 +17,13 @@ export interface GraphQLContext {
   baseUrl: string;
   /** This owner's assets by id, batched per request (previews of a list cost one query, not one per item). */
   assetLoader: DataLoader<string, Asset | null>;
+  /**
+   * Assets of this owner the request has read already (a page's items): the loader takes them from here rather than
+   * from the database (a page whose items preview each other costs no second query).
+   */
+  sawAssets(assets: readonly Asset[]): void;
+  /** One of the assets of `sawAssets`, by id. */
+  seenAsset(id: string): Asset | undefined;
   /** Asks for the connection to be closed after the answer (a rejected upload may still be streaming in). */
   closeConnection(): void;
 }
@@ -51,6 +58,8 @@ export function createContext(deps: { auth: RequestAuth; assets: AssetService; l
 class RequestContext implements GraphQLContext {
   private lazyLogger: Logger | undefined = undefined;
   private lazyLoader: DataLoader<string, Asset | null> | undefined = undefined;
+  private seen: Array<readonly Asset[]> | undefined = undefined;
+  private seenById: Map<string, Asset> | undefined = undefined;
 
   constructor(
     readonly principal: Principal,
@@ -67,11 +76,27 @@ class RequestContext implements GraphQLContext {
   get assetLoader(): DataLoader<string, Asset | null> {
     return (this.lazyLoader ??= new DataLoader<string, Asset | null>(
       async (ids) => {
-        const found = new Map((await this.deps.assets.getMany(this.principal, ids)).map((a) => [a.id, a]));
-        return ids.map((id) => found.get(id) ?? null);
+        const missing = ids.filter((id) => !this.seenAsset(id));
+        const found = new Map<string, Asset>();
+        if (missing.length > 0) for (const a of await this.deps.assets.getMany(this.principal, missing)) found.set(a.id, a);
+        return ids.map((id) => this.seenAsset(id) ?? found.get(id) ?? null);
       },
       { maxBatchSize: 500 },
     ));
+  }
+
+  sawAssets(assets: readonly Asset[]): void {
+    (this.seen ??= []).push(assets);
+    this.seenById = undefined;
+  }
+
+  seenAsset(id: string): Asset | undefined {
+    if (!this.seen) return undefined;
+    if (!this.seenById) {
+      this.seenById = new Map();
+      for (const page of this.seen) for (const a of page) this.seenById.set(a.id, a);
+    }
+    return this.seenById.get(id);
   }
 
   closeConnection(): void {

@@ -1,73 +1,159 @@
-import { getOperationAST, getVariableValues, execute, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getVariableValues, execute, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 
 /** The part of graphql-jit this uses. */
-interface Jit {
+export interface Jit {
   compileQuery(schema: GraphQLSchema, document: DocumentNode, operationName?: string, options?: object): CompiledQuery | ExecutionResult;
   isCompiledQuery(q: unknown): q is CompiledQuery;
 }
-interface CompiledQuery {
+export interface CompiledQuery {
   query(root: unknown, context: unknown, variables: Record<string, unknown> | null | undefined): Promise<ExecutionResult> | ExecutionResult;
 }
 
 interface GatewayRequestContext {
   document: DocumentNode;
+  /** The document's text (Apollo's `source`). */
+  source?: string;
   operation?: OperationDefinitionNode;
   operationName?: string | null;
-  request: { variables?: Record<string, unknown> };
+  request: { variables?: Record<string, unknown>; operationName?: string };
   context: unknown;
 }
 
+/** A query operation of a document Apollo has parsed and validated (our limits rule included), compiled. */
+export interface PreparedQuery {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+  compiled: CompiledQuery;
+}
+
 /**
- * Apollo's executor hook (its `gateway` option: `load()` gives the schema and an executor) running queries as code
- * compiled once per document by graphql-jit. Apollo still parses and validates (its document cache, our limits rule);
- * the compiled query is cached on the validated document object, which Apollo's document store hands back for the
- * same query text. Variables are coerced by graphql-js first, so a bad variable is refused with graphql-js's exact
- * error. Mutations (uploads among them) run on graphql-js's `execute`.
+ * Text kept by the known-document table, in UTF-16 code units. The documents a service sees are a handful of client
+ * queries; a flood of distinct texts empties the table (their parsed documents stay in Apollo's own LRU store).
  */
-export function compiledExecutorGateway(schema: GraphQLSchema, jit: Jit) {
-  const compiled = new WeakMap<DocumentNode, Map<string, CompiledQuery | ExecutionResult>>();
-  const compile = (document: DocumentNode, operationName: string | undefined) => {
-    let byName = compiled.get(document);
-    if (!byName) compiled.set(document, (byName = new Map()));
+const MAX_KNOWN_TEXT = 1024 * 1024;
+
+/**
+ * The compiled queries of the executor hook and of the compiled lane (compiled-lane.ts). Queries are compiled once per
+ * document object (Apollo's document store hands back the same object for the same text), and each compiled query
+ * Apollo has run is remembered by its document text and the request's operation name, so that the lane can answer
+ * the next request of the same text without Apollo's parse, hash and validation (it passed them: only a validated
+ * document reaches the executor).
+ */
+export class CompiledQueries {
+  private readonly byDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | ExecutionResult>>();
+  private readonly byText = new Map<string, Map<string | null, PreparedQuery>>();
+  private knownText = 0;
+
+  constructor(
+    readonly schema: GraphQLSchema,
+    private readonly jit: Jit,
+  ) {}
+
+  compile(document: DocumentNode, operationName: string | undefined): CompiledQuery | ExecutionResult {
+    let byName = this.byDocument.get(document);
+    if (!byName) this.byDocument.set(document, (byName = new Map()));
     const key = operationName ?? '';
     let q = byName.get(key);
-    if (!q) byName.set(key, (q = jit.compileQuery(schema, document, operationName, { disablingCapturingStackErrors: true })));
+    if (!q) byName.set(key, (q = this.jit.compileQuery(this.schema, document, operationName, { disablingCapturingStackErrors: true })));
     return q;
-  };
-  const executor = async (rc: GatewayRequestContext): Promise<ExecutionResult> => {
-    const operationName = rc.operationName ?? undefined;
-    const operation = rc.operation ?? getOperationAST(rc.document, operationName);
-    const variables = rc.request.variables;
-    const byGraphqlJs = () => execute({ schema, document: rc.document, contextValue: rc.context, variableValues: variables, operationName });
-    if (!operation || operation.operation !== 'query') {
-      return byGraphqlJs();
+  }
+
+  isCompiled(q: CompiledQuery | ExecutionResult): q is CompiledQuery {
+    return this.jit.isCompiledQuery(q);
+  }
+
+  /** The validated query operation Apollo ran for this text and requested operation name (undefined: none asked). */
+  known(text: string, operationName: string | undefined): PreparedQuery | undefined {
+    return this.byText.get(text)?.get(operationName ?? null);
+  }
+
+  private remember(text: string, operationName: string | undefined, prepared: PreparedQuery): void {
+    let byName = this.byText.get(text);
+    if (!byName) {
+      if (this.knownText + text.length > MAX_KNOWN_TEXT) {
+        this.byText.clear();
+        this.knownText = 0;
+      }
+      this.byText.set(text, (byName = new Map()));
+      this.knownText += text.length;
     }
-    const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}, { maxErrors: 50 });
-    if (coerced.errors) return { errors: coerced.errors };
-    // A null variable can reach an argument of non-null type that has a default (validation allows it); graphql-js
-    // answers a field error there and graphql-jit does not, so such requests take graphql-js's path.
-    for (const k in coerced.coerced) {
-      if (coerced.coerced[k] === null) return byGraphqlJs();
-    }
-    const q = compile(rc.document, operationName);
-    if (!jit.isCompiledQuery(q)) return q;
-    try {
-      // The coerced values: graphql-jit 0.8.9 refuses a non-null variable left to its default ($l: Int! = 20).
-      return await q.query(undefined, rc.context, coerced.coerced);
-    } catch {
-      // graphql-jit throws where graphql-js answers with a field error (a null variable for a non-null argument
-      // with a default): graphql-js then gives its exact answer. Queries only, so running again changes nothing.
-      return byGraphqlJs();
-    }
-  };
-  return {
-    async load() {
-      return { schema, executor };
-    },
-    onSchemaLoadOrUpdate(callback: (s: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
-      callback({ apiSchema: schema, coreSupergraphSdl: '' });
-      return () => undefined;
-    },
-    async stop() {},
-  };
+    byName.set(operationName ?? null, prepared);
+  }
+
+  /**
+   * Apollo's executor hook (its `gateway` option: `load()` gives the schema and an executor) running queries as code
+   * compiled by graphql-jit. Apollo still parses and validates (its document cache, our limits rule). Variables are
+   * coerced by graphql-js first, so a bad variable is refused with graphql-js's exact error. Mutations (uploads among
+   * them) run on graphql-js's `execute`.
+   */
+  gateway() {
+    const schema = this.schema;
+    const executor = async (rc: GatewayRequestContext): Promise<ExecutionResult> => {
+      // Apollo resolved the operation from the request's operationName; when it found none (an unknown name, or
+      // several operations and no name), graphql-js answers with the resolution error, which Apollo reports.
+      const operation = rc.operation;
+      const variables = rc.request.variables;
+      const byGraphqlJs = () =>
+        execute({ schema, document: rc.document, contextValue: rc.context, variableValues: variables, operationName: rc.request.operationName });
+      if (!operation || operation.operation !== 'query') {
+        return byGraphqlJs();
+      }
+      const operationName = operation.name?.value;
+      const coerced = coerceVariables(schema, operation, variables);
+      if ('errors' in coerced) return { errors: coerced.errors };
+      if (coerced.hasNull) return byGraphqlJs();
+      const q = this.compile(rc.document, operationName);
+      if (!this.jit.isCompiledQuery(q)) return q;
+      if (rc.source !== undefined) this.remember(rc.source, rc.request.operationName, { document: rc.document, operation, compiled: q });
+      return runOrFallBack(q, rc.context, coerced.values, byGraphqlJs);
+    };
+    return {
+      async load() {
+        return { schema, executor };
+      },
+      onSchemaLoadOrUpdate(callback: (s: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
+        callback({ apiSchema: schema, coreSupergraphSdl: '' });
+        return () => undefined;
+      },
+      async stop() {},
+    };
+  }
+}
+
+/**
+ * graphql-js's coercion of the request's variables (its exact errors). `hasNull`: a variable is null, which can reach
+ * an argument of non-null type that has a default (validation allows it); graphql-js answers a field error there and
+ * graphql-jit does not, so such requests take graphql-js's path.
+ */
+export function coerceVariables(
+  schema: GraphQLSchema,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+): { errors: ExecutionResult['errors'] } | { values: Record<string, unknown>; hasNull: boolean } {
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}, { maxErrors: 50 });
+  if (coerced.errors) return { errors: coerced.errors };
+  let hasNull = false;
+  for (const k in coerced.coerced) {
+    if (coerced.coerced[k] === null) hasNull = true;
+  }
+  return { values: coerced.coerced, hasNull };
+}
+
+/**
+ * Runs a compiled query on coerced variables (graphql-jit 0.8.9 refuses a non-null variable left to its default,
+ * `$l: Int! = 20`, so it gets graphql-js's coerced values). graphql-jit throws where graphql-js answers with a field
+ * error (a null variable for a non-null argument with a default): graphql-js then gives its exact answer. Queries
+ * only, so running again changes nothing.
+ */
+export async function runOrFallBack(
+  q: CompiledQuery,
+  context: unknown,
+  variables: Record<string, unknown>,
+  byGraphqlJs: () => Promise<ExecutionResult> | ExecutionResult,
+): Promise<ExecutionResult> {
+  try {
+    return await q.query(undefined, context, variables);
+  } catch {
+    return byGraphqlJs();
+  }
 }

@@ -1,13 +1,14 @@
 import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
-import { Router, type ErrorRequestHandler } from 'express';
+import { Router, type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
 import type { Container } from '../../container';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, STATUS_OF } from '../shared/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
-import { compiledExecutorGateway } from './executor';
+import { compiledLane, handedOffContext } from './compiled-lane';
+import { CompiledQueries } from './executor';
 import * as jit from 'graphql-jit';
 import { ideRouter } from './ide';
 import { graphqlJsonBody } from './json-body';
@@ -27,9 +28,12 @@ const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
  */
 export async function graphqlRouter(c: Container): Promise<Router> {
   const schema = await buildGraphQLSchema(c);
+  const queries = new CompiledQueries(schema, jit);
+  const errorFormat = formatError(c.logger);
+  const context = createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger });
   const server = new ApolloServer<GraphQLContext>({
     // Queries run as code compiled once per document (graphql-jit) through Apollo's executor hook: executor.ts.
-    gateway: compiledExecutorGateway(schema, jit),
+    gateway: queries.gateway(),
     introspection: true,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
@@ -38,7 +42,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     // handlers would re-raise SIGTERM at once and cut in-flight requests.
     stopOnTerminationSignals: false,
     validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
-    formatError: formatError(c.logger),
+    formatError: errorFormat,
     // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN. Cache-control hints are not
     // used (answers are per key, never cached by a CDN), and Apollo's default cache-control plugin would wrap every
     // field's resolver to compute them (willResolveField on each field of each list item).
@@ -47,13 +51,13 @@ export async function graphqlRouter(c: Container): Promise<Router> {
   await server.start();
 
   settleUrlParseDeprecation();
-  const r = Router();
-  r.use(ideRouter());
-  r.all(
-    '/graphql',
+  const chain = [
     graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
     graphqlJsonBody(MAX_JSON_BODY_BYTES),
-    (req, _res, next) => {
+    // Queries whose text Apollo has validated and run before: answered here, as Apollo would (compiled-lane.ts).
+    // The lane knows no plugin but the metrics one: another plugin here means another step in the lane.
+    compiledLane({ queries, context, formatError: errorFormat, metrics: c.metrics }),
+    (req: Request, _res: Response, next: NextFunction) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};
       // The document's size and nesting are checked before Apollo parses it.
@@ -61,8 +65,13 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       const query = typeof body.query === 'string' ? body.query : (req.query as Record<string, unknown>).query;
       next(typeof query === 'string' ? checkDocumentText(query, DEFAULT_QUERY_LIMITS) : undefined);
     },
-    expressMiddleware(server, { context: createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger }) }),
-  );
+    expressMiddleware(server, { context: (args) => handedOffContext(args.req) ?? context(args) }),
+  ];
+  const r = Router();
+  // POSTs first: the IDE's router answers GETs only, and every GraphQL request would walk it.
+  r.post('/graphql', ...chain);
+  r.use(ideRouter());
+  r.all('/graphql', ...chain);
   r.use('/graphql', graphqlErrors(c.logger));
   return r;
 }

@@ -67,28 +67,30 @@ export class AssetType {
   @Field()
   isImmutable!: boolean;
 
+  /** One object per asset (pages map 50–500 of them per request): the fields set on the instance, no literal copied in. */
   static from(a: Asset): AssetType {
-    return Object.assign(new AssetType(), {
-      id: a.id,
-      name: a.name,
-      size: a.size,
-      assetHash: assetHashOf(a),
-      hash: assetHashOf(a),
-      displayName: a.name,
-      mimeType: a.mimeType,
-      tags: a.tags,
-      userMetadata: a.userMetadata,
-      hasThumbnail: a.hasThumbnail,
-      previewId: a.previewId,
-      promptId: a.promptId,
-      jobId: a.promptId,
-      loaderPath: loaderPathOf(a) ?? null,
-      metadata: a.metadata,
-      createdAt: a.createdAt,
-      updatedAt: a.updatedAt,
-      lastAccessTime: a.lastAccessTime,
-      isImmutable: a.isImmutable,
-    });
+    const t = new AssetType();
+    const hash = assetHashOf(a);
+    t.id = a.id;
+    t.name = a.name;
+    t.size = a.size;
+    t.assetHash = hash;
+    t.hash = hash;
+    t.displayName = a.name;
+    t.mimeType = a.mimeType;
+    t.tags = a.tags;
+    t.userMetadata = a.userMetadata;
+    t.hasThumbnail = a.hasThumbnail;
+    t.previewId = a.previewId;
+    t.promptId = a.promptId;
+    t.jobId = a.promptId;
+    t.loaderPath = loaderPathOf(a) ?? null;
+    t.metadata = a.metadata;
+    t.createdAt = a.createdAt;
+    t.updatedAt = a.updatedAt;
+    t.lastAccessTime = a.lastAccessTime;
+    t.isImmutable = a.isImmutable;
+    return t;
   }
 }
 
