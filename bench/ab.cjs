@@ -11,7 +11,7 @@
 //       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
 //   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data
-//       dir, so each process's job worker takes its own tasks; MB/s.
+//       dir, so each process's job worker takes its own tasks; MB/s and the service's CPU seconds per GiB (/proc).
 // For a change that has no run-time switch. A build of another commit, for example:
 //   git worktree add /tmp/old <rev> && (cd /tmp/old && npm install && npm run build)
 //   cp -r dist .ab-new   # this tree's build; a dist dir must sit under a checkout so node_modules resolves
@@ -19,7 +19,7 @@
 // Or one build under two settings: AB_ENV_A / AB_ENV_B add environment variables to A's or B's process
 // (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
 const path = require('node:path');
-const { MiB, GiB, KEY, startStack, spawnService, spawnHelper, uploadMultipart, requestJson, cannon, cannonWithCpu, median, r2, r3, mbps, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, GiB, KEY, startStack, spawnService, spawnHelper, uploadMultipart, requestJson, cannon, cannonWithCpu, cpuMicros, median, r2, r3, mbps, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
 const { cycling, seedPreviews } = require('./graphql.cjs');
 const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
 const content = require('./content.cjs');
@@ -156,15 +156,22 @@ async function downloads(dirs, { rounds }) {
       svc[k] = await spawnService({ dataDir: stacks[k].dataDir, databaseUrl: stacks[k].databaseUrl, env: { ...env, ...envOf(k) }, main: mainOf(dirs[k]) });
     }
     const res = { A: [], B: [] };
+    const cpu = { A: [], B: [] };
     for (let round = 0; round < rounds; round++) {
       for (const k of order(round)) {
         const url = `${server.url}/bench/models/resolve/main/ab${round}${k}-${Date.now()}-${GiB}.bin`;
+        const before = cpuMicros(svc[k].pid);
         const t = await viaTask(svc[k].url, url, GiB);
         res[k].push(mbps(GiB, t.seconds));
-        log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s`);
+        cpu[k].push((cpuMicros(svc[k].pid) - before) / 1e6);
+        log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, service CPU ${cpu[k].at(-1).toFixed(2)} s/GiB`);
       }
     }
-    return ratios(res, 'mbps');
+    return {
+      ...ratios(res, 'mbps'),
+      cpu_s_per_gib: { A: r2(median(cpu.A)), B: r2(median(cpu.B)) },
+      cpu_ratio_b_to_a: r3(median(cpu.B.map((x, i) => x / cpu.A[i]))),
+    };
   } finally {
     for (const k of ['A', 'B']) await svc[k]?.stop();
     for (const k of ['A', 'B']) await stacks[k]?.stop();

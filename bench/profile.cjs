@@ -9,6 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { summarize } = require('./lib/cpu-profile.cjs');
 const { cycling, seedPreviews } = require('./graphql.cjs');
 
 async function main() {
@@ -39,53 +40,8 @@ async function main() {
   }
   const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error(`no profile in ${profDir}`);
-  summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), top, requests);
+  summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), top, console.log, requests);
   log(`profile: ${path.join(profDir, file)}`);
-}
-
-/** Self time by package and by function, as shares of the busy time and in µs per request (warm-up included). */
-function summarize(profile, top, requests) {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map();
-  const dt = profile.timeDeltas;
-  for (let i = 0; i < profile.samples.length; i++) self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + (dt[i] ?? 0));
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  const idle = [...self].filter(([id]) => byId.get(id).callFrame.functionName === '(idle)').reduce((a, [, v]) => a + v, 0);
-  const busy = total - idle;
-  const fns = new Map();
-  const pkgs = new Map();
-  for (const [id, t] of self) {
-    const { functionName, url, lineNumber } = byId.get(id).callFrame;
-    if (functionName === '(idle)') continue;
-    const key = `${functionName || '(anonymous)'} ${short(url)}:${lineNumber + 1}`;
-    fns.set(key, (fns.get(key) ?? 0) + t);
-    const p = pkgOf(functionName, url);
-    pkgs.set(p, (pkgs.get(p) ?? 0) + t);
-  }
-  const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + ' %' + (requests ? (t / requests).toFixed(1).padStart(8) + ' µs/req' : '');
-  console.log(`busy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled; ${requests} requests, ${(busy / requests).toFixed(0)} µs busy per request (start-up included)`);
-  console.log('\nself time by package:');
-  for (const [p, t] of [...pkgs].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`${pct(t)}  ${p}`);
-  console.log(`\ntop ${top} functions by self time:`);
-  for (const [f, t] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(t)}  ${f}`);
-}
-
-function short(url) {
-  const i = url.lastIndexOf('node_modules/');
-  if (i >= 0) return url.slice(i + 13);
-  const d = url.indexOf('/dist/');
-  return d >= 0 ? url.slice(d + 1) : url.replace(/^file:\/\//, '');
-}
-
-function pkgOf(fn, url) {
-  if (!url) return fn.startsWith('(') ? fn : '(native)';
-  const i = url.lastIndexOf('node_modules/');
-  if (i >= 0) {
-    const rest = url.slice(i + 13).split('/');
-    return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
-  }
-  if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0];
-  return url.includes('/dist/') ? 'service (dist)' : url;
 }
 
 runScript(main);

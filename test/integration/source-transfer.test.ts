@@ -99,3 +99,35 @@ test('a crash right after the new validator is saved never leaves the old bytes 
   expect(`blake3:${done.digest.blake3}`).toBe(blake3Of(v2));
   expect(fs.readFileSync(path.join(dir, done.temp.key)).equals(v2)).toBe(true);
 });
+
+/** The store as one that writes partial files itself (S3's parts): no `appendHashed`, so this thread writes. */
+function writingHere(): FsBlobStore {
+  return Object.assign(Object.create(store) as FsBlobStore, {
+    openPartial: async (name: string) => ({ ...(await store.openPartial(name)), appendHashed: undefined }),
+  });
+}
+
+test.each([
+  ['the hash worker appends to the partial file (disk store)', () => store],
+  ['this thread writes the partial file, copies go to the hash worker (S3)', writingHere],
+])('a broken connection is resumed by the same transfer with the hash state it kept: %s', async (_, blobs) => {
+  const data = crypto.randomBytes(3 * 1024 * KiB + 123);
+  Object.assign(file, { data, etag: '"r1"', dropAfter: 1024 * KiB + 7 });
+  const name = `resumed-${crypto.randomBytes(4).toString('hex')}`;
+  const t = new SourceTransfer({ fetcher, blobs: blobs(), hashers: workers }, { url: new URL(`${base}/f`), partialName: name, validator: null, maxBytes: 1 << 30 });
+  const before = store.ingestStats.transferredBytes;
+  try {
+    await expect(t.attempt()).rejects.toThrow(/connection broke/);
+    expect(fs.statSync(path.join(dir, '.partial', name)).size).toBe(1024 * KiB + 7);
+    file.dropAfter = 0;
+    const done = await t.attempt();
+    expect(`blake3:${done.digest.blake3}`).toBe(blake3Of(data));
+    expect(done.digest.sha256).toBe(crypto.createHash('sha256').update(data).digest('hex'));
+    expect(done.digest.size).toBe(data.length);
+    expect(fs.readFileSync(path.join(dir, done.temp.key)).equals(data)).toBe(true);
+  } finally {
+    t.close();
+  }
+  // On the disk store undici's chunks (whole socket reads) move to the worker rather than being copied.
+  if (blobs() === store) expect(store.ingestStats.transferredBytes - before).toBeGreaterThan(data.length / 2);
+});

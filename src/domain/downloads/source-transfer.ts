@@ -1,7 +1,7 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
 import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
-import type { IngestJob, IngestWorkers } from '../../infra/blob-store/ingest-pool';
+import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
@@ -39,10 +39,11 @@ export interface SourceTransferOptions {
  */
 export class SourceTransfer {
   /**
-   * BLAKE3 + SHA-256 on an ingest worker thread (copies of the chunks are moved there), the state kept across
-   * attempts. Both hashes go there: this thread already parses the HTTP response (BENCHMARKS.md, change 7).
+   * BLAKE3 + SHA-256 on an ingest worker thread, the state kept there across attempts (one job per attempt). Both
+   * hashes go there: this thread already parses the HTTP response (BENCHMARKS.md, change 7). On the disk store the
+   * worker also appends the bytes to the partial file, and the body's chunks move there instead of being copied.
    */
-  private hasher: IngestJob;
+  private hash: HashSession;
   private head = Buffer.alloc(0);
   /** Bytes received so far (including those of earlier attempts). */
   bytes = 0;
@@ -54,16 +55,16 @@ export class SourceTransfer {
     private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore; hashers: IngestWorkers; meter?: TransferMeter },
     private readonly o: SourceTransferOptions,
   ) {
-    this.hasher = this.newHasher();
+    this.hash = this.newHash();
     this.validator = o.validator;
   }
 
   async attempt(): Promise<IngestedContent> {
     const partial = this.o.partialName && this.deps.blobs.openPartial ? await this.deps.blobs.openPartial(this.o.partialName) : undefined;
-    // A hash worker that failed (it died) has lost the state: rebuild it from the partial file.
-    if (this.hasher.failed) this.reset();
+    // A job that failed (or a hash worker that died) has lost the state: rebuild it from the partial file.
+    if (!this.hash.usable) this.reset();
     let offset = partial && this.validator ? partial.size : 0;
-    if (offset > 0 && this.hasher.size !== offset) offset = await this.rebuild(partial!);
+    if (offset > 0 && this.hash.size !== offset) offset = await this.rebuild(partial!);
     if (offset === 0) this.reset();
     this.bytes = offset;
 
@@ -109,16 +110,20 @@ export class SourceTransfer {
 
     let bodyError: unknown;
     const source = this.pipe(res, offset, (e) => (bodyError = e));
-    const temp = partial ? await partial.append(source, { truncate }) : await this.deps.blobs.writeTemp(source);
+    const temp = await this.store(partial, source, truncate).catch((err: unknown) => {
+      // The hash worker died: the next attempt rebuilds the state from what the partial file holds and resumes there.
+      if (this.hash.workerStopped) throw new SourceError('DOWNLOAD_FAILED', `the hash worker stopped after ${this.bytes} bytes`, true);
+      throw err;
+    });
     if (bodyError !== undefined) {
       if (!partial) await this.deps.blobs.discard(temp);
       if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
       if (bodyError instanceof SourceError) throw bodyError;
       throw new SourceError('DOWNLOAD_FAILED', `the connection broke after ${this.bytes} bytes: ${(bodyError as Error).message}`, true);
     }
-    if (total !== null && this.hasher.size !== total) {
+    if (total !== null && this.hash.size !== total) {
       if (!partial) await this.deps.blobs.discard(temp);
-      throw new SourceError('DOWNLOAD_FAILED', `the server sent ${this.hasher.size} of ${total} bytes`, true);
+      throw new SourceError('DOWNLOAD_FAILED', `the server sent ${this.hash.size} of ${total} bytes`, true);
     }
     return this.finish(temp);
   }
@@ -126,6 +131,17 @@ export class SourceTransfer {
   /** The validator to save with the partial file's bytes. */
   get currentValidator(): string | null {
     return this.validator;
+  }
+
+  /**
+   * Writes the body where it goes while the hash worker hashes it: on the disk store the worker appends it to the
+   * partial file itself (the chunks, used by nobody else once passed on, move there); elsewhere this thread writes and
+   * copies go to the worker. Either way the state has counted every byte stored when this returns.
+   */
+  private store(partial: PartialBlob | undefined, source: AsyncIterable<Buffer>, truncate: boolean): Promise<TempBlob> {
+    if (partial?.appendHashed) return partial.appendHashed(source, this.hash, { ownsChunks: true });
+    if (partial) return partial.append(this.hash.hashing(source), { truncate });
+    return this.deps.blobs.writeTemp(this.hash.hashing(source));
   }
 
   private async open(headers: Record<string, string>): Promise<FetchResponse> {
@@ -139,24 +155,24 @@ export class SourceTransfer {
   }
 
   /**
-   * The body, hashed and counted on the way to the partial file. A broken connection ends the stream instead of
-   * failing it, so every byte received is written before the next attempt resumes after it.
+   * The body, counted on the way to the store. A broken connection ends the stream instead of failing it, so every
+   * byte received is written (and hashed) before the next attempt resumes after it. A chunk is not touched once
+   * yielded: the store may have moved it to the hash worker.
    */
   private async *pipe(res: FetchResponse, offset: number, onError: (e: unknown) => void): AsyncGenerator<Buffer> {
     const meter = this.deps.meter ?? NO_METER;
     const end = meter.begin('download');
     try {
       for await (const chunk of res.body) {
-        if (this.hasher.size + chunk.length > this.o.maxBytes) {
+        const n = chunk.length;
+        if (this.bytes + n > this.o.maxBytes) {
           onError(new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`));
           dropBody(res.body);
           return;
         }
         if (offset === 0 && this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-        const wait = this.hasher.write(chunk);
-        if (wait) await wait;
-        this.bytes = this.hasher.size;
-        meter.add('downloaded', chunk.length);
+        this.bytes += n;
+        meter.add('downloaded', n);
         yield chunk;
       }
     } catch (err) {
@@ -170,19 +186,22 @@ export class SourceTransfer {
   /** Re-reads the partial file into a fresh hash state; returns the bytes kept (0 if the file could not be read). */
   private async rebuild(partial: PartialBlob): Promise<number> {
     this.reset();
+    const job = this.hash.append(undefined, { ownsChunks: false });
     try {
       for await (const chunk of partial.readExisting()) {
         if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
-        const wait = this.hasher.write(chunk);
+        const wait = job.write(chunk);
         if (wait) await wait;
         if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
       }
+      await job.finish();
     } catch (err) {
+      await job.abort();
       if (err instanceof FetchError) throw err;
       this.reset();
       return 0;
     }
-    if (this.hasher.size !== partial.size) {
+    if (this.hash.size !== partial.size) {
       this.reset();
       return 0;
     }
@@ -191,22 +210,22 @@ export class SourceTransfer {
 
   /** Releases the hash state (call once the transfer is over, whichever way it ended). */
   close(): void {
-    void this.hasher.abort();
+    this.hash.close();
   }
 
-  private newHasher(): IngestJob {
-    return this.deps.hashers.open(undefined, { ownsChunks: false, blake3OnWorker: true });
+  private newHash(): HashSession {
+    return this.deps.hashers.session({ blake3OnWorker: true });
   }
 
   private reset(): void {
     this.close();
-    this.hasher = this.newHasher();
+    this.hash = this.newHash();
     this.head = Buffer.alloc(0);
     this.bytes = 0;
   }
 
   private async finish(temp: TempBlob): Promise<IngestedContent> {
-    const digest = await this.hasher.finish();
+    const digest = await this.hash.digest();
     const sniffedMime = this.head.length > 0 ? detectMime(this.head, undefined) : undefined;
     const derived = deriveFromHead(this.head, sniffedMime, undefined);
     this.head = Buffer.alloc(0);

@@ -120,7 +120,7 @@ export class UploadService {
       // The request's chunks are used by nobody else (the tus server passes them on), so they move to the worker.
       size = partial.appendHashed
         ? (await partial.appendHashed(limited(), state, { ownsChunks: true })).size
-        : (await partial.append(hashedOn(state, limited()))).size;
+        : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
       failure = err;
       size = (await this.blobs.openPartial!(partName(id))).size;
@@ -248,24 +248,6 @@ export class UploadService {
   private forget(id: string): void {
     this.states.get(id)?.close();
     this.states.delete(id);
-  }
-}
-
-/** Passes `source` through while `state`'s worker hashes it (stores that write the part themselves: S3). */
-async function* hashedOn(state: HashSession, source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  const job = state.append(undefined, { ownsChunks: false });
-  let done = false;
-  try {
-    for await (const chunk of source) {
-      const wait = job.write(chunk);
-      if (wait) await wait;
-      yield chunk;
-    }
-    done = true;
-  } finally {
-    // The store stopped reading (or the source failed): the state no longer matches what is stored.
-    if (done) await job.finish();
-    else await job.abort();
   }
 }
 

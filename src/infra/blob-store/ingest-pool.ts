@@ -18,12 +18,12 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
  * overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end. Durability is the
  * same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
  *
- * Downloads use jobs without a file (hashing only, both hashes on the worker, the state kept across resumed
- * attempts): their chunks are views of undici's buffers, so they are copied, then moved.
- *
  * Resumable uploads keep a HashSession per upload: the BLAKE3 + SHA-256 state stays on one worker between jobs (one
  * job per PATCH, appending to the upload's part), so every PATCH continues the hashes where the last one stopped. A
- * session holds no job between PATCHes, so it does not keep its worker (or the process) alive.
+ * session holds no job between PATCHes, so it does not keep its worker (or the process) alive. Downloads do the same
+ * per attempt (both hashes on the worker): undici's body chunks are whole socket reads, each its own ArrayBuffer, so
+ * they move to the worker like an upload's, and the request thread keeps no 64 KiB buffers for V8's full
+ * mark-compacts to free (BENCHMARKS.md, "Third round: downloads without the GC hook").
  */
 
 /** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */
@@ -172,6 +172,11 @@ export class HashSession {
     return !this.broken && !this.busy && this.pool.isLive(this.w);
   }
 
+  /** Its worker thread died (the state is lost, and what the worker had not yet written is not in the file). */
+  get workerStopped(): boolean {
+    return !this.pool.isLive(this.w);
+  }
+
   /**
    * A job that continues the state: it appends to `file` (which must exist; what it wrote stays there even when it
    * fails), or without a file only hashes. `finish` makes the bytes durable and adds them to `size`.
@@ -188,6 +193,27 @@ export class HashSession {
     const d = await job.finish();
     this.broken = true;
     return { ...d, size: this.size };
+  }
+
+  /**
+   * Passes `source` through while a job of this session hashes it (copies of the chunks go to the worker), for stores
+   * that write the bytes themselves (S3's parts). The state counts the bytes once the consumer has taken all of
+   * `source`; if it stops early, or `source` fails, the state is unusable.
+   */
+  async *hashing(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    const job = this.append(undefined, { ownsChunks: false });
+    let done = false;
+    try {
+      for await (const chunk of source) {
+        const wait = job.write(chunk);
+        if (wait) await wait;
+        yield chunk;
+      }
+      done = true;
+    } finally {
+      if (done) await job.finish();
+      else await job.abort();
+    }
   }
 
   /** Forgets the state (on the worker too). */
@@ -266,7 +292,15 @@ export class IngestJob {
     this.b3?.update(chunk);
     this.size += chunk.length;
     const ab = chunk.buffer;
-    if (this.ownsChunks && ab instanceof ArrayBuffer && chunk.length >= TRANSFER_MIN && ab.byteLength - chunk.length <= TRANSFER_MIN) {
+    // Only a chunk that ends where its ArrayBuffer ends: a parser may cut several chunks from one read (HTTP chunked
+    // encoding), and moving the buffer with an earlier one would leave the later ones empty.
+    if (
+      this.ownsChunks &&
+      ab instanceof ArrayBuffer &&
+      chunk.length >= TRANSFER_MIN &&
+      chunk.byteOffset + chunk.length === ab.byteLength &&
+      ab.byteLength - chunk.length <= TRANSFER_MIN
+    ) {
       this.batch.push(chunk);
       if (!this.transfer.includes(ab)) this.transfer.push(ab);
       this.transferred += chunk.length;
