@@ -147,7 +147,7 @@ async function plans(databaseUrl, deep, deepTagged) {
  * PostgreSQL with the seeded data and the service on it. Smoke runs seed a temporary cluster; full runs keep theirs
  * (see the top of this file) and seed it only when its marker is missing or of another seed version.
  */
-async function seededStack(rows, persist) {
+async function seededStack(rows, persist, serviceOpts = {}) {
   if (!persist) {
     const stack = await startStack({ prefix: 'listing' });
     return { stack, counts: await seed(stack.databaseUrl, rows).catch(async (err) => (await stack.stop(), Promise.reject(err))) };
@@ -185,7 +185,7 @@ async function seededStack(rows, persist) {
   const started = new Date(Date.now() - 1000);
   let svc;
   try {
-    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url });
+    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, ...serviceOpts });
   } catch (err) {
     forgetPg();
     await pg.stop();
@@ -333,4 +333,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, seededStack, cursorAt };

@@ -113,6 +113,34 @@ test('totals, tag counts and facets stay exact through concurrent creates, delet
   await expectExact();
 });
 
+test('a page an instance answered again from its cache follows every change of the rows, made on any instance', async () => {
+  // Each instance keeps the pages it sent under the owner's rows version (http/rest/page-cache.ts): fields that no
+  // filter matches on (mime_type, last_access_time, has_thumbnail, preview_id, metadata) must not be served stale.
+  await create(a, ['p', 'cached']);
+  const page = async (svc: TestService) => get(svc, '/api/assets?limit=5&include_tags=p,cached');
+  const first = await page(a);
+  expect(await page(a)).toEqual(first);
+  expect(JSON.stringify(await page(b)).replaceAll(b.url, a.url)).toEqual(JSON.stringify(first));
+  const x = first.assets[0];
+  const changes: [string, () => Promise<unknown>, (asset: Json) => unknown][] = [
+    ['PUT mime_type on the other instance', () => sendJson(b, 'PUT', `/api/assets/${x.id}`, { mime_type: 'text/x-changed' }), (y) => y.mime_type],
+    ['last_access_time', () => db.query(`UPDATE asset SET last_access_time = '2030-01-01Z' WHERE id = $1`, [x.id]), (y) => y.last_access_time],
+    ['has_thumbnail', () => db.query('UPDATE asset SET has_thumbnail = true WHERE id = $1', [x.id]), (y) => y.thumbnail_url],
+    ['metadata', () => db.query(`UPDATE asset SET metadata = '{"format": "changed"}' WHERE id = $1`, [x.id]), (y) => y.metadata],
+    ['preview_id', () => sendJson(a, 'PUT', `/api/assets/${x.id}`, { preview_id: x.id }), (y) => y.preview_id],
+  ];
+  for (const [what, change, field] of changes) {
+    const before = (await page(a)).assets[0];
+    await change();
+    const after = await page(a);
+    const fresh = await get(a, `/api/assets/${x.id}`);
+    expect({ what, changed: field(after.assets[0]) }).toEqual({ what, changed: field(fresh) });
+    expect({ what, changed: field(after.assets[0]) }).not.toEqual({ what, changed: field(before) });
+    // The same on the other instance, but for the origin of its absolute URLs.
+    expect(JSON.stringify(await page(b)).replaceAll(b.url, a.url)).toEqual(JSON.stringify(after));
+  }
+});
+
 test('above 10,000 assets: the maintained counts answer the total, exact for one tag, a flagged lower bound for more', async () => {
   await db.query(`INSERT INTO content (blake3, sha256, size, mime_type, first_name)
     SELECT md5('lc' || i) || md5('l' || i), md5('ls' || i) || md5('s' || i), 1, 'application/octet-stream', 'f' FROM generate_series(1, 12000) AS i`);

@@ -1,0 +1,43 @@
+/**
+ * GET /api/assets answers as sent, per instance, each under the owner's rows version its page was read at
+ * (`AssetPage.version`). The version moves in the transaction of every change of the owner's asset rows, on any
+ * instance (migration 20261122210000), so an entry is sent again only after the database confirmed, in the one
+ * statement the request costs then, that the version is unchanged (`AssetService.listIfChanged`): the rows, their
+ * fields and the total are still those the body was made from. A repeated page (a model list a client loads again,
+ * the first page of a browser) then costs a primary-key read instead of reading, decoding and serializing its rows.
+ * Bounded by bytes; least recently used entries go first.
+ */
+export class PageCache {
+  private readonly entries = new Map<string, { version: string; body: Buffer }>();
+  private bytes = 0;
+
+  constructor(
+    private readonly maxBytes = 32 * 1024 * 1024,
+    private readonly maxEntryBytes = 2 * 1024 * 1024,
+  ) {}
+
+  get(key: string): { version: string; body: Buffer } | undefined {
+    const e = this.entries.get(key);
+    if (e) {
+      // Re-inserted: a Map iterates in insertion order, so the first key is the least recently used.
+      this.entries.delete(key);
+      this.entries.set(key, e);
+    }
+    return e;
+  }
+
+  set(key: string, version: string, body: Buffer): void {
+    this.delete(key);
+    if (body.length > this.maxEntryBytes) return;
+    this.entries.set(key, { version, body });
+    this.bytes += body.length;
+    while (this.bytes > this.maxBytes) this.delete(this.entries.keys().next().value!);
+  }
+
+  private delete(key: string): void {
+    const e = this.entries.get(key);
+    if (!e) return;
+    this.entries.delete(key);
+    this.bytes -= e.body.length;
+  }
+}
