@@ -79,12 +79,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       const key = `${principal.ownerId}\0${baseUrl}\0${JSON.stringify(query)}`;
       const cached = pages.get(key);
       const page = await assets.listIfChanged(principal, query, cached?.version);
-      let body = cached?.body;
-      if (page) {
-        body = Buffer.from(JSON.stringify(assetPageJson(page, baseUrl)));
-        pages.set(key, page.version, body);
-      }
-      sendJsonBytes(res, body!);
+      sendJsonBytes(res, page ? pages.set(key, page.version, JSON.stringify(assetPageJson(page, baseUrl))) : cached!.body);
     }),
   );
 

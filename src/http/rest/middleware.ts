@@ -66,8 +66,8 @@ export function sendJson(res: Response, body: unknown): void {
 }
 
 /** The same for a body serialized already (a cached page). */
-export function sendJsonBytes(res: Response, body: Buffer): void {
+export function sendJsonBytes(res: Response, body: Buffer | string): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', body.length);
+  res.setHeader('Content-Length', typeof body === 'string' ? Buffer.byteLength(body) : body.length);
   res.end(body);
 }

@@ -6,14 +6,21 @@
  * fields and the total are still those the body was made from. A repeated page (a model list a client loads again,
  * the first page of a browser) then costs a primary-key read instead of reading, decoding and serializing its rows.
  * Bounded by bytes; least recently used entries go first.
+ *
+ * A page is kept only when its key was asked for before (among the last `seenKeys` keys): a client paging through
+ * the list asks each cursor page once, and keeping every such page cost more than it saved (measured with 1,000
+ * distinct cursor pages at 16 connections: p99 80 ms against 51 for the bare server, the 77 KB bodies going in and
+ * out of the cache).
  */
 export class PageCache {
   private readonly entries = new Map<string, { version: string; body: Buffer }>();
+  private readonly seen = new Set<string>();
   private bytes = 0;
 
   constructor(
     private readonly maxBytes = 32 * 1024 * 1024,
     private readonly maxEntryBytes = 2 * 1024 * 1024,
+    private readonly seenKeys = 1024,
   ) {}
 
   get(key: string): { version: string; body: Buffer } | undefined {
@@ -26,12 +33,22 @@ export class PageCache {
     return e;
   }
 
-  set(key: string, version: string, body: Buffer): void {
+  /** Keeps `text` under `version` when the key was asked for before; returns what to send (the kept bytes or `text`). */
+  set(key: string, version: string, text: string): Buffer | string {
+    const known = this.entries.has(key) || this.seen.has(key);
     this.delete(key);
-    if (body.length > this.maxEntryBytes) return;
+    if (!known) {
+      this.seen.add(key);
+      if (this.seen.size > this.seenKeys) this.seen.delete(this.seen.values().next().value!);
+      return text;
+    }
+    this.seen.delete(key);
+    const body = Buffer.from(text);
+    if (body.length > this.maxEntryBytes) return body;
     this.entries.set(key, { version, body });
     this.bytes += body.length;
     while (this.bytes > this.maxBytes) this.delete(this.entries.keys().next().value!);
+    return body;
   }
 
   private delete(key: string): void {
