@@ -14,8 +14,9 @@ const env = { API_KEYS: `lena:${LENA}` };
 let a: TestService;
 let b: TestService;
 let db: Client;
+let databaseUrl: string;
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase();
+  databaseUrl = await createTestDatabase();
   a = await startTestService(env, { databaseUrl, validateResponses: true });
   b = await startTestService(env, { databaseUrl, validateResponses: true });
   db = new Client({ connectionString: databaseUrl });
@@ -98,8 +99,16 @@ test('totals, tag counts and facets stay exact through concurrent creates, delet
   const pick = (i: number) => [['p'], ['p', 'q'], ['q', 'r'], ['p', 'r'], []][i % 5]!;
   const made: Json[] = await Promise.all(Array.from({ length: 30 }, (_, i) => create(i % 2 ? a : b, pick(i))));
   await expectExact();
-  // Every filter now sits in both instances' caches; the edits below go through both instances at once.
+  // Every filter now sits in both instances' caches; the edits below go through both instances at once. They queue on
+  // the owner's asset_owner_stats row, held here for 3 s as a loaded machine holds it (this test flaked with a 500
+  // when the edits behind the queue waited longer than Prisma's default 2 s for a pooled connection).
+  const holder = new Client({ connectionString: databaseUrl });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query(`SELECT 1 FROM asset_owner_stats WHERE owner_id = 'lena' FOR UPDATE`);
+  const released = new Promise((resolve) => setTimeout(resolve, 3000)).then(() => holder.query('COMMIT')).finally(() => holder.end());
   await Promise.all([
+    released,
     ...made.slice(0, 8).map((x, i) => (i % 2 ? a : b).fetch(`/api/assets/${x.id}`, { method: 'DELETE', key: LENA }).then((r) => expect(r.status).toBe(204))),
     ...made.slice(8, 16).map((x, i) => sendJson(i % 2 ? b : a, 'POST', `/api/assets/${x.id}/tags`, { tags: ['q', `n${i}`] })),
     ...made.slice(16, 24).map((x, i) => sendJson(i % 2 ? a : b, 'DELETE', `/api/assets/${x.id}/tags`, { tags: ['p', 'r'] })),
