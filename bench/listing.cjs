@@ -35,7 +35,8 @@ async function coldRuns(databaseUrl, svcUrl, baseUrl, query, n) {
   try {
     for (let i = 0; i < n; i++) {
       for (const [who, url] of [['service', svcUrl], ['baseline', baseUrl]]) {
-        await c.query('UPDATE asset_owner_stats SET version = version + 1 WHERE owner_id = $1', [OWNER]);
+        // Both counters, as a change of a matched column moves them: no cached count, facet or page is current.
+        await c.query('UPDATE asset_owner_stats SET version = version + 1, rows_version = rows_version + 1 WHERE owner_id = $1', [OWNER]);
         const t0 = process.hrtime.bigint();
         const r = await requestJson(url, 'GET', query);
         times[who].push(Number(process.hrtime.bigint() - t0) / 1e6);
@@ -96,6 +97,27 @@ async function cursorAt(databaseUrl, depth, tags) {
   }
 }
 
+/**
+ * `n` cursors `step` rows apart, from `depth` rows deep in the owner's created_at desc list (optionally with the tag
+ * filter): pages no instance has read before, as a client paging through the list asks for them.
+ */
+async function cursorsFrom(databaseUrl, depth, n, step, tags) {
+  const { encodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
+  const { Client } = require('pg');
+  const c = new Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const where = tags ? `AND tags @> ARRAY['models','loras']` : '';
+    const r = await c.query(`SELECT created_at, id FROM (
+        SELECT created_at, id::text AS id, row_number() OVER (ORDER BY created_at DESC, id DESC) AS rn FROM (
+          SELECT created_at, id FROM asset WHERE owner_id = $1 ${where} ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT $3) AS w) AS x
+      WHERE rn % $4 = 1 ORDER BY rn`, [OWNER, depth, n * step, step]);
+    return r.rows.map((row) => encodeCursor('created_at', 'desc', { value: row.created_at.toISOString(), id: row.id }));
+  } finally {
+    await c.end();
+  }
+}
+
 /** The statements AssetRepository sends for each request of the run, EXPLAIN ANALYZEd. */
 async function plans(databaseUrl, deep, deepTagged) {
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
@@ -126,6 +148,8 @@ async function plans(databaseUrl, deep, deepTagged) {
       refine: () => repo.tagFacets(OWNER, { includeTags: [], excludeTags: [] }, 100),
       refine_tagged: () => repo.tagFacets(OWNER, { includeTags: ['models', 'loras'], excludeTags: [] }, 100),
       counted_page: () => repo.list(OWNER, q(['loras', 'tag5'])),
+      // A page this instance holds, asked again while the owner's rows are unchanged: the version read only.
+      unchanged_page: async () => repo.pageIfChanged(OWNER, q([]), undefined, (await repo.list(OWNER, q([]))).version),
     };
     const out = [];
     for (const [name, call] of Object.entries(calls)) {
@@ -147,7 +171,7 @@ async function plans(databaseUrl, deep, deepTagged) {
  * PostgreSQL with the seeded data and the service on it. Smoke runs seed a temporary cluster; full runs keep theirs
  * (see the top of this file) and seed it only when its marker is missing or of another seed version.
  */
-async function seededStack(rows, persist) {
+async function seededStack(rows, persist, serviceOpts = {}) {
   if (!persist) {
     const stack = await startStack({ prefix: 'listing' });
     return { stack, counts: await seed(stack.databaseUrl, rows).catch(async (err) => (await stack.stop(), Promise.reject(err))) };
@@ -185,7 +209,7 @@ async function seededStack(rows, persist) {
   const started = new Date(Date.now() - 1000);
   let svc;
   try {
-    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url });
+    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, ...serviceOpts });
   } catch (err) {
     forgetPg();
     await pg.stop();
@@ -258,14 +282,26 @@ async function run(args) {
     if (args.opts['seed-only']) return;
     const deep = await cursorAt(stack.databaseUrl, depth, false);
     const deepTagged = await cursorAt(stack.databaseUrl, Math.floor(depth / 5), true);
+    // A repeated request (the same URL every time) is answered by the service from its page cache while the owner's
+    // rows are unchanged; the `*_distinct` requests are 1,000 different cursor pages in turn (77 MB of answers, more
+    // than the 32 MiB cache holds, so every one is read from the database: the cost of a page nobody asked for yet).
+    const distinct = (tags) => cursorsFrom(stack.databaseUrl, tags ? Math.floor(depth / 5) : depth, args.smoke ? 5 : 1000, args.smoke ? 10 : 100, tags);
     const requests = {
       first_page: '/api/assets?limit=100',
       first_page_tagged: `/api/assets?${TAGS}&limit=100`,
       deep_cursor_page: `/api/assets?limit=100&after=${deep.cursor}`,
       deep_cursor_page_tagged: `/api/assets?${TAGS}&limit=100&after=${deepTagged.cursor}`,
+      deep_cursor_pages_distinct: (await distinct(false)).map((c) => `/api/assets?limit=100&after=${c}`),
+      deep_cursor_pages_distinct_tagged: (await distinct(true)).map((c) => `/api/assets?${TAGS}&limit=100&after=${c}`),
       tags: '/api/tags',
       refine: '/api/assets/tags/refine',
       refine_tagged: `/api/assets/tags/refine?${TAGS}`,
+    };
+    // One URL, or a list of URLs asked in turn.
+    const load = (base, query) => {
+      if (typeof query === 'string') return { url: base + query };
+      let i = 0;
+      return { url: base, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: query[i++ % query.length] }) }] };
     };
     // `--only=a,b`: a subset of the requests (one-off runs while iterating).
     const only = typeof args.opts.only === 'string' ? args.opts.only.split(',') : undefined;
@@ -274,16 +310,16 @@ async function run(args) {
     const results = {};
     for (const [name, query] of Object.entries(requests)) {
       if (only && !only.includes(name)) continue;
-      await cannon({ url: stack.svc.url + query, headers, duration: 1, connections: 4 });
-      await cannon({ url: base.url + query, headers, duration: 1, connections: 4 });
+      await cannon({ ...load(stack.svc.url, query), headers, duration: 1, connections: 4 });
+      await cannon({ ...load(base.url, query), headers, duration: 1, connections: 4 });
       // One connection: the latency of a request on its own; 16: throughput, with latency mostly queueing.
       const levels = {};
       for (const connections of [1, 16]) {
         const s = [];
         const b = [];
         for (let i = 0; i < rounds; i++) {
-          s.push(await cannon({ url: stack.svc.url + query, headers, duration, connections }));
-          b.push(await cannon({ url: base.url + query, headers, duration, connections }));
+          s.push(await cannon({ ...load(stack.svc.url, query), headers, duration, connections }));
+          b.push(await cannon({ ...load(base.url, query), headers, duration, connections }));
           log(`  ${name} c=${connections} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms; baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`);
           if (!s[i].ok || !b[i].ok) throw new Error(`non-2xx or errors during the ${name} run`);
         }
@@ -293,11 +329,18 @@ async function run(args) {
           ratio_median: r3(median(s.map((x, i) => x.rps / b[i].rps))),
         };
       }
-      results[name] = { query, ...levels };
+      results[name] = { query: typeof query === 'string' ? query : `${query.length} URLs, e.g. ${query[0]}`, ...levels };
     }
     // Answers a warm instance serves from its cache of counts: their cost when cold, i.e. each request right after
     // the owner's version moved (what any change of the owner's assets, on any instance, does).
-    const coldRequests = { refine_tagged: requests.refine_tagged, counted_page: `/api/assets?${COUNTED}&limit=100` };
+    const coldRequests = {
+      first_page: requests.first_page,
+      first_page_tagged: requests.first_page_tagged,
+      deep_cursor_page: requests.deep_cursor_page,
+      deep_cursor_page_tagged: requests.deep_cursor_page_tagged,
+      refine_tagged: requests.refine_tagged,
+      counted_page: `/api/assets?${COUNTED}&limit=100`,
+    };
     const coldResults = {};
     for (const [name, query] of Object.entries(coldRequests)) {
       if (only && !only.includes(name)) continue;
@@ -324,6 +367,13 @@ async function run(args) {
             untagged_p99_c16: r3(p99('deep_cursor_page', 16) / Math.max(p99('first_page', 16), 0.001)),
             tagged_p99_c16: r3(p99('deep_cursor_page_tagged', 16) / Math.max(p99('first_page_tagged', 16), 0.001)),
           },
+      // Read from the database (no cached page), one at a time.
+      cold_deep_vs_first: coldResults.first_page && coldResults.deep_cursor_page
+        ? {
+            untagged_p50_c1: r3(coldResults.deep_cursor_page.service.p50_ms / coldResults.first_page.service.p50_ms),
+            tagged_p50_c1: r3(coldResults.deep_cursor_page_tagged.service.p50_ms / coldResults.first_page_tagged.service.p50_ms),
+          }
+        : undefined,
       uses_index: /Index/.test(planText) && !/Seq Scan on (asset|content)\b/.test(planText),
       plans: explained,
     });
@@ -333,4 +383,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, seededStack, cursorAt };

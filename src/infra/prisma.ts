@@ -19,13 +19,23 @@ export interface Transaction {
 
 /** The one way to run several repository calls atomically. */
 export class Transactions {
-  constructor(private readonly prisma: PrismaClient) {}
+  /**
+   * `maxWaitMs`: how long a transaction may wait for a pooled connection unless told otherwise (DATABASE_CONNECT_TIMEOUT_MS,
+   * as for every other statement). Prisma's own default of 2 s made concurrent edits of one owner answer 500: they
+   * queue on the owner's asset_owner_stats row holding their connections, and the edits behind them waited for a
+   * connection longer than that on a loaded machine (listing-counts.test.ts, two instances, ~40 concurrent changes).
+   */
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly maxWaitMs?: number,
+  ) {}
 
   /** Runs `fn` in a transaction: committed when it resolves, rolled back when it throws (its error is rethrown). */
   run<T>(fn: (tx: Transaction) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
+    const maxWait = opts.maxWaitMs ?? this.maxWaitMs;
     return this.prisma.$transaction((tx) => fn(tx as unknown as Transaction), {
       ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
-      ...(opts.maxWaitMs !== undefined ? { maxWait: opts.maxWaitMs } : {}),
+      ...(maxWait !== undefined ? { maxWait } : {}),
     });
   }
 }
@@ -256,7 +266,7 @@ export function createDatabase(url: string, poolSize: number, opts: { logger?: L
   return {
     prisma: translated,
     pool,
-    transactions: new Transactions(translated),
+    transactions: new Transactions(translated, t.connectTimeoutMs),
     ping: async () => {
       await pool.query('SELECT 1');
     },

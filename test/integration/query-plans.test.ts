@@ -161,14 +161,16 @@ test("an owner's asset for a content (dedupe) and the content's asset count use 
 test('list with include_tags uses an index (rows and total)', async () => {
   const assets = new AssetRepository(db.prisma);
   const plans = await plansOf(() => assets.list(OWNER, listQuery({ includeTags: ['tag5'] })));
-  expect(plans).toHaveLength(2);
+  // One statement: the page beside the maintained counts (which give a one-tag total).
+  expect(plans).toHaveLength(1);
   expectIndexed(plans);
 });
 
 test('list with metadata_filter uses an index (rows, maintained counts, total)', async () => {
   const assets = new AssetRepository(db.prisma);
   const plans = await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: 5 } })));
-  expect(plans).toHaveLength(3);
+  // The page with the maintained counts, then the count stopped at 10,001.
+  expect(plans).toHaveLength(2);
   expectIndexed(plans);
 });
 

@@ -30,9 +30,14 @@ type AssetRow = {
 };
 
 export function toAsset(r: AssetRow): Asset {
+  return assetOf(r, r.ownerId);
+}
+
+/** A row read without its owner column (a listing page, whose owner is the caller's). */
+function assetOf(r: Omit<AssetRow, 'ownerId'>, ownerId: string): Asset {
   return {
     id: r.id,
-    ownerId: r.ownerId,
+    ownerId,
     name: r.name,
     size: Number(r.size),
     blake3: r.contentHash.trim(),
@@ -226,6 +231,19 @@ export class AssetRepository {
    * this instance's cache of counts under the owner's current version, or from a count that stops at COUNT_LIMIT + 1.
    */
   async list(ownerId: string, q: AssetListQuery, after?: CursorPosition): Promise<AssetPage> {
+    return (await this.pageIfChanged(ownerId, q, after, undefined))!;
+  }
+
+  /**
+   * `list`; undefined when the owner's rows version is still `known` (the page read at it is still the answer): then
+   * the request costs one primary-key read, a named statement whatever the filter (the page's statement may be
+   * unnamed, planned per request).
+   */
+  async pageIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetPage | undefined> {
+    if (known !== undefined) {
+      const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+      if (String(current?.v ?? 0) === known) return undefined;
+    }
     const where = filterConditions(ownerId, q);
     const asc = q.order === 'asc';
     const col = Prisma.raw(SORT_COLUMN[q.sort]);
@@ -237,46 +255,29 @@ export class AssetRepository {
     const cond = Prisma.join(where, ' AND ');
     const dir = Prisma.raw(asc ? 'ASC' : 'DESC');
     const offset = after ? 0 : q.offset;
-    const [rows, stats] = await Promise.all([
-      // asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
-      this.read<AssetRow>(
-        Prisma.sql`${SELECT_ASSET} WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}`,
-        isUnfiltered(q),
-      ),
-      this.ownerStats(ownerId, q),
-    ]);
+    // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
+    // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
+    // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
+    const rows = await this.read<ListRow>(
+      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
+        FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
+          SELECT ${LIST_COLUMNS} FROM asset WHERE ${cond}
+          ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
+      isUnfiltered(q),
+    );
+    const head = rows[0]!;
+    const version = String(head.rowsVersion);
+    const stats = ownerStatsOf(head, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
-    const hasMore = rows.length > q.limit;
-    const items = rows.slice(0, q.limit).map(toAsset);
+    const found = head.id === null ? [] : rows;
+    const hasMore = found.length > q.limit;
+    const items = (found as (ListRow & { id: string })[]).slice(0, q.limit).map((r) => assetOf(r, ownerId));
     const totalIsLowerBound = counted > COUNT_LIMIT;
     const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
     const last = items[items.length - 1];
     const nextCursor =
       hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: sortValue(last, q.sort), id: last.id }) : undefined;
-    return { items, total, hasMore, totalIsLowerBound, nextCursor };
-  }
-
-  /**
-   * The owner's maintained total and change counter, and the maintained counts of the filter's tags (include, any,
-   * exclude, in that order; 0 for a tag no asset carries): primary-key reads of asset_owner_stats and asset_tag_count.
-   */
-  private async ownerStats(ownerId: string, f: AssetFilter): Promise<OwnerStats> {
-    const tags = [...f.includeTags, ...(f.anyTags ?? []), ...f.excludeTags];
-    const [row] = await this.read<{ total: string | bigint; version: string | bigint; counts: number[] }>(Prisma.sql`
-      SELECT coalesce(s.asset_count, 0) AS total, coalesce(s.version, 0) AS version,
-        ARRAY(SELECT coalesce(c.count, 0) FROM unnest(${tags}::text[]) WITH ORDINALITY AS t(tag, i)
-              LEFT JOIN asset_tag_count c ON c.owner_id = ${ownerId} AND c.tag = t.tag ORDER BY t.i) AS counts
-      FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats s ON s.owner_id = ${ownerId}`, true);
-    const counts = (row?.counts ?? []).map(Number);
-    const nInclude = f.includeTags.length;
-    const nAny = f.anyTags?.length ?? 0;
-    return {
-      total: Number(row?.total ?? 0),
-      version: String(row?.version ?? 0),
-      include: counts.slice(0, nInclude),
-      any: counts.slice(nInclude, nInclude + nAny),
-      exclude: counts.slice(nInclude + nAny),
-    };
+    return { items, total, hasMore, totalIsLowerBound, nextCursor, version };
   }
 
   /** The filtered count, stopped at COUNT_LIMIT + 1: from this instance's cache when counted at the current version. */
@@ -356,7 +357,7 @@ export class AssetRepository {
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
     // Tag and text filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index).
-    const name = prepared ? `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}` : undefined;
+    const name = prepared ? statementName(text) : undefined;
     return (await this.pool.query({ name, text, values: sql.values })).rows as T[];
   }
 
@@ -376,6 +377,57 @@ export class AssetRepository {
       FROM content c WHERE c.blake3 = a.content_hash AND a.metadata IS NULL AND a.id > ${afterId}::uuid AND a.id <= ${lastId}::uuid`;
     return { filled, lastId };
   }
+}
+
+/** The columns of a listing page: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). */
+const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId", is_immutable AS "isImmutable",
+  created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
+
+/** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
+type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
+  id: string | null;
+  ownerTotal: string | bigint;
+  ownerVersion: string | bigint;
+  rowsVersion: string | bigint;
+  tagCounts: number[];
+};
+
+/**
+ * The owner's maintained total and change counters, and the maintained counts of the filter's tags (include, any,
+ * exclude, in that order; 0 for a tag no asset carries): one row of primary-key reads of asset_owner_stats and
+ * asset_tag_count.
+ */
+function ownerStatsSql(ownerId: string, f: AssetFilter): Prisma.Sql {
+  const tags = [...f.includeTags, ...(f.anyTags ?? []), ...f.excludeTags];
+  return Prisma.sql`SELECT coalesce(o.asset_count, 0) AS total, coalesce(o.version, 0) AS version, coalesce(o.rows_version, 0) AS rows_version,
+      ARRAY(SELECT coalesce(c.count, 0) FROM unnest(${tags}::text[]) WITH ORDINALITY AS t(tag, i)
+            LEFT JOIN asset_tag_count c ON c.owner_id = ${ownerId} AND c.tag = t.tag ORDER BY t.i) AS counts
+    FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
+}
+
+function ownerStatsOf(row: ListRow, f: AssetFilter): OwnerStats {
+  const counts = (row.tagCounts ?? []).map(Number);
+  const nInclude = f.includeTags.length;
+  const nAny = f.anyTags?.length ?? 0;
+  return {
+    total: Number(row.ownerTotal),
+    version: String(row.ownerVersion),
+    include: counts.slice(0, nInclude),
+    any: counts.slice(nInclude, nInclude + nAny),
+    exclude: counts.slice(nInclude + nAny),
+  };
+}
+
+/** Named statements' names, by text (a few dozen texts: the sorts and orders, with and without a cursor). */
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
 }
 
 function sortValue(a: Asset, sort: AssetListQuery['sort']): string | number {

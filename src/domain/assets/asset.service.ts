@@ -85,6 +85,15 @@ export class AssetService {
     return this.assets.list(principal.ownerId, query, after);
   }
 
+  /**
+   * The same page, or undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page
+   * read then is still the answer: one primary-key read instead of the page.
+   */
+  listIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined): Promise<AssetPage | undefined> {
+    const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
+    return this.assets.pageIfChanged(principal.ownerId, query, after, version);
+  }
+
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */
   tagFacets(principal: Principal, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
     return this.assets.tagFacets(principal.ownerId, filter, limit);
@@ -335,8 +344,10 @@ export class AssetService {
       if (!asset) throw notFound(id);
       if (asset.isImmutable) throw immutable(id);
       await this.content.lock(asset.blake3, tx);
-      await this.assets.deleteRow(id, tx);
+      // Previews first: the delete's trigger takes the owner's asset_owner_stats row, and no transaction may wait on
+      // an asset row (those the clearing updates) while holding it (migration 20261122210000).
       await this.assets.clearPreviewsOf(principal.ownerId, id, tx);
+      await this.assets.deleteRow(id, tx);
       if (await this.content.releaseIfUnused(tx, asset.blake3)) {
         await this.queue.send(CONTENT_GC_JOB, { blake3: asset.blake3 }, { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 });
       }

@@ -114,6 +114,11 @@ export interface AssetPage extends Page<Asset> {
   totalIsLowerBound: boolean;
   /** Present whenever more rows follow, and the sort mints cursors. */
   nextCursor?: string;
+  /**
+   * The owner's rows version the page was read at (opaque): while the database still holds it, the same query
+   * answers the same page (`AssetService.listIfChanged`).
+   */
+  version: string;
 }
 
 export interface TagAddResult {

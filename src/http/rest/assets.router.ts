@@ -11,7 +11,8 @@ import { baseUrlOfRes } from '../base-url';
 import { assetJson, assetPageJson } from './asset.presenter';
 import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
 import { hashParam } from '../shared/ids';
-import { handle, jsonBody, pathId, principalOf, sendJson } from './middleware';
+import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
+import { PageCache } from './page-cache';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
@@ -68,11 +69,17 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
+  const pages = new PageCache();
   r.get(
     '/assets',
     handle(async (req, res) => {
-      const page = await assets.list(principalOf(res), parseListQuery(req));
-      res.json(assetPageJson(page, baseUrlOfRes(res)));
+      const principal = principalOf(res);
+      const query = parseListQuery(req);
+      const baseUrl = baseUrlOfRes(res);
+      const key = `${principal.ownerId}\0${baseUrl}\0${JSON.stringify(query)}`;
+      const cached = pages.get(key);
+      const page = await assets.listIfChanged(principal, query, cached?.version);
+      sendJsonBytes(res, page ? pages.set(key, page.version, JSON.stringify(assetPageJson(page, baseUrl))) : cached!.body);
     }),
   );
 

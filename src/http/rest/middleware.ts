@@ -64,3 +64,10 @@ export function sendJson(res: Response, body: unknown): void {
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);
 }
+
+/** The same for a body serialized already (a cached page). */
+export function sendJsonBytes(res: Response, body: Buffer | string): void {
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+  res.end(body);
+}
