@@ -25,6 +25,7 @@ function meminfo() {
 
 /** Runs `cmd args` under /usr/bin/time: wall seconds, CPU seconds (user + system) and stdout. */
 function timed(cmd, args, env) {
+  spawnSync('sync'); // as bench/cli.cjs: no run pays for an earlier one's writeback
   const t0 = now();
   const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', cmd, ...args], { env, encoding: 'utf8', maxBuffer: 64 * MiB });
   const seconds = now() - t0;
