@@ -34,29 +34,6 @@ export interface TusTransfer {
   terminate(): Promise<void>;
 }
 
-/** Bytes per read of a file being sent: tus-js-client's own file source reads 64 KiB, 64 times the stream steps. */
-const READ_STEP = 4 << 20;
-
-/**
- * tus-js-client's source of a file, given by its path: each PATCH body is a read stream of its range in 4 MiB reads
- * (what the library's own source does, with larger reads; the main thread's cost of a push is per chunk).
- */
-const fileReader = {
-  async openFile(file: string) {
-    const { size } = await fs.promises.stat(file);
-    return {
-      size,
-      slice(start: number, end: number) {
-        const last = Math.min(end, size);
-        // The library's HTTP stack takes the body's Content-Length from its `size`.
-        const value = Object.assign(fs.createReadStream(file, { start, end: last - 1, highWaterMark: READ_STEP }), { size: last - start });
-        return Promise.resolve({ value, done: last >= size });
-      },
-      close() {},
-    };
-  },
-};
-
 /** The key a push finds its unfinished upload by in the state file: the service, the name, and the content. */
 async function fingerprintOf(endpoint: string, input: UploadInput): Promise<string> {
   // The content hash where it is known, not the path and mtime: a renamed or touched file still resumes; another
@@ -82,9 +59,8 @@ export function startTusUpload(client: ApiClient, state: UploadStateFile, input:
     stop = reject;
     let assetId: string | undefined;
     let created = false;
-    upload = new Upload(input.file as unknown as Buffer, {
+    upload = new Upload(fs.createReadStream(input.file) as unknown as Buffer, {
       endpoint,
-      fileReader,
       headers: client.headers(),
       chunkSize: chunkSize > 0 ? chunkSize : Infinity,
       uploadSize: input.size,
