@@ -6,6 +6,9 @@
 // 3. `assets pull` of that file vs `curl -o` of its content route (target ≥ 0.8).
 // Sizes: BENCH_CLI_FILE_MIB (default 1024), BENCH_CLI_TREE_FILES x BENCH_CLI_TREE_MIB (default 4 x 1024). The
 // issue's figures are 4096 and 5 x 4096; --smoke uses 4 MiB and 2 x 2 MiB.
+// Every timed run starts after `sync`: a 4 GiB file is near the kernel's dirty-page limit (20 % of memory here), so a
+// run that starts while the previous run's pages are still being written back is throttled for them (this, not the
+// CLI, made the pull's rounds swing from 1.12 to 0.54 in the first 4 GiB run).
 const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -31,7 +34,11 @@ function freshen(file) {
   fs.closeSync(fd);
 }
 
+/** The kernel's dirty pages written back, so the next timed run does not pay for an earlier one's. */
+const settle = () => spawnSync('sync');
+
 function cli(url, cacheDir, args) {
+  settle();
   const t0 = now();
   const r = spawnSync(process.execPath, [CLI, ...args, '--json'], {
     env: { PATH: process.env.PATH, ASSETS_URL: url, ASSETS_API_KEY: KEY, XDG_CACHE_HOME: cacheDir, HOME: cacheDir },
@@ -44,6 +51,7 @@ function cli(url, cacheDir, args) {
 }
 
 function curl(args) {
+  settle();
   const t0 = now();
   const r = spawnSync('curl', ['-sS', '--fail', '-H', `x-api-key: ${KEY}`, ...args], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`curl failed: ${r.stderr}`);
@@ -54,6 +62,7 @@ function curl(args) {
 function hashFiles(files) {
   const { Blake3Hasher } = require('@napi-rs/blake-hash');
   const buf = Buffer.allocUnsafe(4 * MiB);
+  settle();
   const t0 = now();
   for (const f of files) {
     const h = new Blake3Hasher();
@@ -137,17 +146,32 @@ async function run(args) {
     const ratios = (base, xs) => xs.map((x, i) => base[i] / x);
     printResult('cli', {
       rounds,
-      push: { size_mib: fileMiB, curl_s_median: r2(median(curlUp)), push_s_median: r2(median(push)), ratio_median: r3(median(ratios(curlUp, push))), target: 0.9 },
+      push: {
+        size_mib: fileMiB,
+        curl_s_median: r2(median(curlUp)),
+        push_s_median: r2(median(push)),
+        ratios: ratios(curlUp, push).map(r3),
+        ratio_median: r3(median(ratios(curlUp, push))),
+        target: 0.9,
+      },
       repush_stored_tree: {
         files: treeFiles,
         file_mib: treeMiB,
         hashing_s_median: r2(median(hashing)),
         push_s_median: r2(median(again)),
+        ratios: ratios(hashing, again).map(r3),
         ratio_median: r3(median(ratios(hashing, again))),
         bytes_sent: 0,
         target: 0.8,
       },
-      pull: { size_mib: fileMiB, curl_s_median: r2(median(curlDown)), pull_s_median: r2(median(pull)), ratio_median: r3(median(ratios(curlDown, pull))), target: 0.8 },
+      pull: {
+        size_mib: fileMiB,
+        curl_s_median: r2(median(curlDown)),
+        pull_s_median: r2(median(pull)),
+        ratios: ratios(curlDown, pull).map(r3),
+        ratio_median: r3(median(ratios(curlDown, pull))),
+        target: 0.8,
+      },
     });
   } finally {
     await stack.stop();

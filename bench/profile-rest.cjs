@@ -70,4 +70,6 @@ async function main() {
   }
 }
 
-runScript(main);
+module.exports = { top };
+
+if (require.main === module) runScript(main);

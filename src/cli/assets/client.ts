@@ -116,6 +116,19 @@ export class ApiClient {
     throw await errorOf(res);
   }
 
+  /**
+   * Whether the owner has an asset of this name and size: a likely copy of the file (the hash decides). A failed
+   * lookup answers true, which only means the file is hashed before anything is sent.
+   */
+  async hasAssetLike(name: string, size: number): Promise<boolean> {
+    const q = new URLSearchParams({ name_contains: name, limit: '100' });
+    try {
+      return (await this.json<AssetPage>(`/api/assets?${q}`)).body.assets.some((a) => a.name === name && a.size === size);
+    } catch {
+      return true;
+    }
+  }
+
   async fromHash(input: { hash: string; name: string; tags: string[] }): Promise<Asset> {
     return (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body;
   }

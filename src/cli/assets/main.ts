@@ -67,15 +67,16 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--comfyui', 'the folder is a ComfyUI tree: models/<folder>/… → tags models,<folder>; input/; output/', false)
     .option('--concurrency <n>', 'files at a time', positiveInt, 4)
     .option('--chunk-size <MiB>', 'size of each resumable-upload request (0: one request per file)', wholeNumber, 64)
+    .addOption(new Option('--overlap-from <MiB>', 'files of this size and more are sent while they are hashed').argParser(wholeNumber).default(64).hideHelp())
     .option('--json', 'print the results as JSON on stdout', false)
-    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; json: boolean }) => {
+    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; overlapFrom: number; json: boolean }) => {
       const missing = paths.filter((p) => !fs.existsSync(p));
       if (missing.length) throw new UsageError(`no such file or folder: ${missing.join(', ')}`);
       const g = program.opts<GlobalOptions>();
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
       const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));
       const progress = createProgress();
-      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024 }, progress).finally(() =>
+      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, overlapFrom: o.overlapFrom * 1024 * 1024 }, progress).finally(() =>
         progress.stop(),
       );
       const failed = results.filter((r) => r.action === 'failed');

@@ -1,9 +1,8 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import fsp from 'node:fs/promises';
-import { blake3 } from '../../infra/blake3';
 import { ApiError, type ApiClient, type Asset } from './client';
+import { FileHasher, type HashAlgorithm } from './file-hasher';
 import { pullPath, resolveInside } from './paths';
 import { mapPool } from './pool';
 import { formatBytes, type Progress } from './progress';
@@ -26,31 +25,13 @@ export interface PullResult {
   error?: { code: string; message: string };
 }
 
-interface Hasher {
-  update(c: Uint8Array): void;
-  value(): string;
-}
+/** The algorithm of `asset_hash` (`blake3:` as the service stores; `sha256:` understood too). */
+const algorithmOf = (assetHash: string): HashAlgorithm => (assetHash.startsWith('sha256:') ? 'sha256' : 'blake3');
 
-/** A hasher for the algorithm of `asset_hash` (`blake3:` as the service stores; `sha256:` understood too). */
-function hasherFor(assetHash: string): Hasher {
-  if (assetHash.startsWith('sha256:')) {
-    const h = crypto.createHash('sha256');
-    return { update: (c) => void h.update(c), value: () => `sha256:${h.digest('hex')}` };
-  }
-  const h = blake3().create();
-  return { update: (c) => h.update(c), value: () => `blake3:${h.hex()}` };
-}
-
-async function hashInto(h: Hasher, file: string): Promise<void> {
-  for await (const chunk of fs.createReadStream(file, { highWaterMark: 4 << 20 })) h.update(chunk as Buffer);
-}
-
-async function hasRightContent(file: string, asset: Asset): Promise<boolean> {
+async function hasRightContent(hasher: FileHasher, file: string, asset: Asset): Promise<boolean> {
   const st = fs.statSync(file, { throwIfNoEntry: false });
   if (!st?.isFile() || st.size !== asset.size) return false;
-  const h = hasherFor(asset.asset_hash);
-  await hashInto(h, file);
-  return h.value() === asset.asset_hash;
+  return (await hasher.hashFile(file, algorithmOf(asset.asset_hash), { size: asset.size })) === asset.asset_hash;
 }
 
 const RETRY_DELAYS_MS = [1000, 3000];
@@ -61,7 +42,7 @@ const WRITE_BATCH = 4 << 20;
  * restarts it), checks the hash over the whole file, then renames. Network failures are retried twice; the part
  * stays for the next run when they persist.
  */
-async function download(client: ApiClient, asset: Asset, target: string, onBytes: (n: number) => void): Promise<number> {
+async function download(client: ApiClient, hasher: FileHasher, asset: Asset, target: string, onBytes: (n: number) => void): Promise<number> {
   const part = `${target}.part`;
   fs.mkdirSync(path.dirname(target), { recursive: true });
   let received = 0;
@@ -80,47 +61,61 @@ async function download(client: ApiClient, asset: Asset, target: string, onBytes
         throw new ApiError(416, 'RANGE_NOT_SATISFIABLE', 'the part file does not match the content; restarting');
       }
       if (res.status !== 206) offset = 0;
-      const h = hasherFor(asset.asset_hash);
-      if (offset > 0) await hashInto(h, part);
       let done = offset;
       onBytes(done);
-      // Chunks are hashed as they arrive and written in batches of 4 MiB, one write in flight while the next batch
-      // is read (a stream pipeline paused the socket at every 16 KiB step of backpressure).
+      // The main thread only moves the bytes: they are written in batches of 4 MiB, one write in flight while the
+      // next batch arrives (a stream pipeline paused the socket at every 16 KiB step of backpressure), and the
+      // hashing thread reads the part behind the writes, so what is checked is what is on disk.
       const fh = await fsp.open(part, offset > 0 ? 'a' : 'w');
+      const hash = hasher.follow(part, algorithmOf(asset.asset_hash));
+      let written = offset;
+      hash.grow(written);
       let batch: Buffer[] = [];
       let batchBytes = 0;
       let writing: Promise<unknown> = Promise.resolve();
+      const write = async (chunks: Buffer[], n: number): Promise<void> => {
+        await fh.writev(chunks);
+        written += n;
+        hash.grow(written);
+      };
+      let digest: string;
       try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          h.update(chunk);
-          done += chunk.length;
-          received += chunk.length;
-          onBytes(done);
-          batch.push(chunk);
-          batchBytes += chunk.length;
-          if (batchBytes >= WRITE_BATCH) {
-            const full = batch;
-            batch = [];
-            batchBytes = 0;
-            await writing;
-            writing = fh.writev(full);
+        try {
+          for await (const chunk of res.body as AsyncIterable<Buffer>) {
+            done += chunk.length;
+            received += chunk.length;
+            onBytes(done);
+            batch.push(chunk);
+            batchBytes += chunk.length;
+            if (batchBytes >= WRITE_BATCH) {
+              const full = batch;
+              const n = batchBytes;
+              batch = [];
+              batchBytes = 0;
+              await writing;
+              writing = write(full, n);
+            }
           }
+          await writing;
+          if (batch.length) await write(batch, batchBytes);
+        } catch (err) {
+          const wrote = await writing.then(
+            () => true,
+            () => false,
+          );
+          if (err instanceof ApiError || (err as NodeJS.ErrnoException).syscall === 'write') throw err;
+          // Keep what arrived before the connection broke: the next attempt continues after it.
+          if (wrote && batch.length) await fh.writev(batch).catch(() => undefined);
+          throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`);
+        } finally {
+          await fh.close();
         }
-        await writing;
-        if (batch.length) await fh.writev(batch);
+        digest = await hash.finish();
       } catch (err) {
-        const wrote = await writing.then(
-          () => true,
-          () => false,
-        );
-        if (err instanceof ApiError || (err as NodeJS.ErrnoException).syscall === 'write') throw err;
-        // Keep what arrived before the connection broke: the next attempt continues after it.
-        if (wrote && batch.length) await fh.writev(batch).catch(() => undefined);
-        throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`);
-      } finally {
-        await fh.close();
+        hash.drop();
+        throw err;
       }
-      if (done !== asset.size || h.value() !== asset.asset_hash) {
+      if (done !== asset.size || digest !== asset.asset_hash) {
         fs.rmSync(part, { force: true });
         throw new ApiError(0, 'HASH_MISMATCH', `the downloaded bytes (${done}) do not match ${asset.asset_hash}`);
       }
@@ -147,17 +142,33 @@ export async function pull(client: ApiClient, dir: string, opts: PullOptions, pr
   });
   for (const p of plan) progress.addTotal(p.asset.size);
 
+  const hasher = new FileHasher();
+  try {
+    return await pullAll(client, hasher, dir, plan, opts, progress);
+  } finally {
+    await hasher.close();
+  }
+}
+
+async function pullAll(
+  client: ApiClient,
+  hasher: FileHasher,
+  dir: string,
+  plan: { asset: Asset; rel: string; takenBy: string | undefined }[],
+  opts: PullOptions,
+  progress: Progress,
+): Promise<PullResult[]> {
   return mapPool(plan, opts.concurrency, async ({ asset, rel, takenBy }): Promise<PullResult> => {
     const base = { asset_id: asset.id, name: asset.name, path: rel, size: asset.size };
     try {
       if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', `${rel} is also the path of asset ${takenBy}; not written twice`);
       const target = resolveInside(dir, rel);
-      if (await hasRightContent(target, asset)) {
+      if (await hasRightContent(hasher, target, asset)) {
         progress.log(`present  ${rel}`);
         return { ...base, action: 'present', bytes_received: 0 };
       }
       const bar = progress.item(`↓ ${rel}`, asset.size);
-      const received = await download(client, asset, target, (n) => bar.update(n)).catch((err: unknown) => {
+      const received = await download(client, hasher, asset, target, (n) => bar.update(n)).catch((err: unknown) => {
         bar.finish(); // no bar left behind; the failure is reported with the path
         throw err;
       });

@@ -1,0 +1,103 @@
+'use strict';
+// Where the time of `assets push` / `assets pull` goes: `node bench/profile-cli.cjs push|pull [--mib=N] [--rounds=N]
+// [--top=N] [--chunk=MiB] [--dist=DIR]`. On one service stack, each round runs curl (-F for push, -o for pull) and
+// the CLI on the same file, and prints their wall time, the CPU time of the curl and CLI processes (user + system,
+// from /usr/bin/time) and the kernel's dirty and writeback page totals before each run (a pull writes the file: what
+// the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
+// (--cpu-prof, main thread): the functions with the most self time.
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, randomPattern, requestJson, now, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { top } = require('./profile-rest.cjs');
+
+function meminfo() {
+  const m = Object.fromEntries(
+    fs
+      .readFileSync('/proc/meminfo', 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => [l.split(':')[0], Number(l.split(':')[1].trim().split(' ')[0]) * 1024]),
+  );
+  return `dirty ${(m.Dirty / MiB).toFixed(0)} MiB, writeback ${(m.Writeback / MiB).toFixed(0)} MiB`;
+}
+
+/** Runs `cmd args` under /usr/bin/time: wall seconds, CPU seconds (user + system) and stdout. */
+function timed(cmd, args, env) {
+  spawnSync('sync'); // as bench/cli.cjs: no run pays for an earlier one's writeback
+  const t0 = now();
+  const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', cmd, ...args], { env, encoding: 'utf8', maxBuffer: 64 * MiB });
+  const seconds = now() - t0;
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  const m = /CPU ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
+  return { seconds, cpu: m ? Number(m[1]) + Number(m[2]) : NaN, stdout: r.stdout };
+}
+
+async function main() {
+  const kind = process.argv[2] ?? 'pull';
+  const { opts, rounds = 3 } = parseArgs(process.argv.slice(3));
+  const size = Number(opts.mib ?? 1024) * MiB;
+  const cliMain = path.join(opts.dist ? path.resolve(opts.dist, 'src') : DIST, 'cli', 'assets', 'main.js');
+  const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'prof-cli-'));
+  const work = benchTmp('profile-cli');
+  const forget = onCleanup(() => rmrf(work));
+  const stack = await startStack({ prefix: 'profile-cli', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
+  const url = stack.svc.url;
+  const env = { PATH: process.env.PATH, ASSETS_URL: url, ASSETS_API_KEY: KEY, XDG_CACHE_HOME: path.join(work, 'cache'), HOME: work };
+  const cliArgs = (args, prof) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), cliMain, ...args, '--json'];
+  try {
+    const file = path.join(work, 'one', 'model.safetensors');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const fd = fs.openSync(file, 'w');
+    const pattern = randomPattern();
+    for (let off = 0; off < size; off += pattern.length) fs.writeSync(fd, pattern, 0, Math.min(pattern.length, size - off), off);
+    fs.closeSync(fd);
+    const freshen = () => {
+      const f = fs.openSync(file, 'r+');
+      fs.writeSync(f, require('node:crypto').randomBytes(32), 0, 32, 0);
+      fs.closeSync(f);
+    };
+    const curl = (args) => timed('curl', ['-sS', '--fail', '-H', `x-api-key: ${KEY}`, ...args], env);
+    const del = (id) => requestJson(url, 'DELETE', `/api/assets/${id}`);
+    let assetId;
+    if (kind === 'pull') {
+      freshen();
+      assetId = JSON.parse(timed(process.execPath, cliArgs(['push', file, '--tag', 'profile-pull']), env).stdout).files[0].asset_id;
+    }
+    for (let i = 0; i < rounds; i++) {
+      const prof = i === rounds - 1;
+      let c;
+      let p;
+      if (kind === 'pull') {
+        const before = meminfo();
+        c = curl(['-o', path.join(work, 'curl.out'), `${url}/api/assets/${assetId}/content`]);
+        fs.rmSync(path.join(work, 'curl.out'));
+        const between = meminfo();
+        p = timed(process.execPath, cliArgs(['pull', path.join(work, 'pulled'), '--tag', 'profile-pull'], prof), env);
+        rmrf(path.join(work, 'pulled'));
+        log(`  before curl: ${before}; before pull: ${between}`);
+      } else {
+        freshen();
+        c = curl(['-o', '/dev/null', '-F', `file=@${file}`, `${url}/api/assets`]);
+        await del((await requestJson(url, 'GET', '/api/assets?limit=1&sort=created_at&order=desc')).body.assets[0].id);
+        freshen();
+        p = timed(process.execPath, cliArgs(['push', file, ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : [])], prof), env);
+        await del(JSON.parse(p.stdout).files[0].asset_id);
+      }
+      log(
+        `${kind} ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (CPU ${c.cpu.toFixed(2)} s), assets ${p.seconds.toFixed(2)} s ` +
+          `(CPU ${p.cpu.toFixed(2)} s), ratio ${(c.seconds / p.seconds).toFixed(3)}`,
+      );
+    }
+    const prof = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f))[0];
+    log(`profile: ${prof}`);
+    for (const line of top(prof, Number(opts.top ?? 25))) log(line);
+  } finally {
+    await stack.stop();
+    forget();
+    rmrf(work);
+  }
+}
+
+if (require.main === module) runScript(main);
