@@ -498,3 +498,21 @@ describe('on a terminal', () => {
     }
   });
 });
+
+describe('untagged files', () => {
+  test('an untagged file whose content is stored is created by hash, 0 bytes sent (from-hash needs a tag; the CLI names the hash in an upload without a file part)', async () => {
+    const data = Buffer.from(`stored by someone else ${process.hrtime.bigint()} ${Math.random()}`);
+    const other = await svc.fetch('/api/assets', { method: 'POST', key: KEYS.bob, body: uploadForm(data, {}, 'theirs.bin') });
+    expect(other.status).toBe(201);
+    const dir = path.join(work, 'untagged');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'mine.bin'), data);
+    const r = await runCli(['push', dir, '--json'], env);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: expect.anything() });
+    const out = JSON.parse(r.stdout);
+    expect(out.bytes_sent).toBe(0);
+    expect(out.files.map((f: { action: string }) => f.action)).toEqual(['from_hash']);
+    const created = await json(await svc.fetch(`/api/assets/${out.files[0].asset_id}`));
+    expect([created.name, created.asset_hash, created.tags]).toEqual(['mine.bin', blake3Of(data), []]);
+  });
+});

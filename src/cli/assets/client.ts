@@ -129,8 +129,18 @@ export class ApiClient {
     }
   }
 
+  /**
+   * An asset of stored content, by its hash. `POST /api/assets/from-hash` requires at least one tag; an untagged file
+   * is created by an upload that names the stored hash and carries no file part (no byte of the file is sent).
+   */
   async fromHash(input: { hash: string; name: string; tags: string[] }): Promise<Asset> {
-    return (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body;
+    if (input.tags.length > 0) return (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body;
+    const form = new FormData();
+    form.set('hash', input.hash);
+    form.set('name', input.name);
+    const res = await this.raw('/api/assets', { method: 'POST', body: form });
+    if (!res.ok) throw await errorOf(res);
+    return (await res.json()) as Asset;
   }
 
   /**
