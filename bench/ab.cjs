@@ -10,6 +10,8 @@
 //   content    GET /api/assets/{id}/content of 1 GiB (bench/content.cjs), both builds and the bare node:http server
 //       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
+//   tus        a 1 GiB tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB) over one kept-alive connection
+//       (bench/lib/tus-client.cjs); MB/s, and the median wait of a PATCH from its last byte to its answer.
 //   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data
 //       dir, so each process's job worker takes its own tasks; MB/s and the service's CPU seconds per GiB (/proc).
 // For a change that has no run-time switch. A build of another commit, for example:
@@ -24,8 +26,9 @@ const { cycling, seedPreviews } = require('./graphql.cjs');
 const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
 const content = require('./content.cjs');
 const { viaTask } = require('./download.cjs');
+const { uploadTus } = require('./lib/tus-client.cjs');
 const LOAD_KINDS = ['graphql', 'rest', 'rest-head', 'graphql-list', 'rest-list'];
-const KINDS = [...LOAD_KINDS, 'content', 'upload', 'download'];
+const KINDS = [...LOAD_KINDS, 'content', 'upload', 'tus', 'download'];
 
 const envOf = (k) =>
   Object.fromEntries((process.env[`AB_ENV_${k}`] ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -121,8 +124,10 @@ async function serving(dirs, { rounds }) {
   }
 }
 
-async function uploads(dirs, { rounds }) {
+async function uploads(dirs, { rounds, tus = false }) {
   const stack = await startStack({ prefix: 'ab-upload', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
+  const patchSize = Number(process.env.BENCH_TUS_PATCH_MIB ?? 64) * MiB;
+  const tails = { A: [], B: [] };
   let svc = {};
   try {
     await stack.svc.stop();
@@ -130,6 +135,14 @@ async function uploads(dirs, { rounds }) {
     const res = { A: [], B: [] };
     for (let round = 0; round < rounds; round++) {
       for (const k of order(round)) {
+        if (tus) {
+          const up = await uploadTus(svc[k].url, GiB, patchSize);
+          res[k].push(mbps(GiB, up.seconds));
+          tails[k].push(median(up.tails.slice(0, -1)) * 1000);
+          log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, PATCH tail p50 ${tails[k].at(-1).toFixed(1)} ms`);
+          await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.assetId}`);
+          continue;
+        }
         const up = await uploadMultipart(svc[k].url, GiB);
         if (up.status !== 201 || up.body.size !== GiB) throw new Error(`${k}: upload answered ${up.status}`);
         res[k].push(mbps(GiB, up.seconds));
@@ -137,7 +150,9 @@ async function uploads(dirs, { rounds }) {
         await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.body.id}`);
       }
     }
-    return ratios(res, 'mbps');
+    const out = ratios(res, 'mbps');
+    if (tus) for (const k of ['A', 'B']) out[k].patch_tail_ms_p50 = tails[k].map(r2);
+    return out;
   } finally {
     for (const k of ['A', 'B']) await svc[k]?.stop();
     await stack.stop();
@@ -199,8 +214,8 @@ async function main() {
     ? await load(kind, dirs, { rounds, duration })
     : kind === 'content'
       ? await serving(dirs, { rounds })
-      : kind === 'upload'
-        ? await uploads(dirs, { rounds })
+      : kind === 'upload' || kind === 'tus'
+        ? await uploads(dirs, { rounds, tus: kind === 'tus' })
         : await downloads(dirs, { rounds });
   printResult('ab', { kind, rounds, builds: { A: { dist: a, env: process.env.AB_ENV_A }, B: { dist: b, env: process.env.AB_ENV_B } }, ...result });
 }

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Logger } from '../../infra/logger';
-import type { UploadRepository } from './upload.repository';
+import type { UploadRecord, UploadRepository } from './upload.repository';
 
 /** The lease could not be had in time: another request (on any instance) works on the upload. */
 export class UploadLockedError extends Error {
@@ -10,7 +10,22 @@ export class UploadLockedError extends Error {
   }
 }
 
+/** The lease lapsed while its request wrote (another request took it): the offset that request reached is not recorded. */
+export class UploadLeaseLostError extends Error {
+  constructor(readonly uploadId: string) {
+    super(`upload ${uploadId}: the lease lapsed before the offset could be recorded`);
+    this.name = 'UploadLeaseLostError';
+  }
+}
+
 export interface UploadLease {
+  /** The upload as read when the lease was taken (in the same statement): current for as long as the lease is held. */
+  readonly record: UploadRecord;
+  /**
+   * The acknowledged offset to record when the lease is let go: `release` then writes both in one statement, and
+   * throws when it cannot (the offset must be recorded before it is answered).
+   */
+  recordOffset(offset: number): void;
   release(): Promise<void>;
 }
 
@@ -18,6 +33,9 @@ export interface UploadLease {
  * One request at a time per upload, across instances: a lease in the upload's row, renewed while held, that lapses
  * when its holder dies. A waiting request asks the holder to wrap up (`release_requested`), which the holder sees at
  * its next renewal: tus's "request release" between processes.
+ *
+ * A PATCH costs two statements: the one that takes the lease also reads the row, and the one that lets it go also
+ * records the new offset.
  */
 export class UploadLeases {
   constructor(
@@ -26,16 +44,23 @@ export class UploadLeases {
     private readonly opts: { leaseMs: number; renewMs: number; waitMs: number } = { leaseMs: 10_000, renewMs: 2_000, waitMs: 90_000 },
   ) {}
 
-  /** Waits for the lease; undefined when the upload does not exist (nothing to protect). */
-  async acquire(id: string, o: { signal?: AbortSignal; onReleaseRequested?: () => void } = {}): Promise<UploadLease | undefined> {
+  /**
+   * Waits for the lease; undefined when the upload does not exist (nothing to protect), or, with `ownerId`, belongs to
+   * another owner (whose requests are then never asked to wrap up).
+   */
+  async acquire(id: string, o: { ownerId?: string; signal?: AbortSignal; onReleaseRequested?: () => void } = {}): Promise<UploadLease | undefined> {
     const token = crypto.randomUUID();
     const deadline = Date.now() + this.opts.waitMs;
     let asked = false;
     let pause = 20;
+    let record: UploadRecord;
     for (;;) {
-      const got = await this.repo.tryLease(id, token, this.opts.leaseMs);
+      const got = await this.repo.lease(id, token, this.opts.leaseMs, o.ownerId);
       if (got === 'missing') return undefined;
-      if (got === 'acquired') break;
+      if (got !== 'held') {
+        record = got;
+        break;
+      }
       if (!asked) {
         await this.repo.requestRelease(id);
         asked = true;
@@ -45,6 +70,7 @@ export class UploadLeases {
       pause = Math.min(500, pause * 2);
     }
     let released = false;
+    let offset: number | undefined;
     const timer = setInterval(() => {
       this.repo.renewLease(id, token, this.opts.leaseMs).then(
         (requested) => {
@@ -55,9 +81,18 @@ export class UploadLeases {
     }, this.opts.renewMs);
     timer.unref();
     return {
+      record,
+      recordOffset: (n) => {
+        offset = n;
+      },
       release: async () => {
+        if (released) return;
         released = true;
         clearInterval(timer);
+        if (offset !== undefined) {
+          if (!(await this.repo.releaseLeaseAtOffset(id, token, offset))) throw new UploadLeaseLostError(id);
+          return;
+        }
         await this.repo.releaseLease(id, token).catch((err) => this.logger.warn('could not release an upload lease', { upload_id: id, err }));
       },
     };

@@ -1,3 +1,4 @@
+import { Prisma } from '../../generated/prisma/client';
 import type { Db } from '../../infra/prisma';
 
 export interface UploadRecord {
@@ -40,6 +41,10 @@ const toRecord = (r: Row): UploadRecord => ({
   expiresAt: r.expiresAt,
 });
 
+/** The columns of UploadRecord, for the raw statements that return a row. */
+const RETURNING_RECORD = Prisma.sql`id::text AS "id", owner_id AS "ownerId", length, "offset", metadata, part_key AS "partKey",
+  asset_id::text AS "assetId", asset_created AS "assetCreated", created_at AS "createdAt", expires_at AS "expiresAt"`;
+
 /** Resumable uploads (table `upload`): the state any instance needs to continue an upload. */
 export class UploadRepository {
   constructor(private readonly db: Db) {}
@@ -76,13 +81,19 @@ export class UploadRepository {
     await this.db.upload.deleteMany({ where: { id } });
   }
 
-  /** Takes the lease when it is free or lapsed: 'acquired', 'held' (by someone else) or 'missing' (no such upload). */
-  async tryLease(id: string, token: string, leaseMs: number): Promise<'acquired' | 'held' | 'missing'> {
-    const n = await this.db.$executeRaw`UPDATE upload
+  /**
+   * Takes the lease when it is free or lapsed, and reads the row in the same statement: the record, 'held' (by
+   * another request) or 'missing' (no such upload, or, with `ownerId`, another owner's).
+   */
+  async lease(id: string, token: string, leaseMs: number, ownerId?: string): Promise<UploadRecord | 'held' | 'missing'> {
+    const owner = ownerId === undefined ? Prisma.empty : Prisma.sql` AND owner_id = ${ownerId}`;
+    const rows = await this.db.$queryRaw<Row[]>`UPDATE upload
       SET lock_token = ${token}::uuid, lock_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), release_requested = false
-      WHERE id = ${id}::uuid AND (lock_token IS NULL OR lock_expires_at < now())`;
-    if (n > 0) return 'acquired';
-    return (await this.db.upload.count({ where: { id } })) > 0 ? 'held' : 'missing';
+      WHERE id = ${id}::uuid AND (lock_token IS NULL OR lock_expires_at < now())${owner}
+      RETURNING ${RETURNING_RECORD}`;
+    if (rows[0]) return toRecord(rows[0]);
+    const n = await this.db.upload.count({ where: ownerId === undefined ? { id } : { id, ownerId } });
+    return n > 0 ? 'held' : 'missing';
   }
 
   /** Extends a held lease; returns whether a waiting request asked for it (undefined when it is no longer held). */
@@ -99,6 +110,17 @@ export class UploadRepository {
 
   async releaseLease(id: string, token: string): Promise<void> {
     await this.db.upload.updateMany({ where: { id, lockToken: token }, data: { lockToken: null, lockExpiresAt: null, releaseRequested: false } });
+  }
+
+  /**
+   * Records the acknowledged offset and lets the lease go, in one statement; false when the lease was no longer held
+   * (it lapsed and another request took it), in which case nothing was recorded.
+   */
+  async releaseLeaseAtOffset(id: string, token: string, offset: number): Promise<boolean> {
+    const n = await this.db.$executeRaw`UPDATE upload
+      SET "offset" = ${BigInt(offset)}, updated_at = now(), lock_token = NULL, lock_expires_at = NULL, release_requested = false
+      WHERE id = ${id}::uuid AND lock_token = ${token}::uuid`;
+    return n > 0;
   }
 
   async findExpired(now: Date, limit: number): Promise<UploadRecord[]> {

@@ -8,7 +8,7 @@ import { DomainError } from '../errors';
 import type { BlobStore, PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
-import type { UploadLeases } from './upload-lease';
+import type { UploadLease, UploadLeases } from './upload-lease';
 import type { UploadRecord, UploadRepository } from './upload.repository';
 
 /** What the Upload-Metadata of a tus upload means once validated: the multipart fields of POST /api/assets. */
@@ -93,9 +93,11 @@ export class UploadService {
   /**
    * Appends `source` at `offset` (the acknowledged offset), hashing it on the way; returns the new acknowledged
    * offset once the bytes are durable. A source that ends early (a dropped connection) still counts for what arrived.
+   * Under `lease` (a PATCH's), the upload is the one the lease read, and the new offset is recorded when the lease is
+   * let go (one statement for both), which the caller does before it answers; without, it is read and recorded here.
    */
-  async append(id: string, offset: number, source: AsyncIterable<Buffer>): Promise<number> {
-    const rec = await this.get(undefined, id);
+  async append(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
+    const rec = lease?.record.id === id ? lease.record : await this.get(undefined, id);
     if (rec.offset !== offset) throw new DomainError('INVALID_BODY', `Upload-Offset ${offset} is not the upload's offset ${rec.offset}`);
     let partial = await this.blobs.openPartial!(partName(id));
     if (partial.size > rec.offset) {
@@ -127,7 +129,8 @@ export class UploadService {
     }
     if (!state.usable || size !== state.size) this.forget(id);
     const acknowledged = Math.min(size, rec.length);
-    await this.repo.setOffset(id, acknowledged);
+    if (lease?.record.id === id) lease.recordOffset(acknowledged);
+    else await this.repo.setOffset(id, acknowledged);
     if (failure) throw failure;
     return acknowledged;
   }
@@ -137,19 +140,18 @@ export class UploadService {
    * preview rules) and records it on the upload. Idempotent: a finished upload answers its asset again.
    */
   async finish(principal: Principal, id: string, parsed: UploadFields): Promise<{ assetId: string; created: boolean }> {
-    const known = await this.get(principal, id);
-    if (known.assetId) return { assetId: known.assetId, created: known.assetCreated === true };
     // The final PATCH's completion and a HEAD's may meet (on any instance): one makes the asset, the other reads it.
-    const lease = await this.leases.acquire(id);
+    const lease = await this.leases.acquire(id, { ownerId: principal.ownerId });
+    if (!lease) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
     try {
-      return await this.finishLeased(principal, id, parsed);
+      return await this.finishLeased(principal, lease.record, parsed);
     } finally {
-      await lease?.release();
+      await lease.release();
     }
   }
 
-  private async finishLeased(principal: Principal, id: string, parsed: UploadFields): Promise<{ assetId: string; created: boolean }> {
-    const rec = await this.get(principal, id);
+  private async finishLeased(principal: Principal, rec: UploadRecord, parsed: UploadFields): Promise<{ assetId: string; created: boolean }> {
+    const id = rec.id;
     if (rec.assetId) return { assetId: rec.assetId, created: rec.assetCreated === true };
     if (rec.offset !== rec.length) throw new DomainError('INVALID_BODY', 'the upload is not complete');
     const partial = await this.blobs.openPartial!(partName(id));

@@ -2,13 +2,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { DataStore, ERRORS, Metadata, MemoryLocker, Server, Upload, type Lock, type Locker } from '@tus/server';
+import { DataStore, Metadata, MemoryLocker, Server, Upload, type Lock, type Locker } from '@tus/server';
 import { Router, type Request as ExpressRequest } from 'express';
 import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
 import { DomainError } from '../../domain/errors';
-import { UploadLockedError, type UploadLeases } from '../../domain/uploads/upload-lease';
+import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import type { Logger } from '../../infra/logger';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
@@ -53,7 +53,19 @@ interface DirectBody {
   req: IncomingMessage;
   stop?: AbortSignal;
 }
-const directBody = new AsyncLocalStorage<DirectBody>();
+
+/**
+ * What the data store and the locker know of the request tus is handling: whose it is (the lease is only taken on
+ * the owner's uploads), its body, and the upload's lease while the request holds it. The lease read the upload as it
+ * took it, so the data store answers tus's `getUpload` and `write` from it: a PATCH is two statements, one that
+ * takes the lease and reads the row, one that records the new offset and lets the lease go.
+ */
+interface TusRequestContext {
+  principal: Principal;
+  body?: DirectBody;
+  lease?: UploadLease;
+}
+const requestContext = new AsyncLocalStorage<TusRequestContext>();
 
 /** Bytes received and not yet taken by the ingest before the socket is paused (as for multipart uploads). */
 const BODY_BUFFER = 2 * 1024 * 1024;
@@ -110,15 +122,17 @@ class UploadDataStore extends DataStore {
   }
 
   override async getUpload(id: string): Promise<Upload> {
-    const rec = await this.uploads.find(undefined, id);
-    if (!rec) throw ERRORS.FILE_NOT_FOUND;
+    const ctx = requestContext.getStore();
+    const held = ctx?.lease?.record.id === id ? ctx.lease.record : undefined;
+    const rec = held ?? (await this.uploads.find(ctx?.principal, id));
+    if (!rec) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
     return new Upload({ id, size: rec.length, offset: rec.offset, metadata: rec.metadata, creation_date: rec.createdAt.toISOString() });
   }
 
   override async write(stream: Readable, id: string, offset: number): Promise<number> {
     // `stream` is empty when the router kept the body for us (see DirectBody).
-    const direct = directBody.getStore();
-    return this.uploads.append(id, offset, direct ? requestBody(direct) : stream);
+    const ctx = requestContext.getStore();
+    return this.uploads.append(id, offset, ctx?.body ? requestBody(ctx.body) : stream, ctx?.lease);
   }
 
   override async remove(id: string): Promise<void> {
@@ -146,27 +160,37 @@ class UploadLocker implements Locker {
   newLock(id: string): Lock {
     const local = this.local.newLock(id);
     const leases = this.leases;
-    let lease: { release(): Promise<void> } | undefined;
+    const ctx = requestContext.getStore();
+    let lease: UploadLease | undefined;
     return {
       async lock(signal, requestRelease) {
         // tus's signal for this request: it aborts once the lock is to be let go (or the client failed).
-        const body = directBody.getStore();
-        if (body) body.stop = signal;
+        if (ctx?.body) ctx.body.stop = signal;
         await local.lock(signal, requestRelease);
         try {
-          lease = await leases.acquire(id, { signal, onReleaseRequested: () => void requestRelease() });
+          lease = await leases.acquire(id, { ownerId: ctx?.principal.ownerId, signal, onReleaseRequested: () => void requestRelease() });
         } catch (err) {
           await local.unlock();
-          throw err instanceof UploadLockedError ? { status_code: 423, body: 'The upload is busy with another request; retry\n' } : err;
+          throw err instanceof UploadLockedError ? BUSY : err;
         }
+        if (ctx) ctx.lease = lease;
       },
       async unlock() {
-        await lease?.release();
-        await local.unlock();
+        try {
+          await lease?.release();
+        } catch (err) {
+          // The lease lapsed and another request took the upload: this one's offset was not recorded.
+          throw err instanceof UploadLeaseLostError ? BUSY : err;
+        } finally {
+          if (ctx && ctx.lease === lease) ctx.lease = undefined;
+          await local.unlock();
+        }
       },
     };
   }
 }
+
+const BUSY = { status_code: 423, body: 'The upload is busy with another request; retry\n' };
 
 /** The errors of the tus protocol itself (`ERRORS.*`, the 423 above): a status and a text body, answered by tus. */
 const isTusError = (err: unknown): boolean =>
@@ -215,7 +239,10 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
     const principal = principalOf(res);
     const id = req.params.id as string | undefined;
     let assetHeaders: Record<string, string> = {};
-    if (id !== undefined) {
+    if (id !== undefined && req.method === 'PATCH') {
+      // Whose upload it is, is checked by the statement that takes its lease (another owner's is NOT_FOUND there).
+      if (!isUuid(id)) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
+    } else if (id !== undefined) {
       const rec = isUuid(id) ? await uploads.find(principal, id.toLowerCase()) : undefined;
       if (!rec) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
       if (req.method === 'HEAD' && rec.offset === rec.length) {
@@ -246,14 +273,13 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
     }
     req.url = req.originalUrl;
     const request = new NodeRequest({ req, res }) as unknown as Request;
-    let response: Response;
+    const ctx: TusRequestContext = { principal };
     if (req.method === 'PATCH' || req.method === 'POST') {
       // tus is given no body (it then hands the data store an empty stream); the data store reads `req` instead.
       Object.defineProperty(request, 'body', { value: null });
-      response = await directBody.run({ req }, () => tus.handleWeb(request));
-    } else {
-      response = await tus.handleWeb(request);
+      ctx.body = { req };
     }
+    const response = await requestContext.run(ctx, () => tus.handleWeb(request));
     if (failures.has(request)) {
       // The body may be unread (a PATCH that failed early): do not keep this connection for another request.
       if (response.headers.get('connection') === 'close' || !req.complete) res.set('Connection', 'close');
