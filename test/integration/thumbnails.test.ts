@@ -13,6 +13,7 @@ import sharp from 'sharp';
 import { THUMBNAIL_JOB } from '../../src/domain/thumbnails/thumbnail.job';
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { startS3Server } from '../helpers/s3-server';
 
 let svc: TestService;
 let db: Client;
@@ -195,6 +196,25 @@ test('a restart backfills thumbnails of images stored before thumbnails existed'
   const res = await thumbnailOf(id);
   expect(res.status).toBe(200);
   expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(512);
+});
+
+test('on the S3 store (no local file to hand libvips) the image is read as a stream: the same thumbnail', async () => {
+  const s3 = await startS3Server();
+  const s3svc = await startTestService({ ...s3.env, CONTENT_GC_GRACE_SECONDS: '0' });
+  try {
+    const res = await s3svc.fetch('/api/assets', { method: 'POST', key: KEYS.alice, body: uploadForm(await image(1024, 768, 'png', 42), { tags: 'output' }, 's3.png') });
+    const { id } = await json(res);
+    await waitFor(async () => (await json(await s3svc.fetch(`/api/assets/${id}`, { key: KEYS.alice }))).thumbnail_url as string | undefined, {
+      what: 'thumbnail on S3',
+      timeoutMs: 30_000,
+    });
+    const thumb = await s3svc.fetch(`/api/assets/${id}/thumbnail`, { key: KEYS.alice });
+    const meta = await sharp(Buffer.from(await thumb.arrayBuffer())).metadata();
+    expect([thumb.status, meta.format, meta.width, meta.height]).toEqual([200, 'webp', 512, 384]);
+  } finally {
+    await s3svc.stop();
+    await s3.stop();
+  }
 });
 
 // Videos need ffmpeg on the PATH. CI installs it (.ci/run), so there a missing ffmpeg fails these tests instead of

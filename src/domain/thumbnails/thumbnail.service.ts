@@ -11,11 +11,14 @@ import type { Transaction } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
-import { THUMBNAIL_BATCH, THUMBNAIL_JOB } from './thumbnail.job';
+import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
 /** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
+
+/** Contents the backfill reads, and queues jobs for, at a time. */
+const BACKFILL_PAGE = 500;
 
 /** Image formats sharp decodes here (its prebuilt libvips). */
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif', 'image/tiff'] as const;
@@ -96,7 +99,10 @@ export class ThumbnailService {
 
   private async render(blake3: string, mimeType: string): Promise<Rendered> {
     try {
-      return mimeType.startsWith('video/') ? await this.fromVideo(blake3) : await this.fromImage(await this.blobs.read(blake3));
+      if (mimeType.startsWith('video/')) return await this.fromVideo(blake3);
+      // On the disk store libvips reads the file in place: a stream would bring every image's megabytes through the
+      // JavaScript heap, and collecting them cost the service ~10 ms of its main thread per image (BENCHMARKS.md).
+      return await this.fromImage(this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3));
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries
       return { failed: err instanceof Error ? err.message : String(err) };
@@ -123,13 +129,12 @@ export class ThumbnailService {
     let after = '';
     let queued = 0;
     for (;;) {
-      const batch = await this.repo.withoutThumbnail(types, after, 500);
-      for (const blake3 of batch) {
-        await this.queue.send(THUMBNAIL_JOB, { blake3 }, { singletonKey: blake3 });
-        // The worker starts on the first jobs while the rest are queued (a backfill of thousands takes seconds).
-        if (queued++ % THUMBNAIL_BATCH === 0) this.wake();
-      }
-      if (batch.length < 500) break;
+      const batch = await this.repo.withoutThumbnail(types, after, BACKFILL_PAGE);
+      // One insert per page; the worker starts on it while the next page is read.
+      await this.queue.sendMany(THUMBNAIL_JOB, batch.map((blake3) => ({ data: { blake3 }, singletonKey: blake3 })));
+      if (batch.length > 0) this.wake();
+      queued += batch.length;
+      if (batch.length < BACKFILL_PAGE) break;
       after = batch[batch.length - 1]!;
     }
     if (queued > 0) this.logger.info('thumbnail backfill queued', { count: queued });
@@ -144,8 +149,13 @@ export class ThumbnailService {
     return { data, etag: `"thumbnail-blake3:${asset.blake3}"` };
   }
 
-  private async fromImage(source: Readable): Promise<Made> {
+  /** From a file path (read by libvips itself) or a stream of the image's bytes. */
+  private async fromImage(source: string | Readable): Promise<Made> {
     this.sharp ??= configureSharp(require('sharp') as typeof sharpType);
+    if (typeof source === 'string') {
+      const out = await thumbnailPipeline(this.sharp(source, sharpInputOptions(this.opts.maxPixels))).toBuffer({ resolveWithObject: true });
+      return { data: out.data, width: out.info.width, height: out.info.height };
+    }
     const transform = thumbnailPipeline(this.sharp(sharpInputOptions(this.opts.maxPixels)));
     let sourceError: unknown;
     source.once('error', (err) => {
