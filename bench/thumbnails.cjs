@@ -61,6 +61,7 @@ async function throughService(stack, db, count, nodeArgs = [], main = undefined)
   await db.query(`DELETE FROM pgboss.job WHERE name LIKE 'thumbnail.%'`);
   for (const file of walk(path.join(stack.dataDir, 'blobs'))) if (file.endsWith('.thumbnail.webp')) fs.rmSync(file);
   const t0 = now();
+  const spawnedAt = Date.now();
   const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' }, nodeArgs, main });
   try {
     for (;;) {
@@ -69,7 +70,12 @@ async function throughService(stack, db, count, nodeArgs = [], main = undefined)
       if (rows[0].n >= count) break;
       await sleep(20);
     }
-    return now() - t0;
+    const seconds = now() - t0;
+    // Where the time went: the process's start (spawn to /readyz), the wait for the first thumbnail's row, and the
+    // steady rate from the first row to the last (`created_at`: the start of each row's transaction).
+    const { rows } = await db.query(`SELECT extract(epoch FROM min(created_at))::float8 * 1000 AS first, extract(epoch FROM max(created_at))::float8 * 1000 AS last FROM thumbnail`);
+    const phases = { ready_s: r2(worker.readySeconds), first_s: r2((rows[0].first - spawnedAt) / 1000), steady_per_s: r2((count - 1) / ((rows[0].last - rows[0].first) / 1000)) };
+    return { seconds, phases };
   } finally {
     await worker.stop();
   }
@@ -103,17 +109,17 @@ async function run(args) {
     for (let i = 0; i < rounds; i++) {
       const alone = await sharpAlone(files);
       // --cpu-prof=<dir>: the worker service writes a V8 CPU profile there (one per round).
-      const svc = await throughService(stack, db, count, args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : []);
+      const { seconds: svc, phases } = await throughService(stack, db, count, args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : []);
       aloneRates.push(count / alone);
       svcRates.push(count / svc);
       ratios.push(alone / svc);
       let other = '';
       if (also) {
-        const t = await throughService(stack, db, count, [], also);
+        const { seconds: t, phases: p } = await throughService(stack, db, count, [], also);
         alsoRatios.push(alone / t);
-        other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)})`;
+        other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)}; ${JSON.stringify(p)})`;
       }
-      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}${other}`);
+      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)} (${JSON.stringify(phases)})${other}`);
     }
     printResult('thumbnails', {
       images: count,
