@@ -86,6 +86,46 @@ test.each(['jpeg', 'webp', 'gif', 'avif', 'tiff'] as const)('a %s image gets a t
   expect([meta.format, meta.width, meta.height]).toEqual(['webp', 171, 512]);
 });
 
+test('a thumbnail access grant reads this owner\'s thumbnails without the key (<img src>), nothing else, until it expires', async () => {
+  const { id, body } = await upload(await image(640, 480, 'png', 77), 'granted.png');
+  const keyed = await thumbnailOf(id);
+  const bytes = Buffer.from(await keyed.arrayBuffer());
+
+  const grantRes = await svc.fetch('/api/thumbnail-access');
+  expect([grantRes.status, grantRes.headers.get('cache-control')]).toEqual([200, 'no-store']);
+  const grant = await json(grantRes);
+  const left = Date.parse(grant.expires_at) - Date.now();
+  expect(left).toBeGreaterThan(29 * 60_000);
+  expect(left).toBeLessThanOrEqual(60 * 60_000);
+  expect(grant.access).not.toContain(KEYS.alice);
+  // Every grant in the same window is the same token: the URLs (and the browser's cache of them) stay the same.
+  expect((await json(await svc.fetch('/api/thumbnail-access'))).access).toBe(grant.access);
+  expect((await svc.fetch('/api/thumbnail-access', { key: null })).status).toBe(401);
+
+  const signed = `/api/assets/${id}/thumbnail?access=${encodeURIComponent(grant.access)}`;
+  const res = await svc.fetch(signed, { key: null });
+  expect([res.status, res.headers.get('content-type'), res.headers.get('etag')]).toEqual([200, 'image/webp', `"thumbnail-${body.asset_hash}"`]);
+  expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+  expect((await svc.fetch(signed, { key: null, headers: { 'if-none-match': res.headers.get('etag')! } })).status).toBe(304);
+  expect((await svc.fetch(signed, { key: null, method: 'HEAD' })).status).toBe(200);
+
+  // Only thumbnails, only this owner's: bob's grant does not find alice's asset; content and metadata need the key.
+  const bobs = (await json(await svc.fetch('/api/thumbnail-access', { key: KEYS.bob }))).access;
+  const other = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bobs)}`, { key: null });
+  expect([other.status, (await json(other)).code]).toEqual([404, 'ASSET_NOT_FOUND']);
+  for (const p of [`/api/assets/${id}/content`, `/api/assets/${id}`]) {
+    expect((await svc.fetch(`${p}?access=${encodeURIComponent(grant.access)}`, { key: null })).status).toBe(401);
+  }
+
+  // Tampered with (another owner named under alice's signature), malformed, or expired: 403 FORBIDDEN.
+  const [exp, , sig] = grant.access.split('.');
+  const expired = (await svc.container.thumbnails.grantAccess('alice', Date.now() - 2 * 3600_000)).token;
+  for (const bad of [`${exp}.${Buffer.from('bob').toString('base64url')}.${sig}`, 'nonsense', `${grant.access}x`, expired]) {
+    const r = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bad)}`, { key: null });
+    expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
+  }
+});
+
 test('a small image is not enlarged', async () => {
   const { id } = await upload(await image(64, 40, 'png', 99), 'small.png');
   const meta = await sharp(Buffer.from(await (await thumbnailOf(id)).arrayBuffer())).metadata();

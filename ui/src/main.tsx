@@ -6,6 +6,7 @@ import { Detail } from './components/Detail';
 import { Facets, type TagCount } from './components/Facets';
 import { Grid } from './components/Grid';
 import { KeyGate } from './components/KeyGate';
+import { useThumbnailAccess } from './components/useThumbnail';
 import { useTasks } from './hooks/useTasks';
 import { useUploads } from './hooks/useUploads';
 import './styles.css';
@@ -101,6 +102,9 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       (e) => setError(String(e.message ?? e)),
     );
   }, [api]);
+
+  // Asked for beside the first screen's request: the thumbnails' <img src> URLs need it.
+  const access = useThumbnailAccess(api);
 
   const filter = useMemo<AssetFilter>(() => ({ ...(tagFilter.length ? { includeTags: tagFilter } : {}), ...(query ? { nameContains: query } : {}) }), [tagFilter, query]);
 
@@ -321,6 +325,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
         )}
         <Grid
           api={api}
+          access={access}
           items={page.items}
           selected={selected}
           openId={openId}
@@ -336,6 +341,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       {open && features && (
         <Detail
           api={api}
+          access={access}
           features={features}
           asset={open}
           onClose={() => setOpenId(undefined)}

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +17,10 @@ import type { ThumbnailRepository } from './thumbnail.repository';
 
 /** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
+
+/** Thumbnail access grants (`grantAccess`) live one to two windows of this many seconds. */
+export const ACCESS_WINDOW_SECONDS = 1800;
+const ACCESS_SECRET = 'thumbnail_access_hmac';
 
 /** Contents the backfill reads, and queues jobs for, at a time. */
 const BACKFILL_PAGE = 500;
@@ -44,6 +49,7 @@ export function findFfmpeg(): string | undefined {
  */
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
+  private secret: Promise<string> | undefined;
 
   constructor(
     private readonly repo: ThumbnailRepository,
@@ -150,6 +156,38 @@ export class ThumbnailService {
   }
 
   /** From a file path (read by libvips itself) or a stream of the image's bytes. */
+  /**
+   * A signed grant to read this owner's thumbnails without the key (`?access=<token>` on a thumbnail URL), for a
+   * browser's plain `<img src>`: it cannot send the key header, and the key must never be in a URL. The token
+   * names the owner and an expiry, HMAC-signed with a secret the service keeps in its database; it grants nothing
+   * but thumbnails. Its expiry is the end of the window after the current one, so every grant within a window is
+   * the same token (the thumbnail URLs, and so the browser's cache of them, stay the same across reloads) and
+   * lives between one and two windows.
+   */
+  async grantAccess(ownerId: string, now = Date.now()): Promise<{ token: string; expiresAt: Date }> {
+    const expires = (Math.floor(now / 1000 / ACCESS_WINDOW_SECONDS) + 2) * ACCESS_WINDOW_SECONDS;
+    const owner = Buffer.from(ownerId).toString('base64url');
+    return { token: `${expires}.${owner}.${await this.sign(`${owner}\n${expires}`)}`, expiresAt: new Date(expires * 1000) };
+  }
+
+  /** The owner a grant of `grantAccess` names; FORBIDDEN when it is malformed, not signed by us, or expired. */
+  async ownerOfAccess(token: string): Promise<string> {
+    const m = /^(\d{1,12})\.([\w-]{1,1024})\.([\w-]{43})$/.exec(token);
+    const expected = m ? await this.sign(`${m[2]}\n${m[1]}`) : '';
+    if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected))) throw new DomainError('FORBIDDEN', 'this thumbnail access is not valid');
+    if (Number(m[1]) * 1000 <= Date.now()) throw new DomainError('FORBIDDEN', 'this thumbnail access has expired; ask for a new one');
+    return Buffer.from(m[2]!, 'base64url').toString();
+  }
+
+  private async sign(text: string): Promise<string> {
+    this.secret ??= this.repo.secret(ACCESS_SECRET);
+    const key = await this.secret.catch((err: unknown) => {
+      this.secret = undefined;
+      throw err;
+    });
+    return crypto.createHmac('sha256', key).update(text).digest('base64url');
+  }
+
   private async fromImage(source: string | Readable): Promise<Made> {
     this.sharp ??= configureSharp(require('sharp') as typeof sharpType);
     if (typeof source === 'string') {
