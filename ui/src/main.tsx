@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, assetFields, type Asset, type AssetFilter, type AssetPageData, type Features } from './api';
 import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
@@ -87,9 +87,10 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const generation = useRef(0);
   const inFlight = useRef(false);
 
-  // The first screen in one request; the effect below then skips the first page it would ask for.
+  // The first screen in one request; the effect below then skips the first page it would ask for. A layout effect:
+  // it runs right after the first render, where an effect would wait for the first paint.
   const started = useRef(false);
-  useEffect(() => {
+  useLayoutEffect(() => {
     const [s, o] = sort.split(':');
     api.start({ limit: PAGE_SIZE, sort: s!, order: o! }).then(
       (d) => {

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { useObjectUrl } from './useObjectUrl';
 
@@ -12,7 +12,8 @@ export type ThumbnailAccess = { token: string; expiresAt: number } | null | unde
 export function useThumbnailAccess(api: Api): ThumbnailAccess {
   const [access, setAccess] = useState<ThumbnailAccess>(undefined);
   const had = useRef(false);
-  useEffect(() => {
+  // A layout effect, like the first page's request: asked for right after the first render, not after its paint.
+  useLayoutEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const ask = () =>
