@@ -4,11 +4,12 @@
 // against `sharp` alone in this process making the same thumbnails from the same files, interleaved A B A B.
 //
 // A fair comparison: the baseline takes its libvips settings and its pipeline from the service's own module
-// (configureSharp: one libvips thread, no operation cache; sharpInputOptions: the pixel limit, sequential read,
-// failOn 'error'; thumbnailPipeline: rotate, 512 px inside, WebP quality 80 effort 2), so both do the same image work
-// on one libvips thread. The differences are what the service adds: the job queue, reading the blob as a stream
-// (the baseline gives libvips the file's path), storing the thumbnail durably (fsync) and its database rows, and its
-// own start (timed from the spawn).
+// (configureSharp: sharp.concurrency(1), one libvips thread, and sharp.cache(false), no operation cache;
+// sharpInputOptions: the pixel limit, sequential read, failOn 'error'; thumbnailPipeline: rotate, 512 px inside, WebP
+// quality 80 effort 2), and both give libvips the file's path (the service's disk store: BlobStore.localPath), so
+// both do the same image work on one libvips thread. The differences are what the service adds: the job queue,
+// storing the thumbnail durably (fsync) and its database rows, and its own start (timed from the spawn; each round
+// prints its phases: spawn to /readyz, spawn to the first thumbnail's row, and the steady rate after that).
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
