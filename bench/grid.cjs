@@ -11,7 +11,8 @@
 // show 100 thumbnails here. Reported: medians, and baseline/service ratios (1 = as fast as the static page).
 //
 // The images are 100 generated 1024x1024 PNGs (gradients, shapes and grain, like renders). `--dist=<dir>` measures
-// another build's service (e.g. `.ab-old`, main's build) on the same data; `--smoke`: 12 tiles, one round.
+// another build's service (e.g. `.ab-old`, main's build) on the same data instead of this one; `--also=<dir>`
+// measures another build as well, in the same rounds (interleaved); `--smoke`: 12 tiles, one round.
 const fs = require('node:fs');
 const path = require('node:path');
 const sharp = require('sharp');
@@ -70,11 +71,17 @@ function untilShown({ sel, count }) {
       const imgs = [...document.querySelectorAll(sel)];
       if (imgs.length >= count && imgs.every((i) => i.complete && i.naturalWidth > 0)) {
         const res = performance.getEntriesByType('resource');
-        const thumbs = res.filter((e) => /\/thumbnail$|\/t\/\d+\.webp$/.test(e.name));
+        const thumbs = res.filter((e) => /\/thumbnail(\?|$)|\/t\/\d+\.webp$/.test(e.name));
         const end = (xs) => Math.round(Math.max(-1, ...xs.map((e) => e.responseEnd)));
         const start = (xs) => Math.round(Math.min(1e9, ...xs.map((e) => e.startTime)));
         // Where the time went, in ms after navigation start: the script loaded, GraphQL answered, thumbnails asked and got.
-        const phases = `script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res.filter((e) => /\/graphql$/.test(e.name)).map((e) => Math.round(e.responseEnd)).join('/')}, thumbnails ${start(thumbs)}-${end(thumbs)}`;
+        // ttfb: the median of the thumbnails' request-to-first-byte (the server's answer time, queueing included).
+        const ttfb = thumbs.map((e) => e.responseStart - e.requestStart).sort((a, b) => a - b)[Math.floor(thumbs.length / 2)] ?? -1;
+        const access = res.filter((e) => /\/thumbnail-access$/.test(e.name)).map((e) => Math.round(e.responseEnd));
+        const phases =
+          `script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res.filter((e) => /\/graphql$/.test(e.name)).map((e) => Math.round(e.responseEnd)).join('/')}` +
+          `${access.length ? `, access ${access.join('/')}` : ''}` +
+          `${['ui:first-page', 'ui:tiles'].map((m) => performance.getEntriesByName(m)[0]).filter(Boolean).map((m) => `, ${m.name.slice(3)} ${Math.round(m.startTime)}`).join('')}, thumbnails ${start(thumbs)}-${end(thumbs)} (ttfb ${Math.round(ttfb)})`;
         resolve({ ms: performance.now(), phases, cached: thumbs.filter((e) => e.transferSize === 0).length });
       } else requestAnimationFrame(check);
     };
@@ -91,12 +98,14 @@ async function run(args) {
   let baseline;
   let browser;
   let other;
+  let also;
   try {
     log(`  uploading ${TILES} 1024x1024 PNGs and waiting for their thumbnails`);
     const thumbBytes = await seed(stack.svc.url, dir);
     baseline = await spawnHelper('thumb-page-server.cjs', [dir]);
     if (args.opts.dist) other = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, main: path.resolve(String(args.opts.dist), 'src', 'main.js') });
     const svcUrl = (other ?? stack.svc).url;
+    if (args.opts.also) also = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, main: path.resolve(String(args.opts.also), 'src', 'main.js') });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--no-first-run'],
@@ -104,6 +113,7 @@ async function run(args) {
     const targets = {
       service: { url: `${svcUrl}/ui?pageSize=${TILES}`, sel: '.tile img' },
       baseline: { url: `${baseline.url}/page`, sel: 'img.thumb' },
+      ...(also ? { also: { url: `${also.url}/ui?pageSize=${TILES}`, sel: '.tile img' } } : {}),
     };
     const newContext = async () => {
       const context = await browser.newContext({ viewport: { width: 1360, height: 860 } });
@@ -121,9 +131,10 @@ async function run(args) {
       await shown(c, t);
       await c.close();
     }
-    const res = { service: { first: [], reload: [] }, baseline: { first: [], reload: [] } };
+    const res = { service: { first: [], reload: [] }, baseline: { first: [], reload: [] }, also: { first: [], reload: [] } };
     const cached = [];
     const phases = [];
+    const basePhases = [];
     for (let r = 0; r < rounds; r++) {
       for (const [name, t] of Object.entries(targets)) {
         const c = await newContext();
@@ -135,13 +146,14 @@ async function run(args) {
         if (name === 'service') {
           cached.push(again.cached);
           phases.push({ first: first.phases, reload: again.phases });
-        }
+        } else if (name === 'baseline') basePhases.push(first.phases);
       }
       log(
         `  round ${r + 1}: first load ${res.service.first[r].toFixed(0)} ms (static page ${res.baseline.first[r].toFixed(0)}), ` +
           `reload ${res.service.reload[r].toFixed(0)} ms (static page ${res.baseline.reload[r].toFixed(0)}; ${cached[r]} thumbnails from the cache)`,
       );
-      log(`    first load: ${phases[r].first}\n    reload: ${phases[r].reload}`);
+      log(`    first load: ${phases[r].first}\n    reload: ${phases[r].reload}\n    static page, first load: ${basePhases[r]}`);
+      if (also) log(`    ${args.opts.also}: first load ${res.also.first[r].toFixed(0)} ms, reload ${res.also.reload[r].toFixed(0)} ms`);
     }
     const ratio = (k) => median(res.service[k].map((s, i) => res.baseline[k][i] / s));
     printResult('grid', {
@@ -157,6 +169,14 @@ async function run(args) {
       reload_ms: res.service.reload.map(Math.round),
       baseline_reload_ms_median: Math.round(median(res.baseline.reload)),
       reload_ratio: r3(ratio('reload')),
+      ...(also
+        ? {
+            also: String(args.opts.also),
+            also_first_load_ms_median: Math.round(median(res.also.first)),
+            also_first_load_ms: res.also.first.map(Math.round),
+            also_reload_ms_median: Math.round(median(res.also.reload)),
+          }
+        : {}),
       target_ms: 1000,
       met: median(res.service.first) < 1000,
     });
@@ -164,6 +184,7 @@ async function run(args) {
     await browser?.close().catch(() => undefined);
     await baseline?.stop();
     await other?.stop();
+    await also?.stop();
     await stack.stop();
     rmrf(dir);
   }

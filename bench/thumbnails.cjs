@@ -4,11 +4,12 @@
 // against `sharp` alone in this process making the same thumbnails from the same files, interleaved A B A B.
 //
 // A fair comparison: the baseline takes its libvips settings and its pipeline from the service's own module
-// (configureSharp: one libvips thread, no operation cache; sharpInputOptions: the pixel limit, sequential read,
-// failOn 'error'; thumbnailPipeline: rotate, 512 px inside, WebP quality 80 effort 2), so both do the same image work
-// on one libvips thread. The differences are what the service adds: the job queue, reading the blob as a stream
-// (the baseline gives libvips the file's path), storing the thumbnail durably (fsync) and its database rows, and its
-// own start (timed from the spawn).
+// (configureSharp: sharp.concurrency(1), one libvips thread, and sharp.cache(false), no operation cache;
+// sharpInputOptions: the pixel limit, sequential read, failOn 'error'; thumbnailPipeline: rotate, 512 px inside, WebP
+// quality 80 effort 2), and both give libvips the file's path (the service's disk store: BlobStore.localPath), so
+// both do the same image work on one libvips thread. The differences are what the service adds: the job queue,
+// storing the thumbnail durably (fsync) and its database rows, and its own start (timed from the spawn; each round
+// prints its phases: spawn to /readyz, spawn to the first thumbnail's row, and the steady rate after that).
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
@@ -61,6 +62,7 @@ async function throughService(stack, db, count, nodeArgs = [], main = undefined)
   await db.query(`DELETE FROM pgboss.job WHERE name LIKE 'thumbnail.%'`);
   for (const file of walk(path.join(stack.dataDir, 'blobs'))) if (file.endsWith('.thumbnail.webp')) fs.rmSync(file);
   const t0 = now();
+  const spawnedAt = Date.now();
   const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' }, nodeArgs, main });
   try {
     for (;;) {
@@ -69,7 +71,12 @@ async function throughService(stack, db, count, nodeArgs = [], main = undefined)
       if (rows[0].n >= count) break;
       await sleep(20);
     }
-    return now() - t0;
+    const seconds = now() - t0;
+    // Where the time went: the process's start (spawn to /readyz), the wait for the first thumbnail's row, and the
+    // steady rate from the first row to the last (`created_at`: the start of each row's transaction).
+    const { rows } = await db.query(`SELECT extract(epoch FROM min(created_at))::float8 * 1000 AS first, extract(epoch FROM max(created_at))::float8 * 1000 AS last FROM thumbnail`);
+    const phases = { ready_s: r2(worker.readySeconds), first_s: r2((rows[0].first - spawnedAt) / 1000), steady_per_s: r2((count - 1) / ((rows[0].last - rows[0].first) / 1000)) };
+    return { seconds, phases };
   } finally {
     await worker.stop();
   }
@@ -103,17 +110,17 @@ async function run(args) {
     for (let i = 0; i < rounds; i++) {
       const alone = await sharpAlone(files);
       // --cpu-prof=<dir>: the worker service writes a V8 CPU profile there (one per round).
-      const svc = await throughService(stack, db, count, args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : []);
+      const { seconds: svc, phases } = await throughService(stack, db, count, args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : []);
       aloneRates.push(count / alone);
       svcRates.push(count / svc);
       ratios.push(alone / svc);
       let other = '';
       if (also) {
-        const t = await throughService(stack, db, count, [], also);
+        const { seconds: t, phases: p } = await throughService(stack, db, count, [], also);
         alsoRatios.push(alone / t);
-        other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)})`;
+        other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)}; ${JSON.stringify(p)})`;
       }
-      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)}${other}`);
+      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)} (${JSON.stringify(phases)})${other}`);
     }
     printResult('thumbnails', {
       images: count,

@@ -16,7 +16,7 @@ import { requestIdFrom } from './http/shared/request-id';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
-import { thumbnailRouter } from './http/rest/thumbnail.router';
+import { signedThumbnailRouter, thumbnailRouter } from './http/rest/thumbnail.router';
 import { uploadsRouter } from './http/rest/uploads.router';
 import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
@@ -35,8 +35,8 @@ export interface PipelineOptions {
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
  * metrics and access log → request guard → request id and base URL → the route table of the two hottest reads
  * (`http/rest/hot-routes.ts`: the same authentication step and handlers as below) → signed export downloads and
- * GraphQL (which authenticates itself) → `/api`: rate limit and authentication (`http/shared/request-auth.ts`) → the
- * REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
+ * signed thumbnails, and GraphQL (which authenticates itself) → `/api`: rate limit and authentication
+ * (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
  * (`http/rest/errors.ts`).
  */
 export async function createApp(c: Container, opts: PipelineOptions = {}): Promise<Express> {
@@ -65,8 +65,9 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   const auth = authenticate(c.requestAuth);
   app.use(hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], auth));
 
-  // Signed export downloads (their signature is the credential) and GraphQL (which authenticates itself).
+  // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates itself).
   app.use(exportDownloadRouter({ exports: c.exports }));
+  app.use(signedThumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
   app.use(await graphqlRouter(c));
 
   const api = Router();

@@ -127,7 +127,10 @@ export class JobQueue {
       this.workerIds.set(def.name, workerId);
     }
     for (const def of this.definitions.values()) {
-      if (def.sendAtStart) await this.send(def.name, {}, { singletonKey: def.name });
+      if (!def.sendAtStart) continue;
+      await this.send(def.name, {}, { singletonKey: def.name });
+      // Its worker takes it now, not at its next poll (up to a second into every start).
+      this.wake(def.name);
     }
   }
 
@@ -149,6 +152,16 @@ export class JobQueue {
       ...(opts.id ? { id: opts.id } : {}),
       ...(opts.tx ? { db: prismaExecutor(opts.tx) } : {}),
     });
+  }
+
+  /** Many jobs of one name in one insert (not in a transaction): a backfill's page. */
+  async sendMany(name: string, jobs: readonly { data: object; singletonKey?: string }[]): Promise<void> {
+    if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
+    if (jobs.length === 0) return;
+    await this.boss.insert(
+      name,
+      jobs.map((j) => ({ data: j.data, ...(j.singletonKey ? { singletonKey: j.singletonKey } : {}) })),
+    );
   }
 
   async cancel(name: string, id: string): Promise<void> {

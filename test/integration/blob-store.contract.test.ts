@@ -118,6 +118,20 @@ describe.each(backends)('$name blob store', (backend) => {
     expect(await store.readDerived(h, 'thumbnail.webp')).toBeUndefined();
   });
 
+  test('localPath: where the store keeps blobs on local disk, the path of a stored blob; BlobNotFoundError for a missing one', async () => {
+    const data = random(20_000);
+    const h = hex(data);
+    if (!store.localPath) {
+      expect(backend.name).toBe('s3'); // read through `read` only
+      return;
+    }
+    await expect(store.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+    await store.commit(await store.writeTemp(chunks(data)), h);
+    expect(fs.readFileSync(await store.localPath(h)).equals(data)).toBe(true);
+    await store.delete(h);
+    await expect(store.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+  });
+
   test('a multipart-sized blob round-trips, also across part boundaries', async () => {
     const data = random(12 * MiB + 12345);
     const h = hex(data);

@@ -13,6 +13,7 @@ import sharp from 'sharp';
 import { THUMBNAIL_JOB } from '../../src/domain/thumbnails/thumbnail.job';
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { startS3Server } from '../helpers/s3-server';
 
 let svc: TestService;
 let db: Client;
@@ -83,6 +84,46 @@ test.each(['jpeg', 'webp', 'gif', 'avif', 'tiff'] as const)('a %s image gets a t
   expect(res.status).toBe(200);
   const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
   expect([meta.format, meta.width, meta.height]).toEqual(['webp', 171, 512]);
+});
+
+test('a thumbnail access grant reads this owner\'s thumbnails without the key (<img src>), nothing else, until it expires', async () => {
+  const { id, body } = await upload(await image(640, 480, 'png', 77), 'granted.png');
+  const keyed = await thumbnailOf(id);
+  const bytes = Buffer.from(await keyed.arrayBuffer());
+
+  const grantRes = await svc.fetch('/api/thumbnail-access');
+  expect([grantRes.status, grantRes.headers.get('cache-control')]).toEqual([200, 'no-store']);
+  const grant = await json(grantRes);
+  const left = Date.parse(grant.expires_at) - Date.now();
+  expect(left).toBeGreaterThan(29 * 60_000);
+  expect(left).toBeLessThanOrEqual(60 * 60_000);
+  expect(grant.access).not.toContain(KEYS.alice);
+  // Every grant in the same window is the same token: the URLs (and the browser's cache of them) stay the same.
+  expect((await json(await svc.fetch('/api/thumbnail-access'))).access).toBe(grant.access);
+  expect((await svc.fetch('/api/thumbnail-access', { key: null })).status).toBe(401);
+
+  const signed = `/api/assets/${id}/thumbnail?access=${encodeURIComponent(grant.access)}`;
+  const res = await svc.fetch(signed, { key: null });
+  expect([res.status, res.headers.get('content-type'), res.headers.get('etag')]).toEqual([200, 'image/webp', `"thumbnail-${body.asset_hash}"`]);
+  expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+  expect((await svc.fetch(signed, { key: null, headers: { 'if-none-match': res.headers.get('etag')! } })).status).toBe(304);
+  expect((await svc.fetch(signed, { key: null, method: 'HEAD' })).status).toBe(200);
+
+  // Only thumbnails, only this owner's: bob's grant does not find alice's asset; content and metadata need the key.
+  const bobs = (await json(await svc.fetch('/api/thumbnail-access', { key: KEYS.bob }))).access;
+  const other = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bobs)}`, { key: null });
+  expect([other.status, (await json(other)).code]).toEqual([404, 'ASSET_NOT_FOUND']);
+  for (const p of [`/api/assets/${id}/content`, `/api/assets/${id}`]) {
+    expect((await svc.fetch(`${p}?access=${encodeURIComponent(grant.access)}`, { key: null })).status).toBe(401);
+  }
+
+  // Tampered with (another owner named under alice's signature), malformed, or expired: 403 FORBIDDEN.
+  const [exp, , sig] = grant.access.split('.');
+  const expired = (await svc.container.thumbnails.grantAccess('alice', Date.now() - 2 * 3600_000)).token;
+  for (const bad of [`${exp}.${Buffer.from('bob').toString('base64url')}.${sig}`, 'nonsense', `${grant.access}x`, expired]) {
+    const r = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bad)}`, { key: null });
+    expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
+  }
 });
 
 test('a small image is not enlarged', async () => {
@@ -195,6 +236,25 @@ test('a restart backfills thumbnails of images stored before thumbnails existed'
   const res = await thumbnailOf(id);
   expect(res.status).toBe(200);
   expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(512);
+});
+
+test('on the S3 store (no local file to hand libvips) the image is read as a stream: the same thumbnail', async () => {
+  const s3 = await startS3Server();
+  const s3svc = await startTestService({ ...s3.env, CONTENT_GC_GRACE_SECONDS: '0' });
+  try {
+    const res = await s3svc.fetch('/api/assets', { method: 'POST', key: KEYS.alice, body: uploadForm(await image(1024, 768, 'png', 42), { tags: 'output' }, 's3.png') });
+    const { id } = await json(res);
+    await waitFor(async () => (await json(await s3svc.fetch(`/api/assets/${id}`, { key: KEYS.alice }))).thumbnail_url as string | undefined, {
+      what: 'thumbnail on S3',
+      timeoutMs: 30_000,
+    });
+    const thumb = await s3svc.fetch(`/api/assets/${id}/thumbnail`, { key: KEYS.alice });
+    const meta = await sharp(Buffer.from(await thumb.arrayBuffer())).metadata();
+    expect([thumb.status, meta.format, meta.width, meta.height]).toEqual([200, 'webp', 512, 384]);
+  } finally {
+    await s3svc.stop();
+    await s3.stop();
+  }
 });
 
 // Videos need ffmpeg on the PATH. CI installs it (.ci/run), so there a missing ffmpeg fails these tests instead of

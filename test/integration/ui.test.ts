@@ -34,6 +34,8 @@ let page: Page;
 const pageErrors: string[] = [];
 const foreign: string[] = [];
 const badAnswers: string[] = [];
+/** Every URL the page asked for: the key must never be in one. */
+const requested: string[] = [];
 
 /** A small picture that looks like one: a two-hue gradient with a disc, different for every seed. */
 function picture(seed: number): Promise<Buffer> {
@@ -90,6 +92,7 @@ beforeAll(async () => {
     // Failed requests are checked one by one below (badAnswers), with their URLs.
     if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) pageErrors.push(m.text());
   });
+  page.on('request', (r) => requested.push(r.url()));
   page.on('response', (r) => {
     if (r.status() >= 400) badAnswers.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
   });
@@ -144,7 +147,8 @@ async function walkThrough(): Promise<void> {
   await tiles().first().waitFor();
   expect(await page.evaluate(() => sessionStorage.getItem('assetBrowser.apiKey'))).toBe(KEYS.alice);
 
-  // 2. The first page, every image tile showing its thumbnail (object URLs of bytes fetched with the key). Where the
+  // 2. The first page, every image tile showing its thumbnail (the browser fetches each <img src> itself, with a
+  // signed thumbnail access grant in the URL, never the key). Where the
   // page does not fill the view (and 400 px beyond), the grid goes on to the next page at once, as it should: hence
   // "at least" a page here and below.
   expect(await tiles().count()).toBeGreaterThanOrEqual(PAGE_SIZE);
@@ -153,7 +157,7 @@ async function walkThrough(): Promise<void> {
       ? true
       : undefined,
   );
-  expect(await page.locator('.tile img').first().getAttribute('src')).toMatch(/^blob:/);
+  expect(await page.locator('.tile img').first().getAttribute('src')).toMatch(new RegExp(`^${svc.url}/api/assets/[0-9a-f-]{36}/thumbnail\\?access=[\\w.-]+$`));
   expect(await page.locator('.facets').innerText()).toMatch(/cats\s*10/);
   await shot('grid');
 
@@ -263,9 +267,25 @@ async function walkThrough(): Promise<void> {
 
   expect(foreign).toEqual([]);
   expect(pageErrors).toEqual([]);
+  expect(requested.length).toBeGreaterThan(PAGE_SIZE);
+  expect(requested.filter((u) => u.includes(KEYS.alice) || u.includes(encodeURIComponent(KEYS.alice)))).toEqual([]);
   // The wrong key's 401, and /api/uploads missing (404) where this service has no resumable uploads yet.
   expect(badAnswers.filter((a) => a !== '401 POST /graphql' && a !== '404 POST /api/uploads')).toEqual([]);
 }
+
+test('without a thumbnail access grant (a service that has none), thumbnails are fetched with the key header instead', async () => {
+  const context = await browser!.newContext({ viewport: { width: 1360, height: 860 } });
+  try {
+    await context.addInitScript((key) => sessionStorage.setItem('assetBrowser.apiKey', key), KEYS.alice);
+    await context.route('**/api/thumbnail-access', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"code":"NOT_FOUND","message":"no route"}' }));
+    const p = await context.newPage();
+    await p.goto(`${svc.url}/ui`);
+    await waitFor(async () => ((await p.evaluate(() => [...document.querySelectorAll('.tile img')].filter((i: HTMLImageElement) => i.complete && i.naturalWidth > 0).length)) > 0 ? true : undefined));
+    expect(await p.locator('.tile img').first().getAttribute('src')).toMatch(/^blob:/);
+  } finally {
+    await context.close();
+  }
+});
 
 test('a first page of 100 tiles, every thumbnail fetched, loads in about a second on loopback', async () => {
   for (let i = 0; i < 70; i++) await upload(await picture(200 + i), `batch_${String(i).padStart(3, '0')}.png`, 'batch');
@@ -291,10 +311,10 @@ test('a first page of 100 tiles, every thumbnail fetched, loads in about a secon
           const check = () => {
             const tiles = [...document.querySelectorAll('.tile')];
             const images = tiles.filter((t: any) => /^image\//.test(t.querySelector('.tile-meta')?.textContent ?? ''));
-            const loaded = document.querySelectorAll('.tile img').length;
+            const loaded = [...document.querySelectorAll('.tile img')].filter((i: any) => i.complete && i.naturalWidth > 0).length;
             if (tiles.length === 100 && images.length > 0 && loaded === images.length) {
               const script = performance.getEntriesByType('resource').find((e: any) => /app-.*\.js$/.test(e.name)) as any;
-              const thumbs = performance.getEntriesByType('resource').filter((e: any) => /\/thumbnail$/.test(e.name)) as any[];
+              const thumbs = performance.getEntriesByType('resource').filter((e: any) => /\/thumbnail(\?|$)/.test(e.name)) as any[];
               const cached = thumbs.filter((e) => e.transferSize === 0).length;
               resolve({ shown: Math.round(performance.now()), script: Math.round(script?.responseEnd ?? -1), firstPage: at('ui:first-page'), cached });
             }
@@ -307,7 +327,7 @@ test('a first page of 100 tiles, every thumbnail fetched, loads in about a secon
     phases.push(`script ${ms.script}, first page ${ms.firstPage}, thumbnails ${ms.shown} (${ms.cached} from the browser cache)`);
   }
   await context.close();
-  // From navigation start to the last of the page's thumbnails shown (object URLs decoded into <img>).
+  // From navigation start to the last of the page's thumbnails shown (decoded in their <img>).
   console.log(`asset browser, first page of 100 tiles with thumbnails: ${times.join(', ')} ms (3 loads)\n  ms after navigation start: ${phases.join(' | ')}`);
   // The issue's target is 1 s; the bound here leaves room for a loaded CI machine.
   expect(Math.min(...times)).toBeLessThan(3000);

@@ -1,11 +1,12 @@
 import { render } from 'preact';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, assetFields, type Asset, type AssetFilter, type AssetPageData, type Features } from './api';
 import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
 import { Facets, type TagCount } from './components/Facets';
 import { Grid } from './components/Grid';
 import { KeyGate } from './components/KeyGate';
+import { useThumbnailAccess } from './components/useThumbnail';
 import { useTasks } from './hooks/useTasks';
 import { useUploads } from './hooks/useUploads';
 import './styles.css';
@@ -86,9 +87,10 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   const generation = useRef(0);
   const inFlight = useRef(false);
 
-  // The first screen in one request; the effect below then skips the first page it would ask for.
+  // The first screen in one request; the effect below then skips the first page it would ask for. A layout effect:
+  // it runs right after the first render, where an effect would wait for the first paint.
   const started = useRef(false);
-  useEffect(() => {
+  useLayoutEffect(() => {
     const [s, o] = sort.split(':');
     api.start({ limit: PAGE_SIZE, sort: s!, order: o! }).then(
       (d) => {
@@ -101,6 +103,9 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       (e) => setError(String(e.message ?? e)),
     );
   }, [api]);
+
+  // Asked for beside the first screen's request: the thumbnails' <img src> URLs need it.
+  const access = useThumbnailAccess(api);
 
   const filter = useMemo<AssetFilter>(() => ({ ...(tagFilter.length ? { includeTags: tagFilter } : {}), ...(query ? { nameContains: query } : {}) }), [tagFilter, query]);
 
@@ -321,6 +326,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
         )}
         <Grid
           api={api}
+          access={access}
           items={page.items}
           selected={selected}
           openId={openId}
@@ -336,6 +342,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       {open && features && (
         <Detail
           api={api}
+          access={access}
           features={features}
           asset={open}
           onClose={() => setOpenId(undefined)}

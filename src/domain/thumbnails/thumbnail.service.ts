@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,11 +12,18 @@ import type { Transaction } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
-import { THUMBNAIL_BATCH, THUMBNAIL_JOB } from './thumbnail.job';
+import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
 /** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
+
+/** Thumbnail access grants (`grantAccess`) live one to two windows of this many seconds. */
+export const ACCESS_WINDOW_SECONDS = 1800;
+const ACCESS_SECRET = 'thumbnail_access_hmac';
+
+/** Contents the backfill reads, and queues jobs for, at a time. */
+const BACKFILL_PAGE = 500;
 
 /** Image formats sharp decodes here (its prebuilt libvips). */
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif', 'image/tiff'] as const;
@@ -41,6 +49,7 @@ export function findFfmpeg(): string | undefined {
  */
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
+  private secret: Promise<string> | undefined;
 
   constructor(
     private readonly repo: ThumbnailRepository,
@@ -96,7 +105,10 @@ export class ThumbnailService {
 
   private async render(blake3: string, mimeType: string): Promise<Rendered> {
     try {
-      return mimeType.startsWith('video/') ? await this.fromVideo(blake3) : await this.fromImage(await this.blobs.read(blake3));
+      if (mimeType.startsWith('video/')) return await this.fromVideo(blake3);
+      // On the disk store libvips reads the file in place: a stream would bring every image's megabytes through the
+      // JavaScript heap, and collecting them cost the service ~10 ms of its main thread per image (BENCHMARKS.md).
+      return await this.fromImage(this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3));
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries
       return { failed: err instanceof Error ? err.message : String(err) };
@@ -123,13 +135,12 @@ export class ThumbnailService {
     let after = '';
     let queued = 0;
     for (;;) {
-      const batch = await this.repo.withoutThumbnail(types, after, 500);
-      for (const blake3 of batch) {
-        await this.queue.send(THUMBNAIL_JOB, { blake3 }, { singletonKey: blake3 });
-        // The worker starts on the first jobs while the rest are queued (a backfill of thousands takes seconds).
-        if (queued++ % THUMBNAIL_BATCH === 0) this.wake();
-      }
-      if (batch.length < 500) break;
+      const batch = await this.repo.withoutThumbnail(types, after, BACKFILL_PAGE);
+      // One insert per page; the worker starts on it while the next page is read.
+      await this.queue.sendMany(THUMBNAIL_JOB, batch.map((blake3) => ({ data: { blake3 }, singletonKey: blake3 })));
+      if (batch.length > 0) this.wake();
+      queued += batch.length;
+      if (batch.length < BACKFILL_PAGE) break;
       after = batch[batch.length - 1]!;
     }
     if (queued > 0) this.logger.info('thumbnail backfill queued', { count: queued });
@@ -144,8 +155,45 @@ export class ThumbnailService {
     return { data, etag: `"thumbnail-blake3:${asset.blake3}"` };
   }
 
-  private async fromImage(source: Readable): Promise<Made> {
+  /** From a file path (read by libvips itself) or a stream of the image's bytes. */
+  /**
+   * A signed grant to read this owner's thumbnails without the key (`?access=<token>` on a thumbnail URL), for a
+   * browser's plain `<img src>`: it cannot send the key header, and the key must never be in a URL. The token
+   * names the owner and an expiry, HMAC-signed with a secret the service keeps in its database; it grants nothing
+   * but thumbnails. Its expiry is the end of the window after the current one, so every grant within a window is
+   * the same token (the thumbnail URLs, and so the browser's cache of them, stay the same across reloads) and
+   * lives between one and two windows.
+   */
+  async grantAccess(ownerId: string, now = Date.now()): Promise<{ token: string; expiresAt: Date }> {
+    const expires = (Math.floor(now / 1000 / ACCESS_WINDOW_SECONDS) + 2) * ACCESS_WINDOW_SECONDS;
+    const owner = Buffer.from(ownerId).toString('base64url');
+    return { token: `${expires}.${owner}.${await this.sign(`${owner}\n${expires}`)}`, expiresAt: new Date(expires * 1000) };
+  }
+
+  /** The owner a grant of `grantAccess` names; FORBIDDEN when it is malformed, not signed by us, or expired. */
+  async ownerOfAccess(token: string): Promise<string> {
+    const m = /^(\d{1,12})\.([\w-]{1,1024})\.([\w-]{43})$/.exec(token);
+    const expected = m ? await this.sign(`${m[2]}\n${m[1]}`) : '';
+    if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected))) throw new DomainError('FORBIDDEN', 'this thumbnail access is not valid');
+    if (Number(m[1]) * 1000 <= Date.now()) throw new DomainError('FORBIDDEN', 'this thumbnail access has expired; ask for a new one');
+    return Buffer.from(m[2]!, 'base64url').toString();
+  }
+
+  private async sign(text: string): Promise<string> {
+    this.secret ??= this.repo.secret(ACCESS_SECRET);
+    const key = await this.secret.catch((err: unknown) => {
+      this.secret = undefined;
+      throw err;
+    });
+    return crypto.createHmac('sha256', key).update(text).digest('base64url');
+  }
+
+  private async fromImage(source: string | Readable): Promise<Made> {
     this.sharp ??= configureSharp(require('sharp') as typeof sharpType);
+    if (typeof source === 'string') {
+      const out = await thumbnailPipeline(this.sharp(source, sharpInputOptions(this.opts.maxPixels))).toBuffer({ resolveWithObject: true });
+      return { data: out.data, width: out.info.width, height: out.info.height };
+    }
     const transform = thumbnailPipeline(this.sharp(sharpInputOptions(this.opts.maxPixels)));
     let sourceError: unknown;
     source.once('error', (err) => {

@@ -1,28 +1,67 @@
-import { Router } from 'express';
+import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
+import type { Asset } from '../../domain/assets/asset.types';
 import type { ThumbnailService } from '../../domain/thumbnails/thumbnail.service';
-import { handle, pathId, principalOf } from './middleware';
+import { handle, pathId, principalOf, sendJson } from './middleware';
 
-/** GET|HEAD /api/assets/{id}/thumbnail: the WebP thumbnail, cached by the content hash it was made from. */
+/**
+ * GET|HEAD /api/assets/{id}/thumbnail with the key: the WebP thumbnail, cached by the content hash it was made from;
+ * GET /api/thumbnail-access: a signed grant to read this owner's thumbnails without the key (`?access=`, below).
+ */
 export function thumbnailRouter(deps: { assets: AssetService; thumbnails: ThumbnailService }): Router {
   const r = Router();
   const serve = handle(async (req, res) => {
-    const asset = await deps.assets.find(principalOf(res), pathId(req));
-    const { data, etag } = await deps.thumbnails.open(asset);
-    res.set('ETag', etag);
-    // A thumbnail is made once per content and never changes; `private`: it is behind a key.
-    res.set('Cache-Control', 'private, max-age=31536000, immutable');
-    res.set('X-Content-Type-Options', 'nosniff');
-    const inm = req.get('if-none-match');
-    if (inm && (inm.trim() === '*' || inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag))) {
-      res.status(304).end();
-      return;
-    }
-    res.status(200).type('image/webp').set('Content-Length', String(data.length));
-    if (req.method === 'HEAD') res.end();
-    else res.end(data);
+    await sendThumbnail(req, res, deps.thumbnails, await deps.assets.find(principalOf(res), pathId(req)));
   });
   r.get('/assets/:id/thumbnail', serve);
   r.head('/assets/:id/thumbnail', serve);
+  r.get(
+    '/thumbnail-access',
+    handle(async (_req, res) => {
+      const { token, expiresAt } = await deps.thumbnails.grantAccess(principalOf(res).ownerId);
+      res.setHeader('Cache-Control', 'no-store');
+      sendJson(res, { access: token, expires_at: expiresAt.toISOString() });
+    }),
+  );
   return r;
+}
+
+/**
+ * `GET|HEAD /api/assets/{id}/thumbnail?access=<grant>`: the grant is the credential (the asset browser's `<img src>`,
+ * which cannot send the key header); mounted before /api's key check. Requests without `access` go on to it.
+ */
+export function signedThumbnailRouter(deps: { assets: AssetService; thumbnails: ThumbnailService }): Router {
+  const r = Router();
+  const serve: RequestHandler = (req, res, next) => {
+    const access = (req.query as Record<string, unknown>).access;
+    if (access === undefined) {
+      next();
+      return;
+    }
+    (async () => {
+      const ownerId = await deps.thumbnails.ownerOfAccess(String(access));
+      await sendThumbnail(req, res, deps.thumbnails, await deps.assets.find({ ownerId, isAdmin: false, keyId: 'thumbnail-access' }, pathId(req)));
+    })().catch(next);
+  };
+  r.get('/api/assets/:id/thumbnail', serve);
+  r.head('/api/assets/:id/thumbnail', serve);
+  return r;
+}
+
+async function sendThumbnail(req: Request, res: Response, thumbnails: ThumbnailService, asset: Asset): Promise<void> {
+  const { data, etag } = await thumbnails.open(asset);
+  res.setHeader('ETag', etag);
+  // A thumbnail is made once per content and never changes; `private`: it is behind a key (or a grant).
+  res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  const inm = req.headers['if-none-match'];
+  if (inm && (inm.trim() === '*' || inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag))) {
+    res.status(304).end();
+    return;
+  }
+  res.status(200);
+  res.setHeader('Content-Type', 'image/webp');
+  res.setHeader('Content-Length', String(data.length));
+  if (req.method === 'HEAD') res.end();
+  else res.end(data);
 }

@@ -39,6 +39,12 @@ export interface BlobStore {
   exists(blake3Hex: string): Promise<boolean>;
   /** Streams the content, or the inclusive byte range [start, end]. */
   read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
+  /**
+   * The blob's path on this machine's disk, for readers that open files themselves (libvips reads a path in place,
+   * without its bytes passing through the JavaScript heap); only stores that keep blobs on local disk have it, the
+   * others are read with `read`. BlobNotFoundError when there is no such blob.
+   */
+  localPath?(blake3Hex: string): Promise<string>;
   /** Removes the blob and every derived object stored beside it (`putDerived`). */
   delete(blake3Hex: string): Promise<void>;
   /**

@@ -187,6 +187,14 @@ export class FsBlobStore implements BlobStore {
     return fileBody(fh, range, this.readBuffers);
   }
 
+  async localPath(blake3Hex: string): Promise<string> {
+    const file = this.contentPath(blake3Hex);
+    await fsp.access(file, fs.constants.R_OK).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+    });
+    return file;
+  }
+
   async delete(blake3Hex: string): Promise<void> {
     const file = this.contentPath(blake3Hex);
     for (const kind of DERIVED_KINDS) await fsp.rm(`${file}.${kind}`, { force: true });

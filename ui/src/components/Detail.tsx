@@ -3,13 +3,15 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, assetFields, type Api, type Asset, type Features } from '../api';
 import { formatBytes, formatDate, kindOf, parseTags } from '../format';
 import { KindIcon } from './icons';
-import { saveWithKey, useObjectUrl } from './useObjectUrl';
+import { saveWithKey } from './useObjectUrl';
+import { useThumbnail, type ThumbnailAccess } from './useThumbnail';
 
 /** Above this, a download through the page (fetched with the key into a Blob) is worth a warning. */
 const LARGE = 1024 ** 3;
 
 interface DetailProps {
   api: Api;
+  access: ThumbnailAccess;
   features: Features;
   asset: Asset;
   onClose(): void;
@@ -18,14 +20,14 @@ interface DetailProps {
 }
 
 /** The right-hand drawer: every field of one asset, its derived metadata, and the editable name/tags/user metadata. */
-export function Detail({ api, features, asset, onClose, onSaved, onTag }: DetailProps) {
+export function Detail({ api, access, features, asset, onClose, onSaved, onTag }: DetailProps) {
   const [name, setName] = useState(asset.name);
   const [tags, setTags] = useState(asset.tags.join(', '));
   const [meta, setMeta] = useState(JSON.stringify(asset.userMetadata, null, 2));
   const [status, setStatus] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
   const [busy, setBusy] = useState(false);
   const heading = useRef<HTMLHeadingElement>(null);
-  const thumb = useObjectUrl(api, asset.thumbnailUrl);
+  const thumb = useThumbnail(api, access, asset.thumbnailUrl);
   const kind = kindOf(asset);
 
   useEffect(() => {
@@ -99,7 +101,7 @@ export function Detail({ api, features, asset, onClose, onSaved, onTag }: Detail
         </button>
       </div>
       <div class="drawer-preview">
-        {thumb.src ? <img src={thumb.src} alt={`Thumbnail of ${asset.name}`} /> : <KindIcon kind={kind} size={72} />}
+        {thumb.src ? <img src={thumb.src} alt={`Thumbnail of ${asset.name}`} onError={thumb.onError} /> : <KindIcon kind={kind} size={72} />}
       </div>
       <div class="drawer-actions">
         <button type="button" class="primary" onClick={download} aria-describedby={asset.size > LARGE ? 'download-note' : undefined}>

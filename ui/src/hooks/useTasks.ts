@@ -3,6 +3,7 @@ import { taskFields, type Api, type Features, type Task } from '../api';
 import type { ExportLink } from '../components/Activity';
 
 const ACTIVE = new Set(['created', 'running']);
+const FIRST_LOOK_DELAY_MS = 1000;
 
 /**
  * The owner's tasks, polled (every second while one is active, else every five): downloads by URL and exports.
@@ -46,10 +47,23 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   }, [api, features, fetchExport]);
 
   const anyActive = tasks.some((t) => ACTIVE.has(t.status));
+  const loadedOnce = useRef(false);
   useEffect(() => {
-    void load();
+    if (!features) return;
+    // The first look waits a moment after the first page's data: until then the browser's few connections to the
+    // service are better spent on the grid's thumbnails than on the task list below it.
+    const first = setTimeout(
+      () => {
+        loadedOnce.current = true;
+        void load();
+      },
+      loadedOnce.current ? 0 : FIRST_LOOK_DELAY_MS,
+    );
     const t = setInterval(load, anyActive ? 1000 : 5000);
-    return () => clearInterval(t);
+    return () => {
+      clearTimeout(first);
+      clearInterval(t);
+    };
   }, [load, anyActive]);
 
   /** A task this page started: known as active, so its completion is noticed. */
