@@ -144,14 +144,14 @@ async function run(args) {
     }
 
     const ratios = (base, xs) => xs.map((x, i) => base[i] / x);
+    const against = (base, xs) => ({ ratios: ratios(base, xs).map(r3), ratio_median: r3(median(ratios(base, xs))) });
     printResult('cli', {
       rounds,
       push: {
         size_mib: fileMiB,
         curl_s_median: r2(median(curlUp)),
         push_s_median: r2(median(push)),
-        ratios: ratios(curlUp, push).map(r3),
-        ratio_median: r3(median(ratios(curlUp, push))),
+        ...against(curlUp, push),
         target: 0.9,
       },
       repush_stored_tree: {
@@ -159,8 +159,7 @@ async function run(args) {
         file_mib: treeMiB,
         hashing_s_median: r2(median(hashing)),
         push_s_median: r2(median(again)),
-        ratios: ratios(hashing, again).map(r3),
-        ratio_median: r3(median(ratios(hashing, again))),
+        ...against(hashing, again),
         bytes_sent: 0,
         target: 0.8,
       },
@@ -168,8 +167,7 @@ async function run(args) {
         size_mib: fileMiB,
         curl_s_median: r2(median(curlDown)),
         pull_s_median: r2(median(pull)),
-        ratios: ratios(curlDown, pull).map(r3),
-        ratio_median: r3(median(ratios(curlDown, pull))),
+        ...against(curlDown, pull),
         target: 0.8,
       },
     });
