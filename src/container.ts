@@ -13,6 +13,7 @@ import { Providers } from './domain/downloads/providers';
 import { CivitaiProvider } from './domain/downloads/providers/civitai';
 import { HuggingFaceProvider } from './domain/downloads/providers/huggingface';
 import { ExportRepository } from './domain/exports/export.repository';
+import { ServerSecretRepository } from './domain/secrets/server-secret.repository';
 import { ExportService } from './domain/exports/export.service';
 import { TaskRepository } from './domain/tasks/task.repository';
 import { TaskService } from './domain/tasks/task.service';
@@ -79,10 +80,15 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const queue = await JobQueue.create(databaseUrl, logger, database.health);
   const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys);
   const ffmpeg = findFfmpeg();
-  const thumbnails = new ThumbnailService(new ThumbnailRepository(database.prisma), blobStore, queue, logger, {
-    maxPixels: config.thumbnails.maxPixels,
-    ffmpeg,
-  });
+  const secrets = new ServerSecretRepository(database.prisma);
+  const thumbnails = new ThumbnailService(
+    new ThumbnailRepository(database.prisma),
+    blobStore,
+    queue,
+    logger,
+    { maxPixels: config.thumbnails.maxPixels, ffmpeg },
+    secrets,
+  );
   if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
   const contentRepo = new ContentRepository(database.prisma, database.pool);
   const metrics = config.metrics.enabled
@@ -117,6 +123,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const exportService = new ExportService({
     transactions: database.transactions,
     repo: new ExportRepository(database.prisma),
+    secrets,
     tasks: new TaskRepository(database.prisma),
     blobs: blobStore,
     queue,

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Client } from 'pg';
 import { ExportRepository } from '../../src/domain/exports/export.repository';
+import { ServerSecretRepository } from '../../src/domain/secrets/server-secret.repository';
 import { ExportService } from '../../src/domain/exports/export.service';
 import { TaskRepository } from '../../src/domain/tasks/task.repository';
 import { blobPath } from '../../src/infra/blob-store/blob-store';
@@ -77,6 +78,7 @@ test(BIG > 0 ? `a member of ${BIG} bytes: ZIP64 archive read back member by memb
   const exporter = new ExportService({
     transactions: c.database.transactions,
     repo: new ExportRepository(c.database.prisma),
+    secrets: new ServerSecretRepository(c.database.prisma),
     tasks: new TaskRepository(c.database.prisma),
     blobs: c.blobStore,
     queue: c.queue,

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { ExportRepository } from '../../src/domain/exports/export.repository';
+import { ServerSecretRepository } from '../../src/domain/secrets/server-secret.repository';
 import { ExportService } from '../../src/domain/exports/export.service';
 import { TaskRepository } from '../../src/domain/tasks/task.repository';
 import { gql } from '../helpers/graphql';
@@ -304,6 +305,7 @@ test('a task cancelled while its archive is written leaves nothing', async () =>
     const exporter = new ExportService({
       transactions: c.database.transactions,
       repo: new ExportRepository(c.database.prisma),
+    secrets: new ServerSecretRepository(c.database.prisma),
       tasks: new TaskRepository(c.database.prisma),
       blobs: slow,
       queue: c.queue,

@@ -7,6 +7,8 @@ import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
 import { DomainError } from '../errors';
+import { SecretSigner } from '../secrets/secret-signer';
+import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
 import type { ExportRequest, Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
@@ -68,12 +70,13 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
  * into the blob store, each blob read once, and short-lived signed URLs of the result.
  */
 export class ExportService {
-  private secret: Promise<string> | undefined;
+  private readonly signer: SecretSigner;
 
   constructor(
     private readonly deps: {
       transactions: Transactions;
       repo: ExportRepository;
+      secrets: ServerSecretRepository;
       tasks: TaskRepository;
       blobs: BlobStore;
       queue: JobQueue;
@@ -84,7 +87,9 @@ export class ExportService {
       /** ZIP64 records for every member and the archive, whatever their sizes (tests of the format at small sizes). */
       forceZip64?: boolean;
     },
-  ) {}
+  ) {
+    this.signer = new SecretSigner(deps.secrets, HMAC_SECRET);
+  }
 
   async start(principal: Principal, request: ExportRequest, idempotencyKey: string | null): Promise<Task> {
     const { transactions, tasks, queue } = this.deps;
@@ -254,13 +259,8 @@ export class ExportService {
     return rec && rec.expiresAt.getTime() > Date.now() ? rec : undefined;
   }
 
-  private async sign(name: string, expires: number): Promise<string> {
-    this.secret ??= this.deps.repo.secret(HMAC_SECRET);
-    const key = await this.secret.catch((err) => {
-      this.secret = undefined;
-      throw err;
-    });
-    return crypto.createHmac('sha256', key).update(`${name}\n${expires}`).digest('base64url');
+  private sign(name: string, expires: number): Promise<string> {
+    return this.signer.sign(`${name}\n${expires}`);
   }
 
   /** The assets of a request in archive order: named assets and job outputs (filtered by name), then previews. */

@@ -12,6 +12,8 @@ import type { Transaction } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Asset } from '../assets/asset.types';
 import { DomainError } from '../errors';
+import { SecretSigner } from '../secrets/secret-signer';
+import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
@@ -49,7 +51,7 @@ export function findFfmpeg(): string | undefined {
  */
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
-  private secret: Promise<string> | undefined;
+  private readonly signer: SecretSigner;
 
   constructor(
     private readonly repo: ThumbnailRepository,
@@ -57,7 +59,10 @@ export class ThumbnailService {
     private readonly queue: JobQueue,
     private readonly logger: Logger,
     private readonly opts: ThumbnailOptions,
-  ) {}
+    secrets: ServerSecretRepository,
+  ) {
+    this.signer = new SecretSigner(secrets, ACCESS_SECRET);
+  }
 
   /** Whether content of this MIME type gets a thumbnail. */
   supports(mimeType: string): boolean {
@@ -167,25 +172,16 @@ export class ThumbnailService {
   async grantAccess(ownerId: string, now = Date.now()): Promise<{ token: string; expiresAt: Date }> {
     const expires = (Math.floor(now / 1000 / ACCESS_WINDOW_SECONDS) + 2) * ACCESS_WINDOW_SECONDS;
     const owner = Buffer.from(ownerId).toString('base64url');
-    return { token: `${expires}.${owner}.${await this.sign(`${owner}\n${expires}`)}`, expiresAt: new Date(expires * 1000) };
+    return { token: `${expires}.${owner}.${await this.signer.sign(`${owner}\n${expires}`)}`, expiresAt: new Date(expires * 1000) };
   }
 
   /** The owner a grant of `grantAccess` names; FORBIDDEN when it is malformed, not signed by us, or expired. */
   async ownerOfAccess(token: string): Promise<string> {
     const m = /^(\d{1,12})\.([\w-]{1,1024})\.([\w-]{43})$/.exec(token);
-    const expected = m ? await this.sign(`${m[2]}\n${m[1]}`) : '';
+    const expected = m ? await this.signer.sign(`${m[2]}\n${m[1]}`) : '';
     if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected))) throw new DomainError('FORBIDDEN', 'this thumbnail access is not valid');
     if (Number(m[1]) * 1000 <= Date.now()) throw new DomainError('FORBIDDEN', 'this thumbnail access has expired; ask for a new one');
     return Buffer.from(m[2]!, 'base64url').toString();
-  }
-
-  private async sign(text: string): Promise<string> {
-    this.secret ??= this.repo.secret(ACCESS_SECRET);
-    const key = await this.secret.catch((err: unknown) => {
-      this.secret = undefined;
-      throw err;
-    });
-    return crypto.createHmac('sha256', key).update(text).digest('base64url');
   }
 
   private async fromImage(source: string | Readable): Promise<Made> {
