@@ -82,7 +82,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
   const thumbnails = new ThumbnailService(
-    new ThumbnailRepository(database.prisma),
+    new ThumbnailRepository(database.prisma, database.transactions),
     blobStore,
     queue,
     logger,
@@ -90,12 +90,12 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     secrets,
   );
   if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
-  const contentRepo = new ContentRepository(database.prisma, database.pool);
+  const contentRepo = new ContentRepository(database.prisma, database.pool, database.transactions);
   const metrics = config.metrics.enabled
     ? new Metrics(
         {
           pool: database.pool,
-          tasks: (timeoutMs) => new TaskRepository(database.prisma).countByStatus(timeoutMs),
+          tasks: (timeoutMs) => new TaskRepository(database.prisma, database.transactions).countByStatus(timeoutMs),
           queues: () => queue.depths(),
           gcBacklog: (timeoutMs) => contentRepo.gcBacklog(timeoutMs),
         },
@@ -124,7 +124,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     transactions: database.transactions,
     repo: new ExportRepository(database.prisma),
     secrets,
-    tasks: new TaskRepository(database.prisma),
+    tasks: new TaskRepository(database.prisma, database.transactions),
     blobs: blobStore,
     queue,
     logger: logger.child({ module: 'exports' }),
@@ -140,8 +140,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     new HuggingFaceProvider({ fetcher, endpoint: config.huggingFace.endpoint, token: config.huggingFace.token }),
     new CivitaiProvider({ fetcher, endpoint: config.civitai.endpoint, token: config.civitai.token }),
   ]);
-  const downloadRepo = new DownloadRepository(database.prisma);
-  const taskRepo = new TaskRepository(database.prisma);
+  const downloadRepo = new DownloadRepository(database.prisma, database.transactions);
+  const taskRepo = new TaskRepository(database.prisma, database.transactions);
   const downloadDeps: DownloadDeps = {
     transactions: database.transactions,
     repo: downloadRepo,

@@ -30,10 +30,21 @@ export class Transactions {
     private readonly maxWaitMs?: number,
   ) {}
 
-  /** Runs `fn` in a transaction: committed when it resolves, rolled back when it throws (its error is rethrown). */
-  run<T>(fn: (tx: Transaction) => Promise<T>, opts: { timeoutMs?: number; maxWaitMs?: number } = {}): Promise<T> {
+  /**
+   * Runs `fn` in a transaction: committed when it resolves, rolled back when it throws (its error is rethrown).
+   * `statementTimeoutMs` bounds each statement of this transaction only (the server cuts it: an operator's scrape
+   * cannot hold a connection for long).
+   */
+  run<T>(
+    fn: (tx: Transaction) => Promise<T>,
+    opts: { timeoutMs?: number; maxWaitMs?: number; statementTimeoutMs?: number } = {},
+  ): Promise<T> {
     const maxWait = opts.maxWaitMs ?? this.maxWaitMs;
-    return this.prisma.$transaction((tx) => fn(tx as unknown as Transaction), {
+    const limit = opts.statementTimeoutMs;
+    return this.prisma.$transaction(async (tx) => {
+      if (limit !== undefined) await tx.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(limit)))}, true)`;
+      return fn(tx as unknown as Transaction);
+    }, {
       ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
       ...(maxWait !== undefined ? { maxWait } : {}),
     });

@@ -79,7 +79,7 @@ test(BIG > 0 ? `a member of ${BIG} bytes: ZIP64 archive read back member by memb
     transactions: c.database.transactions,
     repo: new ExportRepository(c.database.prisma),
     secrets: new ServerSecretRepository(c.database.prisma),
-    tasks: new TaskRepository(c.database.prisma),
+    tasks: new TaskRepository(c.database.prisma, c.database.transactions),
     blobs: c.blobStore,
     queue: c.queue,
     logger: c.logger,

@@ -306,7 +306,7 @@ test('a task cancelled while its archive is written leaves nothing', async () =>
       transactions: c.database.transactions,
       repo: new ExportRepository(c.database.prisma),
     secrets: new ServerSecretRepository(c.database.prisma),
-      tasks: new TaskRepository(c.database.prisma),
+      tasks: new TaskRepository(c.database.prisma, c.database.transactions),
       blobs: slow,
       queue: c.queue,
       logger: c.logger,

@@ -135,7 +135,7 @@ test('asset by id (and the owner check) uses the primary key', async () => {
 });
 
 test('content by blake3 and by sha256 use their unique indexes (find and exists)', async () => {
-  const content = new ContentRepository(db.prisma, db.pool);
+  const content = new ContentRepository(db.prisma, db.pool, db.transactions);
   const { blake3, sha256 } = await anAsset();
   const byBlake3 = await plansOf(async () => {
     await content.find({ algorithm: 'blake3', hex: blake3 });

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
-import { contentLockKey, isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
+import { contentLockKey, isUniqueViolation, prismaOf, type Db, type Transaction, type Transactions } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 
 export interface ContentRecord {
@@ -39,6 +39,7 @@ export class ContentRepository {
   constructor(
     private readonly db: Db,
     private readonly pool: Pool,
+    private readonly transactions: Transactions,
   ) {}
 
   async find(hash: { algorithm: 'blake3' | 'sha256'; hex: string }, tx?: Transaction): Promise<ContentRecord | undefined> {
@@ -159,13 +160,14 @@ export class ContentRepository {
   /** Stores derived metadata on the content and merges it under each of its assets' own fields, in one transaction. */
   async saveMetadata(blake3: string, metadata: Record<string, unknown>): Promise<void> {
     const text = JSON.stringify(metadata);
-    await this.db.$transaction([
-      this.db.$executeRaw`UPDATE content SET metadata = ${text}::jsonb WHERE blake3 = ${blake3}`,
+    await this.transactions.run(async (tx) => {
+      const db = prismaOf(tx);
+      await db.$executeRaw`UPDATE content SET metadata = ${text}::jsonb WHERE blake3 = ${blake3}`;
       // Assets made before metadata existed get their own fields from what they hold: name and source_url.
-      this.db.$executeRaw`UPDATE asset SET metadata = ${text}::jsonb || coalesce(metadata, jsonb_strip_nulls(jsonb_build_object(
+      await db.$executeRaw`UPDATE asset SET metadata = ${text}::jsonb || coalesce(metadata, jsonb_strip_nulls(jsonb_build_object(
           'filename', name, 'content_length', size, 'source_url', user_metadata -> 'source_url')))
-        WHERE content_hash = ${blake3}`,
-    ]);
+        WHERE content_hash = ${blake3}`;
+    });
   }
 
   /** Content whose grace period ended; candidates for GC. */
@@ -178,11 +180,10 @@ export class ContentRepository {
 
   /** Content no asset refers to any more, awaiting collection (count and bytes); cut by the server after `timeoutMs`. */
   async gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }> {
-    const [, rows] = await this.db.$transaction([
-      this.db.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`,
-      this.db.$queryRaw<{ n: number; bytes: bigint }[]>`
+    const rows = await this.transactions.run(async (tx) =>
+      prismaOf(tx).$queryRaw<{ n: number; bytes: bigint }[]>`
         SELECT count(*)::int AS n, coalesce(sum(size), 0)::bigint AS bytes FROM content WHERE orphaned_at IS NOT NULL`,
-    ]);
+    { statementTimeoutMs: timeoutMs });
     return { contents: rows[0]?.n ?? 0, bytes: Number(rows[0]?.bytes ?? 0) };
   }
 }

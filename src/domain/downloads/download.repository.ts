@@ -1,5 +1,5 @@
 import { Prisma } from '../../generated/prisma/client';
-import { prismaOf, type Db, type Transaction } from '../../infra/prisma';
+import { prismaOf, type Db, type Transaction, type Transactions } from '../../infra/prisma';
 
 export type TransferStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 
@@ -38,7 +38,10 @@ const COLUMNS = Prisma.sql`id::text AS "id", source_url AS "sourceUrl", provider
  * transfer whose lease ran out lost its worker and is handed to another.
  */
 export class DownloadRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly transactions: Transactions,
+  ) {}
 
   /** Serialises everything that starts, joins, cancels or finishes downloads of one URL, for the transaction. */
   async lockUrl(url: string, tx: Transaction): Promise<void> {
@@ -132,14 +135,15 @@ export class DownloadRepository {
    * given a short grace lease so that only one sweeper re-enqueues it; `enqueue` runs in the same transaction.
    */
   async takeOrphans(limit: number, graceMs: number, enqueue: (id: string, tx: Transaction) => Promise<void>): Promise<string[]> {
-    return this.db.$transaction(async (tx) => {
+    return this.transactions.run(async (t) => {
+      const tx = prismaOf(t);
       const rows = await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM download_transfer
         WHERE status = 'running' AND lease_expires_at < now()
         ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
       for (const { id } of rows) {
         await tx.$executeRaw`UPDATE download_transfer SET lease_token = NULL,
           lease_expires_at = now() + make_interval(secs => ${graceMs / 1000}) WHERE id = ${id}::uuid`;
-        await enqueue(id, tx as unknown as Transaction);
+        await enqueue(id, t);
       }
       return rows.map((r) => r.id);
     });

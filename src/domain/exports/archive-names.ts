@@ -1,4 +1,4 @@
-import type { ExportRequest } from '../tasks/task.types';
+import type { NamingStrategy } from '../tasks/task.types';
 
 export interface ExportMember {
   id: string;
@@ -31,7 +31,7 @@ function numbered(path: string, n: number): string {
 }
 
 /** Member paths for `assets` under a naming strategy, safe and unique (case-insensitively). */
-export function memberPaths(assets: ExportMember[], strategy: ExportRequest['naming_strategy']): string[] {
+export function memberPaths(assets: ExportMember[], strategy: NamingStrategy): string[] {
   // A job's time: the creation time of its first asset in the archive.
   const jobTime = new Map<string, Date>();
   for (const a of assets) {

@@ -34,12 +34,12 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
     if (v.length > MAX_EXPORT_ASSETS) throw invalid(`${field} may name at most ${MAX_EXPORT_ASSETS} items`, field);
     return [...new Set(v.map((s) => s.toLowerCase()))];
   };
-  const out: ExportRequest = { naming_strategy: 'preserve' };
+  const out: ExportRequest = { namingStrategy: 'preserve' };
   const assetIds = uuids(body.asset_ids, 'asset_ids');
   const jobIds = uuids(body.job_ids, 'job_ids');
   if (!assetIds?.length && !jobIds?.length) throw invalid('give asset_ids or job_ids (at least one id)', 'asset_ids');
-  if (assetIds) out.asset_ids = assetIds;
-  if (jobIds) out.job_ids = jobIds;
+  if (assetIds) out.assetIds = assetIds;
+  if (jobIds) out.jobIds = jobIds;
   const filters = body.job_asset_name_filters;
   if (filters !== undefined && filters !== null) {
     if (typeof filters !== 'object' || Array.isArray(filters)) throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
@@ -50,17 +50,17 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
       }
       f[job.toLowerCase()] = names as string[];
     }
-    out.job_asset_name_filters = f;
+    out.jobAssetNameFilters = f;
   }
   if (body.include_previews !== undefined && body.include_previews !== null) {
     if (typeof body.include_previews !== 'boolean') throw invalid('include_previews must be a boolean', 'include_previews');
-    out.include_previews = body.include_previews;
+    out.includePreviews = body.include_previews;
   }
   if (body.naming_strategy !== undefined && body.naming_strategy !== null) {
     if (!STRATEGIES.includes(body.naming_strategy as (typeof STRATEGIES)[number])) {
       throw invalid(`naming_strategy must be one of ${STRATEGIES.join(', ')}`, 'naming_strategy');
     }
-    out.naming_strategy = body.naming_strategy as ExportRequest['naming_strategy'];
+    out.namingStrategy = body.naming_strategy as ExportRequest['namingStrategy'];
   }
   return out;
 }
@@ -121,7 +121,7 @@ export class ExportService {
     const exportName = `${crypto.randomUUID()}.zip`;
     const log = logger.child({ task_id: taskId, export_name: exportName });
     const members = (await this.select(task.ownerId, task.exportRequest)).slice(0, MAX_EXPORT_ASSETS);
-    const paths = memberPaths(members, task.exportRequest.naming_strategy);
+    const paths = memberPaths(members, task.exportRequest.namingStrategy);
     let sent = 0;
     let cancelled = false;
     let failed = 0;
@@ -266,15 +266,15 @@ export class ExportService {
   /** The assets of a request in archive order: named assets and job outputs (filtered by name), then previews. */
   private async select(ownerId: string, req: ExportRequest): Promise<ExportableAsset[]> {
     const { repo } = this.deps;
-    const picked = await repo.selectAssets(ownerId, req.asset_ids ?? [], req.job_ids ?? [], MAX_EXPORT_ASSETS + 1);
-    const named = new Set(req.asset_ids ?? []);
-    const filters = req.job_asset_name_filters ?? {};
+    const picked = await repo.selectAssets(ownerId, req.assetIds ?? [], req.jobIds ?? [], MAX_EXPORT_ASSETS + 1);
+    const named = new Set(req.assetIds ?? []);
+    const filters = req.jobAssetNameFilters ?? {};
     const kept = picked.filter((a) => {
       if (named.has(a.id) || !a.promptId) return true;
       const names = filters[a.promptId];
       return !names || names.includes(a.name);
     });
-    if (!req.include_previews) return kept;
+    if (!req.includePreviews) return kept;
     const have = new Set(kept.map((a) => a.id));
     const previewIds = [...new Set(kept.flatMap((a) => (a.previewId && !have.has(a.previewId) ? [a.previewId] : [])))];
     return [...kept, ...(await repo.assetsByIds(ownerId, previewIds))];

@@ -1,7 +1,8 @@
 import type { Prisma } from '../../generated/prisma/client';
-import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
+import { isUniqueViolation, prismaOf, type Db, type Transaction, type Transactions } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 import type { Page } from '../assets/asset.types';
+import { exportRequestFromWire, exportRequestToWire, type ExportRequestWire } from './export-request';
 import type { ExportRequest, Task, TaskListQuery, TaskName, TaskResult, TaskStatus } from './task.types';
 
 const WITH_TRANSFER = { transfer: { select: { bytesDownloaded: true, bytesTotal: true, updatedAt: true } } } as const;
@@ -21,7 +22,7 @@ export function toTask(r: TaskRow): Task {
     // Always a string: the client's Idempotency-Key, else one derived from the task.
     idempotencyKey: r.idempotencyKey ?? derivedKey(r.taskName, r.id),
     taskName: r.taskName as TaskName,
-    ...(r.exportRequest ? { exportRequest: r.exportRequest as unknown as ExportRequest } : {}),
+    ...(r.exportRequest ? { exportRequest: exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire) } : {}),
     payload: {
       sourceUrl: r.sourceUrl,
       tags: r.tags ?? [],
@@ -66,7 +67,10 @@ export interface NewTask {
 
 /** Task rows. Every read is scoped to an owner unless the caller is an admin listing all owners. */
 export class TaskRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly transactions: Transactions,
+  ) {}
 
   async find(ownerId: string | undefined, id: string, tx?: Transaction): Promise<Task | undefined> {
     const row = await prismaOf(tx, this.db).task.findFirst({ where: { id, ...(ownerId === undefined ? {} : { ownerId }) }, include: WITH_TRANSFER });
@@ -97,16 +101,18 @@ export class TaskRepository {
         ? { createTime: { ...(q.createdAfter ? { gt: q.createdAfter } : {}), ...(q.createdBefore ? { lt: q.createdBefore } : {}) } }
         : {}),
     };
-    const [total, rows] = await this.db.$transaction([
-      this.db.task.count({ where }),
-      this.db.task.findMany({
+    const [total, rows] = await this.transactions.run(async (tx) => {
+      const db = prismaOf(tx);
+      const count = await db.task.count({ where });
+      const page = await db.task.findMany({
         where,
         orderBy: [{ createTime: q.sortOrder }, { id: q.sortOrder }],
         skip: q.offset,
         take: q.limit,
         include: WITH_TRANSFER,
-      }),
-    ]);
+      });
+      return [count, page] as const;
+    });
     return { items: rows.map(toTask), total, hasMore: q.offset + rows.length < total };
   }
 
@@ -141,7 +147,7 @@ export class TaskRepository {
         idempotencyKey: t.idempotencyKey,
         taskName: 'export_assets',
         sourceUrl: '',
-        exportRequest: t.request as unknown as Prisma.InputJsonValue,
+        exportRequest: exportRequestToWire(t.request) as unknown as Prisma.InputJsonValue,
         bytesTotal: BigInt(t.bytesTotal),
       },
       include: WITH_TRANSFER,
@@ -238,11 +244,10 @@ export class TaskRepository {
    * `timeoutMs` so a scrape cannot hold a connection for long.
    */
   async countByStatus(timeoutMs: number): Promise<{ taskName: string; status: string; count: number }[]> {
-    const [, rows] = await this.db.$transaction([
-      this.db.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`,
-      this.db.$queryRaw<{ task_name: string; status: string; n: number }[]>`
+    const rows = await this.transactions.run(async (tx) =>
+      prismaOf(tx).$queryRaw<{ task_name: string; status: string; n: number }[]>`
         SELECT task_name, status, count(*)::int AS n FROM task GROUP BY task_name, status`,
-    ]);
+    { statementTimeoutMs: timeoutMs });
     return rows.map((r) => ({ taskName: r.task_name, status: r.status, count: r.n }));
   }
 }

@@ -32,13 +32,16 @@ export interface TaskResult {
 
 export type TaskName = 'download_file' | 'export_assets';
 
-/** What an export_assets task was asked for (POST /api/assets/export), as sent (snake_case). */
+export type NamingStrategy = 'group_by_job_time' | 'group_by_job_id' | 'preserve' | 'asset_id';
+
+/** What an export_assets task was asked for (POST /api/assets/export; its wire form: export-request.ts). */
 export interface ExportRequest {
-  asset_ids?: string[];
-  job_ids?: string[];
-  job_asset_name_filters?: Record<string, string[]>;
-  include_previews?: boolean;
-  naming_strategy: 'group_by_job_time' | 'group_by_job_id' | 'preserve' | 'asset_id';
+  assetIds?: string[];
+  jobIds?: string[];
+  /** Job id → the asset names of that job to keep. */
+  jobAssetNameFilters?: Record<string, string[]>;
+  includePreviews?: boolean;
+  namingStrategy: NamingStrategy;
 }
 
 export interface Task {

@@ -1,5 +1,4 @@
-import type { Db, Tx } from '../../infra/prisma';
-import { contentLockKey } from '../../infra/prisma';
+import { contentLockKey, prismaOf, type Db, type Transactions } from '../../infra/prisma';
 
 export interface ThumbnailRecord {
   contentHash: string;
@@ -11,7 +10,10 @@ export interface ThumbnailRecord {
 
 /** Thumbnail rows (one per content) and the `asset.has_thumbnail` copies of them. */
 export class ThumbnailRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly transactions: Transactions,
+  ) {}
 
   async find(contentHash: string): Promise<ThumbnailRecord | undefined> {
     const row = await this.db.thumbnail.findUnique({ where: { contentHash } });
@@ -32,7 +34,8 @@ export class ThumbnailRepository {
    * gone.
    */
   async record(rec: ThumbnailRecord & { error?: string }, store: () => Promise<void>): Promise<boolean> {
-    return this.db.$transaction(async (tx: Tx) => {
+    return this.transactions.run(async (t) => {
+      const tx = prismaOf(t);
       await tx.$executeRaw`SELECT pg_advisory_xact_lock(${contentLockKey(rec.contentHash)})`;
       const exists = await tx.content.findUnique({ where: { blake3: rec.contentHash }, select: { blake3: true } });
       if (!exists) return false;

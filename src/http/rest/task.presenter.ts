@@ -1,3 +1,4 @@
+import { exportRequestToWire } from '../../domain/tasks/export-request';
 import type { Task } from '../../domain/tasks/task.types';
 
 /** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
@@ -16,7 +17,7 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload: t.exportRequest ?? payload,
+    payload: t.exportRequest ? exportRequestToWire(t.exportRequest) : payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),

@@ -1,0 +1,33 @@
+import type { ExportRequest } from './task.types';
+
+/**
+ * An export request as the client sent it to POST /api/assets/export (snake_case): what the task's `payload`
+ * shows and what the task row's `export_request` column holds.
+ */
+export interface ExportRequestWire {
+  asset_ids?: string[];
+  job_ids?: string[];
+  job_asset_name_filters?: Record<string, string[]>;
+  include_previews?: boolean;
+  naming_strategy: ExportRequest['namingStrategy'];
+}
+
+export function exportRequestToWire(r: ExportRequest): ExportRequestWire {
+  return {
+    ...(r.assetIds ? { asset_ids: r.assetIds } : {}),
+    ...(r.jobIds ? { job_ids: r.jobIds } : {}),
+    ...(r.jobAssetNameFilters ? { job_asset_name_filters: r.jobAssetNameFilters } : {}),
+    ...(r.includePreviews !== undefined ? { include_previews: r.includePreviews } : {}),
+    naming_strategy: r.namingStrategy,
+  };
+}
+
+export function exportRequestFromWire(w: ExportRequestWire): ExportRequest {
+  return {
+    ...(w.asset_ids ? { assetIds: w.asset_ids } : {}),
+    ...(w.job_ids ? { jobIds: w.job_ids } : {}),
+    ...(w.job_asset_name_filters ? { jobAssetNameFilters: w.job_asset_name_filters } : {}),
+    ...(w.include_previews !== undefined ? { includePreviews: w.include_previews } : {}),
+    namingStrategy: w.naming_strategy,
+  };
+}
