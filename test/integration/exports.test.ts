@@ -353,3 +353,32 @@ describe('expiry', () => {
     expect(fs.existsSync(archive)).toBe(false);
   });
 });
+
+test("the task's payload is the export request as sent (snake_case, validated and normalised)", async () => {
+  const a = await upload('payload.bin');
+  const job = crypto.randomUUID().toUpperCase();
+  const body = {
+    asset_ids: [a.id, a.id],
+    job_ids: [job],
+    job_asset_name_filters: { [job]: ['x.png'] },
+    include_previews: true,
+    naming_strategy: 'asset_id',
+  };
+  const started = await startExport(body);
+  expect(started.status).toBe(202);
+  const task = await finished(started.body.task_id);
+  // Ids are deduplicated and lower-cased; every field keeps its wire name.
+  expect(task.payload).toEqual({
+    asset_ids: [a.id],
+    job_ids: [job.toLowerCase()],
+    job_asset_name_filters: { [job.toLowerCase()]: ['x.png'] },
+    include_previews: true,
+    naming_strategy: 'asset_id',
+  });
+  const listed = await json(await svc.fetch('/api/tasks?task_name=export_assets&limit=100', { key: KEYS.alice }));
+  expect(listed.tasks.find((t: { id: string }) => t.id === task.id).payload).toEqual(task.payload);
+
+  // Left out by the client: the default strategy, nothing else invented.
+  const minimal = await finished((await startExport({ asset_ids: [a.id] })).body.task_id);
+  expect(minimal.payload).toEqual({ asset_ids: [a.id], naming_strategy: 'preserve' });
+});
