@@ -5,13 +5,12 @@ import { validateCreateFields, validateFromHashFields, validateUpdateFields } fr
 import { isDomainError } from '../../domain/errors';
 import { hashParam, idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
-import { ErrorInterceptor } from './errors';
-import { InputCheck } from './input-check';
+import { InputChecked } from './input-check';
 import { CreateAssetFromHashInput, SetAssetImmutableArgs, UpdateAssetArgs, UploadAssetArgs } from './inputs/asset.inputs';
 import { AssetType, CreateAssetPayload, TagAddResultType, TagRemoveResultType } from './types/asset.type';
 
 @Resolver()
-@UseMiddleware(ErrorInterceptor, InputCheck)
+@UseMiddleware(InputChecked)
 export class AssetMutationResolver {
   constructor(private readonly assets: AssetService) {}
 
@@ -21,7 +20,7 @@ export class AssetMutationResolver {
       'POST /api/assets: dedupe per owner by content, idempotent id, MAX_UPLOAD_BYTES.',
   })
   async uploadAsset(@Args(() => UploadAssetArgs) { file, input }: UploadAssetArgs, @Ctx() ctx: GraphQLContext): Promise<CreateAssetPayload> {
-    // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in ErrorInterceptor.)
+    // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in InputChecked, through toGraphQLError.)
     const upload = await file;
     const stream = upload.createReadStream();
     let received: ReceivedFile | undefined;
@@ -29,7 +28,7 @@ export class AssetMutationResolver {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
       validateCreateFields(input ?? {});
       received = await this.assets.receiveFile(stream);
-      return CreateAssetPayload.from(await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }));
+      return CreateAssetPayload.from(await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }), ctx.baseUrl);
     } catch (err) {
       if (!received) abandon(stream, ctx, err);
       throw err;
@@ -43,13 +42,13 @@ export class AssetMutationResolver {
   ): Promise<CreateAssetPayload> {
     const hash = hashParam(input.hash, 'INVALID_BODY');
     const fields = validateFromHashFields(input);
-    return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash));
+    return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash), ctx.baseUrl);
   }
 
   @Mutation(() => AssetType, { description: 'PUT /api/assets/{id}: at least one field; ASSET_IMMUTABLE for immutable assets.' })
   async updateAsset(@Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
     const assetId = idParam(id);
-    return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(input)));
+    return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(input)), ctx.baseUrl);
   }
 
   @Mutation(() => TagAddResultType, { description: 'POST /api/assets/{id}/tags: adds tags; concurrent edits never lose one.' })
@@ -78,7 +77,7 @@ export class AssetMutationResolver {
 
   @Mutation(() => AssetType, { description: "Admin keys only (FORBIDDEN otherwise): set or clear isImmutable of any owner's asset." })
   async setAssetImmutable(@Args(() => SetAssetImmutableArgs) { id, immutable }: SetAssetImmutableArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.assets.setImmutable(ctx.principal, idParam(id), immutable));
+    return AssetType.from(await this.assets.setImmutable(ctx.principal, idParam(id), immutable), ctx.baseUrl);
   }
 }
 

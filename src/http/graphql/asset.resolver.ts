@@ -1,36 +1,37 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import { previewUrlOf, thumbnailUrlOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
+import type { AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
 import { filterTags } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
 import { hashParam, idParam } from '../shared/ids';
+import { plainAssetsArgs, plainTagCountsArgs, validatedBy } from './args-check';
 import type { GraphQLContext } from './context';
-import { ErrorInterceptor, toGraphQLError } from './errors';
-import { InputCheck } from './input-check';
+import { toGraphQLError } from './errors';
+import { InputChecked } from './input-check';
 import { AssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
 import { TagCountType } from './types/tag.type';
 import { AssetPage, AssetType } from './types/asset.type';
 
 /**
  * The error interceptor and the input check are on each query, not on the class: on the class they would also wrap
- * `previewUrl` and `thumbnailUrl`, pure functions of the asset with no arguments, in type-graphql's async middleware
- * chain for every item of a page (BENCHMARKS.md, "Third round: GraphQL"); `preview` translates its errors itself.
+ * the `preview` field of every item of a page in type-graphql's async middleware chain (BENCHMARKS.md, "Third round:
+ * GraphQL"); `preview` translates its errors itself.
  */
 @Resolver(() => AssetType)
 export class AssetResolver {
   constructor(private readonly service: AssetService) {}
 
-  @UseMiddleware(ErrorInterceptor, InputCheck)
+  @UseMiddleware(InputChecked)
   @Query(() => AssetType, { description: 'One of your assets (ASSET_NOT_FOUND otherwise); records the access time.' })
   async asset(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.service.get(ctx.principal, idParam(id)));
+    return AssetType.from(await this.service.get(ctx.principal, idParam(id)), ctx.baseUrl);
   }
 
-  @UseMiddleware(ErrorInterceptor, InputCheck)
+  @UseMiddleware(InputChecked)
   @Query(() => AssetPage, { description: 'Your assets, filtered and paginated (GET /api/assets).' })
-  async assets(@Args(() => AssetsArgs) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
+  async assets(@Args(() => AssetsArgs, { validateFn: validatedBy(plainAssetsArgs) }) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
     const page = await this.service.list(ctx.principal, {
       ...filterOf(args.filter),
       limit: args.limit,
@@ -40,31 +41,21 @@ export class AssetResolver {
       after: args.after || undefined,
     });
     ctx.sawAssets(page.items);
-    return AssetPage.from(page);
+    return AssetPage.from(page, ctx.baseUrl);
   }
 
-  @UseMiddleware(ErrorInterceptor, InputCheck)
+  @UseMiddleware(InputChecked)
   @Query(() => [TagCountType], {
     description: 'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
   })
-  async tagCounts(@Args(() => TagCountsArgs) args: TagCountsArgs, @Ctx() ctx: GraphQLContext): Promise<TagCountType[]> {
+  async tagCounts(
+    @Args(() => TagCountsArgs, { validateFn: validatedBy(plainTagCountsArgs) }) args: TagCountsArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<TagCountType[]> {
     return (await this.service.tagFacets(ctx.principal, filterOf(args.filter), args.limit)).counts;
   }
 
-  @FieldResolver(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
-  previewUrl(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): string | null {
-    return previewUrlOf(asset, ctx.baseUrl) ?? null;
-  }
-
-  @FieldResolver(() => String, {
-    nullable: true,
-    description: 'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it exists.',
-  })
-  thumbnailUrl(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): string | null {
-    return thumbnailUrlOf(asset, ctx.baseUrl) ?? null;
-  }
-
-  @UseMiddleware(ErrorInterceptor, InputCheck)
+  @UseMiddleware(InputChecked)
   @Query(() => Boolean, { description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.' })
   contentExists(@Arg('hash') hash: string): Promise<boolean> {
     return this.service.contentExists(hashParam(hash));
@@ -76,9 +67,9 @@ export class AssetResolver {
     if (asset.previewId === asset.id) return asset;
     // On the same page: no loader round (and no promise) for it.
     const seen = ctx.seenAsset(asset.previewId);
-    if (seen) return AssetType.from(seen);
+    if (seen) return AssetType.from(seen, ctx.baseUrl);
     return ctx.assetLoader.load(asset.previewId).then(
-      (found) => (found ? AssetType.from(found) : null),
+      (found) => (found ? AssetType.from(found, ctx.baseUrl) : null),
       // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
         throw toGraphQLError(err, ctx, 'Asset.preview');

@@ -1,4 +1,5 @@
 import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
+import { GraphQLISODateTime } from 'type-graphql';
 
 /**
  * Byte sizes need more than GraphQL's 32-bit `Int`. `SafeInt` is an integer in ±(2^53 − 1), sent as a JSON number:
@@ -49,3 +50,31 @@ function literalValue(ast: ValueNode, variables: Record<string, unknown> | undef
       throw new GraphQLError(`JSON cannot represent ${ast.kind}`);
   }
 }
+
+/**
+ * `Date.prototype.toISOString` for the years 1000–9999, built from the UTC fields: V8's toISOString takes ~0.8 µs a
+ * date, this a third of that (`node bench/iso-date.cjs`), and a page of 50 assets and their previews formats 150
+ * dates. Other years (and invalid dates, which throw the same RangeError) go to toISOString itself; the unit test
+ * compares the two over the years 0001–9999.
+ */
+export function isoDateTime(d: Date): string {
+  const y = d.getUTCFullYear();
+  if (!(y >= 1000 && y <= 9999)) return d.toISOString();
+  const ms = d.getUTCMilliseconds();
+  return (
+    y + '-' + pad2(d.getUTCMonth() + 1) + '-' + pad2(d.getUTCDate()) + 'T' + pad2(d.getUTCHours()) + ':' + pad2(d.getUTCMinutes()) + ':' +
+    pad2(d.getUTCSeconds()) + '.' + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z'
+  );
+}
+
+const pad2 = (n: number): string => (n < 10 ? '0' + n : '' + n);
+
+/**
+ * type-graphql's `Date` scalar (graphql-scalars' DateTimeISO: the same name, description, parsing and errors) with a
+ * faster serialize for valid dates (isoDateTime); anything else goes to its own serialize.
+ */
+const iso = GraphQLISODateTime.toConfig();
+export const DateTimeISOScalar = new GraphQLScalarType<Date, string>({
+  ...iso,
+  serialize: (v) => (v instanceof Date && v.getTime() === v.getTime() ? isoDateTime(v) : (iso.serialize(v) as string)),
+});

@@ -9,6 +9,7 @@ import { AssetResolver } from './asset.resolver';
 import { TagResolver } from './tag.resolver';
 import { TaskResolver } from './task.resolver';
 import { ExportResolver } from './export.resolver';
+import { DateTimeISOScalar } from './scalars';
 import type { ExportService } from '../../domain/exports/export.service';
 
 export interface ResolverDeps {
@@ -39,6 +40,7 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
   return buildSchema({
     resolvers: [...RESOLVERS],
     validate: true,
+    scalarsMap: [{ type: Date, scalar: DateTimeISOScalar }],
     container: {
       get: (cls: { name: string }) => {
         const instance = instances.get(cls);

@@ -3,15 +3,14 @@ import type { DownloadService } from '../../domain/downloads/download.service';
 import type { TaskService } from '../../domain/tasks/task.service';
 import { idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
-import { ErrorInterceptor } from './errors';
-import { InputCheck } from './input-check';
+import { InputChecked } from './input-check';
 import { StartDownloadInput, TasksArgs } from './inputs/task.inputs';
 import { SortOrderEnum } from './types/enums';
 import { StartDownloadPayload, TaskPage, TaskType } from './types/task.type';
 import { RemoteMetadataType } from './types/asset.type';
 
 @Resolver(() => TaskType)
-@UseMiddleware(ErrorInterceptor, InputCheck)
+@UseMiddleware(InputChecked)
 export class TaskResolver {
   constructor(
     private readonly taskService: TaskService,
@@ -59,7 +58,7 @@ export class TaskResolver {
       previewId: input.previewId,
       idempotencyKey: input.idempotencyKey,
     });
-    return StartDownloadPayload.from(started);
+    return StartDownloadPayload.from(started, ctx.baseUrl);
   }
 
   @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is returned unchanged.' })

@@ -1,5 +1,5 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { assetHashOf, loaderPathOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset, with camelCase field names.' })
@@ -31,8 +31,11 @@ export class AssetType {
   @Field({ description: 'The same value as name.' })
   displayName!: string;
 
-  /** A thumbnail of the content exists (the `thumbnailUrl` field resolver makes it a URL). */
+  /** A thumbnail of the content exists (`thumbnailUrl`). */
   hasThumbnail!: boolean;
+
+  /** PUBLIC_URL or the request's origin: the base of the absolute URLs below. */
+  baseUrl!: string;
 
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
@@ -67,8 +70,29 @@ export class AssetType {
   @Field()
   isImmutable!: boolean;
 
-  /** One object per asset (pages map 50–500 of them per request): the fields set on the instance, no literal copied in. */
-  static from(a: Asset): AssetType {
+  /*
+   * The two URLs are plain fields of the object (getters, read by the default resolver only when a query asks for
+   * them), not type-graphql field resolvers: those ran per item of a page through getParams and convertToType
+   * (BENCHMARKS.md, "Third round: GraphQL, CPU per request").
+   */
+  @Field(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
+  get previewUrl(): string | null {
+    return previewUrlOf(this, this.baseUrl) ?? null;
+  }
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it exists.',
+  })
+  get thumbnailUrl(): string | null {
+    return thumbnailUrlOf(this, this.baseUrl) ?? null;
+  }
+
+  /**
+   * One object per asset (pages map 50–500 of them per request): the fields set on the instance, no literal copied
+   * in. `baseUrl`: the context's, for the URL fields.
+   */
+  static from(a: Asset, baseUrl: string): AssetType {
     const t = new AssetType();
     const hash = assetHashOf(a);
     t.id = a.id;
@@ -90,6 +114,7 @@ export class AssetType {
     t.updatedAt = a.updatedAt;
     t.lastAccessTime = a.lastAccessTime;
     t.isImmutable = a.isImmutable;
+    t.baseUrl = baseUrl;
     return t;
   }
 }
@@ -102,8 +127,8 @@ export class CreateAssetPayload {
   @Field({ description: 'true when a new asset was made; false when an existing one (same id or same content) is returned.' })
   createdNew!: boolean;
 
-  static from(r: CreateResult): CreateAssetPayload {
-    return Object.assign(new CreateAssetPayload(), { asset: AssetType.from(r.asset), createdNew: r.created });
+  static from(r: CreateResult, baseUrl: string): CreateAssetPayload {
+    return Object.assign(new CreateAssetPayload(), { asset: AssetType.from(r.asset, baseUrl), createdNew: r.created });
   }
 }
 
@@ -124,9 +149,9 @@ export class AssetPage {
   @Field(() => String, { nullable: true, description: 'Pass as `after` for the next page; null on the last page (and for lastAccessTime sorts).' })
   nextCursor!: string | null;
 
-  static from(p: DomainAssetPage): AssetPage {
+  static from(p: DomainAssetPage, baseUrl: string): AssetPage {
     return Object.assign(new AssetPage(), {
-      items: p.items.map(AssetType.from),
+      items: p.items.map((a) => AssetType.from(a, baseUrl)),
       total: p.total,
       hasMore: p.hasMore,
       totalIsLowerBound: p.totalIsLowerBound,

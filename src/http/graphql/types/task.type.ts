@@ -142,9 +142,9 @@ export class StartDownloadPayload {
   @Field(() => TaskType, { nullable: true })
   task!: TaskType | null;
 
-  static from(s: DownloadStart): StartDownloadPayload {
+  static from(s: DownloadStart, baseUrl: string): StartDownloadPayload {
     return Object.assign(new StartDownloadPayload(), {
-      asset: s.asset ? AssetType.from(s.asset.asset) : null,
+      asset: s.asset ? AssetType.from(s.asset.asset, baseUrl) : null,
       createdNew: s.asset ? s.asset.created : null,
       task: s.task ? TaskType.from(s.task) : null,
     });
