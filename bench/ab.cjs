@@ -1,7 +1,10 @@
 'use strict';
-// Two builds of the service in the same run: `node bench/ab.cjs <distA> <distB> <kind> [--rounds N] [--duration=S]`.
+// Two builds of the service in the same run: `node bench/ab.cjs <distA> <distB> <kind>... [--rounds N] [--duration=S]`.
 // Both run as processes and take turns (A B, B A, …); printed per build: the figure of each round and the medians
-// of the per-round B/A ratios. Kinds:
+// of the per-round B/A ratios. Several kinds run one after the other (each on fresh processes), then a summary line
+// per kind; `metadata` stands for `rest rest-head` (figure 4). Issue 11's set against the old build:
+//   node bench/ab.cjs .ab-old .ab-new upload metadata content download --rounds 3
+// Kinds:
 //   graphql | rest | rest-head | graphql-list | rest-list   64 connections (autocannon) for S seconds per turn, on one
 //       PostgreSQL and one data dir: GraphQL `asset(id)`, REST GET /api/assets/{id} (figure 7's workloads,
 //       bench/graphql.cjs), HEAD /api/assets/hash/{hash} (figure 4's second route), or their list forms; req/s, p99
@@ -203,13 +206,10 @@ function ratios(res, unit) {
   };
 }
 
-async function main() {
-  const [a, b, kind = 'graphql', ...rest] = process.argv.slice(2);
-  if (!a || !b || !KINDS.includes(kind)) throw new Error(`usage: node bench/ab.cjs <distA> <distB> [${KINDS.join('|')}] [--rounds N] [--duration=S]`);
-  const args = parseArgs(rest);
-  const duration = Number(args.opts.duration ?? 8);
-  const rounds = args.rounds ?? (LOAD_KINDS.includes(kind) ? 4 : 3);
-  const dirs = { A: a, B: b };
+/** Kinds named on the command line, in order; `metadata` is figure 4's two routes (`rest`, `rest-head`). */
+const ALIASES = { metadata: ['rest', 'rest-head'] };
+
+async function runKind(kind, dirs, { rounds, duration, a, b }) {
   const result = LOAD_KINDS.includes(kind)
     ? await load(kind, dirs, { rounds, duration })
     : kind === 'content'
@@ -218,6 +218,45 @@ async function main() {
         ? await uploads(dirs, { rounds, tus: kind === 'tus' })
         : await downloads(dirs, { rounds });
   printResult('ab', { kind, rounds, builds: { A: { dist: a, env: process.env.AB_ENV_A }, B: { dist: b, env: process.env.AB_ENV_B } }, ...result });
+  return result;
+}
+
+/** One line per kind: the median B/A ratio of its rounds (content: fresh and after the burst, and B against bare). */
+function summaryLine(kind, r) {
+  if (kind === 'content') {
+    const f = r.fresh;
+    const m = r.after_metadata_burst;
+    return `content: B/A fresh ${f.ratio_b_to_a} (${f.ratios_b_to_a.join(', ')}), after burst ${m.ratio_b_to_a} (${m.ratios_b_to_a.join(', ')}); B/bare fresh ${f.B.ratio_to_bare}, after burst ${m.B.ratio_to_bare}; A/bare fresh ${f.A.ratio_to_bare}, after burst ${m.A.ratio_to_bare}`;
+  }
+  if (LOAD_KINDS.includes(kind)) return `${kind}: B/A req/s ${r.rps_ratio_b_to_a} (${r.rps_ratios_b_to_a.join(', ')}), p99 ${r.A.p99_ms} / ${r.B.p99_ms} ms, CPU/req ${r.cpu_per_request_ratio_b_to_a}`;
+  const cpu = r.cpu_ratio_b_to_a === undefined ? '' : `, CPU/GiB ${r.cpu_s_per_gib.A} / ${r.cpu_s_per_gib.B} s (${r.cpu_ratio_b_to_a})`;
+  return `${kind}: B/A MB/s ${r.ratio_b_to_a} (${r.ratios_b_to_a.join(', ')}), ${r.A.mbps} / ${r.B.mbps}${cpu}`;
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const [a, b] = argv;
+  // Kinds are the words after the two builds, up to the first option (`--rounds N` takes the next word).
+  const words = [];
+  for (let i = 2; i < argv.length && !argv[i].startsWith('--'); i++) words.push(argv[i]);
+  const kinds = (words.length ? words : ['graphql']).flatMap((k) => ALIASES[k] ?? [k]);
+  const usage = `usage: node bench/ab.cjs <distA> <distB> [${[...KINDS, ...Object.keys(ALIASES)].join('|')}]... [--rounds N] [--duration=S]`;
+  if (!a || !b || kinds.some((k) => !KINDS.includes(k))) throw new Error(usage);
+  const args = parseArgs(argv.slice(2 + words.length));
+  const duration = Number(args.opts.duration ?? 8);
+  const dirs = { A: a, B: b };
+  const lines = [];
+  for (const kind of kinds) {
+    const rounds = args.rounds ?? (LOAD_KINDS.includes(kind) ? 4 : 3);
+    log(`== ${kind} (${rounds} rounds, ${new Date().toISOString()})`);
+    const result = await runKind(kind, dirs, { rounds, duration, a, b });
+    try {
+      lines.push(summaryLine(kind, result));
+    } catch (err) {
+      lines.push(`${kind}: (no summary: ${err.message}; see its RESULT line)`);
+    }
+  }
+  if (kinds.length > 1) log(`\nsummary (A = ${a}, B = ${b}):\n  ${lines.join('\n  ')}`);
 }
 
 runScript(main);

@@ -1,12 +1,14 @@
 'use strict';
 // Where a download task's time goes (figure 6's workload, bench/download.cjs):
-//   node bench/profile-download.cjs [--dist=DIR] [--rounds=N] [--mib=N] [--no-prof] [--top=N] [--gc-log=FILE] [--v8=FLAG,FLAG]
+//   node bench/profile-download.cjs [--dist=DIR] [--rounds=N] [--mib=N] [--no-prof] [--top=N] [--gc-log=FILE] [--v8=FLAG,FLAG] [--census]
 // Starts the build in DIR (default dist) with `--trace-gc` (and `--cpu-prof` unless --no-prof) against the local
 // Hugging-Face-shaped file server, runs N download tasks of MiB each (default 2 x 1024), and prints per round the
 // MB/s and the service's CPU seconds per GiB (/proc), then the garbage collections of the main thread by kind (count
 // and pause), and the CPU profile of each thread (main thread first, then the ingest workers). --gc-log keeps the
 // `--trace-gc` lines (with V8's reason for each collection) in FILE; --v8 adds node/V8 flags to the service's
-// (`--v8=--trace-incremental-marking` says what started each marking).
+// (`--v8=--trace-incremental-marking` says what started each marking). --census preloads bench/lib/chunk-census.cjs
+// into the service: the chunks handed to the ingest pool by the size of their ArrayBuffer (a join of buffered socket
+// reads shows as a buffer above 64 KiB) and the peak ArrayBuffer / external memory of the main thread.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -48,7 +50,11 @@ async function main() {
     await stack.svc.stop();
     const extra = typeof args.opts.v8 === 'string' ? args.opts.v8.split(',') : [];
     const nodeArgs = ['--trace-gc', ...extra, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
-    svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env, nodeArgs, main: path.join(dist, 'src', 'main.js') });
+    const censusOut = path.join(profDir, 'census.json');
+    const svcEnv = args.opts.census
+      ? { ...env, CENSUS_OUT: censusOut, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'lib', 'chunk-census.cjs')}`.trim() }
+      : env;
+    svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: svcEnv, nodeArgs, main: path.join(dist, 'src', 'main.js') });
     let buffered = '';
     svc.child.stdout.on('data', (d) => {
       buffered += d;
@@ -66,6 +72,14 @@ async function main() {
       log(`round ${i + 1}: ${mbps(size, t.seconds).toFixed(0)} MB/s, service CPU ${((cpu * GiB) / size).toFixed(2)} s/GiB`);
     }
     log(`service CPU ${((cpuTotal * GiB) / (size * rounds)).toFixed(2)} s/GiB over ${rounds} rounds`);
+    if (args.opts.census) {
+      await new Promise((r) => setTimeout(r, 1500)); // its last write
+      const c = JSON.parse(fs.readFileSync(censusOut, 'utf8'));
+      const sizes = Object.entries(c.byBufferKiB).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, n]) => `${k} KiB: ${n}`);
+      log(`chunks to the ingest pool: ${c.chunks} (${(c.bytes / MiB).toFixed(0)} MiB); in buffers above 64 KiB (joined reads): ${c.joinedChunks} (${(c.joinedBytes / MiB).toFixed(0)} MiB)`);
+      log(`  by buffer size: ${sizes.join(', ')}`);
+      log(`  main thread peak: ArrayBuffers ${c.peakArrayBuffersMiB.toFixed(0)} MiB, external memory ${c.peakExternalMiB.toFixed(0)} MiB`);
+    }
     await svc.stop();
     svc = undefined;
   } finally {

@@ -183,6 +183,72 @@ function translate(err: unknown, url: URL, signal?: AbortSignal): FetchError {
 
 export const headerText = (h: string | string[] | undefined): string | undefined => (Array.isArray(h) ? h[0] : h);
 
+/**
+ * A response body's chunks one at a time, as the parser pushed them (with undici, each is one socket read in an
+ * ArrayBuffer of its own). Iterating the stream itself (`for await (const c of body)`) calls `read()`, which joins
+ * every chunk buffered while the consumer was busy into one new buffer: the reads become garbage that only V8's full
+ * mark-compacts free, since they count as external memory while the young generation barely fills (BENCHMARKS.md,
+ * "Third round: downloads, no copies on the main thread"). In flowing mode the stream hands out each chunk as it is;
+ * it is paused while `highWater` bytes wait here. The stream's error, or its end without `end`, fails the iteration.
+ */
+export async function* bodyChunks(body: Readable, highWater = 1 << 20): AsyncGenerator<Buffer> {
+  const queue: Buffer[] = [];
+  let head = 0;
+  let queued = 0;
+  let ended = false;
+  let failure: Error | undefined;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  const onData = (chunk: Buffer) => {
+    queue.push(chunk);
+    queued += chunk.length;
+    if (queued >= highWater) body.pause();
+    notify();
+  };
+  const onEnd = () => {
+    ended = true;
+    notify();
+  };
+  const onError = (err: Error) => {
+    failure ??= err;
+    notify();
+  };
+  const onClose = () => {
+    if (!ended) failure ??= Object.assign(new Error('premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+    notify();
+  };
+  body.on('data', onData);
+  body.on('end', onEnd);
+  body.on('error', onError);
+  body.on('close', onClose);
+  try {
+    for (;;) {
+      while (head < queue.length) {
+        const chunk = queue[head]!;
+        queue[head++] = undefined as unknown as Buffer;
+        queued -= chunk.length;
+        if (queued < highWater / 2 && body.isPaused() && !failure) body.resume();
+        yield chunk;
+      }
+      queue.length = head = 0;
+      if (failure) throw failure;
+      if (ended) return;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    body.off('data', onData);
+    body.off('end', onEnd);
+    body.off('close', onClose);
+    // A late 'error' (the caller destroys a body it stops reading) stays handled.
+    body.off('error', onError);
+    body.on('error', () => undefined);
+  }
+}
+
 /** Drops a response body we will not read (without an unhandled 'error' from the aborted stream). */
 export function dropBody(body: Readable): void {
   body.on('error', () => undefined);

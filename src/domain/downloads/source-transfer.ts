@@ -1,6 +1,6 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
-import { dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
+import { bodyChunks, dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
@@ -163,7 +163,7 @@ export class SourceTransfer {
     const meter = this.deps.meter ?? NO_METER;
     const end = meter.begin('download');
     try {
-      for await (const chunk of res.body) {
+      for await (const chunk of bodyChunks(res.body)) {
         const n = chunk.length;
         if (this.bytes + n > this.o.maxBytes) {
           onError(new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`));
