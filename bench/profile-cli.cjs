@@ -1,7 +1,7 @@
 'use strict';
 // Where the time of `assets push` / `assets pull` goes: `node bench/profile-cli.cjs push|pull [--mib=N] [--rounds=N]
 // [--top=N] [--chunk=MiB] [--dist=DIR]`. On one service stack, each round runs curl (-F for push, -o for pull) and
-// the CLI on the same file, and prints their wall time, the CPU time of the curl and CLI processes (user + system,
+// the CLI on the same file, and prints their wall time, the CPU time of the curl and CLI processes (user and system,
 // from /usr/bin/time) and the kernel's dirty and writeback page totals before each run (a pull writes the file: what
 // the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
 // (--cpu-prof, main thread): the functions with the most self time.
@@ -31,7 +31,7 @@ function timed(cmd, args, env) {
   const seconds = now() - t0;
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   const m = /CPU ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
-  return { seconds, cpu: m ? Number(m[1]) + Number(m[2]) : NaN, stdout: r.stdout };
+  return { seconds, cpu: m ? Number(m[1]) + Number(m[2]) : NaN, user: m ? Number(m[1]) : NaN, sys: m ? Number(m[2]) : NaN, stdout: r.stdout };
 }
 
 async function main() {
@@ -85,10 +85,8 @@ async function main() {
         p = timed(process.execPath, cliArgs(['push', file, ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : [])], prof), env);
         await del(JSON.parse(p.stdout).files[0].asset_id);
       }
-      log(
-        `${kind} ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (CPU ${c.cpu.toFixed(2)} s), assets ${p.seconds.toFixed(2)} s ` +
-          `(CPU ${p.cpu.toFixed(2)} s), ratio ${(c.seconds / p.seconds).toFixed(3)}`,
-      );
+      const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${t.sys.toFixed(2)}`;
+      log(`${kind} ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}), assets ${p.seconds.toFixed(2)} s (${cpu(p)}), ratio ${(c.seconds / p.seconds).toFixed(3)}`);
     }
     const prof = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f))[0];
     log(`profile: ${prof}`);

@@ -69,14 +69,19 @@ export class CountingProxy {
   private meter(rec: ProxiedRequest, direction: 'in' | 'out'): Transform {
     const rule = this.cutRule?.direction === direction && this.cutRule.match(rec.method, rec.path) ? this.cutRule : undefined;
     const throttle = direction === 'in' ? this.throttleIn : undefined;
+    let fired = false;
     return new Transform({
       transform: (chunk: Buffer, _enc, cb) => {
-        if (this.cut) return cb();
-        if (direction === 'in') rec.bytesIn += chunk.length;
-        else rec.bytesOut += chunk.length;
-        const passed = direction === 'in' ? rec.bytesIn : rec.bytesOut;
-        if (rule && passed >= rule.afterBytes) {
-          cb(null, chunk.subarray(0, chunk.length - (passed - rule.afterBytes)));
+        // After the cut point nothing more goes through, not even chunks that arrive before the connections are
+        // dropped (a client sending in large writes delivers several in one turn): the other side sees a clean cut.
+        if (this.cut || fired) return cb();
+        const before = direction === 'in' ? rec.bytesIn : rec.bytesOut;
+        const pass = rule ? chunk.subarray(0, Math.max(0, Math.min(chunk.length, rule.afterBytes - before))) : chunk;
+        if (direction === 'in') rec.bytesIn += pass.length;
+        else rec.bytesOut += pass.length;
+        if (rule && before + chunk.length >= rule.afterBytes) {
+          fired = true;
+          cb(null, pass);
           setImmediate(() => this.cutNow());
           return;
         }

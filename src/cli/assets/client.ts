@@ -1,6 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
-import type { Readable } from 'node:stream';
+import { getBlocks, type BlockBody } from './block-get';
 
 /** The public HTTP API of the service as the CLI uses it: the key header on every request, `{code, message}` errors. */
 
@@ -91,21 +89,20 @@ export class ApiClient {
   }
 
   /**
-   * A GET whose body is a Node stream (node:http: no web-stream conversion on the hot path of pull, and no
-   * 130 ms of loading the undici package at start); a non-2xx answer (other than those in `accept`) throws.
+   * A GET whose body is handed on in large blocks (block-get.ts: the socket read into reused buffers, the pull's hot
+   * path); a non-2xx answer (other than those in `accept`) throws.
    */
-  async getStream(pathname: string, headers: Record<string, string>, accept: number[] = []): Promise<{ status: number; body: Readable }> {
+  async getBlocks(pathname: string, headers: Record<string, string>, accept: number[] = []): Promise<BlockBody> {
     const url = new URL(this.base + pathname);
-    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? https : http).get(url, { headers: this.headers(headers) }, resolve);
-      req.on('error', (err: NodeJS.ErrnoException) => reject(new ApiError(0, 'NETWORK', `GET ${url}: ${err.code ?? err.message}`)));
-    });
-    const status = res.statusCode ?? 0;
-    if ((status >= 200 && status < 300) || accept.includes(status)) return { status, body: res };
-    const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    throw await errorOf(new Response(text || null, { status }));
+    let body: BlockBody;
+    try {
+      body = await getBlocks(url, this.headers(headers));
+    } catch (err) {
+      throw new ApiError(0, 'NETWORK', `GET ${url}: ${(err as Error).message}`);
+    }
+    if ((body.status >= 200 && body.status < 300) || accept.includes(body.status)) return body;
+    const text = await body.text().catch(() => '');
+    throw await errorOf(new Response(text || null, { status: body.status }));
   }
 
   async hashStored(hash: string): Promise<boolean> {

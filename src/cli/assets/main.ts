@@ -66,7 +66,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--tag <tag>', 'add a tag to every file (repeatable)', collect, [])
     .option('--comfyui', 'the folder is a ComfyUI tree: models/<folder>/… → tags models,<folder>; input/; output/', false)
     .option('--concurrency <n>', 'files at a time', positiveInt, 4)
-    .option('--chunk-size <MiB>', 'size of each resumable-upload request (0: one request per file)', wholeNumber, 64)
+    .option('--chunk-size <MiB>', 'MiB per resumable-upload request; 0: the whole file in one (a broken one resumes from what the service kept); set it behind a proxy that limits request bodies', wholeNumber, 0)
     .addOption(new Option('--overlap-from <MiB>', 'files of this size and more are sent while they are hashed').argParser(wholeNumber).default(64).hideHelp())
     .option('--json', 'print the results as JSON on stdout', false)
     .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; overlapFrom: number; json: boolean }) => {

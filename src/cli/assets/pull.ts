@@ -35,7 +35,6 @@ async function hasRightContent(hasher: FileHasher, file: string, asset: Asset): 
 }
 
 const RETRY_DELAYS_MS = [1000, 3000];
-const WRITE_BATCH = 4 << 20;
 
 /**
  * Downloads one asset's content into `<target>.part`, continuing a part a previous run left (Range; a 200 answer
@@ -54,58 +53,34 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
         offset = 0;
       }
       const headers: Record<string, string> = offset > 0 ? { range: `bytes=${offset}-` } : {};
-      const res = await client.getStream(`/api/assets/${asset.id}/content`, headers, [416]);
+      const res = await client.getBlocks(`/api/assets/${asset.id}/content`, headers, [416]);
       if (res.status === 416) {
-        res.body.destroy();
+        res.destroy();
         fs.rmSync(part, { force: true });
         throw new ApiError(416, 'RANGE_NOT_SATISFIABLE', 'the part file does not match the content; restarting');
       }
       if (res.status !== 206) offset = 0;
       let done = offset;
       onBytes(done);
-      // The main thread only moves the bytes: they are written in batches of 4 MiB, one write in flight while the
-      // next batch arrives (a stream pipeline paused the socket at every 16 KiB step of backpressure), and the
-      // hashing thread reads the part behind the writes, so what is checked is what is on disk.
+      // The main thread only moves the bytes: the body arrives in blocks of about 4 MiB (block-get.ts), each written
+      // with one call, and the hashing thread reads the part behind the writes, so what is checked is what is on disk.
+      // What arrived before a broken connection is written before the failure is reported: the next attempt
+      // continues after it.
       const fh = await fsp.open(part, offset > 0 ? 'a' : 'w');
       const hash = hasher.follow(part, algorithmOf(asset.asset_hash));
-      let written = offset;
-      hash.grow(written);
-      let batch: Buffer[] = [];
-      let batchBytes = 0;
-      let writing: Promise<unknown> = Promise.resolve();
-      const write = async (chunks: Buffer[], n: number): Promise<void> => {
-        await fh.writev(chunks);
-        written += n;
-        hash.grow(written);
-      };
+      hash.grow(offset);
       let digest: string;
       try {
         try {
-          for await (const chunk of res.body as AsyncIterable<Buffer>) {
-            done += chunk.length;
-            received += chunk.length;
+          await res.pipeTo(async (block) => {
+            await fh.write(block);
+            done += block.length;
+            received += block.length;
+            hash.grow(done);
             onBytes(done);
-            batch.push(chunk);
-            batchBytes += chunk.length;
-            if (batchBytes >= WRITE_BATCH) {
-              const full = batch;
-              const n = batchBytes;
-              batch = [];
-              batchBytes = 0;
-              await writing;
-              writing = write(full, n);
-            }
-          }
-          await writing;
-          if (batch.length) await write(batch, batchBytes);
+          });
         } catch (err) {
-          const wrote = await writing.then(
-            () => true,
-            () => false,
-          );
           if (err instanceof ApiError || (err as NodeJS.ErrnoException).syscall === 'write') throw err;
-          // Keep what arrived before the connection broke: the next attempt continues after it.
-          if (wrote && batch.length) await fh.writev(batch).catch(() => undefined);
           throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`);
         } finally {
           await fh.close();

@@ -5,6 +5,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { Upload, type DetailedError } from 'tus-js-client';
 import { ApiError, type ApiClient } from './client';
+import { fileRangeHttpStack, fileRangeReader } from './tus-file-stack';
 import type { UploadStateFile } from './upload-state';
 
 export interface UploadInput {
@@ -46,7 +47,7 @@ async function fingerprintOf(endpoint: string, input: UploadInput): Promise<stri
 
 /**
  * Sends one file through a tus upload in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
- * arrived of a broken one all the same, and the retry continues from its offset), resuming the upload a previous
+ * arrived of a broken one all the same, and the retry continues from its offset), read in large steps (tus-file-stack), resuming the upload a previous
  * run left in `state` for the same file, name and service. `onBytes` sees the bytes sent so far.
  */
 export function startTusUpload(client: ApiClient, state: UploadStateFile, input: UploadInput, chunkSize: number, onBytes: (n: number) => void): TusTransfer {
@@ -59,8 +60,10 @@ export function startTusUpload(client: ApiClient, state: UploadStateFile, input:
     stop = reject;
     let assetId: string | undefined;
     let created = false;
-    upload = new Upload(fs.createReadStream(input.file) as unknown as Buffer, {
+    upload = new Upload(input.file as unknown as Buffer, {
       endpoint,
+      fileReader: fileRangeReader,
+      httpStack: fileRangeHttpStack,
       headers: client.headers(),
       chunkSize: chunkSize > 0 ? chunkSize : Infinity,
       uploadSize: input.size,
