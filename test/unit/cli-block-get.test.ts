@@ -95,3 +95,27 @@ test('an empty answer and an error answer', async () => {
   expect(body.status).toBe(404);
   expect(JSON.parse(await body.text())).toEqual({ code: 'NOT_FOUND', message: 'no' });
 });
+
+test("the client follows a redirect to another origin (a presigned S3 URL) without the key, and keeps it on the service's own", async () => {
+  const { ApiClient } = await import('../../src/cli/assets/client');
+  // The "service": its content route redirects, once to itself and then to the other server.
+  const seen: string[] = [];
+  const service = http.createServer((req, res) => {
+    seen.push(`${req.url} key=${req.headers['x-api-key'] ?? ''}`);
+    if (req.url === '/api/assets/a/content') return void res.writeHead(307, { location: '/api/assets/a/content2', 'content-length': 0 }).end();
+    res.writeHead(302, { location: `${base}/sized`, 'content-length': 0 }).end();
+  });
+  await new Promise<void>((r) => service.listen(0, '127.0.0.1', () => r()));
+  try {
+    const client = new ApiClient({ url: `http://127.0.0.1:${(service.address() as AddressInfo).port}`, apiKey: 'secret-key' });
+    const body = await client.getBlocks('/api/assets/a/content', { range: 'bytes=0-' });
+    expect(body.status).toBe(200);
+    expect(body.headers['x-seen-key']).toBe('');
+    const parts: Buffer[] = [];
+    await body.pipeTo(async (b) => void parts.push(Buffer.from(b)));
+    expect(Buffer.concat(parts).equals(data)).toBe(true);
+    expect(seen).toEqual(['/api/assets/a/content key=secret-key', '/api/assets/a/content2 key=secret-key']);
+  } finally {
+    await new Promise<void>((r) => service.close(() => r()));
+  }
+});

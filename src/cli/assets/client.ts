@@ -1,5 +1,9 @@
 import { getBlocks, type BlockBody } from './block-get';
 
+/** Statuses `getBlocks` follows (as fetch would), at most MAX_REDIRECTS times. */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
+
 /** The public HTTP API of the service as the CLI uses it: the key header on every request, `{code, message}` errors. */
 
 export interface Asset {
@@ -93,12 +97,21 @@ export class ApiClient {
    * path); a non-2xx answer (other than those in `accept`) throws.
    */
   async getBlocks(pathname: string, headers: Record<string, string>, accept: number[] = []): Promise<BlockBody> {
-    const url = new URL(this.base + pathname);
+    const first = new URL(this.base + pathname);
+    let url = first;
     let body: BlockBody;
-    try {
-      body = await getBlocks(url, this.headers(headers));
-    } catch (err) {
-      throw new ApiError(0, 'NETWORK', `GET ${url}: ${(err as Error).message}`);
+    for (let hop = 0; ; hop++) {
+      try {
+        // The key goes to the service only: a redirect elsewhere (a presigned S3 URL) is followed without it.
+        body = await getBlocks(url, url.origin === first.origin ? this.headers(headers) : headers);
+      } catch (err) {
+        throw new ApiError(0, 'NETWORK', `GET ${url}: ${(err as Error).message}`);
+      }
+      const location = body.headers.location;
+      if (!REDIRECTS.has(body.status) || !location || hop === MAX_REDIRECTS) break;
+      body.destroy();
+      url = new URL(location, url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError(0, 'NETWORK', `GET ${first}: redirected to ${url.protocol}`);
     }
     if ((body.status >= 200 && body.status < 300) || accept.includes(body.status)) return body;
     const text = await body.text().catch(() => '');
