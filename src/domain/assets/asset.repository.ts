@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
-import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetPageJson, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
 
@@ -240,21 +240,8 @@ export class AssetRepository {
    * unnamed, planned per request).
    */
   async pageIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetPage | undefined> {
-    if (known !== undefined) {
-      const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
-      if (String(current?.v ?? 0) === known) return undefined;
-    }
-    const where = filterConditions(ownerId, q);
-    const asc = q.order === 'asc';
-    const col = Prisma.raw(SORT_COLUMN[q.sort]);
-    if (after) {
-      const v =
-        q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
-      where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
-    }
-    const cond = Prisma.join(where, ' AND ');
-    const dir = Prisma.raw(asc ? 'ASC' : 'DESC');
-    const offset = after ? 0 : q.offset;
+    if (await this.stillAt(ownerId, known)) return undefined;
+    const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
     // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
     // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
     // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
@@ -278,6 +265,64 @@ export class AssetRepository {
     const nextCursor =
       hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: sortValue(last, q.sort), id: last.id }) : undefined;
     return { items, total, hasMore, totalIsLowerBound, nextCursor, version };
+  }
+
+  /**
+   * `pageIfChanged` for GET /api/assets, with the page's assets as their REST JSON (contract 3, the text
+   * `asset.presenter.ts`'s `assetJson` makes of the same rows, byte for byte) built by PostgreSQL in the page's
+   * statement: the service decodes one text field instead of ~16 fields per asset (timestamps and jsonb most of that
+   * CPU) and writes the text through unparsed. `baseUrl` makes `preview_url` and `thumbnail_url` absolute.
+   *
+   * jsonb prints its numbers as PostgreSQL's numeric does, never in exponent form; JavaScript prints numbers from
+   * 1e21 up and below 1e-6 in exponent form. A page holding a number that may be one of those (in user_metadata or
+   * metadata) is answered by the object path, `pageIfChanged` (an AssetPage), so the text never differs.
+   */
+  async pageJsonIfChanged(
+    ownerId: string,
+    q: AssetListQuery,
+    after: CursorPosition | undefined,
+    known: string | undefined,
+    baseUrl: string,
+  ): Promise<AssetPageJson | AssetPage | undefined> {
+    if (await this.stillAt(ownerId, known)) return undefined;
+    const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
+    // The JSON text up to the URL's id: `"<baseUrl>/api/assets/` (a parameter: the statement stays the same text).
+    const urlPrefix = JSON.stringify(`${baseUrl}/api/assets/`).slice(0, -1);
+    const sortText = q.sort === 'created_at' || q.sort === 'updated_at' ? isoText(Prisma.raw(`r.${q.sort}`)) : Prisma.raw(`r.${q.sort}::text`);
+    const [head] = await this.read<ListJsonRow>(
+      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts",
+          p.n, p.items, p.last_value AS "lastValue", p.last_id AS "lastId", p.exotic
+        FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
+          SELECT count(*) AS n,
+            string_agg(${assetJsonSql(urlPrefix)}, ',' ORDER BY r.rn) FILTER (WHERE r.rn <= ${q.limit}) AS items,
+            max(${sortText}) FILTER (WHERE r.rn = ${q.limit}) AS last_value,
+            max(r.id::text) FILTER (WHERE r.rn = ${q.limit}) AS last_id,
+            coalesce(bool_or(r.um ~ ${EXPONENT_RANGE} OR r.md ~ ${EXPONENT_RANGE}), false) AS exotic
+          FROM (SELECT row_number() OVER () AS rn, a.*, a.user_metadata::text AS um, a.metadata::text AS md, to_json(a.name)::text AS nj
+                FROM (SELECT * FROM asset WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS a) AS r
+        ) AS p ON true`,
+      isUnfiltered(q),
+    );
+    if (head!.exotic) return this.pageIfChanged(ownerId, q, after, undefined);
+    const stats = ownerStatsOf(head!, q);
+    const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
+    const found = Number(head!.n);
+    const count = Math.min(found, q.limit);
+    const hasMore = found > q.limit;
+    const totalIsLowerBound = counted > COUNT_LIMIT;
+    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + count) : counted;
+    const nextCursor =
+      hasMore && CURSOR_SORTS.includes(q.sort)
+        ? encodeCursor(q.sort, q.order, { value: q.sort === 'size' ? Number(head!.lastValue) : head!.lastValue!, id: head!.lastId! })
+        : undefined;
+    return { itemsJson: head!.items ?? '', count, total, hasMore, totalIsLowerBound, nextCursor, version: String(head!.rowsVersion) };
+  }
+
+  /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
+  private async stillAt(ownerId: string, known: string | undefined): Promise<boolean> {
+    if (known === undefined) return false;
+    const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+    return String(current?.v ?? 0) === known;
   }
 
   /** The filtered count, stopped at COUNT_LIMIT + 1: from this instance's cache when counted at the current version. */
@@ -393,6 +438,62 @@ type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
   tagCounts: number[];
 };
 
+/** The listing statement of `pageJsonIfChanged`: the owner's counts and the page's assets as one JSON text. */
+type ListJsonRow = Pick<ListRow, 'ownerTotal' | 'ownerVersion' | 'rowsVersion' | 'tagCounts'> & {
+  n: string | bigint | null;
+  items: string | null;
+  lastValue: string | null;
+  lastId: string | null;
+  exotic: boolean;
+};
+
+/** The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). */
+function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined) {
+  const where = filterConditions(ownerId, q);
+  const asc = q.order === 'asc';
+  const col = Prisma.raw(SORT_COLUMN[q.sort]);
+  if (after) {
+    const v =
+      q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
+    where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
+  }
+  return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC'), offset: after ? 0 : q.offset };
+}
+
+/** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
+const isoText = (col: Prisma.Sql) => Prisma.sql`to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * jsonb's text without the blanks it prints after `,` and `:` (JSON.stringify prints none): strings are matched
+ * whole, so a blank inside one stays.
+ */
+const compactJson = (text: Prisma.Sql) => Prisma.sql`regexp_replace(${text}, ${Prisma.raw(String.raw`'("(?:[^"\\]|\\.)*")|([,:]) '`)}, ${Prisma.raw(String.raw`'\1\2'`)}, 'g')`;
+
+/** A number jsonb prints otherwise than JavaScript may (≥ 1e21: 22 digits; below 1e-6: six zeros after the point). */
+const EXPONENT_RANGE = Prisma.raw(String.raw`'[0-9]{22}|0\.0{6}[0-9]'`);
+
+/** A name that is not a safe relative path (safe-path.ts, the same rule): `/` first, `\`, a control character, an empty, `.` or `..` segment. */
+const UNSAFE_PATH = Prisma.raw(String.raw`'^/|\\|[\x01-\x1f\x7f]|(^|/)\.{0,2}(/|$)'`);
+
+/**
+ * One listed asset's REST JSON (asset.presenter.ts `assetJson`: the same keys in the same order, optional ones
+ * left out), from a row `r` of the page with `nj` its name as JSON and `um`/`md` its jsonb columns as text.
+ */
+function assetJsonSql(urlPrefix: string): Prisma.Sql {
+  const uuidOrNull = (c: string) => Prisma.raw(`coalesce('"' || r.${c}::text || '"', 'null')`);
+  return Prisma.sql`'{"id":"' || r.id::text || '","name":' || r.nj || ',"display_name":' || r.nj || ',"size":' || r.size::text
+    || ',"asset_hash":"blake3:' || r.content_hash::text || '","hash":"blake3:' || r.content_hash::text
+    || '","mime_type":' || to_json(r.mime_type)::text || ',"tags":' || coalesce(array_to_json(r.tags)::text, '[]')
+    || ',"user_metadata":' || CASE WHEN r.um = 'null' THEN '{}' ELSE ${compactJson(Prisma.raw('r.um'))} END
+    || ',"preview_id":' || ${uuidOrNull('preview_id')} || ',"prompt_id":' || ${uuidOrNull('prompt_id')} || ',"job_id":' || ${uuidOrNull('prompt_id')}
+    || ',"created_at":"' || ${isoText(Prisma.raw('r.created_at'))} || '","updated_at":"' || ${isoText(Prisma.raw('r.updated_at'))}
+    || '","last_access_time":"' || ${isoText(Prisma.raw('r.last_access_time'))} || '","is_immutable":' || r.is_immutable::text
+    || CASE WHEN r.preview_id IS NULL THEN '' ELSE ',"preview_url":' || ${urlPrefix}::text || r.preview_id::text || '/content"' END
+    || CASE WHEN r.has_thumbnail THEN ',"thumbnail_url":' || ${urlPrefix}::text || r.id::text || '/thumbnail"' ELSE '' END
+    || CASE WHEN 'models' = ANY(r.tags) AND r.name <> '' AND r.name !~ ${UNSAFE_PATH} THEN ',"loader_path":' || r.nj ELSE '' END
+    || CASE WHEN r.md IS NULL OR r.md = 'null' THEN '' ELSE ',"metadata":' || ${compactJson(Prisma.raw('r.md'))} END || '}'`;
+}
+
 /**
  * The owner's maintained total and change counters, and the maintained counts of the filter's tags (include, any,
  * exclude, in that order; 0 for a tag no asset carries): one row of primary-key reads of asset_owner_stats and
@@ -406,7 +507,7 @@ function ownerStatsSql(ownerId: string, f: AssetFilter): Prisma.Sql {
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
 }
 
-function ownerStatsOf(row: ListRow, f: AssetFilter): OwnerStats {
+function ownerStatsOf(row: Pick<ListRow, 'ownerTotal' | 'ownerVersion' | 'tagCounts'>, f: AssetFilter): OwnerStats {
   const counts = (row.tagCounts ?? []).map(Number);
   const nInclude = f.includeTags.length;
   const nAny = f.anyTags?.length ?? 0;

@@ -18,6 +18,7 @@ import type {
   AssetFilter,
   AssetListQuery,
   AssetPage,
+  AssetPageJson,
   AssetUpdateFields,
   CreateResult,
   Page,
@@ -86,12 +87,13 @@ export class AssetService {
   }
 
   /**
-   * The same page, or undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page
-   * read then is still the answer: one primary-key read instead of the page.
+   * GET /api/assets: the page with its assets as REST JSON text (`AssetRepository.pageJsonIfChanged`), an AssetPage
+   * when the page holds a value only the object path prints exactly, or undefined when the owner's rows are still at
+   * `version` (a page's `version`), i.e. when the page read then is still the answer: one primary-key read.
    */
-  listIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined): Promise<AssetPage | undefined> {
+  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined, baseUrl: string): Promise<AssetPageJson | AssetPage | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
-    return this.assets.pageIfChanged(principal.ownerId, query, after, version);
+    return this.assets.pageJsonIfChanged(principal.ownerId, query, after, version, baseUrl);
   }
 
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */

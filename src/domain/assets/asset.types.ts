@@ -116,9 +116,18 @@ export interface AssetPage extends Page<Asset> {
   nextCursor?: string;
   /**
    * The owner's rows version the page was read at (opaque): while the database still holds it, the same query
-   * answers the same page (`AssetService.listIfChanged`).
+   * answers the same page (`AssetService.listJsonIfChanged`).
    */
   version: string;
+}
+
+/**
+ * A page of GET /api/assets with its assets already as REST JSON text (`AssetRepository.pageJsonIfChanged`):
+ * `itemsJson` is the `count` asset objects of the page, comma-separated, as the REST presenter prints them.
+ */
+export interface AssetPageJson extends Omit<AssetPage, 'items'> {
+  itemsJson: string;
+  count: number;
 }
 
 export interface TagAddResult {

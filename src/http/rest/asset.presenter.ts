@@ -1,4 +1,4 @@
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage } from '../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage, type AssetPageJson } from '../../domain/assets/asset.types';
 
 /**
  * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
@@ -44,4 +44,16 @@ export function assetPageJson(page: AssetPage, baseUrl: string): Record<string, 
     ...(page.nextCursor !== undefined ? { next_cursor: page.nextCursor } : {}),
     ...(page.totalIsLowerBound ? { total_is_lower_bound: true } : {}),
   };
+}
+
+/**
+ * GET /api/assets as text, from a page whose assets are JSON already: the same bytes `JSON.stringify(assetPageJson(...))`
+ * gives for the same rows (listing-json.test.ts holds them equal).
+ */
+export function assetPageText(page: AssetPageJson | AssetPage, baseUrl: string): string {
+  if (!('itemsJson' in page)) return JSON.stringify(assetPageJson(page, baseUrl));
+  // next_cursor is base64url: nothing in it to escape.
+  return `{"assets":[${page.itemsJson}],"total":${page.total},"has_more":${page.hasMore}${
+    page.nextCursor !== undefined ? `,"next_cursor":"${page.nextCursor}"` : ''
+  }${page.totalIsLowerBound ? ',"total_is_lower_bound":true' : ''}}`;
 }
