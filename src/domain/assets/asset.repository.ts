@@ -271,11 +271,11 @@ export class AssetRepository {
    * `pageIfChanged` for GET /api/assets, with the page's assets as their REST JSON (contract 3, the text
    * `asset.presenter.ts`'s `assetJson` makes of the same rows, byte for byte) built by PostgreSQL in the page's
    * statement: the service decodes one text field instead of ~16 fields per asset (timestamps and jsonb most of that
-   * CPU) and writes the text through unparsed. `baseUrl` makes `preview_url` and `thumbnail_url` absolute.
-   *
-   * jsonb prints its numbers as PostgreSQL's numeric does, never in exponent form; JavaScript prints numbers from
-   * 1e21 up and below 1e-6 in exponent form. A page holding a number that may be one of those (in user_metadata or
-   * metadata) is answered by the object path, `pageIfChanged` (an AssetPage), so the text never differs.
+   * CPU) and writes the text through unparsed, but for the two jsonb values of each asset: jsonb prints blanks after
+   * `,` and `:` and its numbers as numeric does (`1000000000000000000000` where JavaScript prints `1e+21`), so
+   * those are sent between \x01 marks (a character that JSON text never holds unescaped) and printed by
+   * `JSON.stringify` (`jsonbPrinted`), exactly as the object path prints them. `baseUrl` makes `preview_url` and
+   * `thumbnail_url` absolute.
    */
   async pageJsonIfChanged(
     ownerId: string,
@@ -283,7 +283,7 @@ export class AssetRepository {
     after: CursorPosition | undefined,
     known: string | undefined,
     baseUrl: string,
-  ): Promise<AssetPageJson | AssetPage | undefined> {
+  ): Promise<AssetPageJson | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
     // The JSON text up to the URL's id: `"<baseUrl>/api/assets/` (a parameter: the statement stays the same text).
@@ -291,19 +291,17 @@ export class AssetRepository {
     const sortText = q.sort === 'created_at' || q.sort === 'updated_at' ? isoText(Prisma.raw(`r.${q.sort}`)) : Prisma.raw(`r.${q.sort}::text`);
     const [head] = await this.read<ListJsonRow>(
       Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts",
-          p.n, p.items, p.last_value AS "lastValue", p.last_id AS "lastId", p.exotic
+          p.n, p.items, p.last_value AS "lastValue", p.last_id AS "lastId"
         FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
           SELECT count(*) AS n,
             string_agg(${assetJsonSql(urlPrefix)}, ',' ORDER BY r.rn) FILTER (WHERE r.rn <= ${q.limit}) AS items,
             max(${sortText}) FILTER (WHERE r.rn = ${q.limit}) AS last_value,
-            max(r.id::text) FILTER (WHERE r.rn = ${q.limit}) AS last_id,
-            coalesce(bool_or(r.um ~ ${EXPONENT_RANGE} OR r.md ~ ${EXPONENT_RANGE}), false) AS exotic
+            max(r.id::text) FILTER (WHERE r.rn = ${q.limit}) AS last_id
           FROM (SELECT row_number() OVER () AS rn, a.*, a.user_metadata::text AS um, a.metadata::text AS md, to_json(a.name)::text AS nj
                 FROM (SELECT * FROM asset WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS a) AS r
         ) AS p ON true`,
       isUnfiltered(q),
     );
-    if (head!.exotic) return this.pageIfChanged(ownerId, q, after, undefined);
     const stats = ownerStatsOf(head!, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
     const found = Number(head!.n);
@@ -315,7 +313,7 @@ export class AssetRepository {
       hasMore && CURSOR_SORTS.includes(q.sort)
         ? encodeCursor(q.sort, q.order, { value: q.sort === 'size' ? Number(head!.lastValue) : head!.lastValue!, id: head!.lastId! })
         : undefined;
-    return { itemsJson: head!.items ?? '', count, total, hasMore, totalIsLowerBound, nextCursor, version: String(head!.rowsVersion) };
+    return { itemsJson: jsonbPrinted(head!.items ?? ''), count, total, hasMore, totalIsLowerBound, nextCursor, version: String(head!.rowsVersion) };
   }
 
   /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
@@ -444,7 +442,6 @@ type ListJsonRow = Pick<ListRow, 'ownerTotal' | 'ownerVersion' | 'rowsVersion' |
   items: string | null;
   lastValue: string | null;
   lastId: string | null;
-  exotic: boolean;
 };
 
 /** The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). */
@@ -463,14 +460,16 @@ function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | u
 /** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
 const isoText = (col: Prisma.Sql) => Prisma.sql`to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/**
- * jsonb's text without the blanks it prints after `,` and `:` (JSON.stringify prints none): strings are matched
- * whole, so a blank inside one stays.
- */
-const compactJson = (text: Prisma.Sql) => Prisma.sql`regexp_replace(${text}, ${Prisma.raw(String.raw`'("(?:[^"\\]|\\.)*")|([,:]) '`)}, ${Prisma.raw(String.raw`'\1\2'`)}, 'g')`;
+/** The jsonb values of a page's JSON text (each between \x01 marks) printed as JSON.stringify prints them. */
+function jsonbPrinted(text: string): string {
+  if (!text.includes('\u0001')) return text;
+  const parts = text.split('\u0001');
+  for (let i = 1; i < parts.length; i += 2) parts[i] = JSON.stringify(JSON.parse(parts[i]!));
+  return parts.join('');
+}
 
-/** A number jsonb prints otherwise than JavaScript may (≥ 1e21: 22 digits; below 1e-6: six zeros after the point). */
-const EXPONENT_RANGE = Prisma.raw(String.raw`'[0-9]{22}|0\.0{6}[0-9]'`);
+/** A jsonb value in a page's JSON text, for `jsonbPrinted`. */
+const marked = (col: string) => Prisma.raw(`chr(1) || ${col} || chr(1)`);
 
 /** A name that is not a safe relative path (safe-path.ts, the same rule): `/` first, `\`, a control character, an empty, `.` or `..` segment. */
 const UNSAFE_PATH = Prisma.raw(String.raw`'^/|\\|[\x01-\x1f\x7f]|(^|/)\.{0,2}(/|$)'`);
@@ -484,14 +483,14 @@ function assetJsonSql(urlPrefix: string): Prisma.Sql {
   return Prisma.sql`'{"id":"' || r.id::text || '","name":' || r.nj || ',"display_name":' || r.nj || ',"size":' || r.size::text
     || ',"asset_hash":"blake3:' || r.content_hash::text || '","hash":"blake3:' || r.content_hash::text
     || '","mime_type":' || to_json(r.mime_type)::text || ',"tags":' || coalesce(array_to_json(r.tags)::text, '[]')
-    || ',"user_metadata":' || CASE WHEN r.um = 'null' THEN '{}' ELSE ${compactJson(Prisma.raw('r.um'))} END
+    || ',"user_metadata":' || CASE WHEN r.um = 'null' THEN '{}' ELSE ${marked('r.um')} END
     || ',"preview_id":' || ${uuidOrNull('preview_id')} || ',"prompt_id":' || ${uuidOrNull('prompt_id')} || ',"job_id":' || ${uuidOrNull('prompt_id')}
     || ',"created_at":"' || ${isoText(Prisma.raw('r.created_at'))} || '","updated_at":"' || ${isoText(Prisma.raw('r.updated_at'))}
     || '","last_access_time":"' || ${isoText(Prisma.raw('r.last_access_time'))} || '","is_immutable":' || r.is_immutable::text
     || CASE WHEN r.preview_id IS NULL THEN '' ELSE ',"preview_url":' || ${urlPrefix}::text || r.preview_id::text || '/content"' END
     || CASE WHEN r.has_thumbnail THEN ',"thumbnail_url":' || ${urlPrefix}::text || r.id::text || '/thumbnail"' ELSE '' END
     || CASE WHEN 'models' = ANY(r.tags) AND r.name <> '' AND r.name !~ ${UNSAFE_PATH} THEN ',"loader_path":' || r.nj ELSE '' END
-    || CASE WHEN r.md IS NULL OR r.md = 'null' THEN '' ELSE ',"metadata":' || ${compactJson(Prisma.raw('r.md'))} END || '}'`;
+    || CASE WHEN r.md IS NULL OR r.md = 'null' THEN '' ELSE ',"metadata":' || ${marked('r.md')} END || '}'`;
 }
 
 /**

@@ -80,18 +80,18 @@ export class AssetService {
     return this.assets.findManyByIds(principal.ownerId, ids);
   }
 
-  /** GET /api/assets: `after` (a cursor of the same sort and order) wins over `offset`. */
+  /** A page of assets (GraphQL `assets`; GET /api/assets takes `listJsonIfChanged`): `after` (a cursor of the same sort and order) wins over `offset`. */
   list(principal: Principal, query: AssetListQuery): Promise<AssetPage> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
     return this.assets.list(principal.ownerId, query, after);
   }
 
   /**
-   * GET /api/assets: the page with its assets as REST JSON text (`AssetRepository.pageJsonIfChanged`), an AssetPage
-   * when the page holds a value only the object path prints exactly, or undefined when the owner's rows are still at
+   * GET /api/assets: the page with its assets as REST JSON text (`AssetRepository.pageJsonIfChanged`), or undefined
+   * when the owner's rows are still at
    * `version` (a page's `version`), i.e. when the page read then is still the answer: one primary-key read.
    */
-  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined, baseUrl: string): Promise<AssetPageJson | AssetPage | undefined> {
+  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined, baseUrl: string): Promise<AssetPageJson | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
     return this.assets.pageJsonIfChanged(principal.ownerId, query, after, version, baseUrl);
   }

@@ -50,8 +50,7 @@ export function assetPageJson(page: AssetPage, baseUrl: string): Record<string, 
  * GET /api/assets as text, from a page whose assets are JSON already: the same bytes `JSON.stringify(assetPageJson(...))`
  * gives for the same rows (listing-json.test.ts holds them equal).
  */
-export function assetPageText(page: AssetPageJson | AssetPage, baseUrl: string): string {
-  if (!('itemsJson' in page)) return JSON.stringify(assetPageJson(page, baseUrl));
+export function assetPageText(page: AssetPageJson): string {
   // next_cursor is base64url: nothing in it to escape.
   return `{"assets":[${page.itemsJson}],"total":${page.total},"has_more":${page.hasMore}${
     page.nextCursor !== undefined ? `,"next_cursor":"${page.nextCursor}"` : ''
