@@ -469,7 +469,7 @@ function jsonbPrinted(text: string): string {
 }
 
 /** A jsonb value in a page's JSON text, for `jsonbPrinted`. */
-const marked = (col: string) => Prisma.raw(`chr(1) || ${col} || chr(1)`);
+const marked = (col: string) => Prisma.raw(`concat(chr(1), ${col}, chr(1))`);
 
 /** A name that is not a safe relative path (safe-path.ts, the same rule): `/` first, `\`, a control character, an empty, `.` or `..` segment. */
 const UNSAFE_PATH = Prisma.raw(String.raw`'^/|\\|[\x01-\x1f\x7f]|(^|/)\.{0,2}(/|$)'`);
@@ -479,18 +479,19 @@ const UNSAFE_PATH = Prisma.raw(String.raw`'^/|\\|[\x01-\x1f\x7f]|(^|/)\.{0,2}(/|
  * left out), from a row `r` of the page with `nj` its name as JSON and `um`/`md` its jsonb columns as text.
  */
 function assetJsonSql(urlPrefix: string): Prisma.Sql {
+  // concat(), not a chain of ||: each || copies the text made so far (~40 copies of a growing row text per asset).
   const uuidOrNull = (c: string) => Prisma.raw(`coalesce('"' || r.${c}::text || '"', 'null')`);
-  return Prisma.sql`'{"id":"' || r.id::text || '","name":' || r.nj || ',"display_name":' || r.nj || ',"size":' || r.size::text
-    || ',"asset_hash":"blake3:' || r.content_hash::text || '","hash":"blake3:' || r.content_hash::text
-    || '","mime_type":' || to_json(r.mime_type)::text || ',"tags":' || coalesce(array_to_json(r.tags)::text, '[]')
-    || ',"user_metadata":' || CASE WHEN r.um = 'null' THEN '{}' ELSE ${marked('r.um')} END
-    || ',"preview_id":' || ${uuidOrNull('preview_id')} || ',"prompt_id":' || ${uuidOrNull('prompt_id')} || ',"job_id":' || ${uuidOrNull('prompt_id')}
-    || ',"created_at":"' || ${isoText(Prisma.raw('r.created_at'))} || '","updated_at":"' || ${isoText(Prisma.raw('r.updated_at'))}
-    || '","last_access_time":"' || ${isoText(Prisma.raw('r.last_access_time'))} || '","is_immutable":' || r.is_immutable::text
-    || CASE WHEN r.preview_id IS NULL THEN '' ELSE ',"preview_url":' || ${urlPrefix}::text || r.preview_id::text || '/content"' END
-    || CASE WHEN r.has_thumbnail THEN ',"thumbnail_url":' || ${urlPrefix}::text || r.id::text || '/thumbnail"' ELSE '' END
-    || CASE WHEN 'models' = ANY(r.tags) AND r.name <> '' AND r.name !~ ${UNSAFE_PATH} THEN ',"loader_path":' || r.nj ELSE '' END
-    || CASE WHEN r.md IS NULL OR r.md = 'null' THEN '' ELSE ',"metadata":' || ${marked('r.md')} END || '}'`;
+  return Prisma.sql`concat('{"id":"', r.id, '","name":', r.nj, ',"display_name":', r.nj, ',"size":', r.size,
+    ',"asset_hash":"blake3:', r.content_hash::text, '","hash":"blake3:', r.content_hash::text,
+    '","mime_type":', to_json(r.mime_type), ',"tags":', coalesce(array_to_json(r.tags)::text, '[]'),
+    ',"user_metadata":', CASE WHEN r.um = 'null' THEN '{}' ELSE ${marked('r.um')} END,
+    ',"preview_id":', ${uuidOrNull('preview_id')}, ',"prompt_id":', ${uuidOrNull('prompt_id')}, ',"job_id":', ${uuidOrNull('prompt_id')},
+    ',"created_at":"', ${isoText(Prisma.raw('r.created_at'))}, '","updated_at":"', ${isoText(Prisma.raw('r.updated_at'))},
+    '","last_access_time":"', ${isoText(Prisma.raw('r.last_access_time'))}, '","is_immutable":', r.is_immutable::text,
+    CASE WHEN r.preview_id IS NOT NULL THEN concat(',"preview_url":', ${urlPrefix}::text, r.preview_id, '/content"') END,
+    CASE WHEN r.has_thumbnail THEN concat(',"thumbnail_url":', ${urlPrefix}::text, r.id, '/thumbnail"') END,
+    CASE WHEN 'models' = ANY(r.tags) AND r.name <> '' AND r.name !~ ${UNSAFE_PATH} THEN concat(',"loader_path":', r.nj) END,
+    CASE WHEN r.md IS NOT NULL AND r.md <> 'null' THEN concat(',"metadata":', ${marked('r.md')}) END, '}')`;
 }
 
 /**
