@@ -2,9 +2,12 @@
 // CPU per listing page read from the database, the service's side (pg decoding + JSON) and PostgreSQL's (the one
 // backend), for three ways of making GET /api/assets' body from the same 100-asset cursor pages:
 //   object: AssetRepository.list + JSON.stringify(assetPageJson(...))   (the path of main at 35b1b3d, GraphQL's now)
-//   json:   AssetRepository.pageJsonIfChanged + assetPageText(...)       (the page's JSON built by PostgreSQL)
-//   text:   the page's columns selected as text (no type parsing in pg), the JSON concatenated in JavaScript (not in
-//           the service: the alternative the JSON path was measured against)
+//   text:   AssetRepository.pageTextIfChanged + assetPageText(...)       (the service's GET /api/assets now: columns
+//           selected as text that needs no parsing, pg's type parsers bypassed, the JSON concatenated)
+//   textsql: the same columns, with only the page's columns (no owner counts beside them), written here (a check of
+//           what the one-statement join costs)
+// (The page's whole JSON built by PostgreSQL, string_agg of concat() per asset, was measured with this script at
+// commit 5bac47c and cost more on the two sides together: BENCHMARKS.md, "listing, distinct pages".)
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
 //   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-json-cost.cjs [--pages=1000] [--rounds=3] [--tagged]
 // One connection, pages asked one after another, variants interleaved per round; CPU from process.cpuUsage() and
@@ -71,13 +74,13 @@ async function main() {
     const text = textVariant(db.pool, OWNER, tagged, base);
     const variants = {
       object: async (after) => JSON.stringify(assetPageJson(await repo.list(OWNER, q, after), base)),
-      json: async (after) => assetPageText(await repo.pageJsonIfChanged(OWNER, q, after, undefined, base)),
-      text,
+      text: async (after) => assetPageText(await repo.pageTextIfChanged(OWNER, q, after, undefined), base),
+      textsql: text,
     };
-    // The same page from each: json byte-identical to object; text the same assets.
-    const [o, j, t] = [await variants.object(cursors[0]), await variants.json(cursors[0]), await variants.text(cursors[0])];
-    if (o !== j) throw new Error('json differs from object');
-    if (JSON.stringify(JSON.parse(t).assets) !== JSON.stringify(JSON.parse(o).assets)) throw new Error('text differs from object');
+    // The same page from each: text byte-identical to object; textsql the same assets.
+    const [o, j, t] = [await variants.object(cursors[0]), await variants.text(cursors[0]), await variants.textsql(cursors[0])];
+    if (o !== j) throw new Error('text differs from object');
+    if (JSON.stringify(JSON.parse(t).assets) !== JSON.stringify(JSON.parse(o).assets)) throw new Error('textsql differs from object');
     const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
     for (let round = 0; round < rounds; round++) {
       for (const [name, fn] of Object.entries(variants)) {

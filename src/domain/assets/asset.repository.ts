@@ -3,9 +3,10 @@ import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
-import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetPageJson, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import type { Asset, AssetFilter, AssetListQuery, AssetJsonPage, AssetJsonParts, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
+import { safeRelativePath } from './safe-path';
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
 export const COUNT_LIMIT = 10_000;
@@ -268,52 +269,37 @@ export class AssetRepository {
   }
 
   /**
-   * `pageIfChanged` for GET /api/assets, with the page's assets as their REST JSON (contract 3, the text
-   * `asset.presenter.ts`'s `assetJson` makes of the same rows, byte for byte) built by PostgreSQL in the page's
-   * statement: the service decodes one text field instead of ~16 fields per asset (timestamps and jsonb most of that
-   * CPU) and writes the text through unparsed, but for the two jsonb values of each asset: jsonb prints blanks after
-   * `,` and `:` and its numbers as numeric does (`1000000000000000000000` where JavaScript prints `1e+21`), so
-   * those are sent between \x01 marks (a character that JSON text never holds unescaped) and printed by
-   * `JSON.stringify` (`jsonbPrinted`), exactly as the object path prints them. `baseUrl` makes `preview_url` and
-   * `thumbnail_url` absolute.
+   * `pageIfChanged` for GET /api/assets, each asset as the pieces of its REST JSON (`AssetJsonParts`): every column
+   * is selected as text that needs no parsing (strings and arrays already JSON, timestamps as `toISOString` prints
+   * them) and read with pg's type parsers bypassed, so the service decodes no timestamp, array or number; only the
+   * two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks after `,`
+   * and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`). Building the
+   * whole JSON in PostgreSQL instead cost more CPU on the two sides together (bench/listing-json-cost.cjs,
+   * BENCHMARKS.md "listing, distinct pages").
    */
-  async pageJsonIfChanged(
-    ownerId: string,
-    q: AssetListQuery,
-    after: CursorPosition | undefined,
-    known: string | undefined,
-    baseUrl: string,
-  ): Promise<AssetPageJson | undefined> {
+  async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
-    // The JSON text up to the URL's id: `"<baseUrl>/api/assets/` (a parameter: the statement stays the same text).
-    const urlPrefix = JSON.stringify(`${baseUrl}/api/assets/`).slice(0, -1);
-    const sortText = q.sort === 'created_at' || q.sort === 'updated_at' ? isoText(Prisma.raw(`r.${q.sort}`)) : Prisma.raw(`r.${q.sort}::text`);
-    const [head] = await this.read<ListJsonRow>(
-      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts",
-          p.n, p.items, p.last_value AS "lastValue", p.last_id AS "lastId"
+    const rows = await this.read<ListTextRow>(
+      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
         FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
-          SELECT count(*) AS n,
-            string_agg(${assetJsonSql(urlPrefix)}, ',' ORDER BY r.rn) FILTER (WHERE r.rn <= ${q.limit}) AS items,
-            max(${sortText}) FILTER (WHERE r.rn = ${q.limit}) AS last_value,
-            max(r.id::text) FILTER (WHERE r.rn = ${q.limit}) AS last_id
-          FROM (SELECT row_number() OVER () AS rn, a.*, a.user_metadata::text AS um, a.metadata::text AS md, to_json(a.name)::text AS nj
-                FROM (SELECT * FROM asset WHERE ${cond} ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS a) AS r
-        ) AS p ON true`,
+          SELECT ${TEXT_COLUMNS} FROM asset WHERE ${cond}
+          ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
       isUnfiltered(q),
+      AS_TEXT,
     );
-    const stats = ownerStatsOf(head!, q);
+    const head = rows[0]!;
+    const stats = ownerStatsOf({ ...head, tagCounts: intArrayOf(head.tagCounts) }, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
-    const found = Number(head!.n);
-    const count = Math.min(found, q.limit);
-    const hasMore = found > q.limit;
+    const found = head.id === null ? [] : (rows as (ListTextRow & { id: string })[]);
+    const hasMore = found.length > q.limit;
+    const items = found.slice(0, q.limit).map(jsonPartsOf);
     const totalIsLowerBound = counted > COUNT_LIMIT;
-    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + count) : counted;
+    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
+    const last = found[items.length - 1];
     const nextCursor =
-      hasMore && CURSOR_SORTS.includes(q.sort)
-        ? encodeCursor(q.sort, q.order, { value: q.sort === 'size' ? Number(head!.lastValue) : head!.lastValue!, id: head!.lastId! })
-        : undefined;
-    return { itemsJson: jsonbPrinted(head!.items ?? ''), count, total, hasMore, totalIsLowerBound, nextCursor, version: String(head!.rowsVersion) };
+      hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: textSortValue(last, q.sort), id: last.id }) : undefined;
+    return { items, total, hasMore, totalIsLowerBound, nextCursor, version: head.rowsVersion };
   }
 
   /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
@@ -394,14 +380,17 @@ export class AssetRepository {
    * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
    * the Prisma client runtime cost more CPU than the statement itself (bench/listing.cjs, BENCHMARKS.md).
    */
-  private async read<T>(sql: Prisma.Sql, prepared = false): Promise<T[]> {
-    if (!this.pool) return this.db.$queryRaw<T[]>(sql);
+  private async read<T>(sql: Prisma.Sql, prepared = false, types?: typeof AS_TEXT): Promise<T[]> {
+    if (!this.pool) {
+      if (types) throw new Error('a statement read as text needs the pg pool');
+      return this.db.$queryRaw<T[]>(sql);
+    }
     const text = sql.text;
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
     // Tag and text filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index).
     const name = prepared ? statementName(text) : undefined;
-    return (await this.pool.query({ name, text, values: sql.values })).rows as T[];
+    return (await this.pool.query({ name, text, values: sql.values, types })).rows as T[];
   }
 
   /**
@@ -436,13 +425,79 @@ type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
   tagCounts: number[];
 };
 
-/** The listing statement of `pageJsonIfChanged`: the owner's counts and the page's assets as one JSON text. */
-type ListJsonRow = Pick<ListRow, 'ownerTotal' | 'ownerVersion' | 'rowsVersion' | 'tagCounts'> & {
-  n: string | bigint | null;
-  items: string | null;
-  lastValue: string | null;
-  lastId: string | null;
-};
+/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`pageTextIfChanged`). */
+const AS_TEXT = { getTypeParser: () => (value: string) => value };
+
+/** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
+const isoText = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The columns of a listing page as text that needs no parsing: strings and tags as JSON, timestamps as ISO text. */
+const TEXT_COLUMNS = Prisma.raw(`id::text AS "id", name, to_json(name)::text AS "nameJson", size::text AS "size",
+  content_hash::text AS "blake3", to_json(mime_type)::text AS "mimeTypeJson", coalesce(array_to_json(tags)::text, '[]') AS "tagsJson",
+  'models' = ANY(tags) AS "isModel", user_metadata::text AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId",
+  is_immutable::text AS "isImmutable", ${isoText('created_at')} AS "createdAt", ${isoText('updated_at')} AS "updatedAt",
+  ${isoText('last_access_time')} AS "lastAccessTime", has_thumbnail::text AS "hasThumbnail", metadata::text AS "metadata"`);
+
+/** A row of `pageTextIfChanged`'s statement, every field text (page fields all null when the page is empty). */
+interface ListTextRow {
+  ownerTotal: string;
+  ownerVersion: string;
+  rowsVersion: string;
+  tagCounts: string;
+  id: string | null;
+  name: string;
+  nameJson: string;
+  size: string;
+  blake3: string;
+  mimeTypeJson: string;
+  tagsJson: string;
+  /** 't' or 'f' (a boolean's text). */
+  isModel: string;
+  userMetadata: string;
+  previewId: string | null;
+  promptId: string | null;
+  isImmutable: string;
+  createdAt: string;
+  updatedAt: string;
+  lastAccessTime: string;
+  hasThumbnail: string;
+  metadata: string | null;
+}
+
+/** An int[]'s text (`{1,2}`) as numbers. */
+const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
+
+/** The asset's pieces, its jsonb values printed as JSON.stringify prints what pg's JSON.parse made of them. */
+function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
+  const userMetadata = JSON.parse(r.userMetadata) as unknown;
+  const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
+  const loaderPath = r.isModel === 't' ? safeRelativePath(r.name) : undefined;
+  return {
+    id: r.id,
+    nameJson: r.nameJson,
+    size: r.size,
+    blake3: r.blake3,
+    mimeTypeJson: r.mimeTypeJson,
+    tagsJson: r.tagsJson,
+    userMetadataJson: JSON.stringify(userMetadata ?? {}),
+    previewId: r.previewId,
+    promptId: r.promptId,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    lastAccessTime: r.lastAccessTime,
+    isImmutable: r.isImmutable === 'true',
+    hasThumbnail: r.hasThumbnail === 'true',
+    // The name itself (the same JSON text) when it is a safe path.
+    loaderPathJson: loaderPath === undefined ? undefined : r.nameJson,
+    metadataJson: metadata ? JSON.stringify(metadata) : undefined,
+  };
+}
+
+function textSortValue(r: ListTextRow, sort: AssetListQuery['sort']): string | number {
+  if (sort === 'name') return r.name;
+  if (sort === 'size') return Number(r.size);
+  return sort === 'created_at' ? r.createdAt : r.updatedAt;
+}
 
 /** The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). */
 function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined) {
@@ -455,43 +510,6 @@ function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | u
     where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
   }
   return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC'), offset: after ? 0 : q.offset };
-}
-
-/** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
-const isoText = (col: Prisma.Sql) => Prisma.sql`to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-/** The jsonb values of a page's JSON text (each between \x01 marks) printed as JSON.stringify prints them. */
-function jsonbPrinted(text: string): string {
-  if (!text.includes('\u0001')) return text;
-  const parts = text.split('\u0001');
-  for (let i = 1; i < parts.length; i += 2) parts[i] = JSON.stringify(JSON.parse(parts[i]!));
-  return parts.join('');
-}
-
-/** A jsonb value in a page's JSON text, for `jsonbPrinted`. */
-const marked = (col: string) => Prisma.raw(`concat(chr(1), ${col}, chr(1))`);
-
-/** A name that is not a safe relative path (safe-path.ts, the same rule): `/` first, `\`, a control character, an empty, `.` or `..` segment. */
-const UNSAFE_PATH = Prisma.raw(String.raw`'^/|\\|[\x01-\x1f\x7f]|(^|/)\.{0,2}(/|$)'`);
-
-/**
- * One listed asset's REST JSON (asset.presenter.ts `assetJson`: the same keys in the same order, optional ones
- * left out), from a row `r` of the page with `nj` its name as JSON and `um`/`md` its jsonb columns as text.
- */
-function assetJsonSql(urlPrefix: string): Prisma.Sql {
-  // concat(), not a chain of ||: each || copies the text made so far (~40 copies of a growing row text per asset).
-  const uuidOrNull = (c: string) => Prisma.raw(`coalesce('"' || r.${c}::text || '"', 'null')`);
-  return Prisma.sql`concat('{"id":"', r.id, '","name":', r.nj, ',"display_name":', r.nj, ',"size":', r.size,
-    ',"asset_hash":"blake3:', r.content_hash::text, '","hash":"blake3:', r.content_hash::text,
-    '","mime_type":', to_json(r.mime_type), ',"tags":', coalesce(array_to_json(r.tags)::text, '[]'),
-    ',"user_metadata":', CASE WHEN r.um = 'null' THEN '{}' ELSE ${marked('r.um')} END,
-    ',"preview_id":', ${uuidOrNull('preview_id')}, ',"prompt_id":', ${uuidOrNull('prompt_id')}, ',"job_id":', ${uuidOrNull('prompt_id')},
-    ',"created_at":"', ${isoText(Prisma.raw('r.created_at'))}, '","updated_at":"', ${isoText(Prisma.raw('r.updated_at'))},
-    '","last_access_time":"', ${isoText(Prisma.raw('r.last_access_time'))}, '","is_immutable":', r.is_immutable::text,
-    CASE WHEN r.preview_id IS NOT NULL THEN concat(',"preview_url":', ${urlPrefix}::text, r.preview_id, '/content"') END,
-    CASE WHEN r.has_thumbnail THEN concat(',"thumbnail_url":', ${urlPrefix}::text, r.id, '/thumbnail"') END,
-    CASE WHEN 'models' = ANY(r.tags) AND r.name <> '' AND r.name !~ ${UNSAFE_PATH} THEN concat(',"loader_path":', r.nj) END,
-    CASE WHEN r.md IS NOT NULL AND r.md <> 'null' THEN concat(',"metadata":', ${marked('r.md')}) END, '}')`;
 }
 
 /**
@@ -507,7 +525,7 @@ function ownerStatsSql(ownerId: string, f: AssetFilter): Prisma.Sql {
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
 }
 
-function ownerStatsOf(row: Pick<ListRow, 'ownerTotal' | 'ownerVersion' | 'tagCounts'>, f: AssetFilter): OwnerStats {
+function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string | bigint; tagCounts: number[] }, f: AssetFilter): OwnerStats {
   const counts = (row.tagCounts ?? []).map(Number);
   const nInclude = f.includeTags.length;
   const nAny = f.anyTags?.length ?? 0;

@@ -18,7 +18,7 @@ import type {
   AssetFilter,
   AssetListQuery,
   AssetPage,
-  AssetPageJson,
+  AssetJsonPage,
   AssetUpdateFields,
   CreateResult,
   Page,
@@ -87,13 +87,13 @@ export class AssetService {
   }
 
   /**
-   * GET /api/assets: the page with its assets as REST JSON text (`AssetRepository.pageJsonIfChanged`), or undefined
-   * when the owner's rows are still at
-   * `version` (a page's `version`), i.e. when the page read then is still the answer: one primary-key read.
+   * GET /api/assets: the page with its assets as the pieces of their JSON (`AssetRepository.pageTextIfChanged`), or
+   * undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page read then is still
+   * the answer: one primary-key read.
    */
-  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined, baseUrl: string): Promise<AssetPageJson | undefined> {
+  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined): Promise<AssetJsonPage | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
-    return this.assets.pageJsonIfChanged(principal.ownerId, query, after, version, baseUrl);
+    return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
   }
 
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */

@@ -78,8 +78,8 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       const baseUrl = baseUrlOfRes(res);
       const key = `${principal.ownerId}\0${baseUrl}\0${JSON.stringify(query)}`;
       const cached = pages.get(key);
-      const page = await assets.listJsonIfChanged(principal, query, cached?.version, baseUrl);
-      sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page)) : cached!.body);
+      const page = await assets.listJsonIfChanged(principal, query, cached?.version);
+      sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page, baseUrl)) : cached!.body);
     }),
   );
 
