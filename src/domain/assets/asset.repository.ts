@@ -431,8 +431,12 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value };
 /** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
 const isoText = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** The columns of a listing page as text that needs no parsing: strings and tags as JSON, timestamps as ISO text. */
-const TEXT_COLUMNS = Prisma.raw(`id::text AS "id", name, to_json(name)::text AS "nameJson", size::text AS "size",
+/**
+ * The columns of a listing page as text that needs no parsing: strings and tags as JSON, timestamps as ISO text. No
+ * alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
+ * `size` sorted sizes as text, with a Sort).
+ */
+const TEXT_COLUMNS = Prisma.raw(`id::text AS "id", name, to_json(name)::text AS "nameJson", size::text AS "sizeText",
   content_hash::text AS "blake3", to_json(mime_type)::text AS "mimeTypeJson", coalesce(array_to_json(tags)::text, '[]') AS "tagsJson",
   'models' = ANY(tags) AS "isModel", user_metadata::text AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId",
   is_immutable::text AS "isImmutable", ${isoText('created_at')} AS "createdAt", ${isoText('updated_at')} AS "updatedAt",
@@ -447,7 +451,7 @@ interface ListTextRow {
   id: string | null;
   name: string;
   nameJson: string;
-  size: string;
+  sizeText: string;
   blake3: string;
   mimeTypeJson: string;
   tagsJson: string;
@@ -475,7 +479,7 @@ function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
   return {
     id: r.id,
     nameJson: r.nameJson,
-    size: r.size,
+    size: r.sizeText,
     blake3: r.blake3,
     mimeTypeJson: r.mimeTypeJson,
     tagsJson: r.tagsJson,
@@ -495,7 +499,7 @@ function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
 
 function textSortValue(r: ListTextRow, sort: AssetListQuery['sort']): string | number {
   if (sort === 'name') return r.name;
-  if (sort === 'size') return Number(r.size);
+  if (sort === 'size') return Number(r.sizeText);
   return sort === 'created_at' ? r.createdAt : r.updatedAt;
 }
 
