@@ -383,4 +383,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run, seededStack, cursorAt };
+module.exports = { run, seededStack, cursorAt, cursorsFrom };

@@ -9,7 +9,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { KEY, spawnHelper, cannon, cpuMicros, requestJson, log, parseArgs, runScript } = require('./lib/common.cjs');
-const { seededStack, cursorAt } = require('./listing.cjs');
+const { seededStack, cursorAt, cursorsFrom } = require('./listing.cjs');
 
 /** The postmaster and every process it started (backends, walwriter ...), from /proc. */
 function postgresPids(postmaster) {
@@ -36,13 +36,20 @@ function selfCpu() {
   return u.user + u.system;
 }
 
+/** One URL, or a list of URLs asked in turn (as listing.cjs's `*_distinct` requests). */
+function load(base, query) {
+  if (typeof query === 'string') return { url: base + query };
+  let i = 0;
+  return { url: base, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: query[i++ % query.length] }) }] };
+}
+
 async function measure(url, query, duration, serverPid, postmaster) {
   const headers = { 'x-api-key': KEY };
-  await cannon({ url: url + query, headers, duration: 1, connections: 16 });
+  await cannon({ ...load(url, query), headers, duration: 1, connections: 16 });
   const t = { server: cpuMicros(serverPid), pg: pgCpu(postmaster), load: selfCpu() };
-  const r = await cannon({ url: url + query, headers, duration, connections: 16 });
+  const r = await cannon({ ...load(url, query), headers, duration, connections: 16 });
   const per = (k, now) => Math.round((now - t[k]) / r.total);
-  const body = await requestJson(url, 'GET', query);
+  const body = await requestJson(url, 'GET', typeof query === 'string' ? query : query[0]);
   return {
     rps: Math.round(r.rps),
     p50: r.p50,
@@ -92,6 +99,9 @@ async function main() {
       tags: '/api/tags',
       refine: '/api/assets/tags/refine',
       refine_tagged: `/api/assets/tags/refine?${TAGS}`,
+      // 1,000 cursor pages no instance read before (listing.cjs): each one read from the database.
+      deep_cursor_pages_distinct: (await cursorsFrom(stack.databaseUrl, 500_000, 1000, 100, false)).map((c) => `/api/assets?limit=100&after=${c}`),
+      deep_cursor_pages_distinct_tagged: (await cursorsFrom(stack.databaseUrl, 100_000, 1000, 100, true)).map((c) => `/api/assets?${TAGS}&limit=100&after=${c}`),
     };
     const only = typeof opts.only === 'string' ? opts.only.split(',') : undefined;
     base = await spawnHelper('baseline-server.cjs', [], { DATABASE_URL: stack.databaseUrl });

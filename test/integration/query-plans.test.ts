@@ -280,3 +280,16 @@ test('the metadata backfill walks the primary key in order: no Sort of the remai
   expect({ sorts: walk.nodes.filter((n) => /Sort/.test(n['Node Type'])).map((n) => n['Node Type']), plan: walk.text }).toEqual({ sorts: [], plan: walk.text });
   expect(indexNames([walk])).toContain('asset_pkey');
 });
+
+test.each((['name', 'created_at', 'updated_at', 'size', 'last_access_time'] as const).flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const)))(
+  "GET /api/assets' statement (columns as text, pageTextIfChanged) sorted by %s %s is read in index order, from the cursor on",
+  async (sort, order) => {
+    const assets = new AssetRepository(db.prisma, db.pool);
+    expectIndexed(await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined)), { noSort: true });
+    if (sort === 'last_access_time') return;
+    const after = await boundary(sort);
+    const plans = await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), after, undefined));
+    expectIndexed(plans, { noSort: true });
+    expect({ plan: plans[0]!.text }).toEqual({ plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)) });
+  },
+);

@@ -3,9 +3,10 @@ import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
-import type { Asset, AssetFilter, AssetListQuery, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import type { Asset, AssetFilter, AssetListQuery, AssetJsonPage, AssetJsonParts, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
+import { safeRelativePath } from './safe-path';
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
 export const COUNT_LIMIT = 10_000;
@@ -240,21 +241,8 @@ export class AssetRepository {
    * unnamed, planned per request).
    */
   async pageIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetPage | undefined> {
-    if (known !== undefined) {
-      const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
-      if (String(current?.v ?? 0) === known) return undefined;
-    }
-    const where = filterConditions(ownerId, q);
-    const asc = q.order === 'asc';
-    const col = Prisma.raw(SORT_COLUMN[q.sort]);
-    if (after) {
-      const v =
-        q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
-      where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
-    }
-    const cond = Prisma.join(where, ' AND ');
-    const dir = Prisma.raw(asc ? 'ASC' : 'DESC');
-    const offset = after ? 0 : q.offset;
+    if (await this.stillAt(ownerId, known)) return undefined;
+    const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
     // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
     // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
     // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
@@ -278,6 +266,47 @@ export class AssetRepository {
     const nextCursor =
       hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: sortValue(last, q.sort), id: last.id }) : undefined;
     return { items, total, hasMore, totalIsLowerBound, nextCursor, version };
+  }
+
+  /**
+   * `pageIfChanged` for GET /api/assets, each asset as the pieces of its REST JSON (`AssetJsonParts`): every column
+   * is selected as text that needs no parsing (strings and arrays already JSON, timestamps as `toISOString` prints
+   * them) and read with pg's type parsers bypassed, so the service decodes no timestamp, array or number; only the
+   * two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks after `,`
+   * and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`). Building the
+   * whole JSON in PostgreSQL instead cost more CPU on the two sides together (bench/listing-json-cost.cjs,
+   * BENCHMARKS.md "listing, distinct pages").
+   */
+  async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
+    if (await this.stillAt(ownerId, known)) return undefined;
+    const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
+    const rows = await this.read<ListTextRow>(
+      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
+        FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
+          SELECT ${TEXT_COLUMNS} FROM asset WHERE ${cond}
+          ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
+      isUnfiltered(q),
+      AS_TEXT,
+    );
+    const head = rows[0]!;
+    const stats = ownerStatsOf({ ...head, tagCounts: intArrayOf(head.tagCounts) }, q);
+    const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
+    const found = head.id === null ? [] : (rows as (ListTextRow & { id: string })[]);
+    const hasMore = found.length > q.limit;
+    const items = found.slice(0, q.limit).map(jsonPartsOf);
+    const totalIsLowerBound = counted > COUNT_LIMIT;
+    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
+    const last = found[items.length - 1];
+    const nextCursor =
+      hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: textSortValue(last, q.sort), id: last.id }) : undefined;
+    return { items, total, hasMore, totalIsLowerBound, nextCursor, version: head.rowsVersion };
+  }
+
+  /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
+  private async stillAt(ownerId: string, known: string | undefined): Promise<boolean> {
+    if (known === undefined) return false;
+    const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+    return String(current?.v ?? 0) === known;
   }
 
   /** The filtered count, stopped at COUNT_LIMIT + 1: from this instance's cache when counted at the current version. */
@@ -351,14 +380,17 @@ export class AssetRepository {
    * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
    * the Prisma client runtime cost more CPU than the statement itself (bench/listing.cjs, BENCHMARKS.md).
    */
-  private async read<T>(sql: Prisma.Sql, prepared = false): Promise<T[]> {
-    if (!this.pool) return this.db.$queryRaw<T[]>(sql);
+  private async read<T>(sql: Prisma.Sql, prepared = false, types?: typeof AS_TEXT): Promise<T[]> {
+    if (!this.pool) {
+      if (types) throw new Error('a statement read as text needs the pg pool');
+      return this.db.$queryRaw<T[]>(sql);
+    }
     const text = sql.text;
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
     // Tag and text filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index).
     const name = prepared ? statementName(text) : undefined;
-    return (await this.pool.query({ name, text, values: sql.values })).rows as T[];
+    return (await this.pool.query({ name, text, values: sql.values, types })).rows as T[];
   }
 
   /**
@@ -393,6 +425,97 @@ type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
   tagCounts: number[];
 };
 
+/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`pageTextIfChanged`). */
+const AS_TEXT = { getTypeParser: () => (value: string) => value };
+
+/** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
+const isoText = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The columns of a listing page as text that needs no parsing: strings and tags as JSON, timestamps as ISO text. No
+ * alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
+ * `size` sorted sizes as text, with a Sort).
+ */
+const TEXT_COLUMNS = Prisma.raw(`id::text AS "id", name, to_json(name)::text AS "nameJson", size::text AS "sizeText",
+  content_hash::text AS "blake3", to_json(mime_type)::text AS "mimeTypeJson", coalesce(array_to_json(tags)::text, '[]') AS "tagsJson",
+  'models' = ANY(tags) AS "isModel", user_metadata::text AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId",
+  is_immutable::text AS "isImmutable", ${isoText('created_at')} AS "createdAt", ${isoText('updated_at')} AS "updatedAt",
+  ${isoText('last_access_time')} AS "lastAccessTime", has_thumbnail::text AS "hasThumbnail", metadata::text AS "metadata"`);
+
+/** A row of `pageTextIfChanged`'s statement, every field text (page fields all null when the page is empty). */
+interface ListTextRow {
+  ownerTotal: string;
+  ownerVersion: string;
+  rowsVersion: string;
+  tagCounts: string;
+  id: string | null;
+  name: string;
+  nameJson: string;
+  sizeText: string;
+  blake3: string;
+  mimeTypeJson: string;
+  tagsJson: string;
+  /** 't' or 'f' (a boolean's text). */
+  isModel: string;
+  userMetadata: string;
+  previewId: string | null;
+  promptId: string | null;
+  isImmutable: string;
+  createdAt: string;
+  updatedAt: string;
+  lastAccessTime: string;
+  hasThumbnail: string;
+  metadata: string | null;
+}
+
+/** An int[]'s text (`{1,2}`) as numbers. */
+const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
+
+/** The asset's pieces, its jsonb values printed as JSON.stringify prints what pg's JSON.parse made of them. */
+function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
+  const userMetadata = JSON.parse(r.userMetadata) as unknown;
+  const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
+  const loaderPath = r.isModel === 't' ? safeRelativePath(r.name) : undefined;
+  return {
+    id: r.id,
+    nameJson: r.nameJson,
+    size: r.sizeText,
+    blake3: r.blake3,
+    mimeTypeJson: r.mimeTypeJson,
+    tagsJson: r.tagsJson,
+    userMetadataJson: JSON.stringify(userMetadata ?? {}),
+    previewId: r.previewId,
+    promptId: r.promptId,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    lastAccessTime: r.lastAccessTime,
+    isImmutable: r.isImmutable === 'true',
+    hasThumbnail: r.hasThumbnail === 'true',
+    // The name itself (the same JSON text) when it is a safe path.
+    loaderPathJson: loaderPath === undefined ? undefined : r.nameJson,
+    metadataJson: metadata ? JSON.stringify(metadata) : undefined,
+  };
+}
+
+function textSortValue(r: ListTextRow, sort: AssetListQuery['sort']): string | number {
+  if (sort === 'name') return r.name;
+  if (sort === 'size') return Number(r.sizeText);
+  return sort === 'created_at' ? r.createdAt : r.updatedAt;
+}
+
+/** The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). */
+function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined) {
+  const where = filterConditions(ownerId, q);
+  const asc = q.order === 'asc';
+  const col = Prisma.raw(SORT_COLUMN[q.sort]);
+  if (after) {
+    const v =
+      q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
+    where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
+  }
+  return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC'), offset: after ? 0 : q.offset };
+}
+
 /**
  * The owner's maintained total and change counters, and the maintained counts of the filter's tags (include, any,
  * exclude, in that order; 0 for a tag no asset carries): one row of primary-key reads of asset_owner_stats and
@@ -406,7 +529,7 @@ function ownerStatsSql(ownerId: string, f: AssetFilter): Prisma.Sql {
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
 }
 
-function ownerStatsOf(row: ListRow, f: AssetFilter): OwnerStats {
+function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string | bigint; tagCounts: number[] }, f: AssetFilter): OwnerStats {
   const counts = (row.tagCounts ?? []).map(Number);
   const nInclude = f.includeTags.length;
   const nAny = f.anyTags?.length ?? 0;

@@ -18,6 +18,7 @@ import type {
   AssetFilter,
   AssetListQuery,
   AssetPage,
+  AssetJsonPage,
   AssetUpdateFields,
   CreateResult,
   Page,
@@ -79,19 +80,20 @@ export class AssetService {
     return this.assets.findManyByIds(principal.ownerId, ids);
   }
 
-  /** GET /api/assets: `after` (a cursor of the same sort and order) wins over `offset`. */
+  /** A page of assets (GraphQL `assets`; GET /api/assets takes `listJsonIfChanged`): `after` (a cursor of the same sort and order) wins over `offset`. */
   list(principal: Principal, query: AssetListQuery): Promise<AssetPage> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
     return this.assets.list(principal.ownerId, query, after);
   }
 
   /**
-   * The same page, or undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page
-   * read then is still the answer: one primary-key read instead of the page.
+   * GET /api/assets: the page with its assets as the pieces of their JSON (`AssetRepository.pageTextIfChanged`), or
+   * undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page read then is still
+   * the answer: one primary-key read.
    */
-  listIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined): Promise<AssetPage | undefined> {
+  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined): Promise<AssetJsonPage | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
-    return this.assets.pageIfChanged(principal.ownerId, query, after, version);
+    return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
   }
 
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */

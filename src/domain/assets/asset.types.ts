@@ -116,9 +116,40 @@ export interface AssetPage extends Page<Asset> {
   nextCursor?: string;
   /**
    * The owner's rows version the page was read at (opaque): while the database still holds it, the same query
-   * answers the same page (`AssetService.listIfChanged`).
+   * answers the same page (`AssetService.listJsonIfChanged`).
    */
   version: string;
+}
+
+/**
+ * A listed asset as the pieces of its REST JSON (`AssetRepository.pageTextIfChanged`): `*Json` fields are JSON text
+ * (strings quoted and escaped, `tagsJson` an array, the metadata objects as JSON.stringify prints them), the others
+ * plain text (ids, the decimal size, timestamps as `toISOString` prints them).
+ */
+export interface AssetJsonParts {
+  id: string;
+  nameJson: string;
+  size: string;
+  blake3: string;
+  mimeTypeJson: string;
+  tagsJson: string;
+  userMetadataJson: string;
+  previewId: string | null;
+  promptId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  lastAccessTime: string;
+  isImmutable: boolean;
+  hasThumbnail: boolean;
+  /** The name's JSON when the asset is a model and its name a safe relative path (`loaderPathOf`). */
+  loaderPathJson?: string;
+  /** Absent when the asset has no derived metadata. */
+  metadataJson?: string;
+}
+
+/** A page of GET /api/assets with its assets as JSON pieces. */
+export interface AssetJsonPage extends Omit<AssetPage, 'items'> {
+  items: AssetJsonParts[];
 }
 
 export interface TagAddResult {

@@ -1,4 +1,4 @@
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage } from '../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage } from '../../domain/assets/asset.types';
 
 /**
  * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
@@ -44,4 +44,29 @@ export function assetPageJson(page: AssetPage, baseUrl: string): Record<string, 
     ...(page.nextCursor !== undefined ? { next_cursor: page.nextCursor } : {}),
     ...(page.totalIsLowerBound ? { total_is_lower_bound: true } : {}),
   };
+}
+
+/**
+ * GET /api/assets as text, from a page whose assets come as JSON pieces: the same bytes
+ * `JSON.stringify(assetPageJson(...))` gives for the same rows (listing-json.test.ts holds them equal), without a
+ * Date, array or object made per asset.
+ */
+export function assetPageText(page: AssetJsonPage, baseUrl: string): string {
+  // `"<baseUrl>/api/assets/` as JSON text; an id (a UUID) needs no escaping.
+  const urls = JSON.stringify(`${baseUrl}/api/assets/`).slice(0, -1);
+  let assets = '';
+  for (const a of page.items) {
+    const preview = a.previewId === null ? 'null' : `"${a.previewId}"`;
+    const prompt = a.promptId === null ? 'null' : `"${a.promptId}"`;
+    assets += `${assets ? ',' : ''}{"id":"${a.id}","name":${a.nameJson},"display_name":${a.nameJson},"size":${a.size},"asset_hash":"blake3:${a.blake3}","hash":"blake3:${a.blake3}","mime_type":${a.mimeTypeJson},"tags":${a.tagsJson},"user_metadata":${a.userMetadataJson},"preview_id":${preview},"prompt_id":${prompt},"job_id":${prompt},"created_at":"${a.createdAt}","updated_at":"${a.updatedAt}","last_access_time":"${a.lastAccessTime}","is_immutable":${a.isImmutable}`;
+    if (a.previewId !== null) assets += `,"preview_url":${urls}${a.previewId}/content"`;
+    if (a.hasThumbnail) assets += `,"thumbnail_url":${urls}${a.id}/thumbnail"`;
+    if (a.loaderPathJson !== undefined) assets += `,"loader_path":${a.loaderPathJson}`;
+    if (a.metadataJson !== undefined) assets += `,"metadata":${a.metadataJson}`;
+    assets += '}';
+  }
+  // next_cursor is base64url: nothing in it to escape.
+  return `{"assets":[${assets}],"total":${page.total},"has_more":${page.hasMore}${
+    page.nextCursor !== undefined ? `,"next_cursor":"${page.nextCursor}"` : ''
+  }${page.totalIsLowerBound ? ',"total_is_lower_bound":true' : ''}}`;
 }

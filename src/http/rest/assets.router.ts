@@ -8,7 +8,7 @@ import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { baseUrlOfRes } from '../base-url';
-import { assetJson, assetPageJson } from './asset.presenter';
+import { assetJson, assetPageText } from './asset.presenter';
 import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
 import { hashParam } from '../shared/ids';
 import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
@@ -78,8 +78,8 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       const baseUrl = baseUrlOfRes(res);
       const key = `${principal.ownerId}\0${baseUrl}\0${JSON.stringify(query)}`;
       const cached = pages.get(key);
-      const page = await assets.listIfChanged(principal, query, cached?.version);
-      sendJsonBytes(res, page ? pages.set(key, page.version, JSON.stringify(assetPageJson(page, baseUrl))) : cached!.body);
+      const page = await assets.listJsonIfChanged(principal, query, cached?.version);
+      sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page, baseUrl)) : cached!.body);
     }),
   );
 
