@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getBlocks } from '../../src/cli/assets/block-get';
+import { ApiClient } from '../../src/cli/assets/client';
 
 /** The pull's GET reader (socket read into reused buffers) against a plain node:http server: sizes, fallbacks, breaks. */
 const MiB = 1024 * 1024;
@@ -97,7 +98,6 @@ test('an empty answer and an error answer', async () => {
 });
 
 test("the client follows a redirect to another origin (a presigned S3 URL) without the key, and keeps it on the service's own", async () => {
-  const { ApiClient } = await import('../../src/cli/assets/client');
   // The "service": its content route redirects, once to itself and then to the other server.
   const seen: string[] = [];
   const service = http.createServer((req, res) => {
@@ -112,7 +112,7 @@ test("the client follows a redirect to another origin (a presigned S3 URL) witho
     expect(body.status).toBe(200);
     expect(body.headers['x-seen-key']).toBe('');
     const parts: Buffer[] = [];
-    await body.pipeTo(async (b) => void parts.push(Buffer.from(b)));
+    await body.pipeTo(async (b: Buffer) => void parts.push(Buffer.from(b)));
     expect(Buffer.concat(parts).equals(data)).toBe(true);
     expect(seen).toEqual(['/api/assets/a/content key=secret-key', '/api/assets/a/content2 key=secret-key']);
   } finally {
