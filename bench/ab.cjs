@@ -13,7 +13,7 @@
 //   content    GET /api/assets/{id}/content of 1 GiB (bench/content.cjs), both builds and the bare node:http server
 //       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
-//   tus        a 1 GiB tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB) over one kept-alive connection
+//   tus        a 1 GiB (BENCH_AB_TUS_MIB) tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB) over one kept-alive connection
 //       (bench/lib/tus-client.cjs); MB/s, and the median wait of a PATCH from its last byte to its answer.
 //   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data
 //       dir, so each process's job worker takes its own tasks; MB/s and the service's CPU seconds per GiB (/proc).
@@ -130,6 +130,7 @@ async function serving(dirs, { rounds }) {
 async function uploads(dirs, { rounds, tus = false }) {
   const stack = await startStack({ prefix: 'ab-upload', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
   const patchSize = Number(process.env.BENCH_TUS_PATCH_MIB ?? 64) * MiB;
+  const tusSize = Number(process.env.BENCH_AB_TUS_MIB ?? 1024) * MiB;
   const tails = { A: [], B: [] };
   let svc = {};
   try {
@@ -139,8 +140,8 @@ async function uploads(dirs, { rounds, tus = false }) {
     for (let round = 0; round < rounds; round++) {
       for (const k of order(round)) {
         if (tus) {
-          const up = await uploadTus(svc[k].url, GiB, patchSize);
-          res[k].push(mbps(GiB, up.seconds));
+          const up = await uploadTus(svc[k].url, tusSize, patchSize);
+          res[k].push(mbps(tusSize, up.seconds));
           tails[k].push(median(up.tails.slice(0, -1)) * 1000);
           log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, PATCH tail p50 ${tails[k].at(-1).toFixed(1)} ms`);
           await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.assetId}`);
