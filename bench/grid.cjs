@@ -37,8 +37,9 @@ async function picture(i) {
   return sharp(Buffer.from(svg)).composite([{ input: grain, blend: 'overlay' }]).png({ compressionLevel: 1 }).toBuffer();
 }
 
-async function seed(url, dir) {
-  for (let i = 0; i < TILES; i++) {
+/** Uploads `n` generated PNGs, waits for their thumbnails and copies their bytes into `dir`; the mean size. */
+async function seed(url, dir, n = TILES) {
+  for (let i = 0; i < n; i++) {
     const form = new FormData();
     form.append('tags', 'renders');
     form.append('file', new Blob([await picture(i)], { type: 'image/png' }), `render_${String(i).padStart(3, '0')}.png`);
@@ -47,19 +48,19 @@ async function seed(url, dir) {
   }
   // Every thumbnail made; their bytes copied for the baseline page.
   for (let tries = 0; ; tries++) {
-    const res = await fetch(`${url}/api/assets?limit=${TILES}`, { headers: { 'x-api-key': KEY } });
+    const res = await fetch(`${url}/api/assets?limit=${n}`, { headers: { 'x-api-key': KEY } });
     const { assets } = await res.json();
     const urls = assets.map((a) => a.thumbnail_url).filter(Boolean);
-    if (urls.length === TILES) {
+    if (urls.length === n) {
       let bytes = 0;
       for (const [i, u] of urls.entries()) {
         const data = Buffer.from(await (await fetch(u, { headers: { 'x-api-key': KEY } })).arrayBuffer());
         fs.writeFileSync(path.join(dir, `${String(i).padStart(3, '0')}.webp`), data);
         bytes += data.length;
       }
-      return bytes / TILES;
+      return bytes / n;
     }
-    if (tries > 600) throw new Error(`only ${urls.length} of ${TILES} thumbnails after a minute`);
+    if (tries > 600) throw new Error(`only ${urls.length} of ${n} thumbnails after a minute`);
     await sleep(100);
   }
 }
@@ -190,4 +191,4 @@ async function run(args) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, seed };

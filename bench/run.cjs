@@ -17,6 +17,7 @@ const BENCHES = {
   's3-vs-fs-upload': 'upload throughput to the S3 store (s3rver) vs the disk store; S3 peak RSS',
   thumbnails: 'thumbnails of 1,000 uploaded 1024x1024 PNGs through the service vs sharp alone',
   grid: 'the asset browser in headless Chromium: navigation to 100 thumbnails shown, vs a static page of the same 100 images',
+  'grid-thumbs': 'the grid\'s 100 signed thumbnail URLs over 6 connections: wall time and time to first byte vs a static server of the same bytes; --prof',
   'tus-upload': 'tus upload in 64 MiB PATCHes vs multipart of the same size (BENCH_TUS_MIB); peak RSS',
   export: 'bulk export ZIP of N MiB of assets vs cat of the blobs + fsync (BENCH_EXPORT_MIB)',
   'zip-writer': 'export archive writers on the same files: yazl vs zip-writer.ts vs a plain copy (BENCH_ZIP_MIB); peak RSS',

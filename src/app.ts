@@ -67,7 +67,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
 
   // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates itself).
   app.use(exportDownloadRouter({ exports: c.exports }));
-  app.use(signedThumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
+  app.use(signedThumbnailRouter({ thumbnails: c.thumbnails }));
   app.use(await graphqlRouter(c));
 
   const api = Router();
@@ -80,7 +80,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
       meter: c.metrics,
     }),
   );
-  api.use(thumbnailRouter({ assets: c.assets, thumbnails: c.thumbnails }));
+  api.use(thumbnailRouter({ thumbnails: c.thumbnails }));
   api.use(tagsRouter({ assets: c.assets }));
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));

@@ -82,7 +82,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
   const thumbnails = new ThumbnailService(
-    new ThumbnailRepository(database.prisma, database.transactions),
+    new ThumbnailRepository(database.prisma, database.pool, database.transactions),
     blobStore,
     queue,
     logger,

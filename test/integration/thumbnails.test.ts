@@ -124,6 +124,24 @@ test('a thumbnail access grant reads this owner\'s thumbnails without the key (<
     const r = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bad)}`, { key: null });
     expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
   }
+
+  // A grant's signature is checked once per instance, its expiry on every request: the grant served above is refused
+  // two hours on.
+  const later = Date.now() + 2 * 3600_000;
+  const clock = jest.spyOn(Date, 'now').mockReturnValue(later);
+  try {
+    const r = await svc.fetch(signed, { key: null });
+    expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
+  } finally {
+    clock.mockRestore();
+  }
+
+  // The bytes are kept in memory after the first read, the asset is looked up on every request: once it is deleted,
+  // its thumbnail URL answers 404 like any missing asset's.
+  expect((await svc.fetch(`/api/assets/${id}`, { method: 'DELETE' })).status).toBe(204);
+  for (const r of [await svc.fetch(signed, { key: null }), await svc.fetch(`/api/assets/${id}/thumbnail`)]) {
+    expect([r.status, (await json(r)).code]).toEqual([404, 'ASSET_NOT_FOUND']);
+  }
 });
 
 test('a small image is not enlarged', async () => {

@@ -1,6 +1,4 @@
 import { type Request, type RequestHandler, type Response, Router } from 'express';
-import type { AssetService } from '../../domain/assets/asset.service';
-import type { Asset } from '../../domain/assets/asset.types';
 import type { ThumbnailService } from '../../domain/thumbnails/thumbnail.service';
 import { handle, pathId, principalOf, sendJson } from './middleware';
 
@@ -8,10 +6,10 @@ import { handle, pathId, principalOf, sendJson } from './middleware';
  * GET|HEAD /api/assets/{id}/thumbnail with the key: the WebP thumbnail, cached by the content hash it was made from;
  * GET /api/thumbnail-access: a signed grant to read this owner's thumbnails without the key (`?access=`, below).
  */
-export function thumbnailRouter(deps: { assets: AssetService; thumbnails: ThumbnailService }): Router {
+export function thumbnailRouter(deps: { thumbnails: ThumbnailService }): Router {
   const r = Router();
   const serve = handle(async (req, res) => {
-    await sendThumbnail(req, res, deps.thumbnails, await deps.assets.find(principalOf(res), pathId(req)));
+    sendThumbnail(req, res, await deps.thumbnails.open(principalOf(res).ownerId, pathId(req)));
   });
   r.get('/assets/:id/thumbnail', serve);
   r.head('/assets/:id/thumbnail', serve);
@@ -30,7 +28,7 @@ export function thumbnailRouter(deps: { assets: AssetService; thumbnails: Thumbn
  * `GET|HEAD /api/assets/{id}/thumbnail?access=<grant>`: the grant is the credential (the asset browser's `<img src>`,
  * which cannot send the key header); mounted before /api's key check. Requests without `access` go on to it.
  */
-export function signedThumbnailRouter(deps: { assets: AssetService; thumbnails: ThumbnailService }): Router {
+export function signedThumbnailRouter(deps: { thumbnails: ThumbnailService }): Router {
   const r = Router();
   const serve: RequestHandler = (req, res, next) => {
     const access = (req.query as Record<string, unknown>).access;
@@ -40,7 +38,7 @@ export function signedThumbnailRouter(deps: { assets: AssetService; thumbnails: 
     }
     (async () => {
       const ownerId = await deps.thumbnails.ownerOfAccess(String(access));
-      await sendThumbnail(req, res, deps.thumbnails, await deps.assets.find({ ownerId, isAdmin: false, keyId: 'thumbnail-access' }, pathId(req)));
+      sendThumbnail(req, res, await deps.thumbnails.open(ownerId, pathId(req)));
     })().catch(next);
   };
   r.get('/api/assets/:id/thumbnail', serve);
@@ -48,8 +46,7 @@ export function signedThumbnailRouter(deps: { assets: AssetService; thumbnails: 
   return r;
 }
 
-async function sendThumbnail(req: Request, res: Response, thumbnails: ThumbnailService, asset: Asset): Promise<void> {
-  const { data, etag } = await thumbnails.open(asset);
+function sendThumbnail(req: Request, res: Response, { data, etag }: { data: Buffer; etag: string }): void {
   res.setHeader('ETag', etag);
   // A thumbnail is made once per content and never changes; `private`: it is behind a key (or a grant).
   res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');
