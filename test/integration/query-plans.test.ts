@@ -98,6 +98,9 @@ function expectIndexed(plans: { sql: string; nodes: PlanNode[]; text: string }[]
     const ctx = `${p.sql}\n${p.text}`;
     const seq = p.nodes.filter((n) => n['Node Type'] === 'Seq Scan' && ['asset', 'content'].includes(n['Relation Name'] ?? ''));
     expect({ seqScans: seq.map((n) => n['Relation Name']), plan: ctx }).toEqual({ seqScans: [], plan: ctx });
+    // A statement that reads neither (the owner's one-row version in asset_owner_stats, a table the planner may
+    // scan whole while it is a page or two) has nothing to check here.
+    if (!p.nodes.some((n) => ['asset', 'content'].includes(n['Relation Name'] ?? ''))) continue;
     const indexed = p.nodes.filter((n) => /Index/.test(n['Node Type']) && n['Index Name']);
     expect({ indexScans: indexed.length > 0, plan: ctx }).toEqual({ indexScans: true, plan: ctx });
     if (opts.noSort && /ORDER BY/i.test(p.sql)) {
