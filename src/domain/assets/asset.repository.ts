@@ -280,6 +280,15 @@ export class AssetRepository {
     return { items, total, hasMore, totalIsLowerBound, nextCursor, version };
   }
 
+  /**
+   * The owner's rows version now (0 before the owner's first asset): what moves with every change of any of the
+   * owner's asset rows (GraphQL's kept list answers, compiled-lane.ts). One primary-key read, a named statement.
+   */
+  async rowsVersion(ownerId: string): Promise<string> {
+    const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+    return String(current?.v ?? 0);
+  }
+
   /** The filtered count, stopped at COUNT_LIMIT + 1: from this instance's cache when counted at the current version. */
   private async limitedCount(ownerId: string, f: AssetFilter, version: string): Promise<number> {
     const key = `${ownerId}\0${filterKey(f)}`;
