@@ -304,9 +304,16 @@ export class AssetRepository {
 
   /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
   private async stillAt(ownerId: string, known: string | undefined): Promise<boolean> {
-    if (known === undefined) return false;
+    return known !== undefined && (await this.rowsVersion(ownerId)) === known;
+  }
+
+  /**
+   * The owner's rows version now (0 before the owner's first asset): what moves with every change of any of the
+   * owner's asset rows (GraphQL's kept list answers, compiled-lane.ts). One primary-key read, a named statement.
+   */
+  async rowsVersion(ownerId: string): Promise<string> {
     const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
-    return String(current?.v ?? 0) === known;
+    return String(current?.v ?? 0);
   }
 
   /** The filtered count, stopped at COUNT_LIMIT + 1: from this instance's cache when counted at the current version. */

@@ -96,6 +96,11 @@ export class AssetService {
     return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
   }
 
+  /** The owner's rows version now: it moves in the transaction of every change of the owner's asset rows. */
+  rowsVersion(principal: Principal): Promise<string> {
+    return this.assets.rowsVersion(principal.ownerId);
+  }
+
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */
   tagFacets(principal: Principal, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
     return this.assets.tagFacets(principal.ownerId, filter, limit);

@@ -56,7 +56,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     graphqlJsonBody(MAX_JSON_BODY_BYTES),
     // Queries whose text Apollo has validated and run before: answered here, as Apollo would (compiled-lane.ts).
     // The lane knows no plugin but the metrics one: another plugin here means another step in the lane.
-    compiledLane({ queries, context, formatError: errorFormat, metrics: c.metrics }),
+    compiledLane({ queries, context, formatError: errorFormat, metrics: c.metrics, rowsVersion: (principal) => c.assets.rowsVersion(principal) }),
     (req: Request, _res: Response, next: NextFunction) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};
