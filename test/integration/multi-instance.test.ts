@@ -133,8 +133,11 @@ describe('disk store shared by processes with different roles', () => {
     expect(w.logs().some((l) => l.msg === 'listening')).toBe(false);
     await expect(fetch(`${w.url}/healthz`)).rejects.toThrow();
     await concurrentUploads(c, a, b);
-    // The GC jobs ran on the worker, never on an api-only process.
-    expect(w.logs().filter((l) => l.msg === 'removed unreferenced content')).toHaveLength(1);
+    // The GC jobs ran on the worker, never on an api-only process. The blob goes before the worker's log line reaches
+    // this process through its stdout pipe: wait for the line.
+    const gcLines = () => w.logs().filter((l) => l.msg === 'removed unreferenced content');
+    await waitFor(async () => (gcLines().length > 0 ? true : undefined), { timeoutMs: 10_000, what: "the worker's GC log line" });
+    expect(gcLines()).toHaveLength(1);
     for (const p of [a, b]) expect(p.logs().some((l) => l.msg === 'removed unreferenced content' || l.msg === 'workers started')).toBe(false);
   });
 });
