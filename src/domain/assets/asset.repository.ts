@@ -241,31 +241,12 @@ export class AssetRepository {
    * unnamed, planned per request).
    */
   async pageIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetPage | undefined> {
-    if (await this.stillAt(ownerId, known)) return undefined;
-    const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
-    // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
-    // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
-    // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
-    const rows = await this.read<ListRow>(
-      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
-        FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
-          SELECT ${LIST_COLUMNS} FROM asset WHERE ${cond}
-          ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
-      isUnfiltered(q),
-    );
-    const head = rows[0]!;
-    const version = String(head.rowsVersion);
-    const stats = ownerStatsOf(head, q);
-    const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
-    const found = head.id === null ? [] : rows;
-    const hasMore = found.length > q.limit;
-    const items = (found as (ListRow & { id: string })[]).slice(0, q.limit).map((r) => assetOf(r, ownerId));
-    const totalIsLowerBound = counted > COUNT_LIMIT;
-    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
-    const last = items[items.length - 1];
-    const nextCursor =
-      hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: sortValue(last, q.sort), id: last.id }) : undefined;
-    return { items, total, hasMore, totalIsLowerBound, nextCursor, version };
+    return this.readPage<ListRow, Asset>(ownerId, q, after, known, {
+      columns: LIST_COLUMNS,
+      tagCounts: (head) => head.tagCounts,
+      item: (r) => assetOf(r, ownerId),
+      cursorValue: (_r, a) => sortValue(a, q.sort),
+    });
   }
 
   /**
@@ -278,28 +259,56 @@ export class AssetRepository {
    * BENCHMARKS.md "listing, distinct pages").
    */
   async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
+    return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
+      columns: TEXT_COLUMNS,
+      types: AS_TEXT,
+      tagCounts: (head) => intArrayOf(head.tagCounts),
+      item: jsonPartsOf,
+      cursorValue: (r) => textSortValue(r, q.sort),
+    });
+  }
+
+  /** The page statement of `pageIfChanged` and `pageTextIfChanged`, its rows read as `shape` says. */
+  private async readPage<R extends PageHead, I>(
+    ownerId: string,
+    q: AssetListQuery,
+    after: CursorPosition | undefined,
+    known: string | undefined,
+    shape: {
+      columns: Prisma.Sql;
+      types?: typeof AS_TEXT;
+      tagCounts: (head: R) => number[];
+      item: (row: R & { id: string }) => I;
+      cursorValue: (row: R & { id: string }, item: I) => string | number;
+    },
+  ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
-    const rows = await this.read<ListTextRow>(
+    // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
+    // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
+    // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
+    const rows = await this.read<R>(
       Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
         FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
-          SELECT ${TEXT_COLUMNS} FROM asset WHERE ${cond}
+          SELECT ${shape.columns} FROM asset WHERE ${cond}
           ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
       isUnfiltered(q),
-      AS_TEXT,
+      shape.types,
     );
     const head = rows[0]!;
-    const stats = ownerStatsOf({ ...head, tagCounts: intArrayOf(head.tagCounts) }, q);
+    const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) }, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
-    const found = head.id === null ? [] : (rows as (ListTextRow & { id: string })[]);
+    const found = head.id === null ? [] : (rows as (R & { id: string })[]);
     const hasMore = found.length > q.limit;
-    const items = found.slice(0, q.limit).map(jsonPartsOf);
+    const items = found.slice(0, q.limit).map(shape.item);
     const totalIsLowerBound = counted > COUNT_LIMIT;
     const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
-    const last = found[items.length - 1];
+    const n = items.length;
     const nextCursor =
-      hasMore && last && CURSOR_SORTS.includes(q.sort) ? encodeCursor(q.sort, q.order, { value: textSortValue(last, q.sort), id: last.id }) : undefined;
-    return { items, total, hasMore, totalIsLowerBound, nextCursor, version: head.rowsVersion };
+      hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
+        ? encodeCursor(q.sort, q.order, { value: shape.cursorValue(found[n - 1]!, items[n - 1]!), id: found[n - 1]!.id })
+        : undefined;
+    return { items, total, hasMore, totalIsLowerBound, nextCursor, version: String(head.rowsVersion) };
   }
 
   /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
@@ -424,6 +433,14 @@ const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "content
   created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
 
 /** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
+/** What both page statements' rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
+interface PageHead {
+  id: string | null;
+  ownerTotal: string | bigint;
+  ownerVersion: string | bigint;
+  rowsVersion: string | bigint;
+}
+
 type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
   id: string | null;
   ownerTotal: string | bigint;
