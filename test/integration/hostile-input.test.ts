@@ -278,6 +278,12 @@ describe('9. unknown methods on known paths: 405 with Allow', () => {
       ['DELETE', `/api/assets/hash/${mine.asset_hash}`, ['GET', 'HEAD']],
       ['PUT', `/api/assets/${mine.id}/content`, ['GET', 'HEAD']],
       ['POST', '/healthz', ['GET', 'HEAD']],
+      // The literal paths beside /api/assets/{id} are their own resources, not ids that are not UUIDs (400 INVALID_ID).
+      ['GET', '/api/assets/export', ['POST']],
+      ['GET', '/api/assets/download', ['POST']],
+      ['DELETE', '/api/assets/from-hash', ['POST']],
+      ['PUT', '/api/assets/remote-metadata', ['GET', 'HEAD']],
+      ['GET', '/api/uploads', ['OPTIONS', 'POST']],
     ];
     for (const [method, path, allow] of cases) {
       const res = await svc.fetch(path, { method });
@@ -288,6 +294,7 @@ describe('9. unknown methods on known paths: 405 with Allow', () => {
     }
     expect((await svc.fetch('/api/nothing-here', { method: 'PATCH' })).status).toBe(404);
     expect((await svc.fetch('/api/nothing-here')).status).toBe(404);
+    expect((await json(await svc.fetch('/api/assets/not-a-uuid'))).code).toBe('INVALID_ID');
     // Without a key an /api path still answers 401 first.
     expect((await svc.fetch('/api/assets', { method: 'PATCH', key: null })).status).toBe(401);
   });

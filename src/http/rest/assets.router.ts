@@ -23,6 +23,14 @@ export const assetById =
     sendJson(res, assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
   };
 
+/**
+ * The literal paths beside /assets/{id} (`POST /assets/export`, `GET /assets/remote-metadata` ...): another method on
+ * one of them is that path's 405 with its `Allow`, not "an asset id that is not a UUID" (400 INVALID_ID).
+ */
+const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata']);
+const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => void): void =>
+  LITERAL_ASSET_PATHS.has(req.params.id as string) ? next('route') : next();
+
 /** HEAD /api/assets/hash/{hash}: is this content stored (200) or not (404)? (Also in the route table.) */
 export const contentByHash =
   (assets: AssetService) =>
@@ -126,10 +134,11 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
-  r.get('/assets/:id', handle(assetById(assets)));
+  r.get('/assets/:id', notAnAssetId, handle(assetById(assets)));
 
   r.put(
     '/assets/:id',
+    notAnAssetId,
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
@@ -161,6 +170,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
 
   r.delete(
     '/assets/:id',
+    notAnAssetId,
     handle(async (req, res) => {
       await assets.delete(principalOf(res), pathId(req));
       res.status(204).end();

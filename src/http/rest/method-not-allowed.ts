@@ -3,7 +3,7 @@ import { DomainError } from '../../domain/errors';
 
 /** The parts of express 5's router layers read here (the same ones test/integration/openapi.test.ts walks). */
 interface Layer {
-  route?: { methods: Record<string, boolean> };
+  route?: { path: string; methods: Record<string, boolean> };
   handle?: { stack?: Layer[] };
   /** The matched part of the path (the mount prefix of a router), or false. */
   match(path: string): { path: string } | false;
@@ -17,8 +17,11 @@ interface Layer {
 export function methodNotAllowed(app: Express): RequestHandler {
   const root = (app as unknown as { router: { stack: Layer[] } }).router;
   return (req, _res, next) => {
-    const allow = new Set<string>();
-    collect(root.stack, req.path, allow);
+    const literal = new Set<string>();
+    const templated = new Set<string>();
+    collect(root.stack, req.path, literal, templated);
+    // A literal route (/api/assets/export) is its own resource, whatever a template beside it (/api/assets/:id) takes.
+    const allow = literal.size > 0 ? literal : templated;
     // `all()` routes (GraphQL) take every method: nothing is "not allowed" there. A route of this method that passed
     // the request on (a file it does not have) means "not found", not "not allowed".
     if (allow.size === 0 || allow.has('*') || allow.has(req.method)) {
@@ -30,15 +33,16 @@ export function methodNotAllowed(app: Express): RequestHandler {
   };
 }
 
-function collect(stack: Layer[], path: string, out: Set<string>): void {
+function collect(stack: Layer[], path: string, literal: Set<string>, templated: Set<string>): void {
   for (const layer of stack) {
     if (layer.route) {
       if (!layer.match(path)) continue;
+      const out = /[:*]/.test(layer.route.path) ? templated : literal;
       for (const [m, on] of Object.entries(layer.route.methods)) if (on) out.add(m === '_all' ? '*' : m.toUpperCase());
       if (layer.route.methods.get) out.add('HEAD');
     } else if (Array.isArray(layer.handle?.stack)) {
       const m = layer.match(path);
-      if (m) collect(layer.handle.stack, path.slice(m.path.length) || '/', out);
+      if (m) collect(layer.handle.stack, path.slice(m.path.length) || '/', literal, templated);
     }
   }
 }
