@@ -84,9 +84,15 @@ export function validateSchema(name: string, body: unknown): void {
  */
 export async function validatedFetch(method: string, url: string, res: Response): Promise<Response> {
   const type = res.headers.get('content-type') ?? '';
-  if (!type.startsWith('application/json') || method === 'HEAD') return res;
-  const text = await res.text();
   const { pathname } = new URL(url);
+  if (!type.startsWith('application/json') || method === 'HEAD') {
+    // Every error of a documented route has the {code, message} body (a 416 or a tus protocol error included).
+    if (method !== 'HEAD' && res.status >= 400 && templateOf(method, pathname)) {
+      throw new Error(`${method} ${pathname} ${res.status}: an error answer without the JSON {code, message} body (${type || 'no Content-Type'})`);
+    }
+    return res;
+  }
+  const text = await res.text();
   validateResponse(method, pathname, res.status, text === '' ? undefined : JSON.parse(text));
   return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
 }

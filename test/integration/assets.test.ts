@@ -374,6 +374,12 @@ describe('content', () => {
     const bad = await svc.fetch(url, { headers: { range: 'bytes=20000-' } });
     expect(bad.status).toBe(416);
     expect(bad.headers.get('content-range')).toBe('bytes */10000');
+    // An error like every other: JSON {code, message}, not the asset's type or an attachment.
+    expect(bad.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(bad.headers.get('content-disposition')).toBeNull();
+    expect((await bad.json()).code).toBe('RANGE_NOT_SATISFIABLE');
+    const headBad = await svc.fetch(url, { method: 'HEAD', headers: { range: 'bytes=20000-' } });
+    expect([headBad.status, headBad.headers.get('content-range')]).toEqual([416, 'bytes */10000']);
     const staleIfRange = await svc.fetch(url, { headers: { range: 'bytes=0-9', 'if-range': '"other"' } });
     expect(staleIfRange.status).toBe(200);
     const head = await svc.fetch(url, { method: 'HEAD' });

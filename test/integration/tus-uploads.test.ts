@@ -9,7 +9,8 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService({ MAX_UPLOAD_BYTES: String(64 * MiB) });
+  // Every answer is checked against openapi.yaml (an error without the JSON {code, message} body fails).
+  svc = await startTestService({ MAX_UPLOAD_BYTES: String(64 * MiB) }, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();
@@ -258,9 +259,61 @@ test('an unexpected failure (the stored part lost) is 500 INTERNAL with the requ
   expect(body.details.request_id).toBe(res.headers.get('x-request-id'));
 });
 
-test('a wrong Upload-Offset is 409', async () => {
+test('a wrong Upload-Offset is 409 UPLOAD_OFFSET_MISMATCH, with Tus-Resumable', async () => {
   const id = idOf((await create(1000)).headers.get('location')!);
-  expect((await patch(id, 5, random(10))).status).toBe(409);
+  const res = await patch(id, 5, random(10));
+  expect([res.status, res.headers.get('tus-resumable')]).toEqual([409, '1.0.0']);
+  expect((await json(res)).code).toBe('UPLOAD_OFFSET_MISMATCH');
+});
+
+describe('the protocol edges answer as tus 1.0 says, with the usual {code, message} body', () => {
+  test('OPTIONS: 204 with Tus-Version, Tus-Extension and Tus-Max-Size', async () => {
+    for (const p of ['/api/uploads', `/api/uploads/${crypto.randomUUID()}`]) {
+      const res = await svc.fetch(p, { method: 'OPTIONS' });
+      expect(res.status).toBe(204);
+      expect(res.headers.get('tus-version')).toBe('1.0.0');
+      expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual(['creation', 'creation-with-upload', 'expiration', 'termination']);
+      expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
+    }
+  });
+
+  test('Tus-Resumable missing or not 1.0.0: 412 naming Tus-Version, before anything else', async () => {
+    const id = idOf((await create(10)).headers.get('location')!);
+    const tries: [string, string, Record<string, string>][] = [
+      ['POST', '/api/uploads', { 'Upload-Length': '10' }],
+      ['POST', '/api/uploads', { 'Tus-Resumable': '0.2.2', 'Upload-Length': '10' }],
+      ['HEAD', `/api/uploads/${id}`, {}],
+      ['PATCH', `/api/uploads/${id}`, { 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' }],
+      ['DELETE', `/api/uploads/${id}`, { 'Tus-Resumable': '2.0.0' }],
+    ];
+    for (const [method, p, headers] of tries) {
+      const res = await svc.fetch(p, { method, headers, body: method === 'PATCH' ? random(10) : undefined });
+      expect({ method, status: res.status, version: res.headers.get('tus-version') }).toEqual({ method, status: 412, version: '1.0.0' });
+      if (method !== 'HEAD') expect((await json(res)).code).toBe('TUS_VERSION_UNSUPPORTED');
+    }
+    expect((await head(id)).headers.get('upload-offset')).toBe('0');
+  });
+
+  test('a PATCH of another Content-Type is 415; without Upload-Offset 400; past Upload-Length 413', async () => {
+    const id = idOf((await create(10)).headers.get('location')!);
+    const wrongType = await svc.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'text/plain' },
+      body: random(10),
+    });
+    expect([wrongType.status, (await json(wrongType)).code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
+    const noOffset = await svc.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Content-Type': 'application/offset+octet-stream' },
+      body: random(10),
+    });
+    expect([noOffset.status, (await json(noOffset)).code]).toEqual([400, 'INVALID_REQUEST']);
+    const tooMuch = await patch(id, 0, random(11));
+    expect([tooMuch.status, (await json(tooMuch)).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const noLength = await svc.fetch('/api/uploads', { method: 'POST', headers: TUS });
+    expect([noLength.status, (await json(noLength)).code]).toEqual([400, 'INVALID_REQUEST']);
+    expect((await head(id)).headers.get('upload-offset')).toBe('0');
+  });
 });
 
 describe('expiry', () => {

@@ -61,7 +61,7 @@ export class TaskResolver {
     return StartDownloadPayload.from(started, ctx.baseUrl);
   }
 
-  @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is returned unchanged.' })
+  @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is TASK_NOT_CANCELLABLE.' })
   async cancelTask(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
     return TaskType.from(await this.taskService.cancel(ctx.principal, idParam(id)));
   }

@@ -9,6 +9,7 @@ import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
 import { contentDisposition } from '../../infra/content-disposition';
 import { FileBody } from '../../infra/blob-store/file-body';
 import { handle, pathId, principalOf } from './middleware';
+import { DomainError } from '../../domain/errors';
 
 /** GET|HEAD /api/assets/{id}/content: the bytes, with ETag, conditional requests and single byte ranges. */
 export function contentRouter(deps: { assets: AssetService; presignedDownloads: boolean; meter?: TransferMeter }): Router {
@@ -34,14 +35,11 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
         return;
       }
     }
-    setContentHeaders(res, asset, requested);
     let range = parseRange(req.get('range'), asset.size);
     const ifRange = req.get('if-range');
     if (range && ifRange && ifRange !== etag) range = undefined;
-    if (range === 'unsatisfiable') {
-      res.status(416).set('Content-Range', `bytes */${asset.size}`).end();
-      return;
-    }
+    if (range === 'unsatisfiable') throw unsatisfiable(asset.size);
+    setContentHeaders(res, asset, requested);
     if (range) {
       res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${asset.size}`);
       res.set('Content-Length', String(range.end - range.start + 1));
@@ -66,6 +64,10 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
   r.head('/assets/:id/content', serve);
   return r;
 }
+
+// 416 with `Content-Range: bytes */<size>` and the usual {code, message} body (rendered by the error middleware).
+export const unsatisfiable = (size: number): DomainError =>
+  new DomainError('RANGE_NOT_SATISFIABLE', `the Range is not satisfiable: the content is ${size} bytes`, { size });
 
 /** Counts the bytes served. */
 const counted = (served: (bytes: number) => void) =>

@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
 import { contentDisposition } from '../../infra/content-disposition';
-import { parseRange } from './content.router';
+import { parseRange, unsatisfiable } from './content.router';
 import { handle, jsonBody, principalOf } from './middleware';
 
 const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
@@ -43,16 +43,13 @@ export function exportDownloadRouter(deps: { exports: ExportService }): Router {
       const archive = await deps.exports.openSigned(name, String(q.expires ?? ''), String(q.signature ?? ''));
       // One byte range, so an interrupted download of a large archive can continue (curl -C -).
       const range = parseRange(req.get('range'), archive.size);
+      if (range === 'unsatisfiable') throw unsatisfiable(archive.size);
       res.set({
         'Content-Type': 'application/zip',
         'Content-Disposition': contentDisposition('attachment', name),
         'Accept-Ranges': 'bytes',
         'Cache-Control': 'private, no-store',
       });
-      if (range === 'unsatisfiable') {
-        res.status(416).set('Content-Range', `bytes */${archive.size}`).end();
-        return;
-      }
       if (range) res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${archive.size}`);
       res.set('Content-Length', String(range ? range.end - range.start + 1 : archive.size));
       const stream = await archive.open(range);

@@ -13,6 +13,7 @@ import type { UploadFields, UploadService } from '../../domain/uploads/upload.se
 import type { Logger } from '../../infra/logger';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
 import { handle, principalOf } from './middleware';
+import { errorResponse } from '../shared/errors';
 import { ChunkQueue } from './multipart';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
@@ -192,6 +193,37 @@ class UploadLocker implements Locker {
 
 const BUSY = { status_code: 423, body: 'The upload is busy with another request; retry\n' };
 
+/**
+ * A protocol error tus answered (its status and text) as one of ours, so every 4xx has the usual {code, message}
+ * body. tus's own 403s (a missing `Upload-Offset` or `Content-Type`) are bad requests.
+ */
+function tusError(status: number, text: string): DomainError {
+  const message = text.trim() || `tus answered ${status}`;
+  switch (status) {
+    case 400:
+    case 403:
+      return new DomainError('INVALID_REQUEST', message);
+    case 404:
+      return new DomainError('NOT_FOUND', message);
+    case 409:
+      return new DomainError('UPLOAD_OFFSET_MISMATCH', message);
+    case 410:
+      return new DomainError('UPLOAD_EXPIRED', message);
+    case 412:
+      return new DomainError('TUS_VERSION_UNSUPPORTED', message);
+    case 413:
+      return new DomainError('PAYLOAD_TOO_LARGE', message);
+    case 415:
+      return new DomainError('UNSUPPORTED_MEDIA_TYPE', message);
+    case 423:
+      return new DomainError('UPLOAD_LOCKED', message);
+    case 501:
+      return new DomainError('NOT_IMPLEMENTED', message);
+    default:
+      return new DomainError('INTERNAL', message);
+  }
+}
+
 /** The errors of the tus protocol itself (`ERRORS.*`, the 423 above): a status and a text body, answered by tus. */
 const isTusError = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && !(err instanceof Error) && typeof (err as { status_code?: unknown }).status_code === 'number';
@@ -201,7 +233,8 @@ const isTusError = (err: unknown): boolean =>
  * @tus/server at /api/uploads, behind the API key. What is ours is checked here first, and every error that is ours
  * (raised here, in the data store or at completion) is answered by the app's error middleware with the usual
  * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,
- * Upload-Defer-Length is refused. Protocol errors (wrong offset, missing Tus-Resumable) are tus's own text answers.
+ * Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable other than 1.0.0) keep tus's status
+ * with the same JSON body (`tusError`); `OPTIONS` answers tus's capabilities (Tus-Version, Tus-Extension, Tus-Max-Size).
  */
 export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; publicUrl?: string }): Router {
   const { uploads } = deps;
@@ -239,7 +272,20 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
     const principal = principalOf(res);
     const id = req.params.id as string | undefined;
     let assetHeaders: Record<string, string> = {};
-    if (id !== undefined && req.method === 'PATCH') {
+    if (req.method !== 'OPTIONS') {
+      // Every answer but OPTIONS' names the protocol version, errors of ours included (tus 1.0, "Tus-Resumable").
+      res.set('Tus-Resumable', '1.0.0');
+      if (req.get('tus-resumable') !== '1.0.0') {
+        res.set('Tus-Version', '1.0.0');
+        throw new DomainError('TUS_VERSION_UNSUPPORTED', 'send Tus-Resumable: 1.0.0 (the tus version this server speaks)');
+      }
+    }
+    if (req.method === 'PATCH' && !req.is('application/offset+octet-stream')) {
+      throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'a PATCH takes Content-Type: application/offset+octet-stream');
+    }
+    if (req.method === 'OPTIONS') {
+      // Capabilities only.
+    } else if (id !== undefined && req.method === 'PATCH') {
       // Whose upload it is, is checked by the statement that takes its lease (another owner's is NOT_FOUND there).
       if (!isUuid(id)) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
     } else if (id !== undefined) {
@@ -286,12 +332,20 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
       throw failures.get(request);
     }
     for (const [k, v] of Object.entries(assetHeaders)) response.headers.set(k, v);
-    const body = response.status >= 400 && response.body ? await response.text() : undefined;
-    res.status(response.status);
     response.headers.forEach((v, k) => res.setHeader(k, v));
-    if (body !== undefined) res.send(body);
-    else res.end();
+    if (response.status >= 400) {
+      // tus's own text answer: the same status (and headers), our {code, message} body.
+      const { status, headers, body } = errorResponse(tusError(response.status, await response.text()));
+      res.removeHeader('content-length');
+      res.removeHeader('content-type');
+      if (status === 412) res.set('Tus-Version', '1.0.0');
+      res.set(headers).status(status).json(body);
+      return;
+    }
+    res.status(response.status).end();
   });
+  r.options('/uploads', serve);
+  r.options('/uploads/:id', serve);
   r.post('/uploads', serve);
   r.head('/uploads/:id', serve);
   r.patch('/uploads/:id', serve);

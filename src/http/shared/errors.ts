@@ -35,9 +35,14 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   ASSET_IMMUTABLE: 409,
   ID_CONFLICT: 409,
   TASK_NOT_CANCELLABLE: 409,
+  UPLOAD_OFFSET_MISMATCH: 409,
+  UPLOAD_EXPIRED: 410,
+  TUS_VERSION_UNSUPPORTED: 412,
+  UPLOAD_LOCKED: 423,
   REQUEST_TIMEOUT: 408,
   HEADERS_TOO_LARGE: 431,
   PAYLOAD_TOO_LARGE: 413,
+  RANGE_NOT_SATISFIABLE: 416,
   UNSUPPORTED_MEDIA_TYPE: 415,
   DOWNLOAD_FAILED: 422,
   RATE_LIMITED: 429,
@@ -68,6 +73,7 @@ export function errorResponse(err: DomainError): { status: number; headers: Reco
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
   if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(err.details?.retry_after ?? 5);
+  if (err.code === 'RANGE_NOT_SATISFIABLE' && typeof err.details?.size === 'number') headers['Content-Range'] = `bytes */${err.details.size}`;
   if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow)) headers.Allow = (err.details.allow as string[]).join(', ');
   // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
   if (status === 413 || status === 415 || status === 408 || status === 507) headers.Connection = 'close';
