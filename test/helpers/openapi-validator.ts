@@ -33,13 +33,19 @@ function compile(parts: string[]): ValidateFunction {
   return v;
 }
 
-/** The documented path template matching a concrete path, e.g. /api/assets/{id}/tags. */
+/**
+ * The documented path template matching a concrete path, e.g. /api/assets/{id}/tags, when it documents `method`.
+ * Literal templates win over templated ones whatever their methods (/api/assets/export is not an /api/assets/{id}):
+ * a method a literal path does not document is its 405, checked as an error body.
+ */
 function templateOf(method: string, pathname: string): string | undefined {
   const m = method.toLowerCase();
-  const candidates = Object.keys(doc.paths).filter((t) => doc.paths[t][m]);
-  // Literal templates first, so /api/assets/tags/refine wins over /api/assets/{id}/... shapes.
+  const candidates = Object.keys(doc.paths);
   candidates.sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0));
-  return candidates.find((t) => new RegExp('^' + t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/}]+\}/g, '[^/]+') + '$').test(pathname));
+  const matching = candidates.filter((t) => new RegExp('^' + t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/}]+\}/g, '[^/]+') + '$').test(pathname));
+  const literal = matching.find((t) => !t.includes('{'));
+  if (literal) return doc.paths[literal][m] ? literal : undefined;
+  return matching.find((t) => doc.paths[t][m]);
 }
 
 /**
@@ -48,7 +54,10 @@ function templateOf(method: string, pathname: string): string | undefined {
  */
 export function validateResponse(method: string, pathname: string, status: number, body: unknown): void {
   const template = templateOf(method, pathname);
-  if (!template) return;
+  if (!template) {
+    if (status === 405) validateSchema('Error', body);
+    return;
+  }
   const m = method.toLowerCase();
   const responses = doc.paths[template][m].responses ?? {};
   const entry = responses[String(status)];
@@ -87,7 +96,7 @@ export async function validatedFetch(method: string, url: string, res: Response)
   const { pathname } = new URL(url);
   if (!type.startsWith('application/json') || method === 'HEAD') {
     // Every error of a documented route has the {code, message} body (a 416 or a tus protocol error included).
-    if (method !== 'HEAD' && res.status >= 400 && templateOf(method, pathname)) {
+    if (method !== 'HEAD' && res.status >= 400 && (templateOf(method, pathname) || res.status === 405)) {
       throw new Error(`${method} ${pathname} ${res.status}: an error answer without the JSON {code, message} body (${type || 'no Content-Type'})`);
     }
     return res;

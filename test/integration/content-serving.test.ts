@@ -12,7 +12,7 @@ let svc: TestService;
 const files: Array<{ id: string; bytes: Buffer }> = [];
 
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({}, { validateResponses: true });
   // Not multiples of the 256 KiB read size, so the last read of each is short.
   for (const size of [3 * 1024 * 1024 + 1234, 2 * 1024 * 1024 + 77]) {
     const bytes = crypto.randomBytes(size);

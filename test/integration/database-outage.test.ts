@@ -21,7 +21,7 @@ let known: { id: string; hash: string };
 beforeAll(async () => {
   pg = await ownPostgres();
   const logger = createLogger('info', {}, (l) => lines.push(JSON.parse(l) as Record<string, unknown>));
-  svc = await startTestService({}, { databaseUrl: pg.url, logger });
+  svc = await startTestService({}, { databaseUrl: pg.url, logger, validateResponses: true });
   const bytes = crypto.randomBytes(1000);
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes) });
   expect(res.status).toBe(201);

@@ -16,7 +16,7 @@ import { readZip } from '../helpers/zip';
 let svc: TestService;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-zip-'));
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({}, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();

@@ -15,7 +15,7 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000' });
+  svc = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000' }, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();

@@ -11,7 +11,7 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, type TestService } 
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({}, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();

@@ -17,7 +17,7 @@ const logLines: string[] = [];
 let asset: { id: string; hash: string; sha256: string };
 
 beforeAll(async () => {
-  svc = await startTestService({ LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: String(LIMIT) }, { log: (l) => logLines.push(l) });
+  svc = await startTestService({ LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: String(LIMIT) }, { log: (l) => logLines.push(l), validateResponses: true });
   const bytes = Buffer.from(`pipeline ${crypto.randomUUID()}`);
   const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes) });
   expect(up.status).toBe(201);

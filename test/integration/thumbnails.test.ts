@@ -19,7 +19,7 @@ let svc: TestService;
 let db: Client;
 
 beforeAll(async () => {
-  svc = await startTestService({ CONTENT_GC_GRACE_SECONDS: '0' });
+  svc = await startTestService({ CONTENT_GC_GRACE_SECONDS: '0' }, { validateResponses: true });
   db = new Client({ connectionString: svc.databaseUrl });
   await db.connect();
 });
