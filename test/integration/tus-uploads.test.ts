@@ -170,6 +170,9 @@ describe('refused at creation, before any byte', () => {
     ['id not a UUID', { id: 'nope' }],
     ['a bad hash', { hash: 'md5:abc' }],
     ['a bad mime_type', { mime_type: 'not a type' }],
+    // Stored with the upload as given: the text rule holds for every key's value, not only the fields we read.
+    ['NUL in the file name', { filename: 'a\u0000b.bin' }],
+    ['NUL in a key we do not read', { filetype: 'text/plain\u0000' }],
   ])('%s: 400 INVALID_BODY', async (_label, meta) => {
     const res = await create(10, meta);
     expect(res.status).toBe(400);

@@ -8,6 +8,7 @@ import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
 import { DomainError } from '../../domain/errors';
+import { assertJsonInput } from '../../domain/input';
 import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import type { Logger } from '../../infra/logger';
@@ -18,6 +19,8 @@ import { ChunkQueue } from './multipart';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
 export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {
+  // Every value is stored with the upload (jsonb): no NUL or lone surrogate in any of them (a 400, not a database error).
+  assertJsonInput(meta, 'Upload-Metadata');
   const text = (k: string): string | undefined => {
     const v = meta[k];
     return v === undefined || v === null || v.trim() === '' ? undefined : v.trim();
