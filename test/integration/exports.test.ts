@@ -79,7 +79,9 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
     await upload('SDXL/base.safetensors'),
   ];
   const { task, file, members, url } = await exportAndRead({ asset_ids: assets.map((a) => a.id) });
+  // `success`, as every task result has it: the ComfyUI frontend's task schema requires it.
   expect(task.result).toEqual({
+    success: true,
     export_name: expect.stringMatching(/^[0-9a-f-]{36}\.zip$/),
     assets_total: 6,
     assets_attempted: 6,

@@ -26,7 +26,10 @@ export function taskJson(t: Task): Record<string, unknown> {
   if (t.startedAt) out.started_at = t.startedAt.toISOString();
   if (t.completedAt) out.completed_at = t.completedAt.toISOString();
   if (t.result && t.taskName === 'export_assets') {
+    // `success` as in every task result (the ComfyUI frontend's task schema requires it); an export has a result only
+    // when it completed.
     out.result = {
+      success: true,
       export_name: t.result.exportName,
       assets_total: t.result.assetsTotal,
       assets_attempted: t.result.assetsAttempted,
