@@ -116,6 +116,18 @@ describe('a refused create of new content leaves nothing', () => {
   });
 });
 
+test("content whose blob is gone: 500 INTERNAL as JSON, not typed or named as the asset's file", async () => {
+  const bytes = crypto.randomBytes(64);
+  const a = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { name: 'lost.html', mime_type: 'text/html' }) }));
+  const h = a.asset_hash.slice(7);
+  fs.rmSync(path.join(svc.dataDir, 'blobs', h.slice(0, 2), h.slice(2, 4), h));
+  const res = await svc.fetch(`/api/assets/${a.id}/content`);
+  expect(res.status).toBe(500);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect([res.headers.get('content-disposition'), res.headers.get('etag')]).toEqual([null, null]);
+  expect((await json(res)).code).toBe('INTERNAL');
+});
+
 describe('a full blob store', () => {
   const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
 

@@ -3,6 +3,8 @@ import type { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, bodyUnread, errorResponse } from '../shared/errors';
 
+const REPRESENTATION_HEADERS = ['Content-Type', 'Content-Disposition', 'Content-Range', 'Content-Length', 'ETag', 'Accept-Ranges'];
+
 /** Express's rendering of an error (shared/errors.ts) on a REST route. */
 export function sendError(res: Response, err: DomainError): void {
   if (res.headersSent) {
@@ -11,6 +13,9 @@ export function sendError(res: Response, err: DomainError): void {
   }
   const r = errorResponse(err);
   if (bodyUnread(res.req)) r.headers.Connection = 'close';
+  // A route that failed after describing the representation it meant to send (content: its type, file name, ETag)
+  // answers the error as JSON, not as that file: none of those headers belong to the error.
+  for (const h of REPRESENTATION_HEADERS) res.removeHeader(h);
   res.set(r.headers).status(r.status).json(r.body);
 }
 
