@@ -377,7 +377,7 @@ describe('content', () => {
     // An error like every other: JSON {code, message}, not the asset's type or an attachment.
     expect(bad.headers.get('content-type')).toMatch(/^application\/json/);
     expect(bad.headers.get('content-disposition')).toBeNull();
-    expect((await bad.json()).code).toBe('RANGE_NOT_SATISFIABLE');
+    expect((await json(bad)).code).toBe('RANGE_NOT_SATISFIABLE');
     const headBad = await svc.fetch(url, { method: 'HEAD', headers: { range: 'bytes=20000-' } });
     expect([headBad.status, headBad.headers.get('content-range')]).toEqual([416, 'bytes */10000']);
     const staleIfRange = await svc.fetch(url, { headers: { range: 'bytes=0-9', 'if-range': '"other"' } });

@@ -102,7 +102,7 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
   expect(Buffer.from(await part.arrayBuffer()).equals(whole.subarray(100, 200))).toBe(true);
   const past = await fetch(url, { headers: { range: `bytes=${whole.length}-` } });
   expect([past.status, past.headers.get('content-range'), past.headers.get('content-type')]).toEqual([416, `bytes */${whole.length}`, 'application/json; charset=utf-8']);
-  expect((await past.json()).code).toBe('RANGE_NOT_SATISFIABLE');
+  expect((await json(past)).code).toBe('RANGE_NOT_SATISFIABLE');
   try {
     execFileSync('unzip', ['-tq', file]);
   } catch (err) {

@@ -14,7 +14,7 @@ import type { UploadFields, UploadService } from '../../domain/uploads/upload.se
 import type { Logger } from '../../infra/logger';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
 import { handle, principalOf } from './middleware';
-import { errorResponse } from '../shared/errors';
+import { asDomainError, errorResponse } from '../shared/errors';
 import { ChunkQueue } from './multipart';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
@@ -338,7 +338,16 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
     response.headers.forEach((v, k) => res.setHeader(k, v));
     if (response.status >= 400) {
       // tus's own text answer: the same status (and headers), our {code, message} body.
-      const { status, headers, body } = errorResponse(tusError(response.status, await response.text()));
+      let err = tusError(response.status, await response.text());
+      // An unexpected one (tus's 500s, e.g. its lock timed out) is logged with the request id, as on every route.
+      if (err.code === 'INTERNAL') {
+        err = asDomainError(new Error(`tus answered ${response.status}: ${err.message}`), deps.logger, {
+          requestId: res.locals.requestId as string | undefined,
+          method: req.method,
+          path: req.path,
+        });
+      }
+      const { status, headers, body } = errorResponse(err);
       res.removeHeader('content-length');
       res.removeHeader('content-type');
       if (status === 412) res.set('Tus-Version', '1.0.0');
