@@ -295,6 +295,9 @@ describe('9. unknown methods on known paths: 405 with Allow', () => {
     expect((await svc.fetch('/api/nothing-here', { method: 'PATCH' })).status).toBe(404);
     expect((await svc.fetch('/api/nothing-here')).status).toBe(404);
     expect((await json(await svc.fetch('/api/assets/not-a-uuid'))).code).toBe('INVALID_ID');
+    // A path the router cannot percent-decode is a bad request, not a bad body.
+    const undecodable = await svc.fetch('/api/assets/%ZZ');
+    expect([undecodable.status, (await json(undecodable)).code]).toEqual([400, 'INVALID_REQUEST']);
     // Without a key an /api path still answers 401 first.
     expect((await svc.fetch('/api/assets', { method: 'PATCH', key: null })).status).toBe(401);
   });

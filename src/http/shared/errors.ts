@@ -62,6 +62,10 @@ export function toDomainError(err: unknown): DomainError | undefined {
     return new DomainError('UNSUPPORTED_MEDIA_TYPE', e.message ?? 'unsupported encoding');
   }
   if (e?.type === 'request.aborted') return new DomainError('INVALID_BODY', 'the request was aborted');
+  // The router could not percent-decode a path parameter (`/api/assets/%ZZ`): the path is bad, not a body.
+  if (e?.status === 400 && e.message?.startsWith('Failed to decode param')) {
+    return new DomainError('INVALID_REQUEST', 'the path is not valid percent-encoding');
+  }
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
     return new DomainError('INVALID_BODY', e.message ?? 'bad request');
   }
