@@ -259,8 +259,10 @@ test('GraphQL startExport returns the task; its result carries exportName', asyn
   const started = res.data.startExport;
   expect(started.taskName).toBe('export_assets');
   await finished(started.id);
-  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status result { exportName assetsTotal bytesTotal } } }`, { id: started.id });
+  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal } } }`, { id: started.id });
   expect(t.data.task.status).toBe('completed');
+  // What the export was asked for (the download-shaped payload has nothing of it).
+  expect(t.data.task.exportRequest).toEqual({ assetIds: [a.id], jobIds: null, namingStrategy: 'asset_id' });
   expect(t.data.task.result.exportName).toMatch(/\.zip$/);
   expect(t.data.task.result.assetsTotal).toBe(1);
 });

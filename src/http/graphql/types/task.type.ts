@@ -20,6 +20,24 @@ export class TaskPayloadType {
   previewId!: string | null;
 }
 
+@ObjectType('ExportRequest', { simpleResolvers: true, description: 'What an export_assets task was asked for (startExport / POST /api/assets/export).' })
+export class ExportRequestType {
+  @Field(() => [ID], { nullable: true })
+  assetIds?: string[];
+
+  @Field(() => [ID], { nullable: true })
+  jobIds?: string[];
+
+  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names]}' })
+  jobAssetNameFilters?: Record<string, string[]>;
+
+  @Field(() => Boolean, { nullable: true })
+  includePreviews?: boolean;
+
+  @Field({ description: 'preserve | asset_id | group_by_job_id | group_by_job_time' })
+  namingStrategy!: string;
+}
+
 @ObjectType('TaskProgress', { simpleResolvers: true })
 export class TaskProgressType {
   @Field(() => SafeIntScalar)
@@ -79,8 +97,11 @@ export class TaskType {
   @Field({ description: '`download_file` or `export_assets`' })
   taskName!: string;
 
-  @Field(() => TaskPayloadType)
+  @Field(() => TaskPayloadType, { description: 'download_file tasks: what was asked for (an export_assets task answers an empty sourceUrl here; see exportRequest).' })
   payload!: TaskPayloadType;
+
+  @Field(() => ExportRequestType, { nullable: true, description: 'export_assets tasks: what the export was asked for.' })
+  exportRequest?: ExportRequestType;
 
   @Field(() => TaskStatusEnum)
   status!: TaskStatusEnum;
