@@ -284,6 +284,7 @@ export class AssetRepository {
   ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
+    const prepared = isUnfiltered(q);
     // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
     // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
     // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
@@ -291,8 +292,8 @@ export class AssetRepository {
       Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
         FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
           SELECT ${shape.columns} FROM asset WHERE ${cond}
-          ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
-      isUnfiltered(q),
+          ORDER BY ${col} ${dir}, asset.id ${dir} ${limitOffset(q.limit + 1, offset, prepared)}) AS p ON true`,
+      prepared,
       shape.types,
     );
     const head = rows[0]!;
@@ -351,7 +352,7 @@ export class AssetRepository {
     if (isUnfiltered(filter)) {
       // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
       const rows = await this.read<{ name: string; count: number }>(Prisma.sql`SELECT tag AS name, count FROM asset_tag_count
-        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`, true);
+        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC ${limitOffset(limit, 0, true)}`, true);
       return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
     }
     const key = `${ownerId}\0${limit}\0${filterKey(filter)}`;
@@ -381,7 +382,7 @@ export class AssetRepository {
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
     const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
       SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
-      ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`, true);
+      ORDER BY ${order} ${limitOffset(q.limit, q.offset, true)}`, true);
     const n =
       rows.length > 0
         ? Number(rows[0]!.total)
@@ -564,6 +565,20 @@ function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string |
     any: counts.slice(nInclude, nInclude + nAny),
     exclude: counts.slice(nInclude + nAny),
   };
+}
+
+/**
+ * LIMIT and OFFSET of a statement. In a named (prepared) statement they are read by the executor (InitPlans), not
+ * planned: with `LIMIT $n` the planner's estimate of a generic plan assumes a tenth of the rows (hundreds of times a
+ * custom plan's cost for a 100-row page of an owner with 500,000 assets), so PostgreSQL kept planning the page
+ * statement anew on every execution, ~0.3 ms of its 1.3 ms of CPU per page (bench/listing-pg-cost.cjs,
+ * BENCHMARKS.md "listing, PostgreSQL's share"). With both unknown to every plan, the generic plan costs what a
+ * custom one does and is kept. The plan is the same: the owner's index in the sort's order, stopped after the limit.
+ * Unnamed statements (tag and text filters, planned per request anyway) keep them as plain parameters, which their
+ * plans may depend on (a rare tag: the GIN index).
+ */
+function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
+  return prepared ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)` : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
 }
 
 /** Named statements' names, by text (a few dozen texts: the sorts and orders, with and without a cursor). */
