@@ -506,7 +506,7 @@ export function isoOf(t: string): string {
   if (t.length <= 26 && t.charCodeAt(4) === 45 && t.charCodeAt(10) === 32 && (t.length === 19 || (t.length > 20 && t.charCodeAt(19) === 46))) {
     return t.length === 23 ? `${t.slice(0, 10)}T${t.slice(11)}Z` : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
   }
-  // Anything else (a year past 9999 or before 1000, BC): through a Date, as pg's parser would go.
+  // Anything else (a year past 9999, BC: no asset has one): through a Date.
   return new Date(`${t.replace(' ', 'T')}Z`).toISOString();
 }
 
