@@ -10,8 +10,18 @@
 //   ts_text    `page` with the timestamps as (col AT TIME ZONE 'UTC')::text instead of to_char(...)
 //   name_raw   `page` with name and mime_type as text (no to_json: JSON escaping left to the caller)
 //   ids        the page's ids only (the floor: index scan, protocol, 101 rows)
+//   no_head    the service's statement with only the page's columns in its output
+//   stats      the owner's counts and versions alone (the statement's outer side)
+//   page_lateral / page_params   `page` inside the same lateral join / with LIMIT and OFFSET as parameters
+//   limit_initplan   the service's statement with LIMIT and OFFSET as InitPlans (what keeps a generic plan)
+//   one_head   the service's statement with the four head columns folded into one text column
+//   lean       limit_initplan, timestamps as (col AT TIME ZONE 'UTC')::text, name and mime_type raw
+//   lean_typed limit_initplan with the columns as stored (timestamps AT TIME ZONE 'UTC', tags as JSON)
+// (The service's statement is what the build in dist/ sends: against main's build it was 1.25–1.35 ms untagged; this
+// branch's sends what `lean_typed` measured. BENCHMARKS.md, "listing, PostgreSQL's share".)
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
 //   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-pg-cost.cjs [--pages=500] [--rounds=3] [--tagged] [--only=a,b]
+//     [--plan-cache-mode=force_generic_plan]   (DATABASE_URL=...: use a PostgreSQL already running on the kept seed)
 // Prints µs of backend CPU and µs of wall time per page for each variant, medians of the rounds, and each variant's
 // ratio to `service` in the same round.
 const path = require('node:path');
