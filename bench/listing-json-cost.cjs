@@ -10,6 +10,7 @@
 // commit 5bac47c and cost more on the two sides together: BENCHMARKS.md, "listing, distinct pages".)
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
 //   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-json-cost.cjs [--pages=1000] [--rounds=3] [--tagged]
+//     [--ab=.ab-main] [--only=text,text_ab]   (--ab: the text path of another build too, as `text_ab`)
 // One connection, pages asked one after another, variants interleaved per round; CPU from process.cpuUsage() and
 // /proc/<backend pid>/stat. Prints µs per page for each side and their sum, and each variant's ratio to `object`.
 const path = require('node:path');
@@ -58,7 +59,8 @@ async function main() {
   const rounds = args.rounds ?? 3;
   const tagged = Boolean(opts.tagged);
   const keep = path.join(process.env.BENCH_DATA || path.join(__dirname, '..', '.bench-data'), 'listing', 'postgres');
-  const pg = await startPostgres(keep);
+  // DATABASE_URL: a PostgreSQL already running on the kept seed (iterating); else the kept cluster is started here.
+  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => undefined } : await startPostgres(keep);
   const forgetPg = onCleanup(() => pg.stop());
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
   const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
@@ -77,10 +79,22 @@ async function main() {
       text: async (after) => assetPageText(await repo.pageTextIfChanged(OWNER, q, after, undefined), base),
       textsql: text,
     };
+    // --ab=DIR: also the text path of another build (e.g. .ab-main, main's), in the same run and on the same connection.
+    if (typeof opts.ab === 'string') {
+      const other = path.resolve(opts.ab, 'src');
+      const { AssetRepository: OtherRepository } = require(path.join(other, 'domain', 'assets', 'asset.repository.js'));
+      const { assetPageText: otherPageText } = require(path.join(other, 'http', 'rest', 'asset.presenter.js'));
+      const otherRepo = new OtherRepository(db.prisma, db.pool);
+      variants.text_ab = async (after) => otherPageText(await otherRepo.pageTextIfChanged(OWNER, q, after, undefined), base);
+    }
+    // --only=a,b: a subset of the variants (object is always run: the ratios are to it).
+    if (typeof opts.only === 'string') for (const k of Object.keys(variants)) if (k !== 'object' && !opts.only.split(',').includes(k)) delete variants[k];
     // The same page from each: text byte-identical to object; textsql the same assets.
-    const [o, j, t] = [await variants.object(cursors[0]), await variants.text(cursors[0]), await variants.textsql(cursors[0])];
-    if (o !== j) throw new Error('text differs from object');
-    if (JSON.stringify(JSON.parse(t).assets) !== JSON.stringify(JSON.parse(o).assets)) throw new Error('textsql differs from object');
+    const o = await variants.object(cursors[0]);
+    for (const k of ['text', 'text_ab']) if (variants[k] && (await variants[k](cursors[0])) !== o) throw new Error(`${k} differs from object`);
+    if (variants.textsql && JSON.stringify(JSON.parse(await variants.textsql(cursors[0])).assets) !== JSON.stringify(JSON.parse(o).assets)) {
+      throw new Error('textsql differs from object');
+    }
     const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
     for (let round = 0; round < rounds; round++) {
       for (const [name, fn] of Object.entries(variants)) {

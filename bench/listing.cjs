@@ -139,15 +139,17 @@ async function plans(databaseUrl, deep, deepTagged) {
   try {
     const repo = new AssetRepository(db.prisma, db.pool);
     const q = (includeTags) => ({ includeTags, excludeTags: [], limit: 100, offset: 0, sort: 'created_at', order: 'desc' });
+    // GET /api/assets' own statement (pageTextIfChanged: columns as PostgreSQL prints them); GraphQL's `list` differs in its columns only.
+    const page = (tags, after) => repo.pageTextIfChanged(OWNER, q(tags), after, undefined);
     const calls = {
-      first_page: () => repo.list(OWNER, q([])),
-      first_page_tagged: () => repo.list(OWNER, q(['models', 'loras'])),
-      deep_cursor_page: () => repo.list(OWNER, q([]), deep),
-      deep_cursor_page_tagged: () => repo.list(OWNER, q(['models', 'loras']), deepTagged),
+      first_page: () => page([]),
+      first_page_tagged: () => page(['models', 'loras']),
+      deep_cursor_page: () => page([], deep),
+      deep_cursor_page_tagged: () => page(['models', 'loras'], deepTagged),
       tags: () => repo.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' }),
       refine: () => repo.tagFacets(OWNER, { includeTags: [], excludeTags: [] }, 100),
       refine_tagged: () => repo.tagFacets(OWNER, { includeTags: ['models', 'loras'], excludeTags: [] }, 100),
-      counted_page: () => repo.list(OWNER, q(['loras', 'tag5'])),
+      counted_page: () => page(['loras', 'tag5']),
       // A page this instance holds, asked again while the owner's rows are unchanged: the version read only.
       unchanged_page: async () => repo.pageIfChanged(OWNER, q([]), undefined, (await repo.list(OWNER, q([]))).version),
     };

@@ -1,7 +1,9 @@
 'use strict';
 // The "practical limit of the stack" for the metadata and listing benchmarks: a bare node:http server with a pg
 // Pool of the service's default size (10) running the same indexed SELECTs the service runs, with no framework,
-// no ORM, no auth lookup; statements are prepared once per connection (named). Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
+// no ORM, no auth lookup; statements are prepared once per connection (named). GET /api/assets runs the service's own page
+// statement (AssetRepository.pageTextIfChanged's text) and answers the service's 20 fields per asset, so the two
+// differ in the server around the statement only. Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
 const http = require('node:http');
 const { Pool } = require('pg');
 
@@ -14,6 +16,40 @@ const STATS = `SELECT coalesce(s.asset_count, 0) AS total, coalesce(s.version, 0
     ARRAY(SELECT coalesce(c.count, 0) FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i)
           LEFT JOIN asset_tag_count c ON c.owner_id = $1 AND c.tag = t.tag ORDER BY t.i) AS counts
   FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats s ON s.owner_id = $1`;
+
+/** AssetRepository's listing statement: the owner's counts and versions (TEXT_COLUMNS' companion, ownerStatsSql). */
+const STATS_SERVICE = `SELECT coalesce(o.asset_count, 0) AS total, coalesce(o.version, 0) AS version, coalesce(o.rows_version, 0) AS rows_version,
+      ARRAY(SELECT coalesce(c.count, 0) FROM unnest($1::text[]) WITH ORDINALITY AS t(tag, i)
+            LEFT JOIN asset_tag_count c ON c.owner_id = $2 AND c.tag = t.tag ORDER BY t.i) AS counts
+    FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3`;
+
+/** AssetRepository's TEXT_COLUMNS: each column as PostgreSQL prints it. */
+const PAGE_COLUMNS = `id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
+  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
+  preview_id AS "previewId", prompt_id AS "promptId", is_immutable AS "isImmutable", created_at AT TIME ZONE 'UTC' AS "createdAt",
+  updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
+  has_thumbnail AS "hasThumbnail", metadata`;
+
+/** pg's type parsers bypassed. */
+const AS_TEXT = { getTypeParser: () => (v) => v };
+
+/** A UTC timestamp as PostgreSQL prints it as toISOString prints it (AssetRepository's isoOf, its common case). */
+const isoOf = (t) => (t.length === 23 ? `${t.slice(0, 10)}T${t.slice(11)}Z` : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`);
+
+/** One asset's JSON as the service's assetPageText prints it (loader_path: the bench's names are safe paths). */
+function assetText(a, urls) {
+  const name = JSON.stringify(a.name);
+  const preview = a.previewId === null ? 'null' : `"${a.previewId}"`;
+  const prompt = a.promptId === null ? 'null' : `"${a.promptId}"`;
+  const um = JSON.parse(a.userMetadata);
+  const md = a.metadata === null ? null : JSON.parse(a.metadata);
+  let out = `{"id":"${a.id}","name":${name},"display_name":${name},"size":${a.size},"asset_hash":"blake3:${a.blake3}","hash":"blake3:${a.blake3}","mime_type":${JSON.stringify(a.mimeType)},"tags":${a.tagsJson},"user_metadata":${JSON.stringify(um ?? {})},"preview_id":${preview},"prompt_id":${prompt},"job_id":${prompt},"created_at":"${isoOf(a.createdAt)}","updated_at":"${isoOf(a.updatedAt)}","last_access_time":"${isoOf(a.lastAccessTime)}","is_immutable":${a.isImmutable === 't'}`;
+  if (a.previewId !== null) out += `,"preview_url":${urls}${a.previewId}/content"`;
+  if (a.hasThumbnail === 't') out += `,"thumbnail_url":${urls}${a.id}/thumbnail"`;
+  if (a.isModel === 't') out += `,"loader_path":${name}`;
+  if (md) out += `,"metadata":${JSON.stringify(md)}`;
+  return out + '}';
+}
 
 /** Counts and facets under the owner's version, as AssetRepository keeps them (src/domain/assets/count-cache.ts). */
 const cache = new Map();
@@ -55,50 +91,58 @@ const server = http.createServer(async (req, res) => {
       const { rows } = await pool.query({ name: 'exists', text: 'SELECT 1 FROM content WHERE blake3 = $1 LIMIT 1', values: [m[1]] });
       res.writeHead(rows.length ? 200 : 404).end();
     } else if (req.method === 'GET' && u.pathname === '/api/assets') {
-      // The statements AssetRepository.list runs: the page (limit + 1 in keyset order) beside the maintained counts;
-      // the total from those when they decide it, else a count stopped at 10,001 cached under the owner's version.
+      // The statement AssetRepository.pageTextIfChanged sends for these requests (GET /api/assets, created_at desc),
+      // the same text: the page (limit + 1 in keyset order) beside the owner's maintained counts, in one round trip;
+      // owner-only pages named (LIMIT and OFFSET as InitPlans), tag-filtered ones unnamed; every column read as
+      // PostgreSQL prints it. The total from the counts when they decide it, else a count stopped at 10,001 cached
+      // under the owner's version. The body: the service's 20 fields per asset, concatenated as assetPageText does.
       const tags = (u.searchParams.get('include_tags') || '').split(',').filter(Boolean);
       const limit = Number(u.searchParams.get('limit') || 20);
       const after = u.searchParams.get('after');
-      const cond = ['owner_id = $1'];
-      const values = [OWNER];
+      const values = [tags, OWNER, OWNER, OWNER];
+      const cond = ['owner_id = $4'];
       if (tags.length) cond.push(`tags @> $${values.push(tags)}::text[]`);
-      const countCond = cond.join(' AND ');
-      const countValues = [...values];
+      const countCond = tags.length ? 'owner_id = $1 AND tags @> $2::text[]' : 'owner_id = $1';
       if (after) {
         const c = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
-        cond.push(`(created_at, id) < ($${values.push(c.v)}::timestamptz, $${values.push(c.id)}::uuid)`);
+        cond.push(`(created_at, asset.id) < ($${values.push(c.v)}::timestamptz, $${values.push(c.id)}::uuid)`);
       }
-      const [page, stats] = await Promise.all([
-        pool.query(`SELECT ${COLUMNS} FROM asset WHERE ${cond.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${values.push(limit + 1)}`, values),
-        pool.query(STATS, [OWNER, tags]),
-      ]);
-      const { total, version, counts } = stats.rows[0];
+      const named = tags.length === 0;
+      const l = `$${values.push(limit + 1)}`;
+      const o = `$${values.push(0)}`;
+      const text = `SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
+        FROM (${STATS_SERVICE}) AS s LEFT JOIN LATERAL (
+          SELECT ${PAGE_COLUMNS} FROM asset WHERE ${cond.join(' AND ')}
+          ORDER BY created_at DESC, asset.id DESC ${named ? `LIMIT (SELECT ${l}::bigint) OFFSET (SELECT ${o}::bigint)` : `LIMIT ${l} OFFSET ${o}`}) AS p ON true`;
+      const { rows } = await pool.query({ name: named ? `page_${after ? 'after' : 'first'}` : undefined, text, values, types: AS_TEXT });
+      const head = rows[0];
+      const total = Number(head.ownerTotal);
+      const counts = head.tagCounts.length > 2 ? head.tagCounts.slice(1, -1).split(',').map(Number) : [];
       let n;
-      if (tags.length === 0) n = Math.min(Number(total), 10001);
-      else if (tags.length === 1) n = Math.min(Number(counts[0]), 10001);
-      else if (counts.reduce((lower, c) => lower - (Number(total) - c), Number(total)) > 10000) n = 10001;
+      if (tags.length === 0) n = Math.min(total, 10001);
+      else if (tags.length === 1) n = Math.min(counts[0], 10001);
+      else if (counts.reduce((lower, c) => lower - (total - c), total) > 10000) n = 10001;
       else {
         const key = `count ${tags}`;
-        n = cached(key, version);
+        n = cached(key, head.ownerVersion);
         if (n === undefined) {
           const r = await pool.query(`SELECT (SELECT count(*) FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT 10001) AS m) AS n,
-            (SELECT version FROM asset_owner_stats WHERE owner_id = $1) AS version`, countValues);
+            (SELECT version FROM asset_owner_stats WHERE owner_id = $1) AS version`, tags.length ? [OWNER, tags] : [OWNER]);
           n = Number(r.rows[0].n);
-          cache.set(key, { version: r.rows[0].version, value: n });
+          cache.set(key, { version: String(r.rows[0].version), value: n });
         }
       }
-      const more = page.rows.length > limit;
-      const items = page.rows.slice(0, limit);
+      const found = head.id === null ? [] : rows;
+      const more = found.length > limit;
+      const items = found.slice(0, limit);
       const last = items[items.length - 1];
-      const next = more ? Buffer.from(JSON.stringify({ s: 'created_at', o: 'desc', v: last.created_at.toISOString(), id: last.id })).toString('base64url') : undefined;
-      send(res, 200, {
-        assets: items.map(asJson),
-        total: Math.min(n, 10000),
-        has_more: more,
-        ...(next ? { next_cursor: next } : {}),
-        ...(n > 10000 ? { total_is_lower_bound: true } : {}),
-      });
+      const next = more ? Buffer.from(JSON.stringify({ s: 'created_at', o: 'desc', v: isoOf(last.createdAt), id: last.id })).toString('base64url') : undefined;
+      const urls = JSON.stringify(`http://${req.headers.host}/api/assets/`).slice(0, -1);
+      let assets = '';
+      for (const a of items) assets += (assets ? ',' : '') + assetText(a, urls);
+      const body = `{"assets":[${assets}],"total":${Math.min(n, 10000)},"has_more":${more}${next ? `,"next_cursor":"${next}"` : ''}${n > 10000 ? ',"total_is_lower_bound":true' : ''}}`;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
     } else if (req.method === 'GET' && u.pathname === '/api/tags') {
       const { rows } = await pool.query(
         'SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = $1 AND count > 0 ORDER BY count DESC, tag ASC LIMIT 100 OFFSET 0',

@@ -251,12 +251,13 @@ export class AssetRepository {
 
   /**
    * `pageIfChanged` for GET /api/assets, each asset as the pieces of its REST JSON (`AssetJsonParts`): every column
-   * is selected as text that needs no parsing (strings and arrays already JSON, timestamps as `toISOString` prints
-   * them) and read with pg's type parsers bypassed, so the service decodes no timestamp, array or number; only the
-   * two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks after `,`
-   * and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`). Building the
-   * whole JSON in PostgreSQL instead cost more CPU on the two sides together (bench/listing-json-cost.cjs,
-   * BENCHMARKS.md "listing, distinct pages").
+   * is read as PostgreSQL prints it, with pg's type parsers bypassed (TEXT_COLUMNS), so the service makes no Date,
+   * array or number: strings are made JSON here, timestamps sliced into `toISOString`'s text, tags come as JSON;
+   * only the two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks
+   * after `,` and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`).
+   * Building the whole JSON in PostgreSQL instead cost more CPU on the two sides together, and so did making the
+   * strings and timestamps JSON there (bench/listing-json-cost.cjs, bench/listing-pg-cost.cjs; BENCHMARKS.md
+   * "listing, distinct pages" and "listing, PostgreSQL's share").
    */
   async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
     return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
@@ -264,7 +265,7 @@ export class AssetRepository {
       types: AS_TEXT,
       tagCounts: (head) => intArrayOf(head.tagCounts),
       item: jsonPartsOf,
-      cursorValue: (r) => textSortValue(r, q.sort),
+      cursorValue: (r, a) => textSortValue(r, a, q.sort),
     });
   }
 
@@ -284,6 +285,7 @@ export class AssetRepository {
   ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
+    const prepared = isUnfiltered(q);
     // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
     // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
     // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
@@ -291,8 +293,8 @@ export class AssetRepository {
       Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
         FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
           SELECT ${shape.columns} FROM asset WHERE ${cond}
-          ORDER BY ${col} ${dir}, asset.id ${dir} LIMIT ${q.limit + 1} OFFSET ${offset}) AS p ON true`,
-      isUnfiltered(q),
+          ORDER BY ${col} ${dir}, asset.id ${dir} ${limitOffset(q.limit + 1, offset, prepared)}) AS p ON true`,
+      prepared,
       shape.types,
     );
     const head = rows[0]!;
@@ -351,7 +353,7 @@ export class AssetRepository {
     if (isUnfiltered(filter)) {
       // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
       const rows = await this.read<{ name: string; count: number }>(Prisma.sql`SELECT tag AS name, count FROM asset_tag_count
-        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC LIMIT ${limit}`, true);
+        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC ${limitOffset(limit, 0, true)}`, true);
       return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
     }
     const key = `${ownerId}\0${limit}\0${filterKey(filter)}`;
@@ -381,7 +383,7 @@ export class AssetRepository {
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
     const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
       SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
-      ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`, true);
+      ORDER BY ${order} ${limitOffset(q.limit, q.offset, true)}`, true);
     const n =
       rows.length > 0
         ? Number(rows[0]!.total)
@@ -452,21 +454,24 @@ type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
 /** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`pageTextIfChanged`). */
 const AS_TEXT = { getTypeParser: () => (value: string) => value };
 
-/** A timestamp as `Date.toISOString()` prints it (milliseconds, truncated as pg's date parser truncates them). */
-const isoText = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /**
- * The columns of a listing page as text that needs no parsing: strings and tags as JSON, timestamps as ISO text. No
- * alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
+ * The columns of a listing page, each as PostgreSQL prints it (pg's type parsers bypassed, so nothing is parsed into
+ * a Date, array or number) and in the cheapest form for PostgreSQL to print: the stored values through their own
+ * output functions, not cast to text, and not made JSON there (`to_json(name)`, `to_char(...)` for the timestamps cost
+ * PostgreSQL ~0.26 ms of CPU per 100-asset page, more than the service's JSON.stringify of the strings and slicing of
+ * the timestamps: bench/listing-pg-cost.cjs, BENCHMARKS.md "listing, PostgreSQL's share"). Timestamps are read in UTC
+ * (`AT TIME ZONE 'UTC'`, a timestamp without zone: the session's TimeZone does not matter) and printed in the ISO
+ * DateStyle (PostgreSQL's default, which pg's own date parser needs too); `isoOf` makes them `toISOString`'s text.
+ * No alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
  * `size` sorted sizes as text, with a Sort).
  */
-const TEXT_COLUMNS = Prisma.raw(`id::text AS "id", name, to_json(name)::text AS "nameJson", size::text AS "sizeText",
-  content_hash::text AS "blake3", to_json(mime_type)::text AS "mimeTypeJson", coalesce(array_to_json(tags)::text, '[]') AS "tagsJson",
-  'models' = ANY(tags) AS "isModel", user_metadata::text AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId",
-  is_immutable::text AS "isImmutable", ${isoText('created_at')} AS "createdAt", ${isoText('updated_at')} AS "updatedAt",
-  ${isoText('last_access_time')} AS "lastAccessTime", has_thumbnail::text AS "hasThumbnail", metadata::text AS "metadata"`);
+const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
+  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
+  preview_id AS "previewId", prompt_id AS "promptId", is_immutable AS "isImmutable", created_at AT TIME ZONE 'UTC' AS "createdAt",
+  updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
+  has_thumbnail AS "hasThumbnail", metadata`);
 
-/** A row of `pageTextIfChanged`'s statement, every field text (page fields all null when the page is empty). */
+/** A row of `pageTextIfChanged`'s statement, every field as PostgreSQL printed it (page fields all null when the page is empty). */
 interface ListTextRow {
   ownerTotal: string;
   ownerVersion: string;
@@ -474,22 +479,35 @@ interface ListTextRow {
   tagCounts: string;
   id: string | null;
   name: string;
-  nameJson: string;
-  sizeText: string;
+  size: string;
+  /** character(64): blank-padded when shorter. */
   blake3: string;
-  mimeTypeJson: string;
+  mimeType: string;
   tagsJson: string;
-  /** 't' or 'f' (a boolean's text). */
+  /** Booleans print as 't' or 'f'. */
   isModel: string;
   userMetadata: string;
   previewId: string | null;
   promptId: string | null;
   isImmutable: string;
+  /** UTC, ISO DateStyle: `2026-11-23 01:02:03.45` (the fraction's trailing zeros dropped; none when whole). */
   createdAt: string;
   updatedAt: string;
   lastAccessTime: string;
   hasThumbnail: string;
   metadata: string | null;
+}
+
+/**
+ * A UTC timestamp as PostgreSQL prints it (ISO DateStyle) as `Date.toISOString()` prints the Date pg's parser makes
+ * of it: milliseconds always three digits (more are truncated, as that parser truncates them).
+ */
+export function isoOf(t: string): string {
+  if (t.length <= 26 && t.charCodeAt(4) === 45 && t.charCodeAt(10) === 32 && (t.length === 19 || (t.length > 20 && t.charCodeAt(19) === 46))) {
+    return t.length === 23 ? `${t.slice(0, 10)}T${t.slice(11)}Z` : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
+  }
+  // Anything else (a year past 9999, BC: no asset has one): through a Date.
+  return new Date(`${t.replace(' ', 'T')}Z`).toISOString();
 }
 
 /** An int[]'s text (`{1,2}`) as numbers. */
@@ -499,32 +517,33 @@ const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, 
 function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
   const userMetadata = JSON.parse(r.userMetadata) as unknown;
   const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
+  const nameJson = JSON.stringify(r.name);
   const loaderPath = r.isModel === 't' ? safeRelativePath(r.name) : undefined;
   return {
     id: r.id,
-    nameJson: r.nameJson,
-    size: r.sizeText,
-    blake3: r.blake3,
-    mimeTypeJson: r.mimeTypeJson,
+    nameJson,
+    size: r.size,
+    blake3: r.blake3.length === 64 ? r.blake3 : r.blake3.trim(),
+    mimeTypeJson: JSON.stringify(r.mimeType),
     tagsJson: r.tagsJson,
     userMetadataJson: JSON.stringify(userMetadata ?? {}),
     previewId: r.previewId,
     promptId: r.promptId,
-    createdAt: r.createdAt,
-    updatedAt: r.updatedAt,
-    lastAccessTime: r.lastAccessTime,
-    isImmutable: r.isImmutable === 'true',
-    hasThumbnail: r.hasThumbnail === 'true',
+    createdAt: isoOf(r.createdAt),
+    updatedAt: isoOf(r.updatedAt),
+    lastAccessTime: isoOf(r.lastAccessTime),
+    isImmutable: r.isImmutable === 't',
+    hasThumbnail: r.hasThumbnail === 't',
     // The name itself (the same JSON text) when it is a safe path.
-    loaderPathJson: loaderPath === undefined ? undefined : r.nameJson,
+    loaderPathJson: loaderPath === undefined ? undefined : nameJson,
     metadataJson: metadata ? JSON.stringify(metadata) : undefined,
   };
 }
 
-function textSortValue(r: ListTextRow, sort: AssetListQuery['sort']): string | number {
+function textSortValue(r: ListTextRow, a: AssetJsonParts, sort: AssetListQuery['sort']): string | number {
   if (sort === 'name') return r.name;
-  if (sort === 'size') return Number(r.sizeText);
-  return sort === 'created_at' ? r.createdAt : r.updatedAt;
+  if (sort === 'size') return Number(r.size);
+  return sort === 'created_at' ? a.createdAt : a.updatedAt;
 }
 
 /** The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). */
@@ -564,6 +583,20 @@ function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string |
     any: counts.slice(nInclude, nInclude + nAny),
     exclude: counts.slice(nInclude + nAny),
   };
+}
+
+/**
+ * LIMIT and OFFSET of a statement. In a named (prepared) statement they are read by the executor (InitPlans), not
+ * planned: with `LIMIT $n` the planner's estimate of a generic plan assumes a tenth of the rows (hundreds of times a
+ * custom plan's cost for a 100-row page of an owner with 500,000 assets), so PostgreSQL kept planning the page
+ * statement anew on every execution, ~0.3 ms of its 1.3 ms of CPU per page (bench/listing-pg-cost.cjs,
+ * BENCHMARKS.md "listing, PostgreSQL's share"). With both unknown to every plan, the generic plan costs what a
+ * custom one does and is kept. The plan is the same: the owner's index in the sort's order, stopped after the limit.
+ * Unnamed statements (tag and text filters, planned per request anyway) keep them as plain parameters, which their
+ * plans may depend on (a rare tag: the GIN index).
+ */
+function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
+  return prepared ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)` : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
 }
 
 /** Named statements' names, by text (a few dozen texts: the sorts and orders, with and without a cursor). */
