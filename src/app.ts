@@ -58,13 +58,13 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
     res.setHeader('X-Request-Id', id);
     res.locals.baseUrl = baseUrlOf(req, c.config);
   });
+  // The route table of the two hottest reads runs in the same layer, right after the first steps: one layer less for
+  // every request to walk.
+  const hot = hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], c.requestAuth);
   app.use((req, res, next) => {
     for (const step of first) step(req, res);
-    next();
+    if (!hot(req, res, next)) next();
   });
-
-  const auth = authenticate(c.requestAuth);
-  app.use(hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], auth));
 
   // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates itself).
   app.use(exportDownloadRouter({ exports: c.exports }));
@@ -72,7 +72,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   app.use(await graphqlRouter(c));
 
   const api = Router();
-  api.use(auth);
+  api.use(authenticate(c.requestAuth));
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(
     contentRouter({
