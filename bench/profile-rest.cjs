@@ -149,8 +149,16 @@ async function compare(kind, dirs, { duration, rounds, topN, interval }) {
       svc[k] = await spawnService({
         dataDir: stack.dataDir,
         databaseUrl: stack.databaseUrl,
-        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir[k]}`, `--cpu-prof-interval=${interval}`],
+        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir[k]}`, `--cpu-prof-interval=${interval}`, '--trace-gc'],
         main: path.resolve(dirs[k], 'src', 'main.js'),
+      });
+      // --trace-gc prints a line per collection on stdout: scavenges per request measure what a request allocates.
+      const s = svc[k];
+      s.gc = { scavenges: 0, markCompacts: 0 };
+      s.child.stdout.on('data', (d) => {
+        const text = String(d);
+        s.gc.scavenges += (text.match(/Scavenge/g) ?? []).length;
+        s.gc.markCompacts += (text.match(/Mark-Compact/g) ?? []).length;
       });
     }
     if (kind === 'head') {
@@ -164,11 +172,11 @@ async function compare(kind, dirs, { duration, rounds, topN, interval }) {
     const counters = { A: {}, B: {} };
     for (let round = 0; round < rounds; round++) {
       for (const k of round % 2 ? ['B', 'A'] : ['A', 'B']) {
-        const before = procCounters(svc[k].pid);
+        const before = { ...procCounters(svc[k].pid), ...svc[k].gc };
         const start = nowUs();
         const r = await cannon({ ...loadOf(kind, svc[k].url, data), duration });
         windows[k].push([start, nowUs()]);
-        const after = procCounters(svc[k].pid);
+        const after = { ...procCounters(svc[k].pid), ...svc[k].gc };
         for (const c of Object.keys(after)) counters[k][c] = (counters[k][c] ?? 0) + after[c] - before[c];
         if (!r.ok) throw new Error(`${k}: non-2xx or errors: ${JSON.stringify(r)}`);
         requests[k] += r.total;
@@ -186,7 +194,10 @@ async function compare(kind, dirs, { duration, rounds, topN, interval }) {
     const [nA, nB] = [requests.A, requests.B];
     log(`\nrequests: A ${nA}, B ${nB}; req/s per round A ${rps.A.map((x) => x.toFixed(0)).join(' ')}, B ${rps.B.map((x) => x.toFixed(0)).join(' ')}`);
     log(`profiled CPU per request (µs): A ${(prof.A.total / nA).toFixed(1)}, B ${(prof.B.total / nB).toFixed(1)}, B/A ${(prof.B.total / nB / (prof.A.total / nA)).toFixed(3)}`);
-    const per = (k, n) => Object.entries(counters[k]).map(([c, v]) => `${c} ${(v / n).toFixed(2)}`).join(', ');
+    const per = (k, n) =>
+      Object.entries(counters[k])
+        .map(([c, v]) => (c === 'scavenges' || c === 'markCompacts' ? `${c} per 10k ${((1e4 * v) / n).toFixed(2)}` : `${c} ${(v / n).toFixed(2)}`))
+        .join(', ');
     log(`per request (/proc): A ${per('A', nA)}; B ${per('B', nB)}`);
     log(`\nby group: µs per request  A        B     B-A`);
     for (const line of diffTable(prof.A.byGroup, prof.B.byGroup, nA, nB, 30)) log(line);
