@@ -35,7 +35,7 @@ export interface PipelineOptions {
 /**
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
  * metrics and access log → request guard → request id and base URL → the route table of the two hottest reads
- * (`http/rest/hot-routes.ts`: the same authentication step and handlers as below) → signed export downloads and
+ * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads and
  * signed thumbnails, and GraphQL (which authenticates itself) → `/api`: rate limit and authentication
  * (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
  * (`http/rest/errors.ts`).
