@@ -8,7 +8,6 @@ import type { TLSSocket } from 'node:tls';
  */
 export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | undefined; trustProxy: boolean }): string {
   if (cfg.publicUrl) return cfg.publicUrl;
-  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim() || undefined;
   let proto = (req.socket as TLSSocket).encrypted ? 'https' : 'http';
   let host = first(req.headers.host);
   if (cfg.trustProxy) {
@@ -19,6 +18,14 @@ export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | 
   // A host header is a name and an optional port; anything else (or none, HTTP/1.0) falls back to the socket.
   if (!host || !/^[A-Za-z0-9.\-[\]:]+$/.test(host)) host = `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? ''}`;
   return `${proto}://${host}`;
+}
+
+/** The first of a header's comma-separated values, trimmed; undefined when empty (every request's first steps run this). */
+function first(v: string | string[] | undefined): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  if (s === undefined) return undefined;
+  const comma = s.indexOf(',');
+  return (comma < 0 ? s : s.slice(0, comma)).trim() || undefined;
 }
 
 /** The base URL the app's middleware put on this response (see app.ts). */

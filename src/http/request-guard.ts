@@ -26,7 +26,8 @@ export class RequestGuard {
 
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.inFlight.set(req, { res, bytes: req.socket.bytesRead, since: Date.now() });
-    res.once('close', () => this.inFlight.delete(req));
+    // A response closes once: `on` spares the wrapper `once` makes per request.
+    res.on('close', () => this.inFlight.delete(req));
     if (this.bodyIdleTimeoutMs > 0 && !this.timer) {
       this.timer = setInterval(() => this.checkStalls(), Math.max(50, Math.min(1_000, this.bodyIdleTimeoutMs / 4)));
       this.timer.unref();

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Pool } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
+import { PreparedStatement } from '../../infra/pg-statement';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 import type { Asset, AssetFilter, AssetListQuery, AssetJsonPage, AssetJsonParts, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
@@ -62,10 +63,7 @@ const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", 
   last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
-const ASSET_BY_ID = {
-  name: 'asset_by_id',
-  text: `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`,
-};
+const ASSET_BY_ID = new PreparedStatement<AssetRow>('asset_by_id', `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`);
 
 /** The same, for a batch of ids (GraphQL's batched `preview` loader). */
 const ASSETS_BY_IDS = {
@@ -114,7 +112,7 @@ export class AssetRepository {
 
   async findById(ownerId: string, id: string, tx?: Transaction): Promise<Asset | undefined> {
     if (!tx && this.pool) {
-      const { rows } = await this.pool.query<AssetRow>({ ...ASSET_BY_ID, values: [id, ownerId] });
+      const { rows } = await ASSET_BY_ID.run(this.pool, [id, ownerId]);
       return rows[0] ? toAsset(rows[0]) : undefined;
     }
     const row = await prismaOf(tx, this.db).asset.findFirst({ where: { id, ownerId } });

@@ -1,5 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
+import { PreparedStatement } from '../../infra/pg-statement';
 import { contentLockKey, isUniqueViolation, prismaOf, type Db, type Transaction, type Transactions } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 
@@ -30,6 +31,15 @@ export interface LockedContent {
   hasRow(): Promise<boolean>;
 }
 
+/**
+ * `exists` by either hash. No column: the answer is whether a row came back, and a row of no columns costs pg no
+ * type parsers and no row object to build.
+ */
+const CONTENT_EXISTS = {
+  blake3: new PreparedStatement('content_exists_blake3', 'SELECT FROM content WHERE blake3 = $1 LIMIT 1'),
+  sha256: new PreparedStatement('content_exists_sha256', 'SELECT FROM content WHERE sha256 = $1 LIMIT 1'),
+};
+
 /** Content rows: one per distinct stored byte sequence, shared by every owner. */
 export class ContentRepository {
   /**
@@ -52,12 +62,7 @@ export class ContentRepository {
   }
 
   async exists(hash: { algorithm: 'blake3' | 'sha256'; hex: string }): Promise<boolean> {
-    const byBlake3 = hash.algorithm === 'blake3';
-    const { rowCount } = await this.pool.query({
-      name: byBlake3 ? 'content_exists_blake3' : 'content_exists_sha256',
-      text: byBlake3 ? 'SELECT 1 FROM content WHERE blake3 = $1 LIMIT 1' : 'SELECT 1 FROM content WHERE sha256 = $1 LIMIT 1',
-      values: [hash.hex],
-    });
+    const { rowCount } = await CONTENT_EXISTS[hash.algorithm].run(this.pool, [hash.hex]);
     return (rowCount ?? 0) > 0;
   }
 

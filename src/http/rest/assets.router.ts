@@ -4,7 +4,7 @@ import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult }
 import { filterTags, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
-import { parseHash } from '../../domain/content/hashing';
+import { parseHash, type ParsedHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { baseUrlOfRes } from '../base-url';
@@ -16,11 +16,11 @@ import { PageCache } from './page-cache';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
-/** GET /api/assets/{id}: the hottest read (also taken by the pipeline's route table, http/rest/hot-routes.ts). */
+/** GET /api/assets/{id} (the id a lower-cased UUID): the hottest read, also answered from the pipeline's route table (http/rest/hot-routes.ts). */
 export const assetById =
   (assets: AssetService) =>
-  async (req: Request, res: Response): Promise<void> => {
-    sendJson(res, assetJson(await assets.get(principalOf(res), pathId(req)), baseUrlOfRes(res)));
+  async (res: Response, id: string): Promise<void> => {
+    sendJson(res, assetJson(await assets.get(principalOf(res), id), baseUrlOfRes(res)));
   };
 
 /**
@@ -34,9 +34,9 @@ const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => voi
 /** HEAD /api/assets/hash/{hash}: is this content stored (200) or not (404)? (Also in the route table.) */
 export const contentByHash =
   (assets: AssetService) =>
-  async (req: Request, res: Response): Promise<void> => {
-    const hash = hashParam(req.params.hash);
-    res.status((await assets.contentExists(hash)) ? 200 : 404).end();
+  async (res: Response, hash: ParsedHash): Promise<void> => {
+    res.statusCode = (await assets.contentExists(hash)) ? 200 : 404;
+    res.end();
   };
 
 export function assetsRouter(deps: { assets: AssetService; content: ContentService; downloads: DownloadService }): Router {
@@ -123,7 +123,8 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
-  r.head('/assets/hash/:hash', handle(contentByHash(assets)));
+  const byHash = contentByHash(assets);
+  r.head('/assets/hash/:hash', handle((req, res) => byHash(res, hashParam(req.params.hash))));
 
   r.get(
     '/assets/hash/:hash',
@@ -134,7 +135,8 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
-  r.get('/assets/:id', notAnAssetId, handle(assetById(assets)));
+  const byId = assetById(assets);
+  r.get('/assets/:id', notAnAssetId, handle((req, res) => byId(res, pathId(req))));
 
   r.put(
     '/assets/:id',
