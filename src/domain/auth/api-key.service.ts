@@ -5,7 +5,7 @@ import type { Principal } from '../assets/asset.types';
 import { DomainError } from '../errors';
 import type { ApiKeyRepository, ApiKeyRow } from './api-key.repository';
 
-export const hashKey = (key: string): string => crypto.createHash('sha256').update(key, 'utf8').digest('hex');
+export const hashKey = (key: string): string => crypto.hash('sha256', key, 'hex');
 
 /** A stored key as operators see it (`npm run keys -- list`): everything but its digest. */
 export type ApiKeyInfo = Omit<ApiKeyRow, 'keyHash'>;
