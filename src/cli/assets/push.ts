@@ -19,6 +19,16 @@ export interface PushOptions {
    * the same name and size (then, and for smaller files, the hash comes first: stored content sends nothing).
    */
   overlapFrom: number;
+  /** Adds each file's phase times to its result (hidden `--timings`, for bench/profile-cli.cjs). */
+  timings?: boolean;
+}
+
+/** Milliseconds from the start of the push: the hash, the first and last byte the socket took. */
+export interface PushTimings {
+  hash_started_ms: number;
+  hash_done_ms: number;
+  first_bytes_ms?: number;
+  sent_ms?: number;
 }
 
 export interface PushResult {
@@ -35,6 +45,7 @@ export interface PushResult {
   tags_added?: string[];
   bytes_sent?: number;
   error?: { code: string; message: string };
+  timings?: PushTimings;
 }
 
 interface Candidate {
@@ -79,6 +90,8 @@ const errorInfo = (err: unknown): { code: string; message: string } =>
  * takes about as long as the upload alone; if the hash then shows the content stored, the upload stops there.
  */
 export async function push(client: ApiClient, state: UploadStateFile, args: string[], opts: PushOptions, progress: Progress): Promise<PushResult[]> {
+  const t0 = performance.now();
+  const ms = (): number => Math.round(performance.now() - t0);
   const results: PushResult[] = [];
   const planned: { c: Candidate; name: string; tags: string[]; size: number }[] = [];
   for (const c of collectFiles(args)) {
@@ -113,11 +126,12 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   };
 
   /** Starts the tus upload of a file whose hash is not known yet (it is checked once the asset exists). */
-  const startEarly = (p: (typeof planned)[number]): { transfer: TusTransfer; sent(): number; bar: FileProgress } => {
+  const startEarly = (p: (typeof planned)[number], times: Partial<PushTimings>): { transfer: TusTransfer; sent(): number; bar: FileProgress } => {
     progress.addTotal(p.size);
     const bar = progress.item(`↑ ${p.name}`, p.size);
     let sent = 0;
     const transfer = startTusUpload(client, state, { file: p.c.file, size: p.size, hash: undefined, name: p.name, tags: p.tags }, opts.chunkSize, (n) => {
+      times.first_bytes_ms ??= ms();
       sent = n;
       bar.update(n);
     });
@@ -128,7 +142,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
    * With the hash known: creates stored content by hash, else uploads it (or waits for the upload `early` started).
    * An early upload of content the service turns out to have is terminated: only the bytes sent until then are lost.
    */
-  const sendOrLink = async (p: (typeof planned)[number], hash: string, early?: ReturnType<typeof startEarly>): Promise<PushResult> => {
+  const sendOrLink = async (p: (typeof planned)[number], hash: string, times: Partial<PushTimings>, early?: ReturnType<typeof startEarly>): Promise<PushResult> => {
     const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
     if (!early?.transfer.finished() && (await client.hashStored(hash))) {
       await early?.transfer.terminate();
@@ -144,6 +158,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     let bar = early?.bar;
     let sent = 0;
     const onBytes = (n: number): void => {
+      times.first_bytes_ms ??= ms();
       sent = n;
       bar!.update(n);
     };
@@ -175,6 +190,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       bar!.finish(); // no bar left behind; the failure is reported with the file's name
       throw err;
     }
+    times.sent_ms = ms();
     bar!.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
     const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
     return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
@@ -205,11 +221,15 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
     let hash: string | undefined;
     let early: ReturnType<typeof startEarly> | undefined;
+    const times: Partial<PushTimings> = {};
+    const withTimes = (r: PushResult): PushResult => (opts.timings ? { ...r, timings: times as PushTimings } : r);
     try {
-      if (await sendsEarly(p)) early = startEarly(p);
+      if (await sendsEarly(p)) early = startEarly(p, times);
       const bar = progress.item(`# ${p.name}`, p.size);
       try {
+        times.hash_started_ms = ms();
         hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n) }).finally(() => bar.finish());
+        times.hash_done_ms = ms();
       } catch (err) {
         await early?.transfer.terminate();
         early?.bar.finish();
@@ -221,11 +241,11 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
         await early?.transfer.terminate();
         early?.bar.finish();
         await earlier.catch(() => undefined);
-        return await sendOrLink(p, hash);
+        return withTimes(await sendOrLink(p, hash, times));
       }
-      const mine = sendOrLink(p, hash, early);
+      const mine = sendOrLink(p, hash, times, early);
       firstOfHash.set(hash, mine);
-      return await mine;
+      return withTimes(await mine);
     } catch (err) {
       const e = errorInfo(err);
       progress.log(`FAILED   ${p.c.file}: ${e.code}: ${e.message}`);
