@@ -6,7 +6,7 @@
 // the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
 // (--cpu-prof, main thread): the functions with the most self time.
 // push: `--cli=ARGS|ARGS…` runs the CLI once per variant in each round, each with its own push arguments (e.g.
-// `--cli=|--chunk-size 64` for one PATCH and 64 MiB PATCHes), after curl and the native BLAKE3 of the file
+// `--cli=|--chunk-size 64` for one PATCH and 64 MiB PATCHes; `@DIR` first: the CLI of another build), after curl and the native BLAKE3 of the file
 // alone (one thread, 4 MiB reads: the hash phase's floor); each CLI run prints its phase times (hidden --timings).
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -59,7 +59,7 @@ async function main() {
   const stack = await startStack({ prefix: 'profile-cli', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
   const url = stack.svc.url;
   const env = { PATH: process.env.PATH, ASSETS_URL: url, ASSETS_API_KEY: KEY, XDG_CACHE_HOME: path.join(work, 'cache'), HOME: work };
-  const cliArgs = (args, prof) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), cliMain, ...args, '--json'];
+  const cliArgs = (args, prof, main = cliMain) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), main, ...args, '--json'];
   try {
     const file = path.join(work, 'one', 'model.safetensors');
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -102,9 +102,12 @@ async function main() {
         const variants = String(opts.cli ?? '').split('|');
         for (const [v, extra] of variants.entries()) {
           freshen();
-          const args = ['push', file, '--timings', ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : []), ...extra.split(' ').filter(Boolean)];
+          // `@DIR` in a variant: the CLI of that build (another dist dir under a checkout), e.g. `--cli=|@.ab-new`.
+          const words = extra.split(' ').filter(Boolean);
+          const build = words[0]?.startsWith('@') ? path.join(path.resolve(words.shift().slice(1)), 'src', 'cli', 'assets', 'main.js') : cliMain;
+          const args = ['push', file, '--timings', ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : []), ...words];
           s0 = cpuMicros(stack.svc.pid);
-          p = timed(process.execPath, cliArgs(args, prof && v === variants.length - 1), env);
+          p = timed(process.execPath, cliArgs(args, prof && v === variants.length - 1, build), env);
           const svc = (cpuMicros(stack.svc.pid) - s0) / 1e6;
           const res = JSON.parse(p.stdout).files[0];
           await del(res.asset_id);
