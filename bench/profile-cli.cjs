@@ -5,12 +5,26 @@
 // from /usr/bin/time) and the kernel's dirty and writeback page totals before each run (a pull writes the file: what
 // the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
 // (--cpu-prof, main thread): the functions with the most self time.
+// push: `--cli=ARGS|ARGS…` runs the CLI once per variant in each round, each with its own push arguments (e.g.
+// `--cli=|--chunk-size 64` for one PATCH and 64 MiB PATCHes; `@DIR` first: the CLI of another build), after curl and the native BLAKE3 of the file
+// alone (one thread, 4 MiB reads: the hash phase's floor); each CLI run prints its phase times (hidden --timings).
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, randomPattern, requestJson, now, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, randomPattern, requestJson, cpuMicros, now, log, parseArgs, runScript } = require('./lib/common.cjs');
 const { top } = require('./profile-rest.cjs');
+
+const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${t.sys.toFixed(2)}`;
+
+/**
+ * A process that hashes one file with the native BLAKE3 (one thread, 4 MiB reads into a buffer off the page
+ * boundary: see src/cli/assets/off-page.ts), as bench/cli.cjs's baseline.
+ */
+const HASH_ONE = `const { Blake3Hasher } = require(${JSON.stringify(require.resolve('@napi-rs/blake-hash'))});
+const fs = require('node:fs'); const buf = Buffer.allocUnsafeSlow((4 << 20) + 64).subarray(64); const h = new Blake3Hasher();
+const fd = fs.openSync(process.argv[1], 'r'); for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
+console.log(h.digest('hex'));`;
 
 function meminfo() {
   const m = Object.fromEntries(
@@ -45,7 +59,7 @@ async function main() {
   const stack = await startStack({ prefix: 'profile-cli', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
   const url = stack.svc.url;
   const env = { PATH: process.env.PATH, ASSETS_URL: url, ASSETS_API_KEY: KEY, XDG_CACHE_HOME: path.join(work, 'cache'), HOME: work };
-  const cliArgs = (args, prof) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), cliMain, ...args, '--json'];
+  const cliArgs = (args, prof, main = cliMain) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), main, ...args, '--json'];
   try {
     const file = path.join(work, 'one', 'model.safetensors');
     fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -79,13 +93,28 @@ async function main() {
         log(`  before curl: ${before}; before pull: ${between}`);
       } else {
         freshen();
+        let s0 = cpuMicros(stack.svc.pid);
         c = curl(['-o', '/dev/null', '-F', `file=@${file}`, `${url}/api/assets`]);
+        const curlSvc = (cpuMicros(stack.svc.pid) - s0) / 1e6;
         await del((await requestJson(url, 'GET', '/api/assets?limit=1&sort=created_at&order=desc')).body.assets[0].id);
-        freshen();
-        p = timed(process.execPath, cliArgs(['push', file, ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : [])], prof), env);
-        await del(JSON.parse(p.stdout).files[0].asset_id);
+        const h = timed(process.execPath, ['-e', HASH_ONE, file], env);
+        log(`push ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}; service CPU ${curlSvc.toFixed(2)} s); native BLAKE3 alone ${h.seconds.toFixed(2)} s (${cpu(h)})`);
+        const variants = String(opts.cli ?? '').split('|');
+        for (const [v, extra] of variants.entries()) {
+          freshen();
+          // `@DIR` in a variant: the CLI of that build (another dist dir under a checkout), e.g. `--cli=|@.ab-new`.
+          const words = extra.split(' ').filter(Boolean);
+          const build = words[0]?.startsWith('@') ? path.join(path.resolve(words.shift().slice(1)), 'src', 'cli', 'assets', 'main.js') : cliMain;
+          const args = ['push', file, '--timings', ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : []), ...words];
+          s0 = cpuMicros(stack.svc.pid);
+          p = timed(process.execPath, cliArgs(args, prof && v === variants.length - 1, build), env);
+          const svc = (cpuMicros(stack.svc.pid) - s0) / 1e6;
+          const res = JSON.parse(p.stdout).files[0];
+          await del(res.asset_id);
+          log(`  assets push ${extra || '(defaults)'}: ${p.seconds.toFixed(2)} s (${cpu(p)}; service CPU ${svc.toFixed(2)} s), ratio ${(c.seconds / p.seconds).toFixed(3)}; phases (ms) ${JSON.stringify(res.timings)}`);
+        }
+        continue;
       }
-      const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${t.sys.toFixed(2)}`;
       log(`${kind} ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}), assets ${p.seconds.toFixed(2)} s (${cpu(p)}), ratio ${(c.seconds / p.seconds).toFixed(3)}`);
     }
     const prof = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f))[0];

@@ -247,28 +247,31 @@ describe('interruptions', () => {
   });
 });
 
-describe('large files are sent while they are hashed', () => {
-  // --overlap-from 1: files of 1 MiB and more take the path a model file takes by default (64 MiB and more).
-  const early = ['--overlap-from', '1', '--tag', 'early'];
+describe('large files: the hash first, then the bytes', () => {
   const patches = (from: number) => proxy.requests.slice(from).filter((q) => q.method === 'PATCH' && q.path.startsWith('/api/uploads/'));
+  const hashHeads = (from: number) => proxy.requests.slice(from).filter((q) => q.method === 'HEAD' && q.path.startsWith('/api/assets/hash/'));
 
   test('a push killed mid-upload resumes from the service offset: no new upload, no byte before the offset sent again', async () => {
-    const dir = path.join(work, 'early-kill');
+    const dir = path.join(work, 'big-kill');
     const data = bytes(16 * MiB, 31);
-    write(dir, 'early.bin', data);
+    write(dir, 'big.bin', data);
     proxy.throttleIn = 4 * MiB;
     let from = proxy.requests.length;
-    const child = startCli(['push', dir, ...early], env);
+    const child = startCli(['push', dir, '--tag', 'big'], env);
     await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 6 * MiB ? true : undefined), { timeoutMs: 30_000 });
     child.proc.kill('SIGKILL');
     await child.done;
     proxy.throttleIn = undefined;
-    // The upload started before the hash was known: it went out without a hash field.
-    expect(uploadRequests(from).filter((q) => q.method === 'POST')).toHaveLength(1);
-    expect(Buffer.from(String(uploadRequests(from)[0]!.headers['upload-metadata']).split(',').find((kv) => kv.startsWith('hash ')) ?? '')).toHaveLength(0);
+    // The service was asked for the hash before the upload was created, and the upload names it (the service checks it).
+    const posts = uploadRequests(from).filter((q) => q.method === 'POST');
+    expect(posts).toHaveLength(1);
+    expect(hashHeads(from).map((q) => q.path)).toEqual([`/api/assets/hash/${blake3Of(data)}`]);
+    expect(proxy.requests.indexOf(hashHeads(from)[0]!)).toBeLessThan(proxy.requests.indexOf(posts[0]!));
+    const meta = String(posts[0]!.headers['upload-metadata']).split(',').find((kv) => kv.startsWith('hash '));
+    expect(Buffer.from(meta!.slice(5), 'base64').toString()).toBe(blake3Of(data));
 
     from = proxy.requests.length;
-    const second = await runCli(['push', dir, ...early, '--json'], env);
+    const second = await runCli(['push', dir, '--tag', 'big', '--json'], env);
     expect(second.code).toBe(0);
     const done = JSON.parse(second.stdout).files[0];
     expect(done.action).toBe('uploaded');
@@ -281,56 +284,20 @@ describe('large files are sent while they are hashed', () => {
     expect(patches(from).reduce((s, q) => s + q.bytesIn, 0)).toBe(data.length - offset);
   });
 
-  test('pushing it again hashes first (an asset of that name and size exists): nothing is sent', async () => {
-    const from = proxy.requests.length;
-    const r = await runCli(['push', path.join(work, 'early-kill'), ...early, '--json'], env);
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).files[0]).toMatchObject({ action: 'from_hash', bytes_sent: 0 });
-    expect(uploadRequests(from)).toEqual([]);
-  });
-
-  test('content stored under another name: the early upload is terminated and the asset made by hash', async () => {
+  test('content stored under another name is created by hash: no upload request, 0 bytes sent', async () => {
     const data = bytes(16 * MiB, 32);
     const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(data, { name: 'first name.bin' }, 'first name.bin') });
     expect(up.status).toBe(201);
     const stored = await json(up);
-    const dir = path.join(work, 'early-stored');
+    const dir = path.join(work, 'stored-elsewhere');
     write(dir, 'second name.bin', data);
-    proxy.throttleIn = 2 * MiB;
     const from = proxy.requests.length;
-    const r = await runCli(['push', dir, ...early, '--tag', 'again', '--json'], env);
-    proxy.throttleIn = undefined;
+    const r = await runCli(['push', dir, '--tag', 'again', '--json'], env);
     expect(r.code).toBe(0);
-    const f = JSON.parse(r.stdout).files[0];
-    expect(f).toMatchObject({ action: 'from_hash', asset_id: stored.id });
-    expect(f.bytes_sent).toBeLessThan(data.length);
-    expect(patches(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(data.length);
+    expect(JSON.parse(r.stdout).files[0]).toMatchObject({ action: 'from_hash', asset_id: stored.id, bytes_sent: 0 });
+    expect(uploadRequests(from)).toEqual([]);
+    expect(proxy.requests.slice(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(64 * KiB);
     expect((await json(await svc.fetch(`/api/assets/${stored.id}`))).tags).toContain('again');
-  });
-
-  test('an early upload that did not send the file as it is now (changed under the same mtime) fails and leaves no asset', async () => {
-    const dir = path.join(work, 'early-changed');
-    const file = path.join(dir, 'changed.bin');
-    const data = bytes(16 * MiB, 33);
-    write(dir, 'changed.bin', data);
-    fs.utimesSync(file, 1_000_000_000, 1_000_000_000);
-    proxy.throttleIn = 4 * MiB;
-    const from = proxy.requests.length;
-    const child = startCli(['push', dir, ...early], env);
-    await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 6 * MiB ? true : undefined), { timeoutMs: 30_000 });
-    child.proc.kill('SIGKILL');
-    await child.done;
-    proxy.throttleIn = undefined;
-    // Other bytes at the start, same size, same inode, same mtime: the next run continues the upload it left.
-    const fd = fs.openSync(file, 'r+');
-    fs.writeSync(fd, bytes(1 * MiB, 34), 0, 1 * MiB, 0);
-    fs.closeSync(fd);
-    fs.utimesSync(file, 1_000_000_000, 1_000_000_000);
-    const before = (await listAll()).length;
-    const r = await runCli(['push', dir, ...early, '--json'], env);
-    expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout).files[0]).toMatchObject({ action: 'failed', error: { code: 'HASH_MISMATCH' } });
-    expect(await listAll()).toHaveLength(before);
   });
 });
 

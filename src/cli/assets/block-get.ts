@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { offPage } from './off-page';
 
 /**
  * A GET whose body is handed on in large blocks, for `assets pull`.
@@ -63,8 +64,9 @@ interface Block {
  */
 function rawGet(url: URL, headers: Record<string, string>): Promise<BlockBody> {
   return new Promise<BlockBody>((resolveHead, rejectHead) => {
-    const free: Buffer[] = [Buffer.allocUnsafeSlow(BLOCK), Buffer.allocUnsafeSlow(BLOCK)];
-    let cur: Buffer = Buffer.allocUnsafeSlow(BLOCK);
+    // Off the page boundary: each block is written into the page cache at a page-aligned offset (see offPage).
+    const free: Buffer[] = [offPage(BLOCK), offPage(BLOCK)];
+    let cur: Buffer = offPage(BLOCK);
     let start = 0; // where the body bytes of `cur` begin
     let filled = 0;
     let head: { status: number; headers: Record<string, string> } | undefined;

@@ -127,19 +127,6 @@ export class ApiClient {
   }
 
   /**
-   * Whether the owner has an asset of this name and size: a likely copy of the file (the hash decides). A failed
-   * lookup answers true, which only means the file is hashed before anything is sent.
-   */
-  async hasAssetLike(name: string, size: number): Promise<boolean> {
-    const q = new URLSearchParams({ name_contains: name, limit: '100' });
-    try {
-      return (await this.json<AssetPage>(`/api/assets?${q}`)).body.assets.some((a) => a.name === name && a.size === size);
-    } catch {
-      return true;
-    }
-  }
-
-  /**
    * An asset of stored content, by its hash. `POST /api/assets/from-hash` requires at least one tag; an untagged file
    * is created by an upload that names the stored hash and carries no file part (no byte of the file is sent).
    */

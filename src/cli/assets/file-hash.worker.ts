@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { blake3 } from '../../infra/blake3';
+import { offPage } from './off-page';
 
 /**
  * The CLI's hashing thread (started by FileHasher, file-hasher.ts): hashes files by reading them, each up to the
@@ -42,7 +43,7 @@ function hasherOf(algorithm: HashAlgorithm): Pick<Job, 'update' | 'value'> {
 }
 
 const jobs = new Map<number, Job>();
-const buf = Buffer.allocUnsafe(READ);
+const buf = offPage(READ);
 const post = (m: FromHashWorker): void => parentPort!.postMessage(m);
 
 function close(id: number): void {

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { FromHashWorker, HashAlgorithm, ToHashWorker } from './file-hash.worker';
@@ -30,32 +31,53 @@ interface Pending {
   result?: Promise<string>;
 }
 
+/** One hashing thread and the files it is hashing. */
+interface Thread {
+  worker: Worker;
+  files: Set<number>;
+}
+
 /**
- * Hashes files on one worker thread by reading them (pull: the part file as it is written, so what is checked is what
- * is on disk; push: each file before or while it is sent), which keeps the main thread for the transfers. The thread
- * starts with the first file and does not keep the process alive.
+ * Hashes files on worker threads by reading them (pull: the part file as it is written, so what is checked is what
+ * is on disk; push: each file before it is sent), which keeps the main thread for the transfers. A file is hashed on
+ * one thread (BLAKE3 of one file is sequential here: the native addon has no multi-threaded update), several files at
+ * once on up to one thread per core (`threads`): a push of stored files is nothing but hashing, which a single thread
+ * would do one core at a time. Threads start with the files that need them and do not keep the process alive.
  */
 export class FileHasher {
-  private worker: Worker | undefined;
+  private readonly threads: Thread[] = [];
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
 
-  /** The thread keeps the process alive while a file is being hashed, and only then. */
-  private track(id: number, p: Pending): void {
+  constructor(private readonly maxThreads = Math.max(1, os.availableParallelism())) {}
+
+  /** A thread keeps the process alive while it hashes a file, and only then. */
+  private track(t: Thread, id: number, p: Pending): void {
     this.pending.set(id, p);
-    this.worker?.ref();
+    t.files.add(id);
+    t.worker.ref();
   }
 
   private untrack(id: number): void {
     this.pending.delete(id);
-    if (this.pending.size === 0) this.worker?.unref();
+    for (const t of this.threads) {
+      if (t.files.delete(id) && t.files.size === 0) t.worker.unref();
+    }
   }
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
-    const w = new Worker(workerFile());
-    w.unref();
-    w.on('message', (m: FromHashWorker) => {
+  /** An idle thread, a new one while there are fewer than maxThreads, else the one with the fewest files. */
+  private pick(): Thread {
+    const idle = this.threads.find((t) => t.files.size === 0);
+    if (idle) return idle;
+    if (this.threads.length < this.maxThreads) return this.start();
+    return this.threads.reduce((a, b) => (b.files.size < a.files.size ? b : a));
+  }
+
+  private start(): Thread {
+    const worker = new Worker(workerFile());
+    worker.unref();
+    const t: Thread = { worker, files: new Set() };
+    worker.on('message', (m: FromHashWorker) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       if (m.t === 'progress') return p.onHashed?.(m.hashed);
@@ -63,26 +85,30 @@ export class FileHasher {
       if (m.t === 'done') p.resolve(m.hash);
       else p.reject(Object.assign(new Error(m.message), { code: m.code }));
     });
-    w.on('error', (err) => {
-      for (const p of this.pending.values()) p.reject(err);
-      this.pending.clear();
-      this.worker = undefined;
+    worker.on('error', (err) => {
+      for (const id of t.files) {
+        this.pending.get(id)?.reject(err);
+        this.pending.delete(id);
+      }
+      t.files.clear();
+      this.threads.splice(this.threads.indexOf(t), 1);
     });
-    return (this.worker = w);
+    this.threads.push(t);
+    return t;
   }
 
   /** Starts following `file`; `onHashed` sees the bytes hashed so far. */
   follow(file: string, algorithm: HashAlgorithm, onHashed?: (n: number) => void): FollowedFile {
-    const w = this.start();
+    const t = this.pick();
     const id = this.nextId++;
-    const send = (m: ToHashWorker): void => w.postMessage(m);
+    const send = (m: ToHashWorker): void => t.worker.postMessage(m);
     const p: Pending = { onHashed, resolve: () => undefined, reject: () => undefined };
     p.result = new Promise<string>((resolve, reject) => {
       p.resolve = resolve;
       p.reject = reject;
     });
     p.result.catch(() => undefined); // observed by finish(); a dropped file's failure is nobody's
-    this.track(id, p);
+    this.track(t, id, p);
     send({ t: 'open', id, file, algorithm });
     return {
       grow: (length) => send({ t: 'grow', id, length }),
@@ -105,8 +131,7 @@ export class FileHasher {
   }
 
   async close(): Promise<void> {
-    const w = this.worker;
-    this.worker = undefined;
-    await w?.terminate();
+    const threads = this.threads.splice(0);
+    await Promise.all(threads.map((t) => t.worker.terminate()));
   }
 }

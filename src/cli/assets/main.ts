@@ -67,16 +67,16 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--comfyui', 'the folder is a ComfyUI tree: models/<folder>/… → tags models,<folder>; input/; output/', false)
     .option('--concurrency <n>', 'files at a time', positiveInt, 4)
     .option('--chunk-size <MiB>', 'MiB per resumable-upload request; 0: the whole file in one (a broken one resumes from what the service kept); set it behind a proxy that limits request bodies', wholeNumber, 0)
-    .addOption(new Option('--overlap-from <MiB>', 'files of this size and more are sent while they are hashed').argParser(wholeNumber).default(64).hideHelp())
+    .addOption(new Option('--timings', "each file's phase times in its --json result (ms)").default(false).hideHelp())
     .option('--json', 'print the results as JSON on stdout', false)
-    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; overlapFrom: number; json: boolean }) => {
+    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; timings: boolean; json: boolean }) => {
       const missing = paths.filter((p) => !fs.existsSync(p));
       if (missing.length) throw new UsageError(`no such file or folder: ${missing.join(', ')}`);
       const g = program.opts<GlobalOptions>();
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
       const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));
       const progress = createProgress();
-      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, overlapFrom: o.overlapFrom * 1024 * 1024 }, progress).finally(() =>
+      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, timings: o.timings }, progress).finally(() =>
         progress.stop(),
       );
       const failed = results.filter((r) => r.action === 'failed');

@@ -4,8 +4,8 @@ import { ApiError, type ApiClient } from './client';
 import { FileHasher } from './file-hasher';
 import { comfyPlacementOf } from './paths';
 import { mapPool } from './pool';
-import { formatBytes, type FileProgress, type Progress } from './progress';
-import { multipartUpload, startTusUpload, TusUnsupported, type TusTransfer, type UploadResult } from './upload';
+import { formatBytes, type Progress } from './progress';
+import { multipartUpload, TusUnsupported, tusUpload, type UploadResult } from './upload';
 import type { UploadStateFile } from './upload-state';
 
 export interface PushOptions {
@@ -14,11 +14,16 @@ export interface PushOptions {
   concurrency: number;
   /** Bytes per tus PATCH request; 0 for the whole rest of the file in one. */
   chunkSize: number;
-  /**
-   * Files of at least this many bytes start uploading while they are hashed, unless the service has an asset of
-   * the same name and size (then, and for smaller files, the hash comes first: stored content sends nothing).
-   */
-  overlapFrom: number;
+  /** Adds each file's phase times to its result (hidden `--timings`, for bench/profile-cli.cjs). */
+  timings?: boolean;
+}
+
+/** Milliseconds from the start of the push: the hash, the first and last byte the socket took. */
+export interface PushTimings {
+  hash_started_ms: number;
+  hash_done_ms: number;
+  first_bytes_ms?: number;
+  sent_ms?: number;
 }
 
 export interface PushResult {
@@ -35,6 +40,7 @@ export interface PushResult {
   tags_added?: string[];
   bytes_sent?: number;
   error?: { code: string; message: string };
+  timings?: PushTimings;
 }
 
 interface Candidate {
@@ -74,11 +80,13 @@ const errorInfo = (err: unknown): { code: string; message: string } =>
 
 /**
  * `assets push`: hash each file locally, create what the service already stores by hash (zero bytes sent), upload
- * the rest (tus, resumable; multipart where the instance has no /api/uploads), `concurrency` files at a time. A large
- * file the service probably does not have (no asset of its name and size) is sent while it is hashed, so the push
- * takes about as long as the upload alone; if the hash then shows the content stored, the upload stops there.
+ * the rest (tus, resumable; multipart where the instance has no /api/uploads), `concurrency` files at a time (the
+ * hashing thread reads the next files while earlier ones are sent). No byte of a file is sent before the service has
+ * been asked for its hash.
  */
 export async function push(client: ApiClient, state: UploadStateFile, args: string[], opts: PushOptions, progress: Progress): Promise<PushResult[]> {
+  const t0 = performance.now();
+  const ms = (): number => Math.round(performance.now() - t0);
   const results: PushResult[] = [];
   const planned: { c: Candidate; name: string; tags: string[]; size: number }[] = [];
   for (const c of collectFiles(args)) {
@@ -112,70 +120,40 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     return missing.length ? client.addTags(id, missing) : [];
   };
 
-  /** Starts the tus upload of a file whose hash is not known yet (it is checked once the asset exists). */
-  const startEarly = (p: (typeof planned)[number]): { transfer: TusTransfer; sent(): number; bar: FileProgress } => {
+  /** With the hash known: creates stored content by hash (zero bytes sent), else uploads the file. */
+  const sendOrLink = async (p: (typeof planned)[number], hash: string, times: Partial<PushTimings>): Promise<PushResult> => {
+    const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
+    if (await client.hashStored(hash)) {
+      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
+      const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
+      progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
+      return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
+    }
     progress.addTotal(p.size);
     const bar = progress.item(`↑ ${p.name}`, p.size);
     let sent = 0;
-    const transfer = startTusUpload(client, state, { file: p.c.file, size: p.size, hash: undefined, name: p.name, tags: p.tags }, opts.chunkSize, (n) => {
+    const onBytes = (n: number): void => {
+      times.first_bytes_ms ??= ms();
       sent = n;
       bar.update(n);
-    });
-    return { transfer, sent: () => sent, bar };
-  };
-
-  /**
-   * With the hash known: creates stored content by hash, else uploads it (or waits for the upload `early` started).
-   * An early upload of content the service turns out to have is terminated: only the bytes sent until then are lost.
-   */
-  const sendOrLink = async (p: (typeof planned)[number], hash: string, early?: ReturnType<typeof startEarly>): Promise<PushResult> => {
-    const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
-    if (!early?.transfer.finished() && (await client.hashStored(hash))) {
-      await early?.transfer.terminate();
-      early?.bar.finish();
-      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
-      const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
-      const sent = early?.sent() ?? 0;
-      progress.log(
-        `stored   ${p.name} (by hash, ${sent ? `upload stopped after ${formatBytes(sent)}` : '0 bytes sent'}${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`,
-      );
-      return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
-    }
-    let bar = early?.bar;
-    let sent = 0;
-    const onBytes = (n: number): void => {
-      sent = n;
-      bar!.update(n);
     };
     let res: UploadResult | undefined;
     try {
-      if (early) {
+      if (tusAvailable && p.size > 0) {
         try {
-          res = await early.transfer.result;
-          sent = early.sent();
-          await checkHash(res, hash);
+          res = await tusUpload(client, state, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, opts.chunkSize, onBytes);
         } catch (err) {
           if (!(err instanceof TusUnsupported)) throw err;
           noTus();
         }
-      } else {
-        progress.addTotal(p.size);
-        bar = progress.item(`↑ ${p.name}`, p.size);
-        if (tusAvailable && p.size > 0) {
-          try {
-            res = await startTusUpload(client, state, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, opts.chunkSize, onBytes).result;
-          } catch (err) {
-            if (!(err instanceof TusUnsupported)) throw err;
-            noTus();
-          }
-        }
       }
       res ??= await multipartUpload(client, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, onBytes);
     } catch (err) {
-      bar!.finish(); // no bar left behind; the failure is reported with the file's name
+      bar.finish(); // no bar left behind; the failure is reported with the file's name
       throw err;
     }
-    bar!.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
+    times.sent_ms = ms();
+    bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
     const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
     return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
   };
@@ -186,46 +164,25 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     progress.log('the service has no resumable uploads (POST /api/uploads: 404): sending whole files');
   };
 
-  /**
-   * An upload that started before the hash was known carried no `hash` field for the service to check: the asset's
-   * hash is compared here, and an asset made of other bytes (the file changed while it was read) is removed again.
-   */
-  const checkHash = async (res: UploadResult, hash: string): Promise<void> => {
-    const asset = await client.getAsset(res.id);
-    if (asset.asset_hash === hash) return;
-    if (res.created) await client.deleteAsset(res.id);
-    throw new ApiError(0, 'HASH_MISMATCH', `the bytes sent (${asset.asset_hash}) are not the file's (${hash}): it changed while it was read`);
-  };
-
-  /** Whether to start sending before the hash is known (see PushOptions.overlapFrom). */
-  const sendsEarly = async (p: (typeof planned)[number]): Promise<boolean> =>
-    tusAvailable && p.size >= opts.overlapFrom && !(await client.hasAssetLike(p.name, p.size));
-
   const hasher = new FileHasher();
   const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
     let hash: string | undefined;
-    let early: ReturnType<typeof startEarly> | undefined;
+    const times: Partial<PushTimings> = {};
+    const withTimes = (r: PushResult): PushResult => (opts.timings ? { ...r, timings: times as PushTimings } : r);
     try {
-      if (await sendsEarly(p)) early = startEarly(p);
       const bar = progress.item(`# ${p.name}`, p.size);
-      try {
-        hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n) }).finally(() => bar.finish());
-      } catch (err) {
-        await early?.transfer.terminate();
-        early?.bar.finish();
-        throw err;
-      }
+      times.hash_started_ms = ms();
+      hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n) }).finally(() => bar.finish());
+      times.hash_done_ms = ms();
       const earlier = firstOfHash.get(hash);
       if (earlier) {
-        // The same content is being sent by another file of this run: this one's early upload goes.
-        await early?.transfer.terminate();
-        early?.bar.finish();
+        // The same content is being sent by another file of this run: this one waits, then is created by hash.
         await earlier.catch(() => undefined);
-        return await sendOrLink(p, hash);
+        return withTimes(await sendOrLink(p, hash, times));
       }
-      const mine = sendOrLink(p, hash, early);
+      const mine = sendOrLink(p, hash, times);
       firstOfHash.set(hash, mine);
-      return await mine;
+      return withTimes(await mine);
     } catch (err) {
       const e = errorInfo(err);
       progress.log(`FAILED   ${p.c.file}: ${e.code}: ${e.message}`);

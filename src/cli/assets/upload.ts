@@ -11,8 +11,8 @@ import type { UploadStateFile } from './upload-state';
 export interface UploadInput {
   file: string;
   size: number;
-  /** Known before the upload starts (sent as the `hash` field, which the service checks), or not yet. */
-  hash: string | undefined;
+  /** Sent as the `hash` field: the service checks the bytes against it. */
+  hash: string;
   name: string;
   tags: string[];
 }
@@ -25,42 +25,23 @@ export interface UploadResult {
 /** POST /api/uploads answered 404: an instance without resumable uploads. */
 export class TusUnsupported extends Error {}
 
-/** A tus upload under way. */
-export interface TusTransfer {
-  /** The asset, once the last byte is acknowledged. Observed (no unhandled rejection) even before it is awaited. */
-  result: Promise<UploadResult>;
-  /** True once `result` has resolved. */
-  finished(): boolean;
-  /** Stops sending and terminates the upload on the service (its part goes); `result` then rejects. */
-  terminate(): Promise<void>;
-}
-
-/** The key a push finds its unfinished upload by in the state file: the service, the name, and the content. */
-async function fingerprintOf(endpoint: string, input: UploadInput): Promise<string> {
-  // The content hash where it is known, not the path and mtime: a renamed or touched file still resumes; another
-  // service does not. Without it (the upload starts while the file is hashed), the file as it is: its size, mtime
-  // and inode, so a file changed since starts over.
-  if (input.hash) return `assets-cli:${endpoint}:${input.hash}:${input.name}`;
-  const st = await fs.promises.stat(input.file, { bigint: true });
-  return `assets-cli:${endpoint}:file:${st.size}:${st.mtimeNs}:${st.ino}:${input.name}`;
-}
+/**
+ * The key a push finds its unfinished upload by in the state file: the service, the content hash and the name (not
+ * the path and mtime: a renamed or touched file still resumes; another service does not).
+ */
+const fingerprintOf = (endpoint: string, input: UploadInput): Promise<string> => Promise.resolve(`assets-cli:${endpoint}:${input.hash}:${input.name}`);
 
 /**
  * Sends one file through a tus upload in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
  * arrived of a broken one all the same, and the retry continues from its offset), read in large steps (tus-file-stack), resuming the upload a previous
  * run left in `state` for the same file, name and service. `onBytes` sees the bytes sent so far.
  */
-export function startTusUpload(client: ApiClient, state: UploadStateFile, input: UploadInput, chunkSize: number, onBytes: (n: number) => void): TusTransfer {
+export function tusUpload(client: ApiClient, state: UploadStateFile, input: UploadInput, chunkSize: number, onBytes: (n: number) => void): Promise<UploadResult> {
   const endpoint = `${client.base}/api/uploads`;
-  let upload: Upload | undefined;
-  let done = false;
-  let stopped = false;
-  let stop: ((err: Error) => void) | undefined;
-  const result = new Promise<UploadResult>((resolve, reject) => {
-    stop = reject;
+  return new Promise<UploadResult>((resolve, reject) => {
     let assetId: string | undefined;
     let created = false;
-    upload = new Upload(input.file as unknown as Buffer, {
+    const upload = new Upload(input.file as unknown as Buffer, {
       endpoint,
       fileReader: fileRangeReader,
       httpStack: fileRangeHttpStack,
@@ -72,7 +53,7 @@ export function startTusUpload(client: ApiClient, state: UploadStateFile, input:
         filename: path.basename(input.file),
         name: input.name,
         tags: JSON.stringify(input.tags),
-        ...(input.hash ? { hash: input.hash } : {}),
+        hash: input.hash,
       },
       fingerprint: () => fingerprintOf(endpoint, input),
       urlStorage: state,
@@ -87,7 +68,6 @@ export function startTusUpload(client: ApiClient, state: UploadStateFile, input:
         }
       },
       onSuccess: () => {
-        done = true;
         if (assetId) resolve({ id: assetId, created });
         else reject(new ApiError(0, 'NO_ASSET_ID', 'the upload finished but the service named no Asset-Id'));
       },
@@ -110,32 +90,15 @@ export function startTusUpload(client: ApiClient, state: UploadStateFile, input:
         reject(new ApiError(0, 'NETWORK', (d.causingError ?? err).message));
       },
     });
-    const u = upload;
-    u.findPreviousUploads().then(
+    upload.findPreviousUploads().then(
       (previous) => {
-        if (stopped) return;
-        if (previous.length > 0) u.resumeFromPreviousUpload(previous[0]!);
-        u.start();
+        if (previous.length > 0) upload.resumeFromPreviousUpload(previous[0]!);
+        upload.start();
       },
       (err: Error) => reject(err),
     );
   });
-  result.catch(() => undefined);
-  return {
-    result,
-    finished: () => done,
-    terminate: async () => {
-      if (done) return;
-      stopped = true;
-      stop?.(new ApiError(0, 'TERMINATED', 'the upload was stopped'));
-      await upload?.abort(true).catch(() => undefined);
-    },
-  };
 }
-
-/** A whole tus upload (see startTusUpload). */
-export const tusUpload = (client: ApiClient, state: UploadStateFile, input: UploadInput, chunkSize: number, onBytes: (n: number) => void): Promise<UploadResult> =>
-  startTusUpload(client, state, input, chunkSize, onBytes).result;
 
 /** `"` and line breaks percent-encoded, as browsers send a multipart file name (WHATWG HTML). */
 const quoteName = (s: string): string => s.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
@@ -144,7 +107,7 @@ const quoteName = (s: string): string => s.replace(/"/g, '%22').replace(/\r/g, '
  * A streamed multipart POST /api/assets for an instance without /api/uploads and for empty files:
  * the `hash` field goes before the file part, so the service can check the bytes against it.
  */
-export function multipartUpload(client: ApiClient, input: UploadInput & { hash: string }, onBytes: (n: number) => void): Promise<UploadResult> {
+export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: (n: number) => void): Promise<UploadResult> {
   const boundary = `----assets-cli-${crypto.randomBytes(12).toString('hex')}`;
   const field = (name: string, value: string): string => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
   const head = Buffer.from(

@@ -1,0 +1,83 @@
+'use strict';
+// The read buffer of the CLI's hashing thread (src/cli/assets/file-hash.worker.ts): `node bench/cli-hash.cjs
+// [--mib=N] [--rounds=N] [--reads=KiB+skew,…]` hashes one N MiB file (default 1024, in the page cache: a push hashes
+// what it is about to send, a re-push what it sent) with the native BLAKE3 addon, one reused buffer per variant: reads
+// of KiB into a buffer that starts `skew` bytes past a fresh allocation (Node allocates large buffers page-aligned);
+// each run a fresh process (as the CLI's hashing thread, whose first large buffer is a fresh allocation), the
+// variants interleaved in each round. Prints the wall time and CPU seconds (user, system:
+// process.cpuUsage) of each and its time and CPU relative to `4096+0` (4 MiB reads, page-aligned: the CLI before).
+// Why the skew: the kernel's copy out of the page cache into a page-aligned buffer (source and destination at the
+// same offset in their pages) costs ~4x the system time of any other offset on this machine (AMD EPYC, virtualized).
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { MiB, benchTmp, rmrf, onCleanup, randomPattern, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+
+function hashOnce(file, variant) {
+  const { Blake3Hasher } = require('@napi-rs/blake-hash');
+  const [kib, skew] = variant.split('+').map(Number);
+  const buf = Buffer.allocUnsafeSlow(kib * 1024 + skew).subarray(skew);
+  const c0 = process.cpuUsage();
+  const t0 = now();
+  const h = new Blake3Hasher();
+  const fd = fs.openSync(file, 'r');
+  for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
+  fs.closeSync(fd);
+  const hex = h.digest('hex');
+  const seconds = now() - t0;
+  const c = process.cpuUsage(c0);
+  return { seconds, user: c.user / 1e6, sys: c.system / 1e6, hex };
+}
+
+/** hashOnce in a process of its own. */
+function hashInChild(file, variant) {
+  const r = spawnSync(process.execPath, [__filename, 'child', file, variant], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`hashing with ${variant} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+async function main() {
+  const { opts, rounds = 3 } = parseArgs(process.argv.slice(2));
+  const size = Number(opts.mib ?? 1024) * MiB;
+  const BASE = '4096+0';
+  const reads = String(opts.reads ?? '4096+0,4096+64,1024+64,256+64,256+0').split(',');
+  if (!reads.includes(BASE)) reads.push(BASE);
+  const work = benchTmp('cli-hash');
+  const forget = onCleanup(() => rmrf(work));
+  try {
+    const file = path.join(work, 'file');
+    const fd = fs.openSync(file, 'w');
+    const pattern = randomPattern();
+    for (let off = 0; off < size; off += pattern.length) fs.writeSync(fd, pattern, 0, Math.min(pattern.length, size - off), off);
+    fs.closeSync(fd);
+    hashOnce(file, BASE); // page cache warm
+    const per = new Map(reads.map((r) => [r, []]));
+    const cpuPer = new Map(reads.map((r) => [r, []]));
+    for (let i = 0; i < rounds; i++) {
+      const order = i % 2 ? [...reads].reverse() : reads;
+      const got = new Map(order.map((r) => [r, hashInChild(file, r)]));
+      if (new Set([...got.values()].map((g) => g.hex)).size !== 1) throw new Error('the read sizes disagree on the hash');
+      const base = got.get(BASE);
+      for (const r of reads) {
+        const g = got.get(r);
+        per.get(r).push(g.seconds / base.seconds);
+        cpuPer.get(r).push((g.user + g.sys) / (base.user + base.sys));
+        log(`round ${i + 1}: ${r}: ${g.seconds.toFixed(3)} s (user ${g.user.toFixed(2)}, sys ${g.sys.toFixed(2)}), time ${(g.seconds / base.seconds).toFixed(3)}, CPU ${((g.user + g.sys) / (base.user + base.sys)).toFixed(3)} of ${BASE}`);
+      }
+    }
+    printResult('cli-hash', {
+      mib: size / MiB,
+      rounds,
+      time_vs_base: Object.fromEntries(reads.map((r) => [r, r3(median(per.get(r)))])),
+      cpu_vs_base: Object.fromEntries(reads.map((r) => [r, r3(median(cpuPer.get(r)))])),
+    });
+  } finally {
+    forget();
+    rmrf(work);
+  }
+}
+
+if (require.main === module) {
+  if (process.argv[2] === 'child') process.stdout.write(JSON.stringify(hashOnce(process.argv[3], process.argv[4])));
+  else runScript(main);
+}
