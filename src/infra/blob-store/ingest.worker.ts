@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadBlake3, type Blake3Incremental, type Blake3Kind } from '../blake3';
-import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
+import { BackgroundSync, fdSink, SyncSlots, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
 
 /**
  * The ingest worker thread (started by IngestWorkers, ingest-pool.ts): SHA-256 (and BLAKE3 when asked) of each job's
@@ -84,8 +84,12 @@ const fsync = promisify(fs.fsync);
 const close = promisify(fs.close);
 const port = parentPort!;
 const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
-/** Background fdatasync interval of jobs that append to a resumable upload's part. */
-const APPEND_SYNC_EVERY = 8 << 20;
+/**
+ * Background fdatasync interval of jobs that append to a resumable upload's part, and how many such syncs of this
+ * thread may run beside another one of the same file (BackgroundSync's `extra`).
+ */
+const APPEND_SYNC_EVERY = 2 << 20;
+const appendSyncSlots = new SyncSlots(1);
 const jobs = new Map<number, Job>();
 const sessions = new Map<number, Hashes>();
 
@@ -173,9 +177,10 @@ function open(m: OpenMessage): void {
     job.fd = fs.openSync(m.file, job.keep ? 'a' : 'wx', 0o644);
     job.sink = fdSink(job.fd);
     // A resumable upload's PATCH ends with an fsync that its client waits for before it sends the next one: syncing
-    // every few MiB while the bytes arrive leaves that fsync little to write (with SYNC_EVERY it wrote up to 64 MiB,
-    // which halved the throughput of 64 MiB PATCHes).
-    job.sync = new BackgroundSync(job.sink, job.keep ? APPEND_SYNC_EVERY : undefined);
+    // every 2 MiB while the bytes arrive, with a second sync beside the running one, keeps the disk writing them back
+    // throughout and leaves that fsync the last few MiB (with SYNC_EVERY it wrote up to 64 MiB, which halved the
+    // throughput of 64 MiB PATCHes; BENCHMARKS.md, "Third round: tus, the disk kept busy").
+    job.sync = job.keep ? new BackgroundSync(job.sink, APPEND_SYNC_EVERY, appendSyncSlots) : new BackgroundSync(job.sink);
   } catch (err) {
     fail(m.id, job, err as Error);
   }
@@ -202,11 +207,14 @@ async function end(m: EndMessage, job: Job): Promise<void> {
   jobs.delete(m.id);
   flush(m.id, job);
   await job.chain;
-  await job.sync?.settled();
   if (!job.error) {
     try {
       if (job.file) {
+        // Beside the background syncs still running (the fsync makes everything written so far durable whatever
+        // they do), then their outcome: one that failed may have taken the error this fsync would have reported.
         await fsync(job.fd);
+        await job.sync!.settled();
+        if (job.sync!.failure) throw job.sync!.failure;
         await close(job.fd);
         job.fd = -1;
       }
