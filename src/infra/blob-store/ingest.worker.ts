@@ -210,8 +210,10 @@ async function end(m: EndMessage, job: Job): Promise<void> {
   if (!job.error) {
     try {
       if (job.file) {
-        // Beside the background syncs still running (the fsync makes everything written so far durable whatever
-        // they do), then their outcome: one that failed may have taken the error this fsync would have reported.
+        // A part's PATCH (whose client waits): the fsync runs beside the background syncs still running (it makes
+        // everything written so far durable whatever they do); other files after them, as before. Then their outcome:
+        // one that failed may have taken the error this fsync would have reported.
+        if (!job.keep) await job.sync!.settled();
         await fsync(job.fd);
         await job.sync!.settled();
         if (job.sync!.failure) throw job.sync!.failure;
