@@ -1,8 +1,8 @@
-import { BackgroundSync, SyncSlots, type BlockSink } from '../../src/infra/blob-store/block-writer';
+import { BackgroundSync, type BlockSink } from '../../src/infra/blob-store/block-writer';
 
 /**
- * The background syncs of the block writer (uploads, resumable uploads' parts): how many run at once, and that a
- * failed one is kept for the writer (Linux reports a writeback error to one fsync of a descriptor only: the final
+ * The background syncs of the block writer (uploads, resumable uploads' parts): one at a time, and a failed one is
+ * kept for the writer (Linux reports a writeback error to one fsync of a descriptor only: the final
  * fsync after a failed background sync succeeds, so the writer must look at the background sync's outcome).
  */
 function sink() {
@@ -32,35 +32,11 @@ test('one background sync at a time without slots; the next starts once it ended
   expect(sync.failure).toBeUndefined();
 });
 
-test('a second sync runs beside the first when a slot is free, and gives the slot back', async () => {
-  const { s, pending } = sink();
-  const slots = new SyncSlots(1);
-  const a = new BackgroundSync(s, 2, slots);
-  const b = new BackgroundSync(s, 2, slots);
-  a.wrote(2);
-  a.wrote(2);
-  a.wrote(2); // two at most per file
-  expect(pending).toHaveLength(2);
-  b.wrote(2);
-  b.wrote(2); // the one slot is a's
-  expect(pending).toHaveLength(3);
-  pending[1]!.resolve(); // a's second: the slot is free again
-  await tick();
-  b.wrote(2);
-  expect(pending).toHaveLength(4);
-  for (const p of pending.slice(0, 4)) p.resolve();
-  await Promise.all([a.settled(), b.settled()]);
-  expect(slots.take()).toBe(true);
-  expect(slots.take()).toBe(false);
-});
-
 test('a failed background sync is kept for the writer, and settled() does not reject', async () => {
   const { s, pending } = sink();
-  const sync = new BackgroundSync(s, 1, new SyncSlots(1));
-  sync.wrote(1);
+  const sync = new BackgroundSync(s, 1);
   sync.wrote(1);
   pending[0]!.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-  pending[1]!.resolve();
   await sync.settled();
   expect(sync.failure?.message).toMatch(/EIO/);
 });

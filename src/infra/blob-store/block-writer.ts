@@ -52,67 +52,36 @@ export async function writeFully(sink: BlockSink, bufs: Uint8Array[], len: numbe
 }
 
 /**
- * Background syncs beyond one per file, shared by the files of a thread: each is a libuv thread-pool thread (shared
- * by the whole process) busy while its sync waits, so their number is kept small whatever the number of uploads.
- */
-export class SyncSlots {
-  constructor(private free: number) {}
-
-  take(): boolean {
-    if (this.free <= 0) return false;
-    this.free--;
-    return true;
-  }
-
-  give(): void {
-    this.free++;
-  }
-}
-
-/**
- * Starts a background `fdatasync` every `every` bytes written (SYNC_EVERY by default): one at a time, or, with
- * `extra`, a second one beside it when a slot is free. With two the disk keeps writing the newest pages while the
- * other sync waits for its journal commit, so the final fsync has only the last few MiB left (a resumable upload's
- * PATCH, whose client waits for that fsync). A failed background sync is kept (`failure`) and must fail the file:
- * Linux reports a writeback error to one fsync of the descriptor only, so the final fsync after it would succeed on
- * lost bytes.
+ * Starts a background `fdatasync` every `every` bytes written (SYNC_EVERY by default), one at a time. A failed one is
+ * kept (`failure`) and must fail the file: Linux reports a writeback error to one fsync of the descriptor only, so the
+ * final fsync after it would succeed on lost bytes.
  */
 export class BackgroundSync {
   private sinceSync = 0;
-  private readonly running = new Set<Promise<void>>();
+  private syncing: Promise<void> | undefined;
   /** The first error of a background sync; the writer checks it after its final fsync. */
   failure: Error | undefined;
 
   constructor(
     private readonly sink: BlockSink,
     private readonly every = SYNC_EVERY,
-    private readonly extra?: SyncSlots,
   ) {}
 
   wrote(bytes: number): void {
     this.sinceSync += bytes;
-    if (this.sinceSync < this.every) return;
-    let slot = false;
-    if (this.running.size > 0) {
-      if (this.running.size > 1 || !this.extra?.take()) return;
-      slot = true;
-    }
+    if (this.sinceSync < this.every || this.syncing) return;
     this.sinceSync = 0;
-    const p: Promise<void> = this.sink.datasync().then(
-      () => this.ended(p, slot, undefined),
-      (err: Error) => this.ended(p, slot, err),
+    this.syncing = this.sink.datasync().then(
+      () => (this.syncing = undefined),
+      (err: Error) => {
+        this.failure ??= err;
+        this.syncing = undefined;
+      },
     );
-    this.running.add(p);
   }
 
-  /** Resolves once no background sync runs (before closing); never rejects (see `failure`). */
+  /** Resolves once no background sync runs (before the final fsync or closing); never rejects (see `failure`). */
   async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.all(this.running);
-  }
-
-  private ended(p: Promise<void>, slot: boolean, err: Error | undefined): void {
-    this.running.delete(p);
-    if (slot) this.extra!.give();
-    if (err) this.failure ??= err;
+    await this.syncing;
   }
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadBlake3, type Blake3Incremental, type Blake3Kind } from '../blake3';
-import { BackgroundSync, fdSink, SyncSlots, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
+import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
 
 /**
  * The ingest worker thread (started by IngestWorkers, ingest-pool.ts): SHA-256 (and BLAKE3 when asked) of each job's
@@ -85,11 +85,11 @@ const close = promisify(fs.close);
 const port = parentPort!;
 const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
 /**
- * Background fdatasync interval of jobs that append to a resumable upload's part, and how many such syncs of this
- * thread may run beside another one of the same file (BackgroundSync's `extra`).
+ * Background fdatasync interval of jobs that append to a resumable upload's part (2 MiB with a second sync beside the
+ * running one was measured too: shorter PATCH tails, but 0.83-0.96 of this one's throughput at 4 GiB; BENCHMARKS.md,
+ * "Third round: tus, the disk kept busy").
  */
-const APPEND_SYNC_EVERY = 2 << 20;
-const appendSyncSlots = new SyncSlots(1);
+const APPEND_SYNC_EVERY = 8 << 20;
 const jobs = new Map<number, Job>();
 const sessions = new Map<number, Hashes>();
 
@@ -177,10 +177,9 @@ function open(m: OpenMessage): void {
     job.fd = fs.openSync(m.file, job.keep ? 'a' : 'wx', 0o644);
     job.sink = fdSink(job.fd);
     // A resumable upload's PATCH ends with an fsync that its client waits for before it sends the next one: syncing
-    // every 2 MiB while the bytes arrive, with a second sync beside the running one, keeps the disk writing them back
-    // throughout and leaves that fsync the last few MiB (with SYNC_EVERY it wrote up to 64 MiB, which halved the
-    // throughput of 64 MiB PATCHes; BENCHMARKS.md, "Third round: tus, the disk kept busy").
-    job.sync = job.keep ? new BackgroundSync(job.sink, APPEND_SYNC_EVERY, appendSyncSlots) : new BackgroundSync(job.sink);
+    // every few MiB while the bytes arrive leaves that fsync little to write (with SYNC_EVERY it wrote up to 64 MiB,
+    // which halved the throughput of 64 MiB PATCHes).
+    job.sync = new BackgroundSync(job.sink, job.keep ? APPEND_SYNC_EVERY : undefined);
   } catch (err) {
     fail(m.id, job, err as Error);
   }
@@ -210,12 +209,9 @@ async function end(m: EndMessage, job: Job): Promise<void> {
   if (!job.error) {
     try {
       if (job.file) {
-        // A part's PATCH (whose client waits): the fsync runs beside the background syncs still running (it makes
-        // everything written so far durable whatever they do); other files after them, as before. Then their outcome:
-        // one that failed may have taken the error this fsync would have reported.
-        if (!job.keep) await job.sync!.settled();
-        await fsync(job.fd);
         await job.sync!.settled();
+        await fsync(job.fd);
+        // A background sync that failed may have taken the error this fsync would have reported.
         if (job.sync!.failure) throw job.sync!.failure;
         await close(job.fd);
         job.fd = -1;
