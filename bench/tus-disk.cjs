@@ -3,12 +3,13 @@
 // each ending with an fsync the client waits for) compares with one streamed file (a multipart upload's), writing the
 // same bytes at the same pace, interleaved in the same run. What it isolates: the time the disk is idle between
 // PATCHes and what each background fdatasync costs, for different sync policies.
-//   node bench/tus-disk.cjs [--mib 1024] [--patch 64] [--pace 600] [--gap 8] [--rounds 3] [--policies every8,first1,...]
+//   node bench/tus-disk.cjs [--mib 1024] [--patch 64] [--pace 600] [--gap 8] [--rounds 3] [--policies every8,first1,par2x2,...]
 // `pace`: MB/s at which bytes "arrive" (1 MiB writes, paced); `gap`: ms between a PATCH's fsync and the next PATCH's
 // first byte (the answer, the statements, the next request). Policies (background fdatasync, one at a time):
 //   everyN     one after every N MiB written since the previous one started (the block writer's BackgroundSync)
 //   firstN     the first after N MiB of the PATCH, then one as soon as the previous ends (back to back)
 //   concN      everyN, and the final fsync issued without waiting for the running background sync
+//   parNxK     one after every N MiB while fewer than K run, the final fsync beside them (e.g. par2x2)
 const fs = require('node:fs');
 const fsp = require('node:fs/promises');
 const os = require('node:os');
