@@ -14,7 +14,8 @@
 //       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
 //   tus        a 1 GiB (BENCH_AB_TUS_MIB) tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB) over one kept-alive connection
-//       (bench/lib/tus-client.cjs); MB/s, and the median wait of a PATCH from its last byte to its answer.
+//       (bench/lib/tus-client.cjs); MB/s, and the median wait of a PATCH from its last byte to its answer. Each upload
+//       starts once the previous one's blob is removed and the disk synced (BENCH_TUS_SETTLE=0: at once).
 //   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data
 //       dir, so each process's job worker takes its own tasks; MB/s and the service's CPU seconds per GiB (/proc).
 // For a change that has no run-time switch. A build of another commit, for example:
@@ -29,7 +30,7 @@ const { cycling, seedPreviews } = require('./graphql.cjs');
 const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
 const content = require('./content.cjs');
 const { viaTask } = require('./download.cjs');
-const { uploadTus } = require('./lib/tus-client.cjs');
+const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
 const LOAD_KINDS = ['graphql', 'rest', 'rest-head', 'graphql-list', 'rest-list'];
 const KINDS = [...LOAD_KINDS, 'content', 'upload', 'tus', 'download'];
 
@@ -144,7 +145,9 @@ async function uploads(dirs, { rounds, tus = false }) {
           res[k].push(mbps(tusSize, up.seconds));
           tails[k].push(median(up.tails.slice(0, -1)) * 1000);
           log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, PATCH tail p50 ${tails[k].at(-1).toFixed(1)} ms`);
-          await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.assetId}`);
+          // The next upload starts once this blob is removed (bench/lib/tus-client.cjs; BENCH_TUS_SETTLE=0: at once).
+          if (process.env.BENCH_TUS_SETTLE === '0') await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.assetId}`);
+          else await deleteAndSettle(svc[k].url, stack.dataDir, up.assetId);
           continue;
         }
         const up = await uploadMultipart(svc[k].url, GiB);

@@ -5,8 +5,11 @@
 // BENCH_TUS_MIB (default 256; BENCHMARKS.md's figure uses BENCH_TUS_MIB=4096), PATCH size: BENCH_TUS_PATCH_MIB
 // (default 64). `patch_tail_ms`: how long each PATCH's client waits from its last byte sent to the answer (the
 // service's per-PATCH cost: the fsync of what the background syncs had not yet written, the statements, the answer).
+// Each upload starts once the blob of the one before it is removed and the disk synced (deleteAndSettle;
+// BENCH_TUS_SETTLE=0 deletes and goes on at once, as before 2026-11-23, when the previous round's removal ran inside
+// the next upload).
 const { MiB, percentile, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
-const { uploadTus } = require('./lib/tus-client.cjs');
+const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
 
 async function run(args) {
   const size = (args.smoke ? 8 : Number(process.env.BENCH_TUS_MIB ?? 256)) * MiB;
@@ -22,12 +25,14 @@ async function run(args) {
     const tails = [];
     let peakReset = false;
     let peakHwm = 0;
+    const settle = process.env.BENCH_TUS_SETTLE !== '0';
+    const cleanup = (id) => (settle ? deleteAndSettle(stack.svc.url, stack.dataDir, id) : requestJson(stack.svc.url, 'DELETE', `/api/assets/${id}`));
     for (let i = 0; i < rounds; i++) {
       const c0 = cpuMicros(stack.svc.pid);
       const m = await uploadMultipart(stack.svc.url, size);
       const c1 = cpuMicros(stack.svc.pid);
       if (m.status !== 201) throw new Error(`multipart upload answered ${m.status}: ${JSON.stringify(m.body)}`);
-      await requestJson(stack.svc.url, 'DELETE', `/api/assets/${m.body.id}`);
+      await cleanup(m.body.id);
       peakReset = resetPeak(stack.svc.pid);
       const c2 = cpuMicros(stack.svc.pid);
       const t = await uploadTus(stack.svc.url, size, patchSize);
@@ -36,7 +41,7 @@ async function run(args) {
       cpuTus.push((cpuMicros(stack.svc.pid) - c2) / 1e6 / (size / 1024 / MiB));
       cpuMulti.push((c1 - c0) / 1e6 / (size / 1024 / MiB));
       peakHwm = Math.max(peakHwm, memoryOf(stack.svc.pid).hwm);
-      await requestJson(stack.svc.url, 'DELETE', `/api/assets/${t.assetId}`);
+      await cleanup(t.assetId);
       const a = mbps(size, t.seconds);
       const b = mbps(size, m.seconds);
       tus.push(a);
@@ -64,6 +69,7 @@ async function run(args) {
       peak_rss_during: `tus uploads (VmHWM of the service process${peakReset ? ', reset before each' : ', since start'})`,
       rss_target_mb: 300,
       rss_met: peakMb < 300,
+      settled_between_uploads: settle,
     });
   } finally {
     await stack.stop();

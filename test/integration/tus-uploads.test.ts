@@ -340,3 +340,42 @@ describe('expiry', () => {
     expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);
   });
 });
+
+test('the ingest worker dying mid-PATCH: the offset does not move past what was acknowledged, and the upload continues from it', async () => {
+  const data = random(8 * MiB);
+  const id = idOf((await create(data.length)).headers.get('location')!);
+  expect((await patch(id, 0, data.subarray(0, MiB))).status).toBe(204);
+  // A PATCH whose body is sent in part: its bytes reach the part file, then the worker that writes them dies, so
+  // none of them is known to be durable.
+  const u = new URL(`/api/uploads/${id}`, svc.url);
+  const http = await import('node:http');
+  const answered = new Promise<number>((resolve, reject) => {
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'PATCH',
+        headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': String(MiB), 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(7 * MiB) },
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      },
+    );
+    req.on('error', reject);
+    req.write(data.subarray(MiB, 4 * MiB));
+    void waitFor(async () => (fs.statSync(partFile(id)).size >= 3 * MiB ? true : undefined), { timeoutMs: 20_000 }).then(async () => {
+      const pool = svc.container.ingestWorkers as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> };
+      await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
+      req.end(data.subarray(4 * MiB));
+    }, reject);
+  });
+  expect(await answered).toBeGreaterThanOrEqual(500);
+  const h = await head(id);
+  expect(h.headers.get('upload-offset')).toBe(String(MiB));
+  // The next PATCH cuts the part back to the acknowledged offset and continues (on a new worker, the hash state rebuilt).
+  expect((await patch(id, MiB, data.subarray(MiB))).status).toBe(204);
+  const { asset } = await assetOf(`${svc.url}/api/uploads/${id}`);
+  expect(asset.asset_hash).toBe(blake3Of(data));
+});

@@ -125,7 +125,10 @@ export class UploadService {
         : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
       failure = err;
-      size = (await this.blobs.openPartial!(partName(id))).size;
+      // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
+      // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
+      // bytes is known to be durable, and the next PATCH cuts the part back to the acknowledged offset.
+      size = partial.appendHashed && !state.usable ? rec.offset : (await this.blobs.openPartial!(partName(id))).size;
     }
     if (!state.usable || size !== state.size) this.forget(id);
     const acknowledged = Math.min(size, rec.length);

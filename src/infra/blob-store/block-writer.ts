@@ -52,12 +52,15 @@ export async function writeFully(sink: BlockSink, bufs: Uint8Array[], len: numbe
 }
 
 /**
- * Starts a background `fdatasync` every `every` bytes written (SYNC_EVERY by default), one at a time; its errors are
- * left to the final fsync.
+ * Starts a background `fdatasync` every `every` bytes written (SYNC_EVERY by default), one at a time. A failed one is
+ * kept (`failure`) and must fail the file: Linux reports a writeback error to one fsync of the descriptor only, so the
+ * final fsync after it would succeed on lost bytes.
  */
 export class BackgroundSync {
   private sinceSync = 0;
   private syncing: Promise<void> | undefined;
+  /** The first error of a background sync; the writer checks it after its final fsync. */
+  failure: Error | undefined;
 
   constructor(
     private readonly sink: BlockSink,
@@ -70,11 +73,14 @@ export class BackgroundSync {
     this.sinceSync = 0;
     this.syncing = this.sink.datasync().then(
       () => (this.syncing = undefined),
-      () => (this.syncing = undefined),
+      (err: Error) => {
+        this.failure ??= err;
+        this.syncing = undefined;
+      },
     );
   }
 
-  /** Resolves once no background sync runs (before the final fsync or closing). */
+  /** Resolves once no background sync runs (before the final fsync or closing); never rejects (see `failure`). */
   async settled(): Promise<void> {
     await this.syncing;
   }

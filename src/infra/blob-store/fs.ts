@@ -399,5 +399,6 @@ async function writeAll(fh: fsp.FileHandle, source: AsyncIterable<Buffer>): Prom
     await sync.settled();
   }
   await pending;
+  if (sync.failure) throw sync.failure;
   return total;
 }

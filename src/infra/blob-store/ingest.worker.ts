@@ -84,7 +84,11 @@ const fsync = promisify(fs.fsync);
 const close = promisify(fs.close);
 const port = parentPort!;
 const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
-/** Background fdatasync interval of jobs that append to a resumable upload's part. */
+/**
+ * Background fdatasync interval of jobs that append to a resumable upload's part (2 MiB with a second sync beside the
+ * running one was measured too: shorter PATCH tails, but 0.83-0.96 of this one's throughput at 4 GiB; BENCHMARKS.md,
+ * "Third round: tus, the disk kept busy").
+ */
 const APPEND_SYNC_EVERY = 8 << 20;
 const jobs = new Map<number, Job>();
 const sessions = new Map<number, Hashes>();
@@ -202,11 +206,13 @@ async function end(m: EndMessage, job: Job): Promise<void> {
   jobs.delete(m.id);
   flush(m.id, job);
   await job.chain;
-  await job.sync?.settled();
   if (!job.error) {
     try {
       if (job.file) {
+        await job.sync!.settled();
         await fsync(job.fd);
+        // A background sync that failed may have taken the error this fsync would have reported.
+        if (job.sync!.failure) throw job.sync!.failure;
         await close(job.fd);
         job.fd = -1;
       }
