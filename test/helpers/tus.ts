@@ -62,7 +62,7 @@ export interface TusResult {
 export function tusUpload(
   endpoint: string,
   data: Buffer,
-  opts: { key?: string; metadata?: Record<string, string>; chunkSize?: number; uploadUrl?: string; retryDelays?: number[]; onUrl?: (url: string) => void; onChunkComplete?: (accepted: number) => void } = {},
+  opts: { key?: string; metadata?: Record<string, string>; chunkSize?: number; uploadUrl?: string; retryDelays?: number[]; overridePatchMethod?: boolean; onUrl?: (url: string) => void; onChunkComplete?: (accepted: number) => void } = {},
 ): Promise<TusResult> {
   return new Promise((resolve, reject) => {
     const upload = new tus.Upload(data, {
@@ -73,6 +73,7 @@ export function tusUpload(
       chunkSize: opts.chunkSize ?? Infinity,
       retryDelays: opts.retryDelays ?? [0, 200, 500],
       storeFingerprintForResuming: false,
+      overridePatchMethod: opts.overridePatchMethod ?? false,
       onUploadUrlAvailable: () => opts.onUrl?.(upload.url!),
       onChunkComplete: (_size, accepted) => opts.onChunkComplete?.(accepted),
       onError: reject,

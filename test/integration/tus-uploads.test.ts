@@ -82,6 +82,20 @@ test('the final PATCH answers Asset-Id and Asset-Created; the same bytes again d
   expect(second.asset.id).toBe(assetId);
 });
 
+test("tus-js-client's overridePatchMethod (POST with X-HTTP-Method-Override: PATCH, for proxies that drop PATCH) uploads and resumes", async () => {
+  const data = random(2 * MiB + 7);
+  const { url } = await tusUpload(svc.url, data, { chunkSize: MiB, overridePatchMethod: true, metadata: { name: 'override.bin' } });
+  const { asset } = await assetOf(url);
+  expect(asset.asset_hash).toBe(blake3Of(data));
+  // Termination through the override too; a POST to an upload without (or with another) override is 405.
+  const c = await create(10);
+  const id = idOf(c.headers.get('location')!);
+  expect((await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: TUS })).status).toBe(405);
+  expect((await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: { ...TUS, 'X-HTTP-Method-Override': 'GET' } })).status).toBe(405);
+  expect((await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: { ...TUS, 'X-HTTP-Method-Override': 'DELETE' } })).status).toBe(204);
+  expect((await head(id)).status).toBe(404);
+});
+
 test('creation-with-upload: one POST carries the whole file', async () => {
   const data = random(10 * KiB);
   const res = await svc.fetch('/api/uploads', {
