@@ -360,12 +360,16 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
   r.options('/uploads/:id', serve);
   r.post('/uploads', serve);
   // tus-js-client's `overridePatchMethod` (for proxies that drop PATCH or DELETE): a POST naming the method it stands
-  // for in X-HTTP-Method-Override is routed as that method; any other POST to an upload stays a POST (405). A
-  // middleware, not a POST route, so the 405's Allow does not list POST.
-  r.use('/uploads/:id', (req, _res, next) => {
-    const method = req.method === 'POST' ? req.get('x-http-method-override')?.trim().toUpperCase() : undefined;
-    if (method === 'PATCH' || method === 'DELETE' || method === 'HEAD') req.method = method;
-    next();
+  // for in X-HTTP-Method-Override goes on as that method to its route below; any other POST to an upload is a 405.
+  r.post('/uploads/:id', (req, _res, next) => {
+    const method = req.get('x-http-method-override')?.trim().toUpperCase();
+    if (method === 'PATCH' || method === 'DELETE' || method === 'HEAD') {
+      req.method = method;
+      next();
+      return;
+    }
+    const allow = ['DELETE', 'HEAD', 'OPTIONS', 'PATCH', 'POST'];
+    next(new DomainError('METHOD_NOT_ALLOWED', `a POST to an upload takes X-HTTP-Method-Override: PATCH, DELETE or HEAD; use ${allow.join(', ')}`, { allow }));
   });
   r.head('/uploads/:id', serve);
   r.patch('/uploads/:id', serve);
