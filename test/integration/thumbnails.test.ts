@@ -186,6 +186,24 @@ test('a decompression bomb (50,000 × 50,000 PNG) is refused by the pixel limit,
   expect(await getAsset(id)).not.toHaveProperty('thumbnail_url');
 });
 
+test('images whose bytes libvips refuses (a truncated PNG, a PNG with damaged pixel data) are recorded as failed at once, not retried', async () => {
+  const png = await image(300, 200, 'png', 3);
+  const damaged = Buffer.from(png);
+  for (let i = Math.floor(png.length * 0.3); i < Math.floor(png.length * 0.3) + 200; i++) damaged[i] ^= 0x5a;
+  for (const [bytes, name] of [
+    [png.subarray(0, png.length >> 1), 'cut.png'],
+    [damaged, 'damaged.png'],
+  ] as const) {
+    const { body } = await upload(bytes, name);
+    const blake3 = String(body.asset_hash).slice('blake3:'.length);
+    // Retries wait 10 s: a failure recorded within 8 s is the first attempt's.
+    const row = await waitFor(async () => thumbnailRow(blake3), { what: `the ${name} thumbnail outcome`, timeoutMs: 8_000 });
+    expect([name, row.status, row.error]).toEqual([name, 'failed', expect.stringMatching(/libpng/)]);
+    const job = await db.query(`SELECT retry_count FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [THUMBNAIL_JOB, blake3]);
+    expect(job.rows.map((r: { retry_count: number }) => r.retry_count)).toEqual([0]);
+  }
+});
+
 test('non-images get no thumbnail job and answer 404 THUMBNAIL_NOT_FOUND; other owners and bad ids as for content', async () => {
   const { id, body } = await upload(Buffer.from('not an image at all'), 'notes.txt');
   const blake3 = String(body.asset_hash).slice('blake3:'.length);

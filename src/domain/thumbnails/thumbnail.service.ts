@@ -293,7 +293,16 @@ export const sharpInputOptions = (maxPixels: number): sharpType.SharpOptions => 
 export const thumbnailPipeline = (input: sharpType.Sharp): sharpType.Sharp =>
   input.rotate().resize({ width: THUMBNAIL_SIZE, height: THUMBNAIL_SIZE, fit: 'inside', withoutEnlargement: true }).webp({ quality: 80, effort: 2 });
 
+/**
+ * libvips' refusals of the bytes themselves (as sharp words them: `vipspng: libpng read error`, `tiff2vips: Invalid
+ * JPEG file structure`, `gifload_buffer: Invalid frame data` ...). An error with a system `code` (ENOENT, EIO ...) is
+ * the store's, never the image's: that one is retried.
+ */
 const isSharpError = (err: unknown): boolean =>
-  err instanceof Error && /Input (buffer|file|image)|pixel limit|unsupported image format|VipsJpeg|pngload|gifload|webpload|heifload|tiffload|corrupt|premature end/i.test(err.message);
+  err instanceof Error &&
+  typeof (err as NodeJS.ErrnoException).code !== 'string' &&
+  /Input (buffer|file|image)|pixel limit|unsupported image format|VipsJpeg|vipspng|libpng|spng|pngload|gifload|webpload|webp:|heifload|tiffload|tiff2vips|jpegload|corrupt|premature end|invalid/i.test(
+    err.message,
+  );
 
 const isUndecodable = (err: unknown): boolean => err instanceof UndecodableError || isSharpError(err);
