@@ -447,6 +447,12 @@ describe('listing and tags', () => {
     await upload(unique(), { tags: [`${p}-a`] }, 'f', key);
     const res = await svc.fetch(`/api/tags?prefix=${p}`, { key });
     expect(await json(res)).toEqual({ tags: [{ name: `${p}-a`, count: 2 }, { name: `${p}-b`, count: 1 }], total: 2, has_more: false });
+    // Read as tags are stored: leading blanks dropped, any case.
+    expect(await json(await svc.fetch(`/api/tags?prefix=${encodeURIComponent(`  ${p.toUpperCase()}-B`)}`, { key }))).toEqual({
+      tags: [{ name: `${p}-b`, count: 1 }],
+      total: 1,
+      has_more: false,
+    });
     const byName = await json(await svc.fetch(`/api/tags?prefix=${p}&order=name_asc&limit=1`, { key }));
     expect(byName).toEqual({ tags: [{ name: `${p}-a`, count: 2 }], total: 2, has_more: true });
     const none = await json(await svc.fetch(`/api/tags?prefix=${p}`, { key: KEYS.bob }));

@@ -377,7 +377,10 @@ export class AssetRepository {
    * on the page as a window count; only a page past the end asks for it on its own.
    */
   async listTags(ownerId: string, q: TagListQuery): Promise<Page<TagCount>> {
-    const prefix = q.prefix ? Prisma.sql`AND tag LIKE ${escapeLike(q.prefix.toLowerCase()) + '%'}` : Prisma.empty;
+    // Tags are stored trimmed and lower-cased: a prefix is read the same way at its start (an inner or trailing blank
+    // is part of it: "my " finds "my tag", not "mytag").
+    const start = q.prefix?.trimStart().toLowerCase();
+    const prefix = start ? Prisma.sql`AND tag LIKE ${escapeLike(start) + '%'}` : Prisma.empty;
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
     const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
       SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
