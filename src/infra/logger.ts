@@ -1,6 +1,6 @@
 import type { LogLevel } from '../config';
 
-/** Structured JSON logs, one object per line on stdout (contract: LOG_LEVEL). */
+/** Structured JSON logs, one object per line on stdout, at the level LOG_LEVEL names. */
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
   info(msg: string, fields?: Record<string, unknown>): void;

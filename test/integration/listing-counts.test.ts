@@ -123,7 +123,7 @@ test('totals, tag counts and facets stay exact through concurrent creates, delet
 });
 
 test('a page an instance answered again from its cache follows every change of the rows, made on any instance', async () => {
-  // Each instance keeps the pages it sent under the owner's rows version (http/rest/page-cache.ts): fields that no
+  // Each instance keeps the pages it sent under the owner's rows version (http/shared/page-cache.ts): fields that no
   // filter matches on (mime_type, last_access_time, has_thumbnail, preview_id, metadata) must not be served stale.
   await create(a, ['p', 'cached']);
   const page = async (svc: TestService) => get(svc, '/api/assets?limit=5&include_tags=p,cached');

@@ -185,7 +185,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect(resolve(created[0])).toBe(resolve(schemas.Asset));
     expect(created[1].required).toEqual(['created_new']);
     expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(Object.keys(assetJson(asset, 'http://h', true)).sort());
-    // Contract 2: no optional field is nullable except these.
+    // The null rule: no optional field is nullable except these.
     const nullable = Object.entries<Doc>(resolve(schemas.Asset).properties)
       .filter(([, p]) => Array.isArray(p.type) && p.type.includes('null'))
       .map(([k]) => k)

@@ -389,7 +389,7 @@ export class AssetService {
 /** The name of an asset nobody named: the first 16 hex digits of its content's BLAKE3. */
 export const defaultName = (blake3: string): string => blake3.slice(0, 16);
 
-/** Contract 3.6: `attachment` unless `inline` was asked for; active content (HTML, SVG, scripts) always `attachment`. */
+/** Content-Disposition: `attachment` unless `inline` was asked for; active content (HTML, SVG, scripts) always `attachment`. */
 export function contentDispositionOf(asset: { mimeType: string }, requested: 'inline' | 'attachment'): 'inline' | 'attachment' {
   return requested === 'inline' && !isActiveContent(asset.mimeType) ? 'inline' : 'attachment';
 }

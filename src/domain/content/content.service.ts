@@ -15,7 +15,7 @@ export interface IngestedContent {
   digest: ContentDigest;
   /** MIME type from the first bytes, if recognisable. */
   sniffedMime: string | undefined;
-  /** Contract 3 `metadata` fields read from the first bytes while they streamed in (format, image size, ...). */
+  /** The asset `metadata` fields read from the first bytes while they streamed in (format, image size, ...). */
   derived: DerivedMetadata;
 }
 

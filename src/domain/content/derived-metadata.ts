@@ -1,12 +1,12 @@
 /**
- * Contract 3 `metadata`: what the service derives from a content's first bytes while they stream in (never by
+ * The asset's `metadata`: what the service derives from a content's first bytes while they stream in (never by
  * re-reading a stored file at request time). Image sizes come from the PNG/JPEG/WebP/GIF headers; safetensors files
  * give their `__metadata__` map and, from kohya `ss_*` / `modelspec.*` keys, `base_model` and `trained_words`.
  */
 
 /** How many leading bytes ingest keeps for this (a safetensors `__metadata__` block is written first, before tensors). */
 export const METADATA_HEAD_BYTES = 1024 * 1024;
-/** Contract: the `safetensors` map holds at most 64 KiB of keys and values. */
+/** The `safetensors` map holds at most 64 KiB of keys and values (entries past that budget are left out). */
 export const SAFETENSORS_MAP_BYTES = 64 * 1024;
 
 export type DerivedMetadata = Record<string, unknown>;

@@ -6,7 +6,7 @@ import type { Metrics } from '../../infra/metrics';
 import type { GraphQLContext } from './context';
 import { coerceVariables, runOrFallBack, type CompiledQueries, type PreparedQuery } from './executor';
 import { isPlainJsonType } from './json-body';
-import { PageCache } from '../rest/page-cache';
+import { PageCache } from '../shared/page-cache';
 
 /** Apollo's content type for a single result when the client's Accept allows JSON (runHttpQuery, negotiator). */
 const APPLICATION_JSON = 'application/json; charset=utf-8';

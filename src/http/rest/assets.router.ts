@@ -12,7 +12,7 @@ import { assetJson, assetPageText } from './asset.presenter';
 import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
 import { hashParam } from '../shared/ids';
 import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
-import { PageCache } from './page-cache';
+import { PageCache } from '../shared/page-cache';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 

@@ -37,7 +37,7 @@ export function parseUploadMetadata(meta: Record<string, string | null | undefin
   return { fields, fileName, hash };
 }
 
-/** Contract 6.1: `tags` is JSON array text here (a header value has no repeated fields). */
+/** In Upload-Metadata `tags` is JSON array text (a header value has no repeated fields, as a multipart form has). */
 function tagsOf(value: string | undefined): unknown {
   if (value === undefined) return undefined;
   if (!value.startsWith('[')) throw new DomainError('INVALID_BODY', 'tags must be a JSON array of strings', { field: 'tags' });
