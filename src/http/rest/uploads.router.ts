@@ -7,7 +7,7 @@ import { Router, type Request as ExpressRequest } from 'express';
 import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
-import { DomainError } from '../../domain/errors';
+import { DomainError, type ErrorCode } from '../../domain/errors';
 import { assertJsonInput } from '../../domain/input';
 import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
@@ -201,31 +201,22 @@ const BUSY = { status_code: 423, body: 'The upload is busy with another request;
  * body. tus's own 403s (a missing `Upload-Offset` or `Content-Type`) are bad requests.
  */
 function tusError(status: number, text: string): DomainError {
-  const message = text.trim() || `tus answered ${status}`;
-  switch (status) {
-    case 400:
-    case 403:
-      return new DomainError('INVALID_REQUEST', message);
-    case 404:
-      return new DomainError('NOT_FOUND', message);
-    case 409:
-      return new DomainError('UPLOAD_OFFSET_MISMATCH', message);
-    case 410:
-      return new DomainError('UPLOAD_EXPIRED', message);
-    case 412:
-      return new DomainError('TUS_VERSION_UNSUPPORTED', message);
-    case 413:
-      return new DomainError('PAYLOAD_TOO_LARGE', message);
-    case 415:
-      return new DomainError('UNSUPPORTED_MEDIA_TYPE', message);
-    case 423:
-      return new DomainError('UPLOAD_LOCKED', message);
-    case 501:
-      return new DomainError('NOT_IMPLEMENTED', message);
-    default:
-      return new DomainError('INTERNAL', message);
-  }
+  return new DomainError(TUS_STATUS_CODES[status] ?? 'INTERNAL', text.trim() || `tus answered ${status}`);
 }
+
+/** Our code for each status tus answers with (anything else is unexpected: INTERNAL). */
+const TUS_STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'INVALID_REQUEST',
+  403: 'INVALID_REQUEST',
+  404: 'NOT_FOUND',
+  409: 'UPLOAD_OFFSET_MISMATCH',
+  410: 'UPLOAD_EXPIRED',
+  412: 'TUS_VERSION_UNSUPPORTED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  423: 'UPLOAD_LOCKED',
+  501: 'NOT_IMPLEMENTED',
+};
 
 /** The errors of the tus protocol itself (`ERRORS.*`, the 423 above): a status and a text body, answered by tus. */
 const isTusError = (err: unknown): boolean =>
@@ -279,7 +270,6 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
       // Every answer but OPTIONS' names the protocol version, errors of ours included (tus 1.0, "Tus-Resumable").
       res.set('Tus-Resumable', '1.0.0');
       if (req.get('tus-resumable') !== '1.0.0') {
-        res.set('Tus-Version', '1.0.0');
         throw new DomainError('TUS_VERSION_UNSUPPORTED', 'send Tus-Resumable: 1.0.0 (the tus version this server speaks)');
       }
     }
@@ -350,7 +340,6 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
       const { status, headers, body } = errorResponse(err);
       res.removeHeader('content-length');
       res.removeHeader('content-type');
-      if (status === 412) res.set('Tus-Version', '1.0.0');
       res.set(headers).status(status).json(body);
       return;
     }

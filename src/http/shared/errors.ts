@@ -77,6 +77,8 @@ export function errorResponse(err: DomainError): { status: number; headers: Reco
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
   if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(err.details?.retry_after ?? 5);
+  // tus 1.0: a 412 names the versions the server speaks.
+  if (err.code === 'TUS_VERSION_UNSUPPORTED') headers['Tus-Version'] = '1.0.0';
   if (err.code === 'RANGE_NOT_SATISFIABLE' && typeof err.details?.size === 'number') headers['Content-Range'] = `bytes */${err.details.size}`;
   if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow)) headers.Allow = (err.details.allow as string[]).join(', ');
   // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
