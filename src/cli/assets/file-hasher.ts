@@ -25,16 +25,18 @@ function workerFile(): string {
 }
 
 interface Pending {
+  /** The thread hashing it. */
+  thread: Thread;
   onHashed?: (n: number) => void;
   resolve(hash: string): void;
   reject(err: Error): void;
   result?: Promise<string>;
 }
 
-/** One hashing thread and the files it is hashing. */
+/** One hashing thread and how many files it is hashing. */
 interface Thread {
   worker: Worker;
-  files: Set<number>;
+  busy: number;
 }
 
 /**
@@ -52,31 +54,31 @@ export class FileHasher {
   constructor(private readonly maxThreads = Math.max(1, os.availableParallelism())) {}
 
   /** A thread keeps the process alive while it hashes a file, and only then. */
-  private track(t: Thread, id: number, p: Pending): void {
+  private track(id: number, p: Pending): void {
     this.pending.set(id, p);
-    t.files.add(id);
-    t.worker.ref();
+    p.thread.busy++;
+    p.thread.worker.ref();
   }
 
   private untrack(id: number): void {
+    const p = this.pending.get(id);
+    if (!p) return;
     this.pending.delete(id);
-    for (const t of this.threads) {
-      if (t.files.delete(id) && t.files.size === 0) t.worker.unref();
-    }
+    if (--p.thread.busy === 0) p.thread.worker.unref();
   }
 
   /** An idle thread, a new one while there are fewer than maxThreads, else the one with the fewest files. */
   private pick(): Thread {
-    const idle = this.threads.find((t) => t.files.size === 0);
+    const idle = this.threads.find((t) => t.busy === 0);
     if (idle) return idle;
     if (this.threads.length < this.maxThreads) return this.start();
-    return this.threads.reduce((a, b) => (b.files.size < a.files.size ? b : a));
+    return this.threads.reduce((a, b) => (b.busy < a.busy ? b : a));
   }
 
   private start(): Thread {
     const worker = new Worker(workerFile());
     worker.unref();
-    const t: Thread = { worker, files: new Set() };
+    const t: Thread = { worker, busy: 0 };
     worker.on('message', (m: FromHashWorker) => {
       const p = this.pending.get(m.id);
       if (!p) return;
@@ -86,11 +88,12 @@ export class FileHasher {
       else p.reject(Object.assign(new Error(m.message), { code: m.code }));
     });
     worker.on('error', (err) => {
-      for (const id of t.files) {
-        this.pending.get(id)?.reject(err);
+      for (const [id, p] of this.pending) {
+        if (p.thread !== t) continue;
+        p.reject(err);
         this.pending.delete(id);
       }
-      t.files.clear();
+      t.busy = 0;
       this.threads.splice(this.threads.indexOf(t), 1);
     });
     this.threads.push(t);
@@ -102,13 +105,13 @@ export class FileHasher {
     const t = this.pick();
     const id = this.nextId++;
     const send = (m: ToHashWorker): void => t.worker.postMessage(m);
-    const p: Pending = { onHashed, resolve: () => undefined, reject: () => undefined };
+    const p: Pending = { thread: t, onHashed, resolve: () => undefined, reject: () => undefined };
     p.result = new Promise<string>((resolve, reject) => {
       p.resolve = resolve;
       p.reject = reject;
     });
     p.result.catch(() => undefined); // observed by finish(); a dropped file's failure is nobody's
-    this.track(t, id, p);
+    this.track(id, p);
     send({ t: 'open', id, file, algorithm });
     return {
       grow: (length) => send({ t: 'grow', id, length }),

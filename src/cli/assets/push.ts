@@ -81,7 +81,7 @@ const errorInfo = (err: unknown): { code: string; message: string } =>
 /**
  * `assets push`: hash each file locally, create what the service already stores by hash (zero bytes sent), upload
  * the rest (tus, resumable; multipart where the instance has no /api/uploads), `concurrency` files at a time (the
- * hashing thread reads the next files while earlier ones are sent). No byte of a file is sent before the service has
+ * hashing threads read the next files while earlier ones are sent). No byte of a file is sent before the service has
  * been asked for its hash.
  */
 export async function push(client: ApiClient, state: UploadStateFile, args: string[], opts: PushOptions, progress: Progress): Promise<PushResult[]> {

@@ -26,12 +26,6 @@ export interface UploadResult {
 export class TusUnsupported extends Error {}
 
 /**
- * The key a push finds its unfinished upload by in the state file: the service, the content hash and the name (not
- * the path and mtime: a renamed or touched file still resumes; another service does not).
- */
-const fingerprintOf = (endpoint: string, input: UploadInput): Promise<string> => Promise.resolve(`assets-cli:${endpoint}:${input.hash}:${input.name}`);
-
-/**
  * Sends one file through a tus upload in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
  * arrived of a broken one all the same, and the retry continues from its offset), read in large steps (tus-file-stack), resuming the upload a previous
  * run left in `state` for the same file, name and service. `onBytes` sees the bytes sent so far.
@@ -55,7 +49,9 @@ export function tusUpload(client: ApiClient, state: UploadStateFile, input: Uplo
         tags: JSON.stringify(input.tags),
         hash: input.hash,
       },
-      fingerprint: () => fingerprintOf(endpoint, input),
+      // The key a push finds its unfinished upload by in the state file: the service, the content hash and the name
+      // (not the path and mtime: a renamed or touched file still resumes; another service does not).
+      fingerprint: async () => `assets-cli:${endpoint}:${input.hash}:${input.name}`,
       urlStorage: state,
       storeFingerprintForResuming: true,
       removeFingerprintOnSuccess: true,
