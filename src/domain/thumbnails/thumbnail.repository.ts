@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { PreparedStatement } from '../../infra/pg-statement';
 import { contentLockKey, prismaOf, type Db, type Transactions } from '../../infra/prisma';
 
 export interface ThumbnailRecord {
@@ -10,14 +11,13 @@ export interface ThumbnailRecord {
 }
 
 /**
- * What the thumbnail route needs of an asset, as one prepared statement returning a row array: the full asset row
+ * What the thumbnail route needs of an asset, its two columns as one prepared statement: the full asset row
  * (`AssetRepository.findById`) cost the route a third of its CPU in decoding columns it does not use (bench/grid-thumbs.cjs).
  */
-const THUMBNAIL_OF_ASSET = {
-  name: 'thumbnail_of_asset',
-  text: 'SELECT content_hash, has_thumbnail FROM asset WHERE id = $1::uuid AND owner_id = $2',
-  rowMode: 'array' as const,
-};
+const THUMBNAIL_OF_ASSET = new PreparedStatement<{ content_hash: string; has_thumbnail: boolean }>(
+  'thumbnail_of_asset',
+  'SELECT content_hash, has_thumbnail FROM asset WHERE id = $1::uuid AND owner_id = $2',
+);
 
 /** Thumbnail rows (one per content) and the `asset.has_thumbnail` copies of them. */
 export class ThumbnailRepository {
@@ -30,8 +30,8 @@ export class ThumbnailRepository {
 
   /** The content of this owner's asset and whether it has a thumbnail; undefined when there is no such asset. */
   async ofAsset(ownerId: string, assetId: string): Promise<{ contentHash: string; ready: boolean } | undefined> {
-    const { rows } = await this.pool.query<[string, boolean]>({ ...THUMBNAIL_OF_ASSET, values: [assetId, ownerId] });
-    return rows[0] ? { contentHash: rows[0][0].trim(), ready: rows[0][1] } : undefined;
+    const { rows } = await THUMBNAIL_OF_ASSET.run(this.pool, [assetId, ownerId]);
+    return rows[0] ? { contentHash: rows[0].content_hash.trim(), ready: rows[0].has_thumbnail } : undefined;
   }
 
   async find(contentHash: string): Promise<ThumbnailRecord | undefined> {
