@@ -68,13 +68,6 @@ export class AssetService {
     return asset;
   }
 
-  /** The asset, owner-checked, without counting as an access (thumbnails, which a grid fetches by the hundred). */
-  async find(principal: Principal, id: string): Promise<Asset> {
-    const asset = await this.assets.findById(principal.ownerId, id);
-    if (!asset) throw notFound(id);
-    return asset;
-  }
-
   /** Assets by id for batch loading (GraphQL previews); missing ones are simply absent. */
   getMany(principal: Principal, ids: readonly string[]): Promise<Asset[]> {
     return this.assets.findManyByIds(principal.ownerId, ids);
