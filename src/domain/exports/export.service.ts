@@ -10,14 +10,13 @@ import { DomainError } from '../errors';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
-import type { ExportRequest, Task } from '../tasks/task.types';
+import { NAMING_STRATEGIES, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
 import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
 import { zipArchive, type ZipEntry } from './zip-writer';
 
 export const MAX_EXPORT_ASSETS = 10_000;
-const STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
 const HMAC_SECRET = 'export_url_hmac';
 /** Signed and presigned URLs live this long (never past the archive's expiry). */
 const URL_TTL_SECONDS = 3600;
@@ -57,10 +56,10 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
     out.includePreviews = body.include_previews;
   }
   if (body.naming_strategy !== undefined && body.naming_strategy !== null) {
-    if (!STRATEGIES.includes(body.naming_strategy as (typeof STRATEGIES)[number])) {
-      throw invalid(`naming_strategy must be one of ${STRATEGIES.join(', ')}`, 'naming_strategy');
+    if (!NAMING_STRATEGIES.includes(body.naming_strategy as NamingStrategy)) {
+      throw invalid(`naming_strategy must be one of ${NAMING_STRATEGIES.join(', ')}`, 'naming_strategy');
     }
-    out.namingStrategy = body.naming_strategy as ExportRequest['namingStrategy'];
+    out.namingStrategy = body.naming_strategy as NamingStrategy;
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import type { ExportRequest } from './task.types';
+import type { ExportRequest, NamingStrategy } from './task.types';
 
 /**
  * An export request as the client sent it to POST /api/assets/export (snake_case): what the task's `payload`
@@ -9,7 +9,7 @@ export interface ExportRequestWire {
   job_ids?: string[];
   job_asset_name_filters?: Record<string, string[]>;
   include_previews?: boolean;
-  naming_strategy: ExportRequest['namingStrategy'];
+  naming_strategy: NamingStrategy;
 }
 
 export function exportRequestToWire(r: ExportRequest): ExportRequestWire {

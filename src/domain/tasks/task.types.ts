@@ -32,7 +32,8 @@ export interface TaskResult {
 
 export type TaskName = 'download_file' | 'export_assets';
 
-export type NamingStrategy = 'group_by_job_time' | 'group_by_job_id' | 'preserve' | 'asset_id';
+export const NAMING_STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
+export type NamingStrategy = (typeof NAMING_STRATEGIES)[number];
 
 /** What an export_assets task was asked for (POST /api/assets/export; its wire form: export-request.ts). */
 export interface ExportRequest {
