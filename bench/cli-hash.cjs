@@ -6,6 +6,9 @@
 // each run a fresh process (as the CLI's hashing thread, whose first large buffer is a fresh allocation), the
 // variants interleaved in each round. Prints the wall time and CPU seconds (user, system:
 // process.cpuUsage) of each and its time and CPU relative to `4096+0` (4 MiB reads, page-aligned: the CLI before).
+// A variant `cli@DIR` hashes with the CLI's own hashing thread of the build in DIR (`FileHasher` of
+// DIR/src/cli/assets/file-hasher.js, one thread): e.g. `--reads=4096+64,cli@dist,cli@.ab-main` compares the build's
+// thread (reads overlapping the hashing) with a plain loop of the same reads and with another build's thread.
 // Why the skew: the kernel's copy out of the page cache into a page-aligned buffer (source and destination at the
 // same offset in their pages) costs ~4x the system time of any other offset on this machine (AMD EPYC, virtualized).
 const { spawnSync } = require('node:child_process');
@@ -26,6 +29,19 @@ function hashOnce(file, variant) {
   const hex = h.digest('hex');
   const seconds = now() - t0;
   const c = process.cpuUsage(c0);
+  return { seconds, user: c.user / 1e6, sys: c.system / 1e6, hex };
+}
+
+/** The CLI's hashing thread of the build in `dir`. */
+async function hashWithCli(file, dir) {
+  const { FileHasher } = require(path.resolve(dir, 'src/cli/assets/file-hasher.js'));
+  const c0 = process.cpuUsage();
+  const t0 = now();
+  const hasher = new FileHasher(1);
+  const hex = (await hasher.hashFile(file, 'blake3')).replace(/^blake3:/, '');
+  const seconds = now() - t0;
+  const c = process.cpuUsage(c0);
+  await hasher.close?.();
   return { seconds, user: c.user / 1e6, sys: c.system / 1e6, hex };
 }
 
@@ -78,6 +94,11 @@ async function main() {
 }
 
 if (require.main === module) {
-  if (process.argv[2] === 'child') process.stdout.write(JSON.stringify(hashOnce(process.argv[3], process.argv[4])));
+  if (process.argv[2] === 'child') {
+    const [file, variant] = process.argv.slice(3);
+    const done = (r) => process.stdout.write(JSON.stringify(r), () => process.exit(0));
+    if (variant.startsWith('cli@')) hashWithCli(file, variant.slice(4)).then(done);
+    else done(hashOnce(file, variant));
+  }
   else runScript(main);
 }
