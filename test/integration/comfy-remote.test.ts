@@ -67,6 +67,27 @@ test('Civitai: file name, size, model type → tags, name, preview image as a da
   expect(cdnGets()).toBe(before);
 });
 
+test('Civitai: a model page URL as users paste it (?modelVersionId=) is that version, like its download URL', async () => {
+  const data = bytes(4096, 7150);
+  const download = fake.civitai.add(7150, { data, name: 'paged.safetensors', modelType: 'LORA', modelName: 'Paged' });
+  const before = cdnGets();
+  for (const page of [`${fake.civitai.url}/models/880?modelVersionId=7150`, `${fake.civitai.url}/models/880/paged-lora?modelVersionId=7150`]) {
+    const { status, body } = await remote(page);
+    expect([page, status]).toEqual([page, 200]);
+    expect(body).toMatchObject({
+      content_length: data.length,
+      final_url: `${fake.civitai.url}/api/download/models/7150`,
+      filename: 'paged.safetensors',
+      tags: ['models', 'loras'],
+      validation: { is_valid: true },
+    });
+  }
+  expect((await remote(download)).body.filename).toBe('paged.safetensors');
+  // A model page without a version names no file.
+  expect(await remote(`${fake.civitai.url}/models/880`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(cdnGets()).toBe(before);
+});
+
 test('Civitai: early access without a token → 403; unknown version → 404; a non-model file → FORMAT_NOT_ALLOWED', async () => {
   const early = fake.civitai.add(7201, { data: bytes(100, 1), name: 'e.safetensors', earlyAccess: true });
   expect(await remote(early)).toMatchObject({ status: 403, body: { code: 'SOURCE_AUTH_REQUIRED' } });

@@ -164,6 +164,17 @@ describe('Hugging Face', () => {
 });
 
 describe('Civitai', () => {
+  test('a model page URL (?modelVersionId=), as the ComfyUI import wizard sends it, downloads that version', async () => {
+    const data = bytes(64 * 1024, 9);
+    fake.civitai.add(150, { data, name: 'from_page.safetensors' });
+    const res = await startDownload(svc, { source_url: `${fake.civitai.url}/models/77/some-lora?modelVersionId=150`, tags: ['models', 'loras'] });
+    expect(res.status).toBe(202);
+    const task = await waitTask(svc, (await json(res)).task_id);
+    expect(task.status).toBe('completed');
+    expect(task.payload.source_url).toBe(`${fake.civitai.url}/api/download/models/150`);
+    expect(task.result).toMatchObject({ asset_hash: blake3Of(data), filename: 'from_page.safetensors' });
+  });
+
   test('202 → completed: hash from model-versions, name from the presigned redirect, no token on the presigned URL', async () => {
     const data = bytes(MiB, 8);
     const url = fake.civitai.add(101, { data, name: 'dreamy_v2.safetensors' });

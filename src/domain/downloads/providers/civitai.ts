@@ -49,13 +49,15 @@ export class CivitaiProvider implements DownloadProvider {
   canonicalize(url: URL): URL | undefined {
     const rest = pathBelow(url, this.ep);
     if (rest === undefined) return undefined;
-    const m = /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest);
-    if (!m) {
-      throw new DomainError('SOURCE_NOT_ALLOWED', 'a Civitai URL must be a download URL: .../api/download/models/<versionId>', {
-        field: 'source_url',
-      });
+    const versionId = /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest)?.[1] ?? modelPageVersion(rest, url.searchParams);
+    if (!versionId) {
+      throw new DomainError(
+        'SOURCE_NOT_ALLOWED',
+        'a Civitai URL must name a model version: .../api/download/models/<versionId> or .../models/<modelId>?modelVersionId=<versionId>',
+        { field: 'source_url' },
+      );
     }
-    const out = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${m[1]}`);
+    const out = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${versionId}`);
     for (const p of FILE_PARAMS) {
       const v = url.searchParams.get(p);
       if (v) out.searchParams.set(p, v);
@@ -142,6 +144,15 @@ export class CivitaiProvider implements DownloadProvider {
       return undefined;
     }
   }
+}
+
+/**
+ * A model page as users copy it from the browser (`/models/<modelId>[/<slug>]?modelVersionId=<versionId>`, what the
+ * ComfyUI import wizard passes on unchanged) names the version's primary file, like its download URL does.
+ */
+function modelPageVersion(path: string, q: URLSearchParams): string | undefined {
+  if (!/^\/models\/\d{1,12}(\/[^/]*)?\/?$/.test(path)) return undefined;
+  return /^\d{1,12}$/.exec(q.get('modelVersionId') ?? '')?.[0];
 }
 
 /**
