@@ -83,8 +83,21 @@ test('Civitai: a model page URL as users paste it (?modelVersionId=) is that ver
     });
   }
   expect((await remote(download)).body.filename).toBe('paged.safetensors');
-  // A model page without a version names no file.
-  expect(await remote(`${fake.civitai.url}/models/880`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(cdnGets()).toBe(before);
+});
+
+test('Civitai: a model page without a version is its newest version (the models API); an unknown model is 404', async () => {
+  fake.civitai.add(7160, { data: bytes(1000, 7160), name: 'old.safetensors', modelId: 881, modelType: 'Checkpoint' });
+  fake.civitai.add(7161, { data: bytes(2000, 7161), name: 'new.safetensors', modelId: 881, modelType: 'Checkpoint' });
+  const before = cdnGets();
+  for (const page of [`${fake.civitai.url}/models/881`, `${fake.civitai.url}/models/881/some-model`]) {
+    const { status, body } = await remote(page);
+    expect([page, status]).toEqual([page, 200]);
+    expect(body).toMatchObject({ final_url: `${fake.civitai.url}/api/download/models/7161`, filename: 'new.safetensors', content_length: 2000, tags: ['models', 'checkpoints'] });
+  }
+  expect(await remote(`${fake.civitai.url}/models/882`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
+  expect(await remote(`${fake.civitai.url}/models/881?modelVersionId=abc`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(await remote(`${fake.civitai.url}/user/someone`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
   expect(cdnGets()).toBe(before);
 });
 

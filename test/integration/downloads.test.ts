@@ -173,6 +173,12 @@ describe('Civitai', () => {
     expect(task.status).toBe('completed');
     expect(task.payload.source_url).toBe(`${fake.civitai.url}/api/download/models/150`);
     expect(task.result).toMatchObject({ asset_hash: blake3Of(data), filename: 'from_page.safetensors' });
+    // Without a version: the model's newest one.
+    fake.civitai.add(151, { data: bytes(32 * 1024, 10), name: 'newest.safetensors', modelId: 78 });
+    const latest = await startDownload(svc, { source_url: `${fake.civitai.url}/models/78/some-lora`, tags: ['models', 'loras'] });
+    expect(latest.status).toBe(202);
+    const t2 = await waitTask(svc, (await json(latest)).task_id);
+    expect([t2.status, t2.payload.source_url, t2.result?.filename]).toEqual(['completed', `${fake.civitai.url}/api/download/models/151`, 'newest.safetensors']);
   });
 
   test('202 → completed: hash from model-versions, name from the presigned redirect, no token on the presigned URL', async () => {
@@ -215,7 +221,7 @@ describe('Civitai', () => {
 
 describe('requests', () => {
   test('only the configured providers: 400 SOURCE_NOT_ALLOWED; bad bodies: 400', async () => {
-    for (const source_url of ['https://example.com/a.bin', 'ftp://x/y', `${fake.hf.url}/org/model-a`, `${fake.civitai.url}/models/5`, 'not a url']) {
+    for (const source_url of ['https://example.com/a.bin', 'ftp://x/y', `${fake.hf.url}/org/model-a`, `${fake.civitai.url}/user/5`, 'not a url']) {
       const res = await startDownload(svc, { source_url });
       expect([source_url, res.status, (await json(res)).code]).toEqual([source_url, 400, 'SOURCE_NOT_ALLOWED']);
     }

@@ -25,6 +25,10 @@ interface CivitaiFile {
   metadata?: { format?: string; size?: string; fp?: string };
 }
 
+interface ModelDocument {
+  modelVersions?: { id?: number }[];
+}
+
 interface VersionDocument {
   name?: string;
   files?: CivitaiFile[];
@@ -109,11 +113,28 @@ export class CivitaiProvider implements DownloadProvider {
     };
   }
 
+  /** A model page without `modelVersionId`: the model's newest version (`GET /api/v1/models/{id}`, newest first). */
+  locate(url: URL, signal?: AbortSignal): Promise<URL> | undefined {
+    const rest = pathBelow(url, this.ep);
+    const modelId = rest === undefined ? undefined : MODEL_PAGE.exec(rest)?.[1];
+    if (!modelId || url.searchParams.has('modelVersionId')) return undefined;
+    return this.apiDocument<ModelDocument>(`/api/v1/models/${modelId}`, signal, true).then((doc) => {
+      const versions = Array.isArray(doc?.modelVersions) ? doc.modelVersions : [];
+      const id = versions.map((v) => v?.id).find((v) => Number.isSafeInteger(v) && v! > 0);
+      if (id === undefined) throw new DomainError('SOURCE_NOT_FOUND', `Civitai model ${modelId} has no version to download`);
+      return new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${id}`);
+    });
+  }
+
   /** GET /api/v1/model-versions/{id}; `strict`: failures are errors instead of "states nothing". */
   private async versionDocument(url: URL, signal: AbortSignal | undefined, strict: boolean): Promise<VersionDocument | undefined> {
     const versionId = /\/api\/download\/models\/(\d+)/.exec(url.pathname)?.[1];
     if (!versionId) return strict ? {} : undefined;
-    const api = new URL(`${this.ep.origin}${this.ep.prefix}/api/v1/model-versions/${versionId}`);
+    return this.apiDocument<VersionDocument>(`/api/v1/model-versions/${versionId}`, signal, strict);
+  }
+
+  private async apiDocument<T extends object>(path: string, signal: AbortSignal | undefined, strict: boolean): Promise<T | undefined> {
+    const api = new URL(`${this.ep.origin}${this.ep.prefix}${path}`);
     let res;
     try {
       res = await this.deps.fetcher.open(api, { auth: this.auth(), headers: { accept: 'application/json' }, signal });
@@ -134,24 +155,24 @@ export class CivitaiProvider implements DownloadProvider {
       let n = 0;
       for await (const c of res.body) {
         n += c.length;
-        if (n > 8 << 20) throw new Error('model-version document too large');
+        if (n > 8 << 20) throw new Error('Civitai document too large');
         chunks.push(c);
       }
-      const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as VersionDocument;
-      return doc && typeof doc === 'object' ? doc : strict ? {} : undefined;
+      const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as T;
+      return doc && typeof doc === 'object' ? doc : strict ? ({} as T) : undefined;
     } catch {
-      if (strict) throw new DomainError('DOWNLOAD_FAILED', 'Civitai answered with an unreadable model-version document');
+      if (strict) throw new DomainError('DOWNLOAD_FAILED', `Civitai answered ${path} with an unreadable document`);
       return undefined;
     }
   }
 }
 
-/**
- * A model page as users copy it from the browser (`/models/<modelId>[/<slug>]?modelVersionId=<versionId>`, what the
- * ComfyUI import wizard passes on unchanged) names the version's primary file, like its download URL does.
- */
+/** A model page as users copy it from the browser (what the ComfyUI import wizard passes on unchanged). */
+const MODEL_PAGE = /^\/models\/(\d{1,12})(?:\/[^/]*)?\/?$/;
+
+/** `/models/<modelId>[/<slug>]?modelVersionId=<versionId>` names the version's primary file, like its download URL. */
 function modelPageVersion(path: string, q: URLSearchParams): string | undefined {
-  if (!/^\/models\/\d{1,12}(\/[^/]*)?\/?$/.test(path)) return undefined;
+  if (!MODEL_PAGE.test(path)) return undefined;
   return /^\d{1,12}$/.exec(q.get('modelVersionId') ?? '')?.[0];
 }
 
