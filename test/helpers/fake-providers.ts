@@ -246,6 +246,8 @@ export interface CivitaiVersion {
   modelName?: string;
   /** The version's first preview image, served at /images/<id>.png. */
   image?: Buffer;
+  /** The model this version belongs to: /api/v1/models/<modelId> lists its versions, the latest added first. */
+  modelId?: number;
 }
 
 /** Civitai: /api/v1/model-versions/{id} with file hashes; /api/download/models/{id} → 307 to a presigned CDN URL. */
@@ -282,6 +284,12 @@ export class FakeCivitai {
       const image = this.versions.get(img[1]!)?.image;
       if (!image) return void res.writeHead(404).end();
       return void res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(image.length) }).end(image);
+    }
+    const model = /^\/api\/v1\/models\/(\d+)$/.exec(url.pathname);
+    if (model) {
+      const ids = [...this.versions].filter(([, v]) => v.modelId === Number(model[1])).map(([id]) => ({ id: Number(id), name: `v${id}` }));
+      if (ids.length === 0) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"No model with id"}');
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: Number(model[1]), name: 'A model', modelVersions: ids.reverse() }));
     }
     const api = /^\/api\/v1\/model-versions\/(\d+)$/.exec(url.pathname);
     const dl = /^\/api\/download\/models\/(\d+)$/.exec(url.pathname);

@@ -67,6 +67,40 @@ test('Civitai: file name, size, model type → tags, name, preview image as a da
   expect(cdnGets()).toBe(before);
 });
 
+test('Civitai: a model page URL as users paste it (?modelVersionId=) is that version, like its download URL', async () => {
+  const data = bytes(4096, 7150);
+  const download = fake.civitai.add(7150, { data, name: 'paged.safetensors', modelType: 'LORA', modelName: 'Paged' });
+  const before = cdnGets();
+  for (const page of [`${fake.civitai.url}/models/880?modelVersionId=7150`, `${fake.civitai.url}/models/880/paged-lora?modelVersionId=7150`]) {
+    const { status, body } = await remote(page);
+    expect([page, status]).toEqual([page, 200]);
+    expect(body).toMatchObject({
+      content_length: data.length,
+      final_url: `${fake.civitai.url}/api/download/models/7150`,
+      filename: 'paged.safetensors',
+      tags: ['models', 'loras'],
+      validation: { is_valid: true },
+    });
+  }
+  expect((await remote(download)).body.filename).toBe('paged.safetensors');
+  expect(cdnGets()).toBe(before);
+});
+
+test('Civitai: a model page without a version is its newest version (the models API); an unknown model is 404', async () => {
+  fake.civitai.add(7160, { data: bytes(1000, 7160), name: 'old.safetensors', modelId: 881, modelType: 'Checkpoint' });
+  fake.civitai.add(7161, { data: bytes(2000, 7161), name: 'new.safetensors', modelId: 881, modelType: 'Checkpoint' });
+  const before = cdnGets();
+  for (const page of [`${fake.civitai.url}/models/881`, `${fake.civitai.url}/models/881/some-model`]) {
+    const { status, body } = await remote(page);
+    expect([page, status]).toEqual([page, 200]);
+    expect(body).toMatchObject({ final_url: `${fake.civitai.url}/api/download/models/7161`, filename: 'new.safetensors', content_length: 2000, tags: ['models', 'checkpoints'] });
+  }
+  expect(await remote(`${fake.civitai.url}/models/882`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
+  expect(await remote(`${fake.civitai.url}/models/881?modelVersionId=abc`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(await remote(`${fake.civitai.url}/user/someone`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(cdnGets()).toBe(before);
+});
+
 test('Civitai: early access without a token → 403; unknown version → 404; a non-model file → FORMAT_NOT_ALLOWED', async () => {
   const early = fake.civitai.add(7201, { data: bytes(100, 1), name: 'e.safetensors', earlyAccess: true });
   expect(await remote(early)).toMatchObject({ status: 403, body: { code: 'SOURCE_AUTH_REQUIRED' } });

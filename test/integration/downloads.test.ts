@@ -164,6 +164,23 @@ describe('Hugging Face', () => {
 });
 
 describe('Civitai', () => {
+  test('a model page URL (?modelVersionId=), as the ComfyUI import wizard sends it, downloads that version', async () => {
+    const data = bytes(64 * 1024, 9);
+    fake.civitai.add(150, { data, name: 'from_page.safetensors' });
+    const res = await startDownload(svc, { source_url: `${fake.civitai.url}/models/77/some-lora?modelVersionId=150`, tags: ['models', 'loras'] });
+    expect(res.status).toBe(202);
+    const task = await waitTask(svc, (await json(res)).task_id);
+    expect(task.status).toBe('completed');
+    expect(task.payload.source_url).toBe(`${fake.civitai.url}/api/download/models/150`);
+    expect(task.result).toMatchObject({ asset_hash: blake3Of(data), filename: 'from_page.safetensors' });
+    // Without a version: the model's newest one.
+    fake.civitai.add(151, { data: bytes(32 * 1024, 10), name: 'newest.safetensors', modelId: 78 });
+    const latest = await startDownload(svc, { source_url: `${fake.civitai.url}/models/78/some-lora`, tags: ['models', 'loras'] });
+    expect(latest.status).toBe(202);
+    const t2 = await waitTask(svc, (await json(latest)).task_id);
+    expect([t2.status, t2.payload.source_url, t2.result?.filename]).toEqual(['completed', `${fake.civitai.url}/api/download/models/151`, 'newest.safetensors']);
+  });
+
   test('202 → completed: hash from model-versions, name from the presigned redirect, no token on the presigned URL', async () => {
     const data = bytes(MiB, 8);
     const url = fake.civitai.add(101, { data, name: 'dreamy_v2.safetensors' });
@@ -204,7 +221,7 @@ describe('Civitai', () => {
 
 describe('requests', () => {
   test('only the configured providers: 400 SOURCE_NOT_ALLOWED; bad bodies: 400', async () => {
-    for (const source_url of ['https://example.com/a.bin', 'ftp://x/y', `${fake.hf.url}/org/model-a`, `${fake.civitai.url}/models/5`, 'not a url']) {
+    for (const source_url of ['https://example.com/a.bin', 'ftp://x/y', `${fake.hf.url}/org/model-a`, `${fake.civitai.url}/user/5`, 'not a url']) {
       const res = await startDownload(svc, { source_url });
       expect([source_url, res.status, (await json(res)).code]).toEqual([source_url, 400, 'SOURCE_NOT_ALLOWED']);
     }

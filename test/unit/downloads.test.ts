@@ -37,6 +37,14 @@ describe('providers', () => {
     expect(url.href).toBe('https://mirror.example/civitai/api/download/models/123?type=Model&fp=fp16');
   });
 
+  test('Civitai: a model page with ?modelVersionId= is that version; without one it needs the API (locate), resolve refuses it', async () => {
+    for (const page of ['https://mirror.example/civitai/models/77?modelVersionId=123', 'https://mirror.example/civitai/models/77/a-lora/?modelVersionId=123&x=1']) {
+      expect(providers.resolve(page).url.href).toBe('https://mirror.example/civitai/api/download/models/123');
+      expect((await providers.locate(page)).url.href).toBe('https://mirror.example/civitai/api/download/models/123');
+    }
+    expect(() => providers.resolve('https://mirror.example/civitai/models/77?modelVersionId=1x')).toThrow(expect.objectContaining({ code: 'SOURCE_NOT_ALLOWED' }));
+  });
+
   test.each([
     'https://huggingface.co/org/repo',
     'https://huggingface.co.evil.com/org/repo/resolve/main/f',

@@ -64,8 +64,9 @@ export class DownloadService {
   /** The import wizard's first step: the same URL rules and provider look-ups, no byte of the file. */
   async remoteMetadata(_principal: Principal, rawUrl: string): Promise<RemoteMetadata> {
     if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
-    const { provider, url } = this.d.providers.resolve(rawUrl);
-    return describeRemote({ fetcher: this.d.fetcher, maxUploadBytes: this.d.content.maxUploadBytes }, provider, url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
+    const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+    const { provider, url } = await this.d.providers.locate(rawUrl, signal);
+    return describeRemote({ fetcher: this.d.fetcher, maxUploadBytes: this.d.content.maxUploadBytes }, provider, url, signal);
   }
 
   async start(principal: Principal, req: DownloadRequest): Promise<DownloadStart> {
@@ -76,7 +77,7 @@ export class DownloadService {
     assertStorableText(req.sourceUrl, 'source_url');
     const key = req.idempotencyKey == null ? null : assertStorableText(req.idempotencyKey, 'idempotency_key').trim() || null;
     if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
-    const { provider, url } = this.d.providers.resolve(req.sourceUrl);
+    const { provider, url } = await this.d.providers.locate(req.sourceUrl, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const sourceUrl = url.href;
     const owner = principal.ownerId;
 
@@ -157,7 +158,7 @@ export class DownloadService {
     if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
     assertStorableText(rawUrl, 'url');
     const fields = validateCreateFields(input);
-    const { provider, url } = this.d.providers.resolve(rawUrl);
+    const { provider, url } = await this.d.providers.locate(rawUrl, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const sourceUrl = url.href;
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };

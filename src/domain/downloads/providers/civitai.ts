@@ -25,6 +25,10 @@ interface CivitaiFile {
   metadata?: { format?: string; size?: string; fp?: string };
 }
 
+interface ModelDocument {
+  modelVersions?: { id?: number }[];
+}
+
 interface VersionDocument {
   name?: string;
   files?: CivitaiFile[];
@@ -49,13 +53,15 @@ export class CivitaiProvider implements DownloadProvider {
   canonicalize(url: URL): URL | undefined {
     const rest = pathBelow(url, this.ep);
     if (rest === undefined) return undefined;
-    const m = /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest);
-    if (!m) {
-      throw new DomainError('SOURCE_NOT_ALLOWED', 'a Civitai URL must be a download URL: .../api/download/models/<versionId>', {
-        field: 'source_url',
-      });
+    const versionId = /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest)?.[1] ?? modelPageVersion(rest, url.searchParams);
+    if (!versionId) {
+      throw new DomainError(
+        'SOURCE_NOT_ALLOWED',
+        'a Civitai URL must name a model version: .../api/download/models/<versionId> or .../models/<modelId>?modelVersionId=<versionId>',
+        { field: 'source_url' },
+      );
     }
-    const out = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${m[1]}`);
+    const out = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${versionId}`);
     for (const p of FILE_PARAMS) {
       const v = url.searchParams.get(p);
       if (v) out.searchParams.set(p, v);
@@ -107,11 +113,28 @@ export class CivitaiProvider implements DownloadProvider {
     };
   }
 
+  /** A model page without `modelVersionId`: the model's newest version (`GET /api/v1/models/{id}`, newest first). */
+  locate(url: URL, signal?: AbortSignal): Promise<URL> | undefined {
+    const rest = pathBelow(url, this.ep);
+    const modelId = rest === undefined ? undefined : MODEL_PAGE.exec(rest)?.[1];
+    if (!modelId || url.searchParams.has('modelVersionId')) return undefined;
+    return this.apiDocument<ModelDocument>(`/api/v1/models/${modelId}`, signal, true).then((doc) => {
+      const versions = Array.isArray(doc?.modelVersions) ? doc.modelVersions : [];
+      const id = versions.map((v) => v?.id).find((v) => Number.isSafeInteger(v) && v! > 0);
+      if (id === undefined) throw new DomainError('SOURCE_NOT_FOUND', `Civitai model ${modelId} has no version to download`);
+      return new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${id}`);
+    });
+  }
+
   /** GET /api/v1/model-versions/{id}; `strict`: failures are errors instead of "states nothing". */
   private async versionDocument(url: URL, signal: AbortSignal | undefined, strict: boolean): Promise<VersionDocument | undefined> {
     const versionId = /\/api\/download\/models\/(\d+)/.exec(url.pathname)?.[1];
     if (!versionId) return strict ? {} : undefined;
-    const api = new URL(`${this.ep.origin}${this.ep.prefix}/api/v1/model-versions/${versionId}`);
+    return this.apiDocument<VersionDocument>(`/api/v1/model-versions/${versionId}`, signal, strict);
+  }
+
+  private async apiDocument<T extends object>(path: string, signal: AbortSignal | undefined, strict: boolean): Promise<T | undefined> {
+    const api = new URL(`${this.ep.origin}${this.ep.prefix}${path}`);
     let res;
     try {
       res = await this.deps.fetcher.open(api, { auth: this.auth(), headers: { accept: 'application/json' }, signal });
@@ -132,16 +155,25 @@ export class CivitaiProvider implements DownloadProvider {
       let n = 0;
       for await (const c of res.body) {
         n += c.length;
-        if (n > 8 << 20) throw new Error('model-version document too large');
+        if (n > 8 << 20) throw new Error('Civitai document too large');
         chunks.push(c);
       }
-      const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as VersionDocument;
-      return doc && typeof doc === 'object' ? doc : strict ? {} : undefined;
+      const doc = JSON.parse(Buffer.concat(chunks).toString('utf8')) as T;
+      return doc && typeof doc === 'object' ? doc : strict ? ({} as T) : undefined;
     } catch {
-      if (strict) throw new DomainError('DOWNLOAD_FAILED', 'Civitai answered with an unreadable model-version document');
+      if (strict) throw new DomainError('DOWNLOAD_FAILED', `Civitai answered ${path} with an unreadable document`);
       return undefined;
     }
   }
+}
+
+/** A model page as users copy it from the browser (what the ComfyUI import wizard passes on unchanged). */
+const MODEL_PAGE = /^\/models\/(\d{1,12})(?:\/[^/]*)?\/?$/;
+
+/** `/models/<modelId>[/<slug>]?modelVersionId=<versionId>` names the version's primary file, like its download URL. */
+function modelPageVersion(path: string, q: URLSearchParams): string | undefined {
+  if (!MODEL_PAGE.test(path)) return undefined;
+  return /^\d{1,12}$/.exec(q.get('modelVersionId') ?? '')?.[0];
 }
 
 /**

@@ -39,6 +39,11 @@ export interface DownloadProvider {
    */
   canonicalize(url: URL): URL | undefined;
   /**
+   * For a page URL whose file only the provider's API can tell (a Civitai model page without a version: its newest
+   * version), that file's download URL, for `canonicalize`; undefined, with no request made, for every other URL.
+   */
+  locate?(url: URL, signal?: AbortSignal): Promise<URL> | undefined;
+  /**
    * Hash, size and name before downloading. Throws SOURCE_AUTH_REQUIRED / SOURCE_NOT_FOUND when the provider says
    * so; a provider that cannot be reached gives `{}` (the download itself will retry).
    */
