@@ -318,6 +318,29 @@ describe('filters', () => {
     expect((await get('/api/assets?hash=md5:00', GINA)).body.code).toBe('INVALID_QUERY');
   });
 
+  test('contradicting tag filters are 400 INVALID_TAG_FILTER as in ComfyUI; legacy include/exclude overlap is an empty page', async () => {
+    const a = await upload(unique('tf'), { tags: 'tf-a,tf-x' }, 'a.bin', GINA);
+    const b = await upload(unique('tf'), { tags: 'tf-a,tf-y' }, 'b.bin', GINA);
+    for (const qs of [
+      'include_tags=tf-a&tags_all=tf-x',
+      'exclude_tags=tf-x&tags_none=tf-y',
+      'tags_all=tf-x&tags_none=tf-x',
+      'include_tags=tf-x&tags_none=tf-x',
+      'tags_all=tf-a,tf-x&tags_none=TF-X,tf-y',
+    ]) {
+      for (const route of ['/api/assets', '/api/assets/tags/refine']) {
+        const r = await get(`${route}?${qs}`, GINA);
+        expect([route, qs, r.status, r.body.code]).toEqual([route, qs, 400, 'INVALID_TAG_FILTER']);
+        expect(r.body.message).toEqual(expect.any(String));
+      }
+    }
+    const ids = async (qs: string) => ((await get(`/api/assets?${qs}`, GINA)).body.assets as Json[]).map((x) => x.id).sort();
+    expect(await ids('include_tags=tf-x&exclude_tags=tf-x')).toEqual([]);
+    expect(await ids('tags_any=tf-x,tf-y&tags_none=tf-x')).toEqual([b.id]);
+    expect(await ids('tags_all=tf-a&tags_none=tf-y')).toEqual([a.id]);
+    expect(await ids('include_tags=tf-a&include_tags=&tags_all=')).toEqual([a.id, b.id].sort());
+  });
+
   test('total is exact up to 10,000 matches, then a lower bound with total_is_lower_bound; has_more stays exact', async () => {
     // 10,050 assets of one owner, straight into the tables (content rows are needed for the foreign key).
     await db.query(`INSERT INTO content (blake3, sha256, size, mime_type, first_name)

@@ -203,14 +203,36 @@ function parseFilter(q: Record<string, unknown>): AssetFilter {
   }
   // There are no public assets here: include_public is accepted (and checked) but changes nothing.
   oneOf(q, 'include_public', ['true', 'false', '1', '0'] as const, 'false');
+  const includeTags = tags('include_tags', 'tags_all');
+  const excludeTags = tags('exclude_tags', 'tags_none');
+  checkTagFilter(tags);
   return {
-    includeTags: tags('include_tags', 'tags_all'),
-    excludeTags: tags('exclude_tags', 'tags_none'),
+    includeTags,
+    excludeTags,
     anyTags: tags('tags_any'),
     nameContains: stringParam(q, 'name_contains'),
     metadataFilter: jsonObjectParam(q, 'metadata_filter'),
     hash,
   };
+}
+
+/**
+ * Tag filters that contradict themselves are refused as ComfyUI's asset API refuses them (400 INVALID_TAG_FILTER):
+ * a filter given under both its names (`include_tags` and `tags_all`, `exclude_tags` and `tags_none`), or a tag both
+ * required and excluded through `tags_none`. `include_tags` and `exclude_tags` that overlap stay an empty page, and
+ * `tags_any` may overlap `tags_none` (the other tags of the list can still match), as there.
+ */
+function checkTagFilter(tags: (...names: string[]) => string[]): void {
+  for (const [a, b] of [['include_tags', 'tags_all'], ['exclude_tags', 'tags_none']] as const) {
+    if (tags(a).length > 0 && tags(b).length > 0) {
+      throw new DomainError('INVALID_TAG_FILTER', `give ${a} or ${b}, not both (they are the same filter)`, { parameter: b });
+    }
+  }
+  const required = tags('include_tags', 'tags_all');
+  const both = tags('tags_none').filter((t) => required.includes(t));
+  if (both.length > 0) {
+    throw new DomainError('INVALID_TAG_FILTER', `tags both required and excluded by tags_none: ${both.join(', ')}`, { parameter: 'tags_none', tags: both });
+  }
 }
 
 function parseListQuery(req: Request): AssetListQuery {
