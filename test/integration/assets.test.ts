@@ -394,11 +394,16 @@ describe('content', () => {
     expect(res.headers.get('content-disposition')).toMatch(/^attachment;/);
     expect(res.headers.get('content-security-policy')).toContain('sandbox');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    // Sent as bytes (as ComfyUI's asset API does); the asset keeps its real type.
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
     const { body: svg } = await upload('<svg xmlns="http://www.w3.org/2000/svg"></svg>', {}, 'a.svg');
     expect(svg.mime_type).toBe('image/svg+xml');
     expect((await svc.fetch(`/api/assets/${svg.id}/content`)).headers.get('content-disposition')).toMatch(/^attachment;/);
     // Even when inline is asked for.
-    expect((await svc.fetch(`/api/assets/${svg.id}/content?disposition=inline`)).headers.get('content-disposition')).toMatch(/^attachment;/);
+    const inline = await svc.fetch(`/api/assets/${svg.id}/content?disposition=inline`);
+    expect(inline.headers.get('content-disposition')).toMatch(/^attachment;/);
+    expect(inline.headers.get('content-type')).toBe('application/octet-stream');
+    expect((await svc.fetch(`/api/assets/${svg.id}/content`, { method: 'HEAD' })).headers.get('content-type')).toBe('application/octet-stream');
   });
 });
 

@@ -69,6 +69,7 @@ describe('one instance on S3', () => {
     const { body: h } = await upload(svc, Buffer.from(`<!DOCTYPE html><p>${crypto.randomUUID()}`), {}, KEYS.alice, 'x.html');
     const html = await fetch((await svc.fetch(`/api/assets/${h.id}/content`, { redirect: 'manual' })).headers.get('location')!);
     expect(html.headers.get('content-disposition')).toMatch(/^attachment; /);
+    expect(html.headers.get('content-type')).toBe('application/octet-stream');
     // HEAD and conditional requests are still answered by the service.
     expect((await svc.fetch(`/api/assets/${a.id}/content`, { method: 'HEAD' })).status).toBe(200);
   });

@@ -7,7 +7,7 @@ import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import { parseHash, type ContentDigest, type ParsedHash } from '../content/hashing';
 import { assetMetadata } from '../content/derived-metadata';
-import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName } from '../content/mime';
+import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName, servedContentType } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
 import { servableMediaType } from '../input';
 import type { AssetRepository } from './asset.repository';
@@ -373,9 +373,9 @@ export class AssetService {
   }
 
   presignedContentUrl(asset: Asset, fileName: string, requested: 'inline' | 'attachment' = 'attachment', expiresInSeconds = 300): Promise<string | undefined> {
-    const contentType = servableMediaType(asset.mimeType);
-    const disposition = contentDispositionOf({ mimeType: contentType }, requested);
-    return this.content.presignedUrl(asset.blake3, { fileName, contentType, expiresInSeconds, disposition });
+    const servable = servableMediaType(asset.mimeType);
+    const disposition = contentDispositionOf({ mimeType: servable }, requested);
+    return this.content.presignedUrl(asset.blake3, { fileName, contentType: servedContentType(servable), expiresInSeconds, disposition });
   }
 }
 

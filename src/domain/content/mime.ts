@@ -88,3 +88,12 @@ export function isActiveContent(mime: string): boolean {
     m === 'text/xml' || m === 'application/xml' || m.endsWith('+xml') || m === 'application/pdf'
   );
 }
+
+/**
+ * The Content-Type the content route (and a presigned store URL) sends for a stored media type: active content goes
+ * out as `application/octet-stream` (as ComfyUI's asset API serves it), besides `attachment`, `nosniff` and a
+ * sandbox policy, so no browser renders or runs it from this origin; the asset's `mime_type` keeps the real type.
+ */
+export function servedContentType(servable: string): string {
+  return isActiveContent(servable) ? 'application/octet-stream' : servable;
+}

@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { contentDispositionOf, type AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
-import { isActiveContent } from '../../domain/content/mime';
+import { isActiveContent, servedContentType } from '../../domain/content/mime';
 import { servableMediaType } from '../../domain/input';
 import { stringParam } from './query';
 import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
@@ -82,7 +82,7 @@ function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'a
   // A row written before media types were checked may hold a value no header can carry: serve it as bytes.
   const mimeType = servableMediaType(asset.mimeType);
   const active = isActiveContent(mimeType);
-  res.set('Content-Type', mimeType);
+  res.set('Content-Type', servedContentType(mimeType));
   res.set('X-Content-Type-Options', 'nosniff');
   if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
   res.set('Content-Disposition', contentDisposition(contentDispositionOf({ mimeType }, requested), asset.name));
