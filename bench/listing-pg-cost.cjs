@@ -3,7 +3,9 @@
 // pages (500,000 rows deep; `--tagged`: 100,000 matches of include_tags=models,loras deep) read through one
 // connection, one after another, for each variant of the statement; the backend's CPU from /proc/<pid>/stat per page.
 // Variants (the first is the statement the service sends, captured from AssetRepository.pageTextIfChanged):
-//   service    the service's statement as it sends it (untagged: named; tagged: unnamed, planned per request)
+//   service    the service's statement as it sends it from a filter's second page on (untagged: named; tagged
+//              `models,loras`: named, the sort index's form for common tags)
+//   planned    the statement of a filter's first page (tagged: unnamed, planned per request)
 //   named      the same text as a named (prepared) statement
 //   page       the page alone: the same columns, without the owner's counts and rows version beside it
 //   typed      the page's columns as stored (no to_char / to_json / ::text: pg's output functions print them)
@@ -41,10 +43,13 @@ async function serviceStatement(db, repo, q, after) {
     return query(config, ...rest);
   };
   client.release();
+  // Twice: a filter's first page is read by the statement the planner plans (`planned`); from its second page on,
+  // common include tags are read by the named statement (AssetRepository's PageForm `commonTags`).
   await repo.pageTextIfChanged(OWNER, q, after, undefined);
-  const s = captured.find((c) => /LEFT JOIN LATERAL/.test(c.text));
-  if (!s) throw new Error('the page statement was not captured');
-  return s;
+  await repo.pageTextIfChanged(OWNER, q, after, undefined);
+  const pages = captured.filter((c) => /LEFT JOIN LATERAL/.test(c.text));
+  if (pages.length < 2) throw new Error('the page statement was not captured');
+  return { first: pages[0], svc: pages[pages.length - 1] };
 }
 
 /** The statement with the owner's four head columns folded into one text column `head`. */
@@ -91,7 +96,7 @@ async function main() {
     const cursors = (await cursorsFrom(pg.url, tagged ? 100_000 : 500_000, pages, 100, tagged)).map((c) => decodeCursor(c, 'created_at', 'desc'));
     const tags = tagged ? ['models', 'loras'] : [];
     const q = { includeTags: tags, excludeTags: [], limit: LIMIT, offset: 0, sort: 'created_at', order: 'desc' };
-    const svc = await serviceStatement(db, repo, q, cursors[0]);
+    const { first, svc } = await serviceStatement(db, repo, q, cursors[0]);
     // The service's values with another cursor: the cursor's value and id are the two values before LIMIT and OFFSET.
     const svcValues = (after) => {
       const v = [...svc.values];
@@ -110,6 +115,8 @@ async function main() {
     const unnamedTagged = (name) => (tagged ? undefined : name);
     const variants = {
       service: (after) => ({ name: svc.name, text: svc.text, values: svcValues(after) }),
+      // The statement of a filter's first page (tagged: unnamed, planned per request, the GIN-capable condition).
+      planned: (after) => ({ name: first.name, text: first.text, values: svcValues(after) }),
       named: (after) => ({ name: 'cost_named', text: svc.text, values: svcValues(after) }),
       page: (after) => ({ name: unnamedTagged('cost_page'), text: pageOf(TEXT), values: pageValues(after) }),
       typed: (after) => ({
@@ -129,6 +136,20 @@ async function main() {
         values: pageValues(after),
       }),
       ids: (after) => ({ name: unnamedTagged('cost_ids'), text: pageOf('id'), values: pageValues(after) }),
+      // The owner's sort index walked for 505 rows (what a tagged page of models,loras reads), no tags filter: the
+      // scan without the filter's evaluation.
+      scan_505: (after) => ({
+        name: 'cost_scan_505',
+        text: `SELECT id FROM asset WHERE owner_id = $1 AND (created_at, asset.id) < ($2::timestamptz, $3::uuid) ORDER BY created_at DESC, asset.id DESC LIMIT 505`,
+        values: [OWNER, after.value, after.id],
+      }),
+      // The service's statement with the tags filter as one `= ANY(tags)` per tag (array_contain_compare deconstructs
+      // both arrays per row).
+      any_filter: (after) => ({
+        name: 'cost_any_filter',
+        text: svc.text.replace(/coalesce\(tags, '\{\}'\) @> \$(\d+)::text\[\]/, (m, n) => `($${n}::text[])[1] = ANY(tags) AND ($${n}::text[])[2] = ANY(tags)`),
+        values: svcValues(after),
+      }),
       // The service's statement with only the page's columns in its output.
       no_head: (after) => ({ name: unnamedTagged('cost_no_head'), text: svc.text.replace(/^SELECT .*?, p\.\*/s, 'SELECT p.*'), values: svcValues(after) }),
       // The owner's counts and versions alone (the service statement's outer side).
@@ -161,7 +182,7 @@ async function main() {
       log(`  service statement (${svc.name ? 'named' : 'unnamed'}): ${svc.text.replace(/\s+/g, ' ')}`);
       for (const [name, fn] of Object.entries(variants)) {
         const n = (await client.query({ ...fn(cursors[0]), types: raw })).rows.length;
-        if (n !== LIMIT + 1 && name !== "stats") throw new Error(`${name}: ${n} rows`);
+        if (n !== LIMIT + 1 && name !== "stats" && name !== "scan_505") throw new Error(`${name}: ${n} rows`);
       }
       const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
       for (let round = 0; round < rounds; round++) {

@@ -19,9 +19,16 @@ const STATS = `SELECT coalesce(s.asset_count, 0) AS total, coalesce(s.version, 0
 
 /** AssetRepository's listing statement: the owner's counts and versions (TEXT_COLUMNS' companion, ownerStatsSql). */
 const STATS_SERVICE = `SELECT coalesce(o.asset_count, 0) AS total, coalesce(o.version, 0) AS version, coalesce(o.rows_version, 0) AS rows_version,
-      ARRAY(SELECT coalesce(c.count, 0) FROM unnest($1::text[]) WITH ORDINALITY AS t(tag, i)
-            LEFT JOIN asset_tag_count c ON c.owner_id = $2 AND c.tag = t.tag ORDER BY t.i) AS counts
+      ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = $1 AND c.tag = t.tag), 0)
+            FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3`;
+
+/** With include tags: whether they are common (AssetRepository's COMMON_SHARE), from the counts, once. */
+const STATS_COMMON = `SELECT s0.*, (SELECT min(x) > 0 AND sum(ln(greatest(x, 1)::float8 / greatest(s0.total, 1))) >= ln(0.1)
+        FROM unnest(s0.counts) AS x) AS common FROM (${STATS_SERVICE}) AS s0 OFFSET 0`;
+
+/** Per include tags: whether their last page said they are common (AssetRepository's `commonTags` hint). */
+const commonTags = new Map();
 
 /** AssetRepository's TEXT_COLUMNS: each column as PostgreSQL prints it. */
 const PAGE_COLUMNS = `id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
@@ -99,22 +106,31 @@ const server = http.createServer(async (req, res) => {
       const tags = (u.searchParams.get('include_tags') || '').split(',').filter(Boolean);
       const limit = Number(u.searchParams.get('limit') || 20);
       const after = u.searchParams.get('after');
-      const values = [tags, OWNER, OWNER, OWNER];
-      const cond = ['owner_id = $4'];
-      if (tags.length) cond.push(`tags @> $${values.push(tags)}::text[]`);
       const countCond = tags.length ? 'owner_id = $1 AND tags @> $2::text[]' : 'owner_id = $1';
-      if (after) {
-        const c = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
-        cond.push(`(created_at, asset.id) < ($${values.push(c.v)}::timestamptz, $${values.push(c.id)}::uuid)`);
+      const cursor = after ? JSON.parse(Buffer.from(after, 'base64url').toString('utf8')) : undefined;
+      // As AssetRepository's PageForm: no tags, named; include tags named in the sort index's form (guarded) once
+      // their last page said they are common; otherwise unnamed, planned per request.
+      const page = (form) => {
+        const values = [OWNER, tags, OWNER, OWNER];
+        const cond = ['owner_id = $4'];
+        if (tags.length) cond.push(`${form === 'commonTags' ? "coalesce(tags, '{}')" : 'tags'} @> $${values.push(tags)}::text[]`);
+        if (cursor) cond.push(`(created_at, asset.id) < ($${values.push(cursor.v)}::timestamptz, $${values.push(cursor.id)}::uuid)`);
+        const named = form !== 'planned';
+        const l = `$${values.push(limit + 1)}`;
+        const o = `$${values.push(0)}`;
+        const text = `SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", ${tags.length ? 's.common AS "commonTags", ' : ''}p.*
+          FROM (${tags.length ? STATS_COMMON : STATS_SERVICE}) AS s LEFT JOIN LATERAL (
+            SELECT ${PAGE_COLUMNS} FROM asset WHERE ${form === 'commonTags' ? 's.common AND ' : ''}${cond.join(' AND ')}
+            ORDER BY created_at DESC, asset.id DESC ${named ? `LIMIT (SELECT ${l}::bigint) OFFSET (SELECT ${o}::bigint)` : `LIMIT ${l} OFFSET ${o}`}) AS p ON true`;
+        return pool.query({ name: named ? `page_${form}_${cursor ? 'after' : 'first'}` : undefined, text, values, types: AS_TEXT });
+      };
+      const hint = tags.join(',');
+      let form = tags.length === 0 ? 'owner' : commonTags.get(hint) ? 'commonTags' : 'planned';
+      let { rows } = await page(form);
+      if (tags.length) {
+        commonTags.set(hint, rows[0].commonTags === 't');
+        if (form === 'commonTags' && rows[0].commonTags !== 't') ({ rows } = await page((form = 'planned')));
       }
-      const named = tags.length === 0;
-      const l = `$${values.push(limit + 1)}`;
-      const o = `$${values.push(0)}`;
-      const text = `SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
-        FROM (${STATS_SERVICE}) AS s LEFT JOIN LATERAL (
-          SELECT ${PAGE_COLUMNS} FROM asset WHERE ${cond.join(' AND ')}
-          ORDER BY created_at DESC, asset.id DESC ${named ? `LIMIT (SELECT ${l}::bigint) OFFSET (SELECT ${o}::bigint)` : `LIMIT ${l} OFFSET ${o}`}) AS p ON true`;
-      const { rows } = await pool.query({ name: named ? `page_${after ? 'after' : 'first'}` : undefined, text, values, types: AS_TEXT });
       const head = rows[0];
       const total = Number(head.ownerTotal);
       const counts = head.tagCounts.length > 2 ? head.tagCounts.slice(1, -1).split(',').map(Number) : [];

@@ -104,6 +104,12 @@ export class AssetRepository {
   private readonly counts = new CountCache<number>();
   // Fewer facet answers: one holds up to `limit` (≤ 1,000) tag counts.
   private readonly facets = new CountCache<{ counts: TagCount[]; lowerBounds: boolean }>(256);
+  /**
+   * Per owner and include tags: whether the tags were common when their page was last read (each page statement
+   * says so from the counts it read), so the next page is sent in the named `commonTags` form (PageForm). Only a
+   * choice of statement: a stale entry costs the guarded statement a second round trip, never a wrong page.
+   */
+  private readonly commonTags = new CountCache<boolean>(1000);
 
   constructor(
     private readonly db: Db,
@@ -282,19 +288,19 @@ export class AssetRepository {
     },
   ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
-    const { cond, col, dir, offset } = pageTerms(ownerId, q, after);
-    const prepared = isUnfiltered(q);
-    // One round trip: the owner's counts and rows version (one row, always) and, beside them, the page, read in one
-    // snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows come in the page's
-    // order. asset.id, not id: a bare name in ORDER BY means the output column (id::text), which no index can serve.
-    const rows = await this.read<R>(
-      Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts", p.*
-        FROM (${ownerStatsSql(ownerId, q)}) AS s LEFT JOIN LATERAL (
-          SELECT ${shape.columns} FROM asset WHERE ${cond}
-          ORDER BY ${col} ${dir}, asset.id ${dir} ${limitOffset(q.limit + 1, offset, prepared)}) AS p ON true`,
-      prepared,
-      shape.types,
-    );
+    const hintKey = isIncludeOnly(q) ? `${ownerId}\0${JSON.stringify(q.includeTags)}` : undefined;
+    let form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
+    let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form), form !== 'planned', shape.types);
+    if (hintKey !== undefined) {
+      const common = isTrue(rows[0]!.commonTags);
+      this.commonTags.set(hintKey, '', common);
+      // The tags were common when this filter was last read and are not now: the named statement read no page (its
+      // guard); read it as the planner chooses.
+      if (form === 'commonTags' && !common) {
+        form = 'planned';
+        rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form), false, shape.types);
+      }
+    }
     const head = rows[0]!;
     const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) }, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
@@ -302,7 +308,7 @@ export class AssetRepository {
     const hasMore = found.length > q.limit;
     const items = found.slice(0, q.limit).map(shape.item);
     const totalIsLowerBound = counted > COUNT_LIMIT;
-    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, offset + items.length) : counted;
+    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, (after ? 0 : q.offset) + items.length) : counted;
     const n = items.length;
     const nextCursor =
       hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
@@ -407,7 +413,8 @@ export class AssetRepository {
     const text = sql.text;
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
-    // Tag and text filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index).
+    // Other filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index); common
+    // include tags are sent named in a form whose plan does not depend on them (PageForm).
     const name = prepared ? statementName(text) : undefined;
     return (await this.pool.query({ name, text, values: sql.values, types })).rows as T[];
   }
@@ -439,6 +446,8 @@ const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "content
 /** What both page statements' rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
 interface PageHead {
   id: string | null;
+  /** Include tags only: whether they are common (`COMMON_SHARE`), as pg parsed it or as text. */
+  commonTags?: boolean | string | null;
   ownerTotal: string | bigint;
   ownerVersion: string | bigint;
   rowsVersion: string | bigint;
@@ -547,9 +556,53 @@ function textSortValue(r: ListTextRow, a: AssetJsonParts, sort: AssetListQuery['
   return sort === 'created_at' ? a.createdAt : a.updatedAt;
 }
 
-/** The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). */
-function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined) {
-  const where = filterConditions(ownerId, q);
+/**
+ * How a page statement is sent. `owner`: no filter; named (planned once per connection), LIMIT and OFFSET as
+ * InitPlans (`limitOffset`). `planned`: unnamed, planned per request with its values, because the best plan depends
+ * on them (a rare tag: the GIN index; a common one: the sort index). `commonTags`: include tags only, and they were
+ * common when this filter was last read (`COMMON_SHARE`): named, its plan the sort index's scan from the cursor with
+ * the tags as a Filter (their condition written so that the GIN index cannot serve it, so the plan does not depend on
+ * the tags and the generic plan is kept), guarded by the same test on the counts read in the statement itself: when
+ * the tags are no longer common, the page is not read (a One-Time Filter) and is read `planned`.
+ */
+type PageForm = 'owner' | 'planned' | 'commonTags';
+
+/**
+ * Include tags are common when the share of the owner's assets expected to carry them all (the product of each tag's
+ * share, as the planner assumes them independent) is at least this: the sort index's scan then reads about
+ * (limit + 1) / share rows, at most ten times the page, where the GIN index would read every match (BENCHMARKS.md,
+ * "Fourth stop: listing, tagged pages").
+ */
+export const COMMON_SHARE = 0.1;
+
+/** The page statement: the owner's counts and rows version (one row, always) and, beside them, the page. */
+function pageStatement(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, columns: Prisma.Sql, form: PageForm): Prisma.Sql {
+  const { cond, col, dir, offset } = pageTerms(ownerId, q, after, form === 'commonTags');
+  // One round trip, one snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows
+  // come in the page's order. asset.id, not id: a bare name in ORDER BY means the output column, which no index serves.
+  // With include tags only, the statement also says whether they are common (`commonTags`), from the counts it read;
+  // the stats are then a subquery of their own (OFFSET 0), so that test is made once, not once per row of the page.
+  const withCommon = isIncludeOnly(q);
+  const stats = withCommon
+    ? Prisma.sql`SELECT s0.*, (SELECT min(x) > 0 AND sum(ln(greatest(x, 1)::float8 / greatest(s0.total, 1))) >= ln(${Prisma.raw(String(COMMON_SHARE))})
+        FROM unnest(s0.counts) AS x) AS common FROM (${ownerStatsSql(ownerId, q)}) AS s0 OFFSET 0`
+    : ownerStatsSql(ownerId, q);
+  return Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts",
+      ${withCommon ? Prisma.sql`s.common AS "commonTags", ` : Prisma.empty}p.*
+    FROM (${stats}) AS s LEFT JOIN LATERAL (
+      SELECT ${columns} FROM asset WHERE ${form === 'commonTags' ? Prisma.sql`s.common AND ` : Prisma.empty}${cond}
+      ORDER BY ${col} ${dir}, asset.id ${dir} ${limitOffset(q.limit + 1, offset, form !== 'planned')}) AS p ON true`;
+}
+
+/**
+ * The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). `sortIndexOnly`
+ * (include tags only): the tags' condition as `coalesce(tags, '{}') @> ...`, the same rows (no include tag matches an
+ * empty array, and NULL matches nothing either way) in a form no index serves.
+ */
+function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, sortIndexOnly = false) {
+  const where = sortIndexOnly
+    ? [Prisma.sql`owner_id = ${ownerId}`, Prisma.sql`coalesce(tags, '{}') @> ${q.includeTags}::text[]`]
+    : filterConditions(ownerId, q);
   const asc = q.order === 'asc';
   const col = Prisma.raw(SORT_COLUMN[q.sort]);
   if (after) {
@@ -563,13 +616,14 @@ function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | u
 /**
  * The owner's maintained total and change counters, and the maintained counts of the filter's tags (include, any,
  * exclude, in that order; 0 for a tag no asset carries): one row of primary-key reads of asset_owner_stats and
- * asset_tag_count.
+ * asset_tag_count (a lookup per tag, written so: a join let a named statement's generic plan read every tag count
+ * of the owner).
  */
 function ownerStatsSql(ownerId: string, f: AssetFilter): Prisma.Sql {
   const tags = [...f.includeTags, ...(f.anyTags ?? []), ...f.excludeTags];
   return Prisma.sql`SELECT coalesce(o.asset_count, 0) AS total, coalesce(o.version, 0) AS version, coalesce(o.rows_version, 0) AS rows_version,
-      ARRAY(SELECT coalesce(c.count, 0) FROM unnest(${tags}::text[]) WITH ORDINALITY AS t(tag, i)
-            LEFT JOIN asset_tag_count c ON c.owner_id = ${ownerId} AND c.tag = t.tag ORDER BY t.i) AS counts
+      ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = ${ownerId} AND c.tag = t.tag), 0)
+            FROM unnest(${tags}::text[]) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
 }
 
@@ -594,7 +648,8 @@ function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string |
  * BENCHMARKS.md "listing, PostgreSQL's share"). With both unknown to every plan, the generic plan costs what a
  * custom one does and is kept. The plan is the same: the owner's index in the sort's order, stopped after the limit.
  * Unnamed statements (tag and text filters, planned per request anyway) keep them as plain parameters, which their
- * plans may depend on (a rare tag: the GIN index).
+ * plans may depend on (a rare tag: the GIN index). The named form of common include tags (PageForm) takes them as
+ * InitPlans too.
  */
 function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
   return prepared ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)` : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
@@ -627,6 +682,15 @@ export interface OwnerStats {
   any: number[];
   exclude: number[];
 }
+
+/** Only include tags (`include_tags` / `tags_all`): the filters whose page may be read by the named `commonTags` statement. */
+function isIncludeOnly(f: AssetFilter): boolean {
+  return f.includeTags.length > 0 && f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash &&
+    Object.keys(f.metadataFilter ?? {}).length === 0;
+}
+
+/** A boolean column as pg parses it or as PostgreSQL prints it (`t`). */
+const isTrue = (v: unknown): boolean => v === true || v === 't';
 
 function isUnfiltered(f: AssetFilter): boolean {
   return f.includeTags.length === 0 && f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash &&
