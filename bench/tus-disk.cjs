@@ -7,9 +7,15 @@
 // `pace`: MB/s at which bytes "arrive" (1 MiB writes, paced); `gap`: ms between a PATCH's fsync and the next PATCH's
 // first byte (the answer, the statements, the next request). Policies (background fdatasync, one at a time):
 //   everyN     one after every N MiB written since the previous one started (the block writer's BackgroundSync)
+//   everyNfM   everyN, the first of each PATCH after M MiB already
+//   everyNt    everyN, the file's length set to the PATCH's end first (ftruncate), so no write extends the file
+//   everyNk    everyN, the descriptor kept open from PATCH to PATCH (not closed and reopened for each)
 //   firstN     the first after N MiB of the PATCH, then one as soon as the previous ends (back to back)
 //   concN      everyN, and the final fsync issued without waiting for the running background sync
 //   parNxK     one after every N MiB while fewer than K run, the final fsync beside them (e.g. par2x2)
+//   directNxK[t]  no page cache: the part opened with O_DIRECT, N MiB writes from page-aligned buffers, K in flight, no
+//              background sync; the PATCH ends with one fdatasync (metadata and the device's cache only); `t` as above
+// BENCHMARKS.md, "Fourth stop: tus, direct writes", has what each measured.
 const fs = require('node:fs');
 const fsp = require('node:fs/promises');
 const os = require('node:os');
@@ -34,11 +40,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 class Syncer {
   constructor(fh, policy) {
     this.fh = fh;
-    const m = /^(every|first|conc|par)(\d+)(?:x(\d+))?$/.exec(policy);
+    const m = /^(every|first|conc|par)(\d+)(?:x(\d+))?(?:f(\d+))?$/.exec(policy);
     if (!m) throw new Error(`unknown policy ${policy}`);
     this.kind = m[1];
     this.n = Number(m[2]) * MiB;
     this.k = Number(m[3] ?? 1);
+    // `everyNfM`: the PATCH's first background sync after M MiB already (the disk idles until it), then every N
+    this.first = m[4] === undefined ? this.n : Number(m[4]) * MiB;
     this.since = 0;
     this.running = undefined;
     this.count = 0;
@@ -55,7 +63,7 @@ class Syncer {
       return;
     }
     if (this.running) return;
-    if (this.kind === 'first' && this.count > 0 ? this.since <= 0 : this.since < this.n) return;
+    if (this.kind === 'first' && this.count > 0 ? this.since <= 0 : this.since < (this.count === 0 ? this.first : this.n)) return;
     this.since = 0;
     this.count++;
     this.running = this.fh.datasync().finally(() => {
@@ -75,14 +83,14 @@ class Syncer {
 }
 
 /** Writes `len` bytes to `fh` at the pace, 1 MiB at a time, one write in flight. */
-async function paced(fh, len, syncer, t0, sentBefore) {
+async function paced(fh, len, syncer, t0, sentBefore, position) {
   let sent = 0;
   while (sent < len) {
     const n = Math.min(MiB, len - sent);
     const due = t0 + (sentBefore + sent + n) / pace;
     const wait = due - now();
     if (wait > 0.001) await sleep(wait * 1000);
-    await fh.write(block, 0, n);
+    await fh.write(block, 0, n, position === undefined ? null : position + sent);
     sent += n;
     syncer.wrote(n);
   }
@@ -101,7 +109,69 @@ async function streamed() {
   return { secs, syncs: s.count };
 }
 
+/** Page-aligned buffers for O_DIRECT: a WebAssembly memory's backing store is whole pages from mmap. */
+function alignedBuffers(count, size) {
+  const mem = new WebAssembly.Memory({ initial: Math.ceil((count * size) / 65536) });
+  const all = Buffer.from(mem.buffer);
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const b = all.subarray(i * size, (i + 1) * size);
+    block.copy(b, 0, 0, Math.min(block.length, size));
+    for (let o = block.length; o < size; o += block.length) block.copy(b, o);
+    out.push(b);
+  }
+  return out;
+}
+
+async function patchedDirect(policy) {
+  const m = /^direct(\d+)x(\d+)(t?)$/.exec(policy);
+  // `t`: the file's length set to the PATCH's end first (ftruncate), so no write extends it
+  const size = Number(m[1]) * MiB;
+  const k = Number(m[2]);
+  const bufs = alignedBuffers(k, size);
+  const file = path.join(dir, 'part');
+  await fsp.writeFile(file, '');
+  const t0 = now();
+  let off = 0;
+  const tail = [];
+  let gapTime = 0;
+  while (off < total) {
+    const n = Math.min(patch, total - off);
+    const start = now();
+    const fh = await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_DIRECT);
+    if (m[3]) await fh.truncate(off + n);
+    const inflight = new Set();
+    let sent = 0;
+    let bi = 0;
+    while (sent < n) {
+      const len = Math.min(size, n - sent);
+      // the bytes of this write arrive at the pace (a MiB at a time, like the buffered policies)
+      const due = start + (sent + len) / pace;
+      const wait = due - now();
+      if (wait > 0.001) await sleep(wait * 1000);
+      while (inflight.size >= k) await Promise.race(inflight);
+      const p = fh.write(bufs[bi++ % k], 0, len, off + sent).then(() => inflight.delete(p));
+      inflight.add(p);
+      sent += len;
+    }
+    const last = now();
+    await Promise.all(inflight);
+    await fh.datasync();
+    await fh.close();
+    tail.push(now() - last);
+    off += n;
+    const g0 = now();
+    await sleep(gap);
+    gapTime += now() - g0;
+  }
+  const secs = now() - t0;
+  await fsp.rm(file);
+  tail.sort((a, b) => a - b);
+  return { secs, syncs: 0, tailP50: tail[tail.length >> 1], gapTime };
+}
+
 async function patched(policy) {
+  if (policy.startsWith('direct')) return patchedDirect(policy);
   const file = path.join(dir, 'part');
   await fsp.writeFile(file, '');
   const t0 = now();
@@ -109,16 +179,23 @@ async function patched(policy) {
   let tail = [];
   let syncs = 0;
   let gapTime = 0;
+  let kept;
   while (off < total) {
     const n = Math.min(patch, total - off);
     const start = now();
-    const fh = await fsp.open(file, 'a');
-    const s = new Syncer(fh, policy);
+    // a trailing `t` (every8t): the file's length set to the PATCH's end first, so no write extends it; a trailing
+    // `k` (every8k): the descriptor kept open from PATCH to PATCH (closing a file written to drops ext4's block
+    // preallocation of the inode, and with `discard` its blocks are trimmed at the next commit)
+    const sized = policy.endsWith('t');
+    const keepOpen = policy.endsWith('k');
+    const fh = keepOpen ? (kept ??= await fsp.open(file, 'a')) : await fsp.open(file, sized ? 'r+' : 'a');
+    if (sized) await fh.truncate(off + n);
+    const s = new Syncer(fh, sized || keepOpen ? policy.slice(0, -1) : policy);
     // Each PATCH arrives at the pace from its own start (the client sends nothing while it waits).
-    await paced(fh, n, s, start, 0);
+    await paced(fh, n, s, start, 0, sized ? off : undefined);
     const last = now();
     await s.final();
-    await fh.close();
+    if (!keepOpen) await fh.close();
     tail.push(now() - last);
     syncs += s.count;
     off += n;
@@ -127,6 +204,7 @@ async function patched(policy) {
     gapTime += now() - g0;
   }
   const secs = now() - t0;
+  await kept?.close();
   await fsp.rm(file);
   tail.sort((a, b) => a - b);
   return { secs, syncs, tailP50: tail[tail.length >> 1], gapTime };
