@@ -85,7 +85,10 @@ function readBody(req: Request, next: NextFunction): void {
 /** body-parser's strict JSON: a leading BOM is dropped, and the text must start (after whitespace) with `{` or `[`. */
 function parseStrict(text: string): unknown {
   const t = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  const first = /^[\x20\x09\x0a\x0d]*([\s\S])/.exec(t)?.[1];
-  if (first !== '{' && first !== '[') throw new SyntaxError('not an object or array');
+  // The first character after JSON whitespace (space, tab, LF, CR), without a match array per request.
+  let i = 0;
+  let c = t.charCodeAt(0);
+  while (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) c = t.charCodeAt(++i);
+  if (c !== 0x7b && c !== 0x5b) throw new SyntaxError('not an object or array');
   return JSON.parse(t);
 }
