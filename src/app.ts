@@ -71,7 +71,8 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   // them with one path match, without entering their routers (~2 µs each per request: BENCHMARKS.md, "Fourth stop:
   // GraphQL asset(id) at REST speed"). The metrics' route templates are the same (mount path + route path).
   app.use('/api/assets', exportDownloadRouter({ exports: c.exports }), signedThumbnailRouter({ thumbnails: c.thumbnails }));
-  app.use(await graphqlRouter(c));
+  // GraphQL at its path: every other request passes it with one path match instead of entering its router.
+  app.use('/graphql', await graphqlRouter(c));
 
   const api = Router();
   api.use(authenticate(c.requestAuth));
