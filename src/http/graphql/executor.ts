@@ -160,17 +160,20 @@ export function coerceVariables(
  * error (a null variable for a non-null argument with a default): graphql-js then gives its exact answer. Queries
  * only, so running again changes nothing.
  */
-export async function runOrFallBack(
+export function runOrFallBack(
   q: CompiledQuery,
   context: unknown,
   variables: Record<string, unknown>,
   byGraphqlJs: () => Promise<ExecutionResult> | ExecutionResult,
-): Promise<ExecutionResult> {
+): Promise<ExecutionResult> | ExecutionResult {
+  // Not an async function: a query answered synchronously needs no promise, an asynchronous one no second.
+  let result: Promise<ExecutionResult> | ExecutionResult;
   try {
-    return await q.query(undefined, context, variables);
+    result = q.query(undefined, context, variables);
   } catch {
     return byGraphqlJs();
   }
+  return result instanceof Promise ? result.then(undefined, () => byGraphqlJs()) : result;
 }
 
 type ScalarCoercer = (variables: Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
