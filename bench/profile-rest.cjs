@@ -13,6 +13,11 @@
 //     difference, largest differences first; then the same grouped by package (express, router, pg, prom-client,
 //     node:internal, the service's own files). A difference in µs per request is a cost, where a share of samples
 //     depends on everything else.
+//
+//   node bench/profile-rest.cjs get,graphql --compare=dist,dist [--rounds=N] ...
+//     Two loads against each other: A runs the first (here GET /api/assets/{id}), B the second (GraphQL `asset(id)`,
+//     figure 7's query, bench/graphql.cjs), each on its own process of the given build, on the same database and
+//     assets: where GraphQL's CPU per request goes beyond REST's, function by function. Kinds: get, head, graphql.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -128,6 +133,7 @@ async function seed(stack) {
 }
 
 function loadOf(kind, url, { ids, hashes }) {
+  if (kind === 'graphql') return { ...require('./graphql.cjs').cycling(url, ids, 'graphql'), connections: 64 };
   let i = 0;
   const paths = kind === 'head' ? hashes.map((h) => `/api/assets/hash/${h}`) : ids.map((id) => `/api/assets/${id}`);
   const method = kind === 'head' ? 'HEAD' : 'GET';
@@ -137,7 +143,7 @@ function loadOf(kind, url, { ids, hashes }) {
 const newestProfile = (dir) =>
   fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
 
-async function compare(kind, dirs, { duration, rounds, topN, interval }) {
+async function compare(kinds, dirs, { duration, rounds, topN, interval }) {
   const stack = await startStack({ prefix: 'profile-ab' });
   const svc = {};
   const profDir = {};
@@ -161,11 +167,11 @@ async function compare(kind, dirs, { duration, rounds, topN, interval }) {
         s.gc.markCompacts += (text.match(/Mark-Compact/g) ?? []).length;
       });
     }
-    if (kind === 'head') {
+    if (kinds.A === 'head' || kinds.B === 'head') {
       teachAutocannonHead();
       skipHeadBodies(true);
     }
-    for (const k of ['A', 'B']) await cannon({ ...loadOf(kind, svc[k].url, data), duration: 2 });
+    for (const k of ['A', 'B']) await cannon({ ...loadOf(kinds[k], svc[k].url, data), duration: 2 });
     const windows = { A: [], B: [] };
     const requests = { A: 0, B: 0 };
     const rps = { A: [], B: [] };
@@ -174,7 +180,7 @@ async function compare(kind, dirs, { duration, rounds, topN, interval }) {
       for (const k of round % 2 ? ['B', 'A'] : ['A', 'B']) {
         const before = { ...procCounters(svc[k].pid), ...svc[k].gc };
         const start = nowUs();
-        const r = await cannon({ ...loadOf(kind, svc[k].url, data), duration });
+        const r = await cannon({ ...loadOf(kinds[k], svc[k].url, data), duration });
         windows[k].push([start, nowUs()]);
         const after = { ...procCounters(svc[k].pid), ...svc[k].gc };
         for (const c of Object.keys(after)) counters[k][c] = (counters[k][c] ?? 0) + after[c] - before[c];
@@ -188,7 +194,7 @@ async function compare(kind, dirs, { duration, rounds, topN, interval }) {
     const prof = {};
     for (const k of ['A', 'B']) {
       const file = newestProfile(profDir[k]);
-      log(`${k} (${dirs[k]}): profile ${file}`);
+      log(`${k} (${dirs[k]}, ${kinds[k]}): profile ${file}`);
       prof[k] = selfTimeIn(file, windows[k]);
     }
     const [nA, nB] = [requests.A, requests.B];
@@ -217,7 +223,8 @@ async function main() {
   if (opts.compare) {
     const [a, b] = String(opts.compare).split(',');
     if (!a || !b) throw new Error('--compare=DIR_A,DIR_B');
-    await compare(kind, { A: a, B: b }, { duration, rounds: rounds ?? Number(opts.rounds ?? 4), topN: Number(opts.top ?? 40), interval: Number(opts.interval ?? 250) });
+    const [kindA, kindB = kindA] = kind.split(',');
+    await compare({ A: kindA, B: kindB }, { A: a, B: b }, { duration, rounds: rounds ?? Number(opts.rounds ?? 4), topN: Number(opts.top ?? 40), interval: Number(opts.interval ?? 250) });
     return;
   }
   const dir = process.env.BENCH_PROFILE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'prof-'));

@@ -33,7 +33,7 @@ export function observeRequests(app: Express, opts: { metrics?: Metrics; accessL
     let t = templates.get(route);
     if (t === undefined) {
       // A route added after start (not in the index): its mount as the request saw it.
-      t = (req.baseUrl ?? '') + String(route.path);
+      t = joinRoute(req.baseUrl ?? '', String(route.path));
       templates.set(route, t);
     }
     return t;
@@ -56,6 +56,9 @@ export function observeRequests(app: Express, opts: { metrics?: Metrics; accessL
   };
 }
 
+/** A route's template under its mount: a router's own root route (`/`) is the mount path itself (`/graphql`). */
+const joinRoute = (mount: string, path: string): string => (mount !== '' && path === '/' ? mount : mount + path);
+
 /**
  * Each Express route's full template (its mount paths joined with its own path), indexed by the route object. Taken
  * from the router's stack once at start, so a request whose error unwound out of a mounted router (which restores
@@ -67,7 +70,7 @@ function routeTemplates(app: Express): WeakMap<object, string> {
   const walk = (stack: Layer[] | undefined, prefix: string, depth: number) => {
     if (!stack || depth > 8) return;
     for (const layer of stack) {
-      if (layer.route) out.set(layer.route, prefix + String(layer.route.path));
+      if (layer.route) out.set(layer.route, joinRoute(prefix, String(layer.route.path)));
       else if (Array.isArray(layer.handle?.stack) && typeof layer.rawPath === 'string') {
         walk(layer.handle.stack, prefix + (layer.rawPath === '/' ? '' : layer.rawPath), depth + 1);
       }

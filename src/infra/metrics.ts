@@ -1,8 +1,8 @@
 import type { Pool } from 'pg';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { TransferMeter } from '../domain/transfer-meter';
 import type { Logger } from './logger';
-import { RequestHistogram } from './request-histogram';
+import { OperationHistogram, RequestHistogram } from './request-histogram';
 
 /** Where the scrape-time gauges read from; each is called at most once per scrape, under `SOURCE_TIMEOUT_MS`. */
 export interface MetricSources {
@@ -40,7 +40,7 @@ const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled']
 export class Metrics implements TransferMeter {
   readonly registry = new Registry();
   private readonly httpDuration: RequestHistogram;
-  private readonly graphqlDuration: Histogram<'operation' | 'outcome'>;
+  private readonly graphqlDuration: OperationHistogram;
   private readonly bytes: Record<'uploaded' | 'downloaded' | 'served', Counter>;
   private readonly inFlight: Record<'upload' | 'download', Gauge>;
   private readonly sourceErrors: Counter<'source'>;
@@ -62,13 +62,12 @@ export class Metrics implements TransferMeter {
       LATENCY_BUCKETS,
       this.registry,
     );
-    this.graphqlDuration = new Histogram({
-      name: 'assets_graphql_operation_duration_seconds',
-      help: `GraphQL operations by operation name (${ANONYMOUS_OPERATION}, ${INVALID_OPERATION}, and ${OTHER_OPERATION} past ${MAX_OPERATION_NAMES} names) and outcome (ok, error).`,
-      labelNames: ['operation', 'outcome'],
-      buckets: LATENCY_BUCKETS,
-      registers,
-    });
+    this.graphqlDuration = new OperationHistogram(
+      'assets_graphql_operation_duration_seconds',
+      `GraphQL operations by operation name (${ANONYMOUS_OPERATION}, ${INVALID_OPERATION}, and ${OTHER_OPERATION} past ${MAX_OPERATION_NAMES} names) and outcome (ok, error).`,
+      LATENCY_BUCKETS,
+      this.registry,
+    );
     this.bytes = {
       uploaded: new Counter({ name: 'assets_uploaded_bytes_total', help: 'Bytes received from clients into the content ingest (uploads).', registers }),
       downloaded: new Counter({ name: 'assets_downloaded_bytes_total', help: 'Bytes fetched from providers (download tasks and URL uploads).', registers }),
@@ -173,7 +172,7 @@ export class Metrics implements TransferMeter {
 
   /** One GraphQL operation; `name` undefined for an anonymous operation, null when the document was not usable. */
   observeOperation(name: string | null | undefined, ok: boolean, seconds: number): void {
-    this.graphqlDuration.observe({ operation: this.operationLabel(name), outcome: ok ? 'ok' : 'error' }, seconds);
+    this.graphqlDuration.observe(this.operationLabel(name), ok, seconds);
   }
 
   begin(kind: 'upload' | 'download'): () => void {

@@ -22,7 +22,7 @@ import { settleUrlParseDeprecation } from './url-parse';
 const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
- * `/graphql`: Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
+ * `/graphql` (the router is mounted there): Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
  * CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true` or
  * `X-Apollo-Operation-Name`, which a cross-site form cannot send.
  */
@@ -67,12 +67,13 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     },
     expressMiddleware(server, { context: (args) => handedOffContext(args.req) ?? context(args) }),
   ];
+  // Mounted at /graphql (app.ts): paths here are below it.
   const r = Router();
   // POSTs first: the IDE's router answers GETs only, and every GraphQL request would walk it.
-  r.post('/graphql', ...chain);
+  r.post('/', ...chain);
   r.use(ideRouter());
-  r.all('/graphql', ...chain);
-  r.use('/graphql', graphqlErrors(c.logger));
+  r.all('/', ...chain);
+  r.use(graphqlErrors(c.logger));
   return r;
 }
 

@@ -18,8 +18,9 @@ export function ideRouter(): Router {
     'ide.css': { text: 'html, body, #graphiql { height: 100%; margin: 0; }\n', type: 'text/css' },
   };
 
+  // Mounted at /graphql, with the GraphQL routes.
   const r = Router();
-  r.get('/graphql/ide/:file', (req, res, next) => {
+  r.get('/ide/:file', (req, res, next) => {
     const f = Object.hasOwn(files, req.params.file) ? files[req.params.file] : undefined;
     if (!f) {
       next();
@@ -29,7 +30,7 @@ export function ideRouter(): Router {
     if (f.text !== undefined) res.type(f.type).send(f.text);
     else res.type(f.type).sendFile(f.file!);
   });
-  r.get('/graphql', (req, res, next) => {
+  r.get('/', (req, res, next) => {
     if (!wantsHtml(req)) {
       next();
       return;

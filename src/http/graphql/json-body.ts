@@ -43,10 +43,13 @@ export function isPlainJsonType(type: string | undefined): boolean {
 
 function readBody(req: Request, next: NextFunction): void {
   // Node's parser hands over exactly Content-Length bytes, or the request aborts: no size check is needed at the end.
-  const chunks: Buffer[] = [];
+  // Most bodies arrive as one chunk: the array is made for a second one only.
+  let first: Buffer | undefined;
+  let chunks: Buffer[] | undefined;
   let received = 0;
   const onData = (chunk: Buffer) => {
-    chunks.push(chunk);
+    if (first === undefined) first = chunk;
+    else (chunks ??= [first]).push(chunk);
     received += chunk.length;
   };
   const done = (err?: DomainError) => {
@@ -58,7 +61,7 @@ function readBody(req: Request, next: NextFunction): void {
       next(err);
       return;
     }
-    const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf8');
+    const text = (chunks ? Buffer.concat(chunks, received) : (first ?? Buffer.alloc(0))).toString('utf8');
     let body: unknown;
     try {
       body = parseStrict(text);
@@ -72,16 +75,20 @@ function readBody(req: Request, next: NextFunction): void {
   const onEnd = () => done();
   const onAborted = () => done(new DomainError('INVALID_BODY', 'the request was aborted'));
   const onError = () => done(new DomainError('INVALID_BODY', 'the request was aborted'));
+  // `on`, not `once`: `done` removes all four, and `once` would wrap each in a closure of its own per request.
   req.on('data', onData);
-  req.once('end', onEnd);
-  req.once('aborted', onAborted);
-  req.once('error', onError);
+  req.on('end', onEnd);
+  req.on('aborted', onAborted);
+  req.on('error', onError);
 }
 
 /** body-parser's strict JSON: a leading BOM is dropped, and the text must start (after whitespace) with `{` or `[`. */
 function parseStrict(text: string): unknown {
   const t = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  const first = /^[\x20\x09\x0a\x0d]*([\s\S])/.exec(t)?.[1];
-  if (first !== '{' && first !== '[') throw new SyntaxError('not an object or array');
+  // The first character after JSON whitespace (space, tab, LF, CR), without a match array per request.
+  let i = 0;
+  let c = t.charCodeAt(0);
+  while (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) c = t.charCodeAt(++i);
+  if (c !== 0x7b && c !== 0x5b) throw new SyntaxError('not an object or array');
   return JSON.parse(t);
 }

@@ -30,13 +30,13 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
 }
 
 /**
- * The disk store's signed archive URLs (`.../download?expires=…&signature=…`): mounted before /api's key check, as
- * the signature is the credential.
+ * The disk store's signed archive URLs (`.../download?expires=…&signature=…`): mounted at `/api/assets` before /api's
+ * key check, as the signature is the credential.
  */
 export function exportDownloadRouter(deps: { exports: ExportService }): Router {
   const r = Router();
   r.get(
-    '/api/assets/exports/:export_name/download',
+    '/exports/:export_name/download',
     handle(async (req, res) => {
       const q = req.query as Record<string, unknown>;
       const name = req.params.export_name as string;

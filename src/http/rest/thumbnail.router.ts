@@ -26,7 +26,8 @@ export function thumbnailRouter(deps: { thumbnails: ThumbnailService }): Router 
 
 /**
  * `GET|HEAD /api/assets/{id}/thumbnail?access=<grant>`: the grant is the credential (the asset browser's `<img src>`,
- * which cannot send the key header); mounted before /api's key check. Requests without `access` go on to it.
+ * which cannot send the key header); mounted at `/api/assets` before /api's key check. Requests without `access` go on
+ * to it.
  */
 export function signedThumbnailRouter(deps: { thumbnails: ThumbnailService }): Router {
   const r = Router();
@@ -41,8 +42,8 @@ export function signedThumbnailRouter(deps: { thumbnails: ThumbnailService }): R
       sendThumbnail(req, res, await deps.thumbnails.open(ownerId, pathId(req)));
     })().catch(next);
   };
-  r.get('/api/assets/:id/thumbnail', serve);
-  r.head('/api/assets/:id/thumbnail', serve);
+  r.get('/:id/thumbnail', serve);
+  r.head('/:id/thumbnail', serve);
   return r;
 }
 
