@@ -31,7 +31,8 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
       .set('Cache-Control', 'public, max-age=31536000, immutable')
       .set('X-Content-Type-Options', 'nosniff')
       .type(path.extname(req.params.file) === '.map' ? 'application/json' : path.extname(req.params.file))
-      .sendFile(path.join(b.dir, req.params.file));
+      // `root`: the name alone is checked (a build under a dot-directory such as `.ab-main/ui` is still served).
+      .sendFile(req.params.file, { root: b.dir });
   });
   return r;
 }
@@ -57,8 +58,14 @@ function readBuilt(dir: string | undefined): Built | undefined {
   }
 }
 
-/** dist/ui beside the compiled server (dist/src/http/ui) or at the repository root when run from sources. */
+/**
+ * The build's own ui/ beside its compiled server (<build>/src/http/ui → <build>/ui), whatever the build's directory
+ * is called (a copy such as `.ab-main` must serve its own page, not the dist/ui of a checkout around it); from
+ * sources, dist/ui at the repository root.
+ */
 function findBuiltDir(): string | undefined {
+  const own = path.resolve(__dirname, '..', '..', '..', 'ui');
+  if (fs.existsSync(path.join(own, 'manifest.json'))) return own;
   let dir = __dirname;
   for (let i = 0; i < 6; i++) {
     for (const candidate of [path.join(dir, 'dist', 'ui'), path.basename(dir) === 'dist' ? path.join(dir, 'ui') : '']) {
