@@ -1,6 +1,8 @@
 /**
  * Builds the asset browser (GET /ui) into dist/ui/: ui/src/main.tsx (Preact) bundled by esbuild into one script and
- * one stylesheet, with content hashes in their names and a manifest the server reads (src/http/ui/ui.router.ts).
+ * one stylesheet, with content hashes in their names and a manifest the server reads (src/http/ui/ui.router.ts);
+ * ui/src/boot.ts into a small script the manifest carries as text, which the server inlines in the page's head (it
+ * sends the first screen's requests before the bundle is loaded: ui/src/first-screen.ts).
  * Run by `npm run build`; the browser test calls buildUi() itself so it always tests the current sources.
  */
 const fs = require('node:fs');
@@ -30,12 +32,25 @@ async function buildUi({ outDir = OUT, minify = true } = {}) {
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
   });
+  const boot = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: ['ui/src/boot.ts'],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'browser',
+    target: ['chrome110', 'firefox110', 'safari16'],
+    minify,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
   const outputs = Object.keys(result.metafile.outputs).map((p) => path.basename(p));
   const manifest = {
     script: outputs.find((f) => /^app-.*\.js$/.test(f)),
     style: outputs.find((f) => /^app-.*\.css$/.test(f)),
+    boot: boot.outputFiles[0]?.text.trim(),
   };
-  if (!manifest.script || !manifest.style) throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
+  if (!manifest.script || !manifest.style || !manifest.boot) throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
   fs.writeFileSync(path.join(outDir, 'manifest.json'), JSON.stringify(manifest) + '\n');
   return manifest;
 }

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
@@ -7,7 +8,9 @@ import { htmlPage } from '../shared/html-page';
  * The asset browser: `GET /ui` is a page whose script and stylesheet `npm run build` bundles from
  * ui/src (scripts/build-ui.cjs) into dist/ui/ with content-hashed names. The page and its files need no key (the
  * page asks for one and keeps it in the tab's sessionStorage); everything it shows comes through the keyed API.
- * No CDN: every file is served here, under a CSP that allows this origin only.
+ * No CDN: every file is served here, under a CSP that allows this origin only, and the page's one inline script (the
+ * build's `boot`, which sends the first screen's requests before the bundle loads: ui/src/first-screen.ts) by its
+ * SHA-256.
  */
 export function uiRouter(opts: { dir?: string } = {}): Router {
   let built: Built | undefined;
@@ -16,9 +19,9 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
   const r = Router();
   r.get('/ui', (_req, res) => {
     const b = load();
-    htmlPage(res, CSP);
+    htmlPage(res, b?.csp ?? cspOf(undefined));
     if (!b) res.status(503).send(NOT_BUILT);
-    else res.send(page(b.manifest));
+    else res.send(b.page);
   });
   r.get('/ui/assets/:file', (req, res, next) => {
     const b = load();
@@ -40,11 +43,14 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
 interface Manifest {
   script: string;
   style: string;
+  /** The text of the page's inline script. */
+  boot: string;
 }
 interface Built {
   dir: string;
-  manifest: Manifest;
   files: Set<string>;
+  page: string;
+  csp: string;
 }
 
 function readBuilt(dir: string | undefined): Built | undefined {
@@ -52,7 +58,10 @@ function readBuilt(dir: string | undefined): Built | undefined {
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
     const files = new Set(fs.readdirSync(dir).filter((f) => f !== 'manifest.json'));
-    return files.has(manifest.script) && files.has(manifest.style) ? { dir, manifest, files } : undefined;
+    if (!files.has(manifest.script) || !files.has(manifest.style) || typeof manifest.boot !== 'string') return undefined;
+    // `</` cannot end the script element early: the same text in JavaScript.
+    const boot = manifest.boot.replace(/<\//g, '<\\/');
+    return { dir, files, page: page(manifest, boot), csp: cspOf(crypto.createHash('sha256').update(boot).digest('base64')) };
   } catch {
     return undefined;
   }
@@ -77,16 +86,18 @@ function findBuiltDir(): string | undefined {
 }
 
 // Images are object URLs of bytes fetched with the key (blob:); the export archive link is a plain navigation.
-const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; " +
+const cspOf = (bootSha256: string | undefined) =>
+  `default-src 'self'; script-src 'self'${bootSha256 ? ` 'sha256-${bootSha256}'` : ''}; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; ` +
   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'";
 
 const escapeAttr = (s: string) => s.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
 
-const page = (m: Manifest) => `<!doctype html>
+// The inline script first: a script after a stylesheet waits for the stylesheet.
+const page = (m: Manifest, boot: string) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<script>${boot}</script>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Assets</title>
 <link rel="stylesheet" href="/ui/assets/${escapeAttr(m.style)}">
