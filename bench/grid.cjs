@@ -91,7 +91,7 @@ function untilShown({ sel, count }) {
         const phases =
           `script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res.filter((e) => /\/graphql$/.test(e.name)).map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`).join('/')}` +
           `${access.length ? `, access ${access.join('/')}` : ''}` +
-          `${marks.map((m) => `, ${m.name.slice(3)} ${Math.round(m.startTime)}`).join('')}, thumbnails ${start(thumbs)}-${end(thumbs)} (ttfb ${Math.round(ttfb)})`;
+          `${marks.map((m) => `, ${m.name.slice(3)} ${Math.round(m.startTime)}`).join('')}, thumbnails ${start(thumbs)}-${end(thumbs)} (${thumbs.length} requests, ttfb ${Math.round(ttfb)})`;
         resolve({ ms: performance.now(), fetched: end(thumbs), thumbs: thumbs.length, phases, cached: thumbs.filter((e) => e.transferSize === 0).length });
       } else requestAnimationFrame(check);
     };

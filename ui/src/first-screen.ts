@@ -61,6 +61,9 @@ export async function send(url: string, init: RequestInit): Promise<Answer> {
   return { status: res.status, body: await res.json().catch(() => undefined) };
 }
 
+/** A thumbnail's URL with a grant (`GET /api/thumbnail-access`): what an <img src> loads without the key. */
+export const signedThumbnailUrl = (url: string, access: string): string => `${url}${url.includes('?') ? '&' : '?'}access=${encodeURIComponent(access)}`;
+
 interface Early {
   key: string;
   graphqlBody: string;
@@ -68,6 +71,8 @@ interface Early {
   grant?: Promise<Answer>;
   /** The answers once they are in (the bundle's first render can use them at once, with no await). */
   settled: { graphql?: Answer; grant?: Answer };
+  /** The first page's thumbnails, asked for as soon as both answers are in (kept referenced until the grid has them). */
+  images?: HTMLImageElement[];
 }
 
 declare global {
@@ -91,6 +96,19 @@ export function startEarly(): void {
   void early.graphql!.then((a) => (early.settled.graphql = a));
   void early.grant!.then((a) => (early.settled.grant = a));
   window.assetBrowserEarly = early;
+  // The thumbnails the grid's <img> elements will show, by the very same URLs, while the bundle is still loading:
+  // the browser then gives each <img> the image already on its way.
+  void Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
+    const access = (grant!.body as { access?: unknown } | undefined)?.access;
+    const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)?.data?.assets?.items;
+    if (grant!.status !== 200 || typeof access !== 'string' || !Array.isArray(items)) return;
+    early.images = items.flatMap((a) => {
+      if (!a.thumbnailUrl) return [];
+      const img = new Image();
+      img.src = signedThumbnailUrl(a.thumbnailUrl, access);
+      return [img];
+    });
+  });
 }
 
 const mine = (early: Early | undefined, kind: 'graphql' | 'grant', key: string, graphqlBody?: string): early is Early =>

@@ -1,5 +1,6 @@
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api } from '../api';
+import { signedThumbnailUrl } from '../first-screen';
 import { useObjectUrl } from './useObjectUrl';
 
 /**
@@ -55,5 +56,5 @@ export function useThumbnail(api: Api, access: ThumbnailAccess, url: string | nu
   const fetched = useObjectUrl(api, viaKey ? url : null);
   if (!url || access === undefined) return {};
   if (viaKey) return { src: fetched.src };
-  return { src: `${url}${url.includes('?') ? '&' : '?'}access=${encodeURIComponent(access!.token)}`, onError: () => setKeyed(true) };
+  return { src: signedThumbnailUrl(url, access!.token), onError: () => setKeyed(true) };
 }
