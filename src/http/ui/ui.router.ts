@@ -42,6 +42,8 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
 
 interface Manifest {
   script: string;
+  /** Chunks the script imports at once. */
+  preload?: string[];
   style: string;
   /** The text of the page's inline script. */
   boot: string;
@@ -58,7 +60,7 @@ function readBuilt(dir: string | undefined): Built | undefined {
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
     const files = new Set(fs.readdirSync(dir).filter((f) => f !== 'manifest.json'));
-    if (!files.has(manifest.script) || !files.has(manifest.style) || typeof manifest.boot !== 'string') return undefined;
+    if (![manifest.script, manifest.style, ...(manifest.preload ?? [])].every((f) => files.has(f)) || typeof manifest.boot !== 'string') return undefined;
     // `</` cannot end the script element early: the same text in JavaScript.
     const boot = manifest.boot.replace(/<\//g, '<\\/');
     return { dir, files, page: page(manifest, boot), csp: cspOf(crypto.createHash('sha256').update(boot).digest('base64')) };
@@ -101,8 +103,8 @@ const page = (m: Manifest, boot: string) => `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Assets</title>
 <link rel="stylesheet" href="/ui/assets/${escapeAttr(m.style)}">
-<script defer src="/ui/assets/${escapeAttr(m.script)}"></script>
-</head>
+<script type="module" src="/ui/assets/${escapeAttr(m.script)}"></script>
+${(m.preload ?? []).map((f) => `<link rel="modulepreload" href="/ui/assets/${escapeAttr(f)}">\n`).join('')}</head>
 <body>
 <div id="app"><noscript>The asset browser needs JavaScript.</noscript></div>
 </body>
