@@ -281,7 +281,15 @@ async function run(args) {
       rounds,
       service: summary('service'),
       static_page: summary('baseline'),
-      ...(also ? { also: String(args.opts.also), also_build: summary('also') } : {}),
+      ...(also
+        ? {
+            also: String(args.opts.also),
+            also_build: summary('also'),
+            // this build's time / the other build's, per round, then the median (< 1: this build is faster)
+            fetched_vs_also: r3(median(res.service.fetched.map((x, i) => x / res.also.fetched[i]))),
+            shown_vs_also: r3(median(res.service.shown.map((x, i) => x / res.also.shown[i]))),
+          }
+        : {}),
       target_ms: 1000,
       // the words: "loads (all thumbnails fetched)"
       met_fetched: median(res.service.fetched) < 1000,
