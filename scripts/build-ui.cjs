@@ -1,6 +1,8 @@
 /**
- * Builds the asset browser (GET /ui) into dist/ui/: ui/src/main.tsx (Preact) bundled by esbuild into one script and
- * one stylesheet, with content hashes in their names and a manifest the server reads (src/http/ui/ui.router.ts).
+ * Builds the asset browser (GET /ui) into dist/ui/: ui/src/main.tsx (Preact) bundled by esbuild into one module
+ * script (and the chunks it imports when first needed) and one stylesheet, with content hashes in their names and a manifest the server reads (src/http/ui/ui.router.ts);
+ * ui/src/boot.ts into a small script the manifest carries as text, which the server inlines in the page's head (it
+ * sends the first screen's requests before the bundle is loaded: ui/src/first-screen.ts).
  * Run by `npm run build`; the browser test calls buildUi() itself so it always tests the current sources.
  */
 const fs = require('node:fs');
@@ -18,7 +20,10 @@ async function buildUi({ outDir = OUT, minify = true } = {}) {
     bundle: true,
     outdir: outDir,
     entryNames: '[name]-[hash]',
-    format: 'iife',
+    chunkNames: 'chunk-[hash]',
+    // ES modules, split: what only some actions need (tus-js-client, for uploads) is a chunk loaded when first used.
+    format: 'esm',
+    splitting: true,
     platform: 'browser',
     target: ['chrome110', 'firefox110', 'safari16'],
     jsx: 'automatic',
@@ -30,12 +35,28 @@ async function buildUi({ outDir = OUT, minify = true } = {}) {
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
   });
+  const boot = await esbuild.build({
+    absWorkingDir: ROOT,
+    entryPoints: ['ui/src/boot.ts'],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'browser',
+    target: ['chrome110', 'firefox110', 'safari16'],
+    minify,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
   const outputs = Object.keys(result.metafile.outputs).map((p) => path.basename(p));
+  const script = Object.entries(result.metafile.outputs).find(([p]) => /^app-.*\.js$/.test(path.basename(p)));
   const manifest = {
-    script: outputs.find((f) => /^app-.*\.js$/.test(f)),
+    script: script && path.basename(script[0]),
+    // Chunks the script imports statically: the page names them too (modulepreload), so they load beside it.
+    preload: (script?.[1].imports ?? []).filter((i) => i.kind === 'import-statement').map((i) => path.basename(i.path)),
     style: outputs.find((f) => /^app-.*\.css$/.test(f)),
+    boot: boot.outputFiles[0]?.text.trim(),
   };
-  if (!manifest.script || !manifest.style) throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
+  if (!manifest.script || !manifest.style || !manifest.boot) throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
   fs.writeFileSync(path.join(outDir, 'manifest.json'), JSON.stringify(manifest) + '\n');
   return manifest;
 }

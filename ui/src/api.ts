@@ -1,3 +1,5 @@
+import { ALL_ASSET_FIELDS, BASE_ASSET_FIELDS, firstScreenBody, GRANT_URL, graphqlInit, jsonInit, send, takeEarly, takeEarlyNow, type Answer } from './first-screen';
+
 /**
  * The browser's client of the service: GraphQL for everything GraphQL carries, and the few HTTP routes it cannot
  * (thumbnail and content bytes, tus uploads, the export archive URL). Every request carries the key of this tab.
@@ -71,30 +73,26 @@ export class Api {
     return { 'X-API-Key': this.key, ...extra };
   }
 
-  async gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
-    let res: Response;
-    try {
-      res = await fetch('/graphql', {
-        method: 'POST',
-        headers: this.headers({ 'Content-Type': 'application/json', Accept: 'application/json' }),
-        body: JSON.stringify({ query, variables }),
-      });
-    } catch {
-      throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
-    }
-    let body: { data?: T; errors?: { message: string; extensions?: { code?: string } }[] } = {};
-    try {
-      body = await res.json();
-    } catch {
-      /* not JSON: reported below by status */
-    }
+  gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+    return this.post<T>(JSON.stringify({ query, variables }));
+  }
+
+  /** A GraphQL request body sent (or taken from the page's head, which may have sent it already: first-screen.ts). */
+  private async post<T>(request: string): Promise<T> {
+    return this.dataOf<T>(await (takeEarly('graphql', this.key, request) ?? send('/graphql', graphqlInit(this.key, request))));
+  }
+
+  /** A GraphQL answer's data, or the error it reports (a refused key signs out). */
+  private dataOf<T>(a: Answer): T {
+    if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
+    const body = (a.body ?? {}) as { data?: T; errors?: { message: string; extensions?: { code?: string } }[] };
     const first = body.errors?.[0];
-    if (res.status === 401 || first?.extensions?.code === 'UNAUTHORIZED') {
+    if (a.status === 401 || first?.extensions?.code === 'UNAUTHORIZED') {
       this.onUnauthorized();
       throw new ApiError(first?.message ?? 'The key was refused.', 'UNAUTHORIZED', 401);
     }
-    if (first) throw new ApiError(first.message, first.extensions?.code ?? 'ERROR', res.status);
-    if (!res.ok || body.data === undefined) throw new ApiError(`The service answered ${res.status}.`, 'HTTP_' + res.status, res.status);
+    if (first) throw new ApiError(first.message, first.extensions?.code ?? 'ERROR', a.status);
+    if (a.status !== 200 || body.data === undefined) throw new ApiError(`The service answered ${a.status}.`, 'HTTP_' + a.status, a.status);
     return body.data;
   }
 
@@ -110,11 +108,20 @@ export class Api {
   }
 
   async json<T>(url: string): Promise<T> {
-    const res = await fetch(url, { headers: this.headers({ Accept: 'application/json' }) });
-    const body = await res.json().catch(() => ({}));
-    if (res.status === 401) this.onUnauthorized();
-    if (!res.ok) throw new ApiError(body.message ?? `GET ${url} answered ${res.status}`, body.code ?? 'HTTP_' + res.status, res.status);
+    const a = await ((url === GRANT_URL ? takeEarly('grant', this.key) : undefined) ?? send(url, jsonInit(this.key)));
+    if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
+    const body = (a.body ?? {}) as { message?: string; code?: string };
+    if (a.status === 401) this.onUnauthorized();
+    if (a.status < 200 || a.status > 299) throw new ApiError(body.message ?? `GET ${url} answered ${a.status}`, body.code ?? 'HTTP_' + a.status, a.status);
     return body as T;
+  }
+
+  /** The thumbnails' grant if the page's head already has it (a good answer only); else undefined: ask with `json`. */
+  grantNow(): { access: string; expires_at: string } | undefined {
+    return takeEarlyNow('grant', this.key, (a) => {
+      const g = a.body as { access?: unknown; expires_at?: unknown } | undefined;
+      return a.status === 200 && typeof g?.access === 'string' && typeof g.expires_at === 'string' ? { access: g.access, expires_at: g.expires_at } : undefined;
+    });
   }
 
   /**
@@ -122,37 +129,54 @@ export class Api {
    * the first page of assets and the tag facets. The page and its service are one build, so the page asks for the
    * fields of this schema; the introspection says which optional parts (export, task results) to show.
    */
-  async start(first: { limit: number; sort: string; order: string }): Promise<{ features: Features; assets: AssetPageData; tagCounts: { name: string; count: number }[] }> {
-    const d = await this.gql<{
-      page: { fields: { name: string }[] } | null;
-      asset: { fields: { name: string }[] } | null;
-      result: { fields: { name: string }[] } | null;
-      query: { fields: { name: string }[] };
-      mutation: { fields: { name: string }[] };
-      assets: AssetPageData;
-      tagCounts: { name: string; count: number }[];
-    }>(
-      `query($limit: Int!, $sort: AssetSort!, $order: SortOrder!) {
-        page: __type(name: "AssetPage") { fields { name } }
-        asset: __type(name: "Asset") { fields { name } }
-        result: __type(name: "TaskResult") { fields { name } }
-        query: __type(name: "Query") { fields { name } }
-        mutation: __type(name: "Mutation") { fields { name } }
-        assets(limit: $limit, offset: 0, sort: $sort, order: $order) { items { ${assetFields(FULL)} } total hasMore nextCursor totalIsLowerBound }
-        tagCounts(limit: 60) { name count }
-      }`,
-      first,
-    );
-    const has = (t: { fields: { name: string }[] } | null, f: string) => !!t?.fields.some((x) => x.name === f);
-    const features: Features = {
-      cursor: has(d.page, 'nextCursor'),
-      tagCounts: has(d.query, 'tagCounts'),
-      metadata: has(d.asset, 'metadata'),
-      startExport: has(d.mutation, 'startExport'),
-      taskResultFields: d.result?.fields.map((f) => f.name) ?? [],
-    };
-    return { features, assets: d.assets, tagCounts: d.tagCounts };
+  async start(first: FirstScreenArgs): Promise<FirstScreen> {
+    return firstScreenOf(await this.post<FirstScreenData>(firstScreenBody(first)));
   }
+
+  /**
+   * The first screen at once, with no await, when the page's head has its answer already and the answer is good (the
+   * page then renders its tiles in its first render); else undefined: ask with `start`, which reports any error.
+   */
+  startNow(first: FirstScreenArgs): FirstScreen | undefined {
+    const body = firstScreenBody(first);
+    return takeEarlyNow(
+      'graphql',
+      this.key,
+      (a) => {
+        const b = a.body as { data?: FirstScreenData; errors?: unknown[] } | undefined;
+        return a.status === 200 && b?.data && !b.errors?.length ? firstScreenOf(b.data) : undefined;
+      },
+      body,
+    );
+  }
+}
+
+type FirstScreenArgs = { limit: number; sort: string; order: string };
+export interface FirstScreen {
+  features: Features;
+  assets: AssetPageData;
+  tagCounts: { name: string; count: number }[];
+}
+interface FirstScreenData {
+  page: { fields: { name: string }[] } | null;
+  asset: { fields: { name: string }[] } | null;
+  result: { fields: { name: string }[] } | null;
+  query: { fields: { name: string }[] };
+  mutation: { fields: { name: string }[] };
+  assets: AssetPageData;
+  tagCounts: { name: string; count: number }[];
+}
+
+function firstScreenOf(d: FirstScreenData): FirstScreen {
+  const has = (t: { fields: { name: string }[] } | null, f: string) => !!t?.fields.some((x) => x.name === f);
+  const features: Features = {
+    cursor: has(d.page, 'nextCursor'),
+    tagCounts: has(d.query, 'tagCounts'),
+    metadata: has(d.asset, 'metadata'),
+    startExport: has(d.mutation, 'startExport'),
+    taskResultFields: d.result?.fields.map((f) => f.name) ?? [],
+  };
+  return { features, assets: d.assets, tagCounts: d.tagCounts };
 }
 
 export interface AssetPageData {
@@ -163,12 +187,7 @@ export interface AssetPageData {
   totalIsLowerBound?: boolean;
 }
 
-const FULL: Features = { cursor: true, tagCounts: true, metadata: true, startExport: true, taskResultFields: [] };
-
-export const assetFields = (f: Features): string =>
-  `id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable${
-    f.metadata ? ' metadata loaderPath' : ''
-  }`;
+export const assetFields = (f: Features): string => (f.metadata ? ALL_ASSET_FIELDS : BASE_ASSET_FIELDS);
 
 export const taskFields = (f: Features): string =>
   `id taskName status createTime updateTime completedAt errorMessage payload { sourceUrl } progress { bytesDownloaded bytesTotal progress }${

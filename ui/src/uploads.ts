@@ -1,4 +1,4 @@
-import { Upload, type DetailedError } from 'tus-js-client';
+import type { DetailedError } from 'tus-js-client';
 import { Api, ApiError } from './api';
 
 export interface UploadState {
@@ -20,7 +20,10 @@ type Update = (patch: Partial<UploadState>) => void;
 const CHUNK = 16 * 1024 * 1024;
 
 /** A tus upload of `file`; the asset id comes back in the final answer's Asset-Id header. */
-function uploadTus(api: Api, file: File, tags: string[], update: Update): Promise<string> {
+async function uploadTus(api: Api, file: File, tags: string[], update: Update): Promise<string> {
+  // Loaded with the first upload, not with the page: tus-js-client is more than half of the page's script, which the
+  // first screen waits for (BENCHMARKS.md, "Fourth stop: the grid, fetched and shown").
+  const { Upload } = await import('tus-js-client');
   return new Promise((resolve, reject) => {
     let assetId: string | undefined;
     const upload = new Upload(file, {

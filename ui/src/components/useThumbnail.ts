@@ -1,5 +1,6 @@
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api } from '../api';
+import { signedThumbnailUrl } from '../first-screen';
 import { useObjectUrl } from './useObjectUrl';
 
 /**
@@ -10,12 +11,15 @@ export type ThumbnailAccess = { token: string; expiresAt: number } | null | unde
 
 /** Asks for the grant at once (beside the first page's request), and for the next one before it expires. */
 export function useThumbnailAccess(api: Api): ThumbnailAccess {
-  const [access, setAccess] = useState<ThumbnailAccess>(undefined);
-  const had = useRef(false);
+  // The page's head may have it already (then the first render's <img> elements have their URLs).
+  const [first] = useState(() => api.grantNow());
+  const [access, setAccess] = useState<ThumbnailAccess>(first && { token: first.access, expiresAt: Date.parse(first.expires_at) });
+  const had = useRef(!!first);
   // A layout effect, like the first page's request: asked for right after the first render, not after its paint.
   useLayoutEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const next = (expiresAt: number) => (timer = setTimeout(ask, Math.max(60_000, expiresAt - Date.now() - 5 * 60_000)));
     const ask = () =>
       api.json<{ access: string; expires_at: string }>('/api/thumbnail-access').then(
         (g) => {
@@ -23,7 +27,7 @@ export function useThumbnailAccess(api: Api): ThumbnailAccess {
           had.current = true;
           const expiresAt = Date.parse(g.expires_at);
           setAccess((a) => (a?.token === g.access ? a : { token: g.access, expiresAt }));
-          timer = setTimeout(ask, Math.max(60_000, expiresAt - Date.now() - 5 * 60_000));
+          next(expiresAt);
         },
         () => {
           if (!live) return;
@@ -32,7 +36,8 @@ export function useThumbnailAccess(api: Api): ThumbnailAccess {
           if (had.current) timer = setTimeout(ask, 60_000);
         },
       );
-    void ask();
+    if (first) next(Date.parse(first.expires_at));
+    else void ask();
     return () => {
       live = false;
       clearTimeout(timer);
@@ -51,5 +56,5 @@ export function useThumbnail(api: Api, access: ThumbnailAccess, url: string | nu
   const fetched = useObjectUrl(api, viaKey ? url : null);
   if (!url || access === undefined) return {};
   if (viaKey) return { src: fetched.src };
-  return { src: `${url}${url.includes('?') ? '&' : '?'}access=${encodeURIComponent(access!.token)}`, onError: () => setKeyed(true) };
+  return { src: signedThumbnailUrl(url, access!.token), onError: () => setKeyed(true) };
 }

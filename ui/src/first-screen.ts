@@ -1,0 +1,137 @@
+/**
+ * The first screen's two requests (the GraphQL first screen, `Api.start`, and the thumbnails' access grant). A small
+ * script inlined in the page's head (boot.ts, built from this module by scripts/build-ui.cjs, allowed by its SHA-256 in
+ * the page's CSP) sends them as soon as the page is parsed when the tab has a key, while the bundle is still being
+ * loaded and run; the bundle's `Api` then takes their answers instead of sending them again. Without a key (or when
+ * the head script did not run) the bundle sends them itself, exactly as before.
+ *
+ * This module is imported by both: it holds only what both need, nothing of Preact.
+ */
+
+export const KEY_STORE = 'assetBrowser.apiKey';
+export const DEFAULT_SORT = 'created_at:desc';
+export const GRANT_URL = '/api/thumbnail-access';
+
+/** `?pageSize=` of the page's URL (1–500, default 60). */
+export const pageSizeOf = (search: string): number => Math.min(500, Math.max(1, Number(new URLSearchParams(search).get('pageSize')) || 60));
+
+/** The asset fields every schema of this service has; the first screen asks for the optional ones too. */
+export const BASE_ASSET_FIELDS = 'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
+export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath`;
+
+/**
+ * The first screen's GraphQL request body: what the schema offers (its optional parts), the first page of assets and
+ * the tag facets, in one request.
+ */
+export function firstScreenBody(first: { limit: number; sort: string; order: string }): string {
+  const query = `query($limit: Int!, $sort: AssetSort!, $order: SortOrder!) {
+        page: __type(name: "AssetPage") { fields { name } }
+        asset: __type(name: "Asset") { fields { name } }
+        result: __type(name: "TaskResult") { fields { name } }
+        query: __type(name: "Query") { fields { name } }
+        mutation: __type(name: "Mutation") { fields { name } }
+        assets(limit: $limit, offset: 0, sort: $sort, order: $order) { items { ${ALL_ASSET_FIELDS} } total hasMore nextCursor totalIsLowerBound }
+        tagCounts(limit: 60) { name count }
+      }`;
+  return JSON.stringify({ query, variables: first });
+}
+
+/** The requests' options, the same whoever sends them (the key in a header, never in a URL). */
+export const graphqlInit = (key: string, body: string): RequestInit => ({
+  method: 'POST',
+  headers: { 'X-API-Key': key, 'Content-Type': 'application/json', Accept: 'application/json' },
+  body,
+});
+export const jsonInit = (key: string): RequestInit => ({ headers: { 'X-API-Key': key, Accept: 'application/json' } });
+
+/** An HTTP answer with its JSON body read (`undefined` when it is not JSON); status 0 when the service cannot be reached. */
+export interface Answer {
+  status: number;
+  body: unknown;
+}
+
+/** `fetch`, its JSON body read: an answer, never a rejection. */
+export async function send(url: string, init: RequestInit): Promise<Answer> {
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch {
+    return { status: 0, body: undefined };
+  }
+  return { status: res.status, body: await res.json().catch(() => undefined) };
+}
+
+/** A thumbnail's URL with a grant (`GET /api/thumbnail-access`): what an <img src> loads without the key. */
+export const signedThumbnailUrl = (url: string, access: string): string => `${url}${url.includes('?') ? '&' : '?'}access=${encodeURIComponent(access)}`;
+
+interface Early {
+  key: string;
+  graphqlBody: string;
+  graphql?: Promise<Answer>;
+  grant?: Promise<Answer>;
+  /** The answers once they are in (the bundle's first render can use them at once, with no await). */
+  settled: { graphql?: Answer; grant?: Answer };
+  /** The first page's thumbnails, asked for as soon as both answers are in (kept referenced until the grid has them). */
+  images?: HTMLImageElement[];
+}
+
+declare global {
+  interface Window {
+    assetBrowserEarly?: Early;
+  }
+}
+
+/** In the page's head (boot.ts): sends the first screen's requests when the tab has a key. */
+export function startEarly(): void {
+  let key: string | null = null;
+  try {
+    key = sessionStorage.getItem(KEY_STORE);
+  } catch {
+    /* storage refused: the page asks for the key */
+  }
+  if (!key) return;
+  const [sort, order] = DEFAULT_SORT.split(':');
+  const graphqlBody = firstScreenBody({ limit: pageSizeOf(location.search), sort: sort!, order: order! });
+  const early: Early = { key, graphqlBody, graphql: send('/graphql', graphqlInit(key, graphqlBody)), grant: send(GRANT_URL, jsonInit(key)), settled: {} };
+  void early.graphql!.then((a) => (early.settled.graphql = a));
+  void early.grant!.then((a) => (early.settled.grant = a));
+  window.assetBrowserEarly = early;
+  // The thumbnails the grid's <img> elements will show, by the very same URLs, while the bundle is still loading:
+  // the browser then gives each <img> the image already on its way.
+  void Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
+    const access = (grant!.body as { access?: unknown } | undefined)?.access;
+    const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)?.data?.assets?.items;
+    if (grant!.status !== 200 || typeof access !== 'string' || !Array.isArray(items)) return;
+    early.images = items.flatMap((a) => {
+      if (!a.thumbnailUrl) return [];
+      const img = new Image();
+      img.src = signedThumbnailUrl(a.thumbnailUrl, access);
+      return [img];
+    });
+  });
+}
+
+const mine = (early: Early | undefined, kind: 'graphql' | 'grant', key: string, graphqlBody?: string): early is Early =>
+  !!early && early.key === key && (kind === 'grant' || early.graphqlBody === graphqlBody) && !!early[kind];
+
+/**
+ * The answer of the same request sent early by the page's head, once (a later request of the same kind is sent
+ * afresh); undefined when there is none to take.
+ */
+export function takeEarly(kind: 'graphql' | 'grant', key: string, graphqlBody?: string): Promise<Answer> | undefined {
+  const early = window.assetBrowserEarly;
+  if (!mine(early, kind, key, graphqlBody)) return undefined;
+  const res = early[kind];
+  early[kind] = undefined;
+  early.settled[kind] = undefined;
+  return res;
+}
+
+/** The early answer if it is already in and `use` accepts it (then it is taken); else undefined and it stays. */
+export function takeEarlyNow<T>(kind: 'graphql' | 'grant', key: string, use: (a: Answer) => T | undefined, graphqlBody?: string): T | undefined {
+  const early = window.assetBrowserEarly;
+  const answer = mine(early, kind, key, graphqlBody) ? early.settled[kind] : undefined;
+  const value = answer && use(answer);
+  if (value !== undefined) takeEarly(kind, key, graphqlBody);
+  return value;
+}
