@@ -184,6 +184,34 @@ describe('time limits and early answers', () => {
     expect(res.headers.connection).toBe('close');
   });
 
+  test('an answer given while a large body is still arriving reaches a client that reads it late (lingering close)', async () => {
+    // The service answers 401 before reading a byte of the body. A client still sending, that reads its socket only
+    // later (a busy client), used to lose the answer: the service destroyed the socket as soon as the answer was
+    // written, the client's next bytes drew a reset, and a reset discards the unread answer in the client's kernel.
+    const u = new URL(svc.url);
+    const socket = net.connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await new Promise((r) => socket.once('connect', r));
+    socket.pause(); // nothing is read from the kernel until resume()
+    socket.write(
+      `POST /api/assets HTTP/1.1\r\nHost: ${u.host}\r\nx-api-key: not-a-valid-key-at-all\r\n` +
+        `content-type: application/octet-stream\r\ncontent-length: ${48 * 1024 * 1024}\r\n\r\n`,
+    );
+    const chunk = crypto.randomBytes(1024 * 1024);
+    for (let i = 0; i < 24; i++) {
+      socket.write(chunk);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    let raw = '';
+    socket.on('data', (d: Buffer) => (raw += d.toString('latin1')));
+    socket.resume();
+    await closed;
+    expect(raw.split('\r\n')[0]).toBe('HTTP/1.1 401 Unauthorized');
+    expect(raw.toLowerCase()).toContain('connection: close');
+    expect(raw).toContain('"code":"UNAUTHORIZED"');
+  });
+
   test('an error to a request without a body keeps the connection', async () => {
     for (const res of [await svc.fetch(`/api/nothing-here`), await svc.fetch(`/api/assets/${crypto.randomUUID()}`), await svc.fetch('/api/assets', { key: 'bad-key-0000' })]) {
       expect(res.status).toBeGreaterThanOrEqual(400);

@@ -114,3 +114,39 @@ export function asDomainError(
   return new DomainError('INTERNAL', 'internal error', { request_id: requestId });
 }
 
+/** How long and how much of a request body is still read after an answer that closes the connection. */
+export const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
+
+/**
+ * A lingering close for an answer with `Connection: close` given while the request body is still arriving (a 507
+ * when the disk fills mid-upload, a 401 or 415 before the body was read): Node would destroy the socket as soon as
+ * the answer is written, and the client, still sending, would get a reset (EPIPE / ECONNRESET) instead of reading
+ * the answer. Instead the answer is followed by a FIN and the rest of the body is read and dropped until the client
+ * ends it, for at most `LINGER.ms` and `LINGER.bytes` (as web servers' lingering close), then the socket goes.
+ */
+export function lingerOnClose(res: http.ServerResponse): void {
+  const socket = res.socket as (import('node:net').Socket & { destroySoon?: () => void }) | null;
+  if (!socket || socket.destroyed) return;
+  const req = res.req;
+  const destroySoon = socket.destroySoon;
+  socket.destroySoon = function lingeringClose(this: typeof socket) {
+    socket.destroySoon = destroySoon;
+    if (socket.writable) socket.end();
+    let read = 0;
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+    };
+    const timer = setTimeout(done, LINGER.ms);
+    timer.unref();
+    req.on('data', (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > LINGER.bytes) done();
+    });
+    req.once('end', done);
+    req.once('error', done);
+    socket.once('end', done);
+    socket.once('close', () => clearTimeout(timer));
+    req.resume();
+  };
+}
