@@ -179,6 +179,14 @@ describe('Civitai', () => {
     expect(latest.status).toBe(202);
     const t2 = await waitTask(svc, (await json(latest)).task_id);
     expect([t2.status, t2.payload.source_url, t2.result?.filename]).toEqual(['completed', `${fake.civitai.url}/api/download/models/151`, 'newest.safetensors']);
+    // A retry with the same Idempotency-Key is the first task, even once the model page no longer resolves.
+    fake.civitai.add(152, { data: bytes(32 * 1024, 11), name: 'keyed.safetensors', modelId: 79 });
+    const keyed = await startDownload(svc, { source_url: `${fake.civitai.url}/models/79` }, KEYS.alice, { 'idempotency-key': 'model-page-79' });
+    expect(keyed.status).toBe(202);
+    const first = (await json(keyed)).task_id;
+    fake.civitai.versions.delete('152');
+    const again = await startDownload(svc, { source_url: `${fake.civitai.url}/models/79` }, KEYS.alice, { 'idempotency-key': 'model-page-79' });
+    expect([again.status, (await json(again)).task_id]).toEqual([202, first]);
   });
 
   test('202 → completed: hash from model-versions, name from the presigned redirect, no token on the presigned URL', async () => {

@@ -212,6 +212,39 @@ describe('time limits and early answers', () => {
     expect(raw).toContain('"code":"UNAUTHORIZED"');
   });
 
+  test('the lingering close reads at most its bound of a body Node has already dropped', async () => {
+    // 401 before any handler reads the body: Node drops the body itself, so the bytes read after the answer are
+    // counted on the socket; the service closes once it has read LINGER.bytes (64 MiB), not after 5 s of a fast body.
+    const u = new URL(svc.url);
+    // Half-open: the client keeps sending after the service's FIN, until the service lets the connection go.
+    const socket = net.connect({ port: Number(u.port), host: u.hostname, allowHalfOpen: true });
+    let closed = false;
+    socket.on('error', () => undefined);
+    socket.on('close', () => (closed = true));
+    socket.resume();
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(
+      `POST /api/assets HTTP/1.1\r\nHost: ${u.host}\r\nx-api-key: not-a-valid-key-at-all\r\n` +
+        `content-type: application/octet-stream\r\ncontent-length: ${8 * 1024 ** 3}\r\n\r\n`,
+    );
+    const chunk = Buffer.alloc(1024 * 1024, 7);
+    let written = 0;
+    while (!closed && written < 2 * 1024 ** 3) {
+      if (!socket.write(chunk)) {
+        await new Promise<void>((resolve) => {
+          const go = (): void => {
+            socket.off('drain', go).off('close', go);
+            resolve();
+          };
+          socket.on('drain', go).on('close', go);
+        });
+      }
+      written += chunk.length;
+    }
+    socket.destroy();
+    expect(written).toBeLessThan(256 * 1024 * 1024);
+  });
+
   test('an error to a request without a body keeps the connection', async () => {
     for (const res of [await svc.fetch(`/api/nothing-here`), await svc.fetch(`/api/assets/${crypto.randomUUID()}`), await svc.fetch('/api/assets', { key: 'bad-key-0000' })]) {
       expect(res.status).toBeGreaterThanOrEqual(400);

@@ -77,11 +77,15 @@ export class DownloadService {
     assertStorableText(req.sourceUrl, 'source_url');
     const key = req.idempotencyKey == null ? null : assertStorableText(req.idempotencyKey, 'idempotency_key').trim() || null;
     if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
+    const owner = principal.ownerId;
+    // A retry with the same key answers the first task before anything asks the provider (a model page's newest
+    // version is a look-up that may fail or move while the task it started runs).
+    const retried = key && (await this.d.tasks.findByIdempotencyKey(owner, key));
+    if (retried) return { task: retried };
     const { provider, url } = await this.d.providers.locate(req.sourceUrl, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const sourceUrl = url.href;
-    const owner = principal.ownerId;
 
-    const existing = (key && (await this.d.tasks.findByIdempotencyKey(owner, key))) || (await this.d.tasks.findActiveForUrl(owner, sourceUrl));
+    const existing = await this.d.tasks.findActiveForUrl(owner, sourceUrl);
     if (existing) return { task: existing };
     if (fields.previewId && (await this.d.assets.getMany(principal, [fields.previewId])).length === 0) {
       throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);

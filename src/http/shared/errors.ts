@@ -132,21 +132,28 @@ export function lingerOnClose(res: http.ServerResponse): void {
   socket.destroySoon = function lingeringClose(this: typeof socket) {
     socket.destroySoon = destroySoon;
     if (socket.writable) socket.end();
-    let read = 0;
     const done = (): void => {
       clearTimeout(timer);
+      clearInterval(watch);
       socket.destroy();
     };
     const timer = setTimeout(done, LINGER.ms);
     timer.unref();
-    req.on('data', (chunk: Buffer) => {
-      read += chunk.length;
-      if (read > LINGER.bytes) done();
-    });
+    // Counted on the socket's byte counter: a body Node has already dumped (an answer given before any handler read
+    // it) is drained by the HTTP parser natively and reaches the request as no 'data' at all (a 'data' listener on the
+    // socket would take it from the parser and stop its reads).
+    const start = socket.bytesRead;
+    const watch = setInterval(() => {
+      if (socket.bytesRead - start > LINGER.bytes) done();
+    }, 10);
+    watch.unref();
     req.once('end', done);
     req.once('error', done);
     socket.once('end', done);
-    socket.once('close', () => clearTimeout(timer));
+    socket.once('close', () => {
+      clearTimeout(timer);
+      clearInterval(watch);
+    });
     req.resume();
   };
 }
