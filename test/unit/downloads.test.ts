@@ -45,6 +45,20 @@ describe('providers', () => {
     expect(() => providers.resolve('https://mirror.example/civitai/models/77?modelVersionId=1x')).toThrow(expect.objectContaining({ code: 'SOURCE_NOT_ALLOWED' }));
   });
 
+  test('Civitai: a model page without a version keeps its file selectors on the newest version it leads to', async () => {
+    const asked: string[] = [];
+    const stub = {
+      open: async (url: URL) => {
+        asked.push(url.pathname);
+        return { status: 200, headers: {}, body: [Buffer.from(JSON.stringify({ id: 77, modelVersions: [{ id: 456 }, { id: 123 }] }))] };
+      },
+    } as unknown as HttpFetcher;
+    const civitai = new Providers([new CivitaiProvider({ fetcher: stub, endpoint: 'https://mirror.example/civitai', token: undefined })]);
+    const { url } = await civitai.locate('https://mirror.example/civitai/models/77/a-lora?type=VAE&format=SafeTensor&other=1');
+    expect(url.href).toBe('https://mirror.example/civitai/api/download/models/456?type=VAE&format=SafeTensor');
+    expect(asked).toEqual(['/civitai/api/v1/models/77']);
+  });
+
   test.each([
     'https://huggingface.co/org/repo',
     'https://huggingface.co.evil.com/org/repo/resolve/main/f',

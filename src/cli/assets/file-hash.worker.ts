@@ -31,8 +31,8 @@ interface Job {
   hashed: number;
   length: number;
   ended: boolean;
-  /** Two read buffers: the next read lands in one while the other is hashed. */
-  bufs: [Buffer, Buffer];
+  /** Two read buffers while it is read (the next read lands in one while the other is hashed), then given back. */
+  bufs?: [Buffer, Buffer];
   /** A run of `pump` is reading or hashing this file. */
   running: boolean;
   /** Dropped while a read was in flight: its descriptor is closed when that read returns. */
@@ -49,6 +49,16 @@ function hasherOf(algorithm: HashAlgorithm): Pick<Job, 'update' | 'value'> {
 }
 
 const jobs = new Map<number, Job>();
+/** Buffer pairs of files no longer read, for the next ones (a tree of small files does not allocate 8 MiB each). */
+const spare: [Buffer, Buffer][] = [];
+const MAX_SPARE = 4;
+
+/** Closes the file's descriptor and gives its buffers back; once its last read has returned. */
+function release(job: Job): void {
+  fs.closeSync(job.fd);
+  if (job.bufs && spare.length < MAX_SPARE) spare.push(job.bufs);
+  job.bufs = undefined;
+}
 const post = (m: FromHashWorker): void => parentPort!.postMessage(m);
 
 function close(id: number): void {
@@ -56,7 +66,7 @@ function close(id: number): void {
   jobs.delete(id);
   if (!job) return;
   if (job.running) job.dropped = true;
-  else fs.closeSync(job.fd);
+  else release(job);
 }
 
 function readAt(job: Job, buf: Buffer, position: number): Promise<number> {
@@ -77,17 +87,18 @@ async function pump(id: number): Promise<void> {
   job.running = true;
   let k = 0;
   let at = job.hashed;
-  let next = at < job.length ? readAt(job, job.bufs[k], at) : undefined;
+  const bufs = (job.bufs ??= spare.pop() ?? [offPage(READ), offPage(READ)]);
+  let next = at < job.length ? readAt(job, bufs[k], at) : undefined;
   try {
     while (next) {
       const n = await next;
       next = undefined;
       if (job.dropped) return;
       if (n === 0) throw Object.assign(new Error(`the file ended at ${at} bytes, before ${job.length}`), { code: 'EFILECHANGED' });
-      const filled = job.bufs[k];
+      const filled = bufs[k];
       at += n;
       k ^= 1;
-      if (at < job.length) next = readAt(job, job.bufs[k], at);
+      if (at < job.length) next = readAt(job, bufs[k], at);
       job.update(filled.subarray(0, n));
       job.hashed += n;
       post({ t: 'progress', id, hashed: job.hashed });
@@ -100,7 +111,7 @@ async function pump(id: number): Promise<void> {
   } catch (err) {
     if (next) await next.catch(() => 0);
     job.running = false;
-    if (job.dropped) fs.closeSync(job.fd);
+    if (job.dropped) release(job);
     else {
       close(id);
       post({ t: 'error', id, message: (err as Error).message, code: (err as NodeJS.ErrnoException).code });
@@ -108,7 +119,7 @@ async function pump(id: number): Promise<void> {
   } finally {
     if (job.running) {
       job.running = false;
-      if (job.dropped) fs.closeSync(job.fd);
+      if (job.dropped) release(job);
     }
   }
 }
@@ -117,7 +128,7 @@ parentPort!.on('message', (m: ToHashWorker) => {
   switch (m.t) {
     case 'open':
       try {
-        jobs.set(m.id, { fd: fs.openSync(m.file, 'r'), ...hasherOf(m.algorithm), hashed: 0, length: 0, ended: false, bufs: [offPage(READ), offPage(READ)], running: false, dropped: false });
+        jobs.set(m.id, { fd: fs.openSync(m.file, 'r'), ...hasherOf(m.algorithm), hashed: 0, length: 0, ended: false, running: false, dropped: false });
       } catch (err) {
         post({ t: 'error', id: m.id, message: (err as Error).message, code: (err as NodeJS.ErrnoException).code });
       }
