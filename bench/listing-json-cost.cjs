@@ -14,8 +14,8 @@
 // One connection, pages asked one after another, variants interleaved per round; CPU from process.cpuUsage() and
 // /proc/<backend pid>/stat. Prints µs per page for each side and their sum, and each variant's ratio to `object`.
 const path = require('node:path');
-const { DIST, OWNER, startPostgres, cpuMicros, onCleanup, parseArgs, runScript, log, median } = require('./lib/common.cjs');
-const { cursorsFrom } = require('./listing.cjs');
+const { DIST, OWNER, cpuMicros, parseArgs, runScript, log, median } = require('./lib/common.cjs');
+const { keptListing } = require('./listing.cjs');
 
 const LIMIT = 100;
 
@@ -58,19 +58,15 @@ async function main() {
   const pages = Number(opts.pages ?? 1000);
   const rounds = args.rounds ?? 3;
   const tagged = Boolean(opts.tagged);
-  const keep = path.join(process.env.BENCH_DATA || path.join(__dirname, '..', '.bench-data'), 'listing', 'postgres');
-  // DATABASE_URL: a PostgreSQL already running on the kept seed (iterating); else the kept cluster is started here.
-  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => undefined } : await startPostgres(keep);
-  const forgetPg = onCleanup(() => pg.stop());
+  const pg = await keptListing({ pages, tagged });
+  const { cursors } = pg;
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
   const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
-  const { decodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
   const { assetPageJson, assetPageText } = require(path.join(DIST, 'http', 'rest', 'asset.presenter.js'));
   const db = createDatabase(pg.url, 1);
   try {
     const base = 'http://127.0.0.1:8080';
     const repo = new AssetRepository(db.prisma, db.pool);
-    const cursors = (await cursorsFrom(pg.url, tagged ? 100_000 : 500_000, pages, 100, tagged)).map((c) => decodeCursor(c, 'created_at', 'desc'));
     const q = { includeTags: tagged ? ['models', 'loras'] : [], excludeTags: [], limit: LIMIT, offset: 0, sort: 'created_at', order: 'desc' };
     const backend = Number((await db.pool.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
     const text = textVariant(db.pool, OWNER, tagged, base);
@@ -118,7 +114,6 @@ async function main() {
     }
   } finally {
     await db.close();
-    forgetPg();
     await pg.stop();
   }
 }

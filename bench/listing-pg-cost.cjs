@@ -13,22 +13,19 @@
 //   name_raw   `page` with name and mime_type as text (no to_json: JSON escaping left to the caller)
 //   ids        the page's ids only (the floor: index scan, protocol, 101 rows)
 //   no_head    the service's statement with only the page's columns in its output
-//   stats      the owner's counts and versions alone (the statement's outer side)
 //   page_lateral / page_params   `page` inside the same lateral join / with LIMIT and OFFSET as parameters
-//   limit_initplan   the service's statement with LIMIT and OFFSET as InitPlans (what keeps a generic plan)
-//   one_head   the service's statement with the four head columns folded into one text column
-//   lean       limit_initplan, timestamps as (col AT TIME ZONE 'UTC')::text, name and mime_type raw
-//   lean_typed limit_initplan with the columns as stored (timestamps AT TIME ZONE 'UTC', tags as JSON)
-// (The service's statement is what the build in dist/ sends: against main's build it was 1.25–1.35 ms untagged; this
-// branch's sends what `lean_typed` measured. BENCHMARKS.md, "listing, PostgreSQL's share".)
+//   scan_505 / any_filter   the sort index walked for 505 rows unfiltered / the tags filter as `= ANY` per tag
+// The variants that rewrote the service's statement as it was before it took LIMIT and OFFSET as InitPlans and its
+// columns as stored (limit_initplan, one_head, stats, lean, lean_typed: BENCHMARKS.md, "listing, PostgreSQL's share")
+// no longer apply to what it sends; they are in this file's history (git show 9503c3a:bench/listing-pg-cost.cjs).
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
 //   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-pg-cost.cjs [--pages=500] [--rounds=3] [--tagged] [--only=a,b]
 //     [--plan-cache-mode=force_generic_plan]   (DATABASE_URL=...: use a PostgreSQL already running on the kept seed)
 // Prints µs of backend CPU and µs of wall time per page for each variant, medians of the rounds, and each variant's
 // ratio to `service` in the same round.
 const path = require('node:path');
-const { DIST, OWNER, startPostgres, cpuMicros, onCleanup, parseArgs, runScript, log, median } = require('./lib/common.cjs');
-const { cursorsFrom } = require('./listing.cjs');
+const { DIST, OWNER, cpuMicros, parseArgs, runScript, log, median } = require('./lib/common.cjs');
+const { keptListing } = require('./listing.cjs');
 
 const LIMIT = 100;
 const ISO = (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -52,30 +49,6 @@ async function serviceStatement(db, repo, q, after) {
   return { first: pages[0], svc: pages[pages.length - 1] };
 }
 
-/** The statement with the owner's four head columns folded into one text column `head`. */
-function oneHead(text) {
-  const out = text.replace(/SELECT s\.total AS "ownerTotal", s\.version AS "ownerVersion", s\.rows_version AS "rowsVersion", s\.counts AS "tagCounts", p\.\*/,
-    'SELECT s.head AS "head", p.*')
-    .replace(/ AS counts\s+FROM \(SELECT 1\) AS one/, ' AS counts FROM (SELECT 1) AS one')
-    .replace(/SELECT coalesce\(o\.asset_count, 0\) AS total, (.*?) AS counts FROM \(SELECT 1\) AS one/s,
-      (m, inner) => `SELECT concat_ws(' ', coalesce(o.asset_count, 0), coalesce(o.version, 0), coalesce(o.rows_version, 0), (${inner.replace(/^.*?ARRAY\(/s, 'ARRAY(')})) AS head FROM (SELECT 1) AS one`);
-  if (out === text || !/AS head FROM/.test(out)) throw new Error('oneHead: no match');
-  return out;
-}
-
-/** The service statement's outer side: the owner's counts and versions. */
-const statsOnly = (text) => text.replace(/^SELECT .*? FROM \((SELECT coalesce.*?)\) AS s LEFT JOIN LATERAL.*$/s, '$1');
-
-const initPlanLimit = (text) => text.replace(/LIMIT \$(\d+) OFFSET \$(\d+)/, 'LIMIT (SELECT $$$1::bigint) OFFSET (SELECT $$$2::bigint)');
-
-const lean = (text) =>
-  text.replace(/to_char\((\w+) AT TIME ZONE 'UTC', '[^']+'\)/g, "($1 AT TIME ZONE 'UTC')::text").replace(/to_json\((name|mime_type)\)::text AS "(\w+)"/g, '$1 AS "$2"');
-
-const leanTyped = (text) =>
-  text.replace(/SELECT id::text AS "id".*?FROM asset WHERE/s, `SELECT id, name, size, content_hash, mime_type, array_to_json(tags)::text AS tags, user_metadata, preview_id, prompt_id,
-      is_immutable, created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-      last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail, metadata FROM asset WHERE`);
-
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const opts = args.opts;
@@ -83,17 +56,13 @@ async function main() {
   const rounds = args.rounds ?? 3;
   const tagged = Boolean(opts.tagged);
   const only = typeof opts.only === 'string' ? opts.only.split(',') : undefined;
-  const keep = path.join(process.env.BENCH_DATA || path.join(__dirname, '..', '.bench-data'), 'listing', 'postgres');
-  // DATABASE_URL: a PostgreSQL already running on the kept seed (iterating); else the kept cluster is started here.
-  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => undefined } : await startPostgres(keep);
-  const forgetPg = onCleanup(() => pg.stop());
+  const pg = await keptListing({ pages, tagged });
+  const { cursors } = pg;
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
   const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
-  const { decodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
   const db = createDatabase(pg.url, 1);
   try {
     const repo = new AssetRepository(db.prisma, db.pool);
-    const cursors = (await cursorsFrom(pg.url, tagged ? 100_000 : 500_000, pages, 100, tagged)).map((c) => decodeCursor(c, 'created_at', 'desc'));
     const tags = tagged ? ['models', 'loras'] : [];
     const q = { includeTags: tags, excludeTags: [], limit: LIMIT, offset: 0, sort: 'created_at', order: 'desc' };
     const { first, svc } = await serviceStatement(db, repo, q, cursors[0]);
@@ -152,25 +121,10 @@ async function main() {
       }),
       // The service's statement with only the page's columns in its output.
       no_head: (after) => ({ name: unnamedTagged('cost_no_head'), text: svc.text.replace(/^SELECT .*?, p\.\*/s, 'SELECT p.*'), values: svcValues(after) }),
-      // The owner's counts and versions alone (the service statement's outer side).
-      stats: (after) => ({ name: unnamedTagged('cost_stats'), text: statsOnly(svc.text), values: svc.values.slice(0, 3) }),
       // The page alone, inside the same lateral join over one row (no owner's counts).
       page_lateral: (after) => ({ name: unnamedTagged('cost_page_lateral'), text: `SELECT p.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (${pageOf(TEXT)}) AS p ON true`, values: pageValues(after) }),
-      // The service's statement with LIMIT and OFFSET read by the executor (an InitPlan): the planner's estimate is
-      // then the same for a custom and a generic plan, so a named statement keeps its generic plan.
-      limit_initplan: (after) => ({
-        name: unnamedTagged('cost_limit_initplan'),
-        text: initPlanLimit(svc.text),
-        values: svcValues(after),
-      }),
       // The page alone with LIMIT and OFFSET as parameters (as the service sends them).
       page_params: (after) => ({ name: unnamedTagged('cost_page_params'), text: pageOf(TEXT).replace(`LIMIT ${LIMIT + 1}`, `LIMIT $${tagged ? 5 : 4} OFFSET $${tagged ? 6 : 5}`), values: [...pageValues(after), LIMIT + 1, 0] }),
-      // The service's statement with the owner's counts and versions as one text column (printed once, copied per row).
-      one_head: (after) => ({ name: unnamedTagged('cost_one_head'), text: oneHead(svc.text), values: svcValues(after) }),
-      // limit_initplan, timestamps as timestamp_out prints them in UTC, name and mime_type raw.
-      lean: (after) => ({ name: unnamedTagged('cost_lean'), text: initPlanLimit(lean(svc.text)), values: svcValues(after) }),
-      // limit_initplan with the page's columns as stored except the timestamps in UTC and the tags' JSON.
-      lean_typed: (after) => ({ name: unnamedTagged('cost_lean_typed'), text: initPlanLimit(leanTyped(svc.text)), values: svcValues(after) }),
     };
     for (const k of Object.keys(variants)) if (only && !only.includes(k) && k !== 'service') delete variants[k];
     const raw = { getTypeParser: () => (v) => v };
@@ -182,7 +136,7 @@ async function main() {
       log(`  service statement (${svc.name ? 'named' : 'unnamed'}): ${svc.text.replace(/\s+/g, ' ')}`);
       for (const [name, fn] of Object.entries(variants)) {
         const n = (await client.query({ ...fn(cursors[0]), types: raw })).rows.length;
-        if (n !== LIMIT + 1 && name !== "stats" && name !== "scan_505") throw new Error(`${name}: ${n} rows`);
+        if (n !== LIMIT + 1 && name !== "scan_505") throw new Error(`${name}: ${n} rows`);
       }
       const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
       for (let round = 0; round < rounds; round++) {
@@ -206,7 +160,6 @@ async function main() {
     }
   } finally {
     await db.close();
-    forgetPg();
     await pg.stop();
   }
 }

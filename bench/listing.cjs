@@ -180,7 +180,7 @@ async function seededStack(rows, persist, serviceOpts = {}) {
   }
   const { migrate } = require(path.join(DIST, 'infra', 'migrate.js'));
   const { createLogger } = require(path.join(DIST, 'infra', 'logger.js'));
-  const keep = path.join(process.env.BENCH_DATA || path.join(ROOT, '.bench-data'), 'listing');
+  const keep = keptListingDir();
   const marker = path.join(keep, 'seed-version');
   const want = `${SEED_VERSION} rows=${rows}`;
   const have = fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : '';
@@ -385,4 +385,31 @@ async function run(args) {
   }
 }
 
-module.exports = { run, seededStack, cursorAt, cursorsFrom };
+/** Where the seeded listing cluster is kept between runs ($BENCH_DATA/listing, default .bench-data/listing). */
+function keptListingDir() {
+  return path.join(process.env.BENCH_DATA || path.join(ROOT, '.bench-data'), 'listing');
+}
+
+/**
+ * The kept seeded cluster for the listing cost scripts (listing-pg-cost, listing-json-cost): DATABASE_URL when a
+ * PostgreSQL already runs on it (iterating), else started here until `stop`; with `pages` cursors of the owner's
+ * `created_at desc` walk 500,000 rows deep (tagged: 100,000 matches of models,loras deep), decoded.
+ */
+async function keptListing({ pages, tagged }) {
+  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => undefined } : await startPostgres(path.join(keptListingDir(), 'postgres'));
+  const forget = onCleanup(() => pg.stop());
+  const stop = async () => {
+    forget();
+    await pg.stop();
+  };
+  try {
+    const { decodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
+    const cursors = (await cursorsFrom(pg.url, tagged ? 100_000 : 500_000, pages, 100, tagged)).map((c) => decodeCursor(c, 'created_at', 'desc'));
+    return { url: pg.url, cursors, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+module.exports = { run, seededStack, cursorAt, cursorsFrom, keptListing };
