@@ -123,21 +123,43 @@ function alignedBuffers(count, size) {
   return out;
 }
 
-async function patchedDirect(policy) {
-  const m = /^direct(\d+)x(\d+)(t?)$/.exec(policy);
-  // `t`: the file's length set to the PATCH's end first (ftruncate), so no write extends it
-  const size = Number(m[1]) * MiB;
-  const k = Number(m[2]);
-  const bufs = alignedBuffers(k, size);
+/**
+ * `total` bytes as PATCHes of `patch` bytes into one part file, `gap` ms apart (the answer and the next request):
+ * `onePatch(n, off, start)` writes one at the pace and makes it durable, answering the time its last byte arrived and
+ * the syncs it started; the tail is from there to durable.
+ */
+async function patches(onePatch, finish = async () => undefined) {
   const file = path.join(dir, 'part');
   await fsp.writeFile(file, '');
   const t0 = now();
   let off = 0;
   const tail = [];
+  let syncs = 0;
   let gapTime = 0;
   while (off < total) {
     const n = Math.min(patch, total - off);
-    const start = now();
+    const r = await onePatch(file, n, off, now());
+    tail.push(now() - r.last);
+    syncs += r.syncs;
+    off += n;
+    const g0 = now();
+    await sleep(gap);
+    gapTime += now() - g0;
+  }
+  const secs = now() - t0;
+  await finish();
+  await fsp.rm(file);
+  tail.sort((a, b) => a - b);
+  return { secs, syncs, tailP50: tail[tail.length >> 1], gapTime };
+}
+
+function patchedDirect(policy) {
+  const m = /^direct(\d+)x(\d+)(t?)$/.exec(policy);
+  // `t`: the file's length set to the PATCH's end first (ftruncate), so no write extends it
+  const size = Number(m[1]) * MiB;
+  const k = Number(m[2]);
+  const bufs = alignedBuffers(k, size);
+  return patches(async (file, n, off, start) => {
     const fh = await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_DIRECT);
     if (m[3]) await fh.truncate(off + n);
     const inflight = new Set();
@@ -158,56 +180,32 @@ async function patchedDirect(policy) {
     await Promise.all(inflight);
     await fh.datasync();
     await fh.close();
-    tail.push(now() - last);
-    off += n;
-    const g0 = now();
-    await sleep(gap);
-    gapTime += now() - g0;
-  }
-  const secs = now() - t0;
-  await fsp.rm(file);
-  tail.sort((a, b) => a - b);
-  return { secs, syncs: 0, tailP50: tail[tail.length >> 1], gapTime };
+    return { last, syncs: 0 };
+  });
 }
 
-async function patched(policy) {
+function patched(policy) {
   if (policy.startsWith('direct')) return patchedDirect(policy);
-  const file = path.join(dir, 'part');
-  await fsp.writeFile(file, '');
-  const t0 = now();
-  let off = 0;
-  let tail = [];
-  let syncs = 0;
-  let gapTime = 0;
+  // a trailing `t` (every8t): the file's length set to the PATCH's end first, so no write extends it; a trailing
+  // `k` (every8k): the descriptor kept open from PATCH to PATCH (closing a file written to drops ext4's block
+  // preallocation of the inode, and with `discard` its blocks are trimmed at the next commit)
+  const sized = policy.endsWith('t');
+  const keepOpen = policy.endsWith('k');
   let kept;
-  while (off < total) {
-    const n = Math.min(patch, total - off);
-    const start = now();
-    // a trailing `t` (every8t): the file's length set to the PATCH's end first, so no write extends it; a trailing
-    // `k` (every8k): the descriptor kept open from PATCH to PATCH (closing a file written to drops ext4's block
-    // preallocation of the inode, and with `discard` its blocks are trimmed at the next commit)
-    const sized = policy.endsWith('t');
-    const keepOpen = policy.endsWith('k');
-    const fh = keepOpen ? (kept ??= await fsp.open(file, 'a')) : await fsp.open(file, sized ? 'r+' : 'a');
-    if (sized) await fh.truncate(off + n);
-    const s = new Syncer(fh, sized || keepOpen ? policy.slice(0, -1) : policy);
-    // Each PATCH arrives at the pace from its own start (the client sends nothing while it waits).
-    await paced(fh, n, s, start, 0, sized ? off : undefined);
-    const last = now();
-    await s.final();
-    if (!keepOpen) await fh.close();
-    tail.push(now() - last);
-    syncs += s.count;
-    off += n;
-    const g0 = now();
-    await sleep(gap);
-    gapTime += now() - g0;
-  }
-  const secs = now() - t0;
-  await kept?.close();
-  await fsp.rm(file);
-  tail.sort((a, b) => a - b);
-  return { secs, syncs, tailP50: tail[tail.length >> 1], gapTime };
+  return patches(
+    async (file, n, off, start) => {
+      const fh = keepOpen ? (kept ??= await fsp.open(file, 'a')) : await fsp.open(file, sized ? 'r+' : 'a');
+      if (sized) await fh.truncate(off + n);
+      const s = new Syncer(fh, sized || keepOpen ? policy.slice(0, -1) : policy);
+      // Each PATCH arrives at the pace from its own start (the client sends nothing while it waits).
+      await paced(fh, n, s, start, 0, sized ? off : undefined);
+      const last = now();
+      await s.final();
+      if (!keepOpen) await fh.close();
+      return { last, syncs: s.count };
+    },
+    async () => kept?.close(),
+  );
 }
 
 (async () => {
