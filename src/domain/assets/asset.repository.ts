@@ -66,10 +66,7 @@ const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", 
 const ASSET_BY_ID = new PreparedStatement<AssetRow>('asset_by_id', `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`);
 
 /** The same, for a batch of ids (GraphQL's batched `preview` loader). */
-const ASSETS_BY_IDS = {
-  name: 'assets_by_ids',
-  text: `${SELECT_ASSET.sql} WHERE id = ANY($1::uuid[]) AND owner_id = $2`,
-};
+const ASSETS_BY_IDS = new PreparedStatement<AssetRow>('assets_by_ids', `${SELECT_ASSET.sql} WHERE id = ANY($1::uuid[]) AND owner_id = $2`);
 
 const SORT_COLUMN: Record<AssetListQuery['sort'], string> = {
   name: 'name',
@@ -140,7 +137,7 @@ export class AssetRepository {
     if (this.pool) {
       // As findById: a page of 50 previews through the Prisma runtime was ~12 % of a GraphQL `assets(limit: 50)`
       // request's CPU in a --cpu-prof profile under 64 connections.
-      const { rows } = await this.pool.query<AssetRow>({ ...ASSETS_BY_IDS, values: [[...ids], ownerId] });
+      const { rows } = await ASSETS_BY_IDS.run(this.pool, [[...ids], ownerId]);
       return rows.map(toAsset);
     }
     const rows = await this.db.asset.findMany({ where: { ownerId, id: { in: [...ids] } } });
@@ -290,15 +287,16 @@ export class AssetRepository {
     if (await this.stillAt(ownerId, known)) return undefined;
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${JSON.stringify(q.includeTags)}` : undefined;
     let form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
-    let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form), form !== 'planned', shape.types);
-    if (hintKey !== undefined) {
+    const withCommon = hintKey !== undefined;
+    let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, withCommon), form !== 'planned', shape.types);
+    if (withCommon) {
       const common = isTrue(rows[0]!.commonTags);
       this.commonTags.set(hintKey, '', common);
       // The tags were common when this filter was last read and are not now: the named statement read no page (its
       // guard); read it as the planner chooses.
       if (form === 'commonTags' && !common) {
         form = 'planned';
-        rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form), false, shape.types);
+        rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, withCommon), false, shape.types);
       }
     }
     const head = rows[0]!;
@@ -308,7 +306,7 @@ export class AssetRepository {
     const hasMore = found.length > q.limit;
     const items = found.slice(0, q.limit).map(shape.item);
     const totalIsLowerBound = counted > COUNT_LIMIT;
-    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, (after ? 0 : q.offset) + items.length) : counted;
+    const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, pageOffset(q, after) + items.length) : counted;
     const n = items.length;
     const nextCursor =
       hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
@@ -533,7 +531,7 @@ function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
     id: r.id,
     nameJson,
     size: r.size,
-    blake3: r.blake3.length === 64 ? r.blake3 : r.blake3.trim(),
+    blake3: r.blake3.trim(),
     mimeTypeJson: JSON.stringify(r.mimeType),
     tagsJson: r.tagsJson,
     userMetadataJson: JSON.stringify(userMetadata ?? {}),
@@ -575,14 +573,20 @@ type PageForm = 'owner' | 'planned' | 'commonTags';
  */
 export const COMMON_SHARE = 0.1;
 
-/** The page statement: the owner's counts and rows version (one row, always) and, beside them, the page. */
-function pageStatement(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, columns: Prisma.Sql, form: PageForm): Prisma.Sql {
-  const { cond, col, dir, offset } = pageTerms(ownerId, q, after, form === 'commonTags');
+/** The rows skipped before a page: `offset`, or none after a cursor. */
+const pageOffset = (q: AssetListQuery, after: CursorPosition | undefined): number => (after ? 0 : q.offset);
+
+/**
+ * The page statement: the owner's counts and rows version (one row, always) and, beside them, the page. `withCommon`
+ * (the filter is include tags only, isIncludeOnly): the row also says whether those tags are common.
+ */
+function pageStatement(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, columns: Prisma.Sql, form: PageForm, withCommon: boolean): Prisma.Sql {
+  const { cond, col, dir } = pageTerms(ownerId, q, after, form === 'commonTags');
+  const offset = pageOffset(q, after);
   // One round trip, one snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows
   // come in the page's order. asset.id, not id: a bare name in ORDER BY means the output column, which no index serves.
   // With include tags only, the statement also says whether they are common (`commonTags`), from the counts it read;
   // the stats are then a subquery of their own (OFFSET 0), so that test is made once, not once per row of the page.
-  const withCommon = isIncludeOnly(q);
   const stats = withCommon
     ? Prisma.sql`SELECT s0.*, (SELECT min(x) > 0 AND sum(ln(greatest(x, 1)::float8 / greatest(s0.total, 1))) >= ln(${Prisma.raw(String(COMMON_SHARE))})
         FROM unnest(s0.counts) AS x) AS common FROM (${ownerStatsSql(ownerId, q)}) AS s0 OFFSET 0`
@@ -610,7 +614,7 @@ function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | u
       q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
     where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
   }
-  return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC'), offset: after ? 0 : q.offset };
+  return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC') };
 }
 
 /**
@@ -683,19 +687,18 @@ export interface OwnerStats {
   exclude: number[];
 }
 
-/** Only include tags (`include_tags` / `tags_all`): the filters whose page may be read by the named `commonTags` statement. */
-function isIncludeOnly(f: AssetFilter): boolean {
-  return f.includeTags.length > 0 && f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash &&
-    Object.keys(f.metadataFilter ?? {}).length === 0;
+/** No condition but (perhaps) include tags. */
+function includeTagsAtMost(f: AssetFilter): boolean {
+  return f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash && Object.keys(f.metadataFilter ?? {}).length === 0;
 }
+
+/** Only include tags (`include_tags` / `tags_all`): the filters whose page may be read by the named `commonTags` statement. */
+const isIncludeOnly = (f: AssetFilter): boolean => f.includeTags.length > 0 && includeTagsAtMost(f);
+
+const isUnfiltered = (f: AssetFilter): boolean => f.includeTags.length === 0 && includeTagsAtMost(f);
 
 /** A boolean column as pg parses it or as PostgreSQL prints it (`t`). */
 const isTrue = (v: unknown): boolean => v === true || v === 't';
-
-function isUnfiltered(f: AssetFilter): boolean {
-  return f.includeTags.length === 0 && f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash &&
-    Object.keys(f.metadataFilter ?? {}).length === 0;
-}
 
 /** The filter as a cache key (the conditions only, not the page). */
 function filterKey(f: AssetFilter): string {

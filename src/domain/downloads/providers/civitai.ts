@@ -15,15 +15,6 @@ import {
 /** The query parameters that select one file of a model version; anything else (a `token`, say) is dropped. */
 const FILE_PARAMS = ['type', 'format', 'size', 'fp', 'fileId'] as const;
 
-/** `out` with the file selectors of `from` (which of a version's files: `type`, `format`, `size`, `fp`, `fileId`). */
-function withFileParams(out: URL, from: URL): URL {
-  for (const p of FILE_PARAMS) {
-    const v = from.searchParams.get(p);
-    if (v) out.searchParams.set(p, v);
-  }
-  return out;
-}
-
 interface CivitaiFile {
   id?: number;
   name?: string;
@@ -70,7 +61,12 @@ export class CivitaiProvider implements DownloadProvider {
         { field: 'source_url' },
       );
     }
-    return withFileParams(new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${versionId}`), url);
+    const out = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${versionId}`);
+    for (const p of FILE_PARAMS) {
+      const v = url.searchParams.get(p);
+      if (v) out.searchParams.set(p, v);
+    }
+    return out;
   }
 
   auth() {
@@ -126,8 +122,10 @@ export class CivitaiProvider implements DownloadProvider {
       const versions = Array.isArray(doc?.modelVersions) ? doc.modelVersions : [];
       const id = versions.map((v) => v?.id).find((v) => Number.isSafeInteger(v) && v! > 0);
       if (id === undefined) throw new DomainError('SOURCE_NOT_FOUND', `Civitai model ${modelId} has no version to download`);
-      // The page's file selectors (?type=VAE, ?format=...) choose among that version's files, as on a download URL.
-      return withFileParams(new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${id}`), url);
+      // With the page's query: canonicalize keeps its file selectors (?type=VAE, ?format=...), as on a download URL.
+      const download = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${id}`);
+      download.search = url.search;
+      return download;
     });
   }
 

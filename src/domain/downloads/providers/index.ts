@@ -7,7 +7,10 @@ export class Providers {
 
   /** Parses and canonicalises `raw`; SOURCE_NOT_ALLOWED when no provider takes it. */
   resolve(raw: string): { provider: DownloadProvider; url: URL } {
-    const url = parseSource(raw);
+    return this.canonical(parseSource(raw));
+  }
+
+  private canonical(url: URL): { provider: DownloadProvider; url: URL } {
     for (const provider of this.list) {
       const canonical = provider.canonicalize(url);
       if (canonical) return { provider, url: canonical };
@@ -25,9 +28,9 @@ export class Providers {
     const url = parseSource(raw);
     for (const provider of this.list) {
       const target = provider.locate?.(url, signal);
-      if (target) return this.resolve((await target).href);
+      if (target) return this.canonical(await target);
     }
-    return this.resolve(raw);
+    return this.canonical(url);
   }
 
   get origins(): string[] {

@@ -1,5 +1,6 @@
 import { ArrayMaxSize, IsIn, IsUUID, MaxLength } from 'class-validator';
 import { Field, ID, InputType } from 'type-graphql';
+import { NAMING_STRATEGIES } from '../../../domain/tasks/task.types';
 import { JSONScalar } from '../scalars';
 
 @InputType({ description: 'A bulk export: at least one of assetIds / jobIds.' })
@@ -21,7 +22,7 @@ export class StartExportInput {
   includePreviews?: boolean;
 
   @Field(() => String, { nullable: true, description: 'preserve (default) | asset_id | group_by_job_id | group_by_job_time' })
-  @IsIn(['preserve', 'asset_id', 'group_by_job_id', 'group_by_job_time'])
+  @IsIn([...NAMING_STRATEGIES])
   namingStrategy?: string;
 
   @Field(() => String, { nullable: true, description: 'Like the Idempotency-Key header: repeating it answers with the first task.' })
