@@ -5,7 +5,7 @@ import type { AssetService } from '../../domain/assets/asset.service';
 import type { Asset, Principal } from '../../domain/assets/asset.types';
 import { isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
-import { STATUS_OF } from '../shared/errors';
+import { closeAfterAnswer, STATUS_OF } from '../shared/errors';
 import { baseUrlOfRes } from '../base-url';
 import type { RequestAuth } from '../shared/request-auth';
 
@@ -100,6 +100,6 @@ class RequestContext implements GraphQLContext {
   }
 
   closeConnection(): void {
-    if (!this.res.headersSent) this.res.set('Connection', 'close');
+    closeAfterAnswer(this.res);
   }
 }

@@ -2,7 +2,6 @@ import {
   execute,
   getNullableType,
   getVariableValues,
-  isNonNullType,
   isScalarType,
   isSpecifiedScalarType,
   typeFromAST,
@@ -203,7 +202,7 @@ function scalarCoercer(schema: GraphQLSchema, operation: OperationDefinitionNode
   for (const def of operation.variableDefinitions ?? []) {
     const type = typeFromAST(schema, def.type);
     if (type === undefined) return null;
-    const named = isNonNullType(type) ? type.ofType : getNullableType(type);
+    const named = getNullableType(type);
     if (!isScalarType(named) || !isSpecifiedScalarType(named)) return null;
     vars.push({ name: def.variable.name.value, scalar: named });
   }

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { processRequest } from 'graphql-upload-minimal';
 import { DomainError } from '../../domain/errors';
+import { closeAfterAnswer } from '../shared/errors';
 
 /**
  * GraphQL multipart requests (https://github.com/jaydenseric/graphql-multipart-request-spec). Only the `operations`
@@ -24,7 +25,7 @@ export function graphqlMultipart(opts: { maxBytes: number }) {
     });
     const declared = Number(req.get('content-length'));
     if (Number.isFinite(declared) && declared > opts.maxBytes + 1024 * 1024) {
-      res.set('Connection', 'close');
+      closeAfterAnswer(res);
       next(new DomainError('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${opts.maxBytes} bytes`));
       return;
     }

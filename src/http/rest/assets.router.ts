@@ -195,7 +195,7 @@ const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim()
 
 /** The filters GET /api/assets and GET /api/assets/tags/refine share, Comfy Cloud's names included. */
 function parseFilter(q: Record<string, unknown>): AssetFilter {
-  const tags = (...names: string[]) => filterTags(names.flatMap((n) => listParam(q, n)));
+  const tags = (name: string) => filterTags(listParam(q, name));
   const hashText = stringParam(q, 'hash');
   const hash = hashText === undefined ? undefined : parseHash(hashText);
   if (hashText !== undefined && !hash) {
@@ -203,9 +203,13 @@ function parseFilter(q: Record<string, unknown>): AssetFilter {
   }
   // There are no public assets here: include_public is accepted (and checked) but changes nothing.
   oneOf(q, 'include_public', ['true', 'false', '1', '0'] as const, 'false');
-  const includeTags = tags('include_tags', 'tags_all');
-  const excludeTags = tags('exclude_tags', 'tags_none');
-  checkTagFilter(tags);
+  const [include, all, exclude, none] = ['include_tags', 'tags_all', 'exclude_tags', 'tags_none'].map(tags) as [string[], string[], string[], string[]];
+  const includeTags = sameFilter('include_tags', include, 'tags_all', all);
+  const excludeTags = sameFilter('exclude_tags', exclude, 'tags_none', none);
+  const both = none.filter((t) => includeTags.includes(t));
+  if (both.length > 0) {
+    throw new DomainError('INVALID_TAG_FILTER', `tags both required and excluded by tags_none: ${both.join(', ')}`, { parameter: 'tags_none', tags: both });
+  }
   return {
     includeTags,
     excludeTags,
@@ -217,22 +221,16 @@ function parseFilter(q: Record<string, unknown>): AssetFilter {
 }
 
 /**
- * Tag filters that contradict themselves are refused as ComfyUI's asset API refuses them (400 INVALID_TAG_FILTER):
- * a filter given under both its names (`include_tags` and `tags_all`, `exclude_tags` and `tags_none`), or a tag both
- * required and excluded through `tags_none`. `include_tags` and `exclude_tags` that overlap stay an empty page, and
- * `tags_any` may overlap `tags_none` (the other tags of the list can still match), as there.
+ * A filter ComfyUI's asset API takes under two names (`include_tags` / `tags_all`, `exclude_tags` / `tags_none`):
+ * the one given; both given is refused as there (400 INVALID_TAG_FILTER), as is a tag both required and excluded
+ * through `tags_none` (parseFilter). `include_tags` and `exclude_tags` that overlap stay an empty page, and `tags_any`
+ * may overlap `tags_none` (the other tags of the list can still match), as there.
  */
-function checkTagFilter(tags: (...names: string[]) => string[]): void {
-  for (const [a, b] of [['include_tags', 'tags_all'], ['exclude_tags', 'tags_none']] as const) {
-    if (tags(a).length > 0 && tags(b).length > 0) {
-      throw new DomainError('INVALID_TAG_FILTER', `give ${a} or ${b}, not both (they are the same filter)`, { parameter: b });
-    }
+function sameFilter(a: string, first: string[], b: string, second: string[]): string[] {
+  if (first.length > 0 && second.length > 0) {
+    throw new DomainError('INVALID_TAG_FILTER', `give ${a} or ${b}, not both (they are the same filter)`, { parameter: b });
   }
-  const required = tags('include_tags', 'tags_all');
-  const both = tags('tags_none').filter((t) => required.includes(t));
-  if (both.length > 0) {
-    throw new DomainError('INVALID_TAG_FILTER', `tags both required and excluded by tags_none: ${both.join(', ')}`, { parameter: 'tags_none', tags: both });
-  }
+  return first.length > 0 ? first : second;
 }
 
 function parseListQuery(req: Request): AssetListQuery {

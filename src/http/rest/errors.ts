@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
-import { asDomainError, bodyUnread, errorResponse, lingerOnClose } from '../shared/errors';
+import { asDomainError, bodyUnread, closeAfterAnswer, errorResponse } from '../shared/errors';
 
 const REPRESENTATION_HEADERS = ['Content-Type', 'Content-Disposition', 'Content-Range', 'Content-Length', 'ETag', 'Accept-Ranges'];
 
@@ -12,10 +12,7 @@ export function sendError(res: Response, err: DomainError): void {
     return;
   }
   const r = errorResponse(err);
-  if (bodyUnread(res.req)) {
-    r.headers.Connection = 'close';
-    lingerOnClose(res);
-  }
+  if (bodyUnread(res.req)) closeAfterAnswer(res);
   // A route that failed after describing the representation it meant to send (content: its type, file name, ETag)
   // answers the error as JSON, not as that file: none of those headers belong to the error.
   for (const h of REPRESENTATION_HEADERS) res.removeHeader(h);

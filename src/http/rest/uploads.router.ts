@@ -14,7 +14,7 @@ import type { UploadFields, UploadService } from '../../domain/uploads/upload.se
 import type { Logger } from '../../infra/logger';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
 import { handle, principalOf } from './middleware';
-import { asDomainError, errorResponse } from '../shared/errors';
+import { closeAfterAnswer } from '../shared/errors';
 import { ChunkQueue } from './multipart';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
@@ -197,14 +197,9 @@ class UploadLocker implements Locker {
 const BUSY = { status_code: 423, body: 'The upload is busy with another request; retry\n' };
 
 /**
- * A protocol error tus answered (its status and text) as one of ours, so every 4xx has the usual {code, message}
- * body. tus's own 403s (a missing `Upload-Offset` or `Content-Type`) are bad requests.
+ * Our code for each status tus answers with (anything else is unexpected: INTERNAL), so every 4xx has the usual
+ * {code, message} body. tus's own 403s (a missing `Upload-Offset` or `Content-Type`) are bad requests.
  */
-function tusError(status: number, text: string): DomainError {
-  return new DomainError(TUS_STATUS_CODES[status] ?? 'INTERNAL', text.trim() || `tus answered ${status}`);
-}
-
-/** Our code for each status tus answers with (anything else is unexpected: INTERNAL). */
 const TUS_STATUS_CODES: Record<number, ErrorCode> = {
   400: 'INVALID_REQUEST',
   403: 'INVALID_REQUEST',
@@ -228,7 +223,7 @@ const isTusError = (err: unknown): boolean =>
  * (raised here, in the data store or at completion) is answered by the app's error middleware with the usual
  * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,
  * Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable other than 1.0.0) keep tus's status
- * with the same JSON body (`tusError`); `OPTIONS` answers tus's capabilities (Tus-Version, Tus-Extension, Tus-Max-Size).
+ * with the same JSON body (`TUS_STATUS_CODES`); `OPTIONS` answers tus's capabilities (Tus-Version, Tus-Extension, Tus-Max-Size).
  */
 export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; publicUrl?: string }): Router {
   const { uploads } = deps;
@@ -321,27 +316,19 @@ export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; pu
     const response = await requestContext.run(ctx, () => tus.handleWeb(request));
     if (failures.has(request)) {
       // The body may be unread (a PATCH that failed early): do not keep this connection for another request.
-      if (response.headers.get('connection') === 'close' || !req.complete) res.set('Connection', 'close');
+      if (response.headers.get('connection') === 'close' || !req.complete) closeAfterAnswer(res);
       throw failures.get(request);
     }
     for (const [k, v] of Object.entries(assetHeaders)) response.headers.set(k, v);
     response.headers.forEach((v, k) => res.setHeader(k, v));
     if (response.status >= 400) {
-      // tus's own text answer: the same status (and headers), our {code, message} body.
-      let err = tusError(response.status, await response.text());
-      // An unexpected one (tus's 500s, e.g. its lock timed out) is logged with the request id, as on every route.
-      if (err.code === 'INTERNAL') {
-        err = asDomainError(new Error(`tus answered ${response.status}: ${err.message}`), deps.logger, {
-          requestId: res.locals.requestId as string | undefined,
-          method: req.method,
-          path: req.path,
-        });
-      }
-      const { status, headers, body } = errorResponse(err);
-      res.removeHeader('content-length');
-      res.removeHeader('content-type');
-      res.set(headers).status(status).json(body);
-      return;
+      // tus's own text answer: the same status (and headers), our {code, message} body, rendered by the error
+      // middleware as on every route. An unexpected one (tus's 500s, e.g. its lock timed out) is logged there as
+      // INTERNAL with the request id.
+      const code = TUS_STATUS_CODES[response.status];
+      const text = (await response.text()).trim() || `tus answered ${response.status}`;
+      if (!code) throw new Error(`tus answered ${response.status}: ${text}`);
+      throw new DomainError(code, text);
     }
     res.status(response.status).end();
   });

@@ -114,6 +114,19 @@ export function asDomainError(
   return new DomainError('INTERNAL', 'internal error', { request_id: requestId });
 }
 
+/**
+ * The answer (not sent yet) closes the connection: `Connection: close`, and a lingering close when the request body
+ * is still arriving. For every transport (REST errors, GraphQL's oversized uploads, tus).
+ */
+export function closeAfterAnswer(res: http.ServerResponse): void {
+  if (res.headersSent) return;
+  res.setHeader('Connection', 'close');
+  if (bodyUnread(res.req)) lingerOnClose(res);
+}
+
+/** Sockets whose close already lingers. */
+const lingering = new WeakSet<object>();
+
 /** How long and how much of a request body is still read after an answer that closes the connection. */
 export const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
 
@@ -126,7 +139,8 @@ export const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
  */
 export function lingerOnClose(res: http.ServerResponse): void {
   const socket = res.socket as (import('node:net').Socket & { destroySoon?: () => void }) | null;
-  if (!socket || socket.destroyed) return;
+  if (!socket || socket.destroyed || lingering.has(socket)) return;
+  lingering.add(socket);
   const req = res.req;
   const destroySoon = socket.destroySoon;
   socket.destroySoon = function lingeringClose(this: typeof socket) {

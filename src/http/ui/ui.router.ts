@@ -79,9 +79,8 @@ function findBuiltDir(): string | undefined {
   if (fs.existsSync(path.join(own, 'manifest.json'))) return own;
   let dir = __dirname;
   for (let i = 0; i < 6; i++) {
-    for (const candidate of [path.join(dir, 'dist', 'ui'), path.basename(dir) === 'dist' ? path.join(dir, 'ui') : '']) {
-      if (candidate && fs.existsSync(path.join(candidate, 'manifest.json'))) return candidate;
-    }
+    const candidate = path.join(dir, 'dist', 'ui');
+    if (fs.existsSync(path.join(candidate, 'manifest.json'))) return candidate;
     dir = path.dirname(dir);
   }
   return undefined;
