@@ -1,4 +1,4 @@
-import { ALL_ASSET_FIELDS, BASE_ASSET_FIELDS, firstScreenBody, GRANT_URL, graphqlInit, jsonInit, send, takeEarly, takeEarlyNow, type Answer } from './first-screen';
+import { ALL_ASSET_FIELDS, BASE_ASSET_FIELDS, firstScreenBody, GRANT_URL, grantOf, graphqlInit, jsonInit, send, takeEarly, takeEarlyNow, type Answer } from './first-screen';
 
 /**
  * The browser's client of the service: GraphQL for everything GraphQL carries, and the few HTTP routes it cannot
@@ -108,7 +108,16 @@ export class Api {
   }
 
   async json<T>(url: string): Promise<T> {
-    const a = await ((url === GRANT_URL ? takeEarly('grant', this.key) : undefined) ?? send(url, jsonInit(this.key)));
+    return this.jsonOf<T>(url, await send(url, jsonInit(this.key)));
+  }
+
+  /** The thumbnails' grant (taken from the page's head when it asked already). */
+  async grant(): Promise<{ access: string; expires_at: string }> {
+    return this.jsonOf(GRANT_URL, await (takeEarly('grant', this.key) ?? send(GRANT_URL, jsonInit(this.key))));
+  }
+
+  /** A JSON answer of a GET of `url`, or the error it reports (a refused key signs out). */
+  private jsonOf<T>(url: string, a: Answer): T {
     if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
     const body = (a.body ?? {}) as { message?: string; code?: string };
     if (a.status === 401) this.onUnauthorized();
@@ -118,10 +127,7 @@ export class Api {
 
   /** The thumbnails' grant if the page's head already has it (a good answer only); else undefined: ask with `json`. */
   grantNow(): { access: string; expires_at: string } | undefined {
-    return takeEarlyNow('grant', this.key, (a) => {
-      const g = a.body as { access?: unknown; expires_at?: unknown } | undefined;
-      return a.status === 200 && typeof g?.access === 'string' && typeof g.expires_at === 'string' ? { access: g.access, expires_at: g.expires_at } : undefined;
-    });
+    return takeEarlyNow('grant', this.key, grantOf);
   }
 
   /**

@@ -19,6 +19,18 @@ export const pageSizeOf = (search: string): number => Math.min(500, Math.max(1, 
 export const BASE_ASSET_FIELDS = 'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
 export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath`;
 
+/** The first screen's page: its size and a sort (`field:order`, default DEFAULT_SORT), as the GraphQL variables. */
+export function firstScreenArgs(limit: number, sort: string = DEFAULT_SORT): { limit: number; sort: string; order: string } {
+  const [field, order] = sort.split(':');
+  return { limit, sort: field!, order: order! };
+}
+
+/** The thumbnails' grant in an answer of GRANT_URL, if it is a good one. */
+export function grantOf(a: Answer): { access: string; expires_at: string } | undefined {
+  const g = a.body as { access?: unknown; expires_at?: unknown } | undefined;
+  return a.status === 200 && typeof g?.access === 'string' && typeof g.expires_at === 'string' ? { access: g.access, expires_at: g.expires_at } : undefined;
+}
+
 /**
  * The first screen's GraphQL request body: what the schema offers (its optional parts), the first page of assets and
  * the tag facets, in one request.
@@ -90,8 +102,7 @@ export function startEarly(): void {
     /* storage refused: the page asks for the key */
   }
   if (!key) return;
-  const [sort, order] = DEFAULT_SORT.split(':');
-  const graphqlBody = firstScreenBody({ limit: pageSizeOf(location.search), sort: sort!, order: order! });
+  const graphqlBody = firstScreenBody(firstScreenArgs(pageSizeOf(location.search)));
   const early: Early = { key, graphqlBody, graphql: send('/graphql', graphqlInit(key, graphqlBody)), grant: send(GRANT_URL, jsonInit(key)), settled: {} };
   void early.graphql!.then((a) => (early.settled.graphql = a));
   void early.grant!.then((a) => (early.settled.grant = a));
@@ -99,9 +110,9 @@ export function startEarly(): void {
   // The thumbnails the grid's <img> elements will show, by the very same URLs, while the bundle is still loading:
   // the browser then gives each <img> the image already on its way.
   void Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
-    const access = (grant!.body as { access?: unknown } | undefined)?.access;
+    const access = grantOf(grant!)?.access;
     const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)?.data?.assets?.items;
-    if (grant!.status !== 200 || typeof access !== 'string' || !Array.isArray(items)) return;
+    if (access === undefined || !Array.isArray(items)) return;
     early.images = items.flatMap((a) => {
       if (!a.thumbnailUrl) return [];
       const img = new Image();

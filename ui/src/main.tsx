@@ -7,7 +7,7 @@ import { Facets, type TagCount } from './components/Facets';
 import { Grid } from './components/Grid';
 import { KeyGate } from './components/KeyGate';
 import { useThumbnailAccess } from './components/useThumbnail';
-import { DEFAULT_SORT, KEY_STORE, pageSizeOf } from './first-screen';
+import { DEFAULT_SORT, firstScreenArgs, KEY_STORE, pageSizeOf } from './first-screen';
 import { useTasks } from './hooks/useTasks';
 import { useUploads } from './hooks/useUploads';
 import './styles.css';
@@ -73,10 +73,7 @@ function pageOf(a: AssetPageData, before: Asset[]): PageState {
 
 function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   // The first screen, when the page's head has its answer already: then the first render shows the tiles.
-  const [first] = useState(() => {
-    const [s, o] = DEFAULT_SORT.split(':');
-    return api.startNow({ limit: PAGE_SIZE, sort: s!, order: o! });
-  });
+  const [first] = useState(() => api.startNow(firstScreenArgs(PAGE_SIZE)));
   const [features, setFeatures] = useState<Features | undefined>(first?.features);
   const [search, setSearch] = useState('');
   const [query, setQuery] = useState('');
@@ -104,8 +101,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       performance.mark('ui:first-page');
       return;
     }
-    const [s, o] = sort.split(':');
-    api.start({ limit: PAGE_SIZE, sort: s!, order: o! }).then(
+    api.start(firstScreenArgs(PAGE_SIZE, sort)).then(
       (d) => {
         performance.mark('ui:first-page');
         started.current = true;

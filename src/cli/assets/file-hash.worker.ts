@@ -33,10 +33,8 @@ interface Job {
   ended: boolean;
   /** Two read buffers while it is read (the next read lands in one while the other is hashed), then given back. */
   bufs?: [Buffer, Buffer];
-  /** A run of `pump` is reading or hashing this file. */
+  /** A run of `pump` is reading or hashing this file: a drop then leaves its descriptor to that run. */
   running: boolean;
-  /** Dropped while a read was in flight: its descriptor is closed when that read returns. */
-  dropped: boolean;
 }
 
 function hasherOf(algorithm: HashAlgorithm): Pick<Job, 'update' | 'value'> {
@@ -64,9 +62,7 @@ const post = (m: FromHashWorker): void => parentPort!.postMessage(m);
 function close(id: number): void {
   const job = jobs.get(id);
   jobs.delete(id);
-  if (!job) return;
-  if (job.running) job.dropped = true;
-  else release(job);
+  if (job && !job.running) release(job);
 }
 
 function readAt(job: Job, buf: Buffer, position: number): Promise<number> {
@@ -85,6 +81,8 @@ async function pump(id: number): Promise<void> {
   const job = jobs.get(id);
   if (!job || job.running) return;
   job.running = true;
+  /** Dropped (or finished) since: no longer this run's to read. */
+  const gone = (): boolean => jobs.get(id) !== job;
   let k = 0;
   let at = job.hashed;
   const bufs = (job.bufs ??= spare.pop() ?? [offPage(READ), offPage(READ)]);
@@ -93,7 +91,7 @@ async function pump(id: number): Promise<void> {
     while (next) {
       const n = await next;
       next = undefined;
-      if (job.dropped) return;
+      if (gone()) return;
       if (n === 0) throw Object.assign(new Error(`the file ended at ${at} bytes, before ${job.length}`), { code: 'EFILECHANGED' });
       const filled = bufs[k];
       at += n;
@@ -104,23 +102,19 @@ async function pump(id: number): Promise<void> {
       post({ t: 'progress', id, hashed: job.hashed });
     }
     if (job.ended) {
-      job.running = false;
       close(id);
       post({ t: 'done', id, hash: job.value() });
     }
   } catch (err) {
-    if (next) await next.catch(() => 0);
-    job.running = false;
-    if (job.dropped) release(job);
-    else {
+    if (!gone()) {
       close(id);
       post({ t: 'error', id, message: (err as Error).message, code: (err as NodeJS.ErrnoException).code });
     }
   } finally {
-    if (job.running) {
-      job.running = false;
-      if (job.dropped) release(job);
-    }
+    // The descriptor and buffers go once no read of this run is in flight.
+    if (next) await next.catch(() => 0);
+    job.running = false;
+    if (gone()) release(job);
   }
 }
 
@@ -128,7 +122,7 @@ parentPort!.on('message', (m: ToHashWorker) => {
   switch (m.t) {
     case 'open':
       try {
-        jobs.set(m.id, { fd: fs.openSync(m.file, 'r'), ...hasherOf(m.algorithm), hashed: 0, length: 0, ended: false, running: false, dropped: false });
+        jobs.set(m.id, { fd: fs.openSync(m.file, 'r'), ...hasherOf(m.algorithm), hashed: 0, length: 0, ended: false, running: false });
       } catch (err) {
         post({ t: 'error', id: m.id, message: (err as Error).message, code: (err as NodeJS.ErrnoException).code });
       }

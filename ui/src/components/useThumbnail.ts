@@ -21,7 +21,7 @@ export function useThumbnailAccess(api: Api): ThumbnailAccess {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const next = (expiresAt: number) => (timer = setTimeout(ask, Math.max(60_000, expiresAt - Date.now() - 5 * 60_000)));
     const ask = () =>
-      api.json<{ access: string; expires_at: string }>('/api/thumbnail-access').then(
+      api.grant().then(
         (g) => {
           if (!live) return;
           had.current = true;
