@@ -146,8 +146,7 @@ async function uploads(dirs, { rounds, tus = false }) {
           tails[k].push(median(up.tails.slice(0, -1)) * 1000);
           log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, PATCH tail p50 ${tails[k].at(-1).toFixed(1)} ms`);
           // The next upload starts once this blob is removed (bench/lib/tus-client.cjs; BENCH_TUS_SETTLE=0: at once).
-          if (process.env.BENCH_TUS_SETTLE === '0') await requestJson(svc[k].url, 'DELETE', `/api/assets/${up.assetId}`);
-          else await deleteAndSettle(svc[k].url, stack.dataDir, up.assetId);
+          await deleteAndSettle(svc[k].url, stack.dataDir, up.assetId);
           continue;
         }
         const up = await uploadMultipart(svc[k].url, GiB);

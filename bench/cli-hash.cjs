@@ -14,19 +14,15 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MiB, benchTmp, rmrf, onCleanup, randomPattern, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { blake3File } = require('./lib/blake3-file.cjs');
+const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
 
 function hashOnce(file, variant) {
-  const { Blake3Hasher } = require('@napi-rs/blake-hash');
   const [kib, skew] = variant.split('+').map(Number);
   const buf = Buffer.allocUnsafeSlow(kib * 1024 + skew).subarray(skew);
   const c0 = process.cpuUsage();
   const t0 = now();
-  const h = new Blake3Hasher();
-  const fd = fs.openSync(file, 'r');
-  for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
-  fs.closeSync(fd);
-  const hex = h.digest('hex');
+  const hex = blake3File(file, buf);
   const seconds = now() - t0;
   const c = process.cpuUsage(c0);
   return { seconds, user: c.user / 1e6, sys: c.system / 1e6, hex };
@@ -62,10 +58,7 @@ async function main() {
   const forget = onCleanup(() => rmrf(work));
   try {
     const file = path.join(work, 'file');
-    const fd = fs.openSync(file, 'w');
-    const pattern = randomPattern();
-    for (let off = 0; off < size; off += pattern.length) fs.writeSync(fd, pattern, 0, Math.min(pattern.length, size - off), off);
-    fs.closeSync(fd);
+    writePatternFile(file, size);
     hashOnce(file, BASE); // page cache warm
     const per = new Map(reads.map((r) => [r, []]));
     const cpuPer = new Map(reads.map((r) => [r, []]));

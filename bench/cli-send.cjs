@@ -10,7 +10,7 @@
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MiB, benchTmp, rmrf, onCleanup, randomPattern, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
 
 const BASE = '8192+0:async';
 
@@ -94,10 +94,7 @@ async function main() {
   try {
     const port = await new Promise((resolve) => srv.stdout.once('data', (d) => resolve(Number(String(d).trim()))));
     const file = path.join(work, 'file');
-    const fd = fs.openSync(file, 'w');
-    const pattern = randomPattern();
-    for (let off = 0; off < size; off += pattern.length) fs.writeSync(fd, pattern, 0, Math.min(pattern.length, size - off), off);
-    fs.closeSync(fd);
+    writePatternFile(file, size);
     runVariant(port, file, BASE); // page cache and sink warm
     const cpuPer = new Map(variants.map((v) => [v, []]));
     const gib = size / (1024 * MiB);

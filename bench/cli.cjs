@@ -10,29 +10,19 @@
 // run that starts while the previous run's pages are still being written back is throttled for them (this, not the
 // CLI, made the pull's rounds swing from 1.12 to 0.54 in the first 4 GiB run).
 const { spawnSync } = require('node:child_process');
-const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
+const { blake3File, offPageBuffer } = require('./lib/blake3-file.cjs');
 const { deleteAndSettle } = require('./lib/tus-client.cjs');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, randomPattern, requestJson, now, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, now, median, r2, r3, log, printResult } = require('./lib/common.cjs');
 
 const CLI = path.join(DIST, 'cli', 'assets', 'main.js');
 
 /** A file of `size` random bytes (cut from the shared pattern, its first 32 bytes unique). */
+/** A file of `size` bytes of new content. */
 function writeFile(file, size) {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const fd = fs.openSync(file, 'w');
-  const pattern = randomPattern();
-  for (let off = 0; off < size; off += pattern.length) fs.writeSync(fd, pattern, 0, Math.min(pattern.length, size - off), off);
-  fs.writeSync(fd, crypto.randomBytes(32), 0, Math.min(32, size), 0);
-  fs.closeSync(fd);
-}
-
-/** New content for the same file: only its first 32 bytes change, so nothing the service stores matches it. */
-function freshen(file) {
-  const fd = fs.openSync(file, 'r+');
-  fs.writeSync(fd, crypto.randomBytes(32), 0, 32, 0);
-  fs.closeSync(fd);
+  writePatternFile(file, size);
+  freshen(file);
 }
 
 /** The kernel's dirty pages written back, so the next timed run does not pay for an earlier one's. */
@@ -64,17 +54,10 @@ function curl(args) {
  * buffer off the page boundary (the fastest way to read with it here: src/cli/assets/off-page.ts, bench/cli-hash.cjs).
  */
 function hashFiles(files) {
-  const { Blake3Hasher } = require('@napi-rs/blake-hash');
-  const buf = Buffer.allocUnsafeSlow(4 * MiB + 64).subarray(64);
+  const buf = offPageBuffer();
   settle();
   const t0 = now();
-  for (const f of files) {
-    const h = new Blake3Hasher();
-    const fd = fs.openSync(f, 'r');
-    for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
-    fs.closeSync(fd);
-    h.digest('hex');
-  }
+  for (const f of files) blake3File(f, buf);
   return now() - t0;
 }
 

@@ -12,7 +12,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, randomPattern, requestJson, cpuMicros, now, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, cpuMicros, now, log, parseArgs, runScript } = require('./lib/common.cjs');
 const { top } = require('./profile-rest.cjs');
 
 const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${t.sys.toFixed(2)}`;
@@ -21,10 +21,7 @@ const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${
  * A process that hashes one file with the native BLAKE3 (one thread, 4 MiB reads into a buffer off the page
  * boundary: see src/cli/assets/off-page.ts), as bench/cli.cjs's baseline.
  */
-const HASH_ONE = `const { Blake3Hasher } = require(${JSON.stringify(require.resolve('@napi-rs/blake-hash'))});
-const fs = require('node:fs'); const buf = Buffer.allocUnsafeSlow((4 << 20) + 64).subarray(64); const h = new Blake3Hasher();
-const fd = fs.openSync(process.argv[1], 'r'); for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
-console.log(h.digest('hex'));`;
+const HASH_ONE = path.join(__dirname, 'lib', 'blake3-file.cjs');
 
 function meminfo() {
   const m = Object.fromEntries(
@@ -62,21 +59,12 @@ async function main() {
   const cliArgs = (args, prof, main = cliMain) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), main, ...args, '--json'];
   try {
     const file = path.join(work, 'one', 'model.safetensors');
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const fd = fs.openSync(file, 'w');
-    const pattern = randomPattern();
-    for (let off = 0; off < size; off += pattern.length) fs.writeSync(fd, pattern, 0, Math.min(pattern.length, size - off), off);
-    fs.closeSync(fd);
-    const freshen = () => {
-      const f = fs.openSync(file, 'r+');
-      fs.writeSync(f, require('node:crypto').randomBytes(32), 0, 32, 0);
-      fs.closeSync(f);
-    };
+    writePatternFile(file, size);
     const curl = (args) => timed('curl', ['-sS', '--fail', '-H', `x-api-key: ${KEY}`, ...args], env);
     const del = (id) => requestJson(url, 'DELETE', `/api/assets/${id}`);
     let assetId;
     if (kind === 'pull') {
-      freshen();
+      freshen(file);
       assetId = JSON.parse(timed(process.execPath, cliArgs(['push', file, '--tag', 'profile-pull']), env).stdout).files[0].asset_id;
     }
     for (let i = 0; i < rounds; i++) {
@@ -92,16 +80,16 @@ async function main() {
         rmrf(path.join(work, 'pulled'));
         log(`  before curl: ${before}; before pull: ${between}`);
       } else {
-        freshen();
+        freshen(file);
         let s0 = cpuMicros(stack.svc.pid);
         c = curl(['-o', '/dev/null', '-F', `file=@${file}`, `${url}/api/assets`]);
         const curlSvc = (cpuMicros(stack.svc.pid) - s0) / 1e6;
         await del((await requestJson(url, 'GET', '/api/assets?limit=1&sort=created_at&order=desc')).body.assets[0].id);
-        const h = timed(process.execPath, ['-e', HASH_ONE, file], env);
+        const h = timed(process.execPath, [HASH_ONE, file], env);
         log(`push ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}; service CPU ${curlSvc.toFixed(2)} s); native BLAKE3 alone ${h.seconds.toFixed(2)} s (${cpu(h)})`);
         const variants = String(opts.cli ?? '').split('|');
         for (const [v, extra] of variants.entries()) {
-          freshen();
+          freshen(file);
           // `@DIR` in a variant: the CLI of that build (another dist dir under a checkout), e.g. `--cli=|@.ab-new`.
           const words = extra.split(' ').filter(Boolean);
           const build = words[0]?.startsWith('@') ? path.join(path.resolve(words.shift().slice(1)), 'src', 'cli', 'assets', 'main.js') : cliMain;

@@ -224,7 +224,7 @@ async function main() {
     const [a, b] = String(opts.compare).split(',');
     if (!a || !b) throw new Error('--compare=DIR_A,DIR_B');
     const [kindA, kindB = kindA] = kind.split(',');
-    await compare({ A: kindA, B: kindB }, { A: a, B: b }, { duration, rounds: rounds ?? Number(opts.rounds ?? 4), topN: Number(opts.top ?? 40), interval: Number(opts.interval ?? 250) });
+    await compare({ A: kindA, B: kindB }, { A: a, B: b }, { duration, rounds: rounds ?? 4, topN: Number(opts.top ?? 40), interval: Number(opts.interval ?? 250) });
     return;
   }
   const dir = process.env.BENCH_PROFILE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'prof-'));
@@ -259,6 +259,6 @@ async function main() {
   }
 }
 
-module.exports = { top, selfTimeIn };
+module.exports = { top };
 
 if (require.main === module) runScript(main);

@@ -135,22 +135,19 @@ async function patches(onePatch, finish = async () => undefined) {
   let off = 0;
   const tail = [];
   let syncs = 0;
-  let gapTime = 0;
   while (off < total) {
     const n = Math.min(patch, total - off);
     const r = await onePatch(file, n, off, now());
     tail.push(now() - r.last);
     syncs += r.syncs;
     off += n;
-    const g0 = now();
     await sleep(gap);
-    gapTime += now() - g0;
   }
   const secs = now() - t0;
   await finish();
   await fsp.rm(file);
   tail.sort((a, b) => a - b);
-  return { secs, syncs, tailP50: tail[tail.length >> 1], gapTime };
+  return { secs, syncs, tailP50: tail[tail.length >> 1] };
 }
 
 function patchedDirect(policy) {

@@ -8,7 +8,7 @@
 // Each upload starts once the blob of the one before it is removed and the disk synced (deleteAndSettle;
 // BENCH_TUS_SETTLE=0 deletes and goes on at once, as before 2026-11-23, when the previous round's removal ran inside
 // the next upload).
-const { MiB, percentile, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
+const { MiB, percentile, startStack, uploadMultipart, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
 const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
 
 async function run(args) {
@@ -26,7 +26,7 @@ async function run(args) {
     let peakReset = false;
     let peakHwm = 0;
     const settle = process.env.BENCH_TUS_SETTLE !== '0';
-    const cleanup = (id) => (settle ? deleteAndSettle(stack.svc.url, stack.dataDir, id) : requestJson(stack.svc.url, 'DELETE', `/api/assets/${id}`));
+    const cleanup = (id) => deleteAndSettle(stack.svc.url, stack.dataDir, id);
     for (let i = 0; i < rounds; i++) {
       const c0 = cpuMicros(stack.svc.pid);
       const m = await uploadMultipart(stack.svc.url, size);

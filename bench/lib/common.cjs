@@ -259,6 +259,22 @@ function randomPattern() {
   return (pattern ??= crypto.randomBytes(16 * MiB));
 }
 
+/** A file of `size` bytes cut from randomPattern (its folder made), as the CLI benchmarks' model files. */
+function writePatternFile(file, size) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const fd = fs.openSync(file, 'w');
+  const src = randomPattern();
+  for (let off = 0; off < size; off += src.length) fs.writeSync(fd, src, 0, Math.min(src.length, size - off), off);
+  fs.closeSync(fd);
+}
+
+/** New content for the same file: only its first 32 bytes change, so nothing a service stores matches it. */
+function freshen(file) {
+  const fd = fs.openSync(file, 'r+');
+  fs.writeSync(fd, crypto.randomBytes(32), 0, 32, 0);
+  fs.closeSync(fd);
+}
+
 /**
  * Streams `size` bytes as a multipart upload to POST /api/assets, generated on the fly (the client never holds the
  * file). The first 16 bytes are unique per call, so every upload is new content. Resolves with the status, the
@@ -481,6 +497,8 @@ module.exports = {
   cpuMicros,
   resetPeak,
   randomPattern,
+  writePatternFile,
+  freshen,
   uploadMultipart,
   requestJson,
   ddWrite,

@@ -99,8 +99,14 @@ async function uploadTus(baseUrl, size, patchSize) {
  * disk. Without it the removal of the previous round's blob (an unlink of 1–4 GiB on ext4 mounted with `discard`, whose
  * journal commit issues the discards) lands in the next upload, which was always the tus one for the multipart blob:
  * every PATCH ends with an fsync that waits for the journal, a multipart upload only at its end.
+ * BENCH_TUS_SETTLE=0: the delete only, at once (as the benchmarks ran before 2026-11-23), for every benchmark using it.
  */
 async function deleteAndSettle(baseUrl, dataDir, assetId, { timeoutMs = 60_000 } = {}) {
+  if (process.env.BENCH_TUS_SETTLE === '0') {
+    const del = await requestJson(baseUrl, 'DELETE', `/api/assets/${assetId}`);
+    if (del.status !== 204) throw new Error(`DELETE /api/assets/${assetId} answered ${del.status}`);
+    return;
+  }
   const got = await requestJson(baseUrl, 'GET', `/api/assets/${assetId}`);
   if (got.status !== 200) throw new Error(`GET /api/assets/${assetId} answered ${got.status}`);
   const hex = String(got.body.asset_hash).replace(/^blake3:/, '');
