@@ -10,6 +10,7 @@ if (!fs.existsSync(main)) {
   process.stderr.write('assets: the client is not built yet: run `npm run build` in the asset-service folder\n');
   process.exit(2);
 }
+require(path.join(__dirname, '..', 'dist', 'src', 'node-version.js')).requireSupportedNode('assets');
 // `npm run cli -- push models/` runs in the package folder: paths are meant from where the user typed it.
 if (process.env.npm_lifecycle_event === 'cli' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
 process.argv.splice(1, 1, main);

@@ -1,3 +1,6 @@
+import { requireSupportedNode } from './node-version';
+requireSupportedNode('asset-service');
+// Before every other import (CommonJS keeps their order): the modules below need that Node.
 import 'reflect-metadata';
 import { ConfigError, loadConfig } from './config';
 import { createLogger } from './infra/logger';
