@@ -317,6 +317,15 @@ describe('commands, exit codes and --json', () => {
     const { execFileSync } = await import('node:child_process');
     const bin = path.join(__dirname, '..', '..', 'bin', 'assets.cjs');
     expect(execFileSync(bin, ['--help'], { encoding: 'utf8', env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` } })).toMatch(/^Usage: assets/);
+    // Output into a pipe whose reader is gone (`assets ls | head`): a quiet end, not an EPIPE stack trace.
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [bin, 'ls', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   test('failed files exit 1 and name the file and the service code', async () => {

@@ -219,6 +219,13 @@ async function main(argv: string[]): Promise<number> {
 
 /** Runs the program on `argv` (the arguments after the command name) and sets the exit code. */
 export function run(argv: string[]): void {
+  // The reader of our output went away (`assets ls | head`): stop quietly, as a Unix tool ends on SIGPIPE, rather
+  // than die on an unhandled EPIPE with a stack trace.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
+    process.stderr.write(`assets: cannot write the output: ${err.message}\n`);
+    process.exit(EXIT.failed);
+  });
   void main(argv).then((code) => {
     process.exitCode = code;
   });
