@@ -26,7 +26,7 @@ import { RequestAuth } from './http/shared/request-auth';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { IngestWorkers } from './infra/blob-store/ingest-pool';
-import { S3BlobStore } from './infra/blob-store/s3';
+import type { S3BlobStore } from './infra/blob-store/s3';
 import { HttpFetcher } from './infra/http-fetch';
 import type { Logger } from './infra/logger';
 import { Metrics } from './infra/metrics';
@@ -64,7 +64,10 @@ export interface Container {
 
 export async function createBlobStore(config: Config, ingestWorkers: IngestWorkers): Promise<BlobStore> {
   if (config.storage.backend === 's3') {
-    return new S3BlobStore(config.storage);
+    // Loaded only for S3: the AWS SDK is ~6 MB of live heap and ~20 MB resident that a disk-store process never uses
+    // (BENCHMARKS.md, "Fifth stop: the service's resident memory").
+    const { S3BlobStore: Store } = require('./infra/blob-store/s3') as { S3BlobStore: typeof S3BlobStore };
+    return new Store(config.storage);
   }
   return new FsBlobStore(path.join(config.dataDir, 'blobs'), ingestWorkers);
 }
