@@ -310,6 +310,9 @@ describe('commands, exit codes and --json', () => {
     const missing = await runCli(['push', path.join(work, 'no-such-folder')], env);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('no such file or folder');
+    const version = await runCli(['--version'], env);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe((JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version);
     const help = await runCli(['pull', '--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--comfyui');
@@ -335,6 +338,18 @@ describe('commands, exit codes and --json', () => {
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout).files[0]).toMatchObject({ action: 'failed', error: { code: 'UNAUTHORIZED' } });
     expect(r.stderr).toMatch(/one\.bin: UNAUTHORIZED/);
+    // The key is checked beside the first hashes (OPTIONS /api/uploads), not after each file's: a large file's hash
+    // is given up once the service refuses the key (4 GiB of holes take the hashing thread a second or more).
+    const big = path.join(work, 'nokey-big');
+    fs.mkdirSync(big, { recursive: true });
+    fs.closeSync(fs.openSync(path.join(big, 'holes.bin'), 'w'));
+    fs.truncateSync(path.join(big, 'holes.bin'), 4 * 1024 * 1024 * 1024);
+    const refused = await runCli(['push', big, '--json'], { ...env, ASSETS_API_KEY: 'wrong-key' });
+    expect(refused.code).toBe(1);
+    const [only] = JSON.parse(refused.stdout).files;
+    expect(only).toMatchObject({ action: 'failed', error: { code: 'UNAUTHORIZED' } });
+    expect(only.hash).toBeUndefined();
+    fs.rmSync(big, { recursive: true, force: true });
   });
 
   test('ls, get and rm', async () => {

@@ -118,6 +118,21 @@ export class ApiClient {
     throw await errorOf(new Response(text || null, { status: body.status }));
   }
 
+  /**
+   * OPTIONS /api/uploads, asked before a push needs it: whether the service takes resumable uploads (404: it has
+   * none) and up to what size (`Tus-Max-Size`). A refused key (401, 403) or an unreachable service throws; any other
+   * answer (a proxy that refuses OPTIONS) leaves both unknown, and the uploads find out as before.
+   */
+  async uploadOptions(): Promise<{ tus?: boolean; maxSize?: number }> {
+    const res = await this.raw('/api/uploads', { method: 'OPTIONS', headers: { 'tus-resumable': '1.0.0' } });
+    if (res.status === 401 || res.status === 403) throw await errorOf(res);
+    await res.body?.cancel();
+    if (res.status === 404) return { tus: false };
+    if (!res.ok) return {};
+    const max = Number(res.headers.get('tus-max-size'));
+    return { tus: true, ...(Number.isSafeInteger(max) && max > 0 ? { maxSize: max } : {}) };
+  }
+
   async hashStored(hash: string): Promise<boolean> {
     // Sent as is (`blake3:<hex>` needs no escaping), the form the pipeline's hot-route table answers.
     const res = await this.raw(`/api/assets/hash/${hash}`, { method: 'HEAD' });

@@ -15,6 +15,15 @@ const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 class UsageError extends Error {}
 
+/** This package's version (package.json, three folders above dist/src/cli/assets and src/cli/assets). */
+function packageVersion(): string {
+  for (let dir = __dirname, i = 0; i < 5; i++, dir = path.dirname(dir)) {
+    const file = path.join(dir, 'package.json');
+    if (fs.existsSync(file)) return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+  }
+  return 'unknown';
+}
+
 interface GlobalOptions {
   url: string;
   apiKey?: string;
@@ -46,6 +55,7 @@ function describe(err: unknown): string {
 export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => void): Command {
   const program = new Command('assets')
     .description('Command-line client of the asset service: push and pull folders (ComfyUI layouts too), downloads, exports.')
+    .version(packageVersion(), '-V, --version', "the client's version (this package's)")
     .addOption(new Option('--url <url>', 'service base URL').env('ASSETS_URL').default('http://127.0.0.1:8080'))
     .addOption(new Option('--api-key <key>', 'API key (X-API-Key)').env('ASSETS_API_KEY'))
     .option('--state-file <file>', 'where push keeps its resumable uploads (default: ~/.cache/assets-cli/uploads.json)')

@@ -22,6 +22,10 @@ export interface PushOptions {
 export interface PushTimings {
   hash_started_ms: number;
   hash_done_ms: number;
+  /** HEAD /api/assets/hash answered. */
+  checked_ms?: number;
+  /** The resumable upload created (POST /api/uploads answered). */
+  created_ms?: number;
   first_bytes_ms?: number;
   sent_ms?: number;
 }
@@ -123,7 +127,9 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   /** With the hash known: creates stored content by hash (zero bytes sent), else uploads the file. */
   const sendOrLink = async (p: (typeof planned)[number], hash: string, times: Partial<PushTimings>): Promise<PushResult> => {
     const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
-    if (await client.hashStored(hash)) {
+    const stored = await client.hashStored(hash);
+    times.checked_ms = ms();
+    if (stored) {
       const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
       const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
       progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
@@ -141,7 +147,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     try {
       if (tusAvailable && p.size > 0) {
         try {
-          res = await tusUpload(client, state, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, opts.chunkSize, onBytes);
+          res = await tusUpload(client, state, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, opts.chunkSize, onBytes, () => (times.created_ms ??= ms()));
         } catch (err) {
           if (!(err instanceof TusUnsupported)) throw err;
           noTus();
@@ -164,16 +170,41 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     progress.log('the service has no resumable uploads (POST /api/uploads: 404): sending whole files');
   };
 
+  // Asked beside the first hashes (the connection and the HTTP client are ready when the first hash is): does the
+  // service answer, take this key, and have resumable uploads, up to what size. A refusal fails every file at once
+  // with the service's code, rather than each after its hash (hours of hashing for a large tree).
+  let limits: { maxSize?: number } = {};
+  const preflight = client.uploadOptions().then((o) => {
+    limits = o;
+    if (o.tus === false) noTus();
+  });
+  const refused = preflight.then(() => new Promise<never>(() => undefined));
+  refused.catch(() => undefined);
+  const checkSize = (size: number): void => {
+    if (limits.maxSize !== undefined && size > limits.maxSize) {
+      throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `the file has ${size} bytes; the service takes at most ${limits.maxSize} (its Tus-Max-Size)`);
+    }
+  };
+
   const hasher = new FileHasher();
   const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
     let hash: string | undefined;
     const times: Partial<PushTimings> = {};
     const withTimes = (r: PushResult): PushResult => (opts.timings ? { ...r, timings: times as PushTimings } : r);
     try {
+      checkSize(p.size);
       const bar = progress.item(`# ${p.name}`, p.size);
       times.hash_started_ms = ms();
-      hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n) }).finally(() => bar.finish());
+      const hashing = hasher.follow(p.c.file, 'blake3', (n) => bar.update(n));
+      hashing.grow(p.size);
+      const stop = (err: unknown): Promise<never> => {
+        hashing.drop();
+        return Promise.reject(err);
+      };
+      hash = await Promise.race([hashing.finish(), refused.catch(stop)]).finally(() => bar.finish());
       times.hash_done_ms = ms();
+      await preflight;
+      checkSize(p.size);
       const earlier = firstOfHash.get(hash);
       if (earlier) {
         // The same content is being sent by another file of this run: this one waits, then is created by hash.

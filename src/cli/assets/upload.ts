@@ -30,7 +30,14 @@ export class TusUnsupported extends Error {}
  * arrived of a broken one all the same, and the retry continues from its offset), read in large steps (tus-file-stack), resuming the upload a previous
  * run left in `state` for the same file, name and service. `onBytes` sees the bytes sent so far.
  */
-export function tusUpload(client: ApiClient, state: UploadStateFile, input: UploadInput, chunkSize: number, onBytes: (n: number) => void): Promise<UploadResult> {
+export function tusUpload(
+  client: ApiClient,
+  state: UploadStateFile,
+  input: UploadInput,
+  chunkSize: number,
+  onBytes: (n: number) => void,
+  onCreated: () => void = () => undefined,
+): Promise<UploadResult> {
   const endpoint = `${client.base}/api/uploads`;
   return new Promise<UploadResult>((resolve, reject) => {
     let assetId: string | undefined;
@@ -56,7 +63,8 @@ export function tusUpload(client: ApiClient, state: UploadStateFile, input: Uplo
       storeFingerprintForResuming: true,
       removeFingerprintOnSuccess: true,
       onProgress: (sent) => onBytes(sent),
-      onAfterResponse: (_req, res) => {
+      onAfterResponse: (req, res) => {
+        if (req.getMethod() === 'POST') onCreated();
         const id = res.getHeader('Asset-Id');
         if (id) {
           assetId = id;
