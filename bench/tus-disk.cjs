@@ -10,6 +10,7 @@
 //   everyNfM   everyN, the first of each PATCH after M MiB already
 //   everyNt    everyN, the file's length set to the PATCH's end first (ftruncate), so no write extends the file
 //   everyNk    everyN, the descriptor kept open from PATCH to PATCH (not closed and reopened for each)
+//   everyNeTsM everyN, then every M MiB once T MiB or less of the PATCH are still to arrive (the tail synced closer)
 //   firstN     the first after N MiB of the PATCH, then one as soon as the previous ends (back to back)
 //   concN      everyN, and the final fsync issued without waiting for the running background sync
 //   parNxK     one after every N MiB while fewer than K run, the final fsync beside them (e.g. par2x2)
@@ -38,15 +39,19 @@ const now = () => Number(process.hrtime.bigint()) / 1e9;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 class Syncer {
-  constructor(fh, policy) {
+  constructor(fh, policy, length = Infinity) {
     this.fh = fh;
-    const m = /^(every|first|conc|par)(\d+)(?:x(\d+))?(?:f(\d+))?$/.exec(policy);
+    const m = /^(every|first|conc|par)(\d+)(?:x(\d+))?(?:f(\d+))?(?:e(\d+)s(\d+))?$/.exec(policy);
     if (!m) throw new Error(`unknown policy ${policy}`);
     this.kind = m[1];
     this.n = Number(m[2]) * MiB;
     this.k = Number(m[3] ?? 1);
     // `everyNfM`: the PATCH's first background sync after M MiB already (the disk idles until it), then every N
     this.first = m[4] === undefined ? this.n : Number(m[4]) * MiB;
+    // `everyNeTsM`: every N MiB, and every M MiB once the PATCH has T MiB or less left to arrive
+    this.left = length;
+    this.tailFrom = m[5] === undefined ? -1 : Number(m[5]) * MiB;
+    this.tailEvery = m[6] === undefined ? this.n : Number(m[6]) * MiB;
     this.since = 0;
     this.running = undefined;
     this.count = 0;
@@ -54,6 +59,7 @@ class Syncer {
   }
   wrote(len) {
     this.since += len;
+    this.left -= len;
     if (this.kind === 'par') {
       if (this.since < this.n || this.inflight.size >= this.k) return;
       this.since = 0;
@@ -63,7 +69,8 @@ class Syncer {
       return;
     }
     if (this.running) return;
-    if (this.kind === 'first' && this.count > 0 ? this.since <= 0 : this.since < (this.count === 0 ? this.first : this.n)) return;
+    const every = this.left <= this.tailFrom ? this.tailEvery : this.n;
+    if (this.kind === 'first' && this.count > 0 ? this.since <= 0 : this.since < (this.count === 0 ? Math.min(this.first, every) : every)) return;
     this.since = 0;
     this.count++;
     this.running = this.fh.datasync().finally(() => {
@@ -193,7 +200,7 @@ function patched(policy) {
     async (file, n, off, start) => {
       const fh = keepOpen ? (kept ??= await fsp.open(file, 'a')) : await fsp.open(file, sized ? 'r+' : 'a');
       if (sized) await fh.truncate(off + n);
-      const s = new Syncer(fh, sized || keepOpen ? policy.slice(0, -1) : policy);
+      const s = new Syncer(fh, sized || keepOpen ? policy.slice(0, -1) : policy, n);
       // Each PATCH arrives at the pace from its own start (the client sends nothing while it waits).
       await paced(fh, n, s, start, 0, sized ? off : undefined);
       const last = now();

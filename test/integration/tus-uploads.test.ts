@@ -347,6 +347,14 @@ describe('expiry', () => {
     const id = idOf(res.headers.get('location')!);
     expect(new Date(res.headers.get('upload-expires')!).getTime()).toBeGreaterThan(Date.now() - 2000);
     const part = path.join(short.dataDir, 'blobs', '.partial', `upload-${id}`);
+    // Creation leaves the store alone (a missing part is an empty one); the first PATCH makes the part.
+    expect(fs.existsSync(part)).toBe(false);
+    const patched = await short.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(10),
+    });
+    expect(patched.status).toBe(204);
     expect(fs.existsSync(part)).toBe(true);
     await waitFor(async () => ((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status === 410 ? true : undefined));
     expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);

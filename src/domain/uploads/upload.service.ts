@@ -69,7 +69,13 @@ export class UploadService {
     return rec;
   }
 
-  /** Records a new upload (metadata already validated) and creates its empty part. */
+  /**
+   * Records a new upload (metadata already validated). Its part is made by the first PATCH (a missing part is an
+   * empty one: `openPartial` answers size 0, and appending creates it), so creating an upload costs the store
+   * nothing: on disk an empty file made here needed an fsync, which waits for whatever journal commit is running
+   * (0.2–0.3 s after a large file was removed; BENCHMARKS.md, "Fifth stop"). An empty upload is complete at
+   * creation and made into its asset at once: its (empty) part is made here.
+   */
   async create(principal: Principal, id: string, length: number, metadata: Record<string, string | null>): Promise<UploadRecord> {
     if (length > this.content.maxUploadBytes) {
       throw new DomainError('PAYLOAD_TOO_LARGE', `the content is larger than the limit of ${this.content.maxUploadBytes} bytes`, {
@@ -77,7 +83,7 @@ export class UploadService {
       });
     }
     const partial = await this.blobs.openPartial!(partName(id));
-    await partial.append(empty());
+    if (length === 0) await partial.append(empty());
     const now = new Date();
     return this.repo.insert({
       id,
