@@ -68,10 +68,11 @@ export class UploadRepository {
    * Runs `statement` in a transaction whose commit does not wait for the WAL to reach the disk (synchronous_commit off,
    * for this transaction only), for writes that a crash of PostgreSQL may lose without harm and that the next
    * synchronous commit makes durable anyway (the WAL is flushed in order): a new upload's record, before any byte of
-   * it is acknowledged (lost, the client's next request finds no upload, and a tus client then starts a new one), and a
-   * lease (a lock, which such a crash ends anyway). The offsets stay synchronous: they acknowledge bytes. Such a commit's
-   * flush waits behind the writeback of the parts being written: 30–130 ms for a creation after a large upload
-   * (BENCHMARKS.md, "Fifth stop: the CLI's push, creation").
+   * it is acknowledged (lost, the client's next request finds no upload, and a tus client then starts a new one). Such a
+   * commit's flush waits behind the writeback of the parts being written: 30–130 ms for a creation after a large upload
+   * (BENCHMARKS.md, "Fifth stop: tus creation"). Leases stay synchronous: a lease lost while its PATCH still streams
+   * (its holder would not notice before its renewal) would let a second request write the same part. Offsets too:
+   * they acknowledge bytes.
    */
   private async unsynced<T>(statement: Prisma.PrismaPromise<T>): Promise<T> {
     const [, result] = await this.db.$transaction([this.db.$executeRaw`SET LOCAL synchronous_commit = off`, statement]);
@@ -101,10 +102,10 @@ export class UploadRepository {
    */
   async lease(id: string, token: string, leaseMs: number, ownerId?: string): Promise<UploadRecord | 'held' | 'missing'> {
     const owner = ownerId === undefined ? Prisma.empty : Prisma.sql` AND owner_id = ${ownerId}`;
-    const rows = await this.unsynced(this.db.$queryRaw<Row[]>`UPDATE upload
+    const rows = await this.db.$queryRaw<Row[]>`UPDATE upload
       SET lock_token = ${token}::uuid, lock_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), release_requested = false
       WHERE id = ${id}::uuid AND (lock_token IS NULL OR lock_expires_at < now())${owner}
-      RETURNING ${RETURNING_RECORD}`);
+      RETURNING ${RETURNING_RECORD}`;
     if (rows[0]) return toRecord(rows[0]);
     const n = await this.db.upload.count({ where: ownerId === undefined ? { id } : { id, ownerId } });
     return n > 0 ? 'held' : 'missing';
