@@ -6,11 +6,12 @@ const path = require('node:path');
 const fs = require('node:fs');
 
 const main = path.join(__dirname, '..', 'dist', 'src', 'cli', 'assets', 'main.js');
-if (!fs.existsSync(main)) {
+const versionCheck = path.join(__dirname, '..', 'dist', 'src', 'node-version.js');
+if (!fs.existsSync(main) || !fs.existsSync(versionCheck)) {
   process.stderr.write('assets: the client is not built yet: run `npm run build` in the asset-service folder\n');
   process.exit(2);
 }
-require(path.join(__dirname, '..', 'dist', 'src', 'node-version.js')).requireSupportedNode('assets');
+require(versionCheck).requireSupportedNode('assets');
 // `npm run cli -- push models/` runs in the package folder: paths are meant from where the user typed it.
 if (process.env.npm_lifecycle_event === 'cli' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
 process.argv.splice(1, 1, main);

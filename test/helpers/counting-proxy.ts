@@ -33,6 +33,8 @@ export class CountingProxy {
   throttleIn?: number;
   /** Requests answered 404 by the proxy itself, as an instance without that route would (e.g. no /api/uploads). */
   notFound?: (method: string, path: string) => boolean;
+  /** Requests the proxy refuses itself with this status and an HTML page of its own (e.g. a gateway's 403 for OPTIONS). */
+  refuse?: (method: string, path: string) => number | undefined;
   private readonly server = http.createServer((req, res) => this.handle(req, res));
   private readonly upstreams = new Set<http.ClientRequest>();
 
@@ -99,6 +101,12 @@ export class CountingProxy {
       rec.status = 404;
       req.resume();
       return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"NOT_FOUND","message":"no such route"}');
+    }
+    const refused = this.refuse?.(rec.method, rec.path);
+    if (refused !== undefined) {
+      rec.status = refused;
+      req.resume();
+      return void res.writeHead(refused, { 'content-type': 'text/html' }).end('<html><body>Request refused by the gateway</body></html>');
     }
     const up = http.request(this.target + req.url, { method: req.method, headers: req.headers });
     this.upstreams.add(up);

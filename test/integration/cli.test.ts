@@ -247,6 +247,21 @@ describe('interruptions', () => {
   });
 });
 
+test('a gateway that refuses OPTIONS with a page of its own (403) does not stop a push: only the service\'s refusal of the key does', async () => {
+  const dir = path.join(work, 'gateway');
+  const data = bytes(256 * KiB, 27);
+  write(dir, 'behind-gateway.bin', data);
+  proxy.refuse = (m) => (m === 'OPTIONS' ? 403 : undefined);
+  try {
+    const r = await runCli(['push', dir, '--tag', 'gateway', '--json'], env);
+    expect(r.stderr).not.toContain('FAILED');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).files[0]).toMatchObject({ action: 'uploaded', bytes_sent: data.length });
+  } finally {
+    proxy.refuse = undefined;
+  }
+});
+
 describe('large files: the hash first, then the bytes', () => {
   const patches = (from: number) => proxy.requests.slice(from).filter((q) => q.method === 'PATCH' && q.path.startsWith('/api/uploads/'));
   const hashHeads = (from: number) => proxy.requests.slice(from).filter((q) => q.method === 'HEAD' && q.path.startsWith('/api/assets/hash/'));

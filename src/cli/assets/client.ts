@@ -119,18 +119,35 @@ export class ApiClient {
   }
 
   /**
-   * OPTIONS /api/uploads, asked before a push needs it: whether the service takes resumable uploads (404: it has
-   * none) and up to what size (`Tus-Max-Size`). A refused key (401, 403) or an unreachable service throws; any other
-   * answer (a proxy that refuses OPTIONS) leaves both unknown, and the uploads find out as before.
+   * OPTIONS /api/uploads, asked before a push needs it: up to what size the service takes resumable uploads
+   * (`Tus-Max-Size`). Only the service's own refusal of the key (401 or 403 with its JSON `{code, message}`) or an
+   * unreachable service throws; anything else (a proxy that refuses or does not route OPTIONS, no answer within
+   * `timeoutMs`) leaves the size unknown, and the uploads find out as before.
    */
-  async uploadOptions(): Promise<{ tus?: boolean; maxSize?: number }> {
-    const res = await this.raw('/api/uploads', { method: 'OPTIONS', headers: { 'tus-resumable': '1.0.0' } });
-    if (res.status === 401 || res.status === 403) throw await errorOf(res);
+  async uploadOptions(timeoutMs = 30_000): Promise<{ maxSize?: number }> {
+    let res: Response;
+    try {
+      res = await this.raw('/api/uploads', { method: 'OPTIONS', headers: { 'tus-resumable': '1.0.0' }, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (err) {
+      if (err instanceof ApiError && /TimeoutError|aborted/i.test(err.message)) return {};
+      throw err;
+    }
+    if (res.status === 401 || res.status === 403) {
+      const text = await res.text().catch(() => '');
+      let body: { code?: unknown; message?: unknown } = {};
+      try {
+        body = JSON.parse(text) as typeof body;
+      } catch {
+        // not the service's answer (a proxy's page)
+      }
+      if ((body.code === 'UNAUTHORIZED' || body.code === 'FORBIDDEN') && typeof body.message === 'string') {
+        throw new ApiError(res.status, body.code, body.message);
+      }
+      return {};
+    }
     await res.body?.cancel();
-    if (res.status === 404) return { tus: false };
-    if (!res.ok) return {};
     const max = Number(res.headers.get('tus-max-size'));
-    return { tus: true, ...(Number.isSafeInteger(max) && max > 0 ? { maxSize: max } : {}) };
+    return res.ok && Number.isSafeInteger(max) && max > 0 ? { maxSize: max } : {};
   }
 
   async hashStored(hash: string): Promise<boolean> {

@@ -135,6 +135,10 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
       return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
     }
+    const maxSize = limits?.maxSize;
+    if (maxSize !== undefined && p.size > maxSize) {
+      throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `the file has ${p.size} bytes; the service takes at most ${maxSize} (its Tus-Max-Size)`);
+    }
     progress.addTotal(p.size);
     const bar = progress.item(`↑ ${p.name}`, p.size);
     let sent = 0;
@@ -171,20 +175,12 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   };
 
   // Asked beside the first hashes (the connection and the HTTP client are ready when the first hash is): does the
-  // service answer, take this key, and have resumable uploads, up to what size. A refusal fails every file at once
-  // with the service's code, rather than each after its hash (hours of hashing for a large tree).
-  let limits: { maxSize?: number } = {};
-  const preflight = client.uploadOptions().then((o) => {
-    limits = o;
-    if (o.tus === false) noTus();
-  });
+  // service answer and take this key, and up to what size it takes resumable uploads. A refusal fails every file at
+  // once with the service's code, rather than each after its hash (hours of hashing for a large tree).
+  let limits: { maxSize?: number } | undefined;
+  const preflight = client.uploadOptions().then((o) => void (limits = o));
   const refused = preflight.then(() => new Promise<never>(() => undefined));
   refused.catch(() => undefined);
-  const checkSize = (size: number): void => {
-    if (limits.maxSize !== undefined && size > limits.maxSize) {
-      throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `the file has ${size} bytes; the service takes at most ${limits.maxSize} (its Tus-Max-Size)`);
-    }
-  };
 
   const hasher = new FileHasher();
   const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
@@ -192,7 +188,6 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     const times: Partial<PushTimings> = {};
     const withTimes = (r: PushResult): PushResult => (opts.timings ? { ...r, timings: times as PushTimings } : r);
     try {
-      checkSize(p.size);
       const bar = progress.item(`# ${p.name}`, p.size);
       times.hash_started_ms = ms();
       const hashing = hasher.follow(p.c.file, 'blake3', (n) => bar.update(n));
@@ -201,10 +196,11 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
         hashing.drop();
         return Promise.reject(err);
       };
-      hash = await Promise.race([hashing.finish(), refused.catch(stop)]).finally(() => bar.finish());
+      // Until the service has answered, a refusal stops the hash; after, the hash alone is awaited.
+      const hashed = limits ? hashing.finish() : Promise.race([hashing.finish(), refused.catch(stop)]);
+      hash = await hashed.finally(() => bar.finish());
       times.hash_done_ms = ms();
       await preflight;
-      checkSize(p.size);
       const earlier = firstOfHash.get(hash);
       if (earlier) {
         // The same content is being sent by another file of this run: this one waits, then is created by hash.

@@ -178,8 +178,8 @@ export class HashSession {
   }
 
   /**
-   * A job that continues the state: it appends to `file` (which must exist; what it wrote stays there even when it
-   * fails), or without a file only hashes. `finish` makes the bytes durable and adds them to `size`.
+   * A job that continues the state: it appends to `file` (made by the first job when missing; what it wrote stays
+   * there even when it fails), or without a file only hashes. `finish` makes the bytes durable and adds them to `size`.
    */
   append(file: string | undefined, opts: { ownsChunks: boolean }): IngestJob {
     if (!this.usable) throw new Error('the hash session is not usable');
