@@ -74,7 +74,9 @@ export class UploadLeases {
     const timer = setInterval(() => {
       this.repo.renewLease(id, token, this.opts.leaseMs).then(
         (requested) => {
-          if (requested && !released) o.onReleaseRequested?.();
+          // `undefined`: the lease is no longer this request's (it lapsed while the database could not be reached, and
+          // another request took it): wrap up as when asked, so that this one stops writing the part at once.
+          if (requested !== false && !released) o.onReleaseRequested?.();
         },
         (err) => this.logger.warn('could not renew an upload lease', { upload_id: id, err }),
       );
