@@ -49,34 +49,31 @@ const RETURNING_RECORD = Prisma.sql`id::text AS "id", owner_id AS "ownerId", len
 export class UploadRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(rec: Omit<UploadRecord, 'offset' | 'assetId' | 'assetCreated' | 'createdAt'> & { createdAt: Date }): Promise<UploadRecord> {
-    const row = await this.unsynced(this.db.upload.create({
-      data: {
-        id: rec.id,
-        ownerId: rec.ownerId,
-        length: BigInt(rec.length),
-        metadata: rec.metadata,
-        partKey: rec.partKey,
-        createdAt: rec.createdAt,
-        expiresAt: rec.expiresAt,
-      },
-    }));
-    return toRecord(row);
-  }
-
   /**
-   * Runs `statement` in a transaction whose commit does not wait for the WAL to reach the disk (synchronous_commit off,
-   * for this transaction only), for writes that a crash of PostgreSQL may lose without harm and that the next
-   * synchronous commit makes durable anyway (the WAL is flushed in order): a new upload's record, before any byte of
-   * it is acknowledged (lost, the client's next request finds no upload, and a tus client then starts a new one). Such a
-   * commit's flush waits behind the writeback of the parts being written: 30–130 ms for a creation after a large upload
-   * (BENCHMARKS.md, "Fifth stop: tus creation"). Leases stay synchronous: a lease lost while its PATCH still streams
-   * (its holder would not notice before its renewal) would let a second request write the same part. Offsets too:
-   * they acknowledge bytes.
+   * The record of a new upload, committed without waiting for the WAL to reach the disk (synchronous_commit off, for
+   * this transaction only): a crash of PostgreSQL may lose it without harm, since no byte of the upload is
+   * acknowledged yet (the client's next request then finds no upload, and a tus client starts a new one), and the
+   * upload's first offset, committed synchronously, flushes it first (the WAL is flushed in order). That flush waited
+   * behind the writeback of the parts being written: 30–130 ms for a creation after a large upload (BENCHMARKS.md,
+   * "Fifth stop: tus creation"). Leases and offsets stay synchronous: a lease lost while its PATCH still streams would
+   * let a second request write the same part, and an offset acknowledges bytes.
    */
-  private async unsynced<T>(statement: Prisma.PrismaPromise<T>): Promise<T> {
-    const [, result] = await this.db.$transaction([this.db.$executeRaw`SET LOCAL synchronous_commit = off`, statement]);
-    return result;
+  async insert(rec: Omit<UploadRecord, 'offset' | 'assetId' | 'assetCreated' | 'createdAt'> & { createdAt: Date }): Promise<UploadRecord> {
+    const [, row] = await this.db.$transaction([
+      this.db.$executeRaw`SET LOCAL synchronous_commit = off`,
+      this.db.upload.create({
+        data: {
+          id: rec.id,
+          ownerId: rec.ownerId,
+          length: BigInt(rec.length),
+          metadata: rec.metadata,
+          partKey: rec.partKey,
+          createdAt: rec.createdAt,
+          expiresAt: rec.expiresAt,
+        },
+      }),
+    ]);
+    return toRecord(row);
   }
 
   async find(id: string): Promise<UploadRecord | undefined> {
