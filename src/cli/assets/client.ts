@@ -133,14 +133,9 @@ export class ApiClient {
       throw err;
     }
     if (res.status === 401 || res.status === 403) {
-      const text = await res.text().catch(() => '');
-      let body: { code?: unknown; message?: unknown } = {};
-      try {
-        body = JSON.parse(text) as typeof body;
-      } catch {
-        // not the service's answer (a proxy's page)
-      }
-      if ((body.code === 'UNAUTHORIZED' || body.code === 'FORBIDDEN') && typeof body.message === 'string') {
+      // Not JSON: a proxy's page.
+      const body = jsonBody(await res.text().catch(() => ''));
+      if ((body?.code === 'UNAUTHORIZED' || body?.code === 'FORBIDDEN') && typeof body.message === 'string') {
         throw new ApiError(res.status, body.code, body.message);
       }
       return {};
@@ -238,17 +233,27 @@ const CODE_OF_STATUS: Record<number, string> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
+/** An error body's JSON (the service's `{code, message}`), or undefined when the text is not JSON (or is `null`). */
+export function jsonBody(text: string): { code?: unknown; message?: unknown } | undefined {
+  try {
+    const body = JSON.parse(text) as unknown;
+    return body === null ? undefined : typeof body === 'object' ? (body as { code?: unknown; message?: unknown }) : {};
+  } catch {
+    return undefined;
+  }
+}
+
 /** The ApiError of a non-2xx response: the body's `{code, message}` where it has them. */
 export async function errorOf(res: Response): Promise<ApiError> {
   let code = CODE_OF_STATUS[res.status] ?? `HTTP_${res.status}`;
   let message = res.statusText || 'request failed';
   const text = await res.text().catch(() => '');
-  try {
-    const body = JSON.parse(text) as { code?: unknown; message?: unknown };
+  const body = jsonBody(text);
+  if (!body) {
+    if (text) message = text.slice(0, 200);
+  } else {
     if (typeof body.code === 'string') code = body.code;
     if (typeof body.message === 'string') message = body.message;
-  } catch {
-    if (text) message = text.slice(0, 200);
   }
   return new ApiError(res.status, code, message);
 }

@@ -4,7 +4,7 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { Upload, type DetailedError } from 'tus-js-client';
-import { ApiError, type ApiClient } from './client';
+import { ApiError, jsonBody, type ApiClient } from './client';
 import { fileRangeHttpStack, fileRangeReader } from './tus-file-stack';
 import type { UploadStateFile } from './upload-state';
 
@@ -80,16 +80,8 @@ export function tusUpload(
         const status = d.originalResponse?.getStatus() ?? 0;
         if (status === 404 && d.originalRequest?.getMethod() === 'POST') return reject(new TusUnsupported());
         if (status) {
-          let code = `HTTP_${status}`;
-          let message = err.message;
-          try {
-            const body = JSON.parse(d.originalResponse!.getBody()) as { code?: string; message?: string };
-            code = body.code ?? code;
-            message = body.message ?? message;
-          } catch {
-            // not a JSON error body
-          }
-          return reject(new ApiError(status, code, message));
+          const body = jsonBody(d.originalResponse!.getBody());
+          return reject(new ApiError(status, (body?.code as string | undefined) ?? `HTTP_${status}`, (body?.message as string | undefined) ?? err.message));
         }
         reject(new ApiError(0, 'NETWORK', (d.causingError ?? err).message));
       },
