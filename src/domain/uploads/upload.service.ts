@@ -72,9 +72,10 @@ export class UploadService {
   /**
    * Records a new upload (metadata already validated). Its part is made by the first PATCH (a missing part is an
    * empty one: `openPartial` answers size 0, and appending creates it), so creating an upload costs the store
-   * nothing: on disk an empty file made here needed an fsync, which waits for whatever journal commit is running
-   * (0.2–0.3 s after a large file was removed; BENCHMARKS.md, "Fifth stop"). An empty upload is complete at
-   * creation and made into its asset at once: its (empty) part is made here.
+   * nothing (`partialKey` names the part without a stat or a listing): on disk an empty file made here needed an
+   * fsync, which waits for whatever journal commit is running (0.2–0.3 s after a large file was removed; BENCHMARKS.md,
+   * "Fifth stop"). An empty upload is complete at creation and made into its asset at once: its (empty) part is made
+   * here.
    */
   async create(principal: Principal, id: string, length: number, metadata: Record<string, string | null>): Promise<UploadRecord> {
     if (length > this.content.maxUploadBytes) {
@@ -82,15 +83,14 @@ export class UploadService {
         max_bytes: this.content.maxUploadBytes,
       });
     }
-    const partial = await this.blobs.openPartial!(partName(id));
-    if (length === 0) await partial.append(empty());
+    if (length === 0) await (await this.blobs.openPartial!(partName(id))).append(empty());
     const now = new Date();
     return this.repo.insert({
       id,
       ownerId: principal.ownerId,
       length,
       metadata,
-      partKey: partial.key,
+      partKey: this.blobs.partialKey!(partName(id)),
       createdAt: now,
       expiresAt: new Date(now.getTime() + this.expiryMs),
     });

@@ -29,6 +29,8 @@ export interface BlobStore {
    * data across restarts. Returns the bytes already present.
    */
   openPartial?(name: string): Promise<PartialBlob>;
+  /** The key `openPartial(name)` answers, without touching the store (stores with `openPartial`). */
+  partialKey?(name: string): string;
   /**
    * Moves (copies, with `keepTemp`) a temporary blob to its content address; readers see the blob whole or not at
    * all. Idempotent: an existing blob with that hash is kept.
@@ -87,6 +89,9 @@ export interface BlobStore {
 }
 
 /** The kinds of derived objects a blob can have. */
+/** What a partial blob's name may be (`openPartial`, `partialKey`): it becomes a file or key name as is. */
+export const PARTIAL_NAME = /^[\w.-]{1,200}$/;
+
 export const DERIVED_KINDS = ['thumbnail.webp'] as const;
 export type DerivedKind = (typeof DERIVED_KINDS)[number];
 

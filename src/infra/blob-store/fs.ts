@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 import { isProcessAlive } from '../process';
 import { BackgroundSync, writeFully, WRITE_BLOCK } from './block-writer';
 import { fileBody, ReadBufferPool } from './file-body';
@@ -83,11 +83,19 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
+  partialKey(name: string): string {
+    return path.relative(this.root, this.partialFile(name));
+  }
+
+  private partialFile(name: string): string {
+    if (!PARTIAL_NAME.test(name)) throw new Error(`invalid partial name ${name}`);
+    return path.join(this.partialDir, name);
+  }
+
   async openPartial(name: string): Promise<PartialBlob> {
-    if (!/^[\w.-]{1,200}$/.test(name)) throw new Error(`invalid partial name ${name}`);
-    const file = path.join(this.partialDir, name);
+    const file = this.partialFile(name);
     const size = await fsp.stat(file).then((s) => s.size, () => 0);
-    const key = path.relative(this.root, file);
+    const key = this.partialKey(name);
     return {
       key,
       size,

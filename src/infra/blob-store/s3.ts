@@ -20,7 +20,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
 import { contentDisposition } from '../content-disposition';
-import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -104,9 +104,13 @@ export class S3BlobStore implements BlobStore {
     return { key, size };
   }
 
+  partialKey(name: string): string {
+    if (!PARTIAL_NAME.test(name)) throw new Error(`invalid partial name ${name}`);
+    return `${this.base}.partial/${name}/`;
+  }
+
   async openPartial(name: string): Promise<PartialBlob> {
-    if (!/^[\w.-]{1,200}$/.test(name)) throw new Error(`invalid partial name ${name}`);
-    const dir = `${this.base}.partial/${name}/`;
+    const dir = this.partialKey(name);
     const segments = await this.segmentsOf(dir);
     return {
       key: dir,
