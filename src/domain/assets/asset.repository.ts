@@ -285,19 +285,16 @@ export class AssetRepository {
     },
   ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
-    const hintKey = isIncludeOnly(q) ? `${ownerId}\0${JSON.stringify(q.includeTags)}` : undefined;
-    let form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
-    const withCommon = hintKey !== undefined;
-    let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, withCommon), form !== 'planned', shape.types);
-    if (withCommon) {
+    // Include tags only: the statement also says whether they are common, kept per owner and filter (as the counts are).
+    const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
+    const form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
+    let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined), form !== 'planned', shape.types);
+    if (hintKey !== undefined) {
       const common = isTrue(rows[0]!.commonTags);
       this.commonTags.set(hintKey, '', common);
       // The tags were common when this filter was last read and are not now: the named statement read no page (its
-      // guard); read it as the planner chooses.
-      if (form === 'commonTags' && !common) {
-        form = 'planned';
-        rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, withCommon), false, shape.types);
-      }
+      // guard); read it as the planner chooses (whether they are common is known now: not asked again).
+      if (form === 'commonTags' && !common) rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, 'planned', false), false, shape.types);
     }
     const head = rows[0]!;
     const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) }, q);
