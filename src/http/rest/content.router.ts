@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { contentDispositionOf, type AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
-import { isActiveContent, servedContentType } from '../../domain/content/mime';
+import { servedContentType } from '../../domain/content/mime';
 import { servableMediaType } from '../../domain/input';
 import { stringParam } from './query';
 import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
@@ -81,10 +81,11 @@ const counted = (served: (bytes: number) => void) =>
 function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'attachment'): void {
   // A row written before media types were checked may hold a value no header can carry: serve it as bytes.
   const mimeType = servableMediaType(asset.mimeType);
-  const active = isActiveContent(mimeType);
-  res.set('Content-Type', servedContentType(mimeType));
+  const served = servedContentType(mimeType);
+  res.set('Content-Type', served);
   res.set('X-Content-Type-Options', 'nosniff');
-  if (active) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
+  // Active content is the one served as another type (application/octet-stream is never active).
+  if (served !== mimeType) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
   res.set('Content-Disposition', contentDisposition(contentDispositionOf({ mimeType }, requested), asset.name));
 }
 
