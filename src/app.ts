@@ -88,7 +88,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(tagsRouter({ assets: c.assets }));
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));
-  api.use(uploadsRouter({ uploads: c.uploads, logger: c.logger, publicUrl: c.config.publicUrl }));
+  api.use(uploadsRouter({ uploads: c.uploads, publicUrl: c.config.publicUrl }));
   api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
   app.use('/api', api);
 

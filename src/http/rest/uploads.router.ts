@@ -11,7 +11,6 @@ import { DomainError, type ErrorCode } from '../../domain/errors';
 import { assertJsonInput } from '../../domain/input';
 import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
-import type { Logger } from '../../infra/logger';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
 import { handle, principalOf } from './middleware';
 import { closeAfterAnswer } from '../shared/errors';
@@ -225,7 +224,7 @@ const isTusError = (err: unknown): boolean =>
  * Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable other than 1.0.0) keep tus's status
  * with the same JSON body (`TUS_STATUS_CODES`); `OPTIONS` answers tus's capabilities (Tus-Version, Tus-Extension, Tus-Max-Size).
  */
-export function uploadsRouter(deps: { uploads: UploadService; logger: Logger; publicUrl?: string }): Router {
+export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string }): Router {
   const { uploads } = deps;
   const store = new UploadDataStore(uploads);
   const tus = new Server({

@@ -128,7 +128,7 @@ export function closeAfterAnswer(res: http.ServerResponse): void {
 const lingering = new WeakSet<object>();
 
 /** How long and how much of a request body is still read after an answer that closes the connection. */
-export const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
+const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
 
 /**
  * A lingering close for an answer with `Connection: close` given while the request body is still arriving (a 507
@@ -137,7 +137,7 @@ export const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
  * the answer. Instead the answer is followed by a FIN and the rest of the body is read and dropped until the client
  * ends it, for at most `LINGER.ms` and `LINGER.bytes` (as web servers' lingering close), then the socket goes.
  */
-export function lingerOnClose(res: http.ServerResponse): void {
+function lingerOnClose(res: http.ServerResponse): void {
   const socket = res.socket as (import('node:net').Socket & { destroySoon?: () => void }) | null;
   if (!socket || socket.destroyed || lingering.has(socket)) return;
   lingering.add(socket);
