@@ -7,18 +7,14 @@
 // What the figures are made of (BENCHMARKS.md, "Fifth stop: the service's resident memory"): the code and heap
 // of what the process loads at start, then V8's young generation, which any long upload grows to its maximum.
 const path = require('node:path');
-const { MiB, benchTmp, rmrf, startPostgres, spawnService, uploadMultipart, memoryOf, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { MiB, startStack, uploadMultipart, memoryOf, median, r2, r3, log, printResult, sleep } = require('./lib/common.cjs');
 const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** One fresh database and service of `main`: RSS idle, peak during the multipart upload, then during the tus upload. */
 async function measure(main, size, label) {
-  const dir = benchTmp(`memory-${label}`);
-  const pg = await startPostgres(path.join(dir, 'postgres'));
-  let svc;
+  const stack = await startStack({ prefix: `memory-${label}`, main, env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) } });
+  const { svc, dataDir } = stack;
   try {
-    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, main, env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) } });
     await sleep(2000);
     const idle = memoryOf(svc.pid).rss;
     let peak = 0;
@@ -27,19 +23,17 @@ async function measure(main, size, label) {
       peak = memoryOf(svc.pid).rss;
       const m = await uploadMultipart(svc.url, size);
       if (m.status !== 201) throw new Error(`multipart upload answered ${m.status}`);
-      await deleteAndSettle(svc.url, path.join(dir, 'data'), m.body.id);
+      await deleteAndSettle(svc.url, dataDir, m.body.id);
       const multipart = peak;
       peak = memoryOf(svc.pid).rss;
       const t = await uploadTus(svc.url, size, 64 * MiB);
-      await deleteAndSettle(svc.url, path.join(dir, 'data'), t.assetId);
+      await deleteAndSettle(svc.url, dataDir, t.assetId);
       return { idle, multipart, tus: peak };
     } finally {
       clearInterval(timer);
     }
   } finally {
-    await svc?.stop();
-    await pg.stop().catch(() => undefined);
-    rmrf(dir);
+    await stack.stop();
   }
 }
 

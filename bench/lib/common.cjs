@@ -198,13 +198,13 @@ async function spawnHelper(script, args = [], env = {}) {
   };
 }
 
-/** PostgreSQL (bench-owned) + the service on it; `stop()` removes everything. */
-async function startStack({ env = {}, nodeArgs = [], prefix = 'svc' } = {}) {
+/** PostgreSQL (bench-owned) + the service on it (`main`: another build's, as spawnService); `stop()` removes everything. */
+async function startStack({ env = {}, nodeArgs = [], prefix = 'svc', main } = {}) {
   const dir = benchTmp(prefix);
   const pg = await startPostgres(path.join(dir, 'postgres'));
   let svc;
   try {
-    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, env, nodeArgs });
+    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, env, nodeArgs, ...(main ? { main } : {}) });
   } catch (err) {
     await pg.stop().catch(() => undefined);
     rmrf(dir);

@@ -61,17 +61,22 @@ function patch(baseUrl, id, offset, length, unique, agent) {
   });
 }
 
+/** POST /api/uploads of an upload of `size` bytes; resolves with its id and the creation's answer. */
+async function createTus(baseUrl, size, fileName = 'bench.bin') {
+  const created = await requestJson(baseUrl, 'POST', '/api/uploads', undefined, {
+    headers: { 'tus-resumable': '1.0.0', 'upload-length': String(size), 'upload-metadata': `filename ${Buffer.from(fileName).toString('base64')}` },
+  });
+  if (created.status !== 201) throw new Error(`tus create answered ${created.status}: ${JSON.stringify(created.body)}`);
+  return { id: created.headers.location.split('/').pop(), created };
+}
+
 /**
  * A whole tus upload of `size` bytes in PATCHes of `patchSize`; resolves with the asset id, the wall time, and each
  * PATCH's wait from its last byte sent to its answer (`tails`, seconds; the last one includes making the asset).
  */
 async function uploadTus(baseUrl, size, patchSize) {
   const t0 = now();
-  const created = await requestJson(baseUrl, 'POST', '/api/uploads', undefined, {
-    headers: { 'tus-resumable': '1.0.0', 'upload-length': String(size), 'upload-metadata': `filename ${Buffer.from('bench.bin').toString('base64')}` },
-  });
-  if (created.status !== 201) throw new Error(`tus create answered ${created.status}: ${JSON.stringify(created.body)}`);
-  const id = created.headers.location.split('/').pop();
+  const { id, created } = await createTus(baseUrl, size);
   const unique = crypto.randomBytes(16);
   const agent = process.env.BENCH_TUS_NEW_CONNECTIONS === '1' ? false : new http.Agent({ keepAlive: true, maxSockets: 1 });
   let offset = 0;
@@ -121,4 +126,4 @@ async function deleteAndSettle(baseUrl, dataDir, assetId, { timeoutMs = 60_000 }
   spawnSync('sync');
 }
 
-module.exports = { uploadTus, deleteAndSettle };
+module.exports = { uploadTus, createTus, patch, deleteAndSettle };
