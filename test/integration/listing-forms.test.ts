@@ -14,6 +14,7 @@ import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import { decodeCursor, type CursorPosition } from '../../src/domain/assets/cursor';
 import { createDatabase, type Database } from '../../src/infra/prisma';
 import { createTestDatabase } from '../helpers/harness';
+import { recordQueries } from '../helpers/record-queries';
 
 const OWNER = 'forms';
 const ROWS = 400;
@@ -42,13 +43,8 @@ beforeAll(async () => {
     FROM generate_series(1, ${ROWS}) AS i;
     ANALYZE asset;`);
   db = createDatabase(url, 2);
-  db.pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      const first = args[0] as { name?: string; text?: string } | string;
-      if (first && typeof first === 'object' && first.text && /LEFT JOIN LATERAL/.test(first.text)) sent.push({ name: first.name, text: first.text });
-      return query(...args);
-    };
+  recordQueries(db, (q) => {
+    if (/LEFT JOIN LATERAL/.test(q.text)) sent.push({ name: q.name, text: q.text });
   });
 });
 

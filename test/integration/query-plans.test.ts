@@ -11,6 +11,7 @@ import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
 import { ContentRepository } from '../../src/domain/content/content.repository';
 import { createDatabase, type Database } from '../../src/infra/prisma';
 import { createTestDatabase } from '../helpers/harness';
+import { recordQueries } from '../helpers/record-queries';
 
 const ROWS = 5000;
 const OWNERS = 50;
@@ -44,26 +45,13 @@ beforeAll(async () => {
     ANALYZE asset;`);
   await seed.end();
   db = createDatabase(url, 2);
-  recordQueries(db);
+  capture(db);
   explainer = new Client({ connectionString: url });
   await explainer.connect();
 });
 
-/** Record what the repositories send: every client of the pool reports its queries. */
-function recordQueries(db: Database): void {
-  db.pool.on('connect', (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-      const [first, second] = args;
-      if (typeof first === 'string') captured.push({ text: first, values: Array.isArray(second) ? second : [] });
-      else if (first && typeof first === 'object' && 'text' in first) {
-        const cfg = first as { text: string; values?: unknown[] };
-        captured.push({ text: cfg.text, values: cfg.values ?? [] });
-      }
-      return query(...args);
-    };
-  });
-}
+/** Record what the repositories send. */
+const capture = (db: Database): void => recordQueries(db, (q) => captured.push({ text: q.text, values: q.values }));
 
 afterAll(async () => {
   await explainer?.end();
@@ -337,7 +325,7 @@ test("common include tags: the named page statement's generic plan is the sort i
   await explainer.query(`UPDATE asset SET owner_id = $1`, ['everyone']);
   await explainer.query('ANALYZE asset');
   const one = createDatabase(url, 1);
-  recordQueries(one);
+  capture(one);
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
     const q = listQuery({ includeTags: ['models'], limit: 20 });
