@@ -126,11 +126,19 @@ export class FileHasher {
     };
   }
 
-  /** The hash of the first `size` bytes of `file` (default: its whole length now). */
-  hashFile(file: string, algorithm: HashAlgorithm, opts: { size?: number; onHashed?: (n: number) => void } = {}): Promise<string> {
+  /**
+   * The hash of the first `size` bytes of `file` (default: its whole length now). `until`: once it rejects, the file
+   * is dropped and its hash rejects with that error.
+   */
+  hashFile(file: string, algorithm: HashAlgorithm, opts: { size?: number; onHashed?: (n: number) => void; until?: Promise<never> } = {}): Promise<string> {
     const f = this.follow(file, algorithm, opts.onHashed);
     f.grow(opts.size ?? fs.statSync(file).size);
-    return f.finish();
+    if (!opts.until) return f.finish();
+    const stop = (err: unknown): Promise<never> => {
+      f.drop();
+      return Promise.reject(err);
+    };
+    return Promise.race([f.finish(), opts.until.catch(stop)]);
   }
 
   async close(): Promise<void> {

@@ -190,15 +190,8 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     try {
       const bar = progress.item(`# ${p.name}`, p.size);
       times.hash_started_ms = ms();
-      const hashing = hasher.follow(p.c.file, 'blake3', (n) => bar.update(n));
-      hashing.grow(p.size);
-      const stop = (err: unknown): Promise<never> => {
-        hashing.drop();
-        return Promise.reject(err);
-      };
       // Until the service has answered, a refusal stops the hash; after, the hash alone is awaited.
-      const hashed = limits ? hashing.finish() : Promise.race([hashing.finish(), refused.catch(stop)]);
-      hash = await hashed.finally(() => bar.finish());
+      hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n), ...(limits ? {} : { until: refused }) }).finally(() => bar.finish());
       times.hash_done_ms = ms();
       await preflight;
       const earlier = firstOfHash.get(hash);
