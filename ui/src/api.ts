@@ -77,9 +77,13 @@ export class Api {
     return this.post<T>(JSON.stringify({ query, variables }));
   }
 
-  /** A GraphQL request body sent (or taken from the page's head, which may have sent it already: first-screen.ts). */
-  private async post<T>(request: string): Promise<T> {
-    return this.dataOf<T>(await (takeEarly('graphql', this.key, request) ?? send('/graphql', graphqlInit(this.key, request))));
+  /**
+   * A GraphQL request body sent; `early`: the first screen's, which the page's head may have sent already
+   * (first-screen.ts), taken from there then.
+   */
+  private async post<T>(request: string, early = false): Promise<T> {
+    const sent = early ? takeEarly('graphql', this.key, request) : undefined;
+    return this.dataOf<T>(await (sent ?? send('/graphql', graphqlInit(this.key, request))));
   }
 
   /** A GraphQL answer's data, or the error it reports (a refused key signs out). */
@@ -136,7 +140,7 @@ export class Api {
    * fields of this schema; the introspection says which optional parts (export, task results) to show.
    */
   async start(first: FirstScreenArgs): Promise<FirstScreen> {
-    return firstScreenOf(await this.post<FirstScreenData>(firstScreenBody(first)));
+    return firstScreenOf(await this.post<FirstScreenData>(firstScreenBody(first), true));
   }
 
   /**
