@@ -18,8 +18,7 @@ const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile,
 
 const CLI = path.join(DIST, 'cli', 'assets', 'main.js');
 
-/** A file of `size` random bytes (cut from the shared pattern, its first 32 bytes unique). */
-/** A file of `size` bytes of new content. */
+/** A file of `size` bytes of new content (cut from the shared pattern, its first 32 bytes unique). */
 function writeFile(file, size) {
   writePatternFile(file, size);
   freshen(file);
@@ -80,7 +79,7 @@ async function run(args) {
     // 1. push of one new file vs curl -F.
     const size = fileMiB * MiB;
     const file = path.join(work, 'one', 'model.safetensors');
-    writeFile(file, size);
+    writePatternFile(file, size); // each round makes it new content (freshen)
     const push = [];
     const curlUp = [];
     for (let i = 0; i < rounds; i++) {
