@@ -14,38 +14,30 @@ const OUT = path.join(ROOT, 'dist', 'ui');
 
 async function buildUi({ outDir = OUT, minify = true } = {}) {
   fs.rmSync(outDir, { recursive: true, force: true });
+  // What the page's bundle and its inline head script share.
+  const common = { absWorkingDir: ROOT, bundle: true, platform: 'browser', target: ['chrome110', 'firefox110', 'safari16'], minify, logLevel: 'warning' };
   const result = await esbuild.build({
-    absWorkingDir: ROOT,
+    ...common,
     entryPoints: { app: 'ui/src/main.tsx' },
-    bundle: true,
     outdir: outDir,
     entryNames: '[name]-[hash]',
     chunkNames: 'chunk-[hash]',
     // ES modules, split: what only some actions need (tus-js-client, for uploads) is a chunk loaded when first used.
     format: 'esm',
     splitting: true,
-    platform: 'browser',
-    target: ['chrome110', 'firefox110', 'safari16'],
     jsx: 'automatic',
     jsxImportSource: 'preact',
-    minify,
     sourcemap: 'linked',
     metafile: true,
     legalComments: 'linked',
-    logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
   });
   const boot = await esbuild.build({
-    absWorkingDir: ROOT,
+    ...common,
     entryPoints: ['ui/src/boot.ts'],
-    bundle: true,
     write: false,
     format: 'iife',
-    platform: 'browser',
-    target: ['chrome110', 'firefox110', 'safari16'],
-    minify,
     legalComments: 'none',
-    logLevel: 'warning',
   });
   const outputs = Object.keys(result.metafile.outputs).map((p) => path.basename(p));
   const script = Object.entries(result.metafile.outputs).find(([p]) => /^app-.*\.js$/.test(path.basename(p)));
