@@ -127,6 +127,34 @@ export function closeAfterAnswer(res: http.ServerResponse): void {
 /** Sockets whose close already lingers. */
 const lingering = new WeakSet<object>();
 
+/**
+ * The sockets lingering now, each with its deadline and the byte count (the socket's `bytesRead`) past which it goes.
+ * Counted on the socket's byte counter: a body Node has already dumped (an answer given before any handler read it) is
+ * drained by the HTTP parser natively and reaches the request as no 'data' at all (a 'data' listener on the socket
+ * would take it from the parser and stop its reads). One timer checks them all, and runs only while one lingers.
+ */
+interface Linger {
+  socket: import('node:net').Socket;
+  deadline: number;
+  limit: number;
+  done: () => void;
+}
+const lingers = new Set<Linger>();
+let lingerTimer: NodeJS.Timeout | undefined;
+
+function watchLinger(linger: Linger): void {
+  lingers.add(linger);
+  if (lingerTimer) return;
+  lingerTimer = setInterval(() => {
+    const now = Date.now();
+    for (const l of lingers) if (now >= l.deadline || l.socket.bytesRead > l.limit) l.done();
+    if (lingers.size > 0) return;
+    clearInterval(lingerTimer);
+    lingerTimer = undefined;
+  }, 10);
+  lingerTimer.unref();
+}
+
 /** How long and how much of a request body is still read after an answer that closes the connection. */
 const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
 
@@ -146,28 +174,20 @@ function lingerOnClose(res: http.ServerResponse): void {
   socket.destroySoon = function lingeringClose(this: typeof socket) {
     socket.destroySoon = destroySoon;
     if (socket.writable) socket.end();
-    const done = (): void => {
-      clearTimeout(timer);
-      clearInterval(watch);
-      socket.destroy();
+    const linger: Linger = {
+      socket,
+      deadline: Date.now() + LINGER.ms,
+      limit: socket.bytesRead + LINGER.bytes,
+      done: () => {
+        lingers.delete(linger);
+        socket.destroy();
+      },
     };
-    const timer = setTimeout(done, LINGER.ms);
-    timer.unref();
-    // Counted on the socket's byte counter: a body Node has already dumped (an answer given before any handler read
-    // it) is drained by the HTTP parser natively and reaches the request as no 'data' at all (a 'data' listener on the
-    // socket would take it from the parser and stop its reads).
-    const start = socket.bytesRead;
-    const watch = setInterval(() => {
-      if (socket.bytesRead - start > LINGER.bytes) done();
-    }, 10);
-    watch.unref();
-    req.once('end', done);
-    req.once('error', done);
-    socket.once('end', done);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      clearInterval(watch);
-    });
+    watchLinger(linger);
+    req.once('end', linger.done);
+    req.once('error', linger.done);
+    socket.once('end', linger.done);
+    socket.once('close', () => lingers.delete(linger));
     req.resume();
   };
 }
