@@ -76,6 +76,7 @@ describe('FileHasher', () => {
     }
     await expect(hasher.hashFile(file, 'blake3')).resolves.toBe(b3(bytes));
     for (let i = 0; i < 50 && openFds() > before; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(openFds()).toBe(before);
+    // At most as many as before: the jest worker may close one of its own meanwhile (seen with the other unit files).
+    expect(openFds()).toBeLessThanOrEqual(before);
   });
 });
