@@ -480,3 +480,49 @@ describe('GraphQL: the same through the same services', () => {
     ]);
   });
 });
+
+describe('exports as Comfy clients start them (POST /api/assets/export)', () => {
+  // An HTTP-only instance runs no jobs, so its exports stay queued for as long as the test needs them to.
+  let api: TestService;
+  beforeAll(async () => {
+    api = await startTestService({ ROLE: 'api' }, { validateResponses: true });
+  });
+  afterAll(async () => {
+    await api?.stop();
+  });
+
+  const start = async (body: unknown, key: string = KEYS.alice) => {
+    const res = await api.fetch('/api/assets/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: await json(res) };
+  };
+
+  test('the same request while its export is queued answers that task; another owner, request or a finished export starts anew', async () => {
+    const [a, b, job] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const body = { asset_ids: [a, b], job_ids: [job], job_asset_name_filters: { [job]: ['x.png', 'y.png'] }, include_previews: true, naming_strategy: 'preserve' };
+    const first = await start(body);
+    expect(first.status).toBe(202);
+    // Ids and names in another order, a filter of a job not asked for: the same archive.
+    const again = await start({ ...body, asset_ids: [b, a], job_asset_name_filters: { [job]: ['y.png', 'x.png'], [crypto.randomUUID()]: ['z.png'] } });
+    expect(again).toEqual(first);
+    expect((await start(body, KEYS.bob)).body.task_id).not.toBe(first.body.task_id);
+    expect((await start({ ...body, include_previews: false })).body.task_id).not.toBe(first.body.task_id);
+    expect((await start({ ...body, naming_strategy: 'asset_id' })).body.task_id).not.toBe(first.body.task_id);
+
+    expect((await api.fetch(`/api/tasks/${first.body.task_id}`, { method: 'DELETE' })).status).toBe(200);
+    const afterCancel = await start(body);
+    expect(afterCancel.status).toBe(202);
+    expect(afterCancel.body.task_id).not.toBe(first.body.task_id);
+  });
+
+  test('naming_strategy left out is group_by_job_time (as in Comfy Cloud and ComfyUI); an empty name list is 400', async () => {
+    const job = crypto.randomUUID();
+    const started = await start({ job_ids: [job] });
+    expect(started.status).toBe(202);
+    const task = await json(await api.fetch(`/api/tasks/${started.body.task_id}`));
+    expect(task.payload).toEqual({ job_ids: [job], naming_strategy: 'group_by_job_time' });
+
+    const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
+    expect(empty.status).toBe(400);
+    expect(empty.body).toMatchObject({ code: 'INVALID_BODY', details: { field: 'job_asset_name_filters' } });
+  });
+});

@@ -33,7 +33,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
     if (v.length > MAX_EXPORT_ASSETS) throw invalid(`${field} may name at most ${MAX_EXPORT_ASSETS} items`, field);
     return [...new Set(v.map((s) => s.toLowerCase()))];
   };
-  const out: ExportRequest = { namingStrategy: 'preserve' };
+  // Comfy Cloud's and ComfyUI's export APIs both default to job-time folders.
+  const out: ExportRequest = { namingStrategy: 'group_by_job_time' };
   const assetIds = uuids(body.asset_ids, 'asset_ids');
   const jobIds = uuids(body.job_ids, 'job_ids');
   if (!assetIds?.length && !jobIds?.length) throw invalid('give asset_ids or job_ids (at least one id)', 'asset_ids');
@@ -44,8 +45,9 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
     if (typeof filters !== 'object' || Array.isArray(filters)) throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
     const f: Record<string, string[]> = {};
     for (const [job, names] of Object.entries(filters)) {
-      if (!isUuid(job) || !Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
-        throw invalid('job_asset_name_filters maps job ids to lists of names', 'job_asset_name_filters');
+      // An empty list would select nothing or everything; both upstream APIs refuse it.
+      if (!isUuid(job) || !Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string')) {
+        throw invalid('job_asset_name_filters maps job ids to non-empty lists of names', 'job_asset_name_filters');
       }
       f[job.toLowerCase()] = names as string[];
     }
@@ -95,6 +97,11 @@ export class ExportService {
     if (idempotencyKey) {
       const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
       if (existing) return existing;
+    } else {
+      // The same request while its export is still queued or running joins it (as ComfyUI's export API does):
+      // a repeated click makes one archive, not two.
+      const running = await tasks.findActiveExport(principal.ownerId, request);
+      if (running) return running;
     }
     const members = await this.select(principal.ownerId, request);
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
