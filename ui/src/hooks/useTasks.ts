@@ -98,7 +98,8 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   async function startExport(assetIds: string[]): Promise<boolean> {
     try {
       const d = await api.gql<{ startExport: { id: string } }>('mutation($input: StartExportInput!) { startExport(input: $input) { id } }', {
-        input: { assetIds },
+        // The asset names, as the ComfyUI frontend asks for a selection of assets (the service's default is job folders).
+        input: { assetIds, namingStrategy: 'preserve' },
       });
       track(d.startExport.id, 'export_assets');
       return true;
