@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { Client } from 'pg';
 import { gql } from '../helpers/graphql';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { validateSchema } from '../helpers/openapi-validator';
 
 const CAROL = 'carol-key-0001';
@@ -524,5 +524,28 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
     expect(empty.status).toBe(400);
     expect(empty.body).toMatchObject({ code: 'INVALID_BODY', details: { field: 'job_asset_name_filters' } });
+  });
+
+  test('a job name filter entry may be the asset name or its hash (blake3:<hex>), as ComfyUI matches them', async () => {
+    // The service with workers runs this one to the end.
+    const job = crypto.randomUUID();
+    const byName = await upload(unique('by-name'), { prompt_id: job }, 'a.png');
+    const byHash = await upload(unique('by-hash'), { prompt_id: job }, 'c.png');
+    await upload(unique('left-out'), { prompt_id: job }, 'd.png');
+    const started = await sendJson('POST', '/api/assets/export', {
+      job_ids: [job],
+      job_asset_name_filters: { [job]: [byName.name, byHash.hash] },
+      naming_strategy: 'preserve',
+    });
+    expect(started.status).toBe(202);
+    const task = await waitFor(
+      async () => {
+        const t = (await get(`/api/tasks/${started.body.task_id}`)).body;
+        return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+      },
+      { what: 'the export task' },
+    );
+    expect(task.status).toBe('completed');
+    expect(task.result.assets_total).toBe(2);
   });
 });

@@ -278,7 +278,8 @@ export class ExportService {
     const kept = picked.filter((a) => {
       if (named.has(a.id) || !a.promptId) return true;
       const names = filters[a.promptId];
-      return !names || names.includes(a.name);
+      // A name, or the asset's `hash` (as ComfyUI's export matches it): clients that know outputs by hash.
+      return !names || names.includes(a.name) || names.includes(`blake3:${a.contentHash}`);
     });
     if (!req.includePreviews) return kept;
     const have = new Set(kept.map((a) => a.id));

@@ -15,7 +15,7 @@ export class StartExportInput {
   @IsUUID('all', { each: true })
   jobIds?: string[];
 
-  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names]}: only these assets of that job (a non-empty list).' })
+  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names or hashes]}: only these assets of that job (a non-empty list).' })
   jobAssetNameFilters?: unknown;
 
   @Field(() => Boolean, { nullable: true })
