@@ -548,4 +548,15 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     expect(task.status).toBe('completed');
     expect(task.result.assets_total).toBe(2);
   });
+
+  test("an unknown export is 404 EXPORT_NOT_FOUND and a name no export can have 400 INVALID_EXPORT_NAME (ComfyUI's codes)", async () => {
+    for (const name of [`${crypto.randomUUID()}.zip`, 'unknown.zip']) {
+      const res = await get(`/api/assets/exports/${name}`);
+      expect(res).toMatchObject({ status: 404, body: { code: 'EXPORT_NOT_FOUND' } });
+    }
+    for (const name of ['bad%20name.zip', 'nothing.tar']) {
+      const res = await get(`/api/assets/exports/${name}`);
+      expect(res).toMatchObject({ status: 400, body: { code: 'INVALID_EXPORT_NAME' } });
+    }
+  });
 });

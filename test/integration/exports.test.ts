@@ -220,7 +220,7 @@ test("another owner's export is 404; their asset ids select nothing", async () =
   const { task } = await exportAndRead({ asset_ids: [mine.id] });
   const res = await svc.fetch(`/api/assets/exports/${task.result.export_name}`, { key: KEYS.bob });
   expect(res.status).toBe(404);
-  expect((await json(res)).code).toBe('NOT_FOUND');
+  expect((await json(res)).code).toBe('EXPORT_NOT_FOUND');
   expect((await svc.fetch(`/api/tasks/${task.id}`, { key: KEYS.bob })).status).toBe(404);
   const theirs = await startExport({ asset_ids: [mine.id] }, KEYS.bob);
   const t = await finished(theirs.body.task_id, KEYS.bob);

@@ -22,7 +22,9 @@ const HMAC_SECRET = 'export_url_hmac';
 const URL_TTL_SECONDS = 3600;
 
 const invalid = (message: string, field?: string) => new DomainError('INVALID_BODY', message, field ? { field } : undefined);
-const notFound = (name: string) => new DomainError('NOT_FOUND', `export ${name} not found`);
+const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export ${name} not found`);
+/** What can name an export archive at all (ComfyUI's rule); anything else is 400 INVALID_EXPORT_NAME, not 404. */
+const EXPORT_NAME = /^[A-Za-z0-9_-]+\.zip$/;
 const objectName = (exportName: string) => `exports/${exportName}`;
 
 /** Validates the body of POST /api/assets/export. */
@@ -215,6 +217,7 @@ export class ExportService {
 
   /** GET /api/assets/exports/{name}: a short-lived URL (S3 presigned; else signed by this service). */
   async url(principal: Principal, name: string, baseUrl: string): Promise<{ url: string; expiresAt: Date }> {
+    if (!EXPORT_NAME.test(name)) throw new DomainError('INVALID_EXPORT_NAME', 'an export name is <letters, digits, _ or ->.zip', { export_name: name });
     const archive = await this.archive(name);
     if (!archive || archive.ownerId !== principal.ownerId) throw notFound(name);
     const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
