@@ -559,4 +559,21 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
       expect(res).toMatchObject({ status: 400, body: { code: 'INVALID_EXPORT_NAME' } });
     }
   });
+
+  test('a selection of nothing completes as ComfyUI reports it: success false, an error, no archive', async () => {
+    const started = await sendJson('POST', '/api/assets/export', { asset_ids: [crypto.randomUUID()], job_ids: [crypto.randomUUID()] });
+    expect(started.status).toBe(202);
+    const task = await waitFor(
+      async () => {
+        const t = (await get(`/api/tasks/${started.body.task_id}`)).body;
+        return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+      },
+      { what: 'the export task' },
+    );
+    expect(task).toMatchObject({ status: 'completed', result: { success: false, error: 'No valid assets to export', assets_total: 0 } });
+    expect(task.result.export_name).toBeUndefined();
+    expect(task.error_message).toBeUndefined();
+    const q = 'query($id: ID!) { task(id: $id) { result { success exportName error } } }';
+    expect((await gql(svc, q, { id: task.id })).data.task.result).toEqual({ success: false, exportName: null, error: 'No valid assets to export' });
+  });
 });

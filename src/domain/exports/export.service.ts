@@ -26,6 +26,7 @@ const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export $
 /** What can name an export archive at all (ComfyUI's rule); anything else is 400 INVALID_EXPORT_NAME, not 404. */
 const EXPORT_NAME = /^[A-Za-z0-9_-]+\.zip$/;
 const objectName = (exportName: string) => `exports/${exportName}`;
+export const NOTHING_TO_EXPORT = 'No valid assets to export';
 
 /** Validates the body of POST /api/assets/export. */
 export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
@@ -129,6 +130,13 @@ export class ExportService {
     const exportName = `${crypto.randomUUID()}.zip`;
     const log = logger.child({ task_id: taskId, export_name: exportName });
     const members = (await this.select(task.ownerId, task.exportRequest)).slice(0, MAX_EXPORT_ASSETS);
+    if (members.length === 0) {
+      // Ids of no asset of this owner, jobs without outputs: as ComfyUI's export reports it, a completion without
+      // success or archive (an empty ZIP would download as if something were in it).
+      const empty = { assetId: null, assetHash: null, filename: null, bytesDownloaded: 0, assetsTotal: 0, assetsAttempted: 0, assetsFailed: 0, bytesTotal: 0 };
+      await tasks.complete(taskId, { success: false, error: NOTHING_TO_EXPORT, ...empty });
+      return;
+    }
     const paths = memberPaths(members, task.exportRequest.namingStrategy);
     let sent = 0;
     let cancelled = false;
