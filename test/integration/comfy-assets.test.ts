@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { Client } from 'pg';
 import { gql } from '../helpers/graphql';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { validateSchema } from '../helpers/openapi-validator';
 
 const CAROL = 'carol-key-0001';
@@ -478,5 +478,102 @@ describe('GraphQL: the same through the same services', () => {
       { name: 'loras', count: 1 },
       { name: 'models', count: 1 },
     ]);
+  });
+});
+
+describe('exports as Comfy clients start them (POST /api/assets/export)', () => {
+  // An HTTP-only instance runs no jobs, so its exports stay queued for as long as the test needs them to.
+  let api: TestService;
+  beforeAll(async () => {
+    api = await startTestService({ ROLE: 'api' }, { validateResponses: true });
+  });
+  afterAll(async () => {
+    await api?.stop();
+  });
+
+  const start = async (body: unknown, key: string = KEYS.alice) => {
+    const res = await api.fetch('/api/assets/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: await json(res) };
+  };
+
+  test('the same request while its export is queued answers that task; another owner, request or a finished export starts anew', async () => {
+    const [a, b, job] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const body = { asset_ids: [a, b], job_ids: [job], job_asset_name_filters: { [job]: ['x.png', 'y.png'] }, include_previews: true, naming_strategy: 'preserve' };
+    const first = await start(body);
+    expect(first.status).toBe(202);
+    // Ids and names in another order, a filter of a job not asked for: the same archive.
+    const again = await start({ ...body, asset_ids: [b, a], job_asset_name_filters: { [job]: ['y.png', 'x.png'], [crypto.randomUUID()]: ['z.png'] } });
+    expect(again).toEqual(first);
+    expect((await start(body, KEYS.bob)).body.task_id).not.toBe(first.body.task_id);
+    expect((await start({ ...body, include_previews: false })).body.task_id).not.toBe(first.body.task_id);
+    expect((await start({ ...body, naming_strategy: 'asset_id' })).body.task_id).not.toBe(first.body.task_id);
+
+    expect((await api.fetch(`/api/tasks/${first.body.task_id}`, { method: 'DELETE' })).status).toBe(200);
+    const afterCancel = await start(body);
+    expect(afterCancel.status).toBe(202);
+    expect(afterCancel.body.task_id).not.toBe(first.body.task_id);
+  });
+
+  test('naming_strategy left out is group_by_job_time (as in Comfy Cloud and ComfyUI); an empty name list is 400', async () => {
+    const job = crypto.randomUUID();
+    const started = await start({ job_ids: [job] });
+    expect(started.status).toBe(202);
+    const task = await json(await api.fetch(`/api/tasks/${started.body.task_id}`));
+    expect(task.payload).toEqual({ job_ids: [job], naming_strategy: 'group_by_job_time' });
+
+    const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
+    expect(empty.status).toBe(400);
+    expect(empty.body).toMatchObject({ code: 'INVALID_BODY', details: { field: 'job_asset_name_filters' } });
+  });
+
+  test('a job name filter entry may be the asset name or its hash (blake3:<hex>), as ComfyUI matches them', async () => {
+    // The service with workers runs this one to the end.
+    const job = crypto.randomUUID();
+    const byName = await upload(unique('by-name'), { prompt_id: job }, 'a.png');
+    const byHash = await upload(unique('by-hash'), { prompt_id: job }, 'c.png');
+    await upload(unique('left-out'), { prompt_id: job }, 'd.png');
+    const started = await sendJson('POST', '/api/assets/export', {
+      job_ids: [job],
+      job_asset_name_filters: { [job]: [byName.name, byHash.hash] },
+      naming_strategy: 'preserve',
+    });
+    expect(started.status).toBe(202);
+    const task = await waitFor(
+      async () => {
+        const t = (await get(`/api/tasks/${started.body.task_id}`)).body;
+        return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+      },
+      { what: 'the export task' },
+    );
+    expect(task.status).toBe('completed');
+    expect(task.result.assets_total).toBe(2);
+  });
+
+  test("an unknown export is 404 EXPORT_NOT_FOUND and a name no export can have 400 INVALID_EXPORT_NAME (ComfyUI's codes)", async () => {
+    for (const name of [`${crypto.randomUUID()}.zip`, 'unknown.zip']) {
+      const res = await get(`/api/assets/exports/${name}`);
+      expect(res).toMatchObject({ status: 404, body: { code: 'EXPORT_NOT_FOUND' } });
+    }
+    for (const name of ['bad%20name.zip', 'nothing.tar']) {
+      const res = await get(`/api/assets/exports/${name}`);
+      expect(res).toMatchObject({ status: 400, body: { code: 'INVALID_EXPORT_NAME' } });
+    }
+  });
+
+  test('a selection of nothing completes as ComfyUI reports it: success false, an error, no archive', async () => {
+    const started = await sendJson('POST', '/api/assets/export', { asset_ids: [crypto.randomUUID()], job_ids: [crypto.randomUUID()] });
+    expect(started.status).toBe(202);
+    const task = await waitFor(
+      async () => {
+        const t = (await get(`/api/tasks/${started.body.task_id}`)).body;
+        return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+      },
+      { what: 'the export task' },
+    );
+    expect(task).toMatchObject({ status: 'completed', result: { success: false, error: 'No valid assets to export', assets_total: 0 } });
+    expect(task.result.export_name).toBeUndefined();
+    expect(task.error_message).toBeUndefined();
+    const q = 'query($id: ID!) { task(id: $id) { result { success exportName error } } }';
+    expect((await gql(svc, q, { id: task.id })).data.task.result).toEqual({ success: false, exportName: null, error: 'No valid assets to export' });
   });
 });

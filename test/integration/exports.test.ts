@@ -210,7 +210,7 @@ test('naming strategies: group_by_job_id, group_by_job_time, asset_id; job filte
   const byId = await exportAndRead({ asset_ids: [b.id], naming_strategy: 'asset_id' });
   expect(byId.members.map((m) => m.name)).toEqual([`${b.id}-other.png`]);
 
-  const filtered = await exportAndRead({ job_ids: [job], job_asset_name_filters: { [job]: ['out.png'] }, include_previews: true });
+  const filtered = await exportAndRead({ job_ids: [job], job_asset_name_filters: { [job]: ['out.png'] }, include_previews: true, naming_strategy: 'preserve' });
   expect(filtered.members.map((m) => m.name)).toEqual(['out.png', 'thumb.png']);
   expect(filtered.members[1]!.blake3).toBe(preview.asset_hash);
 });
@@ -220,7 +220,7 @@ test("another owner's export is 404; their asset ids select nothing", async () =
   const { task } = await exportAndRead({ asset_ids: [mine.id] });
   const res = await svc.fetch(`/api/assets/exports/${task.result.export_name}`, { key: KEYS.bob });
   expect(res.status).toBe(404);
-  expect((await json(res)).code).toBe('NOT_FOUND');
+  expect((await json(res)).code).toBe('EXPORT_NOT_FOUND');
   expect((await svc.fetch(`/api/tasks/${task.id}`, { key: KEYS.bob })).status).toBe(404);
   const theirs = await startExport({ asset_ids: [mine.id] }, KEYS.bob);
   const t = await finished(theirs.body.task_id, KEYS.bob);
@@ -386,5 +386,5 @@ test("the task's payload is the export request as sent (snake_case, validated an
 
   // Left out by the client: the default strategy, nothing else invented.
   const minimal = await finished((await startExport({ asset_ids: [a.id] })).body.task_id);
-  expect(minimal.payload).toEqual({ asset_ids: [a.id], naming_strategy: 'preserve' });
+  expect(minimal.payload).toEqual({ asset_ids: [a.id], naming_strategy: 'group_by_job_time' });
 });

@@ -22,8 +22,11 @@ const HMAC_SECRET = 'export_url_hmac';
 const URL_TTL_SECONDS = 3600;
 
 const invalid = (message: string, field?: string) => new DomainError('INVALID_BODY', message, field ? { field } : undefined);
-const notFound = (name: string) => new DomainError('NOT_FOUND', `export ${name} not found`);
+const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export ${name} not found`);
+/** What can name an export archive at all (ComfyUI's rule); anything else is 400 INVALID_EXPORT_NAME, not 404. */
+const EXPORT_NAME = /^[A-Za-z0-9_-]+\.zip$/;
 const objectName = (exportName: string) => `exports/${exportName}`;
+export const NOTHING_TO_EXPORT = 'No valid assets to export';
 
 /** Validates the body of POST /api/assets/export. */
 export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
@@ -33,7 +36,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
     if (v.length > MAX_EXPORT_ASSETS) throw invalid(`${field} may name at most ${MAX_EXPORT_ASSETS} items`, field);
     return [...new Set(v.map((s) => s.toLowerCase()))];
   };
-  const out: ExportRequest = { namingStrategy: 'preserve' };
+  // Comfy Cloud's and ComfyUI's export APIs both default to job-time folders.
+  const out: ExportRequest = { namingStrategy: 'group_by_job_time' };
   const assetIds = uuids(body.asset_ids, 'asset_ids');
   const jobIds = uuids(body.job_ids, 'job_ids');
   if (!assetIds?.length && !jobIds?.length) throw invalid('give asset_ids or job_ids (at least one id)', 'asset_ids');
@@ -44,8 +48,9 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
     if (typeof filters !== 'object' || Array.isArray(filters)) throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
     const f: Record<string, string[]> = {};
     for (const [job, names] of Object.entries(filters)) {
-      if (!isUuid(job) || !Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
-        throw invalid('job_asset_name_filters maps job ids to lists of names', 'job_asset_name_filters');
+      // An empty list would select nothing or everything; both upstream APIs refuse it.
+      if (!isUuid(job) || !Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string')) {
+        throw invalid('job_asset_name_filters maps job ids to non-empty lists of names', 'job_asset_name_filters');
       }
       f[job.toLowerCase()] = names as string[];
     }
@@ -95,6 +100,11 @@ export class ExportService {
     if (idempotencyKey) {
       const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
       if (existing) return existing;
+    } else {
+      // The same request while its export is still queued or running joins it (as ComfyUI's export API does):
+      // a repeated click makes one archive, not two.
+      const running = await tasks.findActiveExport(principal.ownerId, request);
+      if (running) return running;
     }
     const members = await this.select(principal.ownerId, request);
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
@@ -120,6 +130,13 @@ export class ExportService {
     const exportName = `${crypto.randomUUID()}.zip`;
     const log = logger.child({ task_id: taskId, export_name: exportName });
     const members = (await this.select(task.ownerId, task.exportRequest)).slice(0, MAX_EXPORT_ASSETS);
+    if (members.length === 0) {
+      // Ids of no asset of this owner, jobs without outputs: as ComfyUI's export reports it, a completion without
+      // success or archive (an empty ZIP would download as if something were in it).
+      const empty = { assetId: null, assetHash: null, filename: null, bytesDownloaded: 0, assetsTotal: 0, assetsAttempted: 0, assetsFailed: 0, bytesTotal: 0 };
+      await tasks.complete(taskId, { success: false, error: NOTHING_TO_EXPORT, ...empty });
+      return;
+    }
     const paths = memberPaths(members, task.exportRequest.namingStrategy);
     let sent = 0;
     let cancelled = false;
@@ -208,6 +225,7 @@ export class ExportService {
 
   /** GET /api/assets/exports/{name}: a short-lived URL (S3 presigned; else signed by this service). */
   async url(principal: Principal, name: string, baseUrl: string): Promise<{ url: string; expiresAt: Date }> {
+    if (!EXPORT_NAME.test(name)) throw new DomainError('INVALID_EXPORT_NAME', 'an export name is <letters, digits, _ or ->.zip', { export_name: name });
     const archive = await this.archive(name);
     if (!archive || archive.ownerId !== principal.ownerId) throw notFound(name);
     const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
@@ -271,7 +289,8 @@ export class ExportService {
     const kept = picked.filter((a) => {
       if (named.has(a.id) || !a.promptId) return true;
       const names = filters[a.promptId];
-      return !names || names.includes(a.name);
+      // A name, or the asset's `hash` (as ComfyUI's export matches it): clients that know outputs by hash.
+      return !names || names.includes(a.name) || names.includes(`blake3:${a.contentHash}`);
     });
     if (!req.includePreviews) return kept;
     const have = new Set(kept.map((a) => a.id));

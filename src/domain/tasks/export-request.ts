@@ -31,3 +31,14 @@ export function exportRequestFromWire(w: ExportRequestWire): ExportRequest {
     namingStrategy: w.naming_strategy,
   };
 }
+
+/**
+ * What makes two export requests the same archive: the ids and each requested job's name filter as sets, whether
+ * previews come along, and the naming. A filter of a job that is not requested selects nothing, so it is left out.
+ */
+export function sameExportKey(r: ExportRequest): string {
+  const sorted = (xs: readonly string[] | undefined) => [...new Set(xs ?? [])].sort();
+  const jobs = sorted(r.jobIds);
+  const filters = jobs.flatMap((job) => (r.jobAssetNameFilters?.[job] ? [[job, sorted(r.jobAssetNameFilters[job])]] : []));
+  return JSON.stringify([sorted(r.assetIds), jobs, filters, r.includePreviews === true, r.namingStrategy]);
+}

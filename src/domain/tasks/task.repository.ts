@@ -2,7 +2,7 @@ import type { Prisma } from '../../generated/prisma/client';
 import { isUniqueViolation, prismaOf, type Db, type Transaction, type Transactions } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 import type { Page } from '../assets/asset.types';
-import { exportRequestFromWire, exportRequestToWire, type ExportRequestWire } from './export-request';
+import { exportRequestFromWire, exportRequestToWire, sameExportKey, type ExportRequestWire } from './export-request';
 import type { ExportRequest, Task, TaskListQuery, TaskName, TaskResult, TaskStatus } from './task.types';
 
 const WITH_TRANSFER = { transfer: { select: { bytesDownloaded: true, bytesTotal: true, updatedAt: true } } } as const;
@@ -88,6 +88,20 @@ export class TaskRepository {
       orderBy: { createTime: 'desc' },
       include: WITH_TRANSFER,
     });
+    return row ? toTask(row) : undefined;
+  }
+
+  /** This owner's queued or running export of the same request (ids and name filters in any order), if any. */
+  async findActiveExport(ownerId: string, request: ExportRequest): Promise<Task | undefined> {
+    const rows = await this.db.task.findMany({
+      // sourceUrl '' is every export: the (owner_id, source_url, status) index finds an owner's active ones.
+      where: { ownerId, sourceUrl: '', taskName: 'export_assets', status: { in: ACTIVE_STATUSES } },
+      orderBy: { createTime: 'desc' },
+      take: 100,
+      include: WITH_TRANSFER,
+    });
+    const key = sameExportKey(request);
+    const row = rows.find((r) => r.exportRequest && sameExportKey(exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire)) === key);
     return row ? toTask(row) : undefined;
   }
 

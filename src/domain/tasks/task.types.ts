@@ -28,6 +28,8 @@ export interface TaskResult {
   assetsFailed?: number;
   /** export_assets: the archive's size in bytes. */
   bytesTotal?: number;
+  /** export_assets that completed without an archive (nothing to export). */
+  error?: string;
 }
 
 export type TaskName = 'download_file' | 'export_assets';

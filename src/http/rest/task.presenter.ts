@@ -27,14 +27,15 @@ export function taskJson(t: Task): Record<string, unknown> {
   if (t.completedAt) out.completed_at = t.completedAt.toISOString();
   if (t.result && t.taskName === 'export_assets') {
     // `success` as in every task result (the ComfyUI frontend's task schema requires it); an export has a result only
-    // when it completed.
+    // when it completed, and an archive (`export_name`) unless there was nothing to export (`success: false`, `error`).
     out.result = {
-      success: true,
-      export_name: t.result.exportName,
+      success: t.result.success,
+      ...(t.result.exportName ? { export_name: t.result.exportName } : {}),
       assets_total: t.result.assetsTotal,
       assets_attempted: t.result.assetsAttempted,
       assets_failed: t.result.assetsFailed,
       bytes_total: t.result.bytesTotal,
+      ...(t.result.error ? { error: t.result.error } : {}),
     };
   } else if (t.result) {
     const r: Record<string, unknown> = { success: t.result.success, bytes_downloaded: t.result.bytesDownloaded };

@@ -18,8 +18,13 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
 
   const fetchExport = useCallback(
     async (t: Task) => {
-      const name = (t.result as { exportName?: string } | null)?.exportName;
-      if (!name) return;
+      const result = t.result as { exportName?: string; error?: string } | null;
+      const name = result?.exportName;
+      if (!name) {
+        // Completed without an archive: nothing was there to export.
+        if (result?.error) setExports((e) => ({ ...e, [t.id]: { taskId: t.id, error: result.error! } }));
+        return;
+      }
       try {
         const r = await api.json<{ url: string }>(`/api/assets/exports/${encodeURIComponent(name)}`);
         setExports((e) => ({ ...e, [t.id]: { taskId: t.id, url: r.url } }));
@@ -98,7 +103,8 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   async function startExport(assetIds: string[]): Promise<boolean> {
     try {
       const d = await api.gql<{ startExport: { id: string } }>('mutation($input: StartExportInput!) { startExport(input: $input) { id } }', {
-        input: { assetIds },
+        // The asset names, as the ComfyUI frontend asks for a selection of assets (the service's default is job folders).
+        input: { assetIds, namingStrategy: 'preserve' },
       });
       track(d.startExport.id, 'export_assets');
       return true;

@@ -15,13 +15,13 @@ export class StartExportInput {
   @IsUUID('all', { each: true })
   jobIds?: string[];
 
-  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names]}: only these assets of that job.' })
+  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names or hashes]}: only these assets of that job (a non-empty list).' })
   jobAssetNameFilters?: unknown;
 
   @Field(() => Boolean, { nullable: true })
   includePreviews?: boolean;
 
-  @Field(() => String, { nullable: true, description: 'preserve (default) | asset_id | group_by_job_id | group_by_job_time' })
+  @Field(() => String, { nullable: true, description: 'preserve | asset_id | group_by_job_id | group_by_job_time (default)' })
   @IsIn([...NAMING_STRATEGIES])
   namingStrategy?: string;
 

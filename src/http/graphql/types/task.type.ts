@@ -81,6 +81,9 @@ export class TaskResultType {
 
   @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets: the size of the archive.' })
   bytesTotal?: number;
+
+  @Field(() => String, { nullable: true, description: 'export_assets that completed with success false: why (nothing to export).' })
+  error?: string;
 }
 
 @ObjectType('Task', { simpleResolvers: true, description: 'A background task (the REST task), camelCase.' })
