@@ -226,7 +226,8 @@ export class ExportService {
    * reads it whole or one byte range.
    */
   async openSigned(name: string, expires: string, signature: string): Promise<{ size: number; open(range?: { start: number; end: number }): Promise<Readable> }> {
-    const at = Number(expires);
+    // Only the form this service writes (`0123` or `1e9` would sign the same text as `123` / `1000000000`).
+    const at = /^[1-9][0-9]{0,15}$/.test(expires) ? Number(expires) : NaN;
     const expected = Number.isSafeInteger(at) ? await this.sign(name, at) : '';
     const given = Buffer.from(signature);
     if (!expected || given.length !== expected.length || !crypto.timingSafeEqual(given, Buffer.from(expected))) {
