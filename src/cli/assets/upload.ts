@@ -45,7 +45,7 @@ export function tusUpload(
     const upload = new Upload(input.file as unknown as Buffer, {
       endpoint,
       fileReader: fileRangeReader,
-      httpStack: fileRangeHttpStack,
+      httpStack: fileRangeHttpStack(client.timeoutMs),
       headers: client.headers(),
       chunkSize: chunkSize > 0 ? chunkSize : Infinity,
       uploadSize: input.size,
@@ -83,7 +83,13 @@ export function tusUpload(
           const body = jsonBody(d.originalResponse!.getBody());
           return reject(new ApiError(status, (body?.code as string | undefined) ?? `HTTP_${status}`, (body?.message as string | undefined) ?? err.message));
         }
-        reject(new ApiError(0, 'NETWORK', (d.causingError ?? err).message));
+        const cause = (d.causingError ?? err) as NodeJS.ErrnoException;
+        reject(new ApiError(0, cause.code === 'EFILECHANGED' ? 'FILE_CHANGED' : 'NETWORK', cause.message));
+      },
+      // The library's rule (no answer, 5xx, 409, 423), and 429 too: the service did nothing with a rate-limited PATCH.
+      onShouldRetry: (err) => {
+        const status = (err as DetailedError).originalResponse?.getStatus() ?? 0;
+        return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
       },
     });
     upload.findPreviousUploads().then(
@@ -119,11 +125,13 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
   return new Promise<UploadResult>((resolve, reject) => {
     const req = lib.request(url, {
       method: 'POST',
+      timeout: client.timeoutMs,
       headers: client.headers({
         'content-type': `multipart/form-data; boundary=${boundary}`,
         'content-length': String(head.length + input.size + tail.length),
       }),
     });
+    req.on('timeout', () => req.destroy(new Error(`no byte from the service for ${client.timeoutMs / 1000} s`)));
     req.on('error', (err) => reject(new ApiError(0, 'NETWORK', `POST ${url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`)));
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
