@@ -295,6 +295,76 @@ describe('pull from a hostile server', () => {
   });
 });
 
+describe('more from a hostile server', () => {
+  test('escape sequences in names never reach the terminal: ls, get and pull show them escaped', async () => {
+    const name = 'evil\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202Etxt.exe';
+    const asset = fakeAsset(name);
+    const fake = await fakeServer((req, res) => {
+      if (req.url!.startsWith(`/api/assets/${asset.id}`) && !req.url!.includes('/content')) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asset));
+      listing([asset], (_q, r) => void r.writeHead(500, { 'content-type': 'text/plain' }).end('\u001b[31mboom\u001b[0m'))(req, res);
+    });
+    try {
+      const env = { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' };
+      const bad = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/;
+      const ls = await runCli(['ls'], env);
+      expect(ls.code).toBe(0);
+      expect(ls.stdout).not.toMatch(bad);
+      expect(ls.stdout).toContain('evil\\u001b]0;pwned\\u0007');
+      const get = await runCli(['get', asset.id], env);
+      expect(get.stdout).not.toMatch(bad);
+      const dir = fs.mkdtempSync(path.join(work, 'escapes-'));
+      const pull = await runCli(['pull', dir, '--timeout', '1'], env);
+      expect(pull.code).toBe(1);
+      expect(pull.stderr).not.toMatch(bad);
+      expect(pull.stderr).toContain('\\u001b[31mboom');
+      // --json keeps the name as sent (JSON escapes the controls itself).
+      const json = await runCli(['ls', '--json'], env);
+      expect(JSON.parse(json.stdout).assets[0].name).toBe(name);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('a listing whose cursor never moves is refused instead of listed for ever', async () => {
+    const asset = fakeAsset('loop.bin');
+    const fake = await fakeServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ assets: [asset], total: 1e9, has_more: true, next_cursor: 'same' })),
+    );
+    try {
+      const { r, out } = await pullFrom(fake.url, 'cursor');
+      expect([r.code, out.error.code]).toEqual([1, 'INVALID_RESPONSE']);
+      expect(fake.hits.length).toBe(2);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  test('export: an archive download that breaks off leaves neither the file nor a .part', async () => {
+    const taskId = crypto.randomUUID();
+    const fake = await fakeServer((req, res) => {
+      const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/api/assets/export') return void send(202, { task_id: taskId, status: 'created', message: 'export queued' });
+      if (req.url === `/api/tasks/${taskId}`) return void send(200, { id: taskId, task_name: 'export_assets', status: 'completed', result: { export_name: 'x.zip' } });
+      if (req.url === '/api/assets/exports/x.zip') return void send(200, { url: `http://${req.headers.host}/dl`, expires_at: new Date().toISOString() });
+      if (req.url === '/dl') {
+        res.writeHead(200, { 'content-type': 'application/zip', 'content-length': 100_000 });
+        res.write(Buffer.alloc(1000));
+        return void setTimeout(() => req.socket.destroy(), 20);
+      }
+      send(404, { code: 'NOT_FOUND', message: 'no' });
+    });
+    try {
+      const dir = fs.mkdtempSync(path.join(work, 'export-'));
+      const r = await runCli(['export', crypto.randomUUID(), path.join(dir, 'out.zip'), '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
+      noStackTrace(r);
+      expect([r.code, JSON.parse(r.stdout).error.code]).toEqual([1, 'NETWORK']);
+      expect(fs.readdirSync(dir)).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+});
+
 describe('against the real service', () => {
   let svc: TestService;
   let proxy: CountingProxy;

@@ -252,13 +252,16 @@ export class ApiClient {
    * is created by an upload that names the stored hash and carries no file part (no byte of the file is sent).
    */
   async fromHash(input: { hash: string; name: string; tags: string[] }): Promise<Asset> {
-    if (input.tags.length > 0) return (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body;
+    if (input.tags.length > 0) return checkAsset((await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body);
     const form = new FormData();
     form.set('hash', input.hash);
     form.set('name', input.name);
     const res = await this.raw('/api/assets', { method: 'POST', body: form });
     if (!res.ok) throw await errorOf(res);
-    return (await res.json()) as Asset;
+    const text = await res.text().catch((err: unknown) => {
+      throw networkError('POST /api/assets: the answer broke off', err);
+    });
+    return checkAsset(parseJson<Asset>(text, res.status, 'POST /api/assets'));
   }
 
   /**
@@ -313,6 +316,9 @@ export class ApiClient {
         if (--left <= 0) return;
       }
       offset += page.assets.length;
+      // An empty page ends the listing whatever it says, and a cursor that does not move would list for ever.
+      if (page.assets.length === 0) return;
+      if (page.next_cursor !== undefined && page.next_cursor === cursor) throw invalidResponse('GET /api/assets', 'a page whose next_cursor is the one asked for');
       if (page.next_cursor !== undefined) cursor = page.next_cursor;
       else if (!page.has_more || page.assets.length === 0) return;
       else cursor = undefined;

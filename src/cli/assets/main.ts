@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ApiClient, ApiError, DEFAULT_TIMEOUT_MS } from './client';
 import { assetLine, downloadUrl, exportZip } from './commands';
-import { createProgress, formatBytes } from './progress';
+import { createProgress, formatBytes, printable } from './progress';
 import { extraModelPathsYaml, pull } from './pull';
 import { push } from './push';
 import { UploadStateFile } from './upload-state';
@@ -119,7 +119,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
         `${results.length} files: ${results.filter((r) => r.action === 'uploaded').length} uploaded (${formatBytes(sent)} sent), ` +
           `${results.filter((r) => r.action === 'from_hash').length} stored by hash, ${failed.length} failed\n`,
       );
-      for (const f of failed) process.stderr.write(`  failed: ${f.file}: ${f.error?.code}: ${f.error?.message}\n`);
+      for (const f of failed) process.stderr.write(printable(`  failed: ${f.file}: ${f.error?.code}: ${f.error?.message}`) + '\n');
       setExit(failed.length ? EXIT.failed : EXIT.ok);
     });
 
@@ -145,7 +145,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
         `${results.length} assets: ${results.filter((r) => r.action === 'downloaded').length} downloaded (${formatBytes(received)}), ` +
           `${results.filter((r) => r.action === 'present').length} already present, ${failed.length} failed\n`,
       );
-      for (const f of failed) process.stderr.write(`  failed: ${f.path} (${f.asset_id}): ${f.error?.code}: ${f.error?.message}\n`);
+      for (const f of failed) process.stderr.write(printable(`  failed: ${f.path} (${f.asset_id}): ${f.error?.code}: ${f.error?.message}`) + '\n');
       if (yaml && !o.json) {
         process.stdout.write(`# add to ComfyUI's extra_model_paths.yaml:\n${yaml}`);
         process.stdout.write(`# input/ and output/ are ComfyUI's --input-directory and --output-directory\n`);
@@ -178,7 +178,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       const a = await client().getAsset(id);
       if (o.json) return out(a);
       for (const k of ['id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'loader_path', 'created_at', 'updated_at']) {
-        if (a[k] !== undefined) process.stdout.write(`${k}: ${k === 'tags' ? a.tags.join(', ') : k === 'size' ? `${a.size} (${formatBytes(a.size)})` : String(a[k])}\n`);
+        if (a[k] !== undefined) process.stdout.write(printable(`${k}: ${k === 'tags' ? a.tags.join(', ') : k === 'size' ? `${a.size} (${formatBytes(a.size)})` : String(a[k])}`) + '\n');
       }
     });
 
@@ -205,7 +205,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       if (o.json) out(r.asset ?? r.task);
       else if (r.asset) process.stdout.write(assetLine(r.asset) + '\n');
       if (!r.asset) {
-        process.stderr.write(`download ${r.task?.status ?? 'failed'}: ${r.task?.error_message ?? ''}\n`);
+        process.stderr.write(printable(`download ${r.task?.status ?? 'failed'}: ${r.task?.error_message ?? ''}`) + '\n');
         setExit(EXIT.failed);
       }
     });
@@ -253,7 +253,7 @@ async function main(argv: string[]): Promise<number> {
       return EXIT.usage;
     }
     const e = errorInfo(err);
-    process.stderr.write(`assets: ${e.code}: ${e.message}\n`);
+    process.stderr.write(printable(`assets: ${e.code}: ${e.message}`) + '\n');
     if (json) out({ error: e });
     return EXIT.failed;
   }
@@ -271,7 +271,7 @@ export function run(argv: string[]): void {
   // Whatever escapes (a bug, a library's stray error): one line, never a stack trace, exit 1.
   const fatal = (err: unknown): void => {
     const e = errorInfo(err);
-    process.stderr.write(`assets: internal error: ${e.code}: ${e.message}\n`);
+    process.stderr.write(printable(`assets: internal error: ${e.code}: ${e.message}`) + '\n');
     process.exit(EXIT.failed);
   };
   process.on('uncaughtException', fatal);

@@ -5,7 +5,7 @@ import { ApiError, retryDelayMs, type ApiClient, type Asset } from './client';
 import { FileHasher, type HashAlgorithm } from './file-hasher';
 import { pullPath, resolveInside } from './paths';
 import { mapPool } from './pool';
-import { formatBytes, type Progress } from './progress';
+import { formatBytes, printable, type Progress } from './progress';
 
 export interface PullOptions {
   tags: string[];
@@ -202,5 +202,6 @@ export function extraModelPathsYaml(dir: string, results: PullResult[]): string 
   const lines = ['assets:', `    base_path: ${JSON.stringify(path.resolve(dir))}`];
   const key = (f: string): string => (/^[A-Za-z0-9_.-]+$/.test(f) ? f : JSON.stringify(f));
   for (const f of [...folders].sort()) lines.push(`    ${key(f)}: ${JSON.stringify(`models/${f}/`)}`);
-  return lines.join('\n') + '\n';
+  // Quoted by JSON.stringify; the C1 controls it leaves as they are escaped too (a YAML double-quoted \u escape).
+  return lines.map(printable).join('\n') + '\n';
 }
