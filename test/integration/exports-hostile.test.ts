@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { blake3Of, json, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { gql } from '../helpers/graphql';
 import { readZip } from '../helpers/zip';
 
 /**
@@ -162,4 +163,18 @@ test('the store failing mid-archive (ENOSPC) fails the task and leaves no archiv
   expect(archives()).toEqual(before.archives);
   expect(fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'))).toEqual([]);
   expect(await svc.container.database.prisma.exportArchive.count()).toBe(before.records);
+});
+
+test('GraphQL startExport refuses what REST refuses: a NUL or lone surrogate in job_asset_name_filters is INVALID_BODY, not INTERNAL', async () => {
+  const job = crypto.randomUUID();
+  for (const name of ['a\u0000b', 'lone \ud800 surrogate']) {
+    const res = await gql(svc, `mutation($f: JSON) { startExport(input: { jobIds: ["${job}"], jobAssetNameFilters: $f }) { id } }`, { f: { [job]: [name] } });
+    expect(res.errors?.[0]?.extensions?.code).toBe('INVALID_BODY');
+    const rest = await svc.fetch('/api/assets/export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ job_ids: [job], job_asset_name_filters: { [job]: [name] } }),
+    });
+    expect([rest.status, (await json(rest)).code]).toEqual([400, 'INVALID_BODY']);
+  }
 });

@@ -7,6 +7,7 @@ import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
 import { DomainError } from '../errors';
+import { isStorableText } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
@@ -47,6 +48,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
       if (!isUuid(job) || !Array.isArray(names) || !names.every((n) => typeof n === 'string')) {
         throw invalid('job_asset_name_filters maps job ids to lists of names', 'job_asset_name_filters');
       }
+      // Stored in the task's row (JSON): GraphQL's JSON scalar reaches here without the REST body's text check.
+      if (!names.every(isStorableText)) throw invalid('job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates', 'job_asset_name_filters');
       f[job.toLowerCase()] = names as string[];
     }
     out.jobAssetNameFilters = f;
