@@ -178,3 +178,19 @@ test('GraphQL startExport refuses what REST refuses: a NUL or lone surrogate in 
     expect([rest.status, (await json(rest)).code]).toEqual([400, 'INVALID_BODY']);
   }
 });
+
+test('an Idempotency-Key over 255 characters is 400 INVALID_BODY (was a database error: 500)', async () => {
+  const a = await upload('idem.bin');
+  const res = await svc.fetch('/api/assets/export', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': crypto.randomBytes(5000).toString('base64') },
+    body: JSON.stringify({ asset_ids: [a.id] }),
+  });
+  expect([res.status, (await json(res)).code]).toEqual([400, 'INVALID_BODY']);
+  const ok = await svc.fetch('/api/assets/export', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'k'.repeat(255) },
+    body: JSON.stringify({ asset_ids: [a.id] }),
+  });
+  expect(ok.status).toBe(202);
+});

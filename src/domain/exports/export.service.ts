@@ -18,6 +18,7 @@ import type { ExportableAsset, ExportRepository } from './export.repository';
 import { zipArchive, type ZipEntry } from './zip-writer';
 
 export const MAX_EXPORT_ASSETS = 10_000;
+const MAX_IDEMPOTENCY_KEY = 255;
 const HMAC_SECRET = 'export_url_hmac';
 /** Signed and presigned URLs live this long (never past the archive's expiry). */
 const URL_TTL_SECONDS = 3600;
@@ -95,6 +96,10 @@ export class ExportService {
 
   async start(principal: Principal, request: ExportRequest, idempotencyKey: string | null): Promise<Task> {
     const { transactions, tasks, queue } = this.deps;
+    // A longer key does not fit the unique index on (owner, key): a database error (500) before this check.
+    if (idempotencyKey !== null && (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !isStorableText(idempotencyKey))) {
+      throw invalid(`Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY} characters`, 'Idempotency-Key');
+    }
     if (idempotencyKey) {
       const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
       if (existing) return existing;
