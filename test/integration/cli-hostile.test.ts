@@ -339,6 +339,22 @@ describe('more from a hostile server', () => {
     }
   });
 
+  test('download: a task whose status is not one of the contract\'s is refused instead of followed for ever', async () => {
+    const taskId = crypto.randomUUID();
+    const fake = await fakeServer((req, res) => {
+      const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/api/assets/download') return void send(202, { task_id: taskId, status: 'created' });
+      send(200, { id: taskId, task_name: 'download_file', status: 'thinking', progress: { bytes_total: -1 } });
+    });
+    try {
+      const r = await runCli(['download', 'https://huggingface.co/a/b/resolve/main/c.bin', '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
+      noStackTrace(r);
+      expect([r.code, JSON.parse(r.stdout).error.code]).toEqual([1, 'INVALID_RESPONSE']);
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('export: an archive download that breaks off leaves neither the file nor a .part', async () => {
     const taskId = crypto.randomUUID();
     const fake = await fakeServer((req, res) => {

@@ -291,7 +291,8 @@ export class ApiClient {
 
   async getTask(id: string): Promise<Task> {
     const task = (await this.json<Task>(`/api/tasks/${encodeURIComponent(id)}`)).body;
-    if (!isObject(task) || typeof task.id !== 'string' || typeof task.status !== 'string') throw invalidResponse(`GET /api/tasks/${id}`, 'not a task');
+    // A status outside the contract's would be followed for ever (never terminal): refused here.
+    if (!isObject(task) || typeof task.id !== 'string' || !TASK_STATUSES.has(task.status as string)) throw invalidResponse(`GET /api/tasks/${id}`, 'not a task');
     return task;
   }
 
@@ -376,6 +377,7 @@ function parseJson<T>(text: string, status: number, what: string): T {
 }
 
 const HASH = /^(blake3|sha256):[0-9a-f]{64}$/;
+const TASK_STATUSES = new Set(['created', 'running', 'completed', 'failed', 'cancelled']);
 
 /**
  * An asset as the CLI relies on it (its id goes into URLs, its size and hash decide what a pull keeps); anything else
