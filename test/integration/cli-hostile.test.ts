@@ -157,6 +157,30 @@ describe('pull from a hostile server', () => {
     }
   });
 
+  test('a folder already at an asset\'s path is not replaced, and a .part that is a symlink is not written through', async () => {
+    const fake = await fakeServer(listing([fakeAsset('folder'), fakeAsset('linked.bin')]));
+    try {
+      const parent = fs.mkdtempSync(path.join(work, 'existing-'));
+      const dir = path.join(parent, 'target');
+      fs.mkdirSync(path.join(dir, 'folder'), { recursive: true });
+      const victim = path.join(parent, 'victim.txt');
+      fs.writeFileSync(victim, 'untouched');
+      fs.symlinkSync(victim, path.join(dir, 'linked.bin.part'));
+      const r = await runCli(['pull', dir, '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
+      noStackTrace(r);
+      expect(r.code).toBe(1);
+      const out = JSON.parse(r.stdout);
+      expect(out.files.map((f: any) => [f.name, f.action, f.error?.code])).toEqual([
+        ['folder', 'failed', 'PATH_TAKEN'],
+        ['linked.bin', 'failed', 'ELOOP'],
+      ]);
+      expect(fs.readFileSync(victim, 'utf8')).toBe('untouched');
+      expect(fs.readdirSync(path.join(dir, 'folder'))).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('content that is not what the listing said is never kept: a wrong hash, an endless body', async () => {
     const evil = Buffer.alloc(CONTENT.length, 0x45);
     const wrong = await fakeServer(

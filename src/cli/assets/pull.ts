@@ -68,7 +68,9 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
       // with one call, and the hashing thread reads the part behind the writes, so what is checked is what is on disk.
       // What arrived before a broken connection is written before the failure is reported: the next attempt
       // continues after it.
-      const fh = await fsp.open(part, offset > 0 ? 'a' : 'w');
+      // O_NOFOLLOW: a .part that is a symlink (planted by someone else in a shared folder) is not written through.
+      const { O_WRONLY, O_CREAT, O_APPEND, O_TRUNC, O_NOFOLLOW } = fs.constants;
+      const fh = await fsp.open(part, O_WRONLY | O_CREAT | O_NOFOLLOW | (offset > 0 ? O_APPEND : O_TRUNC), 0o644);
       const hash = hasher.follow(part, algorithmOf(asset.asset_hash));
       hash.grow(offset);
       let digest: string;
@@ -173,6 +175,7 @@ async function pullAll(
     try {
       if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', takenBy);
       const target = resolveInside(dir, rel);
+      if (fs.lstatSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${rel} is a folder in ${dir}; not replaced`);
       if (await hasRightContent(hasher, target, asset)) {
         progress.log(`present  ${rel}`);
         return { ...base, action: 'present', bytes_received: 0 };
