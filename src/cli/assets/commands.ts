@@ -74,12 +74,12 @@ export async function exportZip(client: ApiClient, assetIds: string[], out: stri
   try {
     await pipeline(body, fs.createWriteStream(tmp));
     if (res.headers.get('content-length') !== null && done !== size) throw new ApiError(0, 'SIZE_MISMATCH', `the archive has ${done} of its ${size} bytes`);
+    fs.renameSync(tmp, out);
   } catch (err) {
     // Nothing half-written stays: a broken or short download (or a full disk) leaves no file.
     fs.rmSync(tmp, { force: true });
     throw err instanceof ApiError || (err as NodeJS.ErrnoException).syscall ? err : new ApiError(0, 'NETWORK', `the archive download broke off: ${(err as Error).message}`);
   }
-  fs.renameSync(tmp, out);
   bar.finish(`saved ${out} (${formatBytes(done)})`);
   return { task, bytes: done };
 }
