@@ -379,6 +379,41 @@ describe('more from a hostile server', () => {
     }
   });
 
+  test('push to a tus server that takes no byte (its offset never moves) or names an offset outside the file: the upload ends, it does not loop', async () => {
+    const file = path.join(work, 'tus-victim.bin');
+    fs.writeFileSync(file, crypto.randomBytes(1000));
+    for (const [offset, code] of [
+      ['0', 'NO_PROGRESS'],
+      ['-5', 'INVALID_RESPONSE'],
+      ['99999999999', 'INVALID_RESPONSE'],
+    ] as const) {
+      let patches = 0;
+      const fake = await fakeServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          const tus = { 'tus-resumable': '1.0.0' };
+          if (req.method === 'OPTIONS') return void res.writeHead(204, { ...tus, 'tus-version': '1.0.0', 'tus-max-size': '999999999' }).end();
+          if (req.method === 'HEAD' && req.url!.startsWith('/api/assets/hash/')) return void res.writeHead(404).end();
+          if (req.method === 'POST') return void res.writeHead(201, { ...tus, location: '/api/uploads/abc' }).end();
+          if (req.method === 'PATCH') {
+            patches++;
+            return void res.writeHead(204, { ...tus, 'upload-offset': offset }).end();
+          }
+          if (req.method === 'HEAD') return void res.writeHead(200, { ...tus, 'upload-offset': '0', 'upload-length': '1000', 'cache-control': 'no-store' }).end();
+          res.writeHead(404).end();
+        });
+      });
+      try {
+        const r = await runCli(['push', file, '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k', HOME: work, XDG_CACHE_HOME: path.join(work, `tus-cache-${code}-${offset}`) });
+        noStackTrace(r);
+        expect([r.code, JSON.parse(r.stdout).files[0].error.code]).toEqual([1, code]);
+        expect(patches).toBeLessThanOrEqual(3);
+      } finally {
+        await fake.close();
+      }
+    }
+  });
+
   test('export: an archive download that breaks off leaves neither the file nor a .part', async () => {
     const taskId = crypto.randomUUID();
     const fake = await fakeServer((req, res) => {

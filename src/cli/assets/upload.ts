@@ -22,6 +22,9 @@ export interface UploadResult {
   created: boolean;
 }
 
+/** PATCHes in a row the service may answer without moving its offset before the upload is given up. */
+const MAX_STALLED_PATCHES = 3;
+
 /** POST /api/uploads answered 404: an instance without resumable uploads. */
 export class TusUnsupported extends Error {}
 
@@ -42,6 +45,21 @@ export function tusUpload(
   return new Promise<UploadResult>((resolve, reject) => {
     let assetId: string | undefined;
     let created = false;
+    // A broken or hostile server must not keep the client sending for ever: an offset outside the file, or PATCHes
+    // that move the offset nowhere, end the upload.
+    let stalled = 0;
+    const fail = (code: string, message: string): void => {
+      void upload.abort();
+      reject(new ApiError(0, code, message));
+    };
+    const checkOffset = (method: string, sentOffset: string | undefined, status: number, offsetHeader: string | undefined): void => {
+      if (status < 200 || status >= 300 || (method !== 'PATCH' && method !== 'HEAD') || offsetHeader === undefined) return;
+      const offset = /^\d{1,16}$/.test(offsetHeader) ? Number(offsetHeader) : NaN;
+      if (!(offset <= input.size)) return fail('INVALID_RESPONSE', `the service answered Upload-Offset ${JSON.stringify(offsetHeader)} for a file of ${input.size} bytes`);
+      if (method !== 'PATCH') return;
+      if (offset > Number(sentOffset ?? 0)) stalled = 0;
+      else if (++stalled >= MAX_STALLED_PATCHES) fail('NO_PROGRESS', `the service took none of the bytes of ${MAX_STALLED_PATCHES} requests in a row`);
+    };
     const upload = new Upload(input.file as unknown as Buffer, {
       endpoint,
       fileReader: fileRangeReader,
@@ -70,6 +88,7 @@ export function tusUpload(
           assetId = id;
           created = res.getHeader('Asset-Created') === 'true';
         }
+        checkOffset(req.getMethod(), req.getHeader('Upload-Offset'), res.getStatus(), res.getHeader('Upload-Offset'));
       },
       onSuccess: () => {
         if (assetId) resolve({ id: assetId, created });
