@@ -414,6 +414,36 @@ describe('more from a hostile server', () => {
     }
   });
 
+  test('a bad --url or --api-key is a usage error (exit 2) at once, not a network error retried for seconds', async () => {
+    for (const env of [
+      { ASSETS_URL: 'not a url', ASSETS_API_KEY: 'k' },
+      { ASSETS_URL: 'ftp://example.com', ASSETS_API_KEY: 'k' },
+      { ASSETS_URL: 'http://127.0.0.1:9', ASSETS_API_KEY: 'line\nbreak' },
+    ]) {
+      const r = await runCli(['ls', '--json'], env);
+      noStackTrace(r);
+      expect([r.code, JSON.parse(r.stdout).error.code]).toEqual([2, 'USAGE']);
+    }
+  });
+
+  test('push: a server that claims to store the content but answers an asset of other content is HASH_MISMATCH', async () => {
+    const file = path.join(work, 'claimed.bin');
+    fs.writeFileSync(file, crypto.randomBytes(500));
+    const fake = await fakeServer((req, res) => {
+      req.resume();
+      if (req.method === 'OPTIONS') return void res.writeHead(204, { 'tus-resumable': '1.0.0' }).end();
+      if (req.method === 'HEAD') return void res.writeHead(200).end();
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ ...fakeAsset('claimed.bin'), created_new: true }));
+    });
+    try {
+      const r = await runCli(['push', file, '--tag', 'x', '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k', HOME: work });
+      noStackTrace(r);
+      expect([r.code, JSON.parse(r.stdout).files[0].error.code]).toEqual([1, 'HASH_MISMATCH']);
+    } finally {
+      await fake.close();
+    }
+  });
+
   test('export: an archive download that breaks off leaves neither the file nor a .part', async () => {
     const taskId = crypto.randomUUID();
     const fake = await fakeServer((req, res) => {

@@ -142,7 +142,10 @@ export class ApiClient {
         res = await fetch(url, { ...rest, headers, signal: init.signal ? AbortSignal.any([init.signal, stop.signal]) : stop.signal });
       } catch (err) {
         idle.clear();
-        if (init.signal?.aborted || !IDEMPOTENT.has(method) || attempt >= retries) throw networkError(`${method} ${url}`, err);
+        // Only a failure of the network is worth another try: a TypeError of its own (a header value fetch refuses)
+        // fails the same way every time.
+        const network = (err as { cause?: unknown }).cause !== undefined || (err as Error).name === 'TimeoutError';
+        if (init.signal?.aborted || !network || !IDEMPOTENT.has(method) || attempt >= retries) throw networkError(`${method} ${url}`, err);
         await sleep(retryDelayMs(undefined, attempt));
         continue;
       }

@@ -82,6 +82,16 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
 
   const client = (): ApiClient => {
     const g = program.opts<GlobalOptions>();
+    let url: URL | undefined;
+    try {
+      url = new URL(g.url);
+    } catch {
+      // below
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new UsageError(`--url / ASSETS_URL must be an http: or https: URL: ${printable(g.url)}`);
+    if (g.apiKey !== undefined && !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(g.apiKey)) {
+      throw new UsageError('--api-key / ASSETS_API_KEY must be printable ASCII without line breaks or surrounding spaces (it goes in a header)');
+    }
     return new ApiClient({ url: g.url, apiKey: g.apiKey, pageSize: g.pageSize, timeoutMs: Math.round(g.timeout * 1000) });
   };
 

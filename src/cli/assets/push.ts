@@ -207,6 +207,8 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     checkUnchanged(p.c.file, p.seen);
     if (stored) {
       const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
+      // The asset must be of this file's content, whatever the server says it stores.
+      if (asset.asset_hash !== hash) throw new ApiError(0, 'HASH_MISMATCH', `the service answered asset ${asset.id} of ${asset.asset_hash}, not of this file's ${hash}`);
       const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
       progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
       return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
