@@ -276,11 +276,12 @@ export class ExportService {
     const { repo } = this.deps;
     const picked = await repo.selectAssets(ownerId, req.assetIds ?? [], req.jobIds ?? [], MAX_EXPORT_ASSETS + 1);
     const named = new Set(req.assetIds ?? []);
-    const filters = req.jobAssetNameFilters ?? {};
+    // Sets: a filter may list as many names as the body holds (2 MB), each asset looked up once.
+    const filters = new Map(Object.entries(req.jobAssetNameFilters ?? {}).map(([job, names]) => [job, new Set(names)]));
     const kept = picked.filter((a) => {
       if (named.has(a.id) || !a.promptId) return true;
-      const names = filters[a.promptId];
-      return !names || names.includes(a.name);
+      const names = filters.get(a.promptId);
+      return !names || names.has(a.name);
     });
     if (!req.includePreviews) return kept;
     const have = new Set(kept.map((a) => a.id));
