@@ -170,8 +170,10 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
       });
     });
     req.write(head);
+    if (input.size === 0) return void req.end(tail); // nothing read: a size-0 /proc file or a FIFO would never end
     let sent = 0;
-    const stream = fs.createReadStream(input.file, { highWaterMark: 1 << 20 });
+    // The bytes that were hashed and announced in Content-Length, not whatever the file has by now.
+    const stream = fs.createReadStream(input.file, { highWaterMark: 1 << 20, start: 0, end: input.size - 1 });
     stream.on('data', (c) => {
       sent += c.length;
       onBytes(sent);
@@ -184,6 +186,13 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
       req.destroy();
       reject(err);
     });
-    stream.on('end', () => req.end(tail));
+    stream.on('end', () => {
+      // A file cut short since its hash: the request would wait for bytes that never come.
+      if (sent !== input.size) {
+        req.destroy();
+        return reject(new ApiError(0, 'FILE_CHANGED', `${input.file} ended at ${sent} bytes, before ${input.size}`));
+      }
+      req.end(tail);
+    });
   });
 }
