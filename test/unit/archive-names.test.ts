@@ -57,6 +57,8 @@ describe('names that would not extract everywhere', () => {
     ['aux.txt', '_aux.txt'],
     ['dir/Com1.tar.gz', 'dir/_Com1.tar.gz'],
     ['lpt9', '_lpt9'],
+    ['nul .txt', '_nul .txt'],
+    ['CON.', '_CON'],
     ['console.log', 'console.log'],
     ['...', 'fallback'],
     ['a/.../b', 'a/b'],
