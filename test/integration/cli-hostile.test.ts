@@ -497,6 +497,9 @@ describe('against the real service', () => {
     fs.symlinkSync('loop-a', path.join(dir, 'loop-b'));
     fs.symlinkSync('/nonexistent/target', path.join(dir, 'dangling'));
     fs.symlinkSync('..', path.join(dir, 'sub', 'up'));
+    // A file name that is not UTF-8 (Latin-1 bytes), and names with a line break and a terminal escape.
+    fs.writeFileSync(Buffer.concat([Buffer.from(dir + '/'), Buffer.from([0x6c, 0xe4, 0x74, 0x69, 0x6e]), Buffer.from('.bin')]), 'latin-1 name');
+    fs.writeFileSync(path.join(dir, 'new\nline \u001b[31m.bin'), crypto.randomBytes(100));
     const socket = net.createServer().listen(path.join(dir, 'sock'));
     try {
       const r = await runCli(['push', dir, '--json'], env);
@@ -510,8 +513,11 @@ describe('against the real service', () => {
       expect(by('loop-b')).toMatchObject({ action: 'failed', error: { code: 'ELOOP' } });
       expect(by('good.bin').action).toBe('uploaded');
       expect(by('also.bin').action).toBe('uploaded');
-      expect(out.files).toHaveLength(6); // the dangling link is nothing; sub/up (a loop back) is walked once
-      expect(out.failed).toBe(2);
+      expect(by('new\nline \u001b[31m.bin').action).toBe('uploaded');
+      expect(out.files.find((x: any) => x.file.includes('\ufffd'))).toMatchObject({ action: 'failed', error: { code: 'INVALID_FILE_NAME' } });
+      expect(r.stderr).not.toMatch(/\u001b/);
+      expect(out.files).toHaveLength(8); // the dangling link is nothing; sub/up (a loop back) is walked once
+      expect(out.failed).toBe(3);
       // A FIFO named on the command line is not opened (that would wait for a writer forever).
       const fifo = await runCli(['push', path.join(dir, 'fifo'), '--json'], env);
       expect([fifo.code, JSON.parse(fifo.stdout).files[0].error.code]).toEqual([0, 'NOT_A_FILE']);

@@ -97,6 +97,11 @@ export function collectFiles(args: string[], problems: WalkProblem[] = []): Cand
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (e.name.startsWith('.')) continue;
       const abs = path.join(dir, e.name);
+      // A name that is not UTF-8 (Latin-1 bytes from an old archive) reads back with U+FFFD and opens nothing.
+      if (e.name.includes('\ufffd') && !fs.lstatSync(abs, { throwIfNoEntry: false })) {
+        problems.push({ file: abs, action: 'failed', error: { code: 'INVALID_FILE_NAME', message: 'the file name is not UTF-8: rename it to push it' } });
+        continue;
+      }
       let st: fs.Stats | fs.Dirent | undefined = e;
       if (e.isSymbolicLink()) {
         try {
