@@ -637,6 +637,16 @@ describe('against the real service', () => {
     }
   });
 
+  test('a state file that cannot be written costs resuming, not the push: a warning, the file uploaded', async () => {
+    const file = path.join(work, 'stateless.bin');
+    fs.writeFileSync(file, crypto.randomBytes(5000));
+    const r = await runCli(['push', file, '--json', '--state-file', path.join(file, 'under-a-file.json')], env);
+    noStackTrace(r);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).files[0].action).toBe('uploaded');
+    expect(r.stderr).toMatch(/warning: cannot keep upload state .*(ENOTDIR|EEXIST)/);
+  });
+
   test('exit codes and --json in every case: rm, a usage error, an unknown id', async () => {
     const gone = await runCli(['rm', crypto.randomUUID(), '--json'], env);
     noStackTrace(gone);

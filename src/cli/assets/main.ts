@@ -117,8 +117,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       if (missing.length) throw new UsageError(`no such file or folder: ${missing.join(', ')}`);
       const g = program.opts<GlobalOptions>();
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
-      const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));
       const progress = createProgress();
+      const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'), (m) => progress.log(`warning: ${m}`));
       const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, timings: o.timings }, progress).finally(() =>
         progress.stop(),
       );
