@@ -194,3 +194,34 @@ test('an Idempotency-Key over 255 characters is 400 INVALID_BODY (was a database
   });
   expect(ok.status).toBe(202);
 });
+
+test('a selection of nothing (unknown or malformed-free but foreign ids, duplicates of them) is 404 and makes no task; assets all deleted before the job ran fail it with no archive', async () => {
+  const before = await svc.container.database.prisma.task.count();
+  const unknown = crypto.randomUUID();
+  for (const body of [{ asset_ids: [unknown, unknown, unknown.toUpperCase()] }, { job_ids: [crypto.randomUUID()] }]) {
+    const res = await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect([res.status, (await json(res)).code]).toEqual([404, 'ASSET_NOT_FOUND']);
+  }
+  const viaGql = await gql(svc, `mutation { startExport(input: { assetIds: ["${unknown}"] }) { id } }`);
+  expect(viaGql.errors?.[0]?.extensions?.code).toBe('ASSET_NOT_FOUND');
+  expect(await svc.container.database.prisma.task.count()).toBe(before);
+
+  // Deleted between the request and its job: an API-only instance takes the request, its job is run here by hand.
+  const api = await startTestService({ ROLE: 'api' });
+  try {
+    const a = await json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(500), { name: 'gone.bin' }) }));
+    const started = await json(
+      await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [a.id] }) }),
+    );
+    expect((await api.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
+    await api.container.exports.run(started.task_id);
+    const t = await json(await api.fetch(`/api/tasks/${started.task_id}`));
+    expect(t.status).toBe('failed');
+    expect(t.error_message).toMatch(/nothing to export/);
+    expect(t.result?.export_name).toBeUndefined();
+    const dir = path.join(api.dataDir, 'blobs', '.objects', 'exports');
+    expect(fs.existsSync(dir) ? fs.readdirSync(dir) : []).toEqual([]);
+  } finally {
+    await api.stop();
+  }
+});

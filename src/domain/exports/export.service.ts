@@ -106,6 +106,9 @@ export class ExportService {
     }
     const members = await this.select(principal.ownerId, request);
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
+    // An archive of nothing helps no one (and `unzip -t` calls an empty ZIP an error): unknown ids, another owner's
+    // ids and jobs without outputs are told at once, as a missing asset is.
+    if (members.length === 0) throw new DomainError('ASSET_NOT_FOUND', 'none of the asset_ids or job_ids names an asset of yours: nothing to export');
     const id = crypto.randomUUID();
     const task = await transactions.run(async (tx) => {
       const t = await tasks.insertExport(
@@ -128,6 +131,11 @@ export class ExportService {
     const exportName = `${crypto.randomUUID()}.zip`;
     const log = logger.child({ task_id: taskId, export_name: exportName });
     const members = (await this.select(task.ownerId, task.exportRequest)).slice(0, MAX_EXPORT_ASSETS);
+    if (members.length === 0) {
+      // Every selected asset was deleted since the export was asked for.
+      await tasks.fail({ id: taskId }, 'nothing to export: the selected assets were deleted', { bytes: 0, total: 0 });
+      return;
+    }
     const paths = memberPaths(members, task.exportRequest.namingStrategy);
     let sent = 0;
     let cancelled = false;
