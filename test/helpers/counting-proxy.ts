@@ -35,6 +35,8 @@ export class CountingProxy {
   notFound?: (method: string, path: string) => boolean;
   /** Requests the proxy refuses itself with this status and an HTML page of its own (e.g. a gateway's 403 for OPTIONS). */
   refuse?: (method: string, path: string) => number | undefined;
+  /** Called with each request before it is passed on (e.g. to change a file while a push is between two requests). */
+  onRequest?: (method: string, path: string) => void;
   private readonly server = http.createServer((req, res) => this.handle(req, res));
   private readonly upstreams = new Set<http.ClientRequest>();
 
@@ -97,6 +99,7 @@ export class CountingProxy {
     if (this.cut) return void req.socket.destroy();
     const rec: ProxiedRequest = { method: req.method!, path: req.url!, headers: req.headers, bytesIn: 0, bytesOut: 0 };
     this.requests.push(rec);
+    this.onRequest?.(rec.method, rec.path);
     if (this.notFound?.(rec.method, rec.path)) {
       rec.status = 404;
       req.resume();

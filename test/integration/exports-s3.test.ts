@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { json, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { readZip } from '../helpers/zip';
@@ -49,4 +50,36 @@ test('export to S3: presigned URL, members equal to the blobs, removed after the
   await waitFor(async () => ((await svc.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined), { timeoutMs: 10_000 });
   expect(await svc.container.exports.sweepExpired()).toBeGreaterThanOrEqual(1);
   expect(s3.objectKeys()).not.toContain(key);
+});
+
+test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB parts went up) leaves no object and no pending multipart upload', async () => {
+  const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(20 * 1024 * 1024), { name: 'big.bin' }) });
+  const asset = await json(res);
+  const store = svc.container.blobStore;
+  const original = store.read.bind(store);
+  jest.spyOn(store, 'read').mockImplementationOnce(async (hash) => {
+    const whole = await original(hash);
+    let seen = 0;
+    return Readable.from(
+      (async function* () {
+        for await (const chunk of whole as AsyncIterable<Buffer>) {
+          seen += chunk.length;
+          if (seen > 18 * 1024 * 1024) throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+          yield chunk;
+        }
+      })(),
+    );
+  });
+  const exportsBefore = s3.objectKeys().filter((k) => k.startsWith('.objects/exports/'));
+  const started = await json(
+    await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [asset.id] }) }),
+  );
+  const task = await waitFor(async () => {
+    const t = await json(await svc.fetch(`/api/tasks/${started.task_id}`));
+    return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+  });
+  expect(task.status).toBe('failed');
+  expect(task.error_message).toMatch(/EIO/);
+  expect(s3.objectKeys().filter((k) => k.startsWith('.objects/exports/'))).toEqual(exportsBefore);
+  expect(s3.pendingUploads()).toBe(0);
 });

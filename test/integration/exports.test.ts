@@ -222,9 +222,10 @@ test("another owner's export is 404; their asset ids select nothing", async () =
   expect(res.status).toBe(404);
   expect((await json(res)).code).toBe('EXPORT_NOT_FOUND');
   expect((await svc.fetch(`/api/tasks/${task.id}`, { key: KEYS.bob })).status).toBe(404);
+  // Nothing of bob's is selected: completed as ComfyUI reports it, without success and without an archive.
   const theirs = await startExport({ asset_ids: [mine.id] }, KEYS.bob);
   const t = await finished(theirs.body.task_id, KEYS.bob);
-  expect(t.result.assets_total).toBe(0);
+  expect([t.result.success, t.result.assets_total, t.result.export_name]).toEqual([false, 0, undefined]);
   expect((await svc.fetch(`/api/assets/exports/${crypto.randomUUID()}.zip`)).status).toBe(404);
 });
 

@@ -47,3 +47,58 @@ describe('memberPaths', () => {
     expect(memberPaths(assets, 'group_by_job_time')).toEqual([`2026-11-22_15-04-05_${job}/dir/out.png`, `2026-11-22_15-04-05_${job}/out2.png`, 'loose.bin']);
   });
 });
+
+/** Hostile names: the members must extract on Linux, macOS and Windows alike (issue 13's hostile-input pass). */
+describe('names that would not extract everywhere', () => {
+  test.each([
+    ['evil\u202Etxt.exe', 'eviltxt.exe'],
+    ['a\u2066b\u2069\u200e\u200f\u061c', 'ab'],
+    ['CON', '_CON'],
+    ['aux.txt', '_aux.txt'],
+    ['dir/Com1.tar.gz', 'dir/_Com1.tar.gz'],
+    ['lpt9', '_lpt9'],
+    ['nul .txt', '_nul .txt'],
+    ['CON.', '_CON'],
+    ['console.log', 'console.log'],
+    ['...', 'fallback'],
+    ['a/.../b', 'a/b'],
+    ['trail. ', 'trail'],
+    ['dots.../x', 'dots/x'],
+    ['win<>:"|?*.txt', 'win_______.txt'],
+    ['C:/x', 'C_/x'],
+    ['c1\u0085\u009f', 'c1'],
+  ])('%j → %j', (name, expected) => {
+    expect(safeArchivePath(name, 'fallback')).toBe(expected);
+  });
+
+  test('segments are cut to 240 UTF-8 bytes, whole characters, the extension kept', () => {
+    for (const name of ['x'.repeat(512), '🎨'.repeat(128) + '.png', 'd/' + 'ü'.repeat(300), 'é'.repeat(200) + '.' + 'e'.repeat(100)]) {
+      const out = safeArchivePath(name, 'fallback');
+      for (const seg of out.split('/')) expect(Buffer.byteLength(seg)).toBeLessThanOrEqual(240);
+      expect(out).not.toContain('\ufffd');
+      expect(Buffer.from(out).toString()).toBe(out);
+    }
+    expect(safeArchivePath('🎨'.repeat(128) + '.png', 'f')).toBe('🎨'.repeat(59) + '.png');
+    expect(memberPaths([{ id: 'f'.repeat(36), name: 'x'.repeat(512), promptId: null, createdAt: new Date() }], 'asset_id')[0]!.length).toBe(240);
+  });
+
+  test('a member never takes the path of another member\'s folder, nor a name equal after NFC', () => {
+    const a = (id: string, name: string) => ({ id, name, promptId: null, createdAt: new Date() });
+    expect(memberPaths([a('1', 'a'), a('2', 'a/b'), a('3', 'A'), a('4', 'é'), a('5', 'e\u0301'), a('6', 'x/y'), a('7', 'X')], 'preserve')).toEqual([
+      'a (2)',
+      'a/b',
+      'A (3)',
+      'é',
+      'e\u0301 (2)',
+      'x/y',
+      'X (2)',
+    ]);
+  });
+
+  test('10,000 assets of one name are numbered 1 to 10,000', () => {
+    const assets = Array.from({ length: 10_000 }, (_, i) => ({ id: String(i), name: 'same.png', promptId: null, createdAt: new Date() }));
+    const paths = memberPaths(assets, 'preserve');
+    expect(new Set(paths).size).toBe(10_000);
+    expect(paths[9_999]).toBe('same (10000).png');
+  });
+});

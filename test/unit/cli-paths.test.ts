@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { comfyPlacement, comfyPlacementOf, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
+import { checkAsset, retryDelayMs } from '../../src/cli/assets/client';
+import { comfyPlacement, comfyPlacementOf, fitSegments, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
 
 describe('safeRelativePath (the loader_path rule)', () => {
   test.each([
@@ -64,5 +65,31 @@ describe('pullPath', () => {
   test('resolveInside refuses to leave the root', () => {
     expect(resolveInside('/tmp/r', 'a/b')).toBe(path.resolve('/tmp/r/a/b'));
     expect(() => resolveInside('/tmp/r', '../x')).toThrow(/outside/);
+  });
+});
+
+describe('hostile answers (issue 14)', () => {
+  test('Retry-After is honoured up to 60 s; without one (or unreadable) 1 s, 2 s, 4 s', () => {
+    expect(retryDelayMs('3', 0)).toBe(3000);
+    expect(retryDelayMs('999999', 0)).toBe(60_000);
+    expect(retryDelayMs(new Date(Date.now() + 10 * 3600_000).toUTCString(), 0)).toBe(60_000);
+    expect(retryDelayMs('soon', 1)).toBe(2000);
+    expect(retryDelayMs(undefined, 2)).toBe(4000);
+    expect(retryDelayMs('-5', 0)).toBe(1000);
+  });
+
+  test('an asset the client cannot rely on is refused', () => {
+    const good = { id: 'a1b2', name: 'x', size: 1, asset_hash: `blake3:${'0'.repeat(64)}`, tags: [] };
+    expect(checkAsset(good)).toBe(good);
+    for (const bad of [null, 'x', { ...good, id: '../etc' }, { ...good, size: -1 }, { ...good, size: 2 ** 60 }, { ...good, asset_hash: 'blake3:00' }, { ...good, tags: [1] }, { ...good, name: 5 }]) {
+      expect(() => checkAsset(bad)).toThrow(/INVALID_RESPONSE|not an asset/);
+    }
+  });
+
+  test('long segments are cut to 240 UTF-8 bytes, whole characters, extension kept', () => {
+    expect(fitSegments('a/b.txt')).toBe('a/b.txt');
+    const cut = fitSegments(`d/${'ü'.repeat(300)}.safetensors`);
+    expect(Buffer.byteLength(cut.split('/')[1]!)).toBeLessThanOrEqual(240);
+    expect(cut.endsWith('ü.safetensors')).toBe(true);
   });
 });

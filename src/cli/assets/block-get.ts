@@ -37,10 +37,15 @@ export interface BlockBody {
   destroy(): void;
 }
 
-/** GET `url` with `headers`; resolves once the status line and headers are in. */
-export function getBlocks(url: URL, headers: Record<string, string>): Promise<BlockBody> {
-  return url.protocol === 'http:' ? rawGet(url, headers) : nodeGet(url, headers);
+/**
+ * GET `url` with `headers`; resolves once the status line and headers are in. A connection that brings no byte for
+ * `idleMs` (before the head or within the body) is closed, and the request or the body fails.
+ */
+export function getBlocks(url: URL, headers: Record<string, string>, idleMs = 60_000): Promise<BlockBody> {
+  return url.protocol === 'http:' ? rawGet(url, headers, idleMs) : nodeGet(url, headers, idleMs);
 }
+
+const stalled = (idleMs: number): Error => new Error(`no byte from the service for ${idleMs / 1000} s`);
 
 async function bodyText(body: BlockBody): Promise<string> {
   const parts: Buffer[] = [];
@@ -62,7 +67,7 @@ interface Block {
  * the others handed on; the socket pauses when the one it switched to is the last free one, and resumes when a block
  * has been written (the buffer a paused socket will read into is never one that was handed on).
  */
-function rawGet(url: URL, headers: Record<string, string>): Promise<BlockBody> {
+function rawGet(url: URL, headers: Record<string, string>, idleMs: number): Promise<BlockBody> {
   return new Promise<BlockBody>((resolveHead, rejectHead) => {
     // Off the page boundary: each block is written into the page cache at a page-aligned offset (see offPage).
     const free: Buffer[] = [offPage(BLOCK), offPage(BLOCK)];
@@ -126,7 +131,7 @@ function rawGet(url: URL, headers: Record<string, string>): Promise<BlockBody> {
               // Not a body this reader can size: node:http reads it (a second request).
               finished = true;
               socket.destroy();
-              nodeGet(url, headers).then(resolveHead, rejectHead);
+              nodeGet(url, headers, idleMs).then(resolveHead, rejectHead);
               return false;
             }
             remaining = Number(length);
@@ -145,6 +150,12 @@ function rawGet(url: URL, headers: Record<string, string>): Promise<BlockBody> {
       },
     });
     socket.resume(); // flowing, so that an early end of the connection is seen ('end', 'close')
+    // Idle time of the socket: also while it is paused because the disk is slower (then the kernel's buffer fills and
+    // the server waits on us); only a stall of the server ends it, as a paused socket is resumed well within it.
+    socket.setTimeout(idleMs, () => {
+      if (!paused) end(stalled(idleMs));
+      else socket.setTimeout(idleMs); // re-armed: the writer is slow, not the server
+    });
     socket.on('connect', () => {
       const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `Host: ${url.host}`, 'Connection: close'];
       for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
@@ -209,9 +220,9 @@ function parseHead(text: string): { status: number; headers: Record<string, stri
 }
 
 /** The same through node:http(s): its 64 KiB chunks gathered into blocks. */
-function nodeGet(url: URL, headers: Record<string, string>): Promise<BlockBody> {
+function nodeGet(url: URL, headers: Record<string, string>, idleMs: number): Promise<BlockBody> {
   return new Promise<BlockBody>((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https : http).get(url, { headers }, (res) => {
+    const req = (url.protocol === 'https:' ? https : http).get(url, { headers, timeout: idleMs }, (res) => {
       const h: Record<string, string> = {};
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
       const body: BlockBody = {
@@ -242,6 +253,7 @@ function nodeGet(url: URL, headers: Record<string, string>): Promise<BlockBody> 
       };
       resolve(body);
     });
+    req.on('timeout', () => req.destroy(stalled(idleMs)));
     req.on('error', reject);
   });
 }

@@ -41,6 +41,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The answer's Retry-After header (429, 503), if any. */
+    readonly retryAfter?: string,
   ) {
     super(message);
   }
@@ -55,6 +57,52 @@ export interface ClientOptions {
   apiKey?: string;
   /** Assets per listing request (≤ 500, the service's maximum). */
   pageSize?: number;
+  /**
+   * How long a request may go without a byte from the service (the answer's head, or the next part of its body)
+   * before it is given up as NETWORK (default DEFAULT_TIMEOUT_MS).
+   */
+  timeoutMs?: number;
+  /** Retries of a 429 / 502 / 503 / 504 answer or a request that got no answer (default 3). */
+  retries?: number;
+}
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+/** A Retry-After longer than this is waited this long (a hostile or broken server must not park the client). */
+const MAX_RETRY_WAIT_MS = 60_000;
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+/** Requests that may be sent again after a failure: the service did the same whether it saw the first or not. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/**
+ * How long to wait before retry number `attempt` (0-based) of a request answered `status`: its Retry-After (seconds
+ * or an HTTP date) when it has one, at most MAX_RETRY_WAIT_MS, else 1 s, 2 s, 4 s ...
+ */
+export function retryDelayMs(retryAfter: string | null | undefined, attempt: number): number {
+  const fallback = 1000 * 2 ** attempt;
+  if (!retryAfter) return Math.min(fallback, MAX_RETRY_WAIT_MS);
+  const secs = /^\s*\d+\s*$/.test(retryAfter) ? Number(retryAfter) * 1000 : /GMT\s*$/.test(retryAfter) ? Date.parse(retryAfter) - Date.now() : NaN;
+  return Number.isFinite(secs) ? Math.max(0, Math.min(secs, MAX_RETRY_WAIT_MS)) : Math.min(fallback, MAX_RETRY_WAIT_MS);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A timer that calls `fire` once `ms` pass without a restart; unref'd, so it never keeps the process alive. */
+function idleTimer(ms: number, fire: () => void): { restart(): void; clear(): void } {
+  let t: NodeJS.Timeout | undefined;
+  const restart = (): void => {
+    clearTimeout(t);
+    t = setTimeout(fire, ms);
+    t.unref();
+  };
+  restart();
+  return { restart, clear: () => clearTimeout(t) };
+}
+
+/** An ApiError for a failure that is not an answer (refused, reset, timed out), with the cause's code. */
+export function networkError(what: string, err: unknown): ApiError {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer in time (${e.message ?? 'timeout'})` : (e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err));
+  return new ApiError(0, 'NETWORK', `${what}: ${why}`);
 }
 
 type Req = Omit<RequestInit, 'headers'> & { headers?: Record<string, string>; noKey?: boolean };
@@ -70,26 +118,74 @@ export class ApiClient {
     return this.opts.apiKey ? { 'x-api-key': this.opts.apiKey, ...extra } : extra;
   }
 
-  /** A request to `pathname` (or an absolute URL); the response whatever its status, or ApiError(NETWORK). */
+  get timeoutMs(): number {
+    return this.opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /**
+   * A request to `pathname` (or an absolute URL); the response whatever its status, or ApiError(NETWORK). The answer's
+   * head must come within the timeout. Idempotent requests are sent again on 429 / 502 / 503 / 504 (after their
+   * Retry-After) and when no answer came; other requests on 429 only (the service did nothing with them).
+   */
   async raw(pathname: string, init: Req = {}): Promise<Response> {
     const url = /^https?:/.test(pathname) ? pathname : this.base + pathname;
     const headers = init.noKey ? (init.headers ?? {}) : this.headers(init.headers);
-    try {
-      const { noKey: _noKey, ...rest } = init;
-      void _noKey;
-      return await fetch(url, { ...rest, headers });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      throw new ApiError(0, 'NETWORK', `${init.method ?? 'GET'} ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    const method = init.method ?? 'GET';
+    const { noKey: _noKey, ...rest } = init;
+    void _noKey;
+    const retries = this.opts.retries ?? 3;
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      const stop = new AbortController();
+      const idle = idleTimer(this.timeoutMs, () => stop.abort(new DOMException(`no byte for ${this.timeoutMs / 1000} s`, 'TimeoutError')));
+      try {
+        res = await fetch(url, { ...rest, headers, signal: init.signal ? AbortSignal.any([init.signal, stop.signal]) : stop.signal });
+      } catch (err) {
+        idle.clear();
+        // Only a failure of the network is worth another try: a TypeError of its own (a header value fetch refuses)
+        // fails the same way every time.
+        const network = (err as { cause?: unknown }).cause !== undefined || (err as Error).name === 'TimeoutError';
+        if (init.signal?.aborted || !network || !IDEMPOTENT.has(method) || attempt >= retries) throw networkError(`${method} ${url}`, err);
+        await sleep(retryDelayMs(undefined, attempt));
+        continue;
+      }
+      const again = res.status === 429 || (IDEMPOTENT.has(method) && RETRY_STATUSES.has(res.status));
+      if (again && attempt < retries) {
+        idle.clear();
+        await res.body?.cancel().catch(() => undefined);
+        await sleep(retryDelayMs(res.headers.get('retry-after'), attempt));
+        continue;
+      }
+      if (!res.body) {
+        idle.clear();
+        return res;
+      }
+      // The body must keep coming: each chunk restarts the timer, a stall aborts the request (its reader rejects).
+      idle.restart();
+      const watched = res.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform: (chunk, ctl) => {
+            idle.restart();
+            ctl.enqueue(chunk);
+          },
+          flush: () => idle.clear(),
+        }),
+      );
+      return new Response(watched, { status: res.status, statusText: res.statusText, headers: res.headers });
     }
   }
 
-  /** A JSON request; a non-2xx answer throws ApiError with the service's code and message. */
+  /**
+   * A JSON request; a non-2xx answer throws ApiError with the service's code and message, an answer that is not JSON
+   * (a proxy's HTML page) INVALID_RESPONSE, a body cut off or stalled (no byte within the timeout) NETWORK.
+   */
   async json<T>(pathname: string, init: Req & { body?: string } = {}): Promise<{ status: number; body: T; res: Response }> {
     const res = await this.raw(pathname, init.body !== undefined ? { ...init, headers: { 'content-type': 'application/json', ...init.headers } } : init);
     if (!res.ok) throw await errorOf(res);
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, res };
+    const text = await res.text().catch((err: unknown) => {
+      throw networkError(`${init.method ?? 'GET'} ${pathname}: the answer broke off`, err);
+    });
+    return { status: res.status, body: parseJson<T>(text, res.status, `${init.method ?? 'GET'} ${pathname}`), res };
   }
 
   /**
@@ -103,7 +199,7 @@ export class ApiClient {
     for (let hop = 0; ; hop++) {
       try {
         // The key goes to the service only: a redirect elsewhere (a presigned S3 URL) is followed without it.
-        body = await getBlocks(url, url.origin === first.origin ? this.headers(headers) : headers);
+        body = await getBlocks(url, url.origin === first.origin ? this.headers(headers) : headers, this.timeoutMs);
       } catch (err) {
         throw new ApiError(0, 'NETWORK', `GET ${url}: ${(err as Error).message}`);
       }
@@ -115,7 +211,8 @@ export class ApiClient {
     }
     if ((body.status >= 200 && body.status < 300) || accept.includes(body.status)) return body;
     const text = await body.text().catch(() => '');
-    throw await errorOf(new Response(text || null, { status: body.status }));
+    const retryAfter = body.headers['retry-after'];
+    throw await errorOf(new Response(text || null, { status: body.status, headers: retryAfter ? { 'retry-after': retryAfter } : {} }));
   }
 
   /**
@@ -129,7 +226,7 @@ export class ApiClient {
     try {
       res = await this.raw('/api/uploads', { method: 'OPTIONS', headers: { 'tus-resumable': '1.0.0' }, signal: AbortSignal.timeout(timeoutMs) });
     } catch (err) {
-      if (err instanceof ApiError && /TimeoutError|aborted/i.test(err.message)) return {};
+      if (err instanceof ApiError && err.message.includes('no answer in time')) return {};
       throw err;
     }
     if (res.status === 401 || res.status === 403) {
@@ -158,13 +255,16 @@ export class ApiClient {
    * is created by an upload that names the stored hash and carries no file part (no byte of the file is sent).
    */
   async fromHash(input: { hash: string; name: string; tags: string[] }): Promise<Asset> {
-    if (input.tags.length > 0) return (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body;
+    if (input.tags.length > 0) return checkAsset((await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body);
     const form = new FormData();
     form.set('hash', input.hash);
     form.set('name', input.name);
     const res = await this.raw('/api/assets', { method: 'POST', body: form });
     if (!res.ok) throw await errorOf(res);
-    return (await res.json()) as Asset;
+    const text = await res.text().catch((err: unknown) => {
+      throw networkError('POST /api/assets: the answer broke off', err);
+    });
+    return checkAsset(parseJson<Asset>(text, res.status, 'POST /api/assets'));
   }
 
   /**
@@ -185,7 +285,7 @@ export class ApiClient {
   }
 
   async getAsset(id: string): Promise<Asset> {
-    return (await this.json<Asset>(`/api/assets/${encodeURIComponent(id)}`)).body;
+    return checkAsset((await this.json<Asset>(`/api/assets/${encodeURIComponent(id)}`)).body);
   }
 
   async deleteAsset(id: string): Promise<void> {
@@ -193,7 +293,10 @@ export class ApiClient {
   }
 
   async getTask(id: string): Promise<Task> {
-    return (await this.json<Task>(`/api/tasks/${encodeURIComponent(id)}`)).body;
+    const task = (await this.json<Task>(`/api/tasks/${encodeURIComponent(id)}`)).body;
+    // A status outside the contract's would be followed for ever (never terminal): refused here.
+    if (!isObject(task) || typeof task.id !== 'string' || !TASK_STATUSES.has(task.status as string)) throw invalidResponse(`GET /api/tasks/${id}`, 'not a task');
+    return task;
   }
 
   /**
@@ -211,12 +314,15 @@ export class ApiClient {
       if (filter.nameContains) q.set('name_contains', filter.nameContains);
       if (cursor !== undefined) q.set('after', cursor);
       else q.set('offset', String(offset));
-      const page = (await this.json<AssetPage>(`/api/assets?${q}`)).body;
+      const page = checkPage((await this.json<AssetPage>(`/api/assets?${q}`)).body);
       for (const a of page.assets) {
         yield a;
         if (--left <= 0) return;
       }
       offset += page.assets.length;
+      // An empty page ends the listing whatever it says, and a cursor that does not move would list for ever.
+      if (page.assets.length === 0) return;
+      if (page.next_cursor !== undefined && page.next_cursor === cursor) throw invalidResponse('GET /api/assets', 'a page whose next_cursor is the one asked for');
       if (page.next_cursor !== undefined) cursor = page.next_cursor;
       else if (!page.has_more || page.assets.length === 0) return;
       else cursor = undefined;
@@ -255,5 +361,51 @@ export async function errorOf(res: Response): Promise<ApiError> {
     if (typeof body.code === 'string') code = body.code;
     if (typeof body.message === 'string') message = body.message;
   }
-  return new ApiError(res.status, code, message);
+  return new ApiError(res.status, code, message, res.headers.get('retry-after') ?? undefined);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const invalidResponse = (what: string, why: string): ApiError => new ApiError(0, 'INVALID_RESPONSE', `${what}: the service's answer is ${why}`);
+
+/** The JSON of a 2xx answer; INVALID_RESPONSE (with the start of the text) when it is not JSON. */
+function parseJson<T>(text: string, status: number, what: string): T {
+  if (text === '') return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    const start = text.slice(0, 80).replace(/\s+/g, ' ');
+    throw new ApiError(status, 'INVALID_RESPONSE', `${what}: the answer is not JSON (it starts ${JSON.stringify(start)}; a proxy or another server?)`);
+  }
+}
+
+const HASH = /^(blake3|sha256):[0-9a-f]{64}$/;
+const TASK_STATUSES = new Set(['created', 'running', 'completed', 'failed', 'cancelled']);
+
+/**
+ * An asset as the CLI relies on it (its id goes into URLs, its size and hash decide what a pull keeps); anything else
+ * is INVALID_RESPONSE rather than a TypeError later.
+ */
+export function checkAsset(a: unknown): Asset {
+  const ok =
+    isObject(a) &&
+    typeof a.id === 'string' &&
+    /^[A-Za-z0-9_-]{1,128}$/.test(a.id) &&
+    typeof a.name === 'string' &&
+    Number.isSafeInteger(a.size) &&
+    (a.size as number) >= 0 &&
+    typeof a.asset_hash === 'string' &&
+    HASH.test(a.asset_hash) &&
+    Array.isArray(a.tags) &&
+    a.tags.every((t) => typeof t === 'string') &&
+    (a.loader_path === undefined || typeof a.loader_path === 'string');
+  if (!ok) throw invalidResponse('an asset', `not an asset (${JSON.stringify(a)?.slice(0, 120)})`);
+  return a as Asset;
+}
+
+function checkPage(page: unknown): AssetPage {
+  if (!isObject(page) || !Array.isArray(page.assets)) throw invalidResponse('GET /api/assets', 'not a page of assets');
+  page.assets.forEach(checkAsset);
+  if (page.next_cursor !== undefined && typeof page.next_cursor !== 'string') throw invalidResponse('GET /api/assets', 'a page with a next_cursor that is not text');
+  return page as unknown as AssetPage;
 }

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApiError, errorOf, type ApiClient, type Asset, type Task } from './client';
-import { formatBytes, type Progress } from './progress';
+import { formatBytes, printable, type Progress } from './progress';
 
 /** One line of `assets ls`: id, size, name, tags. */
-export const assetLine = (a: Asset): string => `${a.id}  ${formatBytes(a.size).padStart(10)}  ${a.name}  [${a.tags.join(', ')}]`;
+export const assetLine = (a: Asset): string => printable(`${a.id}  ${formatBytes(a.size).padStart(10)}  ${a.name}  [${a.tags.join(', ')}]`);
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
@@ -71,8 +71,15 @@ export async function exportZip(client: ApiClient, assetIds: string[], out: stri
   const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
   body.on('data', (c: Buffer) => bar.update((done += c.length)));
   const tmp = `${out}.part`;
-  await pipeline(body, fs.createWriteStream(tmp));
-  fs.renameSync(tmp, out);
+  try {
+    await pipeline(body, fs.createWriteStream(tmp));
+    if (res.headers.get('content-length') !== null && done !== size) throw new ApiError(0, 'SIZE_MISMATCH', `the archive has ${done} of its ${size} bytes`);
+    fs.renameSync(tmp, out);
+  } catch (err) {
+    // Nothing half-written stays: a broken or short download (or a full disk) leaves no file.
+    fs.rmSync(tmp, { force: true });
+    throw err instanceof ApiError || (err as NodeJS.ErrnoException).syscall ? err : new ApiError(0, 'NETWORK', `the archive download broke off: ${(err as Error).message}`);
+  }
   bar.finish(`saved ${out} (${formatBytes(done)})`);
   return { task, bytes: done };
 }

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ApiClient, ApiError } from './client';
+import { ApiClient, ApiError, DEFAULT_TIMEOUT_MS } from './client';
 import { assetLine, downloadUrl, exportZip } from './commands';
-import { createProgress, formatBytes } from './progress';
+import { createProgress, formatBytes, printable } from './progress';
 import { extraModelPathsYaml, pull } from './pull';
 import { push } from './push';
 import { UploadStateFile } from './upload-state';
@@ -29,6 +29,7 @@ interface GlobalOptions {
   apiKey?: string;
   stateFile?: string;
   pageSize: number;
+  timeout: number;
 }
 
 const collect = (v: string, prev: string[]): string[] => [...prev, v];
@@ -47,8 +48,17 @@ function wholeNumber(v: string): number {
 
 const out = (v: unknown): void => void process.stdout.write(JSON.stringify(v, null, 2) + '\n');
 
-function describe(err: unknown): string {
-  return err instanceof ApiError ? err.toString() : (err as Error).message;
+/** `{code, message}` of any failure: the service's, NETWORK / INVALID_RESPONSE of the client, a system error's code. */
+function errorInfo(err: unknown): { code: string; message: string } {
+  if (err instanceof ApiError) return { code: err.code, message: err.status ? `${err.status} ${err.message}` : err.message };
+  const e = err as NodeJS.ErrnoException;
+  return { code: typeof e?.code === 'string' ? e.code : 'ERROR', message: typeof e?.message === 'string' ? e.message : String(err) };
+}
+
+function positiveSeconds(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number of seconds > 0');
+  return n;
 }
 
 /** The `assets` program: configuration from ASSETS_URL / ASSETS_API_KEY, overridden by --url / --api-key. */
@@ -60,13 +70,29 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .addOption(new Option('--api-key <key>', 'API key (X-API-Key)').env('ASSETS_API_KEY'))
     .option('--state-file <file>', 'where push keeps its resumable uploads (default: ~/.cache/assets-cli/uploads.json)')
     .addOption(new Option('--page-size <n>', 'assets per listing request').argParser(positiveInt).default(500).hideHelp())
+    .addOption(
+      new Option('--timeout <seconds>', 'give a request up when the service sends nothing for this long (then retried where safe)')
+        .env('ASSETS_TIMEOUT')
+        .argParser(positiveSeconds)
+        .default(DEFAULT_TIMEOUT_MS / 1000),
+    )
     .showHelpAfterError()
     .exitOverride();
   program.addHelpText('after', '\nExit codes: 0 success, 1 some files or requests failed (listed), 2 usage error.');
 
   const client = (): ApiClient => {
     const g = program.opts<GlobalOptions>();
-    return new ApiClient({ url: g.url, apiKey: g.apiKey, pageSize: g.pageSize });
+    let url: URL | undefined;
+    try {
+      url = new URL(g.url);
+    } catch {
+      // below
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new UsageError(`--url / ASSETS_URL must be an http: or https: URL: ${printable(g.url)}`);
+    if (g.apiKey !== undefined && !/^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(g.apiKey)) {
+      throw new UsageError('--api-key / ASSETS_API_KEY must be printable ASCII without line breaks or surrounding spaces (it goes in a header)');
+    }
+    return new ApiClient({ url: g.url, apiKey: g.apiKey, pageSize: g.pageSize, timeoutMs: Math.round(g.timeout * 1000) });
   };
 
   program
@@ -80,12 +106,19 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .addOption(new Option('--timings', "each file's phase times in its --json result (ms)").default(false).hideHelp())
     .option('--json', 'print the results as JSON on stdout', false)
     .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; timings: boolean; json: boolean }) => {
-      const missing = paths.filter((p) => !fs.existsSync(p));
+      // lstat: a symlink loop or a dangling link exists (and is reported as the file it is), only nothing is missing.
+      const missing = paths.filter((p) => {
+        try {
+          return !fs.lstatSync(p, { throwIfNoEntry: false });
+        } catch {
+          return false; // there, but not to be looked at (EACCES, ENOTDIR): the push lists it as failed
+        }
+      });
       if (missing.length) throw new UsageError(`no such file or folder: ${missing.join(', ')}`);
       const g = program.opts<GlobalOptions>();
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
-      const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'));
       const progress = createProgress();
+      const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'), (m) => progress.log(`warning: ${m}`));
       const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, timings: o.timings }, progress).finally(() =>
         progress.stop(),
       );
@@ -96,7 +129,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
         `${results.length} files: ${results.filter((r) => r.action === 'uploaded').length} uploaded (${formatBytes(sent)} sent), ` +
           `${results.filter((r) => r.action === 'from_hash').length} stored by hash, ${failed.length} failed\n`,
       );
-      for (const f of failed) process.stderr.write(`  failed: ${f.file}: ${f.error?.code}: ${f.error?.message}\n`);
+      for (const f of failed) process.stderr.write(printable(`  failed: ${f.file}: ${f.error?.code}: ${f.error?.message}`) + '\n');
       setExit(failed.length ? EXIT.failed : EXIT.ok);
     });
 
@@ -122,7 +155,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
         `${results.length} assets: ${results.filter((r) => r.action === 'downloaded').length} downloaded (${formatBytes(received)}), ` +
           `${results.filter((r) => r.action === 'present').length} already present, ${failed.length} failed\n`,
       );
-      for (const f of failed) process.stderr.write(`  failed: ${f.path} (${f.asset_id}): ${f.error?.code}: ${f.error?.message}\n`);
+      for (const f of failed) process.stderr.write(printable(`  failed: ${f.path} (${f.asset_id}): ${f.error?.code}: ${f.error?.message}`) + '\n');
       if (yaml && !o.json) {
         process.stdout.write(`# add to ComfyUI's extra_model_paths.yaml:\n${yaml}`);
         process.stdout.write(`# input/ and output/ are ComfyUI's --input-directory and --output-directory\n`);
@@ -155,7 +188,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       const a = await client().getAsset(id);
       if (o.json) return out(a);
       for (const k of ['id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'loader_path', 'created_at', 'updated_at']) {
-        if (a[k] !== undefined) process.stdout.write(`${k}: ${k === 'tags' ? a.tags.join(', ') : k === 'size' ? `${a.size} (${formatBytes(a.size)})` : String(a[k])}\n`);
+        if (a[k] !== undefined) process.stdout.write(printable(`${k}: ${k === 'tags' ? a.tags.join(', ') : k === 'size' ? `${a.size} (${formatBytes(a.size)})` : String(a[k])}`) + '\n');
       }
     });
 
@@ -163,8 +196,10 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .command('rm')
     .description('delete an asset')
     .argument('<id>', 'asset id')
-    .action(async (id: string) => {
+    .option('--json', 'print the result as JSON', false)
+    .action(async (id: string, o: { json: boolean }) => {
       await client().deleteAsset(id);
+      if (o.json) out({ deleted: id });
       process.stderr.write(`deleted ${id}\n`);
     });
 
@@ -180,7 +215,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       if (o.json) out(r.asset ?? r.task);
       else if (r.asset) process.stdout.write(assetLine(r.asset) + '\n');
       if (!r.asset) {
-        process.stderr.write(`download ${r.task?.status ?? 'failed'}: ${r.task?.error_message ?? ''}\n`);
+        process.stderr.write(printable(`download ${r.task?.status ?? 'failed'}: ${r.task?.error_message ?? ''}`) + '\n');
         setExit(EXIT.failed);
       }
     });
@@ -211,18 +246,25 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
 async function main(argv: string[]): Promise<number> {
   let code: number = EXIT.ok;
   const program = buildProgram(process.env, (c) => (code = c));
+  // Every failure of a `--json` run is also an answer on stdout: `{"error": {"code", "message"}}`.
+  const json = argv.includes('--json');
   try {
     await program.parseAsync(argv, { from: 'user' });
     return code;
   } catch (err) {
     if (err instanceof CommanderError) {
-      return err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? EXIT.ok : EXIT.usage;
+      if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
+      if (json) out({ error: { code: 'USAGE', message: err.message.replace(/^error: /, '') } });
+      return EXIT.usage;
     }
     if (err instanceof UsageError) {
       process.stderr.write(`error: ${err.message}\n`);
+      if (json) out({ error: { code: 'USAGE', message: err.message } });
       return EXIT.usage;
     }
-    process.stderr.write(`assets: ${describe(err)}\n`);
+    const e = errorInfo(err);
+    process.stderr.write(printable(`assets: ${e.code}: ${e.message}`) + '\n');
+    if (json) out({ error: e });
     return EXIT.failed;
   }
 }
@@ -236,9 +278,17 @@ export function run(argv: string[]): void {
     process.stderr.write(`assets: cannot write the output: ${err.message}\n`);
     process.exit(EXIT.failed);
   });
+  // Whatever escapes (a bug, a library's stray error): one line, never a stack trace, exit 1.
+  const fatal = (err: unknown): void => {
+    const e = errorInfo(err);
+    process.stderr.write(printable(`assets: internal error: ${e.code}: ${e.message}`) + '\n');
+    process.exit(EXIT.failed);
+  };
+  process.on('uncaughtException', fatal);
+  process.on('unhandledRejection', fatal);
   void main(argv).then((code) => {
     process.exitCode = code;
-  });
+  }, fatal);
 }
 
 if (require.main === module) run(process.argv.slice(2));

@@ -20,6 +20,32 @@ export function fallbackFileName(name: string, id: string): string {
   return last === '' || last === '.' || last === '..' ? id : last;
 }
 
+/** At most this many UTF-8 bytes per path segment: 255 is the limit of common file systems, less room for `.part`. */
+const MAX_SEGMENT_BYTES = 240;
+
+/**
+ * `rel` with each segment longer than MAX_SEGMENT_BYTES cut to it (whole characters; the extension kept), so a long
+ * asset name (the service allows 512 characters) is still a file name the disk takes.
+ */
+export function fitSegments(rel: string): string {
+  return rel
+    .split('/')
+    .map((seg) => {
+      if (Buffer.byteLength(seg) <= MAX_SEGMENT_BYTES) return seg;
+      const dot = seg.lastIndexOf('.');
+      const ext = dot > 0 && Buffer.byteLength(seg.slice(dot)) <= 32 ? seg.slice(dot) : '';
+      let stem = '';
+      let bytes = Buffer.byteLength(ext);
+      for (const ch of seg.slice(0, seg.length - ext.length)) {
+        bytes += Buffer.byteLength(ch);
+        if (bytes > MAX_SEGMENT_BYTES) break;
+        stem += ch;
+      }
+      return stem + ext;
+    })
+    .join('/');
+}
+
 /** Joins a safe relative POSIX path under `root`, refusing (throwing) anything that would land outside it. */
 export function resolveInside(root: string, rel: string): string {
   const abs = path.resolve(root, ...rel.split('/'));
@@ -77,7 +103,7 @@ export interface AssetPlacementInput {
  */
 export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   const wanted = asset.tags.includes('models') && asset.loader_path !== undefined ? asset.loader_path : asset.name;
-  const safe = safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id);
+  const safe = fitSegments(safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id));
   if (!comfyui) return safe;
   if (asset.tags.includes('models')) {
     const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output';

@@ -30,6 +30,13 @@ export function formatBytes(n: number): string {
 
 const PLAIN_EVERY_MS = 10_000;
 
+/**
+ * Text as it may go to a terminal: control characters (an escape sequence in a name sent by a hostile server could
+ * rewrite the screen or the window title) and bidirectional controls shown as `\u001b`-style escapes.
+ */
+export const printable = (s: string): string =>
+  s.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 const shorten = (s: string, max = 40): string => (s.length <= max ? s : '…' + s.slice(s.length - max + 1));
 
 function barPayload(value: number, startedAt: number, startValue: number): { speed: string; done: string } {
@@ -136,8 +143,17 @@ class PlainProgress implements Progress {
   stop(): void {}
 }
 
-/** Bars only when stderr is a terminal (and not --quiet); plain lines otherwise. */
+/** Bars only when stderr is a terminal (and not --quiet); plain lines otherwise. Every label and line made printable. */
 export function createProgress(opts: { quiet?: boolean } = {}): Progress {
   if (opts.quiet) return { addTotal: () => {}, item: () => ({ update: () => {}, finish: () => {} }), log: () => {}, stop: () => {} };
-  return process.stderr.isTTY ? new TerminalProgress() : new PlainProgress();
+  const p: Progress = process.stderr.isTTY ? new TerminalProgress() : new PlainProgress();
+  return {
+    addTotal: (bytes) => p.addTotal(bytes),
+    item: (label, size) => {
+      const it = p.item(printable(label), size);
+      return { update: (bytes) => it.update(bytes), finish: (line) => it.finish(line === undefined ? undefined : printable(line)) };
+    },
+    log: (line) => p.log(printable(line)),
+    stop: () => p.stop(),
+  };
 }

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import fsp from 'node:fs/promises';
-import { ApiError, type ApiClient, type Asset } from './client';
+import { ApiError, retryDelayMs, type ApiClient, type Asset } from './client';
 import { FileHasher, type HashAlgorithm } from './file-hasher';
 import { pullPath, resolveInside } from './paths';
 import { mapPool } from './pool';
-import { formatBytes, type Progress } from './progress';
+import { formatBytes, printable, type Progress } from './progress';
 
 export interface PullOptions {
   tags: string[];
@@ -62,18 +62,23 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
       if (res.status !== 206) offset = 0;
       let done = offset;
       onBytes(done);
+      // A body longer than the asset (a broken or hostile server) is cut at its size, not written to the disk's end.
+      const tooLong = (): ApiError => new ApiError(0, 'SIZE_MISMATCH', `the service sent more than the ${asset.size} bytes of ${asset.asset_hash}`);
       // The main thread only moves the bytes: the body arrives in blocks of about 4 MiB (block-get.ts), each written
       // with one call, and the hashing thread reads the part behind the writes, so what is checked is what is on disk.
       // What arrived before a broken connection is written before the failure is reported: the next attempt
       // continues after it.
-      const fh = await fsp.open(part, offset > 0 ? 'a' : 'w');
+      // O_NOFOLLOW: a .part that is a symlink (planted by someone else in a shared folder) is not written through.
+      const { O_WRONLY, O_CREAT, O_APPEND, O_TRUNC, O_NOFOLLOW } = fs.constants;
+      const fh = await fsp.open(part, O_WRONLY | O_CREAT | O_NOFOLLOW | (offset > 0 ? O_APPEND : O_TRUNC), 0o644);
       const hash = hasher.follow(part, algorithmOf(asset.asset_hash));
       hash.grow(offset);
       let digest: string;
       try {
         try {
           await res.pipeTo(async (block) => {
-            await fh.write(block);
+            if (done + block.length > asset.size) throw tooLong();
+            await writeFully(fh, block);
             done += block.length;
             received += block.length;
             hash.grow(done);
@@ -91,15 +96,21 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
         throw err;
       }
       if (done !== asset.size || digest !== asset.asset_hash) {
+        // Never kept: a wrong part would be resumed by the next run.
         fs.rmSync(part, { force: true });
         throw new ApiError(0, 'HASH_MISMATCH', `the downloaded bytes (${done}) do not match ${asset.asset_hash}`);
       }
       fs.renameSync(part, target);
       return received;
     } catch (err) {
-      const retriable = err instanceof ApiError && (err.status === 0 || err.status === 416 || err.status >= 500) && err.code !== 'HASH_MISMATCH';
+      const code = (err as NodeJS.ErrnoException).code;
+      if (err instanceof ApiError && (err.code === 'SIZE_MISMATCH' || err.code === 'HASH_MISMATCH')) fs.rmSync(part, { force: true });
+      // The local disk is full: what this file took is given back, for the other files and whatever else runs.
+      if (code === 'ENOSPC' || code === 'EDQUOT') fs.rmSync(part, { force: true });
+      const retriable =
+        err instanceof ApiError && (err.status === 0 || err.status === 416 || err.status === 429 || err.status >= 500) && err.code !== 'HASH_MISMATCH' && err.code !== 'SIZE_MISMATCH';
       if (!retriable || attempt >= RETRY_DELAYS_MS.length) throw err;
-      await new Promise((r) => setTimeout(r, RETRY_DELAYS_MS[attempt]));
+      await new Promise((r) => setTimeout(r, err.retryAfter !== undefined ? retryDelayMs(err.retryAfter, attempt) : RETRY_DELAYS_MS[attempt]));
     }
   }
 }
@@ -108,13 +119,7 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
 export async function pull(client: ApiClient, dir: string, opts: PullOptions, progress: Progress): Promise<PullResult[]> {
   const assets: Asset[] = [];
   for await (const a of client.listAll({ tags: opts.tags, nameContains: opts.nameContains })) assets.push(a);
-  const claimed = new Map<string, string>();
-  const plan = assets.map((asset) => {
-    const rel = pullPath(asset, opts.comfyui);
-    const owner = claimed.get(rel);
-    if (owner === undefined) claimed.set(rel, asset.id);
-    return { asset, rel, takenBy: owner };
-  });
+  const plan = planPaths(assets, opts.comfyui);
   for (const p of plan) progress.addTotal(p.asset.size);
 
   const hasher = new FileHasher();
@@ -122,6 +127,38 @@ export async function pull(client: ApiClient, dir: string, opts: PullOptions, pr
     return await pullAll(client, hasher, dir, plan, opts, progress);
   } finally {
     await hasher.close();
+  }
+}
+
+/**
+ * Each asset's path in the target folder, and why it cannot be written when it cannot: its path is another asset's
+ * (written once, by the first), a folder of another asset's path (`dir` beside `dir/x`), or another asset's
+ * temporary `.part` file (`x.part` beside `x`).
+ */
+export function planPaths(assets: Asset[], comfyui: boolean): { asset: Asset; rel: string; takenBy: string | undefined }[] {
+  const rels = assets.map((asset) => pullPath(asset, comfyui));
+  const firstOf = new Map<string, string>();
+  const folders = new Map<string, string>();
+  for (const [i, rel] of rels.entries()) {
+    if (!firstOf.has(rel)) firstOf.set(rel, assets[i]!.id);
+    for (let j = rel.indexOf('/'); j >= 0; j = rel.indexOf('/', j + 1)) if (!folders.has(rel.slice(0, j))) folders.set(rel.slice(0, j), assets[i]!.id);
+  }
+  return assets.map((asset, i) => {
+    const rel = rels[i]!;
+    const first = firstOf.get(rel)!;
+    let takenBy: string | undefined;
+    if (first !== asset.id) takenBy = `${rel} is also the path of asset ${first}; not written twice`;
+    else if (folders.has(rel)) takenBy = `${rel} is a folder of asset ${folders.get(rel)}'s path`;
+    else if (rel.endsWith('.part') && firstOf.has(rel.slice(0, -5))) takenBy = `${rel} is where asset ${firstOf.get(rel.slice(0, -5))} is downloaded to first`;
+    return { asset, rel, takenBy };
+  });
+}
+
+/** Writes the whole block (a write may take only part of it, as on a disk about to be full). */
+async function writeFully(fh: fsp.FileHandle, block: Buffer): Promise<void> {
+  for (let at = 0; at < block.length; ) {
+    const { bytesWritten } = await fh.write(block, at, block.length - at);
+    at += bytesWritten;
   }
 }
 
@@ -136,8 +173,9 @@ async function pullAll(
   return mapPool(plan, opts.concurrency, async ({ asset, rel, takenBy }): Promise<PullResult> => {
     const base = { asset_id: asset.id, name: asset.name, path: rel, size: asset.size };
     try {
-      if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', `${rel} is also the path of asset ${takenBy}; not written twice`);
+      if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', takenBy);
       const target = resolveInside(dir, rel);
+      if (fs.lstatSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${rel} is a folder in ${dir}; not replaced`);
       if (await hasRightContent(hasher, target, asset)) {
         progress.log(`present  ${rel}`);
         return { ...base, action: 'present', bytes_received: 0 };
@@ -167,5 +205,6 @@ export function extraModelPathsYaml(dir: string, results: PullResult[]): string 
   const lines = ['assets:', `    base_path: ${JSON.stringify(path.resolve(dir))}`];
   const key = (f: string): string => (/^[A-Za-z0-9_.-]+$/.test(f) ? f : JSON.stringify(f));
   for (const f of [...folders].sort()) lines.push(`    ${key(f)}: ${JSON.stringify(`models/${f}/`)}`);
-  return lines.join('\n') + '\n';
+  // Quoted by JSON.stringify; the C1 controls it leaves as they are escaped too (a YAML double-quoted \u escape).
+  return lines.map(printable).join('\n') + '\n';
 }

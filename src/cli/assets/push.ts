@@ -52,31 +52,98 @@ interface Candidate {
   rel: string;
 }
 
+/** What a walk found that is not pushed: a special file (skipped) or an entry it could not read (failed). */
+export interface WalkProblem {
+  file: string;
+  action: 'skipped' | 'failed';
+  error: { code: string; message: string };
+}
+
 const STATE_FILE_NAME = '.assets-push-state.json';
 
-/** Every regular file under the arguments (files as given, directories walked; hidden names skipped). */
-export function collectFiles(args: string[]): Candidate[] {
+/** `fifo`, `socket`, ... for a file that is neither a regular file nor a folder. */
+function kindOf(st: fs.Stats | fs.Dirent): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/**
+ * Every regular file under the arguments (files as given, directories walked; hidden names skipped). Special files
+ * (FIFOs, sockets, devices: reading one could block forever) are skipped, and entries that cannot be read (EACCES,
+ * a symlink loop) are failures, each listed in `problems`; the walk goes on with the rest.
+ */
+export function collectFiles(args: string[], problems: WalkProblem[] = []): Candidate[] {
   const out: Candidate[] = [];
   const seen = new Set<string>();
+  const failed = (file: string, err: unknown): void => {
+    const e = err as NodeJS.ErrnoException;
+    problems.push({ file, action: 'failed', error: { code: e.code ?? 'ERROR', message: e.message } });
+  };
+  const special = (file: string, st: fs.Stats | fs.Dirent): void =>
+    void problems.push({ file, action: 'skipped', error: { code: 'NOT_A_FILE', message: `${kindOf(st)}: only regular files are pushed` } });
   const walk = (root: string, dir: string): void => {
-    // A symlinked folder is followed once (a link back up the tree would otherwise never end).
-    const real = fs.realpathSync(dir);
-    if (seen.has(real)) return;
-    seen.add(real);
-    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    let entries: fs.Dirent[];
+    try {
+      // A symlinked folder is followed once (a link back up the tree would otherwise never end).
+      const real = fs.realpathSync(dir);
+      if (seen.has(real)) return;
+      seen.add(real);
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch (err) {
+      return failed(dir, err);
+    }
+    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (e.name.startsWith('.')) continue;
       const abs = path.join(dir, e.name);
-      const st = e.isSymbolicLink() ? fs.statSync(abs, { throwIfNoEntry: false }) : e;
-      if (st?.isDirectory()) walk(root, abs);
-      else if (st?.isFile()) out.push({ file: abs, rel: path.relative(root, abs).split(path.sep).join('/') });
+      // A name that is not UTF-8 (Latin-1 bytes from an old archive) reads back with U+FFFD and opens nothing.
+      if (e.name.includes('\ufffd') && !fs.lstatSync(abs, { throwIfNoEntry: false })) {
+        problems.push({ file: abs, action: 'failed', error: { code: 'INVALID_FILE_NAME', message: 'the file name is not UTF-8: rename it to push it' } });
+        continue;
+      }
+      let st: fs.Stats | fs.Dirent | undefined = e;
+      if (e.isSymbolicLink()) {
+        try {
+          st = fs.statSync(abs, { throwIfNoEntry: false });
+        } catch (err) {
+          failed(abs, err); // ELOOP, EACCES
+          continue;
+        }
+        if (!st) continue; // a dangling link: nothing to push
+      }
+      if (st.isDirectory()) walk(root, abs);
+      else if (st.isFile()) out.push({ file: abs, rel: path.relative(root, abs).split(path.sep).join('/') });
+      else special(abs, st);
     }
   };
   for (const arg of args) {
-    const st = fs.statSync(arg);
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(arg);
+    } catch (err) {
+      failed(arg, err);
+      continue;
+    }
     if (st.isDirectory()) walk(arg, arg);
-    else out.push({ file: path.resolve(arg), rel: path.basename(arg) });
+    else if (st.isFile()) out.push({ file: path.resolve(arg), rel: path.basename(arg) });
+    else special(arg, st);
   }
   return out;
+}
+
+/** The size and modification time a file had when it was planned: if either moved, its hash may not be its content. */
+interface Seen {
+  size: number;
+  mtimeMs: number;
+}
+
+function checkUnchanged(file: string, seen: Seen): void {
+  const now = fs.statSync(file, { throwIfNoEntry: false });
+  if (!now || !now.isFile()) throw new ApiError(0, 'FILE_CHANGED', 'the file went away while it was pushed');
+  if (now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) {
+    throw new ApiError(0, 'FILE_CHANGED', `the file changed while it was pushed (size ${seen.size} → ${now.size}); push it again once it is written`);
+  }
 }
 
 const errorInfo = (err: unknown): { code: string; message: string } =>
@@ -91,9 +158,14 @@ const errorInfo = (err: unknown): { code: string; message: string } =>
 export async function push(client: ApiClient, state: UploadStateFile, args: string[], opts: PushOptions, progress: Progress): Promise<PushResult[]> {
   const t0 = performance.now();
   const ms = (): number => Math.round(performance.now() - t0);
-  const results: PushResult[] = [];
-  const planned: { c: Candidate; name: string; tags: string[]; size: number }[] = [];
-  for (const c of collectFiles(args)) {
+  const problems: WalkProblem[] = [];
+  const candidates = collectFiles(args, problems);
+  const results: PushResult[] = problems.map((p) => {
+    progress.log(`${p.action === 'failed' ? 'FAILED  ' : 'skipped '} ${p.file}: ${p.error.code}: ${p.error.message}`);
+    return { ...p };
+  });
+  const planned: { c: Candidate; name: string; tags: string[]; size: number; seen: Seen }[] = [];
+  for (const c of candidates) {
     if (path.basename(c.file) === STATE_FILE_NAME) continue;
     let name = c.rel;
     let tags = opts.tags;
@@ -107,7 +179,14 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       name = place.name;
       tags = [...place.tags, ...opts.tags];
     }
-    planned.push({ c, name, tags, size: fs.statSync(c.file).size });
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(c.file);
+    } catch (err) {
+      results.push({ file: c.file, name, tags, action: 'failed', error: errorInfo(err) });
+      continue;
+    }
+    planned.push({ c, name, tags, size: st.size, seen: { size: st.size, mtimeMs: st.mtimeMs } });
   }
   for (const p of planned) progress.addTotal(p.size);
 
@@ -129,8 +208,12 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
     const stored = await client.hashStored(hash);
     times.checked_ms = ms();
+    // The hash is of the file as it was read: a file written to since is not sent (nor linked) under it.
+    checkUnchanged(p.c.file, p.seen);
     if (stored) {
       const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
+      // The asset must be of this file's content, whatever the server says it stores.
+      if (asset.asset_hash !== hash) throw new ApiError(0, 'HASH_MISMATCH', `the service answered asset ${asset.id} of ${asset.asset_hash}, not of this file's ${hash}`);
       const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
       progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
       return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
@@ -160,6 +243,8 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       res ??= await multipartUpload(client, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, onBytes);
     } catch (err) {
       bar.finish(); // no bar left behind; the failure is reported with the file's name
+      // The service refused the bytes (their hash is not the one sent) or they ran short: the file was being written.
+      if (err instanceof ApiError && (err.code === 'HASH_MISMATCH' || err.code === 'FILE_CHANGED' || err.code === 'NETWORK')) checkUnchanged(p.c.file, p.seen);
       throw err;
     }
     times.sent_ms = ms();

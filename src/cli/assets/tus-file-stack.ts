@@ -62,6 +62,7 @@ class FileRangeRequest implements HttpRequest {
   constructor(
     private readonly method: string,
     private readonly url: string,
+    private readonly idleMs: number,
   ) {}
 
   getMethod(): string {
@@ -92,10 +93,13 @@ class FileRangeRequest implements HttpRequest {
     const url = new URL(this.url);
     const headers: Record<string, string | number> = { ...this.headers };
     if (body) headers['Content-Length'] = body.size;
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method: this.method, headers });
+    // A socket idle for idleMs (nothing sent, nothing received: a stalled service) fails the request as a network
+    // error, which tus-js-client retries from the service's offset.
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method: this.method, headers, timeout: this.idleMs });
     this.req = req;
     return new Promise<HttpResponse>((resolve, reject) => {
       let answered = false;
+      req.on('timeout', () => req.destroy(new Error(`no byte from the service for ${this.idleMs / 1000} s`)));
       req.on('error', reject);
       req.on('response', (res) => {
         answered = true;
@@ -175,8 +179,8 @@ class NodeResponse implements HttpResponse {
   }
 }
 
-/** tus-js-client's `httpStack`: node:http requests whose body, if any, is a FileRange. */
-export const fileRangeHttpStack: HttpStack = {
-  createRequest: (method, url) => new FileRangeRequest(method, url),
+/** tus-js-client's `httpStack`: node:http requests whose body, if any, is a FileRange; `idleMs` as in FileRangeRequest. */
+export const fileRangeHttpStack = (idleMs: number): HttpStack => ({
+  createRequest: (method, url) => new FileRangeRequest(method, url, idleMs),
   getName: () => 'FileRangeHttpStack',
-};
+});

@@ -21,7 +21,13 @@ interface PreviousUpload {
 export class UploadStateFile {
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(readonly file: string) {}
+  private warned = false;
+
+  /** `warn`: told once when the file cannot be written (the uploads go on, without resuming a later run). */
+  constructor(
+    readonly file: string,
+    private readonly warn: (message: string) => void = () => undefined,
+  ) {}
 
   private read(): Record<string, Omit<PreviousUpload, 'urlStorageKey'>> {
     try {
@@ -35,10 +41,23 @@ export class UploadStateFile {
     const run = this.chain.then(() => {
       const data = this.read();
       fn(data);
-      fs.mkdirSync(path.dirname(this.file), { recursive: true });
       const tmp = `${this.file}.${process.pid}.tmp`;
-      fs.writeFileSync(tmp, JSON.stringify(data, null, 1));
-      fs.renameSync(tmp, this.file);
+      try {
+        fs.mkdirSync(path.dirname(this.file), { recursive: true });
+        fs.writeFileSync(tmp, JSON.stringify(data, null, 1));
+        fs.renameSync(tmp, this.file);
+      } catch (err) {
+        // A state file that cannot be written (a full disk, a path under a file) costs the resuming of a later run,
+        // not this push: tus-js-client would fail the upload (or leave its rejection unhandled).
+        try {
+          fs.rmSync(tmp, { force: true });
+        } catch {
+          // nothing was written there either
+        }
+        const e = err as NodeJS.ErrnoException;
+        if (!this.warned) this.warn(`cannot keep upload state in ${this.file} (${e.code ?? e.message}): an interrupted upload will start again`);
+        this.warned = true;
+      }
     });
     this.chain = run.catch(() => undefined);
     return run;

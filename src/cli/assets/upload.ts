@@ -22,6 +22,9 @@ export interface UploadResult {
   created: boolean;
 }
 
+/** PATCHes in a row the service may answer without moving its offset before the upload is given up. */
+const MAX_STALLED_PATCHES = 3;
+
 /** POST /api/uploads answered 404: an instance without resumable uploads. */
 export class TusUnsupported extends Error {}
 
@@ -42,10 +45,25 @@ export function tusUpload(
   return new Promise<UploadResult>((resolve, reject) => {
     let assetId: string | undefined;
     let created = false;
+    // A broken or hostile server must not keep the client sending for ever: an offset outside the file, or PATCHes
+    // that move the offset nowhere, end the upload.
+    let stalled = 0;
+    const fail = (code: string, message: string): void => {
+      void upload.abort();
+      reject(new ApiError(0, code, message));
+    };
+    const checkOffset = (method: string, sentOffset: string | undefined, status: number, offsetHeader: string | undefined): void => {
+      if (status < 200 || status >= 300 || (method !== 'PATCH' && method !== 'HEAD') || offsetHeader === undefined) return;
+      const offset = /^\d{1,16}$/.test(offsetHeader) ? Number(offsetHeader) : NaN;
+      if (!(offset <= input.size)) return fail('INVALID_RESPONSE', `the service answered Upload-Offset ${JSON.stringify(offsetHeader)} for a file of ${input.size} bytes`);
+      if (method !== 'PATCH') return;
+      if (offset > Number(sentOffset ?? 0)) stalled = 0;
+      else if (++stalled >= MAX_STALLED_PATCHES) fail('NO_PROGRESS', `the service took none of the bytes of ${MAX_STALLED_PATCHES} requests in a row`);
+    };
     const upload = new Upload(input.file as unknown as Buffer, {
       endpoint,
       fileReader: fileRangeReader,
-      httpStack: fileRangeHttpStack,
+      httpStack: fileRangeHttpStack(client.timeoutMs),
       headers: client.headers(),
       chunkSize: chunkSize > 0 ? chunkSize : Infinity,
       uploadSize: input.size,
@@ -70,6 +88,7 @@ export function tusUpload(
           assetId = id;
           created = res.getHeader('Asset-Created') === 'true';
         }
+        checkOffset(req.getMethod(), req.getHeader('Upload-Offset'), res.getStatus(), res.getHeader('Upload-Offset'));
       },
       onSuccess: () => {
         if (assetId) resolve({ id: assetId, created });
@@ -83,7 +102,13 @@ export function tusUpload(
           const body = jsonBody(d.originalResponse!.getBody());
           return reject(new ApiError(status, (body?.code as string | undefined) ?? `HTTP_${status}`, (body?.message as string | undefined) ?? err.message));
         }
-        reject(new ApiError(0, 'NETWORK', (d.causingError ?? err).message));
+        const cause = (d.causingError ?? err) as NodeJS.ErrnoException;
+        reject(new ApiError(0, cause.code === 'EFILECHANGED' ? 'FILE_CHANGED' : 'NETWORK', cause.message));
+      },
+      // The library's rule (no answer, 5xx, 409, 423), and 429 too: the service did nothing with a rate-limited PATCH.
+      onShouldRetry: (err) => {
+        const status = (err as DetailedError).originalResponse?.getStatus() ?? 0;
+        return status === 0 || status >= 500 || status === 409 || status === 423 || status === 429;
       },
     });
     upload.findPreviousUploads().then(
@@ -119,11 +144,13 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
   return new Promise<UploadResult>((resolve, reject) => {
     const req = lib.request(url, {
       method: 'POST',
+      timeout: client.timeoutMs,
       headers: client.headers({
         'content-type': `multipart/form-data; boundary=${boundary}`,
         'content-length': String(head.length + input.size + tail.length),
       }),
     });
+    req.on('timeout', () => req.destroy(new Error(`no byte from the service for ${client.timeoutMs / 1000} s`)));
     req.on('error', (err) => reject(new ApiError(0, 'NETWORK', `POST ${url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`)));
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -143,8 +170,10 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
       });
     });
     req.write(head);
+    if (input.size === 0) return void req.end(tail); // nothing read: a size-0 /proc file or a FIFO would never end
     let sent = 0;
-    const stream = fs.createReadStream(input.file, { highWaterMark: 1 << 20 });
+    // The bytes that were hashed and announced in Content-Length, not whatever the file has by now.
+    const stream = fs.createReadStream(input.file, { highWaterMark: 1 << 20, start: 0, end: input.size - 1 });
     stream.on('data', (c) => {
       sent += c.length;
       onBytes(sent);
@@ -157,6 +186,13 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
       req.destroy();
       reject(err);
     });
-    stream.on('end', () => req.end(tail));
+    stream.on('end', () => {
+      // A file cut short since its hash: the request would wait for bytes that never come.
+      if (sent !== input.size) {
+        req.destroy();
+        return reject(new ApiError(0, 'FILE_CHANGED', `${input.file} ended at ${sent} bytes, before ${input.size}`));
+      }
+      req.end(tail);
+    });
   });
 }

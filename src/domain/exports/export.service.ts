@@ -7,6 +7,7 @@ import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
 import { DomainError } from '../errors';
+import { isStorableText } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
@@ -17,6 +18,7 @@ import type { ExportableAsset, ExportRepository } from './export.repository';
 import { zipArchive, type ZipEntry } from './zip-writer';
 
 export const MAX_EXPORT_ASSETS = 10_000;
+const MAX_IDEMPOTENCY_KEY = 255;
 const HMAC_SECRET = 'export_url_hmac';
 /** Signed and presigned URLs live this long (never past the archive's expiry). */
 const URL_TTL_SECONDS = 3600;
@@ -52,6 +54,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
       if (!isUuid(job) || !Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string')) {
         throw invalid('job_asset_name_filters maps job ids to non-empty lists of names', 'job_asset_name_filters');
       }
+      // Stored in the task's row (JSON): GraphQL's JSON scalar reaches here without the REST body's text check.
+      if (!names.every(isStorableText)) throw invalid('job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates', 'job_asset_name_filters');
       f[job.toLowerCase()] = names as string[];
     }
     out.jobAssetNameFilters = f;
@@ -97,6 +101,10 @@ export class ExportService {
 
   async start(principal: Principal, request: ExportRequest, idempotencyKey: string | null): Promise<Task> {
     const { transactions, tasks, queue } = this.deps;
+    // A longer key does not fit the unique index on (owner, key): a database error (500) before this check.
+    if (idempotencyKey !== null && (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !isStorableText(idempotencyKey))) {
+      throw invalid(`Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY} characters`, 'Idempotency-Key');
+    }
     if (idempotencyKey) {
       const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
       if (existing) return existing;
@@ -244,7 +252,8 @@ export class ExportService {
    * reads it whole or one byte range.
    */
   async openSigned(name: string, expires: string, signature: string): Promise<{ size: number; open(range?: { start: number; end: number }): Promise<Readable> }> {
-    const at = Number(expires);
+    // Only the form this service writes (`0123` or `1e9` would sign the same text as `123` / `1000000000`).
+    const at = /^[1-9][0-9]{0,15}$/.test(expires) ? Number(expires) : NaN;
     const expected = Number.isSafeInteger(at) ? await this.sign(name, at) : '';
     const given = Buffer.from(signature);
     if (!expected || given.length !== expected.length || !crypto.timingSafeEqual(given, Buffer.from(expected))) {
@@ -285,12 +294,13 @@ export class ExportService {
     const { repo } = this.deps;
     const picked = await repo.selectAssets(ownerId, req.assetIds ?? [], req.jobIds ?? [], MAX_EXPORT_ASSETS + 1);
     const named = new Set(req.assetIds ?? []);
-    const filters = req.jobAssetNameFilters ?? {};
+    // Sets: a filter may list as many names as the body holds (2 MB), each asset looked up once.
+    const filters = new Map(Object.entries(req.jobAssetNameFilters ?? {}).map(([job, names]) => [job, new Set(names)]));
     const kept = picked.filter((a) => {
       if (named.has(a.id) || !a.promptId) return true;
-      const names = filters[a.promptId];
+      const names = filters.get(a.promptId);
       // A name, or the asset's `hash` (as ComfyUI's export matches it): clients that know outputs by hash.
-      return !names || names.includes(a.name) || names.includes(`blake3:${a.contentHash}`);
+      return !names || names.has(a.name) || names.has(`blake3:${a.contentHash}`);
     });
     if (!req.includePreviews) return kept;
     const have = new Set(kept.map((a) => a.id));

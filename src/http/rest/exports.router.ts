@@ -41,17 +41,23 @@ export function exportDownloadRouter(deps: { exports: ExportService }): Router {
       const q = req.query as Record<string, unknown>;
       const name = req.params.export_name as string;
       const archive = await deps.exports.openSigned(name, String(q.expires ?? ''), String(q.signature ?? ''));
-      // One byte range, so an interrupted download of a large archive can continue (curl -C -).
-      const range = parseRange(req.get('range'), archive.size);
+      // One byte range, so an interrupted download of a large archive can continue (curl -C -). An archive never
+      // changes, so its name is its strong validator; an If-Range naming anything else (another ETag, a date: there
+      // is no Last-Modified) gets the whole archive, as RFC 9110 13.1.5 asks.
+      const etag = `"${name.replace(/\.zip$/, '')}"`;
+      const ifRange = req.get('if-range');
+      const range = ifRange !== undefined && ifRange !== etag ? undefined : parseRange(req.get('range'), archive.size);
       if (range === 'unsatisfiable') throw unsatisfiable(archive.size);
       res.set({
         'Content-Type': 'application/zip',
         'Content-Disposition': contentDisposition('attachment', name),
         'Accept-Ranges': 'bytes',
         'Cache-Control': 'private, no-store',
+        ETag: etag,
       });
       if (range) res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${archive.size}`);
       res.set('Content-Length', String(range ? range.end - range.start + 1 : archive.size));
+      if (req.method === 'HEAD') return void res.end();
       const stream = await archive.open(range);
       stream.on('error', () => res.destroy());
       stream.pipe(res);
