@@ -25,6 +25,22 @@ export function assertStorableText(value: string, where: string, code: InputErro
   return value;
 }
 
+/** The longest idempotency key (the unique index on owner and key holds it). */
+export const MAX_IDEMPOTENCY_KEY = 255;
+
+/**
+ * A task's idempotency key (the `Idempotency-Key` header, GraphQL's `idempotencyKey`), the same for every task kind:
+ * storable text, trimmed, at most 255 characters (longer does not fit the unique index: a database error); blank is none.
+ */
+export function idempotencyKeyOf(raw: string | null | undefined): string | null {
+  if (raw == null) return null;
+  const key = assertStorableText(raw, 'idempotency_key').trim();
+  if (key.length > MAX_IDEMPOTENCY_KEY) {
+    throw new DomainError('INVALID_BODY', `the idempotency key is longer than ${MAX_IDEMPOTENCY_KEY} characters`, { field: 'idempotency_key' });
+  }
+  return key || null;
+}
+
 /**
  * Checks a parsed JSON value (or any plain data: GraphQL arguments) without recursion, so a value nested 10,000 levels
  * is refused as fast as a flat one: at most `maxDepth` levels of objects and arrays, and every string, key included,

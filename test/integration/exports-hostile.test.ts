@@ -193,6 +193,10 @@ test('an Idempotency-Key over 255 characters is 400 INVALID_BODY (was a database
     body: JSON.stringify({ asset_ids: [a.id] }),
   });
   expect(ok.status).toBe(202);
+  // GraphQL's key is any string: a NUL is refused as such (the same rule as a download's key), not as a long key.
+  const nul = await gql(svc, `mutation($k: String) { startExport(input: { assetIds: ["${a.id}"], idempotencyKey: $k }) { id } }`, { k: 'a\u0000b' });
+  expect(nul.errors?.[0]?.extensions?.code).toBe('INVALID_BODY');
+  expect(nul.errors?.[0]?.message).toMatch(/NUL/);
 });
 
 test('a selection of nothing (unknown or foreign ids, duplicates of them, jobs without outputs) and assets all deleted before the job ran complete without success and leave no archive', async () => {

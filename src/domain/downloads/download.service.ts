@@ -11,7 +11,7 @@ import { validateCreateFields } from '../assets/validation';
 import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
 import { AlreadyExists, DomainError, isDomainError } from '../errors';
-import { assertStorableText } from '../input';
+import { assertStorableText, idempotencyKeyOf } from '../input';
 import type { TaskRepository } from '../tasks/task.repository';
 import type { TransferMeter } from '../transfer-meter';
 import type { DownloadRequest, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
@@ -75,8 +75,7 @@ export class DownloadService {
     }
     const fields = validateCreateFields({ tags: req.tags, userMetadata: req.userMetadata, previewId: req.previewId });
     assertStorableText(req.sourceUrl, 'source_url');
-    const key = req.idempotencyKey == null ? null : assertStorableText(req.idempotencyKey, 'idempotency_key').trim() || null;
-    if (key && key.length > 255) throw new DomainError('INVALID_BODY', 'the idempotency key is longer than 255 characters');
+    const key = idempotencyKeyOf(req.idempotencyKey);
     const owner = principal.ownerId;
     // A retry with the same key answers the first task before anything asks the provider (a model page's newest
     // version is a look-up that may fail or move while the task it started runs).

@@ -7,7 +7,7 @@ import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
 import { DomainError } from '../errors';
-import { isStorableText } from '../input';
+import { idempotencyKeyOf, isStorableText } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
@@ -18,7 +18,6 @@ import type { ExportableAsset, ExportRepository } from './export.repository';
 import { zipArchive, type ZipEntry } from './zip-writer';
 
 export const MAX_EXPORT_ASSETS = 10_000;
-const MAX_IDEMPOTENCY_KEY = 255;
 const HMAC_SECRET = 'export_url_hmac';
 /** Signed and presigned URLs live this long (never past the archive's expiry). */
 const URL_TTL_SECONDS = 3600;
@@ -99,12 +98,9 @@ export class ExportService {
     this.signer = new SecretSigner(deps.secrets, HMAC_SECRET);
   }
 
-  async start(principal: Principal, request: ExportRequest, idempotencyKey: string | null): Promise<Task> {
+  async start(principal: Principal, request: ExportRequest, rawIdempotencyKey: string | null): Promise<Task> {
     const { transactions, tasks, queue } = this.deps;
-    // A longer key does not fit the unique index on (owner, key): a database error (500) before this check.
-    if (idempotencyKey !== null && (idempotencyKey.length > MAX_IDEMPOTENCY_KEY || !isStorableText(idempotencyKey))) {
-      throw invalid(`Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY} characters`, 'Idempotency-Key');
-    }
+    const idempotencyKey = idempotencyKeyOf(rawIdempotencyKey);
     if (idempotencyKey) {
       const existing = await tasks.findByIdempotencyKey(principal.ownerId, idempotencyKey);
       if (existing) return existing;
