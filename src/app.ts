@@ -18,7 +18,7 @@ import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router'
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { signedThumbnailRouter, thumbnailRouter } from './http/rest/thumbnail.router';
-import { uploadsRouter } from './http/rest/uploads.router';
+import { uploadsRouters } from './http/rest/uploads.router';
 import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
 import type { RequestGuard } from './http/request-guard';
@@ -75,6 +75,9 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   app.use('/graphql', await graphqlRouter(c));
 
   const api = Router();
+  const uploads = uploadsRouters({ uploads: c.uploads });
+  // tus capabilities (OPTIONS /api/uploads): discovery, answered without a key as tus servers do; it reads nothing stored.
+  api.options(['/uploads', '/uploads/:id'], uploads.capabilities);
   api.use(authenticate(c.requestAuth));
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(
@@ -88,7 +91,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(tagsRouter({ assets: c.assets }));
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));
-  api.use(uploadsRouter({ uploads: c.uploads, publicUrl: c.config.publicUrl }));
+  api.use(uploads.keyed);
   api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
   app.use('/api', api);
 

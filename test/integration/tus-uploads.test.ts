@@ -284,14 +284,32 @@ test('a wrong Upload-Offset is 409 UPLOAD_OFFSET_MISMATCH, with Tus-Resumable', 
 });
 
 describe('the protocol edges answer as tus 1.0 says, with the usual {code, message} body', () => {
-  test('OPTIONS: 204 with Tus-Version, Tus-Extension and Tus-Max-Size', async () => {
+  test('OPTIONS: 204 with Tus-Version, Tus-Extension and Tus-Max-Size, without a key or Tus-Resumable (tus discovery)', async () => {
     for (const p of ['/api/uploads', `/api/uploads/${crypto.randomUUID()}`]) {
-      const res = await svc.fetch(p, { method: 'OPTIONS' });
-      expect(res.status).toBe(204);
-      expect(res.headers.get('tus-version')).toBe('1.0.0');
-      expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual(['creation', 'creation-with-upload', 'expiration', 'termination']);
-      expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
+      for (const key of [null, KEYS.alice]) {
+        const res = await svc.fetch(p, { method: 'OPTIONS', key });
+        expect(res.status).toBe(204);
+        expect(res.headers.get('tus-version')).toBe('1.0.0');
+        expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual(['creation', 'creation-with-upload', 'expiration', 'termination']);
+        expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
+      }
     }
+    // Anything else still needs the key.
+    expect((await svc.fetch('/api/uploads', { method: 'POST', key: null, headers: { ...TUS, 'Upload-Length': '1' } })).status).toBe(401);
+  });
+
+  test('no cross-origin: neither a preflight nor an answer carries Access-Control-Allow-Origin', async () => {
+    const origin = { Origin: 'https://elsewhere.example' };
+    const preflight = await svc.fetch('/api/uploads', {
+      method: 'OPTIONS',
+      key: null,
+      headers: { ...origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'tus-resumable,upload-length,x-api-key' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+    const created = await create(10, {}, KEYS.alice, origin);
+    expect(created.status).toBe(201);
+    expect(created.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   test('Tus-Resumable missing or not 1.0.0: 412 naming Tus-Version, before anything else', async () => {
@@ -400,4 +418,121 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
   expect((await patch(id, MiB, data.subarray(MiB))).status).toBe(204);
   const { asset } = await assetOf(`${svc.url}/api/uploads/${id}`);
   expect(asset.asset_hash).toBe(blake3Of(data));
+});
+
+describe('what tus clients, proxies and hostile input send', () => {
+  test('the last PATCH sent again (its answer was lost): 204 with the offset and the asset, nothing stored again', async () => {
+    const data = random(30 * KiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    const first = await patch(id, 0, data);
+    expect(first.status).toBe(204);
+    const again = await patch(id, data.length, Buffer.alloc(0));
+    expect([again.status, again.headers.get('upload-offset')]).toEqual([204, String(data.length)]);
+    expect(again.headers.get('asset-id')).toBe(first.headers.get('asset-id'));
+    expect(again.headers.get('asset-created')).toBe('true');
+    // A byte past the end is refused; the upload and its asset stay as they were.
+    const more = await patch(id, data.length, random(1));
+    expect([more.status, (await json(more)).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const h = await head(id);
+    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-id')]).toEqual([200, String(data.length), first.headers.get('asset-id')]);
+  });
+
+  test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {
+    const id = idOf((await create(20)).headers.get('location')!);
+    for (const [i, type] of ['application/offset+octet-stream; charset=binary', 'Application/Offset+Octet-Stream'].entries()) {
+      const res = await svc.fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': String(i * 5), 'Content-Type': type },
+        body: random(5),
+      });
+      expect([res.status, res.headers.get('upload-offset')]).toEqual([204, String((i + 1) * 5)]);
+    }
+    const withData = await create(5, {}, KEYS.alice, { 'Content-Type': 'APPLICATION/offset+octet-stream' });
+    expect(withData.status).toBe(201);
+  });
+
+  test('behind a chain of proxies (X-Forwarded-Proto: https, http) uploads work, and Location is the base URL the service uses everywhere', async () => {
+    const res = await create(10, {}, KEYS.alice, { 'X-Forwarded-Proto': 'https, http', 'X-Forwarded-Host': 'elsewhere.example', Forwarded: 'host=other.example;proto=https' });
+    expect(res.status).toBe(201);
+    // TRUST_PROXY is off here: the forwarded headers are not believed, for tus as for every other URL the service makes.
+    expect(res.headers.get('location')).toMatch(new RegExp(`^${svc.url}/api/uploads/[0-9a-f-]{36}$`));
+  });
+
+  test('HEAD: Upload-Expires while unfinished, and no Upload-Metadata header when there was none (an empty one is not tus metadata)', async () => {
+    const c = await create(10);
+    const h = await head(idOf(c.headers.get('location')!));
+    expect(h.headers.get('cache-control')).toBe('no-store');
+    expect(h.headers.get('upload-expires')).toBe(c.headers.get('upload-expires'));
+    expect(h.headers.has('upload-metadata')).toBe(false);
+    const withMeta = await create(10, { name: 'x.bin' });
+    expect((await head(idOf(withMeta.headers.get('location')!))).headers.get('upload-metadata')).toBe(tusMetadata({ name: 'x.bin' }));
+  });
+
+  test('the disk full during a PATCH (a real ENOSPC): 507 INSUFFICIENT_STORAGE, the offset does not move, and the upload resumes once there is room', async () => {
+    const data = random(2 * MiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    // The part is a device on which every write fails with ENOSPC (Linux's /dev/full).
+    fs.mkdirSync(path.dirname(partFile(id)), { recursive: true });
+    fs.symlinkSync('/dev/full', partFile(id));
+    const full = await patch(id, 0, data);
+    expect(full.status).toBe(507);
+    expect(await json(full)).toEqual({ code: 'INSUFFICIENT_STORAGE', message: expect.any(String) });
+    expect((await head(id)).headers.get('upload-offset')).toBe('0');
+    // Room again.
+    fs.unlinkSync(partFile(id));
+    const done = await patch(id, 0, data);
+    expect(done.status).toBe(204);
+    const asset = await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+});
+
+describe('a client that stalls mid-PATCH', () => {
+  let slow: TestService;
+  beforeAll(async () => {
+    slow = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000' });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  test('is cut (408) and closed; HEAD reports what arrived, which is on disk, and the upload resumes from there', async () => {
+    const data = random(3 * MiB);
+    const c = await slow.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(c.headers.get('location')!);
+    const u = new URL(`/api/uploads/${id}`, slow.url);
+    const http = await import('node:http');
+    const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'PATCH',
+          headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(data.length) },
+        },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode!, connection: res.headers.connection });
+          req.destroy();
+        },
+      );
+      req.on('error', reject);
+      req.write(data.subarray(0, MiB)); // and then nothing more
+    });
+    expect(answer).toEqual({ status: 408, connection: 'close' });
+    const h = await slow.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+    const offset = Number(h.headers.get('upload-offset'));
+    expect(offset).toBeGreaterThan(0);
+    expect(offset).toBeLessThanOrEqual(MiB);
+    expect(fs.statSync(path.join(slow.dataDir, 'blobs', '.partial', `upload-${id}`)).size).toBe(offset);
+    const done = await slow.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+      body: data.subarray(offset),
+    });
+    expect(done.status).toBe(204);
+    const asset = await json(await slow.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
 });

@@ -5,7 +5,7 @@ import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError } from '../errors';
-import type { BlobStore, PartialBlob } from '../../infra/blob-store/blob-store';
+import { isStorageFull, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -105,6 +105,14 @@ export class UploadService {
   async append(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
     const rec = lease?.record.id === id ? lease.record : await this.get(undefined, id);
     if (rec.offset !== offset) throw new DomainError('INVALID_BODY', `Upload-Offset ${offset} is not the upload's offset ${rec.offset}`);
+    if (rec.offset === rec.length) {
+      // Complete (its part may already be the asset's blob): a repeated last PATCH, e.g. after its answer was lost.
+      // Nothing to store; an empty body is answered as the last PATCH was (tusd does the same), any byte is too many.
+      for await (const chunk of source) {
+        if (chunk.length > 0) throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
+      }
+      return rec.length;
+    }
     let partial = await this.blobs.openPartial!(partName(id));
     if (partial.size > rec.offset) {
       // Durable but never acknowledged (a crash between the append and the offset update): cut back.
@@ -130,11 +138,15 @@ export class UploadService {
         ? (await partial.appendHashed(limited(), state, { ownsChunks: true })).size
         : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
-      failure = err;
+      // A full disk (or quota) is the client's 507, as for a multipart upload, not an internal error.
+      failure = isStorageFull(err) ? new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later') : err;
       // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
       // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
-      // bytes is known to be durable, and the next PATCH cuts the part back to the acknowledged offset.
-      size = partial.appendHashed && !state.usable ? rec.offset : (await this.blobs.openPartial!(partName(id))).size;
+      // bytes is known to be durable.
+      const stored = (await this.blobs.openPartial!(partName(id))).size;
+      size = partial.appendHashed && !state.usable ? rec.offset : stored;
+      // The bytes past it go now rather than at the next PATCH: on a full disk they are the space the resume needs.
+      if (stored > size) await partial.truncate(size).catch((e: unknown) => this.logger.warn('could not cut an upload part back', { upload_id: id, err: e }));
     }
     if (!state.usable || size !== state.size) this.forget(id);
     const acknowledged = Math.min(size, rec.length);
