@@ -437,6 +437,30 @@ describe('what tus clients, proxies and hostile input send', () => {
     expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-id')]).toEqual([200, String(data.length), first.headers.get('asset-id')]);
   });
 
+  test('a body without Content-Length that goes past Upload-Length: what fits is kept, then 413 (as tusd); the upload is complete', async () => {
+    const data = random(10 * KiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    // Two chunks of a chunked body: the second crosses the end.
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(data.subarray(0, 6 * KiB));
+        c.enqueue(Buffer.concat([data.subarray(6 * KiB), random(2 * KiB)]));
+        c.close();
+      },
+    });
+    const res = await svc.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect([res.status, (await json(res)).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const h = await head(id);
+    expect(h.headers.get('upload-offset')).toBe(String(data.length));
+    const asset = await json(await svc.fetch(`/api/assets/${h.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+
   test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {
     const id = idOf((await create(20)).headers.get('location')!);
     for (const [i, type] of ['application/offset+octet-stream; charset=binary', 'Application/Offset+Octet-Stream'].entries()) {

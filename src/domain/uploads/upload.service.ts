@@ -125,7 +125,14 @@ export class UploadService {
     let received = 0;
     const limited = async function* () {
       for await (const chunk of source) {
-        if (received + chunk.length > room) throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
+        if (received + chunk.length > room) {
+          // A body without Content-Length that goes past Upload-Length: what fits is kept and the rest refused, as
+          // tusd does (the upload is then complete; the next HEAD, or the last PATCH again, makes its asset).
+          const fits = chunk.subarray(0, room - received);
+          received += fits.length;
+          if (fits.length > 0) yield fits;
+          throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
+        }
         received += chunk.length;
         yield chunk;
       }
