@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Client } from 'pg';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
 
@@ -459,6 +460,33 @@ describe('what tus clients, proxies and hostile input send', () => {
     expect(h.headers.get('upload-offset')).toBe(String(data.length));
     const asset = await json(await svc.fetch(`/api/assets/${h.headers.get('asset-id')}`));
     expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+
+  test('a creation with data that fails (too long for Upload-Length, the disk full) keeps nothing: the client has no Location to resume', async () => {
+    const uploadRows = async () => {
+      const client = new Client({ connectionString: svc.databaseUrl });
+      await client.connect();
+      try {
+        return (await client.query('SELECT count(*)::int AS n FROM upload WHERE asset_id IS NULL')).rows[0].n as number;
+      } finally {
+        await client.end();
+      }
+    };
+    const before = await uploadRows();
+    const tooLong = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '5', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(9),
+    });
+    expect([tooLong.status, tooLong.headers.get('location')]).toEqual([413, null]);
+    jest.spyOn(svc.container.uploads, 'append').mockRejectedValueOnce(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+    const full = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '5', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(5),
+    });
+    expect(full.status).toBeGreaterThanOrEqual(500);
+    expect(await uploadRows()).toBe(before);
   });
 
   test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {

@@ -70,6 +70,8 @@ interface TusRequestContext {
   baseUrl: string;
   body?: DirectBody;
   lease?: UploadLease;
+  /** The upload this request created (a POST), to be discarded when the creation is not answered with its Location. */
+  created?: string;
 }
 const requestContext = new AsyncLocalStorage<TusRequestContext>();
 
@@ -123,6 +125,8 @@ class UploadDataStore extends DataStore {
     const principal = this.owners.get(upload);
     if (!principal) throw new Error('upload created without an owner');
     const rec = await this.uploads.create(principal, upload.id, upload.size!, upload.metadata ?? {});
+    const ctx = requestContext.getStore();
+    if (ctx) ctx.created = upload.id;
     upload.creation_date = rec.createdAt.toISOString();
     return upload;
   }
@@ -346,6 +350,12 @@ export function uploadsRouters(deps: { uploads: UploadService }): { capabilities
       response = await requestContext.run(ctx, () => tus.handleWeb(request));
     } finally {
       req.url = mountedUrl;
+    }
+    if (ctx.created && (failures.has(request) || response.status >= 400)) {
+      // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full, the
+      // client gone mid-body): the client has no Location to resume it with, so nothing of it is kept. Best effort:
+      // what cannot be removed now (the database away) goes with the expiry sweep.
+      await uploads.remove(principal, ctx.created).catch(() => undefined);
     }
     if (failures.has(request)) {
       // The body may be unread (a PATCH that failed early): do not keep this connection for another request.
