@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { DomainError } from '../../src/domain/errors';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
 
@@ -422,6 +423,23 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
 });
 
 describe('what tus clients, proxies and hostile input send', () => {
+  test('the database gone while the last PATCH makes the asset: 503, the upload is kept, and a later HEAD makes the asset', async () => {
+    const data = random(40 * KiB);
+    const id = idOf((await create(data.length, { name: 'kept.bin' })).headers.get('location')!);
+    // As translateDbError answers a database that cannot be reached, in the transaction that makes the asset.
+    const assets = svc.container.assets as unknown as { createWithContent: () => Promise<unknown> };
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }));
+    const last = await patch(id, 0, data);
+    expect([last.status, (await json(last)).code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+    const h = await head(id);
+    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-created')]).toEqual([200, String(data.length), 'true']);
+    const asset = await json(await svc.fetch(`/api/assets/${h.headers.get('asset-id')}`));
+    expect([asset.asset_hash, asset.name]).toEqual([blake3Of(data), 'kept.bin']);
+    // Neither the part nor the second name the asset was made from stays.
+    expect(fs.existsSync(partFile(id))).toBe(false);
+    expect(fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
   test('the last PATCH sent again (its answer was lost): 204 with the offset and the asset, nothing stored again', async () => {
     const data = random(30 * KiB);
     const id = idOf((await create(data.length)).headers.get('location')!);

@@ -187,25 +187,33 @@ export class UploadService {
     this.states.delete(id);
     const digest: ContentDigest = await state.digest();
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
+    // The asset is made from a snapshot of the part where the store has one (on disk): createFromIngested consumes
+    // what it is given, whatever happens, and the part must outlive a failure that is not the upload's fault.
+    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
+        if (snapshot) await this.blobs.discard(snapshot);
         throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
       }
       const sniffedMime = head.length > 0 ? detectMime(head, undefined) : undefined;
       const ingested = {
-        temp: { key: partial.key, size: rec.length },
+        temp: snapshot ?? { key: partial.key, size: rec.length },
         digest,
         sniffedMime,
         derived: deriveFromHead(head, sniffedMime, undefined),
       };
       const result = await this.assets.createFromIngested(principal, parsed.fields, ingested, { fileName: parsed.fileName });
       await this.repo.setAsset(id, result.asset.id, result.created);
+      // Recorded first: a crash here leaves a finished upload's part, which the expiry sweep removes.
+      if (snapshot) await this.blobs.discard({ key: partial.key, size: rec.length });
       return { assetId: result.asset.id, created: result.created };
     } catch (err) {
-      // Nothing of a refused upload is kept (as with a refused multipart upload); after any other failure (the
-      // database or the store) the bytes stay, and a HEAD finishes it later.
-      if (err instanceof DomainError) await this.removeParts(rec);
+      // Nothing of a refused upload is kept (as with a refused multipart upload). After a failure that is not the
+      // upload's (the database away, the store full or failing) its part stays where there is one, and the next HEAD
+      // (or the last PATCH again) finishes it; where the part was handed over and is gone, the upload goes too (the
+      // client's HEAD then finds none and it starts again, rather than an upload that can never finish).
+      if (!snapshot || (err instanceof DomainError && !NOT_THE_UPLOADS_FAULT.has(err.code))) await this.removeParts(rec).catch(() => undefined);
       throw err;
     }
   }
@@ -296,5 +304,8 @@ async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
 }
 
 export const partName = (id: string): string => `upload-${id}`;
+
+/** Failures of the last step after which a finished upload's bytes are kept for another try. */
+const NOT_THE_UPLOADS_FAULT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);
 
 async function* empty(): AsyncIterable<Buffer> {}
