@@ -377,6 +377,12 @@ describe('expiry', () => {
     expect(patched.status).toBe(204);
     expect(fs.existsSync(part)).toBe(true);
     await waitFor(async () => ((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status === 410 ? true : undefined));
+    const late = await short.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '10', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(10),
+    });
+    expect([late.status, (await json(late)).code]).toEqual([410, 'UPLOAD_EXPIRED']);
     expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(part)).toBe(false);
     expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);
