@@ -513,6 +513,19 @@ describe('what tus clients, proxies and hostile input send', () => {
     expect(await uploadRows()).toBe(before);
   });
 
+  test('the disk full when a zero-byte upload makes its (empty) part at creation: 507, nothing kept', async () => {
+    const store = svc.container.blobStore;
+    const real = store.openPartial!.bind(store);
+    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => ({
+      ...(await real(name)),
+      append: async () => {
+        throw Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC' });
+      },
+    }));
+    const res = await create(0);
+    expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([507, 'INSUFFICIENT_STORAGE', null]);
+  });
+
   test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {
     const id = idOf((await create(20)).headers.get('location')!);
     for (const [i, type] of ['application/offset+octet-stream; charset=binary', 'Application/Offset+Octet-Stream'].entries()) {

@@ -83,7 +83,7 @@ export class UploadService {
         max_bytes: this.content.maxUploadBytes,
       });
     }
-    if (length === 0) await (await this.blobs.openPartial!(partName(id))).append(empty());
+    if (length === 0) await storageFull((await this.blobs.openPartial!(partName(id))).append(empty()));
     const now = new Date();
     return this.repo.insert({
       id,
@@ -146,7 +146,7 @@ export class UploadService {
         : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
       // A full disk (or quota) is the client's 507, as for a multipart upload, not an internal error.
-      failure = isStorageFull(err) ? new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later') : err;
+      failure = isStorageFull(err) ? storageFullError() : err;
       // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
       // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
       // bytes is known to be durable.
@@ -189,7 +189,7 @@ export class UploadService {
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
     // The asset is made from a snapshot of the part where the store has one (on disk): createFromIngested consumes
     // what it is given, whatever happens, and the part must outlive a failure that is not the upload's fault.
-    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
+    const snapshot = partial.snapshot ? await storageFull(partial.snapshot()) : undefined;
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
@@ -304,6 +304,17 @@ async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
 }
 
 export const partName = (id: string): string => `upload-${id}`;
+
+const storageFullError = () => new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later');
+
+/** A full disk (ENOSPC, a quota) as INSUFFICIENT_STORAGE (507), as for a multipart upload. */
+async function storageFull<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw isStorageFull(err) ? storageFullError() : err;
+  }
+}
 
 /** Failures of the last step after which a finished upload's bytes are kept for another try. */
 const NOT_THE_UPLOADS_FAULT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);
