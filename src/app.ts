@@ -75,9 +75,10 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   app.use('/graphql', await graphqlRouter(c));
 
   const api = Router();
-  const uploads = uploadsRouters({ uploads: c.uploads });
-  // tus capabilities (OPTIONS /api/uploads): discovery, answered without a key as tus servers do; it reads nothing stored.
-  api.options(['/uploads', '/uploads/:id'], uploads.capabilities);
+  const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });
+  // tus capabilities (OPTIONS /api/uploads): discovery, answered without a key as tus servers do (a key sent is checked).
+  api.options('/uploads', uploads.capabilities);
+  api.options('/uploads/:id', uploads.capabilities);
   api.use(authenticate(c.requestAuth));
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(

@@ -296,7 +296,9 @@ describe('the protocol edges answer as tus 1.0 says, with the usual {code, messa
         expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
       }
     }
-    // Anything else still needs the key.
+    // A key that is sent is checked all the same (the CLI learns of a wrong key there); anything else needs the key.
+    const wrong = await svc.fetch('/api/uploads', { method: 'OPTIONS', key: 'not-a-key' });
+    expect([wrong.status, (await json(wrong)).code]).toEqual([401, 'UNAUTHORIZED']);
     expect((await svc.fetch('/api/uploads', { method: 'POST', key: null, headers: { ...TUS, 'Upload-Length': '1' } })).status).toBe(401);
   });
 

@@ -12,9 +12,10 @@ import { assertJsonInput } from '../../domain/input';
 import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
-import { handle, principalOf } from './middleware';
+import { authenticate, handle, principalOf } from './middleware';
 import { baseUrlOfRes } from '../base-url';
 import { closeAfterAnswer } from '../shared/errors';
+import { keyFromHeaders, type RequestAuth } from '../shared/request-auth';
 import { ChunkQueue } from './multipart';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
@@ -242,13 +243,13 @@ const URL_HEADERS = ['forwarded', 'x-forwarded-host', 'x-forwarded-proto'];
  * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,
  * Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable other than 1.0.0) keep tus's status
  * with the same JSON body (`TUS_STATUS_CODES`). `capabilities` answers `OPTIONS` (tus's capabilities: Tus-Version,
- * Tus-Extension, Tus-Max-Size) without a key, as tus servers do (it reads nothing stored); `keyed` is every other
- * request, mounted behind authentication.
+ * Tus-Extension, Tus-Max-Size) without a key, as tus servers do (it reads nothing stored; a key that is sent is
+ * checked all the same); `keyed` is every other request, mounted behind authentication.
  *
  * Cross-origin: none, as on every route of the service (its browser client is its own page): tus's
  * `Access-Control-Allow-Origin: *` is not sent.
  */
-export function uploadsRouters(deps: { uploads: UploadService }): { capabilities: RequestHandler; keyed: Router } {
+export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth }): { capabilities: RequestHandler[]; keyed: Router } {
   const { uploads } = deps;
   const store = new UploadDataStore(uploads);
   const tus = new Server({
@@ -393,5 +394,12 @@ export function uploadsRouters(deps: { uploads: UploadService }): { capabilities
   r.head('/uploads/:id', serve);
   r.patch('/uploads/:id', serve);
   r.delete('/uploads/:id', serve);
-  return { capabilities: serve, keyed: r };
+  // Discovery needs no key, but a key that is sent is checked: a client (the CLI's push) learns that its key is wrong
+  // before it sends or hashes anything.
+  const keyed = authenticate(deps.auth);
+  const keyIfSent: RequestHandler = (req, res, next) => {
+    if (keyFromHeaders(req.headers['x-api-key'], req.headers.authorization) === undefined) next();
+    else keyed(req, res, next);
+  };
+  return { capabilities: [keyIfSent, serve], keyed: r };
 }
