@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { DomainError } from '../../src/domain/errors';
 import { blake3Of, createTestDatabase, json, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
@@ -215,6 +216,24 @@ describe('S3 (s3rver)', () => {
 
   test('one instance continues an upload the other started', async () => {
     await halfAndHalf(a, b);
+  });
+
+  test('the database gone while the last PATCH makes the asset: 503, the segments stay, and the next HEAD makes the asset', async () => {
+    const data = crypto.randomBytes(MiB + 17);
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(created.headers.get('location')!);
+    const assets = a.container.assets as unknown as { createWithContent: () => Promise<unknown> };
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }));
+    const last = await a.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body: data,
+    });
+    expect(last.status).toBe(503);
+    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
+    const asset = await assetVia(b.fetch, id);
+    expect(asset.asset_hash).toBe(blake3Of(data));
+    expect(s3.objectKeys().filter((k) => k.startsWith(`.partial/upload-${id}/`))).toEqual([]);
   });
 
   test('DELETE removes the part objects', async () => {
