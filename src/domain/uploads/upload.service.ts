@@ -187,8 +187,8 @@ export class UploadService {
     this.states.delete(id);
     const digest: ContentDigest = await state.digest();
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
-    // The asset is made from a snapshot of the part where the store has one (on disk): createFromIngested consumes
-    // what it is given, whatever happens, and the part must outlive a failure that is not the upload's fault.
+    // The asset is made from a snapshot of the part (both stores have one): createFromIngested consumes what it is
+    // given, whatever happens, and the part must outlive a failure that is not the upload's fault.
     const snapshot = partial.snapshot ? await storageFull(partial.snapshot()) : undefined;
     try {
       const declared = parsed.hash;
