@@ -236,6 +236,35 @@ describe('S3 (s3rver)', () => {
     expect(s3.objectKeys().filter((k) => k.startsWith(`.partial/upload-${id}/`))).toEqual([]);
   });
 
+  test('the store unreachable during a PATCH: 503 SERVICE_UNAVAILABLE with Retry-After, the offset does not move, and the upload resumes', async () => {
+    const data = crypto.randomBytes(2 * MiB);
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(created.headers.get('location')!);
+    const patch = (offset: number, body: Buffer) =>
+      a.fetch(`/api/uploads/${id}`, { method: 'PATCH', headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' }, body });
+    expect((await patch(0, data.subarray(0, MiB))).status).toBe(204);
+    // The endpoint refuses connections: the segment being written fails, and so does the listing after it.
+    const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    const store = a.container.blobStore;
+    const real = store.openPartial!.bind(store);
+    jest
+      .spyOn(store, 'openPartial')
+      .mockImplementationOnce(async (name) => ({
+        ...(await real(name)),
+        append: async (source) => {
+          for await (const chunk of source) void chunk;
+          throw unreachable();
+        },
+      }))
+      .mockRejectedValueOnce(unreachable());
+    const down = await patch(MiB, data.subarray(MiB));
+    expect([down.status, down.headers.get('retry-after'), (await json(down)).code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+    const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+    expect(h.headers.get('upload-offset')).toBe(String(MiB));
+    expect((await patch(MiB, data.subarray(MiB))).status).toBe(204);
+    expect((await assetVia(b.fetch, id)).asset_hash).toBe(blake3Of(data));
+  });
+
   test('DELETE removes the part objects', async () => {
     const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '1000' } });
     const id = idOf(created.headers.get('location')!);

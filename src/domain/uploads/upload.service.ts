@@ -83,7 +83,7 @@ export class UploadService {
         max_bytes: this.content.maxUploadBytes,
       });
     }
-    if (length === 0) await storageFull((await this.blobs.openPartial!(partName(id))).append(empty()));
+    if (length === 0) await storeErrors(this.blobs.openPartial!(partName(id)).then((p) => p.append(empty())));
     const now = new Date();
     return this.repo.insert({
       id,
@@ -102,7 +102,11 @@ export class UploadService {
    * Under `lease` (a PATCH's), the upload is the one the lease read, and the new offset is recorded when the lease is
    * let go (one statement for both), which the caller does before it answers; without, it is read and recorded here.
    */
-  async append(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
+  append(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
+    return storeErrors(this.appendTo(id, offset, source, lease));
+  }
+
+  private async appendTo(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
     const rec = lease?.record.id === id ? lease.record : await this.get(undefined, id);
     if (rec.offset !== offset) throw new DomainError('INVALID_BODY', `Upload-Offset ${offset} is not the upload's offset ${rec.offset}`);
     if (rec.offset === rec.length) {
@@ -145,15 +149,16 @@ export class UploadService {
         ? (await partial.appendHashed(limited(), state, { ownsChunks: true })).size
         : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
-      // A full disk (or quota) is the client's 507, as for a multipart upload, not an internal error.
-      failure = isStorageFull(err) ? storageFullError() : err;
+      failure = err;
       // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
       // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
-      // bytes is known to be durable.
-      const stored = (await this.blobs.openPartial!(partName(id))).size;
-      size = partial.appendHashed && !state.usable ? rec.offset : stored;
+      // bytes is known to be durable; likewise when the store cannot even say what it holds (it is unreachable).
+      const stored = await this.blobs.openPartial!(partName(id)).then((p) => p.size, () => undefined);
+      size = stored === undefined || (partial.appendHashed && !state.usable) ? rec.offset : stored;
       // The bytes past it go now rather than at the next PATCH: on a full disk they are the space the resume needs.
-      if (stored > size) await partial.truncate(size).catch((e: unknown) => this.logger.warn('could not cut an upload part back', { upload_id: id, err: e }));
+      if (stored !== undefined && stored > size) {
+        await partial.truncate(size).catch((e: unknown) => this.logger.warn('could not cut an upload part back', { upload_id: id, err: e }));
+      }
     }
     if (!state.usable || size !== state.size) this.forget(id);
     const acknowledged = Math.min(size, rec.length);
@@ -172,7 +177,7 @@ export class UploadService {
     const lease = await this.leases.acquire(id, { ownerId: principal.ownerId });
     if (!lease) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
     try {
-      return await this.finishLeased(principal, lease.record, parsed);
+      return await storeErrors(this.finishLeased(principal, lease.record, parsed));
     } finally {
       await lease.release();
     }
@@ -189,7 +194,7 @@ export class UploadService {
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
     // The asset is made from a snapshot of the part (both stores have one): createFromIngested consumes what it is
     // given, whatever happens, and the part must outlive a failure that is not the upload's fault.
-    const snapshot = partial.snapshot ? await storageFull(partial.snapshot()) : undefined;
+    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
@@ -305,15 +310,34 @@ async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
 
 export const partName = (id: string): string => `upload-${id}`;
 
-const storageFullError = () => new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later');
-
-/** A full disk (ENOSPC, a quota) as INSUFFICIENT_STORAGE (507), as for a multipart upload. */
-async function storageFull<T>(p: Promise<T>): Promise<T> {
+/**
+ * The blob store's failures as the client's answer: full (ENOSPC, a quota) is INSUFFICIENT_STORAGE (507), as for a
+ * multipart upload; unreachable (a connection refused, reset or timed out; S3's 503) is SERVICE_UNAVAILABLE (503,
+ * Retry-After), as the database's. Either way the upload resumes from the offset HEAD reports.
+ */
+async function storeErrors<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    throw isStorageFull(err) ? storageFullError() : err;
+    if (isStorageFull(err)) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later');
+    if (isStoreUnreachable(err)) throw new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 });
+    throw err;
   }
+}
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout']);
+
+function isStoreUnreachable(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const o = e as { code?: unknown; name?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
+    if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
+    if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
+    if (o.$metadata?.httpStatusCode === 503) return true;
+    e = o.cause;
+  }
+  return false;
 }
 
 /** Failures of the last step after which a finished upload's bytes are kept for another try. */
