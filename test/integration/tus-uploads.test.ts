@@ -19,6 +19,7 @@ afterAll(async () => {
 });
 
 const random = (n: number) => crypto.randomBytes(n);
+const b64 = (s: string) => Buffer.from(s).toString('base64');
 const partFile = (id: string) => path.join(svc.dataDir, 'blobs', '.partial', `upload-${id}`);
 const idOf = (url: string) => url.split('/').pop()!;
 
@@ -194,6 +195,43 @@ describe('refused at creation, before any byte', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/application\/json/);
     expect((await json(res)).code).toBe('INVALID_BODY');
+  });
+
+  test.each([
+    ['a value that is not base64', 'filename ab$c'],
+    ['base64 without its padding', 'filename eA'],
+    ['an empty key', `name ${b64('a')}, ${b64('b')}`],
+    ['a key twice', `name ${b64('a')},name ${b64('b')}`],
+    ['a key that is not ASCII', `nämé ${b64('a')}`],
+    ['two spaces between key and value', `name  ${b64('a')}`],
+    ['a trailing comma', `name ${b64('a')},`],
+  ])('Upload-Metadata with %s: 400 INVALID_BODY', async (_label, header) => {
+    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': header } });
+    expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([400, 'INVALID_BODY', null]);
+  });
+
+  test('Upload-Metadata keys without a value are taken (and echoed by HEAD)', async () => {
+    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': `flag,name ${b64('a.bin')}` } });
+    expect(res.status).toBe(201);
+    const h = await head(idOf(res.headers.get('location')!));
+    expect(h.headers.get('upload-metadata')!.split(',').sort()).toEqual(['flag', `name ${b64('a.bin')}`]);
+  });
+
+  test('Upload-Length or Upload-Offset that is not a plain non-negative integer below 2^53: 400, never an upload', async () => {
+    for (const v of ['-1', '+5', '1e3', '0x10', '5.0', '05', '9007199254740993', '99999999999999999999', 'abc', '10, 10']) {
+      const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': v } });
+      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({ v, status: 400, code: 'INVALID_REQUEST' });
+    }
+    const id = idOf((await create(10)).headers.get('location')!);
+    for (const v of ['-1', '+0', '1e0', '00', '9007199254740993', 'x']) {
+      const res = await svc.fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': v, 'Content-Type': 'application/offset+octet-stream' },
+        body: random(2),
+      });
+      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({ v, status: 400, code: 'INVALID_REQUEST' });
+    }
+    expect((await head(id)).headers.get('upload-offset')).toBe('0');
   });
 
   test('Upload-Length over MAX_UPLOAD_BYTES: 413', async () => {
