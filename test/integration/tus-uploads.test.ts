@@ -566,6 +566,42 @@ describe('what tus clients, proxies and hostile input send', () => {
     expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([507, 'INSUFFICIENT_STORAGE', null]);
   });
 
+  test('two PATCHes at once on one upload: the first is asked to wrap up and answers what it stored, the second then 409', async () => {
+    const data = random(2 * MiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    const http = await import('node:http');
+    const u = new URL(`/api/uploads/${id}`, svc.url);
+    let second: Promise<Response> | undefined;
+    const first = await new Promise<{ status: number; offset: string | undefined; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'PATCH',
+          headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(data.length) },
+        },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode!, offset: res.headers['upload-offset'] as string | undefined, connection: res.headers.connection });
+          req.destroy();
+        },
+      );
+      req.on('error', reject);
+      req.write(data.subarray(0, MiB)); // then it stalls
+      second = waitFor(async () => (fs.existsSync(partFile(id)) && fs.statSync(partFile(id)).size >= MiB ? true : undefined)).then(() => patch(id, 0, data));
+      second.catch(reject);
+    });
+    expect(first).toEqual({ status: 204, offset: String(MiB), connection: 'close' });
+    const late = await second!;
+    expect([late.status, (await json(late)).code]).toEqual([409, 'UPLOAD_OFFSET_MISMATCH']);
+    expect((await head(id)).headers.get('upload-offset')).toBe(String(MiB));
+    expect(fs.statSync(partFile(id)).size).toBe(MiB);
+    const done = await patch(id, MiB, data.subarray(MiB));
+    expect(done.status).toBe(204);
+    expect((await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`))).asset_hash).toBe(blake3Of(data));
+  });
+
   test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {
     const id = idOf((await create(20)).headers.get('location')!);
     for (const [i, type] of ['application/offset+octet-stream; charset=binary', 'Application/Offset+Octet-Stream'].entries()) {
