@@ -551,6 +551,19 @@ describe('what tus clients, proxies and hostile input send', () => {
     });
     expect(full.status).toBeGreaterThanOrEqual(500);
     expect(await uploadRows()).toBe(before);
+    // The client gone mid-body: the upload it never learned the address of goes, with its part.
+    const parts = () => fs.readdirSync(path.join(svc.dataDir, 'blobs', '.partial')).length;
+    const partsBefore = parts();
+    const http = await import('node:http');
+    const req = http.request(`${svc.url}/api/uploads`, {
+      method: 'POST',
+      headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Length': String(MiB), 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(MiB) },
+    });
+    req.on('error', () => undefined);
+    req.write(random(256 * KiB));
+    await waitFor(async () => ((await uploadRows()) > before ? true : undefined), { what: 'the upload to be recorded' });
+    req.destroy();
+    await waitFor(async () => ((await uploadRows()) === before && parts() === partsBefore ? true : undefined), { what: 'the cut creation to be removed' });
   });
 
   test('the disk full when a zero-byte upload makes its (empty) part at creation: 507, nothing kept', async () => {

@@ -352,10 +352,12 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     } finally {
       req.url = mountedUrl;
     }
-    if (ctx.created && (failures.has(request) || response.status >= 400)) {
-      // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full, the
-      // client gone mid-body): the client has no Location to resume it with, so nothing of it is kept. Best effort:
-      // what cannot be removed now (the database away) goes with the expiry sweep.
+    const clientGone = !res.socket || res.socket.destroyed;
+    if (ctx.created && (failures.has(request) || response.status >= 400 || clientGone)) {
+      // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full), or
+      // whose answer cannot reach the client (gone mid-body: tus then ends the body where it is and succeeds): the
+      // client has no Location to resume it with, so nothing of it is kept. Best effort: what cannot be removed now
+      // (the database away) goes with the expiry sweep.
       await uploads.remove(principal, ctx.created).catch(() => undefined);
     }
     if (failures.has(request)) {
