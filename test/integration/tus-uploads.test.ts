@@ -240,10 +240,16 @@ describe('refused at creation, before any byte', () => {
     expect((await json(res)).code).toBe('PAYLOAD_TOO_LARGE');
   });
 
-  test('Upload-Defer-Length: 400', async () => {
+  test('Upload-Defer-Length: 501 (the extension is not offered, as tusd answers it); malformed, or beside Upload-Length: 400', async () => {
     const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Defer-Length': '1' } });
-    expect(res.status).toBe(400);
-    expect((await json(res)).code).toBe('INVALID_BODY');
+    expect([res.status, (await json(res)).code]).toEqual([501, 'NOT_IMPLEMENTED']);
+    for (const headers of [{ 'Upload-Defer-Length': '2' }, { 'Upload-Defer-Length': '1', 'Upload-Length': '10' }]) {
+      const bad = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, ...headers } });
+      expect([bad.status, (await json(bad)).code]).toEqual([400, 'INVALID_REQUEST']);
+    }
+    // Upload-Concat (parallel uploads) is not offered either.
+    const concat = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Concat': 'partial' } });
+    expect([concat.status, (await json(concat)).code]).toEqual([501, 'NOT_IMPLEMENTED']);
   });
 
   test('no key: 401', async () => {

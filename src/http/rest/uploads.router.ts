@@ -314,8 +314,14 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
         extraHeaders = { 'Upload-Expires': rec.expiresAt.toUTCString() };
       }
     } else if (req.method === 'POST') {
-      if (req.get('upload-defer-length') !== undefined) {
-        throw new DomainError('INVALID_BODY', 'Upload-Defer-Length is not supported: send Upload-Length');
+      const deferred = req.get('upload-defer-length');
+      if (deferred !== undefined) {
+        // As tusd and @tus/server answer a client that asks for an extension they do not offer (a malformed
+        // request stays a 400): tus-js-client's `uploadLengthDeferred`.
+        if (deferred !== '1' || req.get('upload-length') !== undefined) {
+          throw new DomainError('INVALID_REQUEST', 'send either Upload-Length or Upload-Defer-Length: 1');
+        }
+        throw new DomainError('NOT_IMPLEMENTED', 'creation-defer-length is not offered: send Upload-Length (the size must be known at creation)');
       }
       const length = Number(req.get('upload-length'));
       if (Number.isSafeInteger(length) && length > uploads.maxUploadBytes) {
