@@ -76,7 +76,9 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
 
   const api = Router();
   const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });
-  // tus capabilities (OPTIONS /api/uploads): discovery, answered without a key as tus servers do (a key sent is checked).
+  // tus: every answer under /api/uploads names the protocol version, those of authentication included; the
+  // capabilities (OPTIONS) are discovery, answered without a key as tus servers do (a key sent is checked).
+  api.use(uploads.version);
   api.options('/uploads', uploads.capabilities);
   api.options('/uploads/:id', uploads.capabilities);
   api.use(authenticate(c.requestAuth));

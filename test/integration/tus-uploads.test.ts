@@ -252,9 +252,11 @@ describe('refused at creation, before any byte', () => {
     expect([concat.status, (await json(concat)).code]).toEqual([501, 'NOT_IMPLEMENTED']);
   });
 
-  test('no key: 401', async () => {
+  test('no key: 401, with Tus-Resumable as every tus answer', async () => {
     const res = await create(10, {}, null as unknown as string);
-    expect(res.status).toBe(401);
+    expect([res.status, res.headers.get('tus-resumable')]).toEqual([401, '1.0.0']);
+    const patched = await svc.fetch(`/api/uploads/${crypto.randomUUID()}`, { method: 'PATCH', key: null, headers: TUS });
+    expect([patched.status, patched.headers.get('tus-resumable')]).toEqual([401, '1.0.0']);
   });
 });
 

@@ -249,7 +249,7 @@ const URL_HEADERS = ['forwarded', 'x-forwarded-host', 'x-forwarded-proto'];
  * Cross-origin: none, as on every route of the service (its browser client is its own page): tus's
  * `Access-Control-Allow-Origin: *` is not sent.
  */
-export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth }): { capabilities: RequestHandler[]; keyed: Router } {
+export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth }): { version: RequestHandler; capabilities: RequestHandler[]; keyed: Router } {
   const { uploads } = deps;
   const store = new UploadDataStore(uploads);
   const tus = new Server({
@@ -409,5 +409,11 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     if (keyFromHeaders(req.headers['x-api-key'], req.headers.authorization) === undefined) next();
     else keyed(req, res, next);
   };
-  return { capabilities: [keyIfSent, serve], keyed: r };
+  // tus 1.0: every answer names the protocol version, the service's own (401, 429, 404, 405 ...) included. Mounted
+  // without a path (a path-mounted middleware would read as a route of its own): `url` is relative to /api here.
+  const version: RequestHandler = (req, res, next) => {
+    if (req.url.startsWith('/uploads')) res.setHeader('Tus-Resumable', '1.0.0');
+    next();
+  };
+  return { version, capabilities: [keyIfSent, serve], keyed: r };
 }
