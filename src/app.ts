@@ -18,7 +18,7 @@ import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router'
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { signedThumbnailRouter, thumbnailRouter } from './http/rest/thumbnail.router';
-import { uploadsRouter } from './http/rest/uploads.router';
+import { uploadsRouters } from './http/rest/uploads.router';
 import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
 import type { RequestGuard } from './http/request-guard';
@@ -75,6 +75,12 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   app.use('/graphql', await graphqlRouter(c));
 
   const api = Router();
+  const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });
+  // tus: every answer under /api/uploads names the protocol version, those of authentication included; the
+  // capabilities (OPTIONS) are discovery, answered without a key as tus servers do (a key sent is checked).
+  api.use(uploads.version);
+  api.options('/uploads', uploads.capabilities);
+  api.options('/uploads/:id', uploads.capabilities);
   api.use(authenticate(c.requestAuth));
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(
@@ -88,7 +94,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(tagsRouter({ assets: c.assets }));
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));
-  api.use(uploadsRouter({ uploads: c.uploads, publicUrl: c.config.publicUrl }));
+  api.use(uploads.keyed);
   api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
   app.use('/api', api);
 

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { DomainError } from '../../src/domain/errors';
 import { blake3Of, createTestDatabase, json, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
@@ -215,6 +216,53 @@ describe('S3 (s3rver)', () => {
 
   test('one instance continues an upload the other started', async () => {
     await halfAndHalf(a, b);
+  });
+
+  test('the database gone while the last PATCH makes the asset: 503, the segments stay, and the next HEAD makes the asset', async () => {
+    const data = crypto.randomBytes(MiB + 17);
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(created.headers.get('location')!);
+    const assets = a.container.assets as unknown as { createWithContent: () => Promise<unknown> };
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }));
+    const last = await a.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body: data,
+    });
+    expect(last.status).toBe(503);
+    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
+    const asset = await assetVia(b.fetch, id);
+    expect(asset.asset_hash).toBe(blake3Of(data));
+    expect(s3.objectKeys().filter((k) => k.startsWith(`.partial/upload-${id}/`))).toEqual([]);
+  });
+
+  test('the store unreachable during a PATCH: 503 SERVICE_UNAVAILABLE with Retry-After, the offset does not move, and the upload resumes', async () => {
+    const data = crypto.randomBytes(2 * MiB);
+    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(created.headers.get('location')!);
+    const patch = (offset: number, body: Buffer) =>
+      a.fetch(`/api/uploads/${id}`, { method: 'PATCH', headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' }, body });
+    expect((await patch(0, data.subarray(0, MiB))).status).toBe(204);
+    // The endpoint refuses connections: the segment being written fails, and so does the listing after it.
+    const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    const store = a.container.blobStore;
+    const real = store.openPartial!.bind(store);
+    jest
+      .spyOn(store, 'openPartial')
+      .mockImplementationOnce(async (name) => ({
+        ...(await real(name)),
+        append: async (source) => {
+          for await (const chunk of source) void chunk;
+          throw unreachable();
+        },
+      }))
+      .mockRejectedValueOnce(unreachable());
+    const down = await patch(MiB, data.subarray(MiB));
+    expect([down.status, down.headers.get('retry-after'), (await json(down)).code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+    const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+    expect(h.headers.get('upload-offset')).toBe(String(MiB));
+    expect((await patch(MiB, data.subarray(MiB))).status).toBe(204);
+    expect((await assetVia(b.fetch, id)).asset_hash).toBe(blake3Of(data));
   });
 
   test('DELETE removes the part objects', async () => {

@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Client } from 'pg';
+import { DomainError } from '../../src/domain/errors';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
 
@@ -17,6 +19,7 @@ afterAll(async () => {
 });
 
 const random = (n: number) => crypto.randomBytes(n);
+const b64 = (s: string) => Buffer.from(s).toString('base64');
 const partFile = (id: string) => path.join(svc.dataDir, 'blobs', '.partial', `upload-${id}`);
 const idOf = (url: string) => url.split('/').pop()!;
 
@@ -194,21 +197,66 @@ describe('refused at creation, before any byte', () => {
     expect((await json(res)).code).toBe('INVALID_BODY');
   });
 
+  test.each([
+    ['a value that is not base64', 'filename ab$c'],
+    ['base64 without its padding', 'filename eA'],
+    ['an empty key', `name ${b64('a')}, ${b64('b')}`],
+    ['a key twice', `name ${b64('a')},name ${b64('b')}`],
+    ['a key that is not ASCII', `nämé ${b64('a')}`],
+    ['two spaces between key and value', `name  ${b64('a')}`],
+    ['a trailing comma', `name ${b64('a')},`],
+  ])('Upload-Metadata with %s: 400 INVALID_BODY', async (_label, header) => {
+    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': header } });
+    expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([400, 'INVALID_BODY', null]);
+  });
+
+  test('Upload-Metadata keys without a value are taken (and echoed by HEAD)', async () => {
+    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': `flag,name ${b64('a.bin')}` } });
+    expect(res.status).toBe(201);
+    const h = await head(idOf(res.headers.get('location')!));
+    expect(h.headers.get('upload-metadata')!.split(',').sort()).toEqual(['flag', `name ${b64('a.bin')}`]);
+  });
+
+  test('Upload-Length or Upload-Offset that is not a plain non-negative integer below 2^53: 400, never an upload', async () => {
+    for (const v of ['-1', '+5', '1e3', '0x10', '5.0', '05', '9007199254740993', '99999999999999999999', 'abc', '10, 10']) {
+      const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': v } });
+      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({ v, status: 400, code: 'INVALID_REQUEST' });
+    }
+    const id = idOf((await create(10)).headers.get('location')!);
+    for (const v of ['-1', '+0', '1e0', '00', '9007199254740993', 'x']) {
+      const res = await svc.fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': v, 'Content-Type': 'application/offset+octet-stream' },
+        body: random(2),
+      });
+      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({ v, status: 400, code: 'INVALID_REQUEST' });
+    }
+    expect((await head(id)).headers.get('upload-offset')).toBe('0');
+  });
+
   test('Upload-Length over MAX_UPLOAD_BYTES: 413', async () => {
     const res = await create(64 * MiB + 1);
     expect(res.status).toBe(413);
     expect((await json(res)).code).toBe('PAYLOAD_TOO_LARGE');
   });
 
-  test('Upload-Defer-Length: 400', async () => {
+  test('Upload-Defer-Length: 501 (the extension is not offered, as tusd answers it); malformed, or beside Upload-Length: 400', async () => {
     const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Defer-Length': '1' } });
-    expect(res.status).toBe(400);
-    expect((await json(res)).code).toBe('INVALID_BODY');
+    expect([res.status, (await json(res)).code]).toEqual([501, 'NOT_IMPLEMENTED']);
+    for (const headers of [{ 'Upload-Defer-Length': '2' }, { 'Upload-Defer-Length': '1', 'Upload-Length': '10' }]) {
+      const bad = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, ...headers } });
+      expect([bad.status, (await json(bad)).code]).toEqual([400, 'INVALID_REQUEST']);
+    }
+    // Upload-Concat (parallel uploads) is not offered either.
+    const concat = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Concat': 'partial' } });
+    expect([concat.status, (await json(concat)).code]).toEqual([501, 'NOT_IMPLEMENTED']);
   });
 
-  test('no key: 401', async () => {
+  test('no key: 401, with Tus-Resumable as every tus answer', async () => {
     const res = await create(10, {}, null as unknown as string);
-    expect(res.status).toBe(401);
+    expect([res.status, res.headers.get('tus-resumable')]).toEqual([401, '1.0.0']);
+    const patched = await svc.fetch(`/api/uploads/${crypto.randomUUID()}`, { method: 'PATCH', key: null, headers: TUS });
+    expect([patched.status, patched.headers.get('tus-resumable')]).toEqual([401, '1.0.0']);
   });
 });
 
@@ -284,14 +332,34 @@ test('a wrong Upload-Offset is 409 UPLOAD_OFFSET_MISMATCH, with Tus-Resumable', 
 });
 
 describe('the protocol edges answer as tus 1.0 says, with the usual {code, message} body', () => {
-  test('OPTIONS: 204 with Tus-Version, Tus-Extension and Tus-Max-Size', async () => {
+  test('OPTIONS: 204 with Tus-Version, Tus-Extension and Tus-Max-Size, without a key or Tus-Resumable (tus discovery)', async () => {
     for (const p of ['/api/uploads', `/api/uploads/${crypto.randomUUID()}`]) {
-      const res = await svc.fetch(p, { method: 'OPTIONS' });
-      expect(res.status).toBe(204);
-      expect(res.headers.get('tus-version')).toBe('1.0.0');
-      expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual(['creation', 'creation-with-upload', 'expiration', 'termination']);
-      expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
+      for (const key of [null, KEYS.alice]) {
+        const res = await svc.fetch(p, { method: 'OPTIONS', key });
+        expect(res.status).toBe(204);
+        expect(res.headers.get('tus-version')).toBe('1.0.0');
+        expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual(['creation', 'creation-with-upload', 'expiration', 'termination']);
+        expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
+      }
     }
+    // A key that is sent is checked all the same (the CLI learns of a wrong key there); anything else needs the key.
+    const wrong = await svc.fetch('/api/uploads', { method: 'OPTIONS', key: 'not-a-key' });
+    expect([wrong.status, (await json(wrong)).code]).toEqual([401, 'UNAUTHORIZED']);
+    expect((await svc.fetch('/api/uploads', { method: 'POST', key: null, headers: { ...TUS, 'Upload-Length': '1' } })).status).toBe(401);
+  });
+
+  test('no cross-origin: neither a preflight nor an answer carries Access-Control-Allow-Origin', async () => {
+    const origin = { Origin: 'https://elsewhere.example' };
+    const preflight = await svc.fetch('/api/uploads', {
+      method: 'OPTIONS',
+      key: null,
+      headers: { ...origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'tus-resumable,upload-length,x-api-key' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+    const created = await create(10, {}, KEYS.alice, origin);
+    expect(created.status).toBe(201);
+    expect(created.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   test('Tus-Resumable missing or not 1.0.0: 412 naming Tus-Version, before anything else', async () => {
@@ -357,6 +425,12 @@ describe('expiry', () => {
     expect(patched.status).toBe(204);
     expect(fs.existsSync(part)).toBe(true);
     await waitFor(async () => ((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status === 410 ? true : undefined));
+    const late = await short.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '10', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(10),
+    });
+    expect([late.status, (await json(late)).code]).toEqual([410, 'UPLOAD_EXPIRED']);
     expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(part)).toBe(false);
     expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);
@@ -400,4 +474,251 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
   expect((await patch(id, MiB, data.subarray(MiB))).status).toBe(204);
   const { asset } = await assetOf(`${svc.url}/api/uploads/${id}`);
   expect(asset.asset_hash).toBe(blake3Of(data));
+});
+
+describe('what tus clients, proxies and hostile input send', () => {
+  test('the database gone while the last PATCH makes the asset: 503, the upload is kept, and a later HEAD makes the asset', async () => {
+    const data = random(40 * KiB);
+    const id = idOf((await create(data.length, { name: 'kept.bin' })).headers.get('location')!);
+    // As translateDbError answers a database that cannot be reached, in the transaction that makes the asset.
+    const assets = svc.container.assets as unknown as { createWithContent: () => Promise<unknown> };
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }));
+    const last = await patch(id, 0, data);
+    expect([last.status, (await json(last)).code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+    const h = await head(id);
+    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-created')]).toEqual([200, String(data.length), 'true']);
+    const asset = await json(await svc.fetch(`/api/assets/${h.headers.get('asset-id')}`));
+    expect([asset.asset_hash, asset.name]).toEqual([blake3Of(data), 'kept.bin']);
+    // Neither the part nor the second name the asset was made from stays.
+    expect(fs.existsSync(partFile(id))).toBe(false);
+    expect(fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'))).toEqual([]);
+  });
+
+  test('the last PATCH sent again (its answer was lost): 204 with the offset and the asset, nothing stored again', async () => {
+    const data = random(30 * KiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    const first = await patch(id, 0, data);
+    expect(first.status).toBe(204);
+    const again = await patch(id, data.length, Buffer.alloc(0));
+    expect([again.status, again.headers.get('upload-offset')]).toEqual([204, String(data.length)]);
+    expect(again.headers.get('asset-id')).toBe(first.headers.get('asset-id'));
+    expect(again.headers.get('asset-created')).toBe('true');
+    // A byte past the end is refused; the upload and its asset stay as they were.
+    const more = await patch(id, data.length, random(1));
+    expect([more.status, (await json(more)).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const h = await head(id);
+    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-id')]).toEqual([200, String(data.length), first.headers.get('asset-id')]);
+  });
+
+  test('a body without Content-Length that goes past Upload-Length: what fits is kept, then 413 (as tusd); the upload is complete', async () => {
+    const data = random(10 * KiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    // Two chunks of a chunked body: the second crosses the end.
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(data.subarray(0, 6 * KiB));
+        c.enqueue(Buffer.concat([data.subarray(6 * KiB), random(2 * KiB)]));
+        c.close();
+      },
+    });
+    const res = await svc.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect([res.status, (await json(res)).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    const h = await head(id);
+    expect(h.headers.get('upload-offset')).toBe(String(data.length));
+    const asset = await json(await svc.fetch(`/api/assets/${h.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+
+  test('a creation with data that fails (too long for Upload-Length, the disk full) keeps nothing: the client has no Location to resume', async () => {
+    const uploadRows = async () => {
+      const client = new Client({ connectionString: svc.databaseUrl });
+      await client.connect();
+      try {
+        return (await client.query('SELECT count(*)::int AS n FROM upload WHERE asset_id IS NULL')).rows[0].n as number;
+      } finally {
+        await client.end();
+      }
+    };
+    const before = await uploadRows();
+    const tooLong = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '5', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(9),
+    });
+    expect([tooLong.status, tooLong.headers.get('location')]).toEqual([413, null]);
+    jest.spyOn(svc.container.uploads, 'append').mockRejectedValueOnce(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+    const full = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '5', 'Content-Type': 'application/offset+octet-stream' },
+      body: random(5),
+    });
+    expect(full.status).toBeGreaterThanOrEqual(500);
+    expect(await uploadRows()).toBe(before);
+    // The client gone mid-body: the upload it never learned the address of goes, with its part.
+    const parts = () => fs.readdirSync(path.join(svc.dataDir, 'blobs', '.partial')).length;
+    const partsBefore = parts();
+    const http = await import('node:http');
+    const req = http.request(`${svc.url}/api/uploads`, {
+      method: 'POST',
+      headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Length': String(MiB), 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(MiB) },
+    });
+    req.on('error', () => undefined);
+    req.write(random(256 * KiB));
+    await waitFor(async () => ((await uploadRows()) > before ? true : undefined), { what: 'the upload to be recorded' });
+    req.destroy();
+    await waitFor(async () => ((await uploadRows()) === before && parts() === partsBefore ? true : undefined), { what: 'the cut creation to be removed' });
+  });
+
+  test('the disk full when a zero-byte upload makes its (empty) part at creation: 507, nothing kept', async () => {
+    const store = svc.container.blobStore;
+    const real = store.openPartial!.bind(store);
+    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => ({
+      ...(await real(name)),
+      append: async () => {
+        throw Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC' });
+      },
+    }));
+    const res = await create(0);
+    expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([507, 'INSUFFICIENT_STORAGE', null]);
+  });
+
+  test('two PATCHes at once on one upload: the first is asked to wrap up and answers what it stored, the second then 409', async () => {
+    const data = random(2 * MiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    const http = await import('node:http');
+    const u = new URL(`/api/uploads/${id}`, svc.url);
+    let second: Promise<Response> | undefined;
+    const first = await new Promise<{ status: number; offset: string | undefined; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'PATCH',
+          headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(data.length) },
+        },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode!, offset: res.headers['upload-offset'] as string | undefined, connection: res.headers.connection });
+          req.destroy();
+        },
+      );
+      req.on('error', reject);
+      req.write(data.subarray(0, MiB)); // then it stalls
+      second = waitFor(async () => (fs.existsSync(partFile(id)) && fs.statSync(partFile(id)).size >= MiB ? true : undefined)).then(() => patch(id, 0, data));
+      second.catch(reject);
+    });
+    expect(first).toEqual({ status: 204, offset: String(MiB), connection: 'close' });
+    const late = await second!;
+    expect([late.status, (await json(late)).code]).toEqual([409, 'UPLOAD_OFFSET_MISMATCH']);
+    expect((await head(id)).headers.get('upload-offset')).toBe(String(MiB));
+    expect(fs.statSync(partFile(id)).size).toBe(MiB);
+    const done = await patch(id, MiB, data.subarray(MiB));
+    expect(done.status).toBe(204);
+    expect((await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`))).asset_hash).toBe(blake3Of(data));
+  });
+
+  test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {
+    const id = idOf((await create(20)).headers.get('location')!);
+    for (const [i, type] of ['application/offset+octet-stream; charset=binary', 'Application/Offset+Octet-Stream'].entries()) {
+      const res = await svc.fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': String(i * 5), 'Content-Type': type },
+        body: random(5),
+      });
+      expect([res.status, res.headers.get('upload-offset')]).toEqual([204, String((i + 1) * 5)]);
+    }
+    const withData = await create(5, {}, KEYS.alice, { 'Content-Type': 'APPLICATION/offset+octet-stream' });
+    expect(withData.status).toBe(201);
+  });
+
+  test('behind a chain of proxies (X-Forwarded-Proto: https, http) uploads work, and Location is the base URL the service uses everywhere', async () => {
+    const res = await create(10, {}, KEYS.alice, { 'X-Forwarded-Proto': 'https, http', 'X-Forwarded-Host': 'elsewhere.example', Forwarded: 'host=other.example;proto=https' });
+    expect(res.status).toBe(201);
+    // TRUST_PROXY is off here: the forwarded headers are not believed, for tus as for every other URL the service makes.
+    expect(res.headers.get('location')).toMatch(new RegExp(`^${svc.url}/api/uploads/[0-9a-f-]{36}$`));
+  });
+
+  test('HEAD: Upload-Expires while unfinished, and no Upload-Metadata header when there was none (an empty one is not tus metadata)', async () => {
+    const c = await create(10);
+    const h = await head(idOf(c.headers.get('location')!));
+    expect(h.headers.get('cache-control')).toBe('no-store');
+    expect(h.headers.get('upload-expires')).toBe(c.headers.get('upload-expires'));
+    expect(h.headers.has('upload-metadata')).toBe(false);
+    const withMeta = await create(10, { name: 'x.bin' });
+    expect((await head(idOf(withMeta.headers.get('location')!))).headers.get('upload-metadata')).toBe(tusMetadata({ name: 'x.bin' }));
+  });
+
+  test('the disk full during a PATCH (a real ENOSPC): 507 INSUFFICIENT_STORAGE, the offset does not move, and the upload resumes once there is room', async () => {
+    const data = random(2 * MiB);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    // The part is a device on which every write fails with ENOSPC (Linux's /dev/full).
+    fs.mkdirSync(path.dirname(partFile(id)), { recursive: true });
+    fs.symlinkSync('/dev/full', partFile(id));
+    const full = await patch(id, 0, data);
+    expect(full.status).toBe(507);
+    expect(await json(full)).toEqual({ code: 'INSUFFICIENT_STORAGE', message: expect.any(String) });
+    expect((await head(id)).headers.get('upload-offset')).toBe('0');
+    // Room again.
+    fs.unlinkSync(partFile(id));
+    const done = await patch(id, 0, data);
+    expect(done.status).toBe(204);
+    const asset = await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+});
+
+describe('a client that stalls mid-PATCH', () => {
+  let slow: TestService;
+  beforeAll(async () => {
+    slow = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000' });
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  test('is cut (408) and closed; HEAD reports what arrived, which is on disk, and the upload resumes from there', async () => {
+    const data = random(3 * MiB);
+    const c = await slow.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const id = idOf(c.headers.get('location')!);
+    const u = new URL(`/api/uploads/${id}`, slow.url);
+    const http = await import('node:http');
+    const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'PATCH',
+          headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(data.length) },
+        },
+        (res) => {
+          res.resume();
+          resolve({ status: res.statusCode!, connection: res.headers.connection });
+          req.destroy();
+        },
+      );
+      req.on('error', reject);
+      req.write(data.subarray(0, MiB)); // and then nothing more
+    });
+    expect(answer).toEqual({ status: 408, connection: 'close' });
+    const h = await slow.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
+    const offset = Number(h.headers.get('upload-offset'));
+    expect(offset).toBeGreaterThan(0);
+    expect(offset).toBeLessThanOrEqual(MiB);
+    expect(fs.statSync(path.join(slow.dataDir, 'blobs', '.partial', `upload-${id}`)).size).toBe(offset);
+    const done = await slow.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+      body: data.subarray(offset),
+    });
+    expect(done.status).toBe(204);
+    const asset = await json(await slow.fetch(`/api/assets/${done.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
 });

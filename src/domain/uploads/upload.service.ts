@@ -5,7 +5,7 @@ import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError } from '../errors';
-import type { BlobStore, PartialBlob } from '../../infra/blob-store/blob-store';
+import { isStorageFull, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -83,7 +83,7 @@ export class UploadService {
         max_bytes: this.content.maxUploadBytes,
       });
     }
-    if (length === 0) await (await this.blobs.openPartial!(partName(id))).append(empty());
+    if (length === 0) await storeErrors(this.blobs.openPartial!(partName(id)).then((p) => p.append(empty())));
     const now = new Date();
     return this.repo.insert({
       id,
@@ -102,9 +102,21 @@ export class UploadService {
    * Under `lease` (a PATCH's), the upload is the one the lease read, and the new offset is recorded when the lease is
    * let go (one statement for both), which the caller does before it answers; without, it is read and recorded here.
    */
-  async append(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
+  append(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
+    return storeErrors(this.appendTo(id, offset, source, lease));
+  }
+
+  private async appendTo(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
     const rec = lease?.record.id === id ? lease.record : await this.get(undefined, id);
     if (rec.offset !== offset) throw new DomainError('INVALID_BODY', `Upload-Offset ${offset} is not the upload's offset ${rec.offset}`);
+    if (rec.offset === rec.length) {
+      // Complete (its part may already be the asset's blob): a repeated last PATCH, e.g. after its answer was lost.
+      // Nothing to store; an empty body is answered as the last PATCH was (tusd does the same), any byte is too many.
+      for await (const chunk of source) {
+        if (chunk.length > 0) throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
+      }
+      return rec.length;
+    }
     let partial = await this.blobs.openPartial!(partName(id));
     if (partial.size > rec.offset) {
       // Durable but never acknowledged (a crash between the append and the offset update): cut back.
@@ -117,7 +129,14 @@ export class UploadService {
     let received = 0;
     const limited = async function* () {
       for await (const chunk of source) {
-        if (received + chunk.length > room) throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
+        if (received + chunk.length > room) {
+          // A body without Content-Length that goes past Upload-Length: what fits is kept and the rest refused, as
+          // tusd does (the upload is then complete; the next HEAD, or the last PATCH again, makes its asset).
+          const fits = chunk.subarray(0, room - received);
+          received += fits.length;
+          if (fits.length > 0) yield fits;
+          throw new DomainError('PAYLOAD_TOO_LARGE', 'the body goes past Upload-Length');
+        }
         received += chunk.length;
         yield chunk;
       }
@@ -133,8 +152,13 @@ export class UploadService {
       failure = err;
       // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
       // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
-      // bytes is known to be durable, and the next PATCH cuts the part back to the acknowledged offset.
-      size = partial.appendHashed && !state.usable ? rec.offset : (await this.blobs.openPartial!(partName(id))).size;
+      // bytes is known to be durable; likewise when the store cannot even say what it holds (it is unreachable).
+      const stored = await this.blobs.openPartial!(partName(id)).then((p) => p.size, () => undefined);
+      size = stored === undefined || (partial.appendHashed && !state.usable) ? rec.offset : stored;
+      // The bytes past it go now rather than at the next PATCH: on a full disk they are the space the resume needs.
+      if (stored !== undefined && stored > size) {
+        await partial.truncate(size).catch((e: unknown) => this.logger.warn('could not cut an upload part back', { upload_id: id, err: e }));
+      }
     }
     if (!state.usable || size !== state.size) this.forget(id);
     const acknowledged = Math.min(size, rec.length);
@@ -153,7 +177,7 @@ export class UploadService {
     const lease = await this.leases.acquire(id, { ownerId: principal.ownerId });
     if (!lease) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
     try {
-      return await this.finishLeased(principal, lease.record, parsed);
+      return await storeErrors(this.finishLeased(principal, lease.record, parsed));
     } finally {
       await lease.release();
     }
@@ -168,25 +192,33 @@ export class UploadService {
     this.states.delete(id);
     const digest: ContentDigest = await state.digest();
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
+    // The asset is made from a snapshot of the part (both stores have one): createFromIngested consumes what it is
+    // given, whatever happens, and the part must outlive a failure that is not the upload's fault.
+    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
+        if (snapshot) await this.blobs.discard(snapshot);
         throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
       }
       const sniffedMime = head.length > 0 ? detectMime(head, undefined) : undefined;
       const ingested = {
-        temp: { key: partial.key, size: rec.length },
+        temp: snapshot ?? { key: partial.key, size: rec.length },
         digest,
         sniffedMime,
         derived: deriveFromHead(head, sniffedMime, undefined),
       };
       const result = await this.assets.createFromIngested(principal, parsed.fields, ingested, { fileName: parsed.fileName });
       await this.repo.setAsset(id, result.asset.id, result.created);
+      // Recorded first: a crash here leaves a finished upload's part, which the expiry sweep removes.
+      if (snapshot) await this.blobs.discard({ key: partial.key, size: rec.length });
       return { assetId: result.asset.id, created: result.created };
     } catch (err) {
-      // Nothing of a refused upload is kept (as with a refused multipart upload); after any other failure (the
-      // database or the store) the bytes stay, and a HEAD finishes it later.
-      if (err instanceof DomainError) await this.removeParts(rec);
+      // Nothing of a refused upload is kept (as with a refused multipart upload). After a failure that is not the
+      // upload's (the database away, the store full or failing) its part stays where there is one, and the next HEAD
+      // (or the last PATCH again) finishes it; where the part was handed over and is gone, the upload goes too (the
+      // client's HEAD then finds none and it starts again, rather than an upload that can never finish).
+      if (!snapshot || (err instanceof DomainError && !NOT_THE_UPLOADS_FAULT.has(err.code))) await this.removeParts(rec).catch(() => undefined);
       throw err;
     }
   }
@@ -277,5 +309,38 @@ async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
 }
 
 export const partName = (id: string): string => `upload-${id}`;
+
+/**
+ * The blob store's failures as the client's answer: full (ENOSPC, a quota) is INSUFFICIENT_STORAGE (507), as for a
+ * multipart upload; unreachable (a connection refused, reset or timed out; S3's 503) is SERVICE_UNAVAILABLE (503,
+ * Retry-After), as the database's. Either way the upload resumes from the offset HEAD reports.
+ */
+async function storeErrors<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (isStorageFull(err)) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later');
+    if (isStoreUnreachable(err)) throw new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 });
+    throw err;
+  }
+}
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout']);
+
+function isStoreUnreachable(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const o = e as { code?: unknown; name?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
+    if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
+    if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
+    if (o.$metadata?.httpStatusCode === 503) return true;
+    e = o.cause;
+  }
+  return false;
+}
+
+/** Failures of the last step after which a finished upload's bytes are kept for another try. */
+const NOT_THE_UPLOADS_FAULT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);
 
 async function* empty(): AsyncIterable<Buffer> {}

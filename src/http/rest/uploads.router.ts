@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { DataStore, Metadata, MemoryLocker, Server, Upload, type Lock, type Locker } from '@tus/server';
-import { Router, type Request as ExpressRequest } from 'express';
+import { Router, type Request as ExpressRequest, type RequestHandler } from 'express';
 import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
@@ -12,8 +12,10 @@ import { assertJsonInput } from '../../domain/input';
 import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
-import { handle, principalOf } from './middleware';
+import { authenticate, handle, principalOf } from './middleware';
+import { baseUrlOfRes } from '../base-url';
 import { closeAfterAnswer } from '../shared/errors';
+import { keyFromHeaders, type RequestAuth } from '../shared/request-auth';
 import { ChunkQueue } from './multipart';
 
 /** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
@@ -65,8 +67,12 @@ interface DirectBody {
  */
 interface TusRequestContext {
   principal: Principal;
+  /** The base URL the app's pipeline derived for this request (PUBLIC_URL, or Host and, with TRUST_PROXY, X-Forwarded-*). */
+  baseUrl: string;
   body?: DirectBody;
   lease?: UploadLease;
+  /** The upload this request created (a POST), to be discarded when the creation is not answered with its Location. */
+  created?: string;
 }
 const requestContext = new AsyncLocalStorage<TusRequestContext>();
 
@@ -120,6 +126,8 @@ class UploadDataStore extends DataStore {
     const principal = this.owners.get(upload);
     if (!principal) throw new Error('upload created without an owner');
     const rec = await this.uploads.create(principal, upload.id, upload.size!, upload.metadata ?? {});
+    const ctx = requestContext.getStore();
+    if (ctx) ctx.created = upload.id;
     upload.creation_date = rec.createdAt.toISOString();
     return upload;
   }
@@ -129,7 +137,9 @@ class UploadDataStore extends DataStore {
     const held = ctx?.lease?.record.id === id ? ctx.lease.record : undefined;
     const rec = held ?? (await this.uploads.find(ctx?.principal, id));
     if (!rec) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
-    return new Upload({ id, size: rec.length, offset: rec.offset, metadata: rec.metadata, creation_date: rec.createdAt.toISOString() });
+    // No metadata: no Upload-Metadata header on HEAD (tus would answer an empty one, which is not valid tus metadata).
+    const metadata = Object.keys(rec.metadata).length > 0 ? rec.metadata : undefined;
+    return new Upload({ id, size: rec.length, offset: rec.offset, metadata, creation_date: rec.createdAt.toISOString() });
   }
 
   override async write(stream: Readable, id: string, offset: number): Promise<number> {
@@ -216,15 +226,30 @@ const TUS_STATUS_CODES: Record<number, ErrorCode> = {
 const isTusError = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && !(err instanceof Error) && typeof (err as { status_code?: unknown }).status_code === 'number';
 
+/** The tus media type of PATCH bodies (and of creation-with-upload bodies). */
+const OFFSET_STREAM = 'application/offset+octet-stream';
+
+/**
+ * Headers tus would read to build URLs itself (and refuses a request over: `X-Forwarded-Proto: https, http`, as
+ * a chain of proxies sends it, would be 400). URLs are built from the pipeline's base URL instead, which applies
+ * PUBLIC_URL and TRUST_PROXY as every other route does.
+ */
+const URL_HEADERS = ['forwarded', 'x-forwarded-host', 'x-forwarded-proto'];
+
 /**
  * Resumable uploads: tus 1.0 (creation, creation-with-upload, termination, expiration) by
  * @tus/server at /api/uploads, behind the API key. What is ours is checked here first, and every error that is ours
  * (raised here, in the data store or at completion) is answered by the app's error middleware with the usual
  * {code, message} JSON: another owner's upload is 404, metadata is validated and Upload-Length limited at creation,
  * Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable other than 1.0.0) keep tus's status
- * with the same JSON body (`TUS_STATUS_CODES`); `OPTIONS` answers tus's capabilities (Tus-Version, Tus-Extension, Tus-Max-Size).
+ * with the same JSON body (`TUS_STATUS_CODES`). `capabilities` answers `OPTIONS` (tus's capabilities: Tus-Version,
+ * Tus-Extension, Tus-Max-Size) without a key, as tus servers do (it reads nothing stored; a key that is sent is
+ * checked all the same); `keyed` is every other request, mounted behind authentication.
+ *
+ * Cross-origin: none, as on every route of the service (its browser client is its own page): tus's
+ * `Access-Control-Allow-Origin: *` is not sent.
  */
-export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string }): Router {
+export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth }): { version: RequestHandler; capabilities: RequestHandler[]; keyed: Router } {
   const { uploads } = deps;
   const store = new UploadDataStore(uploads);
   const tus = new Server({
@@ -233,9 +258,10 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
     locker: new UploadLocker(uploads.leases),
     maxSize: uploads.maxUploadBytes,
     exposedHeaders: ['Asset-Id', 'Asset-Created'],
+    allowedOrigins: () => false,
     namingFunction: () => crypto.randomUUID(),
     getFileIdFromRequest: (_req, last) => (last && isUuid(last) ? last.toLowerCase() : undefined),
-    ...(deps.publicUrl ? { generateUrl: (_req, o) => `${deps.publicUrl}${o.path}/${o.id}` } : {}),
+    generateUrl: (_req, o) => `${requestContext.getStore()!.baseUrl}${o.path}/${o.id}`,
     onUploadCreate: async (req, upload) => {
       store.owners.set(upload, principalFromTus(req));
       return {};
@@ -255,11 +281,10 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
   });
   const failures = new WeakMap<object, unknown>();
 
-  const r = Router();
   const serve = handle(async (req, res) => {
     const principal = principalOf(res);
     const id = req.params.id as string | undefined;
-    let assetHeaders: Record<string, string> = {};
+    let extraHeaders: Record<string, string> = {};
     if (req.method !== 'OPTIONS') {
       // Every answer but OPTIONS' names the protocol version, errors of ours included (tus 1.0, "Tus-Resumable").
       res.set('Tus-Resumable', '1.0.0');
@@ -267,8 +292,10 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
         throw new DomainError('TUS_VERSION_UNSUPPORTED', 'send Tus-Resumable: 1.0.0 (the tus version this server speaks)');
       }
     }
-    if (req.method === 'PATCH' && !req.is('application/offset+octet-stream')) {
-      throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'a PATCH takes Content-Type: application/offset+octet-stream');
+    // The media type as RFC 9110 has it (case-insensitive, parameters aside); tus itself takes only the exact text.
+    const offsetStream = req.is(OFFSET_STREAM) === OFFSET_STREAM;
+    if (req.method === 'PATCH' && !offsetStream) {
+      throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `a PATCH takes Content-Type: ${OFFSET_STREAM}`);
     }
     if (req.method === 'OPTIONS') {
       // Capabilities only.
@@ -281,11 +308,20 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
       if (req.method === 'HEAD' && rec.offset === rec.length) {
         // The last PATCH's answer may have been lost (or the instance died before the asset was made): finish now.
         const done = await uploads.finish(principal, rec.id, parseUploadMetadata(rec.metadata));
-        assetHeaders = { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) };
+        extraHeaders = { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) };
+      } else if (req.method === 'HEAD') {
+        // As the creation and every PATCH answer it (tus expiration: when the unfinished upload goes).
+        extraHeaders = { 'Upload-Expires': rec.expiresAt.toUTCString() };
       }
     } else if (req.method === 'POST') {
-      if (req.get('upload-defer-length') !== undefined) {
-        throw new DomainError('INVALID_BODY', 'Upload-Defer-Length is not supported: send Upload-Length');
+      const deferred = req.get('upload-defer-length');
+      if (deferred !== undefined) {
+        // As tusd and @tus/server answer a client that asks for an extension they do not offer (a malformed
+        // request stays a 400): tus-js-client's `uploadLengthDeferred`.
+        if (deferred !== '1' || req.get('upload-length') !== undefined) {
+          throw new DomainError('INVALID_REQUEST', 'send either Upload-Length or Upload-Defer-Length: 1');
+        }
+        throw new DomainError('NOT_IMPLEMENTED', 'creation-defer-length is not offered: send Upload-Length (the size must be known at creation)');
       }
       const length = Number(req.get('upload-length'));
       if (Number.isSafeInteger(length) && length > uploads.maxUploadBytes) {
@@ -304,21 +340,38 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
       }
       parseUploadMetadata(meta);
     }
+    // tus sees the whole path (srvx reads `req.url` when tus asks for it); the app's own logs see it as Express left it.
+    const mountedUrl = req.url;
     req.url = req.originalUrl;
     const request = new NodeRequest({ req, res }) as unknown as Request;
-    const ctx: TusRequestContext = { principal };
+    for (const h of URL_HEADERS) request.headers.delete(h);
+    if (offsetStream) request.headers.set('content-type', OFFSET_STREAM);
+    const ctx: TusRequestContext = { principal, baseUrl: baseUrlOfRes(res) };
     if (req.method === 'PATCH' || req.method === 'POST') {
       // tus is given no body (it then hands the data store an empty stream); the data store reads `req` instead.
       Object.defineProperty(request, 'body', { value: null });
       ctx.body = { req };
     }
-    const response = await requestContext.run(ctx, () => tus.handleWeb(request));
+    let response: Response;
+    try {
+      response = await requestContext.run(ctx, () => tus.handleWeb(request));
+    } finally {
+      req.url = mountedUrl;
+    }
+    const clientGone = !res.socket || res.socket.destroyed;
+    if (ctx.created && (failures.has(request) || response.status >= 400 || clientGone)) {
+      // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full), or
+      // whose answer cannot reach the client (gone mid-body: tus then ends the body where it is and succeeds): the
+      // client has no Location to resume it with, so nothing of it is kept. Best effort: what cannot be removed now
+      // (the database away) goes with the expiry sweep.
+      await uploads.remove(principal, ctx.created).catch(() => undefined);
+    }
     if (failures.has(request)) {
       // The body may be unread (a PATCH that failed early): do not keep this connection for another request.
       if (response.headers.get('connection') === 'close' || !req.complete) closeAfterAnswer(res);
       throw failures.get(request);
     }
-    for (const [k, v] of Object.entries(assetHeaders)) response.headers.set(k, v);
+    for (const [k, v] of Object.entries(extraHeaders)) response.headers.set(k, v);
     response.headers.forEach((v, k) => res.setHeader(k, v));
     if (response.status >= 400) {
       // tus's own text answer: the same status (and headers), our {code, message} body, rendered by the error
@@ -331,8 +384,8 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
     }
     res.status(response.status).end();
   });
-  r.options('/uploads', serve);
-  r.options('/uploads/:id', serve);
+
+  const r = Router();
   r.post('/uploads', serve);
   // tus-js-client's `overridePatchMethod` (for proxies that drop PATCH or DELETE): a POST naming the method it stands
   // for in X-HTTP-Method-Override goes on as that method to its route below; any other POST to an upload is a 405.
@@ -349,5 +402,18 @@ export function uploadsRouter(deps: { uploads: UploadService; publicUrl?: string
   r.head('/uploads/:id', serve);
   r.patch('/uploads/:id', serve);
   r.delete('/uploads/:id', serve);
-  return r;
+  // Discovery needs no key, but a key that is sent is checked: a client (the CLI's push) learns that its key is wrong
+  // before it sends or hashes anything.
+  const keyed = authenticate(deps.auth);
+  const keyIfSent: RequestHandler = (req, res, next) => {
+    if (keyFromHeaders(req.headers['x-api-key'], req.headers.authorization) === undefined) next();
+    else keyed(req, res, next);
+  };
+  // tus 1.0: every answer names the protocol version, the service's own (401, 429, 404, 405 ...) included. Mounted
+  // without a path (a path-mounted middleware would read as a route of its own): `url` is relative to /api here.
+  const version: RequestHandler = (req, res, next) => {
+    if (req.url.startsWith('/uploads')) res.setHeader('Tus-Resumable', '1.0.0');
+    next();
+  };
+  return { version, capabilities: [keyIfSent, serve], keyed: r };
 }

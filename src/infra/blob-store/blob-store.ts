@@ -132,6 +132,13 @@ export interface PartialBlob {
    */
   truncate(size: number): Promise<void>;
   discard(): Promise<void>;
+  /**
+   * A temporary blob with the part's bytes as they are now, the caller's to commit or discard, while the part itself
+   * stays (on disk a second name of the same file: no copy, no fsync; on S3 a name for its segments that commit reads
+   * and discard leaves alone). A resumable upload makes its asset from it, so a failed commit (the database away)
+   * leaves the part to try again. Stores without it hand the part itself over.
+   */
+  snapshot?(): Promise<TempBlob>;
 }
 
 /** Names of named objects: one folder level, safe characters only. */

@@ -129,6 +129,12 @@ export class FsBlobStore implements BlobStore {
         await fsp.rm(file, { force: true });
         await syncDir(this.partialDir); // durable before the caller records that the bytes are gone
       },
+      snapshot: async () => {
+        // A temporary of this process (a crash leaves it to removeDeadTemps at the next start).
+        const tmp = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
+        await linkOrCopy(file, tmp);
+        return { key: path.relative(this.root, tmp), size: (await fsp.stat(tmp)).size };
+      },
     };
   }
 

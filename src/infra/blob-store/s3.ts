@@ -47,6 +47,9 @@ interface Source {
   size: number;
 }
 
+/** The key suffix of a partial's snapshot (PartialBlob.snapshot): not an object, never a segment's name (16 digits). */
+const SNAPSHOT = 'snapshot';
+
 /**
  * S3-compatible blob store (AWS S3, MinIO, R2, Ceph RGW). Layout under `S3_PREFIX`:
  * - `ab/cd/<hex>`: content, written once by a server-side copy after the hash is known;
@@ -119,6 +122,9 @@ export class S3BlobStore implements BlobStore {
       append: (source, opts) => this.appendPartial(dir, source, opts?.truncate ?? false),
       truncate: (size) => this.truncatePartial(dir, size),
       discard: () => this.removePartial(dir),
+      // A name for the part's segments as they are (objects are not appended to, and the caller holds the upload's
+      // lease): commit reads them, discard leaves them to the part's own discard.
+      snapshot: async () => ({ key: `${dir}${SNAPSHOT}`, size: total(segments) }),
     };
   }
 
@@ -126,13 +132,18 @@ export class S3BlobStore implements BlobStore {
     const dest = this.contentKey(blake3Hex);
     // Content-addressed: an existing object under this key holds the same bytes (objects appear whole on S3).
     if (!(await this.exists(blake3Hex))) {
-      const sources = this.isPartialKey(temp.key) ? await this.segmentsOf(temp.key) : [{ key: this.tempKey(temp.key), size: temp.size }];
+      const sources = this.isPartialKey(temp.key)
+        ? await this.segmentsOf(temp.key)
+        : this.isSnapshotKey(temp.key)
+          ? await this.segmentsOf(temp.key.slice(0, -SNAPSHOT.length))
+          : [{ key: this.tempKey(temp.key), size: temp.size }];
       await this.copyInto(sources, dest);
     }
     if (!opts.keepTemp) await this.discard(temp);
   }
 
   async discard(temp: TempBlob): Promise<void> {
+    if (this.isSnapshotKey(temp.key)) return; // the part's, which stays (PartialBlob.snapshot)
     if (this.isPartialKey(temp.key)) {
       await this.removePartial(temp.key);
       return;
@@ -454,6 +465,10 @@ export class S3BlobStore implements BlobStore {
 
   private isPartialKey(key: string): boolean {
     return key.startsWith(`${this.base}.partial/`) && key.endsWith('/') && !key.includes('..');
+  }
+
+  private isSnapshotKey(key: string): boolean {
+    return key.startsWith(`${this.base}.partial/`) && key.endsWith(`/${SNAPSHOT}`) && !key.includes('..');
   }
 
   private tempKey(key: string): string {
