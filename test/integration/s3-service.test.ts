@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { Client } from 'pg';
 import { blake3Of, createTestDatabase, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { CountingProxy } from '../helpers/counting-proxy';
 import { startS3Server, type TestS3Server } from '../helpers/s3-server';
 
 /**
@@ -126,6 +127,45 @@ describe('one instance on S3', () => {
     expect(await content.sweepOrphanBlobs(-60_000)).toBeGreaterThanOrEqual(1);
     expect(await blobStore.exists(hexOf(stray))).toBe(false);
     expect(await blobStore.exists(hexOf(kept))).toBe(true);
+  });
+});
+
+describe('the store unreachable', () => {
+  let svc: TestService;
+  let proxy: CountingProxy;
+  beforeAll(async () => {
+    // The service reaches s3rver through a proxy that can drop every connection and refuse new ones.
+    proxy = await new CountingProxy(s3.endpoint).start();
+    svc = await startTestService({ ...s3.env, S3_ENDPOINT: proxy.url });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await proxy?.close();
+  });
+
+  test('uploads and content answer 503 SERVICE_UNAVAILABLE with Retry-After (not 500), /readyz names storage; all work again after', async () => {
+    const before = unique('before');
+    const stored = await upload(svc, before);
+    expect(stored.status).toBe(201);
+    proxy.cutNow();
+    try {
+      const unavailable = async (res: Response) => {
+        const body = await json(res);
+        expect([res.status, res.headers.get('retry-after'), body.code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+        expect(JSON.stringify(body)).not.toMatch(/ECONN|127\.0\.0\.1|at .*\.js/);
+      };
+      await unavailable(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('during'), {}, 'f.bin') }));
+      await unavailable(await svc.fetch(`/api/assets/${stored.body.id}/content`));
+      const gone = await svc.fetch('/readyz', { key: null });
+      expect([gone.status, (await json(gone)).checks?.storage]).toEqual([503, 'unavailable']);
+    } finally {
+      proxy.restore();
+    }
+    const after = unique('after');
+    expect((await upload(svc, after)).status).toBe(201);
+    const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
+    expect(Buffer.from(await content.arrayBuffer())).toEqual(before);
+    expect(tempKeys()).toEqual([]);
   });
 });
 

@@ -5,7 +5,7 @@ import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError } from '../errors';
-import { isStorageFull, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
+import { isStorageFull, isStoreUnreachable, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -323,21 +323,6 @@ async function storeErrors<T>(p: Promise<T>): Promise<T> {
     if (isStoreUnreachable(err)) throw new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 });
     throw err;
   }
-}
-
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout']);
-
-function isStoreUnreachable(err: unknown): boolean {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as { code?: unknown; name?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
-    if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
-    if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
-    if (o.$metadata?.httpStatusCode === 503) return true;
-    e = o.cause;
-  }
-  return false;
 }
 
 /** Failures of the last step after which a finished upload's bytes are kept for another try. */

@@ -159,6 +159,28 @@ export function isStorageFull(err: unknown): boolean {
   return false;
 }
 
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout']);
+const UNREACHABLE_MESSAGE = /^AWS SDK error wrapper for .*(\bE(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH|NOTFOUND|AI_AGAIN)\b|TimeoutError|socket hang up)/;
+
+/**
+ * A store that cannot be reached (a connection refused, reset or timed out; a name that does not resolve) or that says
+ * it is unavailable (S3's 503, SlowDown), wherever it surfaces in a chain of causes.
+ */
+export function isStoreUnreachable(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const o = e as { code?: unknown; name?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
+    if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
+    if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
+    if (o.$metadata?.httpStatusCode === 503) return true;
+    // What the SDK's retry step made of a failure that was not an Error of this realm ("AWS SDK error wrapper for …").
+    if (typeof o.message === 'string' && UNREACHABLE_MESSAGE.test(o.message)) return true;
+    e = o.cause;
+  }
+  return false;
+}
+
 /** `ab/cd/abcd…`: two levels of fan-out keep directories small. */
 export function blobPath(blake3Hex: string): string {
   return `${blake3Hex.slice(0, 2)}/${blake3Hex.slice(2, 4)}/${blake3Hex}`;

@@ -20,10 +20,14 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
 import { contentDisposition } from '../content-disposition';
-import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
+import { DomainError } from '../../domain/errors';
+import { BlobNotFoundError, blobPath, isStoreUnreachable, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
+/** Connecting to the store; then no byte either way for this long fails the operation. */
+const CONNECT_TIMEOUT_MS = 5_000;
+const SILENCE_TIMEOUT_MS = 120_000;
 
 export interface S3BlobStoreOptions {
   /** Multipart upload part size; memory per upload is about (queueSize + 1) × partSize. */
@@ -86,8 +90,23 @@ export class S3BlobStore implements BlobStore {
       forcePathStyle: config.forcePathStyle,
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      // A store that cannot be reached fails within seconds and one that stops answering after two minutes of silence
+      // (no byte either way: a transfer that moves is never cut), rather than holding its request for ever.
+      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SILENCE_TIMEOUT_MS },
       ...options.client,
     });
+    // Every operation, after the SDK's own retries: a store that cannot be reached is the client's 503 (as a database
+    // that cannot be), not an internal error. The one place of this rule for S3.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (err) {
+          throw isStoreUnreachable(err) ? Object.assign(new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 }), { cause: err }) : err;
+        }
+      },
+      { step: 'initialize', name: 'storeUnavailable', priority: 'high' },
+    );
   }
 
   async init(): Promise<void> {
