@@ -170,7 +170,7 @@ const UNREACHABLE_MESSAGE = /^AWS SDK error wrapper for .*(\bE(CONNREFUSED|CONNR
 export function isStoreUnreachable(err: unknown): boolean {
   let e: unknown = err;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as { code?: unknown; name?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
+    const o = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
     if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
     if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
     if (o.$metadata?.httpStatusCode === 503) return true;
