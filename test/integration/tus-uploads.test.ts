@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { Client } from 'pg';
 import { DomainError } from '../../src/domain/errors';
@@ -431,6 +432,35 @@ describe('expiry', () => {
       body: random(10),
     });
     expect([late.status, (await json(late)).code]).toEqual([410, 'UPLOAD_EXPIRED']);
+    expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);
+    expect(fs.existsSync(part)).toBe(false);
+    expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);
+  });
+
+  test('the sweep leaves an expired upload alone while a PATCH begun before the expiry still writes its part, and removes it after', async () => {
+    const res = await short.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '20' } });
+    const id = idOf(res.headers.get('location')!);
+    const part = path.join(short.dataDir, 'blobs', '.partial', `upload-${id}`);
+    const data = random(20);
+    // A PATCH whose body arrives in two halves, the upload expiring between them.
+    const req = http.request(`${short.url}/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': '20' },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      req.on('response', (r) => {
+        r.resume();
+        resolve(r.statusCode!);
+      });
+      req.on('error', reject);
+    });
+    req.write(data.subarray(0, 10));
+    await waitFor(async () => (fs.existsSync(part) ? true : undefined));
+    await new Promise((r) => setTimeout(r, 1_500)); // past UPLOAD_EXPIRY_SECONDS
+    await short.container.uploads.sweepExpired();
+    expect(fs.existsSync(part)).toBe(true);
+    req.end(data.subarray(10));
+    expect(await answered).toBe(204);
     expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(part)).toBe(false);
     expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);

@@ -45,6 +45,15 @@ export class UploadLeases {
   ) {}
 
   /**
+   * Takes the lease only if it is free now (no waiting, no asking the holder, no renewal): for a caller that removes the
+   * upload at once (the expiry sweep), which leaves an upload alone while a request still writes its part.
+   */
+  async takeIfFree(id: string): Promise<UploadRecord | undefined> {
+    const got = await this.repo.lease(id, crypto.randomUUID(), this.opts.leaseMs);
+    return got === 'held' || got === 'missing' ? undefined : got;
+  }
+
+  /**
    * Waits for the lease; undefined when the upload does not exist (nothing to protect), or, with `ownerId`, belongs to
    * another owner (whose requests are then never asked to wrap up).
    */

@@ -234,11 +234,19 @@ export class UploadService {
     let removed = 0;
     for (;;) {
       const batch = await this.repo.findExpired(now, 100);
+      let left = 0;
       for (const rec of batch) {
-        await this.removeParts(rec);
+        // Under the upload's lease: a PATCH begun before the expiry and still writing keeps its upload until it is
+        // answered (else it would make a part after the sweep, which nothing would remove); the next sweep takes it.
+        const free = await this.leases.takeIfFree(rec.id);
+        if (!free) {
+          left++;
+          continue;
+        }
+        await this.removeParts(free);
         removed++;
       }
-      if (batch.length < 100) return removed;
+      if (batch.length < 100 || left === batch.length) return removed;
     }
   }
 
