@@ -1,3 +1,4 @@
+import { DomainError } from '../../src/domain/errors';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { getTask, partialFiles, startDownload, waitTask } from '../helpers/downloads';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
@@ -187,4 +188,21 @@ test('the hashing worker dying mid-download: the hash state is rebuilt from the 
   expect(reqs.length).toBe(2);
   expect(reqs[1]!.headers.range).toMatch(/^bytes=\d+-$/);
   expect(partialFiles(svc.dataDir)).toEqual([]);
+});
+
+test("this service's own blob store unavailable during a download is retried (from the bytes kept), not a failed task", async () => {
+  const data = bytes(2 * MiB, 27);
+  const url = fake.hf.lfs('org/resume/store-away.safetensors', data);
+  const store = svc.container.blobStore;
+  const spy = jest.spyOn(store, 'openPartial').mockImplementationOnce(async () => {
+    throw new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 });
+  });
+  try {
+    const { task_id } = await json(await startDownload(svc, { source_url: url }));
+    const task = await waitTask(svc, task_id, { timeoutMs: 40_000 });
+    expect(spy).toHaveBeenCalled();
+    expect([task.status, task.result?.asset_hash]).toEqual(['completed', blake3Of(data)]);
+  } finally {
+    spy.mockRestore();
+  }
 });

@@ -125,7 +125,7 @@ export class DownloadJob {
       await this.d.repo.release(t.id, token).catch(() => undefined);
       return;
     }
-    if (isDomainError(err)) {
+    if (isDomainError(err) && !TRANSIENT.has(err.code)) {
       // A final answer (bad status, blocked redirect, hash mismatch, too many failures): nothing is kept.
       const message = `${err.code}: ${err.message}`;
       log.warn('download failed', { reason: message });
@@ -166,3 +166,9 @@ export class DownloadJob {
     }
   }
 }
+
+/**
+ * Failures of this service's own stores (the blob store or the database unreachable, a disk full), not answers about
+ * the download: retried like any other failure, from the bytes already kept, up to the retry limit.
+ */
+const TRANSIENT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);
