@@ -25,9 +25,9 @@ import { BlobNotFoundError, blobPath, isStoreUnreachable, checkObjectName, DERIV
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-/** Connecting to the store; then no byte either way for this long fails the operation. */
+/** Connecting to the store; then sending a request and receiving the head of its answer. */
 const CONNECT_TIMEOUT_MS = 5_000;
-const SILENCE_TIMEOUT_MS = 120_000;
+const ANSWER_TIMEOUT_MS = 120_000;
 
 export interface S3BlobStoreOptions {
   /** Multipart upload part size; memory per upload is about (queueSize + 1) × partSize. */
@@ -90,9 +90,10 @@ export class S3BlobStore implements BlobStore {
       forcePathStyle: config.forcePathStyle,
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      // A store that cannot be reached fails within seconds and one that stops answering after two minutes of silence
-      // (no byte either way: a transfer that moves is never cut), rather than holding its request for ever.
-      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, socketTimeout: SILENCE_TIMEOUT_MS },
+      // A store that cannot be reached fails within seconds, and one that does not answer a request (its body sent)
+      // within two minutes fails, rather than holding the request for ever. Not a limit on an answer's body once it
+      // flows: content streamed to a client that pauses reading (a paused video) is never cut by it.
+      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: ANSWER_TIMEOUT_MS, throwOnRequestTimeout: true },
       ...options.client,
     });
     // Every operation, after the SDK's own retries: a store that cannot be reached is the client's 503 (as a database
