@@ -152,10 +152,12 @@ function rawGet(url: URL, headers: Record<string, string>, idleMs: number): Prom
     socket.resume(); // flowing, so that an early end of the connection is seen ('end', 'close')
     // Idle time of the socket: also while it is paused because the disk is slower (then the kernel's buffer fills and
     // the server waits on us); only a stall of the server ends it, as a paused socket is resumed well within it.
-    socket.setTimeout(idleMs, () => {
+    // A listener of its own (the callback of setTimeout is called once): every idle period reaches it.
+    socket.on('timeout', () => {
       if (!paused) end(stalled(idleMs));
       else socket.setTimeout(idleMs); // re-armed: the writer is slow, not the server
     });
+    socket.setTimeout(idleMs);
     socket.on('connect', () => {
       const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `Host: ${url.host}`, 'Connection: close'];
       for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
