@@ -67,6 +67,11 @@ export interface ClientOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
+/**
+ * Once a request's whole body is sent, how long the answer may take: the service's last step of an upload (its copy
+ * into place on S3) can take minutes for the largest models, and stays silent meanwhile.
+ */
+export const ANSWER_WAIT_MS = 60 * 60_000;
 /** A Retry-After longer than this is waited this long (a hostile or broken server must not park the client). */
 const MAX_RETRY_WAIT_MS = 60_000;
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);

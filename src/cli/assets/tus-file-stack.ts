@@ -2,6 +2,7 @@ import fsp from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { HttpRequest, HttpResponse, HttpStack } from 'tus-js-client';
+import { ANSWER_WAIT_MS } from './client';
 import { offPage } from './off-page';
 
 /**
@@ -99,7 +100,9 @@ class FileRangeRequest implements HttpRequest {
     this.req = req;
     return new Promise<HttpResponse>((resolve, reject) => {
       let answered = false;
-      req.on('timeout', () => req.destroy(new Error(`no byte from the service for ${this.idleMs / 1000} s`)));
+      req.on('timeout', () => req.destroy(new Error('the service stopped answering')));
+      // A body sent (a PATCH): the last one's answer may take minutes without a byte (the copy into place on S3).
+      if (body) req.once('finish', () => req.setTimeout(Math.max(this.idleMs, ANSWER_WAIT_MS)));
       req.on('error', reject);
       req.on('response', (res) => {
         answered = true;

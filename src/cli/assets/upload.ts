@@ -4,7 +4,7 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { Upload, type DetailedError } from 'tus-js-client';
-import { ApiError, jsonBody, type ApiClient } from './client';
+import { ANSWER_WAIT_MS, ApiError, jsonBody, type ApiClient } from './client';
 import { fileRangeHttpStack, fileRangeReader } from './tus-file-stack';
 import type { UploadStateFile } from './upload-state';
 
@@ -150,7 +150,9 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
         'content-length': String(head.length + input.size + tail.length),
       }),
     });
-    req.on('timeout', () => req.destroy(new Error(`no byte from the service for ${client.timeoutMs / 1000} s`)));
+    req.on('timeout', () => req.destroy(new Error('the service stopped answering')));
+    // The body sent: the service's last step may take minutes without a byte (its copy into place on S3).
+    req.once('finish', () => req.setTimeout(Math.max(client.timeoutMs, ANSWER_WAIT_MS)));
     req.on('error', (err) => reject(new ApiError(0, 'NETWORK', `POST ${url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`)));
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
