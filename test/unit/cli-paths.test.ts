@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { checkAsset, retryDelayMs } from '../../src/cli/assets/client';
+import type { Asset } from '../../src/cli/assets/client';
+import { planPaths } from '../../src/cli/assets/pull';
 import { comfyPlacement, comfyPlacementOf, fitSegments, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
 
 describe('safeRelativePath (the loader_path rule)', () => {
@@ -91,5 +93,18 @@ describe('hostile answers (issue 14)', () => {
     const cut = fitSegments(`d/${'ü'.repeat(300)}.safetensors`);
     expect(Buffer.byteLength(cut.split('/')[1]!)).toBeLessThanOrEqual(240);
     expect(cut.endsWith('ü.safetensors')).toBe(true);
+  });
+});
+
+describe('planPaths (where pull writes each asset)', () => {
+  const asset = (id: string, name: string) => ({ id, name, size: 1, asset_hash: `blake3:${'0'.repeat(64)}`, tags: [] }) as unknown as Asset;
+  const assets = [asset('1', 'Model.bin'), asset('2', 'model.bin'), asset('3', 'e\u0301.bin'), asset('4', '\u00e9.bin')];
+  test('on a file system that tells letter case apart, names that differ only in case are two files', () => {
+    expect(planPaths(assets, false, false).map((p) => p.takenBy === undefined)).toEqual([true, true, true, true]);
+  });
+  test('on one that does not (macOS, Windows), the second of them is not written over the first; nor another normalisation of a name', () => {
+    const plan = planPaths(assets, false, true);
+    expect(plan.map((p) => p.takenBy === undefined)).toEqual([true, false, true, false]);
+    expect(plan[1]!.takenBy).toContain('asset 1');
   });
 });

@@ -119,7 +119,7 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
 export async function pull(client: ApiClient, dir: string, opts: PullOptions, progress: Progress): Promise<PullResult[]> {
   const assets: Asset[] = [];
   for await (const a of client.listAll({ tags: opts.tags, nameContains: opts.nameContains })) assets.push(a);
-  const plan = planPaths(assets, opts.comfyui);
+  const plan = planPaths(assets, opts.comfyui, foldsCase(dir));
   for (const p of plan) progress.addTotal(p.asset.size);
 
   const hasher = new FileHasher();
@@ -135,23 +135,42 @@ export async function pull(client: ApiClient, dir: string, opts: PullOptions, pr
  * (written once, by the first), a folder of another asset's path (`dir` beside `dir/x`), or another asset's
  * temporary `.part` file (`x.part` beside `x`).
  */
-export function planPaths(assets: Asset[], comfyui: boolean): { asset: Asset; rel: string; takenBy: string | undefined }[] {
+export function planPaths(assets: Asset[], comfyui: boolean, foldCase = false): { asset: Asset; rel: string; takenBy: string | undefined }[] {
   const rels = assets.map((asset) => pullPath(asset, comfyui));
+  // Paths as the target's file system tells them apart: on one that ignores letter case and Unicode normalisation
+  // (macOS, Windows), `Model.bin` and `model.bin` are one file.
+  const keyOf = foldCase ? (rel: string) => rel.normalize('NFC').toLowerCase() : (rel: string) => rel;
   const firstOf = new Map<string, string>();
   const folders = new Map<string, string>();
   for (const [i, rel] of rels.entries()) {
-    if (!firstOf.has(rel)) firstOf.set(rel, assets[i]!.id);
-    for (let j = rel.indexOf('/'); j >= 0; j = rel.indexOf('/', j + 1)) if (!folders.has(rel.slice(0, j))) folders.set(rel.slice(0, j), assets[i]!.id);
+    const key = keyOf(rel);
+    if (!firstOf.has(key)) firstOf.set(key, assets[i]!.id);
+    for (let j = key.indexOf('/'); j >= 0; j = key.indexOf('/', j + 1)) if (!folders.has(key.slice(0, j))) folders.set(key.slice(0, j), assets[i]!.id);
   }
   return assets.map((asset, i) => {
     const rel = rels[i]!;
-    const first = firstOf.get(rel)!;
+    const key = keyOf(rel);
+    const first = firstOf.get(key)!;
     let takenBy: string | undefined;
     if (first !== asset.id) takenBy = `${rel} is also the path of asset ${first}; not written twice`;
-    else if (folders.has(rel)) takenBy = `${rel} is a folder of asset ${folders.get(rel)}'s path`;
-    else if (rel.endsWith('.part') && firstOf.has(rel.slice(0, -5))) takenBy = `${rel} is where asset ${firstOf.get(rel.slice(0, -5))} is downloaded to first`;
+    else if (folders.has(key)) takenBy = `${rel} is a folder of asset ${folders.get(key)}'s path`;
+    else if (key.endsWith('.part') && firstOf.has(key.slice(0, -5))) takenBy = `${rel} is where asset ${firstOf.get(key.slice(0, -5))} is downloaded to first`;
     return { asset, rel, takenBy };
   });
+}
+
+/** Whether the file system of `dir` (made if missing) takes names that differ only in letter case for one. */
+function foldsCase(dir: string): boolean {
+  const probe = path.join(dir, `.assets-case-${process.pid}-${Date.now()}-a`);
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(probe, '', { flag: 'wx' });
+    return fs.existsSync(`${probe.slice(0, -1)}A`);
+  } catch {
+    return false;
+  } finally {
+    fs.rmSync(probe, { force: true });
+  }
 }
 
 /** Writes the whole block (a write may take only part of it, as on a disk about to be full). */
