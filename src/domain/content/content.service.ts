@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { isStorageFull, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
+import { storeErrors, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
 import { DomainError, isDomainError } from '../errors';
@@ -52,7 +52,7 @@ export class ContentService {
    * copying them (the caller promises not to use a chunk after handing it over).
    */
   async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean } = {}): Promise<IngestedContent> {
-    return storageErrors(this.ingestBytes(source, opts));
+    return storeErrors(this.ingestBytes(source, opts));
   }
 
   private async ingestBytes(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean }): Promise<IngestedContent> {
@@ -114,7 +114,7 @@ export class ContentService {
    * and `ensureStored` then commits again from the temporary blob, which is kept for exactly that reason.
    */
   async precommit(ingested: IngestedContent): Promise<void> {
-    await storageErrors(this.blobs.commit(ingested.temp, ingested.digest.blake3, { keepTemp: true }));
+    await storeErrors(this.blobs.commit(ingested.temp, ingested.digest.blake3, { keepTemp: true }));
   }
 
   /**
@@ -172,7 +172,7 @@ export class ContentService {
       return existing;
     }
     if (await this.blobs.exists(ingested.digest.blake3)) await this.discard(ingested);
-    else await storageErrors(this.blobs.commit(ingested.temp, ingested.digest.blake3));
+    else await storeErrors(this.blobs.commit(ingested.temp, ingested.digest.blake3));
     const rec: ContentRecord = {
       blake3: ingested.digest.blake3,
       sha256: ingested.digest.sha256,
@@ -351,12 +351,3 @@ function withFormat(derived: DerivedMetadata, name: string): DerivedMetadata {
   return ext ? { ...derived, format: ext } : derived;
 }
 
-/** A full blob store (ENOSPC, a quota) is INSUFFICIENT_STORAGE; the callers have already removed what they wrote. */
-async function storageErrors<T>(p: Promise<T>): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    if (isStorageFull(err)) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
-    throw err;
-  }
-}

@@ -5,7 +5,7 @@ import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError } from '../errors';
-import { isStorageFull, isStoreUnreachable, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
+import { storeErrors, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -317,21 +317,6 @@ async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
 }
 
 export const partName = (id: string): string => `upload-${id}`;
-
-/**
- * The blob store's failures as the client's answer: full (ENOSPC, a quota) is INSUFFICIENT_STORAGE (507), as for a
- * multipart upload; unreachable (a connection refused, reset or timed out; S3's 503) is SERVICE_UNAVAILABLE (503,
- * Retry-After), as the database's. Either way the upload resumes from the offset HEAD reports.
- */
-async function storeErrors<T>(p: Promise<T>): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    if (isStorageFull(err)) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left; resume the upload later');
-    if (isStoreUnreachable(err)) throw new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 });
-    throw err;
-  }
-}
 
 /** Failures of the last step after which a finished upload's bytes are kept for another try. */
 const NOT_THE_UPLOADS_FAULT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);

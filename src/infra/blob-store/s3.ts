@@ -20,8 +20,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
 import { contentDisposition } from '../content-disposition';
-import { DomainError } from '../../domain/errors';
-import { BlobNotFoundError, blobPath, isStoreUnreachable, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
+import { BlobNotFoundError, blobPath, translateStoreError, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -97,13 +96,13 @@ export class S3BlobStore implements BlobStore {
       ...options.client,
     });
     // Every operation, after the SDK's own retries: a store that cannot be reached is the client's 503 (as a database
-    // that cannot be), not an internal error. The one place of this rule for S3.
+    // that cannot be), not an internal error.
     this.client.middlewareStack.add(
       (next) => async (args) => {
         try {
           return await next(args);
         } catch (err) {
-          throw isStoreUnreachable(err) ? Object.assign(new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 }), { cause: err }) : err;
+          throw translateStoreError(err);
         }
       },
       { step: 'initialize', name: 'storeUnavailable', priority: 'high' },
