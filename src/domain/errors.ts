@@ -60,6 +60,12 @@ export class DomainError extends Error {
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
 
 /**
+ * Failures of this service's own stores (the blob store or the database unreachable, a disk full), not answers about
+ * the request: work that hit one is kept and tried again (a download's bytes, a finished upload's part).
+ */
+export const isOwnStoreFailure = (e: unknown): boolean => e instanceof DomainError && (e.code === 'SERVICE_UNAVAILABLE' || e.code === 'INSUFFICIENT_STORAGE');
+
+/**
  * A row with the same key exists already: a unique violation, translated by the repository that wrote the row. It
  * means a concurrent create won a race; the caller retries (and then finds the winner's row). Not a DomainError:
  * one that escapes is an INTERNAL error, as any unexpected failure.

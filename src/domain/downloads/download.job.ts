@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { FetchError } from '../../infra/http-fetch';
 import type { Job, JobDefinition } from '../../infra/queue';
-import { isDomainError } from '../errors';
+import { isDomainError, isOwnStoreFailure } from '../errors';
 import type { DownloadDeps } from './download.service';
 import { DOWNLOAD_JOB } from './download.service';
 import type { Transfer } from './download.repository';
@@ -125,7 +125,7 @@ export class DownloadJob {
       await this.d.repo.release(t.id, token).catch(() => undefined);
       return;
     }
-    if (isDomainError(err) && !TRANSIENT.has(err.code)) {
+    if (isDomainError(err) && !isOwnStoreFailure(err)) {
       // A final answer (bad status, blocked redirect, hash mismatch, too many failures): nothing is kept.
       const message = `${err.code}: ${err.message}`;
       log.warn('download failed', { reason: message });
@@ -166,9 +166,3 @@ export class DownloadJob {
     }
   }
 }
-
-/**
- * Failures of this service's own stores (the blob store or the database unreachable, a disk full), not answers about
- * the download: retried like any other failure, from the bytes already kept, up to the retry limit.
- */
-const TRANSIENT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);

@@ -4,7 +4,7 @@ import type { ContentService } from '../content/content.service';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
-import { DomainError } from '../errors';
+import { DomainError, isOwnStoreFailure } from '../errors';
 import { storeErrors, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
@@ -218,7 +218,7 @@ export class UploadService {
       // upload's (the database away, the store full or failing) its part stays where there is one, and the next HEAD
       // (or the last PATCH again) finishes it; where the part was handed over and is gone, the upload goes too (the
       // client's HEAD then finds none and it starts again, rather than an upload that can never finish).
-      if (!snapshot || (err instanceof DomainError && !NOT_THE_UPLOADS_FAULT.has(err.code))) await this.removeParts(rec).catch(() => undefined);
+      if (!snapshot || (err instanceof DomainError && !isOwnStoreFailure(err))) await this.removeParts(rec).catch(() => undefined);
       throw err;
     }
   }
@@ -317,8 +317,5 @@ async function readHead(partial: PartialBlob, n: number): Promise<Buffer> {
 }
 
 export const partName = (id: string): string => `upload-${id}`;
-
-/** Failures of the last step after which a finished upload's bytes are kept for another try. */
-const NOT_THE_UPLOADS_FAULT = new Set(['SERVICE_UNAVAILABLE', 'INSUFFICIENT_STORAGE']);
 
 async function* empty(): AsyncIterable<Buffer> {}
