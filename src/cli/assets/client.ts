@@ -103,6 +103,18 @@ function idleTimer(ms: number, fire: () => void): { restart(): void; clear(): vo
   return { restart, clear: () => clearTimeout(t) };
 }
 
+/**
+ * The JSON body of an answer to `what`: a non-2xx answer throws ApiError with the service's code and message, an
+ * answer that is not JSON (a proxy's HTML page) INVALID_RESPONSE, a body cut off or stalled NETWORK.
+ */
+async function jsonAnswer<T>(res: Response, what: string): Promise<T> {
+  if (!res.ok) throw await errorOf(res);
+  const text = await res.text().catch((err: unknown) => {
+    throw networkError(`${what}: the answer broke off`, err);
+  });
+  return parseJson<T>(text, res.status, what);
+}
+
 /** An ApiError for a failure that is not an answer (refused, reset, timed out), with the cause's code. */
 export function networkError(what: string, err: unknown): ApiError {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
@@ -186,11 +198,7 @@ export class ApiClient {
    */
   async json<T>(pathname: string, init: Req & { body?: string } = {}): Promise<{ status: number; body: T; res: Response }> {
     const res = await this.raw(pathname, init.body !== undefined ? { ...init, headers: { 'content-type': 'application/json', ...init.headers } } : init);
-    if (!res.ok) throw await errorOf(res);
-    const text = await res.text().catch((err: unknown) => {
-      throw networkError(`${init.method ?? 'GET'} ${pathname}: the answer broke off`, err);
-    });
-    return { status: res.status, body: parseJson<T>(text, res.status, `${init.method ?? 'GET'} ${pathname}`), res };
+    return { status: res.status, body: await jsonAnswer<T>(res, `${init.method ?? 'GET'} ${pathname}`), res };
   }
 
   /**
@@ -264,12 +272,7 @@ export class ApiClient {
     const form = new FormData();
     form.set('hash', input.hash);
     form.set('name', input.name);
-    const res = await this.raw('/api/assets', { method: 'POST', body: form });
-    if (!res.ok) throw await errorOf(res);
-    const text = await res.text().catch((err: unknown) => {
-      throw networkError('POST /api/assets: the answer broke off', err);
-    });
-    return checkAsset(parseJson<Asset>(text, res.status, 'POST /api/assets'));
+    return checkAsset(await jsonAnswer<Asset>(await this.raw('/api/assets', { method: 'POST', body: form }), 'POST /api/assets'));
   }
 
   /**
