@@ -40,6 +40,8 @@ export interface Config {
   readonly storageMinFreeBytes: number;
   /** A request body that sends no byte for this long is cut (408); 0: never. */
   readonly bodyIdleTimeoutMs: number;
+  /** An answer the client reads no byte of for this long (its socket full) is cut; 0: never. */
+  readonly sendIdleTimeoutMs: number;
   /** On shutdown, in-flight requests get this long to finish before they are answered 503 and closed. */
   readonly shutdownGraceMs: number;
   /** Requests per key per minute, per instance; 0: no limit. */
@@ -58,6 +60,9 @@ export type StorageConfig =
       readonly forcePathStyle: boolean;
       readonly prefix: string;
       readonly presignedDownloads: boolean;
+      /** How long the store may be silent: for the head of an answer once a request is sent, and in the middle of a
+       * body either way (S3_TIMEOUT_MS). */
+      readonly timeoutMs?: number;
     };
 
 export interface BootstrapKey {
@@ -154,6 +159,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       forcePathStyle: bool('S3_FORCE_PATH_STYLE', false),
       prefix: str('S3_PREFIX', '').replace(/^\/+|\/+$/g, ''),
       presignedDownloads: bool('S3_PRESIGNED_DOWNLOADS', false),
+      timeoutMs: int('S3_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
     };
   } else if (backend !== 'fs') {
     problems.push(`STORAGE_BACKEND=${JSON.stringify(env.STORAGE_BACKEND)}: expected fs or s3`);
@@ -197,6 +203,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databaseConnectTimeoutMs: int('DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     storageMinFreeBytes: int('STORAGE_MIN_FREE_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
     bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
+    sendIdleTimeoutMs: int('SEND_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000_000),
     authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000_000),

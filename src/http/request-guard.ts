@@ -7,6 +7,9 @@ import { DomainError } from '../domain/errors';
  * - a request body that sends no byte for `bodyIdleTimeoutMs` is cut: 408 REQUEST_TIMEOUT with `Connection: close`
  *   when no answer has started, else the socket is destroyed. The handler reading the body then sees it aborted and
  *   removes what it wrote (temporary blobs).
+ * - an answer the client reads no byte of for `sendIdleTimeoutMs` while the service has more to send (the socket's
+ *   buffers full) is cut: the socket is destroyed, so the file or store stream behind it is released. nginx's
+ *   `send_timeout` (60 s) does the same; a paused video resumes with a `Range` request.
  * - on shutdown, requests still running when the grace period ends are answered 503 SERVICE_UNAVAILABLE with
  *   `Connection: close` (or cut, if their answer had started) instead of being reset without an answer.
  *
@@ -14,10 +17,19 @@ import { DomainError } from '../domain/errors';
  * timer of its own, and the body stream is never touched (no extra 'data' listener, no flowing-mode change).
  */
 export class RequestGuard {
-  private readonly inFlight = new Map<http.IncomingMessage, { res: http.ServerResponse; bytes: number; since: number }>();
+  private readonly inFlight = new Map<http.IncomingMessage, { res: http.ServerResponse; bytes: number; since: number; sent: number; sentSince: number }>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly bodyIdleTimeoutMs: number) {}
+  /** How often the shared timer looks (a quarter of the shorter limit, 50 ms to 1 s); 0: never (no limits). */
+  private readonly tickMs: number;
+
+  constructor(
+    private readonly bodyIdleTimeoutMs: number,
+    private readonly sendIdleTimeoutMs = 0,
+  ) {
+    const limit = Math.min(bodyIdleTimeoutMs > 0 ? bodyIdleTimeoutMs : Infinity, sendIdleTimeoutMs > 0 ? sendIdleTimeoutMs : Infinity);
+    this.tickMs = limit === Infinity ? 0 : Math.max(50, Math.min(1_000, limit / 4));
+  }
 
   /** The pipeline's step (createApp): every request is tracked from its start until its response is over. */
   readonly step = (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -25,11 +37,12 @@ export class RequestGuard {
   };
 
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {
-    this.inFlight.set(req, { res, bytes: req.socket.bytesRead, since: Date.now() });
+    const now = Date.now();
+    this.inFlight.set(req, { res, bytes: req.socket.bytesRead, since: now, sent: req.socket.bytesWritten, sentSince: now });
     // A response closes once: `on` spares the wrapper `once` makes per request.
     res.on('close', () => this.inFlight.delete(req));
-    if (this.bodyIdleTimeoutMs > 0 && !this.timer) {
-      this.timer = setInterval(() => this.checkStalls(), Math.max(50, Math.min(1_000, this.bodyIdleTimeoutMs / 4)));
+    if (this.tickMs > 0 && !this.timer) {
+      this.timer = setInterval(() => this.checkStalls(), this.tickMs);
       this.timer.unref();
     }
   }
@@ -37,7 +50,11 @@ export class RequestGuard {
   private checkStalls(): void {
     const now = Date.now();
     for (const [req, t] of this.inFlight) {
-      if (req.complete || req.socket.destroyed) continue;
+      if (req.socket.destroyed) continue;
+      if (req.complete || this.bodyIdleTimeoutMs === 0) {
+        this.checkSending(req, t, now);
+        continue;
+      }
       const bytes = req.socket.bytesRead;
       if (bytes !== t.bytes) {
         t.bytes = bytes;
@@ -50,6 +67,20 @@ export class RequestGuard {
     if (this.inFlight.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
+    }
+  }
+
+  /** The answer's side: cut a client that takes no byte while bytes wait for it (not one waiting for the service). */
+  private checkSending(req: http.IncomingMessage, t: { res: http.ServerResponse; sent: number; sentSince: number }, now: number): void {
+    if (this.sendIdleTimeoutMs === 0) return;
+    const socket = req.socket;
+    const sent = socket.bytesWritten;
+    if (sent !== t.sent || (socket.writableLength === 0 && !t.res.writableNeedDrain)) {
+      t.sent = sent;
+      t.sentSince = now;
+    } else if (now - t.sentSince >= this.sendIdleTimeoutMs) {
+      this.inFlight.delete(req);
+      socket.destroy();
     }
   }
 

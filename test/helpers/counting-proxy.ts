@@ -30,6 +30,9 @@ export class CountingProxy {
   readonly requests: ProxiedRequest[] = [];
   cut = false;
   cutRule?: CutRule;
+  /** Once this many body bytes of a matching request went through (one way), nothing more does: the connection
+   * stays open and silent (a store that stops sending half-way). */
+  stallRule?: CutRule;
   throttleIn?: number;
   /** Requests answered 404 by the proxy itself, as an instance without that route would (e.g. no /api/uploads). */
   notFound?: (method: string, path: string) => boolean;
@@ -73,9 +76,20 @@ export class CountingProxy {
   private meter(rec: ProxiedRequest, direction: 'in' | 'out'): Transform {
     const rule = this.cutRule?.direction === direction && this.cutRule.match(rec.method, rec.path) ? this.cutRule : undefined;
     const throttle = direction === 'in' ? this.throttleIn : undefined;
+    const stall = this.stallRule?.direction === direction && this.stallRule.match(rec.method, rec.path) ? this.stallRule : undefined;
     let fired = false;
-    return new Transform({
+    const t: Transform = new Transform({
       transform: (chunk: Buffer, _enc, cb) => {
+        if (stall) {
+          const at = direction === 'in' ? rec.bytesIn : rec.bytesOut;
+          if (at + chunk.length > stall.afterBytes) {
+            const pass = chunk.subarray(0, Math.max(0, stall.afterBytes - at));
+            if (direction === 'in') rec.bytesIn += pass.length;
+            else rec.bytesOut += pass.length;
+            if (pass.length > 0) t.push(pass);
+            return; // no callback: nothing more flows, and the connection stays open
+          }
+        }
         // After the cut point nothing more goes through, not even chunks that arrive before the connections are
         // dropped (a client sending in large writes delivers several in one turn): the other side sees a clean cut.
         if (this.cut || fired) return cb();
@@ -93,6 +107,7 @@ export class CountingProxy {
         else cb(null, chunk);
       },
     });
+    return t;
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {

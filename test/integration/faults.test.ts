@@ -15,7 +15,7 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000' }, { validateResponses: true });
+  svc = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000', SEND_IDLE_TIMEOUT_MS: '1000' }, { validateResponses: true });
 });
 afterAll(async () => {
   await svc?.stop();
@@ -265,6 +265,53 @@ describe('time limits and early answers', () => {
       what: 'the slow upload to be stored',
     });
     up.close();
+  });
+});
+
+describe('a client that stops reading its answer', () => {
+  const size = 64 * 1024 * 1024; // far more than the two kernels' socket buffers hold
+  let id: string;
+  beforeAll(async () => {
+    const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(size), {}, 'big.bin') });
+    expect(res.status).toBe(201);
+    id = ((await res.json()) as { id: string }).id;
+  });
+
+  /** GET the content on a raw socket, reading `pace(got)` bytes' worth at a time (Infinity: everything, now). */
+  async function read(pause: (got: number) => number): Promise<{ got: number; ended: 'end' | 'close' }> {
+    const u = new URL(svc.url);
+    const socket = net.connect(Number(u.port), u.hostname);
+    socket.on('error', () => undefined);
+    await new Promise((r) => socket.once('connect', r));
+    socket.write(`GET /api/assets/${id}/content HTTP/1.1\r\nHost: ${u.host}\r\nx-api-key: ${KEYS.alice}\r\nConnection: close\r\n\r\n`);
+    let got = 0;
+    let ended: 'end' | 'close' | undefined;
+    socket.on('end', () => (ended ??= 'end'));
+    socket.on('close', () => (ended ??= 'close'));
+    socket.on('data', (d: Buffer) => {
+      got += d.length;
+      const ms = pause(got);
+      if (ms > 0) {
+        socket.pause();
+        setTimeout(() => socket.resume(), ms);
+      }
+    });
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    return { got, ended: ended! };
+  }
+
+  test('is disconnected after SEND_IDLE_TIMEOUT_MS: the rest is never sent', async () => {
+    // One pause of 4 s after the first MiB (the limit is 1 s), then it reads on: the connection is gone by then.
+    let paused = false;
+    const r = await read((got) => (got > 1024 * 1024 && !paused ? ((paused = true), 4_000) : 0));
+    expect(r.got).toBeLessThan(size);
+  });
+
+  test('one that reads slowly but steadily gets every byte', async () => {
+    // A pause of 600 ms after every 8 MiB read: each shorter than the limit, ~5 s in all.
+    let next = 8 * 1024 * 1024;
+    const r = await read((got) => (got >= next ? ((next += 8 * 1024 * 1024), 600) : 0));
+    expect(r.got).toBeGreaterThan(size);
   });
 });
 

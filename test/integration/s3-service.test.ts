@@ -169,6 +169,34 @@ describe('the store unreachable', () => {
   });
 });
 
+describe('the store silent half-way through a body', () => {
+  let svc: TestService;
+  let proxy: CountingProxy;
+  beforeAll(async () => {
+    proxy = await new CountingProxy(s3.endpoint).start();
+    svc = await startTestService({ ...s3.env, S3_ENDPOINT: proxy.url, S3_TIMEOUT_MS: '1500' });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await proxy?.close();
+  });
+
+  test("content whose store stops sending is cut after S3_TIMEOUT_MS, not held for ever; the next request is served", async () => {
+    const bytes = Buffer.concat([unique('stall'), crypto.randomBytes(4 * MiB)]);
+    const stored = await upload(svc, bytes);
+    expect(stored.status).toBe(201);
+    proxy.stallRule = { direction: 'out', afterBytes: MiB, match: (method, p) => method === 'GET' && /\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}(\?|$)/.test(p) };
+    const res = await svc.fetch(`/api/assets/${stored.body.id}/content`, { signal: AbortSignal.timeout(30_000) });
+    expect(res.status).toBe(200);
+    // The client's own 30 s limit would end it as a TimeoutError; the service's cut ends it as a terminated body.
+    const err = await res.arrayBuffer().then(() => undefined, (e: Error) => e);
+    expect(err?.name).toBe('TypeError');
+    proxy.stallRule = undefined;
+    const again = await svc.fetch(`/api/assets/${stored.body.id}/content`);
+    expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+});
+
 describe('two instances on one database and one bucket: GC vs concurrent references', () => {
   let a: TestService;
   let b: TestService;

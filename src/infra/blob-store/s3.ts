@@ -24,9 +24,9 @@ import { BlobNotFoundError, blobPath, translateStoreError, checkObjectName, DERI
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-/** Connecting to the store; then sending a request and receiving the head of its answer. */
+/** Connecting to the store; then how long it may be silent (the head of an answer, or mid-body): S3_TIMEOUT_MS. */
 const CONNECT_TIMEOUT_MS = 5_000;
-const ANSWER_TIMEOUT_MS = 120_000;
+const SILENCE_TIMEOUT_MS = 120_000;
 
 export interface S3BlobStoreOptions {
   /** Multipart upload part size; memory per upload is about (queueSize + 1) × partSize. */
@@ -89,10 +89,16 @@ export class S3BlobStore implements BlobStore {
       forcePathStyle: config.forcePathStyle,
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      // A store that cannot be reached fails within seconds, and one that does not answer a request (its body sent)
-      // within two minutes fails, rather than holding the request for ever. Not a limit on an answer's body once it
-      // flows: content streamed to a client that pauses reading (a paused video) is never cut by it.
-      requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: ANSWER_TIMEOUT_MS, throwOnRequestTimeout: true },
+      // A store that cannot be reached fails within seconds; one that does not answer a request (its body sent), or
+      // stops sending or taking a body half-way, fails after S3_TIMEOUT_MS of silence rather than holding the request
+      // (and the client's socket) for ever. A client that stops reading content pauses our reads from the store too;
+      // SEND_IDLE_TIMEOUT_MS (shorter by default) cuts that client first.
+      requestHandler: {
+        connectionTimeout: CONNECT_TIMEOUT_MS,
+        requestTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
+        throwOnRequestTimeout: true,
+        socketTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
+      },
       ...options.client,
     });
     // Every operation, after the SDK's own retries: a store that cannot be reached is the client's 503 (as a database
