@@ -169,6 +169,41 @@ describe('the store unreachable', () => {
   });
 });
 
+describe('the store failing on its side', () => {
+  let svc: TestService;
+  let proxy: CountingProxy;
+  beforeAll(async () => {
+    proxy = await new CountingProxy(s3.endpoint).start();
+    svc = await startTestService({ ...s3.env, S3_ENDPOINT: proxy.url });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await proxy?.close();
+  });
+
+  test.each([500, 502, 504])('every store request answered %i (after the SDK retries): uploads and content answer 503 with Retry-After, nothing kept', async (status) => {
+    const before = unique('before');
+    const stored = await upload(svc, before);
+    expect(stored.status).toBe(201);
+    const temps = tempKeys().length;
+    proxy.refuse = () => status;
+    try {
+      for (const res of [
+        await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('during'), {}, 'f.bin') }),
+        await svc.fetch(`/api/assets/${stored.body.id}/content`),
+      ]) {
+        const body = await json(res);
+        expect([res.status, res.headers.get('retry-after'), body.code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+      }
+    } finally {
+      proxy.refuse = undefined;
+    }
+    const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
+    expect(Buffer.from(await content.arrayBuffer()).equals(before)).toBe(true);
+    expect(tempKeys().length).toBe(temps);
+  });
+});
+
 describe('the store silent half-way through a body', () => {
   let svc: TestService;
   let proxy: CountingProxy;
