@@ -514,6 +514,27 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     expect(afterCancel.body.task_id).not.toBe(first.body.task_id);
   });
 
+  test('identical requests arriving together make one task (a double click, two tabs, a retrying client)', async () => {
+    const body = { job_ids: [crypto.randomUUID()], asset_ids: [crypto.randomUUID()], naming_strategy: 'preserve' };
+    const answers = await Promise.all(Array.from({ length: 12 }, () => start(body)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+    expect(new Set(answers.map((a) => a.body.task_id)).size).toBe(1);
+    // The same with a client Idempotency-Key: one task, never a 500 from the losers' insert.
+    const key = `export-${crypto.randomUUID()}`;
+    const keyed = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const res = await api.fetch('/api/assets/export', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify({ asset_ids: [crypto.randomUUID()] }),
+        });
+        return { status: res.status, body: await json(res) };
+      }),
+    );
+    expect(keyed.map((a) => a.status)).toEqual(keyed.map(() => 202));
+    expect(new Set(keyed.map((a) => a.body.task_id)).size).toBe(1);
+  });
+
   test('naming_strategy left out is group_by_job_time (as in Comfy Cloud and ComfyUI); an empty name list is 400', async () => {
     const job = crypto.randomUUID();
     const started = await start({ job_ids: [job] });

@@ -10,6 +10,7 @@ import { DomainError } from '../errors';
 import { idempotencyKeyOf, isStorableText } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
+import { sameExportKey } from '../tasks/export-request';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
 import { NAMING_STRATEGIES, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
@@ -113,15 +114,18 @@ export class ExportService {
     const members = await this.select(principal.ownerId, request);
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
     const id = crypto.randomUUID();
-    const task = await transactions.run(async (tx) => {
-      const t = await tasks.insertExport(
-        { id, ownerId: principal.ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) },
-        tx,
-      );
+    const ownerId = principal.ownerId;
+    const { task, created } = await transactions.run(async (tx) => {
+      // Identical requests that all missed the look-up above (sent at the same instant) take turns here; the first
+      // inserts, the others find its task (read after the lock, so they see it committed).
+      await tasks.lockExportIdentity(ownerId, idempotencyKey ? `key:${idempotencyKey}` : `request:${sameExportKey(request)}`, tx);
+      const existing = idempotencyKey ? await tasks.findByIdempotencyKey(ownerId, idempotencyKey, tx) : await tasks.findActiveExport(ownerId, request, tx);
+      if (existing) return { task: existing, created: false };
+      const t = await tasks.insertExport({ id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) }, tx);
       await queue.send(EXPORT_JOB, { taskId: id }, { tx });
-      return t;
+      return { task: t, created: true };
     });
-    queue.wake(EXPORT_JOB);
+    if (created) queue.wake(EXPORT_JOB);
     return task;
   }
 
