@@ -27,7 +27,7 @@ export function taskJson(t: Task): Record<string, unknown> {
   if (t.completedAt) out.completed_at = t.completedAt.toISOString();
   if (t.result && t.taskName === 'export_assets') {
     // `success` as in every task result (the ComfyUI frontend's task schema requires it); an export has a result only
-    // when it completed, and an archive (`export_name`) unless there was nothing to export (`success: false`, `error`).
+    // when it completed, and an archive (`export_name`) unless there was nothing to export or nothing could be read (`success: false`, `error`).
     out.result = {
       success: t.result.success,
       ...(t.result.exportName ? { export_name: t.result.exportName } : {}),
@@ -36,6 +36,17 @@ export function taskJson(t: Task): Record<string, unknown> {
       assets_failed: t.result.assetsFailed,
       bytes_total: t.result.bytesTotal,
       ...(t.result.error ? { error: t.result.error } : {}),
+      // ComfyUI's shape: present only when some asset was left out.
+      ...(t.result.failedAssets?.length
+        ? {
+            failed_assets: t.result.failedAssets.map((f) => ({
+              asset_id: f.assetId,
+              error: f.error,
+              ...(f.jobId ? { job_id: f.jobId } : {}),
+              ...(f.assetName ? { asset_name: f.assetName } : {}),
+            })),
+          }
+        : {}),
     };
   } else if (t.result) {
     const r: Record<string, unknown> = { success: t.result.success, bytes_downloaded: t.result.bytesDownloaded };
