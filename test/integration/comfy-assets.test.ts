@@ -318,6 +318,22 @@ describe('filters', () => {
     expect((await get('/api/assets?hash=md5:00', GINA)).body.code).toBe('INVALID_QUERY');
   });
 
+  test("parameters ComfyUI's newest list ignores are ignored here too: job_ids (added there, then dropped), asset_hash (there: hash)", async () => {
+    const job = crypto.randomUUID();
+    const a = await upload(unique('ignored'), { tags: 'ign-a', prompt_id: job }, 'a.bin', GINA);
+    const b = await upload(unique('ignored'), { tags: 'ign-a' }, 'b.bin', GINA);
+    const ids = async (qs: string) => {
+      const r = await get(`/api/assets?tags_all=ign-a&${qs}`, GINA);
+      expect(r.status).toBe(200);
+      return (r.body.assets as Json[]).map((x) => x.id).sort();
+    };
+    const all = [a.id, b.id].sort();
+    expect(await ids(`job_ids=${job}`)).toEqual(all);
+    expect(await ids(`job_ids=not-a-uuid`)).toEqual(all);
+    expect(await ids(`asset_hash=${a.hash}`)).toEqual(all);
+    expect(await ids(`hash=${a.hash}`)).toEqual([a.id]);
+  });
+
   test('contradicting tag filters are 400 INVALID_TAG_FILTER as in ComfyUI; legacy include/exclude overlap is an empty page', async () => {
     const a = await upload(unique('tf'), { tags: 'tf-a,tf-x' }, 'a.bin', GINA);
     const b = await upload(unique('tf'), { tags: 'tf-a,tf-y' }, 'b.bin', GINA);
