@@ -87,6 +87,10 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
     assets_attempted: 6,
     assets_failed: 0,
     bytes_total: fs.statSync(file).size,
+    // ComfyUI's names for the same: members written, the archive's size, the members' bytes.
+    assets_succeeded: 6,
+    export_size: fs.statSync(file).size,
+    uncompressed_size: assets.reduce((n, a) => n + a.size, 0),
   });
   expect(task.progress.bytes_downloaded).toBe(assets.reduce((n, a) => n + a.size, 0));
   expect(members.map((m) => m.name)).toEqual(['etc/passwd', 'abs/model.bin', 'a_b.txt', 'dup.txt', 'dup (2).txt', 'SDXL/base.safetensors']);
@@ -174,7 +178,7 @@ test('assets left out are listed in failed_assets as ComfyUI lists them: not_fou
   fs.symlinkSync(blobFile(unreadable), blobFile(unreadable));
   try {
     const { task, members } = await exportAndRead({ asset_ids: [unknown, kept.id, lost.id, bobs.id, unreadable.id], naming_strategy: 'preserve' });
-    expect(task.result).toMatchObject({ success: true, assets_total: 3, assets_attempted: 3, assets_failed: 2 });
+    expect(task.result).toMatchObject({ success: true, assets_total: 3, assets_attempted: 3, assets_failed: 2, assets_succeeded: 1, uncompressed_size: kept.size });
     expect(task.result.failed_assets).toEqual([
       { asset_id: unknown, error: 'not_found' },
       { asset_id: bobs.id, error: 'not_found' },
@@ -207,6 +211,7 @@ test('when no selected asset can be read: success false, "All assets failed to e
     assets_attempted: 1,
     assets_failed: 1,
     bytes_total: 0,
+    assets_succeeded: 0,
     failed_assets: [{ asset_id: lost.id, error: 'fetch_failed', asset_name: 'all-lost.bin' }],
   });
   expect(task.error_message).toBeUndefined();
@@ -314,12 +319,13 @@ test('GraphQL startExport returns the task; its result carries exportName', asyn
   const started = res.data.startExport;
   expect(started.taskName).toBe('export_assets');
   await finished(started.id);
-  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal } } }`, { id: started.id });
+  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal assetsSucceeded exportSize uncompressedSize } } }`, { id: started.id });
   expect(t.data.task.status).toBe('completed');
   // What the export was asked for (the download-shaped payload has nothing of it).
   expect(t.data.task.exportRequest).toEqual({ assetIds: [a.id], jobIds: null, namingStrategy: 'asset_id' });
   expect(t.data.task.result.exportName).toMatch(/\.zip$/);
   expect(t.data.task.result.assetsTotal).toBe(1);
+  expect(t.data.task.result).toMatchObject({ assetsSucceeded: 1, exportSize: t.data.task.result.bytesTotal, uncompressedSize: a.size });
   // Nothing left out: an empty list (REST leaves failed_assets out, as ComfyUI does).
   const failed = await gql(svc, `query($id: ID!) { task(id: $id) { result { failedAssets { assetId } } } }`, { id: started.id });
   expect(failed.data.task.result.failedAssets).toEqual([]);

@@ -220,6 +220,7 @@ export class ExportService {
             assetsAttempted: attempted,
             assetsFailed: failed,
             bytesTotal: size,
+            uncompressedSize: sent,
             ...listed(),
           },
           tx,

@@ -28,6 +28,8 @@ export interface TaskResult {
   assetsFailed?: number;
   /** export_assets: the archive's size in bytes. */
   bytesTotal?: number;
+  /** export_assets with an archive: the bytes of its members (ComfyUI's `uncompressed_size`). */
+  uncompressedSize?: number;
   /** export_assets that completed without an archive (nothing to export, or nothing could be read). */
   error?: string;
   /** export_assets: the assets left out of the archive, and why (ComfyUI's `failed_assets`); absent when none. */

@@ -1,5 +1,5 @@
 import { exportRequestToWire } from '../../domain/tasks/export-request';
-import type { Task } from '../../domain/tasks/task.types';
+import type { Task, TaskResult } from '../../domain/tasks/task.types';
 
 /** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
 export function taskJson(t: Task): Record<string, unknown> {
@@ -35,6 +35,8 @@ export function taskJson(t: Task): Record<string, unknown> {
       assets_attempted: t.result.assetsAttempted,
       assets_failed: t.result.assetsFailed,
       bytes_total: t.result.bytesTotal,
+      // ComfyUI's (and Comfy Cloud's) names for the same counts and sizes.
+      ...exportResultAliases(t.result),
       ...(t.result.error ? { error: t.result.error } : {}),
       // ComfyUI's shape: present only when some asset was left out.
       ...(t.result.failedAssets?.length
@@ -56,5 +58,17 @@ export function taskJson(t: Task): Record<string, unknown> {
     out.result = r;
   }
   if (t.errorMessage) out.error_message = t.errorMessage;
+  return out;
+}
+
+/**
+ * What ComfyUI's export result also names: `assets_succeeded` (members written), and with an archive `export_size`
+ * (= `bytes_total`) and `uncompressed_size` (the members' bytes; absent in results stored before it was recorded).
+ */
+function exportResultAliases(r: TaskResult): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (r.assetsAttempted !== undefined && r.assetsFailed !== undefined) out.assets_succeeded = r.assetsAttempted - r.assetsFailed;
+  if (r.exportName && r.bytesTotal !== undefined) out.export_size = r.bytesTotal;
+  if (r.exportName && r.uncompressedSize !== undefined) out.uncompressed_size = r.uncompressedSize;
   return out;
 }

@@ -97,6 +97,15 @@ export class TaskResultType {
   @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets: the size of the archive.' })
   bytesTotal?: number;
 
+  @Field(() => Int, { nullable: true, description: 'export_assets: members written (ComfyUI\'s assets_succeeded).' })
+  assetsSucceeded?: number;
+
+  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets with an archive: its size (ComfyUI\'s export_size, = bytesTotal).' })
+  exportSize?: number;
+
+  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets with an archive: the bytes of its members (ComfyUI\'s uncompressed_size).' })
+  uncompressedSize?: number;
+
   @Field(() => String, { nullable: true, description: 'export_assets that completed with success false: why (nothing to export, or nothing could be read).' })
   error?: string;
 
@@ -151,7 +160,16 @@ export class TaskType {
   static from(t: Task): TaskType {
     // The domain task already has this shape; only the enum needs its GraphQL type, and an export's result lists
     // its failed assets (none: an empty list, never null).
-    const result = t.result && t.taskName === 'export_assets' ? { ...t.result, failedAssets: t.result.failedAssets ?? [] } : t.result;
+    const r = t.result;
+    const result =
+      r && t.taskName === 'export_assets'
+        ? {
+            ...r,
+            failedAssets: r.failedAssets ?? [],
+            ...(r.assetsAttempted !== undefined && r.assetsFailed !== undefined ? { assetsSucceeded: r.assetsAttempted - r.assetsFailed } : {}),
+            ...(r.exportName ? { exportSize: r.bytesTotal } : {}),
+          }
+        : r;
     return Object.assign(new TaskType(), { ...t, status: t.status as TaskStatusEnum, result });
   }
 }
