@@ -556,7 +556,7 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     const started = await start({ job_ids: [job] });
     expect(started.status).toBe(202);
     const task = await json(await api.fetch(`/api/tasks/${started.body.task_id}`));
-    expect(task.payload).toEqual({ job_ids: [job], naming_strategy: 'group_by_job_time' });
+    expect(task.payload).toEqual({ job_ids: [job], asset_ids: [], naming_strategy: 'group_by_job_time', job_asset_name_filters: {}, include_previews: false });
 
     const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
     expect(empty.status).toBe(400);

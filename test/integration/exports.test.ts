@@ -466,7 +466,7 @@ test("the task's payload is the export request as sent (snake_case, validated an
   const listed = await json(await svc.fetch('/api/tasks?task_name=export_assets&limit=100', { key: KEYS.alice }));
   expect(listed.tasks.find((t: { id: string }) => t.id === task.id).payload).toEqual(task.payload);
 
-  // Left out by the client: the default strategy, nothing else invented.
+  // Left out by the client: the defaults, every field present, as ComfyUI's export task shows its payload.
   const minimal = await finished((await startExport({ asset_ids: [a.id] })).body.task_id);
-  expect(minimal.payload).toEqual({ asset_ids: [a.id], naming_strategy: 'group_by_job_time' });
+  expect(minimal.payload).toEqual({ job_ids: [], asset_ids: [a.id], naming_strategy: 'group_by_job_time', job_asset_name_filters: {}, include_previews: false });
 });

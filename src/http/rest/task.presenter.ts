@@ -1,5 +1,4 @@
-import { exportRequestToWire } from '../../domain/tasks/export-request';
-import type { Task, TaskResult } from '../../domain/tasks/task.types';
+import type { ExportRequest, Task, TaskResult } from '../../domain/tasks/task.types';
 
 /** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
 export function taskJson(t: Task): Record<string, unknown> {
@@ -17,7 +16,7 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload: t.exportRequest ? exportRequestToWire(t.exportRequest) : payload,
+    payload: t.exportRequest ? exportPayloadJson(t.exportRequest) : payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),
@@ -71,4 +70,15 @@ function exportResultAliases(r: TaskResult): Record<string, number> {
   if (r.exportName && r.bytesTotal !== undefined) out.export_size = r.bytesTotal;
   if (r.exportName && r.uncompressedSize !== undefined) out.uncompressed_size = r.uncompressedSize;
   return out;
+}
+
+/** An export task's payload as ComfyUI's export task shows it: the normalised request, every field present (defaults filled in). */
+function exportPayloadJson(r: ExportRequest): Record<string, unknown> {
+  return {
+    job_ids: r.jobIds ?? [],
+    asset_ids: r.assetIds ?? [],
+    naming_strategy: r.namingStrategy,
+    job_asset_name_filters: r.jobAssetNameFilters ?? {},
+    include_previews: r.includePreviews ?? false,
+  };
 }
