@@ -334,6 +334,19 @@ describe('filters', () => {
     expect(await ids(`hash=${a.hash}`)).toEqual([a.id]);
   });
 
+  test('a tag filter holds up to 100 tags (ComfyUI\'s cap, counted once normalised); 101 is 400 INVALID_TAG_FILTER', async () => {
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `cap-${i}`).join(',');
+    for (const route of ['/api/assets', '/api/assets/tags/refine']) {
+      for (const name of ['include_tags', 'tags_all', 'tags_any', 'tags_none', 'exclude_tags']) {
+        expect([route, name, (await get(`${route}?${name}=${tags(100)}`, GINA)).status]).toEqual([route, name, 200]);
+        // Duplicates and case variants count once, as the filter is normalised first.
+        expect([route, name, (await get(`${route}?${name}=${tags(100)},CAP-0,cap-1`, GINA)).status]).toEqual([route, name, 200]);
+        const r = await get(`${route}?${name}=${tags(101)}`, GINA);
+        expect([route, name, r.status, r.body.code, r.body.details]).toEqual([route, name, 400, 'INVALID_TAG_FILTER', { parameter: name, count: 101, max: 100 }]);
+      }
+    }
+  });
+
   test('contradicting tag filters are 400 INVALID_TAG_FILTER as in ComfyUI; legacy include/exclude overlap is an empty page', async () => {
     const a = await upload(unique('tf'), { tags: 'tf-a,tf-x' }, 'a.bin', GINA);
     const b = await upload(unique('tf'), { tags: 'tf-a,tf-y' }, 'b.bin', GINA);
