@@ -448,18 +448,18 @@ test("the task's payload is the export request as sent (snake_case, validated an
   const body = {
     asset_ids: [a.id, a.id],
     job_ids: [job],
-    job_asset_name_filters: { [job]: ['x.png'] },
+    job_asset_name_filters: { [job]: ['x.png', 'y.png', 'x.png'] },
     include_previews: true,
     naming_strategy: 'asset_id',
   };
   const started = await startExport(body);
   expect(started.status).toBe(202);
   const task = await finished(started.body.task_id);
-  // Ids are deduplicated and lower-cased; every field keeps its wire name.
+  // Ids are deduplicated and lower-cased, filter names deduplicated; every field keeps its wire name.
   expect(task.payload).toEqual({
     asset_ids: [a.id],
     job_ids: [job.toLowerCase()],
-    job_asset_name_filters: { [job.toLowerCase()]: ['x.png'] },
+    job_asset_name_filters: { [job.toLowerCase()]: ['x.png', 'y.png'] },
     include_previews: true,
     naming_strategy: 'asset_id',
   });

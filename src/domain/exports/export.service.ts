@@ -58,7 +58,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
       }
       // Stored in the task's row (JSON): GraphQL's JSON scalar reaches here without the REST body's text check.
       if (!names.every(isStorableText)) throw invalid('job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates', 'job_asset_name_filters');
-      f[job.toLowerCase()] = names as string[];
+      // De-duplicated, first-seen order kept, as ComfyUI's export keeps them.
+      f[job.toLowerCase()] = [...new Set(names as string[])];
     }
     out.jobAssetNameFilters = f;
   }
