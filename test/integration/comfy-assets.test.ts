@@ -318,6 +318,35 @@ describe('filters', () => {
     expect((await get('/api/assets?hash=md5:00', GINA)).body.code).toBe('INVALID_QUERY');
   });
 
+  test("parameters ComfyUI's newest list ignores are ignored here too: job_ids (added there, then dropped), asset_hash (there: hash)", async () => {
+    const job = crypto.randomUUID();
+    const a = await upload(unique('ignored'), { tags: 'ign-a', prompt_id: job }, 'a.bin', GINA);
+    const b = await upload(unique('ignored'), { tags: 'ign-a' }, 'b.bin', GINA);
+    const ids = async (qs: string) => {
+      const r = await get(`/api/assets?tags_all=ign-a&${qs}`, GINA);
+      expect(r.status).toBe(200);
+      return (r.body.assets as Json[]).map((x) => x.id).sort();
+    };
+    const all = [a.id, b.id].sort();
+    expect(await ids(`job_ids=${job}`)).toEqual(all);
+    expect(await ids(`job_ids=not-a-uuid`)).toEqual(all);
+    expect(await ids(`asset_hash=${a.hash}`)).toEqual(all);
+    expect(await ids(`hash=${a.hash}`)).toEqual([a.id]);
+  });
+
+  test('a tag filter holds up to 100 tags (ComfyUI\'s cap, counted once normalised); 101 is 400 INVALID_TAG_FILTER', async () => {
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `cap-${i}`).join(',');
+    for (const route of ['/api/assets', '/api/assets/tags/refine']) {
+      for (const name of ['include_tags', 'tags_all', 'tags_any', 'tags_none', 'exclude_tags']) {
+        expect([route, name, (await get(`${route}?${name}=${tags(100)}`, GINA)).status]).toEqual([route, name, 200]);
+        // Duplicates and case variants count once, as the filter is normalised first.
+        expect([route, name, (await get(`${route}?${name}=${tags(100)},CAP-0,cap-1`, GINA)).status]).toEqual([route, name, 200]);
+        const r = await get(`${route}?${name}=${tags(101)}`, GINA);
+        expect([route, name, r.status, r.body.code, r.body.details]).toEqual([route, name, 400, 'INVALID_TAG_FILTER', { parameter: name, count: 101, max: 100 }]);
+      }
+    }
+  });
+
   test('contradicting tag filters are 400 INVALID_TAG_FILTER as in ComfyUI; legacy include/exclude overlap is an empty page', async () => {
     const a = await upload(unique('tf'), { tags: 'tf-a,tf-x' }, 'a.bin', GINA);
     const b = await upload(unique('tf'), { tags: 'tf-a,tf-y' }, 'b.bin', GINA);
@@ -514,12 +543,33 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     expect(afterCancel.body.task_id).not.toBe(first.body.task_id);
   });
 
+  test('identical requests arriving together make one task (a double click, two tabs, a retrying client)', async () => {
+    const body = { job_ids: [crypto.randomUUID()], asset_ids: [crypto.randomUUID()], naming_strategy: 'preserve' };
+    const answers = await Promise.all(Array.from({ length: 12 }, () => start(body)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 202));
+    expect(new Set(answers.map((a) => a.body.task_id)).size).toBe(1);
+    // The same with a client Idempotency-Key: one task, never a 500 from the losers' insert.
+    const key = `export-${crypto.randomUUID()}`;
+    const keyed = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const res = await api.fetch('/api/assets/export', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify({ asset_ids: [crypto.randomUUID()] }),
+        });
+        return { status: res.status, body: await json(res) };
+      }),
+    );
+    expect(keyed.map((a) => a.status)).toEqual(keyed.map(() => 202));
+    expect(new Set(keyed.map((a) => a.body.task_id)).size).toBe(1);
+  });
+
   test('naming_strategy left out is group_by_job_time (as in Comfy Cloud and ComfyUI); an empty name list is 400', async () => {
     const job = crypto.randomUUID();
     const started = await start({ job_ids: [job] });
     expect(started.status).toBe(202);
     const task = await json(await api.fetch(`/api/tasks/${started.body.task_id}`));
-    expect(task.payload).toEqual({ job_ids: [job], naming_strategy: 'group_by_job_time' });
+    expect(task.payload).toEqual({ job_ids: [job], asset_ids: [], naming_strategy: 'group_by_job_time', job_asset_name_filters: {}, include_previews: false });
 
     const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
     expect(empty.status).toBe(400);

@@ -87,6 +87,10 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
     assets_attempted: 6,
     assets_failed: 0,
     bytes_total: fs.statSync(file).size,
+    // ComfyUI's names for the same: members written, the archive's size, the members' bytes.
+    assets_succeeded: 6,
+    export_size: fs.statSync(file).size,
+    uncompressed_size: assets.reduce((n, a) => n + a.size, 0),
   });
   expect(task.progress.bytes_downloaded).toBe(assets.reduce((n, a) => n + a.size, 0));
   expect(members.map((m) => m.name)).toEqual(['etc/passwd', 'abs/model.bin', 'a_b.txt', 'dup.txt', 'dup (2).txt', 'SDXL/base.safetensors']);
@@ -156,14 +160,68 @@ test("1,000 outputs of one job in one archive (the frontend's download selected)
   expect(new Set(members.map((m) => m.name)).size).toBe(1000);
 });
 
-test('an asset whose blob is lost is counted in assets_failed and left out; the rest is exported', async () => {
+const blobFile = (asset: { asset_hash: string }) => {
+  const hex = asset.asset_hash.slice('blake3:'.length);
+  return path.join(svc.dataDir, 'blobs', hex.slice(0, 2), hex.slice(2, 4), hex);
+};
+
+test('assets left out are listed in failed_assets as ComfyUI lists them: not_found ids, then fetch_failed content', async () => {
+  const job = crypto.randomUUID();
   const kept = await upload('kept.bin');
-  const lost = await upload('lost.bin');
-  const hex = lost.asset_hash.slice('blake3:'.length);
-  fs.rmSync(path.join(svc.dataDir, 'blobs', hex.slice(0, 2), hex.slice(2, 4), hex));
-  const { task, members } = await exportAndRead({ asset_ids: [kept.id, lost.id] });
-  expect(task.result).toMatchObject({ assets_total: 2, assets_attempted: 2, assets_failed: 1 });
-  expect(members.map((m) => [m.name, m.blake3])).toEqual([['kept.bin', kept.asset_hash]]);
+  const lost = await upload('lost.bin', { prompt_id: job });
+  const unreadable = await upload('unreadable.bin');
+  const bobs = await upload('bobs.bin', {}, KEYS.bob);
+  const unknown = crypto.randomUUID();
+  fs.rmSync(blobFile(lost));
+  // A blob that cannot be opened even by root: a symbolic link to itself (ELOOP).
+  fs.rmSync(blobFile(unreadable));
+  fs.symlinkSync(blobFile(unreadable), blobFile(unreadable));
+  try {
+    const { task, members } = await exportAndRead({ asset_ids: [unknown, kept.id, lost.id, bobs.id, unreadable.id], naming_strategy: 'preserve' });
+    expect(task.result).toMatchObject({ success: true, assets_total: 3, assets_attempted: 3, assets_failed: 2, assets_succeeded: 1, uncompressed_size: kept.size });
+    expect(task.result.failed_assets).toEqual([
+      { asset_id: unknown, error: 'not_found' },
+      { asset_id: bobs.id, error: 'not_found' },
+      { asset_id: lost.id, error: 'fetch_failed', job_id: job, asset_name: 'lost.bin' },
+      { asset_id: unreadable.id, error: 'fetch_failed', asset_name: 'unreadable.bin' },
+    ]);
+    expect(members.map((m) => [m.name, m.blake3])).toEqual([['kept.bin', kept.asset_hash]]);
+    const q = 'query($id: ID!) { task(id: $id) { result { failedAssets { assetId error jobId assetName } } } }';
+    expect((await gql(svc, q, { id: task.id })).data.task.result.failedAssets).toEqual([
+      { assetId: unknown, error: 'not_found', jobId: null, assetName: null },
+      { assetId: bobs.id, error: 'not_found', jobId: null, assetName: null },
+      { assetId: lost.id, error: 'fetch_failed', jobId: job, assetName: 'lost.bin' },
+      { assetId: unreadable.id, error: 'fetch_failed', jobId: null, assetName: 'unreadable.bin' },
+    ]);
+  } finally {
+    fs.rmSync(blobFile(unreadable));
+  }
+});
+
+test('when no selected asset can be read: success false, "All assets failed to export", no archive', async () => {
+  const lost = await upload('all-lost.bin');
+  fs.rmSync(blobFile(lost));
+  const before = archivesIn(svc);
+  const task = await finished((await startExport({ asset_ids: [lost.id] })).body.task_id);
+  expect(task.status).toBe('completed');
+  expect(task.result).toEqual({
+    success: false,
+    error: 'All assets failed to export',
+    assets_total: 1,
+    assets_attempted: 1,
+    assets_failed: 1,
+    bytes_total: 0,
+    assets_succeeded: 0,
+    failed_assets: [{ asset_id: lost.id, error: 'fetch_failed', asset_name: 'all-lost.bin' }],
+  });
+  expect(task.error_message).toBeUndefined();
+  expect(archivesIn(svc)).toEqual(before);
+  const q = 'query($id: ID!) { task(id: $id) { result { success error failedAssets { assetId error } } } }';
+  expect((await gql(svc, q, { id: task.id })).data.task.result).toEqual({
+    success: false,
+    error: 'All assets failed to export',
+    failedAssets: [{ assetId: lost.id, error: 'fetch_failed' }],
+  });
 });
 
 test('a failed export (a blob shorter than its asset) fails its task and leaves nothing', async () => {
@@ -226,6 +284,7 @@ test("another owner's export is 404; their asset ids select nothing", async () =
   const theirs = await startExport({ asset_ids: [mine.id] }, KEYS.bob);
   const t = await finished(theirs.body.task_id, KEYS.bob);
   expect([t.result.success, t.result.assets_total, t.result.export_name]).toEqual([false, 0, undefined]);
+  expect(t.result.failed_assets).toEqual([{ asset_id: mine.id, error: 'not_found' }]);
   expect((await svc.fetch(`/api/assets/exports/${crypto.randomUUID()}.zip`)).status).toBe(404);
 });
 
@@ -260,12 +319,16 @@ test('GraphQL startExport returns the task; its result carries exportName', asyn
   const started = res.data.startExport;
   expect(started.taskName).toBe('export_assets');
   await finished(started.id);
-  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal } } }`, { id: started.id });
+  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal assetsSucceeded exportSize uncompressedSize } } }`, { id: started.id });
   expect(t.data.task.status).toBe('completed');
   // What the export was asked for (the download-shaped payload has nothing of it).
   expect(t.data.task.exportRequest).toEqual({ assetIds: [a.id], jobIds: null, namingStrategy: 'asset_id' });
   expect(t.data.task.result.exportName).toMatch(/\.zip$/);
   expect(t.data.task.result.assetsTotal).toBe(1);
+  expect(t.data.task.result).toMatchObject({ assetsSucceeded: 1, exportSize: t.data.task.result.bytesTotal, uncompressedSize: a.size });
+  // Nothing left out: an empty list (REST leaves failed_assets out, as ComfyUI does).
+  const failed = await gql(svc, `query($id: ID!) { task(id: $id) { result { failedAssets { assetId } } } }`, { id: started.id });
+  expect(failed.data.task.result.failedAssets).toEqual([]);
 });
 
 test('a task cancelled before its job ran leaves no archive', async () => {
@@ -281,6 +344,24 @@ test('a task cancelled before its job ran leaves no archive', async () => {
     expect(t.status).not.toBe('completed');
     expect(t.result ?? undefined).toBeUndefined();
     expect(archivesIn(api)).toEqual([]);
+  } finally {
+    await api.stop();
+  }
+});
+
+test('an asset deleted before the job ran is a not_found failed asset; the others are archived', async () => {
+  // No job workers here, so the deletion lands between the request and the job.
+  const api = await startTestService({ ROLE: 'api' });
+  try {
+    const up = async (name: string) => json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name }) }));
+    const [stays, goes] = [await up('stays.bin'), await up('goes.bin')];
+    const res = await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [stays.id, goes.id] }) });
+    const { task_id } = await json(res);
+    expect((await api.fetch(`/api/assets/${goes.id}`, { method: 'DELETE' })).status).toBe(204);
+    await api.container.exports.run(task_id);
+    const t = await json(await api.fetch(`/api/tasks/${task_id}`));
+    expect(t.status).toBe('completed');
+    expect(t.result).toMatchObject({ success: true, assets_total: 1, assets_failed: 0, failed_assets: [{ asset_id: goes.id, error: 'not_found' }] });
   } finally {
     await api.stop();
   }
@@ -367,25 +448,25 @@ test("the task's payload is the export request as sent (snake_case, validated an
   const body = {
     asset_ids: [a.id, a.id],
     job_ids: [job],
-    job_asset_name_filters: { [job]: ['x.png'] },
+    job_asset_name_filters: { [job]: ['x.png', 'y.png', 'x.png'] },
     include_previews: true,
     naming_strategy: 'asset_id',
   };
   const started = await startExport(body);
   expect(started.status).toBe(202);
   const task = await finished(started.body.task_id);
-  // Ids are deduplicated and lower-cased; every field keeps its wire name.
+  // Ids are deduplicated and lower-cased, filter names deduplicated; every field keeps its wire name.
   expect(task.payload).toEqual({
     asset_ids: [a.id],
     job_ids: [job.toLowerCase()],
-    job_asset_name_filters: { [job.toLowerCase()]: ['x.png'] },
+    job_asset_name_filters: { [job.toLowerCase()]: ['x.png', 'y.png'] },
     include_previews: true,
     naming_strategy: 'asset_id',
   });
   const listed = await json(await svc.fetch('/api/tasks?task_name=export_assets&limit=100', { key: KEYS.alice }));
   expect(listed.tasks.find((t: { id: string }) => t.id === task.id).payload).toEqual(task.payload);
 
-  // Left out by the client: the default strategy, nothing else invented.
+  // Left out by the client: the defaults, every field present, as ComfyUI's export task shows its payload.
   const minimal = await finished((await startExport({ asset_ids: [a.id] })).body.task_id);
-  expect(minimal.payload).toEqual({ asset_ids: [a.id], naming_strategy: 'group_by_job_time' });
+  expect(minimal.payload).toEqual({ job_ids: [], asset_ids: [a.id], naming_strategy: 'group_by_job_time', job_asset_name_filters: {}, include_previews: false });
 });

@@ -142,6 +142,24 @@ describe('disk store shared by processes with different roles', () => {
   });
 });
 
+describe('exports across processes', () => {
+  test('identical export requests sent to two api processes at the same instant make one task', async () => {
+    const c = await fsCluster();
+    const [a, b] = await Promise.all([spawn(c.env, 'api'), spawn(c.env, 'api')]);
+    const body = JSON.stringify({ asset_ids: [crypto.randomUUID()], job_ids: [crypto.randomUUID()] });
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, async (_, i) => {
+        const res = await (i % 2 ? a : b).fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        expect(res.status).toBe(202);
+        return (await json(res)).task_id as string;
+      }),
+    );
+    expect(new Set(answers).size).toBe(1);
+    const { rows } = await c.db.query(`SELECT count(*)::int AS n FROM task WHERE task_name = 'export_assets'`);
+    expect(rows[0].n).toBe(1);
+  });
+});
+
 describe('S3 bucket shared by two processes', () => {
   let fake: FakeProviders;
   beforeAll(async () => {

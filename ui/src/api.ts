@@ -170,7 +170,7 @@ export interface FirstScreen {
 interface FirstScreenData {
   page: { fields: { name: string }[] } | null;
   asset: { fields: { name: string }[] } | null;
-  result: { fields: { name: string }[] } | null;
+  result: { fields: { name: string; type: { kind: string; ofType: { kind: string } | null } }[] } | null;
   query: { fields: { name: string }[] };
   mutation: { fields: { name: string }[] };
   assets: AssetPageData;
@@ -184,7 +184,8 @@ function firstScreenOf(d: FirstScreenData): FirstScreen {
     tagCounts: has(d.query, 'tagCounts'),
     metadata: has(d.asset, 'metadata'),
     startExport: has(d.mutation, 'startExport'),
-    taskResultFields: d.result?.fields.map((f) => f.name) ?? [],
+    // The scalar ones, which need no selection of their own (failedAssets, a list of objects, does).
+    taskResultFields: d.result?.fields.filter((f) => ['SCALAR', 'ENUM'].includes(f.type.kind === 'NON_NULL' ? (f.type.ofType?.kind ?? '') : f.type.kind)).map((f) => f.name) ?? [],
   };
   return { features, assets: d.assets, tagCounts: d.tagCounts };
 }

@@ -39,7 +39,7 @@ export function firstScreenBody(first: { limit: number; sort: string; order: str
   const query = `query($limit: Int!, $sort: AssetSort!, $order: SortOrder!) {
         page: __type(name: "AssetPage") { fields { name } }
         asset: __type(name: "Asset") { fields { name } }
-        result: __type(name: "TaskResult") { fields { name } }
+        result: __type(name: "TaskResult") { fields { name type { kind ofType { kind } } } }
         query: __type(name: "Query") { fields { name } }
         mutation: __type(name: "Mutation") { fields { name } }
         assets(limit: $limit, offset: 0, sort: $sort, order: $order) { items { ${ALL_ASSET_FIELDS} } total hasMore nextCursor totalIsLowerBound }

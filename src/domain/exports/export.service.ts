@@ -1,17 +1,18 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { BlobNotFoundError, type BlobStore } from '../../infra/blob-store/blob-store';
+import { translateStoreError, type BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
-import { DomainError } from '../errors';
+import { DomainError, isOwnStoreFailure } from '../errors';
 import { idempotencyKeyOf, isStorableText } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
+import { sameExportKey } from '../tasks/export-request';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
-import { NAMING_STRATEGIES, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
+import { NAMING_STRATEGIES, type ExportFailedAsset, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
 import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
@@ -28,6 +29,8 @@ const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export $
 const EXPORT_NAME = /^[A-Za-z0-9_-]+\.zip$/;
 const objectName = (exportName: string) => `exports/${exportName}`;
 export const NOTHING_TO_EXPORT = 'No valid assets to export';
+/** ComfyUI's words when every selected asset failed to be read: no archive either. */
+export const NOTHING_EXPORTED = 'All assets failed to export';
 
 /** Validates the body of POST /api/assets/export. */
 export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
@@ -55,7 +58,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
       }
       // Stored in the task's row (JSON): GraphQL's JSON scalar reaches here without the REST body's text check.
       if (!names.every(isStorableText)) throw invalid('job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates', 'job_asset_name_filters');
-      f[job.toLowerCase()] = names as string[];
+      // De-duplicated, first-seen order kept, as ComfyUI's export keeps them.
+      f[job.toLowerCase()] = [...new Set(names as string[])];
     }
     out.jobAssetNameFilters = f;
   }
@@ -110,18 +114,21 @@ export class ExportService {
       const running = await tasks.findActiveExport(principal.ownerId, request);
       if (running) return running;
     }
-    const members = await this.select(principal.ownerId, request);
+    const { members } = await this.select(principal.ownerId, request);
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
     const id = crypto.randomUUID();
-    const task = await transactions.run(async (tx) => {
-      const t = await tasks.insertExport(
-        { id, ownerId: principal.ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) },
-        tx,
-      );
+    const ownerId = principal.ownerId;
+    const { task, created } = await transactions.run(async (tx) => {
+      // Identical requests that all missed the look-up above (sent at the same instant) take turns here; the first
+      // inserts, the others find its task (read after the lock, so they see it committed).
+      await tasks.lockExportIdentity(ownerId, idempotencyKey ? `key:${idempotencyKey}` : `request:${sameExportKey(request)}`, tx);
+      const existing = idempotencyKey ? await tasks.findByIdempotencyKey(ownerId, idempotencyKey, tx) : await tasks.findActiveExport(ownerId, request, tx);
+      if (existing) return { task: existing, created: false };
+      const t = await tasks.insertExport({ id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) }, tx);
       await queue.send(EXPORT_JOB, { taskId: id }, { tx });
-      return t;
+      return { task: t, created: true };
     });
-    queue.wake(EXPORT_JOB);
+    if (created) queue.wake(EXPORT_JOB);
     return task;
   }
 
@@ -133,12 +140,16 @@ export class ExportService {
     await tasks.start(taskId);
     const exportName = `${crypto.randomUUID()}.zip`;
     const log = logger.child({ task_id: taskId, export_name: exportName });
-    const members = (await this.select(task.ownerId, task.exportRequest)).slice(0, MAX_EXPORT_ASSETS);
+    const selected = await this.select(task.ownerId, task.exportRequest);
+    const members = selected.members.slice(0, MAX_EXPORT_ASSETS);
+    // As ComfyUI's export lists them: first the requested ids that name nothing, then what could not be read.
+    const failedAssets: ExportFailedAsset[] = selected.missing.map((assetId) => ({ assetId, error: 'not_found' }));
+    const listed = () => (failedAssets.length > 0 ? { failedAssets } : {});
+    const none = { success: false, assetId: null, assetHash: null, filename: null, bytesDownloaded: 0, bytesTotal: 0 };
     if (members.length === 0) {
       // Ids of no asset of this owner, jobs without outputs: as ComfyUI's export reports it, a completion without
       // success or archive (an empty ZIP would download as if something were in it).
-      const empty = { assetId: null, assetHash: null, filename: null, bytesDownloaded: 0, assetsTotal: 0, assetsAttempted: 0, assetsFailed: 0, bytesTotal: 0 };
-      await tasks.complete(taskId, { success: false, error: NOTHING_TO_EXPORT, ...empty });
+      await tasks.complete(taskId, { ...none, error: NOTHING_TO_EXPORT, assetsTotal: 0, assetsAttempted: 0, assetsFailed: 0, ...listed() });
       return;
     }
     const paths = memberPaths(members, task.exportRequest.namingStrategy);
@@ -161,13 +172,15 @@ export class ExportService {
         try {
           stream = await blobs.read(a.contentHash);
         } catch (err) {
-          // Content that vanished (it cannot while an asset refers to it, short of a lost blob) is counted, not
-          // fatal; a read that fails midway (or a blob of another size than its asset) fails the export.
-          if (err instanceof BlobNotFoundError) {
-            failed++;
-            continue;
-          }
-          throw err;
+          // A blob that cannot be opened (lost, unreadable) leaves its asset out, listed, as ComfyUI's export does. A
+          // store that is down or full fails the export (a later one can succeed), and so does a read that fails
+          // midway or a blob of another size than its asset: its member would be cut short.
+          const e = translateStoreError(err);
+          if (isOwnStoreFailure(e)) throw e;
+          log.warn('export left out an asset whose content could not be read', { asset_id: a.id, err });
+          failed++;
+          failedAssets.push({ assetId: a.id, error: 'fetch_failed', ...(a.promptId ? { jobId: a.promptId } : {}), assetName: a.name });
+          continue;
         }
         const data = async function* () {
           for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -188,6 +201,12 @@ export class ExportService {
       // The store removes what it wrote when the archive stream fails (a read error, a cancel, a short blob).
       const size = await blobs.writeObject(objectName(exportName), zipArchive(entries(), { forceZip64: this.deps.forceZip64 === true }));
       if (cancelled) throw new Error('export cancelled');
+      if (failed === attempted) {
+        // Nothing could be read: no archive, a completion without success (ComfyUI's answer).
+        await blobs.deleteObject(objectName(exportName));
+        await tasks.complete(taskId, { ...none, error: NOTHING_EXPORTED, assetsTotal: members.length, assetsAttempted: attempted, assetsFailed: failed, ...listed() });
+        return;
+      }
       const done = await this.deps.transactions.run(async (tx) => {
         const ok = await tasks.complete(
           taskId,
@@ -202,6 +221,8 @@ export class ExportService {
             assetsAttempted: attempted,
             assetsFailed: failed,
             bytesTotal: size,
+            uncompressedSize: sent,
+            ...listed(),
           },
           tx,
         );
@@ -285,11 +306,21 @@ export class ExportService {
     return this.signer.sign(`${name}\n${expires}`);
   }
 
-  /** The assets of a request in archive order: named assets and job outputs (filtered by name), then previews. */
-  private async select(ownerId: string, req: ExportRequest): Promise<ExportableAsset[]> {
+  /**
+   * The assets of a request in archive order (named assets and job outputs, filtered by name, then previews), and the
+   * requested asset ids that name no asset of this owner.
+   */
+  private async select(ownerId: string, req: ExportRequest): Promise<{ members: ExportableAsset[]; missing: string[] }> {
     const { repo } = this.deps;
     const picked = await repo.selectAssets(ownerId, req.assetIds ?? [], req.jobIds ?? [], MAX_EXPORT_ASSETS + 1);
     const named = new Set(req.assetIds ?? []);
+    const pickedIds = new Set(picked.map((a) => a.id));
+    let missing = (req.assetIds ?? []).filter((id) => !pickedIds.has(id));
+    if (missing.length > 0 && picked.length > MAX_EXPORT_ASSETS) {
+      // The selection was cut at its limit, so an id left out of it may still name an asset.
+      const found = new Set((await repo.assetsByIds(ownerId, missing)).map((a) => a.id));
+      missing = missing.filter((id) => !found.has(id));
+    }
     // Sets: a filter may list as many names as the body holds (2 MB), each asset looked up once.
     const filters = new Map(Object.entries(req.jobAssetNameFilters ?? {}).map(([job, names]) => [job, new Set(names)]));
     const kept = picked.filter((a) => {
@@ -298,10 +329,10 @@ export class ExportService {
       // A name, or the asset's `hash` (as ComfyUI's export matches it): clients that know outputs by hash.
       return !names || names.has(a.name) || names.has(`blake3:${a.contentHash}`);
     });
-    if (!req.includePreviews) return kept;
+    if (!req.includePreviews) return { members: kept, missing };
     const have = new Set(kept.map((a) => a.id));
     const previewIds = [...new Set(kept.flatMap((a) => (a.previewId && !have.has(a.previewId) ? [a.previewId] : [])))];
-    return [...kept, ...(await repo.assetsByIds(ownerId, previewIds))];
+    return { members: [...kept, ...(await repo.assetsByIds(ownerId, previewIds))], missing };
   }
 }
 

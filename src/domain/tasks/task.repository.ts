@@ -91,9 +91,18 @@ export class TaskRepository {
     return row ? toTask(row) : undefined;
   }
 
+  /**
+   * Serialises, for the transaction, everything that starts an export under one identity (an owner's request, or an
+   * owner's Idempotency-Key): identical requests arriving together, on one instance or many sharing the database,
+   * take turns, so the first inserts its task and the others find it.
+   */
+  async lockExportIdentity(ownerId: string, identity: string, tx: Transaction): Promise<void> {
+    await prismaOf(tx).$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`export:${ownerId}\n${identity}`}, 0))`;
+  }
+
   /** This owner's queued or running export of the same request (ids and name filters in any order), if any. */
-  async findActiveExport(ownerId: string, request: ExportRequest): Promise<Task | undefined> {
-    const rows = await this.db.task.findMany({
+  async findActiveExport(ownerId: string, request: ExportRequest, tx?: Transaction): Promise<Task | undefined> {
+    const rows = await prismaOf(tx, this.db).task.findMany({
       // sourceUrl '' is every export: the (owner_id, source_url, status) index finds an owner's active ones.
       where: { ownerId, sourceUrl: '', taskName: 'export_assets', status: { in: ACTIVE_STATUSES } },
       orderBy: { createTime: 'desc' },

@@ -28,8 +28,26 @@ export interface TaskResult {
   assetsFailed?: number;
   /** export_assets: the archive's size in bytes. */
   bytesTotal?: number;
-  /** export_assets that completed without an archive (nothing to export). */
+  /** export_assets with an archive: the bytes of its members (ComfyUI's `uncompressed_size`). */
+  uncompressedSize?: number;
+  /** export_assets that completed without an archive (nothing to export, or nothing could be read). */
   error?: string;
+  /** export_assets: the assets left out of the archive, and why (ComfyUI's `failed_assets`); absent when none. */
+  failedAssets?: ExportFailedAsset[];
+}
+
+/**
+ * An asset an export could not put in its archive, as ComfyUI's export reports it: `not_found`, an id of
+ * `asset_ids` that names no asset of this owner when the job runs (unknown, another owner's, deleted meanwhile);
+ * `fetch_failed`, an asset whose content could not be opened (a blob lost or unreadable).
+ */
+export interface ExportFailedAsset {
+  assetId: string;
+  error: 'not_found' | 'fetch_failed';
+  /** The asset's job (`prompt_id`), when it has one. */
+  jobId?: string;
+  /** The asset's name (fetch_failed). */
+  assetName?: string;
 }
 
 export type TaskName = 'download_file' | 'export_assets';

@@ -32,12 +32,12 @@ export function stringParam(q: Q, name: string): string | undefined {
   return v === '' ? undefined : v;
 }
 
-/** Comma-separated or repeated values, trimmed, empty ones dropped. */
-export function listParam(q: Q, name: string): string[] {
+/** Comma-separated or repeated values, trimmed, empty ones dropped; more than `max` is INVALID_QUERY. */
+export function listParam(q: Q, name: string, max = 64): string[] {
   const values = texts(q, name);
   if (values === undefined) return [];
   const out = values.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
-  if (out.length > 64) throw bad(name, 'has too many values');
+  if (out.length > max) throw bad(name, 'has too many values');
   return out;
 }
 

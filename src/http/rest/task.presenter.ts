@@ -1,5 +1,4 @@
-import { exportRequestToWire } from '../../domain/tasks/export-request';
-import type { Task } from '../../domain/tasks/task.types';
+import type { ExportRequest, Task, TaskResult } from '../../domain/tasks/task.types';
 
 /** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
 export function taskJson(t: Task): Record<string, unknown> {
@@ -17,7 +16,7 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload: t.exportRequest ? exportRequestToWire(t.exportRequest) : payload,
+    payload: t.exportRequest ? exportPayloadJson(t.exportRequest) : payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),
@@ -27,7 +26,7 @@ export function taskJson(t: Task): Record<string, unknown> {
   if (t.completedAt) out.completed_at = t.completedAt.toISOString();
   if (t.result && t.taskName === 'export_assets') {
     // `success` as in every task result (the ComfyUI frontend's task schema requires it); an export has a result only
-    // when it completed, and an archive (`export_name`) unless there was nothing to export (`success: false`, `error`).
+    // when it completed, and an archive (`export_name`) unless there was nothing to export or nothing could be read (`success: false`, `error`).
     out.result = {
       success: t.result.success,
       ...(t.result.exportName ? { export_name: t.result.exportName } : {}),
@@ -35,7 +34,20 @@ export function taskJson(t: Task): Record<string, unknown> {
       assets_attempted: t.result.assetsAttempted,
       assets_failed: t.result.assetsFailed,
       bytes_total: t.result.bytesTotal,
+      // ComfyUI's (and Comfy Cloud's) names for the same counts and sizes.
+      ...exportResultAliases(t.result),
       ...(t.result.error ? { error: t.result.error } : {}),
+      // ComfyUI's shape: present only when some asset was left out.
+      ...(t.result.failedAssets?.length
+        ? {
+            failed_assets: t.result.failedAssets.map((f) => ({
+              asset_id: f.assetId,
+              error: f.error,
+              ...(f.jobId ? { job_id: f.jobId } : {}),
+              ...(f.assetName ? { asset_name: f.assetName } : {}),
+            })),
+          }
+        : {}),
     };
   } else if (t.result) {
     const r: Record<string, unknown> = { success: t.result.success, bytes_downloaded: t.result.bytesDownloaded };
@@ -46,4 +58,27 @@ export function taskJson(t: Task): Record<string, unknown> {
   }
   if (t.errorMessage) out.error_message = t.errorMessage;
   return out;
+}
+
+/**
+ * What ComfyUI's export result also names: `assets_succeeded` (members written), and with an archive `export_size`
+ * (= `bytes_total`) and `uncompressed_size` (the members' bytes; absent in results stored before it was recorded).
+ */
+function exportResultAliases(r: TaskResult): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (r.assetsAttempted !== undefined && r.assetsFailed !== undefined) out.assets_succeeded = r.assetsAttempted - r.assetsFailed;
+  if (r.exportName && r.bytesTotal !== undefined) out.export_size = r.bytesTotal;
+  if (r.exportName && r.uncompressedSize !== undefined) out.uncompressed_size = r.uncompressedSize;
+  return out;
+}
+
+/** An export task's payload as ComfyUI's export task shows it: the normalised request, every field present (defaults filled in). */
+function exportPayloadJson(r: ExportRequest): Record<string, unknown> {
+  return {
+    job_ids: r.jobIds ?? [],
+    asset_ids: r.assetIds ?? [],
+    naming_strategy: r.namingStrategy,
+    job_asset_name_filters: r.jobAssetNameFilters ?? {},
+    include_previews: r.includePreviews ?? false,
+  };
 }

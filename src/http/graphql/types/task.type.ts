@@ -50,6 +50,21 @@ export class TaskProgressType {
   progress!: number | null;
 }
 
+@ObjectType('ExportFailedAsset', { simpleResolvers: true, description: 'An asset an export left out of its archive (ComfyUI\'s failed_assets entry).' })
+export class ExportFailedAssetType {
+  @Field(() => ID)
+  assetId!: string;
+
+  @Field({ description: '`not_found`: a requested asset id names no asset of yours; `fetch_failed`: its content could not be read.' })
+  error!: string;
+
+  @Field(() => ID, { nullable: true, description: "The asset's job (prompt id), when it has one." })
+  jobId?: string;
+
+  @Field(() => String, { nullable: true, description: "The asset's name (fetch_failed)." })
+  assetName?: string;
+}
+
 @ObjectType('TaskResult', { simpleResolvers: true })
 export class TaskResultType {
   @Field()
@@ -82,8 +97,20 @@ export class TaskResultType {
   @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets: the size of the archive.' })
   bytesTotal?: number;
 
-  @Field(() => String, { nullable: true, description: 'export_assets that completed with success false: why (nothing to export).' })
+  @Field(() => Int, { nullable: true, description: 'export_assets: members written (ComfyUI\'s assets_succeeded).' })
+  assetsSucceeded?: number;
+
+  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets with an archive: its size (ComfyUI\'s export_size, = bytesTotal).' })
+  exportSize?: number;
+
+  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets with an archive: the bytes of its members (ComfyUI\'s uncompressed_size).' })
+  uncompressedSize?: number;
+
+  @Field(() => String, { nullable: true, description: 'export_assets that completed with success false: why (nothing to export, or nothing could be read).' })
   error?: string;
+
+  @Field(() => [ExportFailedAssetType], { nullable: true, description: 'export_assets: the assets left out of the archive, and why (an empty list when none); null for downloads.' })
+  failedAssets?: ExportFailedAssetType[];
 }
 
 @ObjectType('Task', { simpleResolvers: true, description: 'A background task (the REST task), camelCase.' })
@@ -131,8 +158,19 @@ export class TaskType {
   errorMessage!: string | null;
 
   static from(t: Task): TaskType {
-    // The domain task already has this shape; only the enum needs its GraphQL type.
-    return Object.assign(new TaskType(), { ...t, status: t.status as TaskStatusEnum });
+    // The domain task already has this shape; only the enum needs its GraphQL type, and an export's result lists
+    // its failed assets (none: an empty list, never null).
+    const r = t.result;
+    const result =
+      r && t.taskName === 'export_assets'
+        ? {
+            ...r,
+            failedAssets: r.failedAssets ?? [],
+            ...(r.assetsAttempted !== undefined && r.assetsFailed !== undefined ? { assetsSucceeded: r.assetsAttempted - r.assetsFailed } : {}),
+            ...(r.exportName ? { exportSize: r.bytesTotal } : {}),
+          }
+        : r;
+    return Object.assign(new TaskType(), { ...t, status: t.status as TaskStatusEnum, result });
   }
 }
 
