@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -457,6 +458,22 @@ describe('commands, exit codes and --json', () => {
     expect(r2.code).toBe(0);
     expect(await members(byIds)).toEqual({ 'exp one.safetensors': expected['exp one.safetensors'] });
     expect(fs.existsSync(`${byIds}.part`)).toBe(false);
+
+    // An id the service cannot export is named (the archive still holds the rest), and the run fails (exit 1).
+    const missing = crypto.randomUUID();
+    const partial = path.join(work, 'partial.zip');
+    const r3 = await runCli(['export', ids[1]!, missing, partial], env);
+    expect(r3.code).toBe(1);
+    expect(r3.stderr).toContain(`! ${missing}: not_found`);
+    expect(await members(partial)).toEqual({ 'exp two ü.bin': expected['exp two ü.bin'] });
+
+    // Nothing exportable: the service's own reason, not a generic one.
+    const none = await runCli(['export', crypto.randomUUID(), path.join(work, 'none.zip'), '--json'], env);
+    expect(none.code).toBe(1);
+    expect(JSON.parse(none.stdout).error.code).toBe('EXPORT_FAILED');
+    expect(JSON.parse(none.stdout).error.message).toMatch(/export/i);
+    expect(JSON.parse(none.stdout).error.message).not.toMatch(/named no archive/);
+    expect(fs.existsSync(path.join(work, 'none.zip'))).toBe(false);
   });
 });
 

@@ -51,7 +51,12 @@ export async function downloadUrl(client: ApiClient, url: string, tags: string[]
 }
 
 /** `assets export`: an export task for the assets, followed, then its archive streamed into `out`. */
-export async function exportZip(client: ApiClient, assetIds: string[], out: string, progress: Progress): Promise<{ task: Task; bytes: number }> {
+export async function exportZip(
+  client: ApiClient,
+  assetIds: string[],
+  out: string,
+  progress: Progress,
+): Promise<{ task: Task; bytes: number; failed: { asset_id: string; error: string }[] }> {
   const started = await client.json<{ task_id: string }>('/api/assets/export', {
     method: 'POST',
     body: JSON.stringify({ asset_ids: assetIds, naming_strategy: 'preserve' }),
@@ -59,7 +64,11 @@ export async function exportZip(client: ApiClient, assetIds: string[], out: stri
   const task = await followTask(client, started.body.task_id, `export of ${assetIds.length} assets`, progress);
   if (task.status !== 'completed') throw new ApiError(0, 'EXPORT_FAILED', task.error_message ?? `export task ${task.id} ${task.status}`);
   const name = task.result?.export_name;
-  if (typeof name !== 'string') throw new ApiError(0, 'EXPORT_FAILED', `export task ${task.id} named no archive`);
+  if (typeof name !== 'string') {
+    // A completed export without an archive says why (`success: false`): nothing matched, or nothing could be read.
+    const why = task.result?.error;
+    throw new ApiError(0, 'EXPORT_FAILED', typeof why === 'string' && why ? why : `export task ${task.id} named no archive`);
+  }
   const link = (await client.json<{ url: string }>(`/api/assets/exports/${encodeURIComponent(name)}`)).body;
   // The URL is signed (presigned on S3): it needs no key, and a key must not travel to another host.
   const res = await client.raw(link.url, { noKey: true });
@@ -81,5 +90,14 @@ export async function exportZip(client: ApiClient, assetIds: string[], out: stri
     throw err instanceof ApiError || (err as NodeJS.ErrnoException).syscall ? err : new ApiError(0, 'NETWORK', `the archive download broke off: ${(err as Error).message}`);
   }
   bar.finish(`saved ${out} (${formatBytes(done)})`);
-  return { task, bytes: done };
+  return { task, bytes: done, failed: failedAssetsOf(task) };
+}
+
+/** The assets an export left out of its archive (its result's `failed_assets`), read defensively. */
+function failedAssetsOf(task: Task): { asset_id: string; error: string }[] {
+  const list = task.result?.failed_assets;
+  if (!Array.isArray(list)) return [];
+  return list
+    .filter((f): f is Record<string, unknown> => typeof f === 'object' && f !== null)
+    .map((f) => ({ asset_id: String(f.asset_id ?? ''), error: String(f.error ?? 'failed') }));
 }

@@ -238,6 +238,9 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       const progress = createProgress();
       const r = await exportZip(c, ids, file, progress).finally(() => progress.stop());
       if (o.json) out({ file, bytes: r.bytes, task: r.task });
+      // Assets the service left out of the archive (unknown ids, content that could not be read): named, exit 1.
+      for (const f of r.failed) process.stderr.write(printable(`! ${f.asset_id}: ${f.error} (not in ${file})`) + '\n');
+      if (r.failed.length) setExit(EXIT.failed);
     });
 
   return program;
