@@ -60,8 +60,7 @@ export type StorageConfig =
       readonly forcePathStyle: boolean;
       readonly prefix: string;
       readonly presignedDownloads: boolean;
-      /** How long the store may be silent: for the head of an answer once a request is sent, and in the middle of a
-       * body either way (S3_TIMEOUT_MS). */
+      /** How long a connection to the store may be silent in the middle of a body, either way (S3_TIMEOUT_MS). */
       readonly timeoutMs?: number;
     };
 

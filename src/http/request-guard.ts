@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { errorResponse } from './shared/errors';
 import { DomainError } from '../domain/errors';
+import { READ_SIZE } from '../infra/blob-store/file-body';
 
 /**
  * Time limits around the request listener that no route can express on its own:
@@ -16,6 +17,9 @@ import { DomainError } from '../domain/errors';
  * Progress is read from the socket's byte counter by one shared timer, so a request costs a Set insertion, not a
  * timer of its own, and the body stream is never touched (no extra 'data' listener, no flowing-mode change).
  */
+/** The slowest reader a large answer written in one piece is granted time for: 16 KB/s (bytes per ms). */
+const SLOWEST_READER_BYTES_PER_MS = 16;
+
 export class RequestGuard {
   private readonly inFlight = new Map<http.IncomingMessage, { res: http.ServerResponse; bytes: number; since: number; sent: number; sentSince: number }>();
   private timer: NodeJS.Timeout | undefined;
@@ -70,15 +74,21 @@ export class RequestGuard {
     }
   }
 
-  /** The answer's side: cut a client that takes no byte while bytes wait for it (not one waiting for the service). */
+  /**
+   * The answer's side: cut a client that takes no byte while bytes wait for it (not one waiting for the service).
+   * Node shows progress only per write the kernel has taken whole (`bytesWritten` moves when the next write is handed
+   * over), not per byte: content goes out in writes of READ_SIZE, but an answer written in one piece (a large JSON
+   * page) is one write, so the part of what waits beyond READ_SIZE gets extra time at SLOWEST_READER_BYTES_PER_MS.
+   */
   private checkSending(req: http.IncomingMessage, t: { res: http.ServerResponse; sent: number; sentSince: number }, now: number): void {
     if (this.sendIdleTimeoutMs === 0) return;
     const socket = req.socket;
     const sent = socket.bytesWritten;
-    if (sent !== t.sent || (socket.writableLength === 0 && !t.res.writableNeedDrain)) {
+    const waiting = socket.writableLength;
+    if (sent !== t.sent || (waiting === 0 && !t.res.writableNeedDrain)) {
       t.sent = sent;
       t.sentSince = now;
-    } else if (now - t.sentSince >= this.sendIdleTimeoutMs) {
+    } else if (now - t.sentSince >= this.sendIdleTimeoutMs + Math.max(0, waiting - READ_SIZE) / SLOWEST_READER_BYTES_PER_MS) {
       this.inFlight.delete(req);
       socket.destroy();
     }

@@ -202,6 +202,18 @@ describe('the store failing on its side', () => {
     expect(Buffer.from(await content.arrayBuffer()).equals(before)).toBe(true);
     expect(tempKeys().length).toBe(temps);
   });
+
+  test('501 (a feature the store lacks) is not taken for an outage: no 503 with Retry-After for a retry that cannot help', async () => {
+    proxy.refuse = () => 501;
+    try {
+      const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('lacking'), {}, 'f.bin') });
+      expect(res.status).not.toBe(503);
+      expect(res.headers.get('retry-after')).toBeNull();
+      expect(JSON.stringify(await json(res))).not.toMatch(/at .*\.js/);
+    } finally {
+      proxy.refuse = undefined;
+    }
+  });
 });
 
 describe('the store silent half-way through a body', () => {

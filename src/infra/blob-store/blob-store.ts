@@ -161,13 +161,14 @@ export function isStorageFull(err: unknown): boolean {
 }
 
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout']);
+// InternalError: also what S3 puts in the body of a 200 to CopyObject / CompleteMultipartUpload that failed after all.
+const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout', 'InternalError']);
 const UNREACHABLE_MESSAGE = /^AWS SDK error wrapper for .*(\bE(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH|NOTFOUND|AI_AGAIN)\b|TimeoutError|socket hang up)/;
 
 /**
  * A store that cannot be reached (a connection refused, reset or timed out; a name that does not resolve) or that fails
- * on its side (any 5xx after the SDK's retries: S3's 500 InternalError, 503 SlowDown, a gateway's 502 or 504 in front
- * of MinIO), wherever it surfaces in a chain of causes. The failure is the store's, not the request's.
+ * on its side (any 5xx after the SDK's retries but 501/505: S3's 500 InternalError, 503 SlowDown, a gateway's 502 or
+ * 504 in front of MinIO), wherever it surfaces in a chain of causes. The failure is the store's, not the request's.
  */
 export function isStoreUnreachable(err: unknown): boolean {
   let e: unknown = err;
@@ -175,7 +176,9 @@ export function isStoreUnreachable(err: unknown): boolean {
     const o = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
     if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
     if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
-    if ((o.$metadata?.httpStatusCode ?? 0) >= 500) return true;
+    const status = o.$metadata?.httpStatusCode ?? 0;
+    // 501 / 505: a feature or protocol the store lacks, which no retry will change.
+    if (status >= 500 && status !== 501 && status !== 505) return true;
     // What the SDK's retry step made of a failure that was not an Error of this realm ("AWS SDK error wrapper for …").
     if (typeof o.message === 'string' && UNREACHABLE_MESSAGE.test(o.message)) return true;
     e = o.cause;

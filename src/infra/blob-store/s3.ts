@@ -24,8 +24,10 @@ import { BlobNotFoundError, blobPath, translateStoreError, checkObjectName, DERI
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-/** Connecting to the store; then how long it may be silent (the head of an answer, or mid-body): S3_TIMEOUT_MS. */
+/** Connecting to the store; then from a request's start to its answer's head (sending a part or a copy included). */
 const CONNECT_TIMEOUT_MS = 5_000;
+const ANSWER_TIMEOUT_MS = 120_000;
+/** A connection silent half-way through a body, either way (S3_TIMEOUT_MS unless configured). */
 const SILENCE_TIMEOUT_MS = 120_000;
 
 export interface S3BlobStoreOptions {
@@ -89,13 +91,13 @@ export class S3BlobStore implements BlobStore {
       forcePathStyle: config.forcePathStyle,
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      // A store that cannot be reached fails within seconds; one that does not answer a request (its body sent), or
-      // stops sending or taking a body half-way, fails after S3_TIMEOUT_MS of silence rather than holding the request
-      // (and the client's socket) for ever. A client that stops reading content pauses our reads from the store too;
-      // SEND_IDLE_TIMEOUT_MS (shorter by default) cuts that client first.
+      // A store that cannot be reached fails within seconds; one that does not answer a request within two minutes
+      // (its body sent), or stops sending or taking a body half-way for S3_TIMEOUT_MS, fails rather than holding the
+      // request (and the client's socket) for ever. A client that stops reading content pauses our reads from the
+      // store too; SEND_IDLE_TIMEOUT_MS (shorter by default) cuts that client first.
       requestHandler: {
         connectionTimeout: CONNECT_TIMEOUT_MS,
-        requestTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
+        requestTimeout: ANSWER_TIMEOUT_MS,
         throwOnRequestTimeout: true,
         socketTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
       },
