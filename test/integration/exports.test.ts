@@ -224,6 +224,26 @@ test('when no selected asset can be read: success false, "All assets failed to e
   });
 });
 
+test('a store short of descriptors (EMFILE) fails the export instead of leaving assets out of a "successful" archive', async () => {
+  const a = await upload('emfile-a.bin');
+  const b = await upload('emfile-b.bin');
+  const store = svc.container.blobStore;
+  const read = store.read.bind(store);
+  const spy = jest.spyOn(store, 'read').mockImplementation(async (hex: string, ...rest: unknown[]) => {
+    if (hex === b.asset_hash.slice('blake3:'.length)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    return (read as (...args: unknown[]) => ReturnType<typeof store.read>)(hex, ...rest);
+  });
+  const before = archivesIn(svc);
+  try {
+    const task = await finished((await startExport({ asset_ids: [a.id, b.id] })).body.task_id);
+    expect(task.status).toBe('failed');
+    expect(task.result?.failed_assets).toBeUndefined();
+  } finally {
+    spy.mockRestore();
+  }
+  expect(archivesIn(svc)).toEqual(before);
+});
+
 test('a failed export (a blob shorter than its asset) fails its task and leaves nothing', async () => {
   const ok = await upload('fine.bin');
   const bad = await upload('torn.bin');

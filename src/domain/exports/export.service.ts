@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { translateStoreError, type BlobStore } from '../../infra/blob-store/blob-store';
+import { BlobNotFoundError, type BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { isUuid } from '../assets/validation';
-import { DomainError, isOwnStoreFailure } from '../errors';
+import { AlreadyExists, DomainError } from '../errors';
 import { idempotencyKeyOf, isStorableText } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
@@ -31,6 +31,24 @@ const objectName = (exportName: string) => `exports/${exportName}`;
 export const NOTHING_TO_EXPORT = 'No valid assets to export';
 /** ComfyUI's words when every selected asset failed to be read: no archive either. */
 export const NOTHING_EXPORTED = 'All assets failed to export';
+/** At most this many failed_assets entries are kept in a task's result (the counts stay exact). */
+export const MAX_FAILED_LISTED = 1_000;
+
+/**
+ * A blob that cannot be opened for a reason of its own (lost, a broken file), so its asset is left out and listed:
+ * not a store that is down, full, refusing our credentials or short of descriptors, which fails the export (a later
+ * one can succeed) rather than leaving assets out of an archive reported as a success.
+ */
+const BLOB_OWN_FAILURES = new Set(['ENOENT', 'EIO', 'ELOOP', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM']);
+const isBlobOwnFailure = (err: unknown): boolean => {
+  if (err instanceof BlobNotFoundError) return true;
+  // Read by shape: a system error need not be an Error of this realm.
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && BLOB_OWN_FAILURES.has(code);
+};
+
+/** Thrown by the archive's entries once none could be read: the store drops what it wrote, and no archive is kept. */
+class NothingReadable extends Error {}
 
 /** Validates the body of POST /api/assets/export. */
 export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
@@ -118,16 +136,29 @@ export class ExportService {
     if (members.length > MAX_EXPORT_ASSETS) throw invalid(`an export holds at most ${MAX_EXPORT_ASSETS} assets`);
     const id = crypto.randomUUID();
     const ownerId = principal.ownerId;
-    const { task, created } = await transactions.run(async (tx) => {
-      // Identical requests that all missed the look-up above (sent at the same instant) take turns here; the first
-      // inserts, the others find its task (read after the lock, so they see it committed).
-      await tasks.lockExportIdentity(ownerId, idempotencyKey ? `key:${idempotencyKey}` : `request:${sameExportKey(request)}`, tx);
-      const existing = idempotencyKey ? await tasks.findByIdempotencyKey(ownerId, idempotencyKey, tx) : await tasks.findActiveExport(ownerId, request, tx);
-      if (existing) return { task: existing, created: false };
-      const t = await tasks.insertExport({ id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) }, tx);
-      await queue.send(EXPORT_JOB, { taskId: id }, { tx });
-      return { task: t, created: true };
-    });
+    const { task, created } = await transactions
+      .run(
+        async (tx) => {
+          // Identical requests that all missed the look-up above (sent at the same instant) take turns here; the
+          // first inserts, the others find its task (read after the lock, so they see it committed).
+          await tasks.lockExportIdentity(ownerId, idempotencyKey ? `key:${idempotencyKey}` : `request:${sameExportKey(request)}`, tx);
+          const existing = idempotencyKey ? await tasks.findByIdempotencyKey(ownerId, idempotencyKey, tx) : await tasks.findActiveExport(ownerId, request, tx);
+          if (existing) return { task: existing, created: false };
+          const t = await tasks.insertExport({ id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) }, tx);
+          await queue.send(EXPORT_JOB, { taskId: id }, { tx });
+          return { task: t, created: true };
+        },
+        // A burst of identical requests waits its turn on the lock.
+        { timeoutMs: 30_000, maxWaitMs: 30_000 },
+      )
+      .catch(async (err: unknown) => {
+        // The key taken at the same instant by a request of another kind (a download): the winner's task.
+        if (idempotencyKey && err instanceof AlreadyExists) {
+          const winner = await tasks.findByIdempotencyKey(ownerId, idempotencyKey);
+          if (winner) return { task: winner, created: false };
+        }
+        throw err;
+      });
     if (created) queue.wake(EXPORT_JOB);
     return task;
   }
@@ -143,7 +174,7 @@ export class ExportService {
     const selected = await this.select(task.ownerId, task.exportRequest);
     const members = selected.members.slice(0, MAX_EXPORT_ASSETS);
     // As ComfyUI's export lists them: first the requested ids that name nothing, then what could not be read.
-    const failedAssets: ExportFailedAsset[] = selected.missing.map((assetId) => ({ assetId, error: 'not_found' }));
+    const failedAssets: ExportFailedAsset[] = selected.missing.slice(0, MAX_FAILED_LISTED).map((assetId) => ({ assetId, error: 'not_found' }));
     const listed = () => (failedAssets.length > 0 ? { failedAssets } : {});
     const none = { success: false, assetId: null, assetHash: null, filename: null, bytesDownloaded: 0, bytesTotal: 0 };
     if (members.length === 0) {
@@ -172,14 +203,16 @@ export class ExportService {
         try {
           stream = await blobs.read(a.contentHash);
         } catch (err) {
-          // A blob that cannot be opened (lost, unreadable) leaves its asset out, listed, as ComfyUI's export does. A
-          // store that is down or full fails the export (a later one can succeed), and so does a read that fails
-          // midway or a blob of another size than its asset: its member would be cut short.
-          const e = translateStoreError(err);
-          if (isOwnStoreFailure(e)) throw e;
+          // A blob that cannot be opened (lost, unreadable) leaves its asset out, listed, as ComfyUI's export does.
+          // Anything else (a store down or full, refused credentials, no descriptor left) fails the export (a later
+          // one can succeed), and so does a read that fails midway or a blob of another size than its asset: its
+          // member would be cut short.
+          if (!isBlobOwnFailure(err)) throw err;
           log.warn('export left out an asset whose content could not be read', { asset_id: a.id, err });
           failed++;
-          failedAssets.push({ assetId: a.id, error: 'fetch_failed', ...(a.promptId ? { jobId: a.promptId } : {}), assetName: a.name });
+          if (failedAssets.length < MAX_FAILED_LISTED) {
+            failedAssets.push({ assetId: a.id, error: 'fetch_failed', ...(a.promptId ? { jobId: a.promptId } : {}), assetName: a.name });
+          }
           continue;
         }
         const data = async function* () {
@@ -196,17 +229,13 @@ export class ExportService {
           stream.destroy();
         }
       }
+      // Nothing could be read: the archive stream fails here, before its central directory, so the store keeps nothing.
+      if (failed === attempted) throw new NothingReadable();
     };
     try {
       // The store removes what it wrote when the archive stream fails (a read error, a cancel, a short blob).
       const size = await blobs.writeObject(objectName(exportName), zipArchive(entries(), { forceZip64: this.deps.forceZip64 === true }));
       if (cancelled) throw new Error('export cancelled');
-      if (failed === attempted) {
-        // Nothing could be read: no archive, a completion without success (ComfyUI's answer).
-        await blobs.deleteObject(objectName(exportName));
-        await tasks.complete(taskId, { ...none, error: NOTHING_EXPORTED, assetsTotal: members.length, assetsAttempted: attempted, assetsFailed: failed, ...listed() });
-        return;
-      }
       const done = await this.deps.transactions.run(async (tx) => {
         const ok = await tasks.complete(
           taskId,
@@ -238,6 +267,11 @@ export class ExportService {
       else log.info('export archive written', { assets: members.length, failed, bytes: size });
     } catch (err) {
       await blobs.deleteObject(objectName(exportName)).catch(() => undefined);
+      if (err instanceof NothingReadable) {
+        // No archive, a completion without success (ComfyUI's answer).
+        await tasks.complete(taskId, { ...none, error: NOTHING_EXPORTED, assetsTotal: members.length, assetsAttempted: attempted, assetsFailed: failed, ...listed() });
+        return;
+      }
       const current = await tasks.find(undefined, taskId);
       if (current && isActive(current.status)) {
         log.warn('export failed', { err });

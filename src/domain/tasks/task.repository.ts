@@ -161,7 +161,7 @@ export class TaskRepository {
     return toTask(row);
   }
 
-  /** An export_assets task; its job is sent in the same transaction. */
+  /** An export_assets task; its job is sent in the same transaction. A task with its idempotency key exists: AlreadyExists. */
   async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Transaction): Promise<Task> {
     const row = await prismaOf(tx, this.db).task.create({
       data: {
@@ -174,6 +174,8 @@ export class TaskRepository {
         bytesTotal: BigInt(t.bytesTotal),
       },
       include: WITH_TRANSFER,
+    }).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err }) : err;
     });
     return toTask(row);
   }
