@@ -1,0 +1,75 @@
+/**
+ * The cases hostile-routes.property.test.ts found, each as a plain example: raw HTTP on real PostgreSQL.
+ */
+import { json, KEYS, startTestService, type TestService } from '../helpers/harness';
+import { rawRequest } from '../helpers/raw-http';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => {
+  await svc?.stop();
+});
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+async function createUpload(metadata: string): Promise<{ status: number; id?: string; body: string }> {
+  const res = await rawRequest(svc.url, 'POST', '/api/uploads', [
+    ['X-API-Key', KEYS.alice],
+    ['Tus-Resumable', '1.0.0'],
+    ['Upload-Length', '10'],
+    ['Upload-Metadata', metadata],
+  ]);
+  const location = res.headers.location?.[0];
+  return { status: res.status, id: location && new URL(location).pathname.split('/').pop(), body: res.body.toString() };
+}
+
+test('a POST standing for a HEAD (X-HTTP-Method-Override) that fails gets its JSON error body, as long as announced', async () => {
+  const { id } = await createUpload(`filename ${b64('a.bin')}`);
+  for (const headers of [
+    [['X-HTTP-Method-Override', 'HEAD']], // no Tus-Resumable: 412
+    [['X-HTTP-Method-Override', 'HEAD'], ['Tus-Resumable', '1.0.0'], ['X-API-Key', KEYS.bob]], // another owner's: 404
+  ] as [string, string][][]) {
+    const res = await rawRequest(svc.url, 'POST', `/api/uploads/${id}`, [['X-API-Key', KEYS.alice], ...headers], Buffer.from('abc'));
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    // As announced: a client on a kept-alive connection would otherwise read the next answer as this one's body.
+    expect(res.body.length).toBe(Number(res.headers['content-length']?.[0]));
+    expect(JSON.parse(res.body.toString())).toEqual({ code: expect.any(String), message: expect.any(String) });
+  }
+  // The override still answers as HEAD when it succeeds.
+  const ok = await rawRequest(svc.url, 'POST', `/api/uploads/${id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['X-HTTP-Method-Override', 'HEAD']]);
+  expect(ok.status).toBe(200);
+  expect(ok.headers['upload-offset']).toEqual(['0']);
+  expect(ok.body.length).toBe(0);
+});
+
+test('Upload-Metadata keys that name a property of every object (__proto__, constructor, ...) are ignored, not a 400', async () => {
+  const created = await createUpload(`__proto__ ${b64('{"x":1}')},constructor,filename ${b64('a.bin')},hasOwnProperty ${b64('x')},toString ${b64('y')},filetype ${b64('text/plain')}`);
+  expect(created).toMatchObject({ status: 201 });
+  const head = await rawRequest(svc.url, 'HEAD', `/api/uploads/${created.id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
+  expect(head.status).toBe(200);
+  // Neither stored nor echoed; the other keys are.
+  expect(head.headers['upload-metadata']).toEqual([`filename ${b64('a.bin')},filetype ${b64('text/plain')}`]);
+  // Only those keys: the upload has no other metadata.
+  const only = await createUpload(`__proto__ ${b64('x')}`);
+  expect(only.status).toBe(201);
+  const bare = await rawRequest(svc.url, 'HEAD', `/api/uploads/${only.id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
+  expect(bare.headers['upload-metadata']).toBeUndefined();
+  // Still tus metadata: a broken value, a repeated key or a key with a space is refused, whatever the key.
+  for (const bad of [`__proto__ !!!!`, `constructor ${b64('a')},constructor ${b64('b')}`, `filename ${b64('a')},filename`, `__proto__ YQ== x`]) {
+    const refused = await createUpload(bad);
+    expect({ bad, status: refused.status, body: JSON.parse(refused.body) }).toEqual({ bad, status: 400, body: { code: 'INVALID_BODY', message: 'Upload-Metadata is not valid tus metadata' } });
+  }
+  // The asset made from such an upload is an ordinary one.
+  const res = await rawRequest(
+    svc.url,
+    'PATCH',
+    `/api/uploads/${created.id}`,
+    [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['Upload-Offset', '0'], ['Content-Type', 'application/offset+octet-stream']],
+    Buffer.from('0123456789'),
+  );
+  expect(res.status).toBe(204);
+  const asset = await json(await svc.fetch(`/api/assets/${res.headers['asset-id']![0]}`));
+  expect(asset).toMatchObject({ name: 'a.bin', size: 10 });
+});
