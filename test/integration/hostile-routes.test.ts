@@ -44,13 +44,16 @@ test('a POST standing for a HEAD (X-HTTP-Method-Override) that fails gets its JS
   expect(ok.body.length).toBe(0);
 });
 
-test('Upload-Metadata keys that name a property of every object (__proto__, constructor, ...) are ignored, not a 400', async () => {
+test('Upload-Metadata keys that name a property of every object (__proto__, constructor, ...) are ignored, not a 400; an empty header is no metadata', async () => {
   const created = await createUpload(`__proto__ ${b64('{"x":1}')},constructor,filename ${b64('a.bin')},hasOwnProperty ${b64('x')},toString ${b64('y')},filetype ${b64('text/plain')}`);
   expect(created).toMatchObject({ status: 201 });
   const head = await rawRequest(svc.url, 'HEAD', `/api/uploads/${created.id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
   expect(head.status).toBe(200);
   // Neither stored nor echoed; the other keys are.
   expect(head.headers['upload-metadata']).toEqual([`filename ${b64('a.bin')},filetype ${b64('text/plain')}`]);
+  // An empty header is no metadata (as tusd reads it).
+  const empty = await createUpload('');
+  expect(empty.status).toBe(201);
   // Only those keys: the upload has no other metadata.
   const only = await createUpload(`__proto__ ${b64('x')}`);
   expect(only.status).toBe(201);

@@ -356,7 +356,8 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
         });
       }
       const header = req.get('upload-metadata');
-      const read = header ? readMetadataHeader(header) : undefined;
+      // An empty header is no metadata, as tusd reads it (tus's own parser refuses it).
+      const read = header === undefined ? undefined : header.trim() === '' ? { meta: {}, kept: '' } : readMetadataHeader(header);
       parseUploadMetadata(read?.meta ?? {});
       keptMetadata = read?.kept;
     }
