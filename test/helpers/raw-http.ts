@@ -6,6 +6,8 @@ export interface RawAnswer {
   /** Lower-case names; a repeated header has several values. */
   headers: Record<string, string[]>;
   body: Buffer;
+  /** What came after this answer on the connection (answers to further requests). */
+  rest: Buffer;
 }
 
 /**
@@ -20,10 +22,10 @@ export function rawRequest(
   path: string,
   headers: [string, string][],
   body: Buffer = Buffer.alloc(0),
-  opts: { timeoutMs?: number } = {},
+  opts: { timeoutMs?: number; /** no `Connection: close` (the server then closes when it is done with what it got) */ keepAlive?: boolean } = {},
 ): Promise<RawAnswer> {
   const url = new URL(baseUrl);
-  const lines = [`${method} ${path} HTTP/1.1`, `Host: ${url.host}`, 'Connection: close', ...headers.map(([k, v]) => `${k}: ${v}`)];
+  const lines = [`${method} ${path} HTTP/1.1`, `Host: ${url.host}`, ...(opts.keepAlive ? [] : ['Connection: close']), ...headers.map(([k, v]) => `${k}: ${v}`)];
   if (!headers.some(([k]) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding') && (body.length > 0 || method !== 'GET')) {
     lines.push(`Content-Length: ${body.length}`);
   }
@@ -62,11 +64,12 @@ function parseAnswer(all: Buffer, head: boolean): RawAnswer {
     const name = line.slice(0, at).trim().toLowerCase();
     (headers[name] ??= []).push(line.slice(at + 1).trim());
   }
-  let body = all.subarray(end + 4);
-  if (head || status === 204 || status === 304) body = Buffer.alloc(0);
+  let body: Buffer = all.subarray(end + 4);
+  let rest: Buffer = Buffer.alloc(0);
+  if (head || status === 204 || status === 304) [body, rest] = [Buffer.alloc(0), body];
   else if (headers['transfer-encoding']?.some((v) => /chunked/i.test(v))) body = dechunk(body);
-  else if (headers['content-length']) body = body.subarray(0, Number(headers['content-length'][0]));
-  return { status, headers, body };
+  else if (headers['content-length']) [body, rest] = [body.subarray(0, Number(headers['content-length'][0])), body.subarray(Number(headers['content-length'][0]))];
+  return { status, headers, body, rest };
 }
 
 function dechunk(buf: Buffer): Buffer {

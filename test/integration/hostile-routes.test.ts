@@ -76,3 +76,33 @@ test('Upload-Metadata keys that name a property of every object (__proto__, cons
   const asset = await json(await svc.fetch(`/api/assets/${res.headers['asset-id']![0]}`));
   expect(asset).toMatchObject({ name: 'a.bin', size: 10 });
 });
+
+test('bytes that are not HTTP after a request (a body longer than its Content-Length) are refused after that request is answered, not instead', async () => {
+  // The creation is valid and sent whole; the byte after it is not a request. The client reads the creation's answer
+  // (its Location: the upload is the client's to continue or delete), then the connection closes.
+  const res = await rawRequest(
+    svc.url,
+    'POST',
+    '/api/uploads',
+    [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['Upload-Length', '27'], ['Content-Length', '0']],
+    Buffer.from('X'),
+  );
+  expect(res.status).toBe(201);
+  const head = await rawRequest(svc.url, 'HEAD', new URL(res.headers.location![0]!).pathname, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
+  expect(head.headers['upload-offset']).toEqual(['0']);
+  // On a kept-alive connection, the refusal follows the answer.
+  const both = await rawRequest(svc.url, 'GET', '/api/assets?limit=1', [['X-API-Key', KEYS.alice], ['Content-Length', '0']], Buffer.from('\u0001 / HTTP/1.1\r\n\r\n'), { keepAlive: true });
+  expect(both.status).toBe(200);
+  expect(both.rest.toString()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*"code":"INVALID_REQUEST"/);
+});
+
+test('a chunked body that turns out not to be HTTP is refused at once (400), not after the body times out', async () => {
+  for (const [method, path, headers] of [
+    ['PATCH', 'upload', [['Tus-Resumable', '1.0.0'], ['Upload-Offset', '0'], ['Content-Type', 'application/offset+octet-stream']]],
+    ['POST', '/api/assets', [['Content-Type', 'multipart/form-data; boundary=x']]],
+  ] as [string, string, [string, string][]][]) {
+    const target = path === 'upload' ? new URL((await rawRequest(svc.url, 'POST', '/api/uploads', [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['Upload-Length', '100']])).headers.location![0]!).pathname : path;
+    const res = await rawRequest(svc.url, method, target, [['X-API-Key', KEYS.alice], ...headers, ['Transfer-Encoding', 'chunked']], Buffer.from('4\r\nabcd\r\nzz\r\n'), { timeoutMs: 10_000 });
+    expect({ method, status: res.status, code: JSON.parse(res.body.toString()).code }).toEqual({ method, status: 400, code: expect.any(String) });
+  }
+});

@@ -381,7 +381,9 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     } finally {
       req.url = mountedUrl;
     }
-    const clientGone = !res.socket || res.socket.destroyed;
+    // Gone, or its connection already ended (the parser refused what followed the head, and said so): no answer of
+    // this request reaches the client.
+    const clientGone = !res.socket || res.socket.destroyed || !res.socket.writable;
     if (ctx.created && (failures.has(request) || response.status >= 400 || clientGone)) {
       // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full), or
       // whose answer cannot reach the client (gone mid-body: tus then ends the body where it is and succeeds): the
