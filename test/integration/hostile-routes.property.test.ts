@@ -138,7 +138,7 @@ const headerText = fc.oneof(
   { weight: 2, arbitrary: hostileText.map((t) => t.replace(/[\u0000-\u001f\u007f]/g, '').replace(/[\ud800-\udfff]/g, '\ufffd')) },
   { weight: 1, arbitrary: hostileText.map((t) => t.replace(/[\r\n]/g, '').replace(/[\ud800-\udfff]/g, '\ufffd')) },
   { weight: 2, arbitrary: hostileNumber.map(String) },
-  fc.constantFrom('', ' ', '-1', '0x10', '1e3', '+5', ' 5 ', '5,5', '9'.repeat(400), String(2 ** 53), String(2 ** 53 + 2), '18446744073709551616', '\u0000', '\u0001', '١٢'),
+  fc.constantFrom('', ' ', '-1', '0x10', '1e3', '+5', ' 5 ', '5,5', '9'.repeat(400), String(2 ** 53), String(2 ** 53 + 2), '18446744073709551616', '\u0000', '\u0001', '١٢', 'x'.repeat(20_000)),
 );
 /** A header usually valid, sometimes hostile, sometimes absent, sometimes sent twice. */
 const header = (name: string, valid: fc.Arbitrary<string>) =>
@@ -208,7 +208,7 @@ const keyHeader = fc.oneof(
  * (repeated with another value, negative, not a number) or shorter than the body (the rest reads as a next request).
  * Never longer than the body: the server would rightly wait for the rest (a stalled client, 408 after 60 s).
  */
-type Framing = (body: Buffer) => { headers: [string, string][]; body: Buffer };
+type Framing = (body: Buffer) => { headers: [string, string][]; body: Buffer; broken?: true };
 const framing: fc.Arbitrary<Framing> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<Framing>((body) => ({ headers: [], body })) },
   {
@@ -229,6 +229,15 @@ const framing: fc.Arbitrary<Framing> = fc.oneof(
       .map<Framing>((values) => (body) => ({ headers: values(body.length).map((v) => ['Content-Length', v] as [string, string]), body })),
   },
   { weight: 1, arbitrary: fc.constant<Framing>((body) => ({ headers: [['Transfer-Encoding', 'chunked'], ['Content-Length', String(body.length)]], body })) },
+  // Chunked, then a chunk that is not one: the body of the request itself is broken.
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('zz\r\n', '-1\r\n', '1\r\nab\r\n', 'ffffffffffffffffff\r\n', '1;\u0000\r\n').map<Framing>((bad) => (body) => ({
+      headers: [['Transfer-Encoding', 'chunked']],
+      body: Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n' + bad)]),
+      broken: true,
+    })),
+  },
 );
 
 async function createUpload(length: number, key: string = KEYS.alice): Promise<string> {
@@ -239,7 +248,7 @@ async function createUpload(length: number, key: string = KEYS.alice): Promise<s
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const uploadRow = async (id: string) =>
-  !UUID.test(id) ? undefined : (await db.query('SELECT "offset"::int AS offset, length::int AS length FROM upload WHERE id = $1', [id])).rows[0] as { offset: number; length: number } | undefined;
+  !UUID.test(id) ? undefined : (await db.query('SELECT "offset"::float8 AS offset, length::float8 AS length FROM upload WHERE id = $1', [id])).rows[0] as { offset: number; length: number } | undefined;
 
 // ---- tus --------------------------------------------------------------------------------------------------------
 
@@ -258,7 +267,9 @@ describe('tus /api/uploads', () => {
           ]),
           fc.option(fc.oneof(header('Upload-Defer-Length', fc.constant('1')), header('Upload-Concat', fc.constantFrom('partial', 'final;/api/uploads/x'))), { nil: [], freq: 8 }),
           fc.oneof(fc.uint8Array({ maxLength: 80 }), fc.constant(new Uint8Array())),
-          framing,
+          // Not a broken chunk here: the parser refuses it at once, while the creation goes on and discards its
+          // upload only a few milliseconds later (see the report of this suite's stop; a PATCH adds no row).
+          framing.filter((f) => !f(Buffer.alloc(1)).broken),
           async (key, tusHeaders, defer, data, frame) => {
             const framed = frame(Buffer.from(data));
             const headers = [...key, ...tusHeaders, ...defer, ...framed.headers];
@@ -387,8 +398,9 @@ describe('content and hashes', () => {
               expect(end).toBeLessThan(1000);
               if (method === 'GET') expect(res.body.equals(BYTES.subarray(start, end + 1))).toBe(true);
             } else if (res.status === 200 && method === 'GET') expect(res.body.equals(BYTES)).toBe(true);
-            // A header Node's parser refuses (a control character) is a 400; any other Range is served, ignored or a 416.
-            else if (headers.every(([, v]) => !/[\u0000-\u001f\u007f]/.test(v))) expect([200, 304, 416]).toContain(res.status);
+            // A header Node's parser refuses (a control character) is a 400, a head over 16 KiB a 431; any other Range is served,
+            // ignored or a 416.
+            else if (headers.every(([, v]) => !/[\u0000-\u001f\u007f]/.test(v))) expect([200, 304, 416, 431]).toContain(res.status);
           },
         ),
         OPTS,
