@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../domain/errors';
 import { STATUS_OF } from './shared/errors';
@@ -26,4 +26,29 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
   setTimeout(() => socket.destroy(), 2_000).unref();
+}
+
+/**
+ * Answers the parser's refusals on `server` (answerClientError), in order: when the bytes that are not HTTP follow a
+ * request of the same connection whose body was read whole and which is still being answered (pipelined, or a body
+ * longer than its Content-Length), that request's answer goes first and the refusal after it. Answered at once, the
+ * refusal would reach the client as the answer to its request, while the request itself went on: an upload created,
+ * say, whose Location the client never learns. Bytes that break the body of the request being read (a malformed
+ * chunk) are that request's fault: refused at once, as before.
+ */
+export function answerClientErrors(server: Server): void {
+  const answering = new WeakMap<Duplex, { req: IncomingMessage; res: ServerResponse }>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const current = { req, res };
+    answering.set(req.socket, current);
+    res.once('close', () => {
+      if (answering.get(req.socket) === current) answering.delete(req.socket);
+    });
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const current = answering.get(socket);
+    const after = current && current.req.complete && !current.res.writableFinished && err.code !== 'ECONNRESET' && socket.writable;
+    if (after) current.res.once('close', () => answerClientError(err, socket));
+    else answerClientError(err, socket);
+  });
 }

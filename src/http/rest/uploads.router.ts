@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { DataStore, Metadata, MemoryLocker, Server, Upload, type Lock, type Locker } from '@tus/server';
-import { Router, type Request as ExpressRequest, type RequestHandler } from 'express';
+import { Router, type ErrorRequestHandler, type Request as ExpressRequest, type RequestHandler } from 'express';
 import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
@@ -36,6 +36,30 @@ export function parseUploadMetadata(meta: Record<string, string | null | undefin
   const hash: UploadFields['hash'] = hashText === undefined ? undefined : validateHashField(hashText);
   const fileName = text('filename') === undefined ? undefined : sanitizeFileName(text('filename')!);
   return { fields, fileName, hash };
+}
+
+/**
+ * Upload-Metadata as tus reads it (comma-separated pairs of an ASCII key and an optional base64 value, each key once;
+ * anything else is a 400), except for keys that name a property every JavaScript object has (`__proto__`,
+ * `constructor`, `hasOwnProperty`...): tus's parser refuses those (it looks keys up with `in`), but they are no field
+ * of ours, and unknown keys are ignored, as tusd ignores them. They are left out of `kept`, the header tus is then
+ * given, so they are neither stored nor echoed by HEAD.
+ */
+export function readMetadataHeader(header: string): { meta: Record<string, string | null>; kept: string } {
+  const meta: Record<string, string | null> = {};
+  const seen = new Set<string>();
+  const kept: string[] = [];
+  for (const pair of header.split(',')) {
+    const tokens = pair.split(' ');
+    const [key, value] = tokens as [string, string | undefined];
+    const valid = Metadata.validateKey(key) && (tokens.length === 1 || (tokens.length === 2 && Metadata.validateValue(value!)));
+    if (!valid || seen.has(key)) throw new DomainError('INVALID_BODY', 'Upload-Metadata is not valid tus metadata');
+    seen.add(key);
+    if (key in Object.prototype) continue;
+    meta[key] = value ? Buffer.from(value, 'base64').toString('utf8') : null;
+    kept.push(pair);
+  }
+  return { meta, kept: kept.join(',') };
 }
 
 /** In Upload-Metadata `tags` is JSON array text (a header value has no repeated fields, as a multipart form has). */
@@ -285,6 +309,8 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     const principal = principalOf(res);
     const id = req.params.id as string | undefined;
     let extraHeaders: Record<string, string> = {};
+    // A creation's Upload-Metadata without the pairs that are ignored (see readMetadataHeader).
+    let keptMetadata: string | undefined;
     if (req.method !== 'OPTIONS') {
       // Every answer but OPTIONS' names the protocol version, errors of ours included (tus 1.0, "Tus-Resumable").
       res.set('Tus-Resumable', '1.0.0');
@@ -329,16 +355,11 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
           max_bytes: uploads.maxUploadBytes,
         });
       }
-      let meta: Record<string, string | null> = {};
       const header = req.get('upload-metadata');
-      if (header) {
-        try {
-          meta = Metadata.parse(header) as Record<string, string | null>;
-        } catch {
-          throw new DomainError('INVALID_BODY', 'Upload-Metadata is not valid tus metadata');
-        }
-      }
-      parseUploadMetadata(meta);
+      // An empty header is no metadata, as tusd reads it (tus's own parser refuses it).
+      const read = header === undefined ? undefined : header.trim() === '' ? { meta: {}, kept: '' } : readMetadataHeader(header);
+      parseUploadMetadata(read?.meta ?? {});
+      keptMetadata = read?.kept;
     }
     // tus sees the whole path (srvx reads `req.url` when tus asks for it); the app's own logs see it as Express left it.
     const mountedUrl = req.url;
@@ -346,6 +367,8 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     const request = new NodeRequest({ req, res }) as unknown as Request;
     for (const h of URL_HEADERS) request.headers.delete(h);
     if (offsetStream) request.headers.set('content-type', OFFSET_STREAM);
+    if (keptMetadata === '') request.headers.delete('upload-metadata');
+    else if (keptMetadata !== undefined) request.headers.set('upload-metadata', keptMetadata);
     const ctx: TusRequestContext = { principal, baseUrl: baseUrlOfRes(res) };
     if (req.method === 'PATCH' || req.method === 'POST') {
       // tus is given no body (it then hands the data store an empty stream); the data store reads `req` instead.
@@ -358,7 +381,9 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     } finally {
       req.url = mountedUrl;
     }
-    const clientGone = !res.socket || res.socket.destroyed;
+    // Gone, or its connection already ended (the parser refused what followed the head, and said so): no answer of
+    // this request reaches the client.
+    const clientGone = !res.socket || res.socket.destroyed || !res.socket.writable;
     if (ctx.created && (failures.has(request) || response.status >= 400 || clientGone)) {
       // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full), or
       // whose answer cannot reach the client (gone mid-body: tus then ends the body where it is and succeeds): the
@@ -389,9 +414,11 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
   r.post('/uploads', serve);
   // tus-js-client's `overridePatchMethod` (for proxies that drop PATCH or DELETE): a POST naming the method it stands
   // for in X-HTTP-Method-Override goes on as that method to its route below; any other POST to an upload is a 405.
+  const overridden = new WeakSet<ExpressRequest>();
   r.post('/uploads/:id', (req, _res, next) => {
     const method = req.get('x-http-method-override')?.trim().toUpperCase();
     if (method === 'PATCH' || method === 'DELETE' || method === 'HEAD') {
+      overridden.add(req);
       req.method = method;
       next();
       return;
@@ -402,6 +429,13 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
   r.head('/uploads/:id', serve);
   r.patch('/uploads/:id', serve);
   r.delete('/uploads/:id', serve);
+  // An error is answered to the request as sent: a POST standing for a HEAD gets its {code, message} body (as a HEAD,
+  // Express would announce the body's length and send none, and the next answer on the connection would be read as it).
+  // (Mounted without a path, which would read as a route of its own; it sees only the errors of this router's routes.)
+  r.use(((err, req, _res, next) => {
+    if (overridden.has(req)) req.method = 'POST';
+    next(err);
+  }) as ErrorRequestHandler);
   // Discovery needs no key, but a key that is sent is checked: a client (the CLI's push) learns that its key is wrong
   // before it sends or hashes anything.
   const keyed = authenticate(deps.auth);
