@@ -46,7 +46,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       const app = await createApp(container, { guard });
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
       server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000, ...requestPrototypesOf(app) }, app);
-      answerClientErrors(server);
+      answerClientErrors(server, guard);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);
         server!.listen(config.port, config.host, () => resolve());

@@ -22,6 +22,8 @@ const SLOWEST_READER_BYTES_PER_MS = 16;
 
 export class RequestGuard {
   private readonly inFlight = new Map<http.IncomingMessage, { res: http.ServerResponse; bytes: number; since: number; sent: number; sentSince: number }>();
+  /** Each connection's latest request (its entry in inFlight while it is answered). */
+  private readonly latest = new WeakMap<object, http.IncomingMessage>();
   private timer: NodeJS.Timeout | undefined;
 
   /** How often the shared timer looks (a quarter of the shorter limit, 50 ms to 1 s); 0: never (no limits). */
@@ -43,6 +45,7 @@ export class RequestGuard {
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {
     const now = Date.now();
     this.inFlight.set(req, { res, bytes: req.socket.bytesRead, since: now, sent: req.socket.bytesWritten, sentSince: now });
+    this.latest.set(req.socket, req);
     // A response closes once: `on` spares the wrapper `once` makes per request.
     res.on('close', () => this.inFlight.delete(req));
     if (this.tickMs > 0 && !this.timer) {
@@ -92,6 +95,13 @@ export class RequestGuard {
       this.inFlight.delete(req);
       socket.destroy();
     }
+  }
+
+  /** The connection's latest request while it is being answered (http/client-error.ts orders its refusals after it). */
+  answering(socket: object): { req: http.IncomingMessage; res: http.ServerResponse } | undefined {
+    const req = this.latest.get(socket);
+    const t = req && this.inFlight.get(req);
+    return t ? { req: req!, res: t.res } : undefined;
   }
 
   /** Shutdown: every request still running gets 503 (or is cut when its answer has started). */
