@@ -1,7 +1,9 @@
 /**
  * The cases hostile-routes.property.test.ts found, each as a plain example: raw HTTP on real PostgreSQL.
  */
-import { json, KEYS, startTestService, type TestService } from '../helpers/harness';
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
 import { rawRequest } from '../helpers/raw-http';
 
 let svc: TestService;
@@ -105,4 +107,36 @@ test('a chunked body that turns out not to be HTTP is refused at once (400), not
     const res = await rawRequest(svc.url, method, target, [['X-API-Key', KEYS.alice], ...headers, ['Transfer-Encoding', 'chunked']], Buffer.from('4\r\nabcd\r\nzz\r\n'), { timeoutMs: 10_000 });
     expect({ method, status: res.status, code: JSON.parse(res.body.toString()).code }).toEqual({ method, status: 400, code: expect.any(String) });
   }
+});
+
+test('a tus creation pipelined behind an answer still being sent is kept: its 201 names an upload that exists', async () => {
+  // A GET of 32 MiB the client does not read yet holds the connection's first answer; the creation sent right after
+  // it on the same connection is answered once that one is done, and its answer has no socket until then.
+  const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(32 * 1024 * 1024), {}, 'big.bin') });
+  expect(up.status).toBe(201);
+  const { id } = (await up.json()) as { id: string };
+  const u = new URL(svc.url);
+  const socket = net.connect(Number(u.port), u.hostname);
+  socket.on('error', () => undefined);
+  await new Promise((r) => socket.once('connect', r));
+  socket.pause();
+  socket.write(
+    `GET /api/assets/${id}/content HTTP/1.1\r\nHost: ${u.host}\r\nX-API-Key: ${KEYS.alice}\r\n\r\n` +
+      `POST /api/uploads HTTP/1.1\r\nHost: ${u.host}\r\nX-API-Key: ${KEYS.alice}\r\nTus-Resumable: 1.0.0\r\nUpload-Length: 10\r\n` +
+      `Content-Length: 0\r\nConnection: close\r\n\r\n`,
+  );
+  // The creation's handler runs meanwhile (its row is written); then everything is read.
+  await new Promise((r) => setTimeout(r, 1_500));
+  const chunks: Buffer[] = [];
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  socket.resume();
+  await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const all = Buffer.concat(chunks);
+  const second = all.indexOf('HTTP/1.1 ', 32 * 1024 * 1024);
+  expect(second).toBeGreaterThan(0);
+  const head = all.subarray(second, all.indexOf('\r\n\r\n', second)).toString('latin1');
+  expect(head.split('\r\n')[0]).toBe('HTTP/1.1 201 Created');
+  const location = /\r\nlocation: (\S+)/i.exec(head)![1]!;
+  const res = await svc.fetch(new URL(location).pathname, { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } });
+  expect([res.status, res.headers.get('upload-offset')]).toEqual([200, '0']);
 });

@@ -383,7 +383,8 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
     }
     // Gone, or its connection already ended (the parser refused what followed the head, and said so): no answer of
     // this request reaches the client.
-    const clientGone = !res.socket || res.socket.destroyed || !res.socket.writable;
+    // The request's socket: an answer queued behind an earlier one of the same connection (pipelined) has none yet.
+    const clientGone = req.socket.destroyed || !req.socket.writable;
     if (ctx.created && (failures.has(request) || response.status >= 400 || clientGone)) {
       // A creation that failed after the upload was recorded (its data too long for Upload-Length, the disk full), or
       // whose answer cannot reach the client (gone mid-body: tus then ends the body where it is and succeeds): the
