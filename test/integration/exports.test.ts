@@ -293,6 +293,15 @@ test('naming strategies: group_by_job_id, group_by_job_time, asset_id; job filte
   expect(filtered.members[1]!.blake3).toBe(preview.asset_hash);
 });
 
+test('a very long export name is not repeated whole in the answer', async () => {
+  for (const name of [`${'a'.repeat(5000)}.zip`, `${'a'.repeat(5000)}.tar`]) {
+    const res = await svc.fetch(`/api/assets/exports/${name}`);
+    expect([404, 400]).toContain(res.status);
+    const text = JSON.stringify(await json(res));
+    expect(text.length).toBeLessThan(600);
+  }
+});
+
 test("another owner's export is 404; their asset ids select nothing", async () => {
   const mine = await upload('mine.bin');
   const { task } = await exportAndRead({ asset_ids: [mine.id] });

@@ -24,7 +24,9 @@ const HMAC_SECRET = 'export_url_hmac';
 const URL_TTL_SECONDS = 3600;
 
 const invalid = (message: string, field?: string) => new DomainError('INVALID_BODY', message, field ? { field } : undefined);
-const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export ${name} not found`);
+/** The name as an answer repeats it: a long one (up to the URL's limit) is shortened. */
+const shown = (name: string) => (name.length > 120 ? `${name.slice(0, 100)}…(${name.length} characters)` : name);
+const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export ${shown(name)} not found`);
 /** What can name an export archive at all (ComfyUI's rule); anything else is 400 INVALID_EXPORT_NAME, not 404. */
 const EXPORT_NAME = /^[A-Za-z0-9_-]+\.zip$/;
 const objectName = (exportName: string) => `exports/${exportName}`;
@@ -284,7 +286,7 @@ export class ExportService {
 
   /** GET /api/assets/exports/{name}: a short-lived URL (S3 presigned; else signed by this service). */
   async url(principal: Principal, name: string, baseUrl: string): Promise<{ url: string; expiresAt: Date }> {
-    if (!EXPORT_NAME.test(name)) throw new DomainError('INVALID_EXPORT_NAME', 'an export name is <letters, digits, _ or ->.zip', { export_name: name });
+    if (!EXPORT_NAME.test(name)) throw new DomainError('INVALID_EXPORT_NAME', 'an export name is <letters, digits, _ or ->.zip', { export_name: shown(name) });
     const archive = await this.archive(name);
     if (!archive || archive.ownerId !== principal.ownerId) throw notFound(name);
     const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
