@@ -37,6 +37,19 @@ export interface TaskResult {
 }
 
 /**
+ * What ComfyUI's export result also names, derived from ours (REST and GraphQL show the same): `assetsSucceeded`
+ * (members written), and with an archive `exportSize` (= `bytesTotal`) and `uncompressedSize` (the members' bytes;
+ * absent in results stored before it was recorded).
+ */
+export function exportFigures(r: TaskResult): { assetsSucceeded?: number; exportSize?: number; uncompressedSize?: number } {
+  return {
+    ...(r.assetsAttempted !== undefined && r.assetsFailed !== undefined ? { assetsSucceeded: r.assetsAttempted - r.assetsFailed } : {}),
+    ...(r.exportName && r.bytesTotal !== undefined ? { exportSize: r.bytesTotal } : {}),
+    ...(r.exportName && r.uncompressedSize !== undefined ? { uncompressedSize: r.uncompressedSize } : {}),
+  };
+}
+
+/**
  * An asset an export could not put in its archive, as ComfyUI's export reports it: `not_found`, an id of
  * `asset_ids` that names no asset of this owner when the job runs (unknown, another owner's, deleted meanwhile);
  * `fetch_failed`, an asset whose content could not be opened (a blob lost or unreadable).

@@ -1,4 +1,4 @@
-import type { ExportRequest, Task, TaskResult } from '../../domain/tasks/task.types';
+import { exportFigures, type ExportRequest, type Task, type TaskResult } from '../../domain/tasks/task.types';
 
 /** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
 export function taskJson(t: Task): Record<string, unknown> {
@@ -60,15 +60,13 @@ export function taskJson(t: Task): Record<string, unknown> {
   return out;
 }
 
-/**
- * What ComfyUI's export result also names: `assets_succeeded` (members written), and with an archive `export_size`
- * (= `bytes_total`) and `uncompressed_size` (the members' bytes; absent in results stored before it was recorded).
- */
+/** exportFigures in the wire's names. */
 function exportResultAliases(r: TaskResult): Record<string, number> {
+  const f = exportFigures(r);
   const out: Record<string, number> = {};
-  if (r.assetsAttempted !== undefined && r.assetsFailed !== undefined) out.assets_succeeded = r.assetsAttempted - r.assetsFailed;
-  if (r.exportName && r.bytesTotal !== undefined) out.export_size = r.bytesTotal;
-  if (r.exportName && r.uncompressedSize !== undefined) out.uncompressed_size = r.uncompressedSize;
+  if (f.assetsSucceeded !== undefined) out.assets_succeeded = f.assetsSucceeded;
+  if (f.exportSize !== undefined) out.export_size = f.exportSize;
+  if (f.uncompressedSize !== undefined) out.uncompressed_size = f.uncompressedSize;
   return out;
 }
 

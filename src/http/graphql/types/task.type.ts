@@ -1,6 +1,6 @@
 import { Field, Float, ID, Int, ObjectType } from 'type-graphql';
 import type { Page } from '../../../domain/assets/asset.types';
-import type { DownloadStart, Task } from '../../../domain/tasks/task.types';
+import { exportFigures, type DownloadStart, type Task } from '../../../domain/tasks/task.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 import { AssetType } from './asset.type';
 import { TaskStatusEnum } from './enums';
@@ -166,8 +166,8 @@ export class TaskType {
         ? {
             ...r,
             failedAssets: r.failedAssets ?? [],
-            ...(r.assetsAttempted !== undefined && r.assetsFailed !== undefined ? { assetsSucceeded: r.assetsAttempted - r.assetsFailed } : {}),
-            ...(r.exportName ? { exportSize: r.bytesTotal } : {}),
+            uncompressedSize: undefined,
+            ...exportFigures(r),
           }
         : r;
     return Object.assign(new TaskType(), { ...t, status: t.status as TaskStatusEnum, result });
