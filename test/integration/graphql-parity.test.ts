@@ -186,6 +186,24 @@ test('list and tags: the same query through both gives the same page', async () 
   }
 });
 
+test('tag filters: the same cap through both (100 tags once normalised; 101 is INVALID_TAG_FILTER)', async () => {
+  const tag = `cap-${Date.now()}`;
+  await restUpload(Buffer.from(`cap ${crypto.randomUUID()}`), { tags: tag }, KEYS.alice, 'cap');
+  const distinct = (n: number) => [tag, ...Array.from({ length: n - 1 }, (_, i) => `x${i}`)];
+  // 100 distinct tags sent as 300 spellings (case, spaces, repeats) are 100 once normalised: fine.
+  const spelled = distinct(100).flatMap((t) => [t, ` ${t.toUpperCase()} `, t]);
+  const q = `query($f: AssetFilter) { assets(filter: $f) { total } tagCounts(filter: $f) { name } }`;
+  for (const [param, field] of [['include_tags', 'includeTags'], ['exclude_tags', 'excludeTags'], ['tags_any', 'anyTags']] as const) {
+    const ok = await gql(svc, q, { f: { [field]: spelled } });
+    const rest = await svc.fetch(`/api/assets?${spelled.map((t) => `${param}=${encodeURIComponent(t)}`).join('&')}`);
+    expect([field, ok.errors, rest.status]).toEqual([field, undefined, 200]);
+    const over = await gql(svc, q, { f: { [field]: distinct(101) } });
+    const restOver = await json(await svc.fetch(`/api/assets?${distinct(101).map((t) => `${param}=${t}`).join('&')}`));
+    expect([field, over.code, over.errors?.[0]?.extensions?.details]).toEqual([field, restOver.code, { parameter: field, count: 101, max: 100 }]);
+    expect(restOver.code).toBe('INVALID_TAG_FILTER');
+  }
+});
+
 test('immutability and delete: the same answers through both', async () => {
   const a = (await restUpload(Buffer.from(`imm ${crypto.randomUUID()}`), {}, KEYS.alice, 'i')).body;
   await gql(svc, 'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: true) { id } }', { id: a.id }, { key: KEYS.admin });

@@ -44,6 +44,20 @@ export function filterTags(values: readonly string[]): string[] {
   return [...new Set(values.map((t) => t.trim().toLowerCase()).filter((t) => t !== ''))];
 }
 
+/** Tags one filter parameter may list once normalised (ComfyUI's cap); a request may send ten times as many raw. */
+export const MAX_FILTER_TAGS = 100;
+/** The raw list a filter parameter may send (duplicates and spellings of the same tags included). */
+export const MAX_RAW_FILTER_TAGS = 10 * MAX_FILTER_TAGS;
+
+/** filterTags, capped: more than MAX_FILTER_TAGS once normalised is 400 INVALID_TAG_FILTER (REST and GraphQL alike). */
+export function cappedFilterTags(values: readonly string[], parameter: string): string[] {
+  const list = filterTags(values);
+  if (list.length > MAX_FILTER_TAGS) {
+    throw new DomainError('INVALID_TAG_FILTER', `${parameter} lists ${list.length} tags; the maximum is ${MAX_FILTER_TAGS}`, { parameter, count: list.length, max: MAX_FILTER_TAGS });
+  }
+  return list;
+}
+
 export function validateName(value: unknown, field = 'name'): string {
   if (typeof value !== 'string') throw invalid(`${field} must be a string`, field);
   assertStorableText(value, field);

@@ -1,5 +1,6 @@
 import { validateOrReject, type ValidationError } from 'class-validator';
 import { ArgumentValidationError, type ValidatorFn } from 'type-graphql';
+import { MAX_RAW_FILTER_TAGS } from '../../domain/assets/validation';
 import type { AssetFilter, AssetsArgs, TagCountsArgs, TagsArgs } from './inputs/asset.inputs';
 
 /**
@@ -41,9 +42,9 @@ function plainFilter(f: AssetFilter | null | undefined): boolean {
   if (f == null) return true;
   return (
     typeof f === 'object' &&
-    shortList(f.includeTags, 64, 4096) &&
-    shortList(f.excludeTags, 64, 4096) &&
-    shortList(f.anyTags, 64, 4096) &&
+    shortList(f.includeTags, MAX_RAW_FILTER_TAGS, 4096) &&
+    shortList(f.excludeTags, MAX_RAW_FILTER_TAGS, 4096) &&
+    shortList(f.anyTags, MAX_RAW_FILTER_TAGS, 4096) &&
     short(f.nameContains, 1024) &&
     short(f.hash, 80)
   );

@@ -1,7 +1,7 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
-import { filterTags } from '../../domain/assets/validation';
+import { cappedFilterTags } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
@@ -84,9 +84,9 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
   const hash = f.hash ? parseHash(f.hash) : undefined;
   if (f.hash && !hash) throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
   return {
-    includeTags: filterTags(f.includeTags ?? []),
-    excludeTags: filterTags(f.excludeTags ?? []),
-    anyTags: filterTags(f.anyTags ?? []),
+    includeTags: cappedFilterTags(f.includeTags ?? [], 'includeTags'),
+    excludeTags: cappedFilterTags(f.excludeTags ?? [], 'excludeTags'),
+    anyTags: cappedFilterTags(f.anyTags ?? [], 'anyTags'),
     nameContains: f.nameContains || undefined,
     metadataFilter: metadataFilter as Record<string, unknown> | undefined,
     hash,

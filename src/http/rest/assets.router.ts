@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult } from '../../domain/assets/asset.types';
-import { filterTags, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
+import { cappedFilterTags, MAX_RAW_FILTER_TAGS, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';
@@ -193,19 +193,10 @@ async function readJson(req: Request): Promise<Record<string, unknown>> {
 
 const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
 
-/** Tags one filter parameter may list (ComfyUI's cap). */
-const MAX_FILTER_TAGS = 100;
-
 /** The filters GET /api/assets and GET /api/assets/tags/refine share, Comfy Cloud's names included. */
 function parseFilter(q: Record<string, unknown>): AssetFilter {
-  const tags = (name: string) => {
-    // As ComfyUI's asset API caps each tag filter: at most 100 tags once normalised, else 400 INVALID_TAG_FILTER.
-    const list = filterTags(listParam(q, name, 10 * MAX_FILTER_TAGS));
-    if (list.length > MAX_FILTER_TAGS) {
-      throw new DomainError('INVALID_TAG_FILTER', `${name} lists ${list.length} tags; the maximum is ${MAX_FILTER_TAGS}`, { parameter: name, count: list.length, max: MAX_FILTER_TAGS });
-    }
-    return list;
-  };
+  // As ComfyUI's asset API caps each tag filter: at most 100 tags once normalised, else 400 INVALID_TAG_FILTER.
+  const tags = (name: string) => cappedFilterTags(listParam(q, name, MAX_RAW_FILTER_TAGS), name);
   const hashText = stringParam(q, 'hash');
   const hash = hashText === undefined ? undefined : parseHash(hashText);
   if (hashText !== undefined && !hash) {

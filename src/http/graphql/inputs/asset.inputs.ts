@@ -1,6 +1,7 @@
 import { ArrayMaxSize, ArrayMinSize, IsUUID, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
+import { MAX_RAW_FILTER_TAGS } from '../../../domain/assets/validation';
 import { JSONScalar } from '../scalars';
 import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
 
@@ -12,15 +13,15 @@ import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
 const MAX_TEXT = 4096;
 const MAX_LIST = 1024;
 
-@InputType({ description: 'Filters of `assets`; tags match after normalisation (trimmed, lower-cased).' })
+@InputType({ description: 'Filters of `assets`; tags match after normalisation (trimmed, lower-cased). Each tag list holds at most 100 tags once normalised (INVALID_TAG_FILTER), as REST and ComfyUI.' })
 export class AssetFilter {
   @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags.' })
-  @ArrayMaxSize(64)
+  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   includeTags?: string[];
 
   @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags.' })
-  @ArrayMaxSize(64)
+  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   excludeTags?: string[];
 
@@ -29,7 +30,7 @@ export class AssetFilter {
   nameContains?: string;
 
   @Field(() => [String], { nullable: true, description: 'Assets carrying at least one of these tags.' })
-  @ArrayMaxSize(64)
+  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   anyTags?: string[];
 
