@@ -314,15 +314,77 @@ test("another owner's upload is 404 for HEAD, PATCH and DELETE", async () => {
   expect((await head(crypto.randomUUID())).status).toBe(404);
 });
 
-test('an unexpected failure (the stored part lost) is 500 INTERNAL with the request id, as on every route', async () => {
+test('an unexpected failure is 500 INTERNAL with the request id, as on every route', async () => {
+  const id = idOf((await create(1000)).headers.get('location')!);
+  jest.spyOn(svc.container.uploads, 'append').mockRejectedValueOnce(new Error('something nobody expected'));
+  const res = await patch(id, 0, random(100));
+  expect(res.status).toBe(500);
+  const body = await json(res);
+  expect([body.code, body.message.includes('nobody')]).toEqual(['INTERNAL', false]);
+  expect(body.details.request_id).toBe(res.headers.get('x-request-id'));
+});
+
+test('an upload whose stored bytes were lost: its PATCH is 404 and it goes (HEAD 404), so the client starts again', async () => {
   const id = idOf((await create(1000)).headers.get('location')!);
   expect((await patch(id, 0, random(100))).status).toBe(204);
   fs.rmSync(partFile(id));
   const res = await patch(id, 100, random(100));
-  expect(res.status).toBe(500);
-  const body = await json(res);
-  expect(body.code).toBe('INTERNAL');
-  expect(body.details.request_id).toBe(res.headers.get('x-request-id'));
+  expect([res.status, (await json(res)).code]).toEqual([404, 'NOT_FOUND']);
+  expect((await head(id)).status).toBe(404);
+  expect(fs.existsSync(partFile(id))).toBe(false);
+});
+
+describe('removal: the record goes before the part', () => {
+  const repoOf = () => (svc.container.uploads as unknown as { repo: { delete(id: string): Promise<void> } }).repo;
+
+  test('a DELETE cut before the record goes (the database away) keeps the whole upload, which resumes', async () => {
+    const data = random(1000);
+    const id = idOf((await create(data.length)).headers.get('location')!);
+    expect((await patch(id, 0, data.subarray(0, 300))).status).toBe(204);
+    jest.spyOn(repoOf(), 'delete').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unreachable'));
+    const del = await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
+    expect(del.status).toBe(503);
+    // Before: the part was removed first, leaving a record whose offset named bytes that were gone (HEAD said 300,
+    // and every PATCH failed).
+    const h = await head(id);
+    expect([h.status, h.headers.get('upload-offset')]).toEqual([200, '300']);
+    expect(fs.statSync(partFile(id)).size).toBe(300);
+    const last = await patch(id, 300, data.subarray(300));
+    expect(last.status).toBe(204);
+    const asset = await json(await svc.fetch(`/api/assets/${last.headers.get('asset-id')}`));
+    expect(asset.asset_hash).toBe(blake3Of(data));
+  });
+
+  test('a DELETE whose part cannot be removed after the record went: 204, HEAD 404; the temporary sweeper takes the part', async () => {
+    const id = idOf((await create(1000)).headers.get('location')!);
+    expect((await patch(id, 0, random(300))).status).toBe(204);
+    const store = svc.container.blobStore;
+    const real = store.openPartial!.bind(store);
+    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => ({
+      ...(await real(name)),
+      discard: async () => {
+        throw Object.assign(new Error('EIO: i/o error, unlink'), { code: 'EIO' });
+      },
+    }));
+    expect((await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS })).status).toBe(204);
+    expect((await head(id)).status).toBe(404);
+    expect(fs.existsSync(partFile(id))).toBe(true);
+    await store.sweepTemps(0);
+    expect(fs.existsSync(partFile(id))).toBe(false);
+  });
+
+  test('a zero-byte upload whose part was never made (a crash after its record): its asset is made all the same', async () => {
+    const store = svc.container.blobStore;
+    const real = store.openPartial!.bind(store);
+    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => {
+      const partial = await real(name);
+      return { ...partial, append: async () => ({ key: partial.key, size: 0 }) };
+    });
+    const res = await create(0, { filename: 'empty.txt' });
+    expect(res.status).toBe(201);
+    const asset = await json(await svc.fetch(`/api/assets/${res.headers.get('asset-id')}`));
+    expect([asset.size, asset.asset_hash]).toEqual([0, blake3Of(Buffer.alloc(0))]);
+  });
 });
 
 test('a wrong Upload-Offset is 409 UPLOAD_OFFSET_MISMATCH, with Tus-Resumable', async () => {

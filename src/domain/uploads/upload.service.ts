@@ -5,7 +5,7 @@ import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError, isOwnStoreFailure } from '../errors';
-import { storeErrors, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
+import { storeErrors, type BlobStore, type PartialBlob, type TempBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -83,9 +83,8 @@ export class UploadService {
         max_bytes: this.content.maxUploadBytes,
       });
     }
-    if (length === 0) await storeErrors(this.blobs.openPartial!(partName(id)).then((p) => p.append(empty())));
     const now = new Date();
-    return this.repo.insert({
+    const rec = await this.repo.insert({
       id,
       ownerId: principal.ownerId,
       length,
@@ -94,6 +93,15 @@ export class UploadService {
       createdAt: now,
       expiresAt: new Date(now.getTime() + this.expiryMs),
     });
+    // After the row, as every part is made: a part never exists without its upload's row, whatever crashes when (a
+    // part left by a removal that failed halfway is the temporary sweeper's, which takes parts idle for 24 h).
+    if (length === 0) {
+      await storeErrors(this.blobs.openPartial!(partName(id)).then((p) => p.append(empty()))).catch(async (err: unknown) => {
+        await this.repo.delete(id).catch(() => undefined);
+        throw err;
+      });
+    }
+    return rec;
   }
 
   /**
@@ -123,7 +131,13 @@ export class UploadService {
       await partial.truncate(rec.offset);
       partial = await this.blobs.openPartial!(partName(id));
     }
-    if (partial.size < rec.offset) throw new Error(`upload ${id}: the stored part has ${partial.size} bytes, expected ${rec.offset}`);
+    if (partial.size < rec.offset) {
+      // Acknowledged bytes that the store no longer has (removed behind the service's back): the upload cannot be
+      // continued. It goes, so that the client's next HEAD is 404 and it starts again, rather than failing forever.
+      this.logger.warn('an upload lost its stored bytes; it is removed', { upload_id: id, stored: partial.size, offset: rec.offset });
+      await this.removeParts(rec);
+      throw new DomainError('NOT_FOUND', `upload ${id} not found: its stored bytes are gone, start a new upload`);
+    }
     const state = await this.hashState(id, partial, rec.offset);
     const room = rec.length - rec.offset;
     let received = 0;
@@ -194,7 +208,7 @@ export class UploadService {
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
     // The asset is made from a snapshot of the part (both stores have one): createFromIngested consumes what it is
     // given, whatever happens, and the part must outlive a failure that is not the upload's fault.
-    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
+    const snapshot = partial.snapshot ? await this.snapshotOf(rec, partial) : undefined;
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
@@ -250,11 +264,29 @@ export class UploadService {
     }
   }
 
+  /**
+   * The upload's row, then its part: whatever fails or crashes between the two leaves a part without a row (which
+   * nothing reads, and the temporary sweeper removes once idle for 24 h), never a row whose offset names bytes that
+   * are gone (its HEAD would report them, and every PATCH would fail).
+   */
   private async removeParts(rec: UploadRecord): Promise<void> {
     this.forget(rec.id);
-    const partial = await this.blobs.openPartial!(partName(rec.id));
-    await partial.discard();
     await this.repo.delete(rec.id);
+    await this.blobs
+      .openPartial!(partName(rec.id))
+      .then((partial) => partial.discard())
+      .catch((err: unknown) => this.logger.warn('could not remove a removed upload\'s part; the temporary sweeper will', { upload_id: rec.id, err }));
+  }
+
+  /** A snapshot of the part; an empty upload's part is made first when missing (a crash after its row was made). */
+  private async snapshotOf(rec: UploadRecord, partial: PartialBlob): Promise<TempBlob> {
+    try {
+      return await partial.snapshot!();
+    } catch (err) {
+      if (rec.length !== 0) throw err;
+      await partial.append(empty());
+      return partial.snapshot!();
+    }
   }
 
   /** The hash state after the first `size` stored bytes: this process's, or rebuilt by re-reading the part once. */

@@ -94,7 +94,14 @@ export class FsBlobStore implements BlobStore {
 
   async openPartial(name: string): Promise<PartialBlob> {
     const file = this.partialFile(name);
-    const size = await fsp.stat(file).then((s) => s.size, () => 0);
+    // A missing part is an empty one; a part that cannot be read is a failure, not an empty part.
+    const size = await fsp.stat(file).then(
+      (s) => s.size,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return 0;
+        throw err;
+      },
+    );
     const key = this.partialKey(name);
     return {
       key,
@@ -127,7 +134,7 @@ export class FsBlobStore implements BlobStore {
       },
       discard: async () => {
         await fsp.rm(file, { force: true });
-        await syncDir(this.partialDir); // durable before the caller records that the bytes are gone
+        await syncDir(this.partialDir); // durable before the caller answers that the part is gone
       },
       snapshot: async () => {
         // A temporary of this process (a crash leaves it to removeDeadTemps at the next start).
