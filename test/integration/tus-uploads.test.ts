@@ -4,6 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Client } from 'pg';
 import { DomainError } from '../../src/domain/errors';
+import type { PartialBlob } from '../../src/infra/blob-store/blob-store';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
 
@@ -40,6 +41,16 @@ async function patch(id: string, offset: number, body: Buffer, key: string = KEY
   });
 }
 const head = (id: string, key: string = KEYS.alice) => svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key, headers: TUS });
+
+/** The next part the store opens has `change` applied (a failing or silent step of it). */
+function changeNextPart(change: (partial: PartialBlob) => Partial<PartialBlob>): void {
+  const store = svc.container.blobStore;
+  const real = store.openPartial!.bind(store);
+  jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => {
+    const partial = await real(name);
+    return { ...partial, ...change(partial) };
+  });
+}
 
 async function assetOf(url: string) {
   const res = await svc.fetch(url.replace(svc.url, ''), { method: 'HEAD', headers: TUS });
@@ -358,10 +369,7 @@ describe('removal: the record goes before the part', () => {
   test('a DELETE whose part cannot be removed after the record went: 204, HEAD 404; the temporary sweeper takes the part', async () => {
     const id = idOf((await create(1000)).headers.get('location')!);
     expect((await patch(id, 0, random(300))).status).toBe(204);
-    const store = svc.container.blobStore;
-    const real = store.openPartial!.bind(store);
-    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => ({
-      ...(await real(name)),
+    changeNextPart(() => ({
       discard: async () => {
         throw Object.assign(new Error('EIO: i/o error, unlink'), { code: 'EIO' });
       },
@@ -369,17 +377,12 @@ describe('removal: the record goes before the part', () => {
     expect((await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS })).status).toBe(204);
     expect((await head(id)).status).toBe(404);
     expect(fs.existsSync(partFile(id))).toBe(true);
-    await store.sweepTemps(0);
+    await svc.container.blobStore.sweepTemps(0);
     expect(fs.existsSync(partFile(id))).toBe(false);
   });
 
   test('a zero-byte upload whose part was never made (a crash after its record): its asset is made all the same', async () => {
-    const store = svc.container.blobStore;
-    const real = store.openPartial!.bind(store);
-    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => {
-      const partial = await real(name);
-      return { ...partial, append: async () => ({ key: partial.key, size: 0 }) };
-    });
+    changeNextPart((partial) => ({ append: async () => ({ key: partial.key, size: 0 }) }));
     const res = await create(0, { filename: 'empty.txt' });
     expect(res.status).toBe(201);
     const asset = await json(await svc.fetch(`/api/assets/${res.headers.get('asset-id')}`));
@@ -667,10 +670,7 @@ describe('what tus clients, proxies and hostile input send', () => {
   });
 
   test('the disk full when a zero-byte upload makes its (empty) part at creation: 507, nothing kept', async () => {
-    const store = svc.container.blobStore;
-    const real = store.openPartial!.bind(store);
-    jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => ({
-      ...(await real(name)),
+    changeNextPart(() => ({
       append: async () => {
         throw Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC' });
       },
