@@ -166,7 +166,7 @@ const tagKey = (tags: string[]): string => JSON.stringify([...tags].sort());
 
 /**
  * One request; `undefined` when it got no answer (the process died under it). A 5xx is recorded as a failure.
- * `label` names the kind of request for CRASH_STATS, `what` the request itself for a failure's message.
+ * `label` names the kind of request for CRASH_STATS, `detail` the request itself for a failure's message.
  */
 async function call(
   model: Model,
@@ -339,6 +339,8 @@ async function checkContent(model: Model, svc: ServiceProcess, id: string, hash:
 }
 
 async function checkAssets(model: Model, svc: ServiceProcess): Promise<void> {
+  // The assets known before the listing: uploads finished beside this check add theirs, for the next round to check.
+  const known = [...model.assets];
   // 2: the listing, paged through, and every asset in it.
   const listed = new Map<string, any>();
   let after: string | undefined;
@@ -356,7 +358,7 @@ async function checkAssets(model: Model, svc: ServiceProcess): Promise<void> {
   for (const [id, a] of listed) await checkContent(model, svc, id, a.asset_hash);
 
   // 1: what the client was told.
-  for (const [id, m] of model.assets) {
+  for (const [id, m] of known) {
     const r = await call(model, svc, 'check GET asset', id, `/api/assets/${id}`);
     if (!r) continue;
     if (m.deleteAcked) {
