@@ -8,6 +8,8 @@ import fc from 'fast-check';
 
 /** Runs per property: a bounded number in CI, more with FUZZ_RUNS (e.g. FUZZ_RUNS=10000). */
 export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS) > 0 ? Number(process.env.FUZZ_RUNS) : 60;
+/** FUZZ_SEED replays the runs of a failure's `seed` (fast-check prints it). */
+export const FUZZ_SEED: { seed?: number } = Number(process.env.FUZZ_SEED) ? { seed: Number(process.env.FUZZ_SEED) } : {};
 
 /** What PostgreSQL or a header cannot take, weighted up; then separators, escapes and other odd characters. */
 const special = fc.oneof(

@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import fc from 'fast-check';
 import {
   FUZZ_RUNS,
+  FUZZ_SEED,
   hostileDate,
   hostileJson,
   hostileJsonText,
@@ -32,7 +33,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const OPTS = { numRuns: FUZZ_RUNS, endOnFailure: true };
+const OPTS = { numRuns: FUZZ_RUNS, endOnFailure: true, ...FUZZ_SEED };
 // Long runs (FUZZ_RUNS=10000) need more than jest's default minute.
 const TIMEOUT = Math.max(60_000, FUZZ_RUNS * 400);
 

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { Client } from 'pg';
-import { FUZZ_RUNS, hostileJson, hostileNumber, hostileText, percentEncodedBytes, plausibleText } from '../helpers/hostile';
+import { FUZZ_RUNS, FUZZ_SEED, hostileJson, hostileNumber, hostileText, percentEncodedBytes, plausibleText } from '../helpers/hostile';
 import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http';
 
@@ -47,8 +47,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-// FUZZ_SEED replays the runs of a failure's `seed`.
-const OPTS = { numRuns: FUZZ_RUNS, endOnFailure: true, ...(Number(process.env.FUZZ_SEED) ? { seed: Number(process.env.FUZZ_SEED) } : {}) };
+const OPTS = { numRuns: FUZZ_RUNS, endOnFailure: true, ...FUZZ_SEED };
 const TIMEOUT = Math.max(60_000, FUZZ_RUNS * 600);
 
 // ---- the invariants -------------------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ import { normalizeTags, validateCreateFields, validateMimeType, validateName, va
 import { DomainError } from '../../src/domain/errors';
 import { assertJsonInput, assertQueryDate, isMediaType, isStorableText, MAX_JSON_DEPTH, servableMediaType } from '../../src/domain/input';
 import { checkDocumentText } from '../../src/http/graphql/limits';
-import { FUZZ_RUNS, hostileJson, hostileObject, hostileText } from '../helpers/hostile';
+import { FUZZ_RUNS, FUZZ_SEED, hostileJson, hostileObject, hostileText } from '../helpers/hostile';
 
-const OPTS = { numRuns: FUZZ_RUNS };
+const OPTS = { numRuns: FUZZ_RUNS, ...FUZZ_SEED };
 
 /** The reference: what the contract forbids in text. */
 const wellFormed = (s: string) => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
