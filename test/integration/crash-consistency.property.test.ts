@@ -31,11 +31,12 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { Client } from 'pg';
 import { blake3Of, createTestDatabase, uploadForm, waitFor } from '../helpers/harness';
+import { FUZZ_SEED } from '../helpers/hostile';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { TUS, tusMetadata } from '../helpers/tus';
 
 const CRASH_RUNS = Number(process.env.CRASH_RUNS) > 0 ? Number(process.env.CRASH_RUNS) : 5;
-const OPTS = { numRuns: CRASH_RUNS, endOnFailure: true, ...(Number(process.env.FUZZ_SEED) ? { seed: Number(process.env.FUZZ_SEED) } : {}) };
+const OPTS = { numRuns: CRASH_RUNS, endOnFailure: true, ...FUZZ_SEED };
 // A restart costs a few seconds; an upload whose PATCH the kill cut keeps its lease (10 s) until it lapses.
 jest.setTimeout(Math.max(120_000, CRASH_RUNS * 60_000));
 
