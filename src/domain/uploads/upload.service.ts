@@ -5,7 +5,7 @@ import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
 import { DomainError, isOwnStoreFailure } from '../errors';
-import { storeErrors, type BlobStore, type PartialBlob, type TempBlob } from '../../infra/blob-store/blob-store';
+import { storeErrors, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -75,7 +75,7 @@ export class UploadService {
    * nothing (`partialKey` names the part without a stat or a listing): on disk an empty file made here needed an
    * fsync, which waits for whatever journal commit is running (0.2–0.3 s after a large file was removed; BENCHMARKS.md,
    * "Fifth stop"). An empty upload is complete at creation and made into its asset at once: its (empty) part is made
-   * here.
+   * then, by `finish`.
    */
   async create(principal: Principal, id: string, length: number, metadata: Record<string, string | null>): Promise<UploadRecord> {
     if (length > this.content.maxUploadBytes) {
@@ -84,7 +84,7 @@ export class UploadService {
       });
     }
     const now = new Date();
-    const rec = await this.repo.insert({
+    return this.repo.insert({
       id,
       ownerId: principal.ownerId,
       length,
@@ -93,15 +93,6 @@ export class UploadService {
       createdAt: now,
       expiresAt: new Date(now.getTime() + this.expiryMs),
     });
-    // After the row, as every part is made: a part never exists without its upload's row, whatever crashes when (a
-    // part left by a removal that failed halfway is the temporary sweeper's, which takes parts idle for 24 h).
-    if (length === 0) {
-      await storeErrors(this.blobs.openPartial!(partName(id)).then((p) => p.append(empty()))).catch(async (err: unknown) => {
-        await this.repo.delete(id).catch(() => undefined);
-        throw err;
-      });
-    }
-    return rec;
   }
 
   /**
@@ -202,13 +193,16 @@ export class UploadService {
     if (rec.assetId) return { assetId: rec.assetId, created: rec.assetCreated === true };
     if (rec.offset !== rec.length) throw new DomainError('INVALID_BODY', 'the upload is not complete');
     const partial = await this.blobs.openPartial!(partName(id));
+    // An empty upload's part is made here, after its row as every part is (a creation that fails then keeps nothing:
+    // the router removes it), so a part never exists without its upload's row, whatever crashes when.
+    if (rec.length === 0) await partial.append(empty());
     const state = await this.hashState(id, partial, rec.length);
     this.states.delete(id);
     const digest: ContentDigest = await state.digest();
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
     // The asset is made from a snapshot of the part (both stores have one): createFromIngested consumes what it is
     // given, whatever happens, and the part must outlive a failure that is not the upload's fault.
-    const snapshot = partial.snapshot ? await this.snapshotOf(rec, partial) : undefined;
+    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
@@ -276,17 +270,6 @@ export class UploadService {
       .openPartial!(partName(rec.id))
       .then((partial) => partial.discard())
       .catch((err: unknown) => this.logger.warn('could not remove a removed upload\'s part; the temporary sweeper will', { upload_id: rec.id, err }));
-  }
-
-  /** A snapshot of the part; an empty upload's part is made first when missing (a crash after its row was made). */
-  private async snapshotOf(rec: UploadRecord, partial: PartialBlob): Promise<TempBlob> {
-    try {
-      return await partial.snapshot!();
-    } catch (err) {
-      if (rec.length !== 0) throw err;
-      await partial.append(empty());
-      return partial.snapshot!();
-    }
   }
 
   /** The hash state after the first `size` stored bytes: this process's, or rebuilt by re-reading the part once. */
