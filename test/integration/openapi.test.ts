@@ -170,6 +170,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       tags: ['models', 'checkpoints'],
       userMetadata: {},
       previewId: '00000000-0000-4000-8000-000000000001',
+      previewRemoved: false,
       promptId: null,
       isImmutable: false,
       createdAt: new Date(),

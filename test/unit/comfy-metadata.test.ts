@@ -4,7 +4,7 @@ import { Socket } from 'node:net';
 import { decodeCursor, encodeCursor } from '../../src/domain/assets/cursor';
 import { safeRelativePath } from '../../src/domain/assets/safe-path';
 import { deriveFromHead, imageSize, safetensorsMetadata, SAFETENSORS_MAP_BYTES } from '../../src/domain/content/derived-metadata';
-import { modelFolderOf } from '../../src/domain/downloads/remote-metadata';
+import { folderOfProviderTypes as modelFolderOf } from '../../src/domain/assets/comfy-folders';
 import { isDomainError } from '../../src/domain/errors';
 import { baseUrlOf } from '../../src/http/base-url';
 

@@ -7,6 +7,7 @@ import { AlreadyExists } from '../errors';
 import type { Asset, AssetFilter, AssetListQuery, AssetJsonPage, AssetJsonParts, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
+import { isOwnPreviewType } from '../content/mime';
 import { safeRelativePath } from './safe-path';
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
@@ -22,6 +23,7 @@ type AssetRow = {
   tags: string[];
   userMetadata: unknown;
   previewId: string | null;
+  previewRemoved: boolean;
   promptId: string | null;
   isImmutable: boolean;
   createdAt: Date;
@@ -47,6 +49,7 @@ function assetOf(r: Omit<AssetRow, 'ownerId'>, ownerId: string): Asset {
     tags: r.tags ?? [],
     userMetadata: (r.userMetadata ?? {}) as Record<string, unknown>,
     previewId: r.previewId,
+    previewRemoved: r.previewRemoved ?? false,
     promptId: r.promptId,
     isImmutable: r.isImmutable,
     createdAt: r.createdAt,
@@ -58,7 +61,7 @@ function assetOf(r: Omit<AssetRow, 'ownerId'>, ownerId: string): Asset {
 }
 
 const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", name, content_hash AS "contentHash", size,
-  mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId",
+  mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
   prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
   last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
@@ -172,7 +175,11 @@ export class AssetRepository {
     if (fields.mimeType !== undefined) data.mimeType = fields.mimeType;
     if (fields.tags !== undefined) data.tags = fields.tags;
     if (fields.userMetadata !== undefined) data.userMetadata = fields.userMetadata as Prisma.InputJsonObject;
-    if (fields.previewId !== undefined) data.previewId = fields.previewId;
+    if (fields.previewId !== undefined) {
+      data.previewId = fields.previewId;
+      // A preview set (or cleared) by the client replaces the memory of a deleted one.
+      data.previewRemoved = false;
+    }
     const rows = await prismaOf(tx, this.db).asset.updateManyAndReturn({ where: { id, ownerId }, data });
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
@@ -195,9 +202,9 @@ export class AssetRepository {
     await prismaOf(tx).asset.delete({ where: { id } });
   }
 
-  /** After an asset was deleted: this owner's assets that used it as their preview have none. */
+  /** After an asset was deleted: this owner's assets that used it as their preview have none (not their own content). */
   async clearPreviewsOf(ownerId: string, previewId: string, tx: Transaction): Promise<void> {
-    await prismaOf(tx).asset.updateMany({ where: { ownerId, previewId }, data: { previewId: null } });
+    await prismaOf(tx).asset.updateMany({ where: { ownerId, previewId }, data: { previewId: null, previewRemoved: true } });
   }
 
   async countByContent(blake3: string, tx?: Transaction): Promise<number> {
@@ -378,9 +385,10 @@ export class AssetRepository {
    * on the page as a window count; only a page past the end asks for it on its own.
    */
   async listTags(ownerId: string, q: TagListQuery): Promise<Page<TagCount>> {
-    // Tags are stored trimmed and lower-cased: a prefix is read the same way at its start (an inner or trailing blank
-    // is part of it: "my " finds "my tag", not "mytag").
-    const start = q.prefix?.trimStart().toLowerCase();
+    // Tags are stored trimmed, their case kept: a prefix is read the same way at its start (an inner or trailing blank
+    // is part of it: "my " finds "my tag", not "mytag") and matches as the tag filters do, exactly ("New" finds
+    // "NewTag", not "newtag").
+    const start = q.prefix?.trimStart();
     const prefix = start ? Prisma.sql`AND tag LIKE ${escapeLike(start) + '%'}` : Prisma.empty;
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
     const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
@@ -434,7 +442,8 @@ export class AssetRepository {
 
 /** The columns of a listing page: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). */
 const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
-  user_metadata AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId", is_immutable AS "isImmutable",
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved", prompt_id::text AS "promptId",
+  is_immutable AS "isImmutable",
   created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
 
 /** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
@@ -472,7 +481,7 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value };
  */
 const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
   coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", prompt_id AS "promptId", is_immutable AS "isImmutable", created_at AT TIME ZONE 'UTC' AS "createdAt",
+  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable", created_at AT TIME ZONE 'UTC' AS "createdAt",
   updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
   has_thumbnail AS "hasThumbnail", metadata`);
 
@@ -493,6 +502,7 @@ interface ListTextRow {
   isModel: string;
   userMetadata: string;
   previewId: string | null;
+  previewRemoved: string;
   promptId: string | null;
   isImmutable: string;
   /** UTC, ISO DateStyle: `2026-11-23 01:02:03.45` (the fraction's trailing zeros dropped; none when whole). */
@@ -518,12 +528,18 @@ export function isoOf(t: string): string {
 /** An int[]'s text (`{1,2}`) as numbers. */
 const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
 
+/** A `model_type:<folder>` element in a tag array's JSON text (isModelTagged's rule). */
+const MODEL_TYPE_TAG_JSON = /[[,]"model_type:[^"]/;
+
 /** The asset's pieces, its jsonb values printed as JSON.stringify prints what pg's JSON.parse made of them. */
 function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
   const userMetadata = JSON.parse(r.userMetadata) as unknown;
   const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
   const nameJson = JSON.stringify(r.name);
-  const loaderPath = r.isModel === 't' ? safeRelativePath(r.name) : undefined;
+  // `model_type:<folder>` tags make a model too: looked for in the tags' JSON text, where an element starts after `[`
+  // or `,` (inside a string a `"` is always escaped).
+  const isModel = r.isModel === 't' || (r.tagsJson.includes('"model_type:') && MODEL_TYPE_TAG_JSON.test(r.tagsJson));
+  const loaderPath = isModel ? safeRelativePath(r.name) : undefined;
   return {
     id: r.id,
     nameJson,
@@ -533,6 +549,7 @@ function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
     tagsJson: r.tagsJson,
     userMetadataJson: JSON.stringify(userMetadata ?? {}),
     previewId: r.previewId,
+    previewTarget: r.previewId ?? (r.previewRemoved !== 't' && isOwnPreviewType(r.mimeType) ? r.id : undefined),
     promptId: r.promptId,
     createdAt: isoOf(r.createdAt),
     updatedAt: isoOf(r.updatedAt),

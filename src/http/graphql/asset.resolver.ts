@@ -1,7 +1,7 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import type { AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
-import { cappedFilterTags } from '../../domain/assets/validation';
+import { previewTargetOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
+import { resolveTagFilter } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
@@ -61,14 +61,18 @@ export class AssetResolver {
     return this.service.contentExists(hashParam(hash));
   }
 
-  @FieldResolver(() => AssetType, { nullable: true, description: 'The preview asset (batched: no extra query per list item).' })
+  @FieldResolver(() => AssetType, {
+    nullable: true,
+    description: 'The asset whose content previewUrl points to (the asset itself for media without a nominated preview; batched).',
+  })
   preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): AssetType | null | Promise<AssetType | null> {
-    if (!asset.previewId) return null;
-    if (asset.previewId === asset.id) return asset;
+    const target = previewTargetOf(asset);
+    if (target === undefined) return null;
+    if (target === asset.id) return asset;
     // On the same page: no loader round (and no promise) for it.
-    const seen = ctx.seenAsset(asset.previewId);
+    const seen = ctx.seenAsset(target);
     if (seen) return AssetType.from(seen, ctx.baseUrl);
-    return ctx.assetLoader.load(asset.previewId).then(
+    return ctx.assetLoader.load(target).then(
       (found) => (found ? AssetType.from(found, ctx.baseUrl) : null),
       // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
@@ -84,9 +88,12 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
   const hash = f.hash ? parseHash(f.hash) : undefined;
   if (f.hash && !hash) throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
   return {
-    includeTags: cappedFilterTags(f.includeTags ?? [], 'includeTags'),
-    excludeTags: cappedFilterTags(f.excludeTags ?? [], 'excludeTags'),
-    anyTags: cappedFilterTags(f.anyTags ?? [], 'anyTags'),
+    // REST's rules and error details, under GraphQL's names (anyTags is the older name of tagsAny).
+    ...resolveTagFilter({
+      all: [{ name: 'includeTags', values: f.includeTags ?? undefined, isNew: false }, { name: 'tagsAll', values: f.tagsAll ?? undefined, isNew: true }],
+      any: [{ name: 'anyTags', values: f.anyTags ?? undefined, isNew: false }, { name: 'tagsAny', values: f.tagsAny ?? undefined, isNew: true }],
+      none: [{ name: 'excludeTags', values: f.excludeTags ?? undefined, isNew: false }, { name: 'tagsNone', values: f.tagsNone ?? undefined, isNew: true }],
+    }),
     nameContains: f.nameContains || undefined,
     metadataFilter: metadataFilter as Record<string, unknown> | undefined,
     hash,

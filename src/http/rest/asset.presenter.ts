@@ -62,7 +62,7 @@ export function assetPageText(page: AssetJsonPage, baseUrl: string): string {
     const preview = a.previewId === null ? 'null' : `"${a.previewId}"`;
     const prompt = a.promptId === null ? 'null' : `"${a.promptId}"`;
     assets += `${assets ? ',' : ''}{"id":"${a.id}","name":${a.nameJson},"display_name":${a.nameJson},"size":${a.size},"asset_hash":"blake3:${a.blake3}","hash":"blake3:${a.blake3}","mime_type":${a.mimeTypeJson},"tags":${a.tagsJson},"user_metadata":${a.userMetadataJson},"preview_id":${preview},"prompt_id":${prompt},"job_id":${prompt},"created_at":"${a.createdAt}","updated_at":"${a.updatedAt}","last_access_time":"${a.lastAccessTime}","is_immutable":${a.isImmutable}`;
-    if (a.previewId !== null) assets += `,"preview_url":${urls}${a.previewId}/content"`;
+    if (a.previewTarget !== undefined) assets += `,"preview_url":${urls}${a.previewTarget}/content"`;
     if (a.hasThumbnail) assets += `,"thumbnail_url":${urls}${a.id}/thumbnail"`;
     if (a.loaderPathJson !== undefined) assets += `,"loader_path":${a.loaderPathJson}`;
     if (a.metadataJson !== undefined) assets += `,"metadata":${a.metadataJson}`;

@@ -40,6 +40,9 @@ export class AssetType {
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
 
+  /** The nominated preview asset was deleted (`previewUrl` is then null). */
+  previewRemoved!: boolean;
+
   @Field(() => ID, { nullable: true })
   promptId!: string | null;
 
@@ -48,7 +51,8 @@ export class AssetType {
 
   @Field(() => String, {
     nullable: true,
-    description: 'For an asset tagged `models`: its name when that is a safe relative path (what a ComfyUI loader node takes).',
+    description:
+      'For a model (tagged `models` or `model_type:<folder>`): its name when that is a safe relative path (what a ComfyUI loader node takes).',
   })
   loaderPath!: string | null;
 
@@ -75,7 +79,12 @@ export class AssetType {
    * them), not type-graphql field resolvers: those ran per item of a page through getParams and convertToType
    * (BENCHMARKS.md, "Third round: GraphQL, CPU per request").
    */
-  @Field(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'Absolute URL of the preview content: the nominated preview asset (`previewId`), else the asset itself when it is an image, ' +
+      'video, audio or plain text; null for other types and when the nominated preview asset was deleted.',
+  })
   get previewUrl(): string | null {
     return previewUrlOf(this, this.baseUrl) ?? null;
   }
@@ -106,6 +115,7 @@ export class AssetType {
     t.userMetadata = a.userMetadata;
     t.hasThumbnail = a.hasThumbnail;
     t.previewId = a.previewId;
+    t.previewRemoved = a.previewRemoved;
     t.promptId = a.promptId;
     t.jobId = a.promptId;
     t.loaderPath = loaderPathOf(a) ?? null;
