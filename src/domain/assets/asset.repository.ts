@@ -405,6 +405,19 @@ export class AssetRepository {
   }
 
   /**
+   * The owner's assets made by one job (`prompt_id`), oldest first, through the (owner_id, prompt_id, created_at, id)
+   * index; the total rides on the page as a window count (a job has few outputs), asked on its own only past the end.
+   */
+  async listByJob(ownerId: string, jobId: string, limit: number, offset: number): Promise<Page<Asset>> {
+    const where = Prisma.sql`WHERE owner_id = ${ownerId} AND prompt_id = ${jobId}::uuid`;
+    const rows = await prismaOf(undefined, this.db).$queryRaw<(AssetRow & { total: bigint })[]>`
+      SELECT j.*, count(*) OVER () AS total FROM (${SELECT_ASSET} ${where}) AS j ORDER BY j."createdAt", j.id LIMIT ${limit} OFFSET ${offset}`;
+    const total =
+      rows.length > 0 ? Number(rows[0]!.total) : Number((await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset ${where}`)[0]?.n ?? 0);
+    return { items: rows.map(toAsset), total, hasMore: offset + rows.length < total };
+  }
+
+  /**
    * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
    * the Prisma client runtime cost more CPU than the statement itself (bench/listing.cjs, BENCHMARKS.md).
    */

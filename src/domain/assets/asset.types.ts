@@ -211,3 +211,21 @@ export const previewUrlOf = (a: PreviewFields, baseUrl: string): string | undefi
 /** `loader_path`: for a model (tagged `models` or `model_type:<folder>`), its name when that is a safe relative path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>
   isModelTagged(a.tags) ? safeRelativePath(a.name) : undefined;
+
+export interface JobOutput {
+  nodeId: string | null;
+  outputKey: string | null;
+  outputIndex: number | null;
+}
+
+/**
+ * Where in its job an asset was made (Comfy Cloud's JobOutputAsset): the `user_metadata` keys of the same names when
+ * the uploader gave them with the right type (a node id may be sent as a number), null otherwise.
+ */
+export function jobOutputOf(a: { userMetadata: Record<string, unknown> }): JobOutput {
+  const m = a.userMetadata;
+  const nodeId = typeof m.node_id === 'string' ? m.node_id : typeof m.node_id === 'number' && Number.isFinite(m.node_id) ? String(m.node_id) : null;
+  const outputKey = typeof m.output_key === 'string' ? m.output_key : null;
+  const outputIndex = Number.isSafeInteger(m.output_index) && (m.output_index as number) >= 0 ? (m.output_index as number) : null;
+  return { nodeId, outputKey, outputIndex };
+}

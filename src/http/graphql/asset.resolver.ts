@@ -10,9 +10,9 @@ import { plainAssetsArgs, plainTagCountsArgs, validatedBy } from './args-check';
 import type { GraphQLContext } from './context';
 import { toGraphQLError } from './errors';
 import { InputChecked } from './input-check';
-import { AssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
+import { AssetsArgs, JobAssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
 import { TagCountType } from './types/tag.type';
-import { AssetPage, AssetType } from './types/asset.type';
+import { AssetPage, AssetType, JobAssetPage } from './types/asset.type';
 
 /**
  * The error interceptor and the input check are on each query, not on the class: on the class they would also wrap
@@ -42,6 +42,12 @@ export class AssetResolver {
     });
     ctx.sawAssets(page.items);
     return AssetPage.from(page, ctx.baseUrl);
+  }
+
+  @UseMiddleware(InputChecked)
+  @Query(() => JobAssetPage, { description: "A job's outputs among your assets, oldest first (GET /api/jobs/{job_id}/assets); an unknown job is an empty page." })
+  async jobAssets(@Args(() => JobAssetsArgs) args: JobAssetsArgs, @Ctx() ctx: GraphQLContext): Promise<JobAssetPage> {
+    return JobAssetPage.from(await this.service.jobAssets(ctx.principal, idParam(args.jobId, 'jobId'), args.limit, args.offset), ctx.baseUrl);
   }
 
   @UseMiddleware(InputChecked)

@@ -1,4 +1,4 @@
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage } from '../../domain/assets/asset.types';
+import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage, type JobOutput } from '../../domain/assets/asset.types';
 
 /**
  * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
@@ -72,4 +72,21 @@ export function assetPageText(page: AssetJsonPage, baseUrl: string): string {
   return `{"assets":[${assets}],"total":${page.total},"has_more":${page.hasMore}${
     page.nextCursor !== undefined ? `,"next_cursor":"${page.nextCursor}"` : ''
   }${page.totalIsLowerBound ? ',"total_is_lower_bound":true' : ''}}`;
+}
+
+/** Comfy Cloud's JobOutputAsset: the three output fields are null (Cloud's schema makes them nullable) when not given. */
+export function jobOutputAssetJson(a: Asset, out: JobOutput, baseUrl: string): Record<string, unknown> {
+  const previewUrl = previewUrlOf(a, baseUrl);
+  return {
+    id: a.id,
+    name: a.name,
+    hash: assetHashOf(a),
+    mime_type: a.mimeType,
+    size: a.size,
+    created_at: a.createdAt.toISOString(),
+    ...(previewUrl !== undefined ? { preview_url: previewUrl } : {}),
+    node_id: out.nodeId,
+    output_key: out.outputKey,
+    output_index: out.outputIndex,
+  };
 }

@@ -95,6 +95,22 @@ export class AssetsArgs {
 }
 
 @ArgsType()
+export class JobAssetsArgs {
+  @Field(() => ID, { description: "The job's id (an asset's promptId / jobId)." })
+  jobId!: string;
+
+  @Field(() => Int, { defaultValue: 20, description: '1–500' })
+  @Min(1)
+  @Max(500)
+  limit!: number;
+
+  @Field(() => Int, { defaultValue: 0 })
+  @Min(0)
+  @Max(1_000_000_000)
+  offset!: number;
+}
+
+@ArgsType()
 export class TagCountsArgs {
   @Field(() => AssetFilter, { nullable: true })
   @ValidateNested()

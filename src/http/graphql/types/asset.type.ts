@@ -1,5 +1,15 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
+import {
+  assetHashOf,
+  jobOutputOf,
+  loaderPathOf,
+  previewUrlOf,
+  thumbnailUrlOf,
+  type Asset,
+  type AssetPage as DomainAssetPage,
+  type CreateResult,
+  type Page,
+} from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset, with camelCase field names.' })
@@ -243,4 +253,66 @@ export class RemoteMetadataType {
 
   @Field(() => RemoteValidationType)
   validation!: RemoteValidationType;
+}
+
+@ObjectType('JobOutputAsset', { simpleResolvers: true, description: "One of a job's outputs (Comfy Cloud's JobOutputAsset; GET /api/jobs/{job_id}/assets)." })
+export class JobOutputAssetType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field({ description: '`blake3:<64 hex>`' })
+  hash!: string;
+
+  @Field()
+  mimeType!: string;
+
+  @Field(() => SafeIntScalar)
+  size!: number;
+
+  @Field()
+  createdAt!: Date;
+
+  @Field(() => String, { nullable: true, description: 'As Asset.previewUrl.' })
+  previewUrl!: string | null;
+
+  @Field(() => String, { nullable: true, description: "userMetadata's node_id, when the uploader gave it." })
+  nodeId!: string | null;
+
+  @Field(() => String, { nullable: true, description: "userMetadata's output_key, when the uploader gave it." })
+  outputKey!: string | null;
+
+  @Field(() => Int, { nullable: true, description: "userMetadata's output_index, when the uploader gave it." })
+  outputIndex!: number | null;
+
+  static from(a: Asset, baseUrl: string): JobOutputAssetType {
+    return Object.assign(new JobOutputAssetType(), {
+      id: a.id,
+      name: a.name,
+      hash: assetHashOf(a),
+      mimeType: a.mimeType,
+      size: a.size,
+      createdAt: a.createdAt,
+      previewUrl: previewUrlOf(a, baseUrl) ?? null,
+      ...jobOutputOf(a),
+    });
+  }
+}
+
+@ObjectType('JobAssetPage', { simpleResolvers: true })
+export class JobAssetPage {
+  @Field(() => [JobOutputAssetType])
+  items!: JobOutputAssetType[];
+
+  @Field(() => Int)
+  total!: number;
+
+  @Field()
+  hasMore!: boolean;
+
+  static from(p: Page<Asset>, baseUrl: string): JobAssetPage {
+    return Object.assign(new JobAssetPage(), { items: p.items.map((a) => JobOutputAssetType.from(a, baseUrl)), total: p.total, hasMore: p.hasMore });
+  }
 }
