@@ -245,7 +245,7 @@ export class RemoteMetadataType {
   @Field(() => String, { nullable: true })
   name?: string;
 
-  @Field(() => [String], { nullable: true, description: '["models", <ComfyUI model folder>] from the model type.' })
+  @Field(() => [String], { nullable: true, description: '["models", "model_type:<folder>", <folder>] from the model type (a ComfyUI model folder).' })
   tags?: string[];
 
   @Field(() => String, { nullable: true, description: 'A data: URL of at most 512 KiB.' })
