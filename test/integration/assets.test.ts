@@ -58,7 +58,7 @@ describe('POST /api/assets (multipart)', () => {
 
     const again = await upload(content, { tags: 'other', name: 'ignored' });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: a.id, created_new: false, name: 'my model', tags: ['models', 'loras'] });
+    expect(again.body).toMatchObject({ id: a.id, created_new: false, name: 'my model', tags: ['Models', 'loras', 'models'] });
   });
 
   test('name defaults to the file name; MIME from magic bytes, else extension, else octet-stream', async () => {

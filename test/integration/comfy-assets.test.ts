@@ -376,7 +376,7 @@ describe('filters', () => {
     expect(await ids('include_tags=tf-a&include_tags=&tags_all=')).toEqual([a.id, b.id].sort());
     // Empty lists count as absent: no "both names" error, no conflict.
     expect(await ids('tags_all=&include_tags=tf-a&tags_none=&exclude_tags=tf-y')).toEqual([a.id]);
-    expect(await ids('tags_all=%20,&tags_none=tf-x')).toEqual([b.id]);
+    expect(await ids('tags_all=%20,&tags_any=tf-a&tags_none=tf-x')).toEqual([b.id]);
     // Repeated keys are joined.
     expect(await ids('tags_all=tf-a&tags_all=tf-x')).toEqual([a.id]);
     expect(await ids('tags_none=tf-x&tags_none=tf-y&tags_any=tf-a')).toEqual([]);
