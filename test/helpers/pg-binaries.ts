@@ -23,8 +23,8 @@ export function letPostgresReachItsBinaries(): void {
       } catch (err) {
         throw new Error(
           `the embedded PostgreSQL of the tests runs as user postgres and cannot reach its binaries in ${bin}: ` +
-            `${d} is not searchable by it and could not be changed (${(err as Error).message}); run "chmod o+x ${d}", or ` +
-            `clone the project into a directory other users can pass through`,
+            `${d} is not searchable by it and could not be changed (${(err as Error).message}); ` +
+            `run "chmod o+x ${d}", or clone the project into a directory other users can pass through`,
         );
       }
     }
