@@ -72,7 +72,11 @@ function install(groups) {
     try {
       apt(args);
     } catch (err) {
-      const out = String(err.stderr || err.stdout || err.message).trim().split('\n').slice(-5).join('\n');
+      const out = String(err.stderr || err.stdout || err.message)
+        .trim()
+        .split('\n')
+        .slice(-5)
+        .join('\n');
       process.stderr.write(`apt-get ${args[0]} failed:\n${out}\n`);
     }
   }
