@@ -1,9 +1,10 @@
 'use strict';
 // The "practical limit of the stack" for the metadata and listing benchmarks: a bare node:http server with a pg
 // Pool of the service's default size (10) running the same indexed SELECTs the service runs, with no framework,
-// no ORM, no auth lookup; statements are prepared once per connection (named). GET /api/assets runs the service's own page
-// statement (AssetRepository.pageTextIfChanged's text) and answers the service's 20 fields per asset, so the two
-// differ in the server around the statement only. Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
+// no ORM, no auth lookup; statements are prepared once per connection (named). GET /api/assets runs the service's own
+// page statement (AssetRepository.pageTextIfChanged's text) and answers the service's 20 fields per asset, so the two
+// differ in the server around the statement only.
+// Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
 const http = require('node:http');
 const { Pool } = require('pg');
 

@@ -71,7 +71,7 @@ async function insertAssets(): Promise<void> {
         ids[i],
         NAMES[i % NAMES.length] + (i >= NAMES.length ? ` ${i}` : ''),
         hex,
-        // Ties in size and in updated_at (the id breaks them); sizes of 1 to 4 digits, whose order as text is not theirs.
+        // Ties in size and updated_at (the id breaks them); sizes of 1 to 4 digits, not ordered as text.
         (i % 7) ** 3 * 10,
         i % 4 === 0 ? 'image/png' : 'application/octet-stream; charset="x"',
         tags,

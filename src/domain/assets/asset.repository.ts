@@ -94,8 +94,8 @@ export interface NewAssetRow {
 export class AssetRepository {
   /**
    * `pool` is the pg pool behind `db`. When given, `findById` outside a transaction (no `tx`: GET /api/assets/{id},
-   * GraphQL `asset`) runs as one prepared statement on it: under 64 connections the Prisma client runtime took about a fifth
-   * of that request's CPU for a primary-key lookup (bench/metadata.cjs, BENCHMARKS.md).
+   * GraphQL `asset`) runs as one prepared statement on it: under 64 connections the Prisma client runtime took about a
+   * fifth of that request's CPU for a primary-key lookup (bench/metadata.cjs, BENCHMARKS.md).
    */
   /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
   private readonly counts = new CountCache<number>();
@@ -285,7 +285,7 @@ export class AssetRepository {
     },
   ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
-    // Include tags only: the statement also says whether they are common, kept per owner and filter (as the counts are).
+    // Include tags only: the statement also says whether they are common (kept per owner and filter, as counts are).
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
     const form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
     let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined), form !== 'planned', shape.types);
@@ -312,7 +312,9 @@ export class AssetRepository {
     return { items, total, hasMore, totalIsLowerBound, nextCursor, version: String(head.rowsVersion) };
   }
 
-  /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
+  /**
+   * Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read.
+   */
   private async stillAt(ownerId: string, known: string | undefined): Promise<boolean> {
     return known !== undefined && (await this.rowsVersion(ownerId)) === known;
   }
@@ -476,7 +478,7 @@ const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_
   updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
   has_thumbnail AS "hasThumbnail", metadata`);
 
-/** A row of `pageTextIfChanged`'s statement, every field as PostgreSQL printed it (page fields all null when the page is empty). */
+/** A row of `pageTextIfChanged`'s statement, fields as PostgreSQL printed them (page fields null on an empty page). */
 interface ListTextRow {
   ownerTotal: string;
   ownerVersion: string;
@@ -694,7 +696,7 @@ function includeTagsAtMost(f: AssetFilter): boolean {
   return f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash && Object.keys(f.metadataFilter ?? {}).length === 0;
 }
 
-/** Only include tags (`include_tags` / `tags_all`): the filters whose page may be read by the named `commonTags` statement. */
+/** Only include tags (`include_tags` / `tags_all`): filters whose page the named `commonTags` statement may read. */
 const isIncludeOnly = (f: AssetFilter): boolean => f.includeTags.length > 0 && includeTagsAtMost(f);
 
 const isUnfiltered = (f: AssetFilter): boolean => f.includeTags.length === 0 && includeTagsAtMost(f);

@@ -11,7 +11,10 @@ export interface HotRoute<P = unknown> {
   template: string;
   /** The path up to the one parameter, e.g. `/api/assets/`. */
   prefix: string;
-  /** The parameter, parsed as the router's handler parses it, when it is in its canonical spelling; any other spelling goes to the routers. */
+  /**
+   * The parameter, parsed as the router's handler parses it, when it is in its canonical spelling; any other spelling
+   * goes to the routers.
+   */
   parse(value: string): P | undefined;
   /** The route's answer (assets.router.ts), given the authenticated request and the parsed parameter. */
   answer(res: Response, param: P): Promise<void>;

@@ -33,7 +33,9 @@ export class PageCache {
     return e;
   }
 
-  /** Keeps `text` under `version` when the key was asked for before; returns what to send (the kept bytes or `text`). */
+  /**
+   * Keeps `text` under `version` when the key was asked for before; returns what to send (the kept bytes or `text`).
+   */
   set(key: string, version: string, text: string): Buffer | string {
     const known = this.entries.has(key) || this.seen.has(key);
     this.delete(key);
