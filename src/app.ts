@@ -68,8 +68,8 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
 
   // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates
   // itself). The signed routes are mounted at their common prefix: any other request (GraphQL, the other /api routes)
-  // passes them with one path match, without entering their routers (~2 µs each per request: BENCHMARKS.md, "Fourth
-  // stop: GraphQL asset(id) at REST speed"). The metrics' route templates are the same (mount path + route path).
+  // passes them with one path match, without entering their routers (`npm run bench -- graphql`). The metrics' route
+  // templates are the same (mount path + route path).
   app.use('/api/assets', exportDownloadRouter({ exports: c.exports }), signedThumbnailRouter({ thumbnails: c.thumbnails }));
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));
