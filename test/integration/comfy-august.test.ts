@@ -25,7 +25,12 @@ const unique = (label = 'x') => Buffer.from(`${label}-${crypto.randomUUID()}`);
 /** A tag no other test uses. */
 const fresh = (label: string) => `${label}${crypto.randomBytes(3).toString('hex')}`;
 
-async function upload(body: Buffer, fields: Record<string, string | string[]> = {}, name = 'file.bin', key: string = KEYS.alice): Promise<Json> {
+async function upload(
+  body: Buffer,
+  fields: Record<string, string | string[]> = {},
+  name = 'file.bin',
+  key: string = KEYS.alice,
+): Promise<Json> {
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
   expect([200, 201]).toContain(res.status);
   return json(res);
@@ -37,7 +42,12 @@ const get = async (path: string, key: string = KEYS.alice) => {
 };
 
 const send = async (method: string, path: string, body: unknown, key: string = KEYS.alice) => {
-  const res = await svc.fetch(path, { method, key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await svc.fetch(path, {
+    method,
+    key,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: res.status === 204 ? undefined : await json(res) };
 };
 
@@ -59,13 +69,19 @@ describe('tags keep their case (contract 2)', () => {
     expect(put.body.tags).toEqual([t, 'Other', 'other']);
 
     const data = unique('tus-case');
-    const { url } = await tusUpload(svc.url, data, { metadata: { filename: 'case.bin', tags: JSON.stringify([t, 'TusOnly']) } });
+    const { url } = await tusUpload(svc.url, data, {
+      metadata: { filename: 'case.bin', tags: JSON.stringify([t, 'TusOnly']) },
+    });
     const head = await svc.fetch(url.replace(svc.url, ''), { method: 'HEAD', headers: TUS });
     const tusAsset = (await get(`/api/assets/${head.headers.get('asset-id')}`)).body;
     expect(tusAsset).toMatchObject({ tags: [t, 'TusOnly'], asset_hash: blake3Of(data) });
 
     const add = await send('POST', `/api/assets/${a.id}/tags`, { tags: ['Added', 'added', t] });
-    expect(add.body).toEqual({ added: ['Added', 'added'], already_present: [t], total_tags: [t, 'Other', 'other', 'Added', 'added'] });
+    expect(add.body).toEqual({
+      added: ['Added', 'added'],
+      already_present: [t],
+      total_tags: [t, 'Other', 'other', 'Added', 'added'],
+    });
     const rm = await send('DELETE', `/api/assets/${a.id}/tags`, { tags: ['ADDED', 'added', 'other'] });
     expect(rm.body).toEqual({ removed: ['added', 'other'], not_present: ['ADDED'], total_tags: [t, 'Other', 'Added'] });
 
@@ -91,9 +107,18 @@ describe('tags keep their case (contract 2)', () => {
     expect(g.errors).toBeUndefined();
     expect(g.data.assets.total).toBe(2);
     expect(g.data.assets.items.find((x: Json) => x.id === a.id).tags).toEqual([t, 'Other', 'Added']);
-    expect(g.data.tagCounts).toEqual(expect.arrayContaining([{ name: t, count: 2 }, { name: 'TusOnly', count: 1 }]));
+    expect(g.data.tagCounts).toEqual(
+      expect.arrayContaining([
+        { name: t, count: 2 },
+        { name: 'TusOnly', count: 1 },
+      ]),
+    );
     expect(g.data.tags.items).toEqual([{ name: t, count: 2 }]);
-    const m = await gql(svc, 'mutation($id: ID!) { updateAsset(id: $id, input: { tags: ["GqlTag", "gqltag"] }) { tags } }', { id: a.id });
+    const m = await gql(
+      svc,
+      'mutation($id: ID!) { updateAsset(id: $id, input: { tags: ["GqlTag", "gqltag"] }) { tags } }',
+      { id: a.id },
+    );
     expect(m.data.updateAsset.tags).toEqual(['GqlTag', 'gqltag']);
   });
 
@@ -133,7 +158,11 @@ describe('model_type: folders (contract 3.7)', () => {
       [label.id]: undefined,
       [unsafe.id]: undefined,
     });
-    const g = await gql(svc, 'query($t: [String!]) { assets(filter: { tagsAll: $t }, sort: name, order: asc) { items { id loaderPath } } }', { t: [t] });
+    const g = await gql(
+      svc,
+      'query($t: [String!]) { assets(filter: { tagsAll: $t }, sort: name, order: asc) { items { id loaderPath } } }',
+      { t: [t] },
+    );
     expect(Object.fromEntries(g.data.assets.items.map((a: Json) => [a.id, a.loaderPath]))).toEqual({
       [modern.id]: 'SDXL/Style One.safetensors',
       [legacy.id]: 'sub/legacy.safetensors',
@@ -155,13 +184,23 @@ describe('tag filters as ComfyUI answers them, in GraphQL (contract 3.7)', () =>
       [{ includeTags: ['a'], tagsAll: ['b'] }, { parameters: ['includeTags', 'tagsAll'] }],
       [{ excludeTags: ['a'], tagsNone: ['b'] }, { parameters: ['excludeTags', 'tagsNone'] }],
       [{ anyTags: ['a'], tagsAny: ['b'] }, { parameters: ['anyTags', 'tagsAny'] }],
-      [{ tagsAll: ['a', 'B'], tagsNone: ['B', 'a', 'c'] }, { parameters: ['tagsAll', 'tagsNone'], conflicting_tags: ['a', 'B'] }],
-      [{ includeTags: ['a'], excludeTags: ['a'], tagsAny: ['z'] }, { parameters: ['includeTags', 'excludeTags'], conflicting_tags: ['a'] }],
+      [
+        { tagsAll: ['a', 'B'], tagsNone: ['B', 'a', 'c'] },
+        { parameters: ['tagsAll', 'tagsNone'], conflicting_tags: ['a', 'B'] },
+      ],
+      [
+        { includeTags: ['a'], excludeTags: ['a'], tagsAny: ['z'] },
+        { parameters: ['includeTags', 'excludeTags'], conflicting_tags: ['a'] },
+      ],
       [{ tagsAny: many }, { parameter: 'tagsAny', count: 101, max: 100 }],
     ] as const) {
       for (const q of [ASSETS, FACETS]) {
         const r = await gql(svc, q, { f });
-        expect([JSON.stringify(f), r.code, r.errors?.[0].extensions.details]).toEqual([JSON.stringify(f), 'INVALID_TAG_FILTER', details]);
+        expect([JSON.stringify(f), r.code, r.errors?.[0].extensions.details]).toEqual([
+          JSON.stringify(f),
+          'INVALID_TAG_FILTER',
+          details,
+        ]);
       }
     }
   });
@@ -183,7 +222,8 @@ describe('tag filters as ComfyUI answers them, in GraphQL (contract 3.7)', () =>
 });
 
 /** A WAV header, an MP4 `ftyp` box: enough for the service's sniffing. */
-const wav = () => Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WAVEfmt '), crypto.randomBytes(32)]);
+const wav = () =>
+  Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WAVEfmt '), crypto.randomBytes(32)]);
 const mp4 = () => Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), crypto.randomBytes(32)]);
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 
@@ -204,16 +244,24 @@ describe('previews (contract 3.7)', () => {
       other: await upload(unique('other'), { tags: t, mime_type: 'application/octet-stream; x=1' }, 'blob.bin'),
     };
     expect(made.params.mime_type).toBe('text/plain; charset=utf-8');
-    const expected = Object.fromEntries(Object.entries(made).map(([k, a]) => [k, ['weights', 'other'].includes(k) ? undefined : own(a)]));
+    const expected = Object.fromEntries(
+      Object.entries(made).map(([k, a]) => [k, ['weights', 'other'].includes(k) ? undefined : own(a)]),
+    );
     const byKind = (urlOf: (id: string) => string | null | undefined) =>
       Object.fromEntries(Object.entries(made).map(([k, a]) => [k, urlOf(a.id) ?? undefined]));
     expect(byKind((id) => Object.values(made).find((a) => a.id === id).preview_url)).toEqual(expected);
     const got = new Map<string, Json>();
     for (const a of Object.values(made)) got.set(a.id, (await get(`/api/assets/${a.id}`)).body);
     expect(byKind((id) => got.get(id).preview_url)).toEqual(expected);
-    const listed = new Map(((await get(`/api/assets?tags_all=${t}&limit=50`)).body.assets as Json[]).map((a) => [a.id, a]));
+    const listed = new Map(
+      ((await get(`/api/assets?tags_all=${t}&limit=50`)).body.assets as Json[]).map((a) => [a.id, a]),
+    );
     expect(byKind((id) => listed.get(id).preview_url)).toEqual(expected);
-    const g = await gql(svc, 'query($t: [String!]) { assets(filter: { tagsAll: $t }, limit: 50) { items { id previewUrl preview { id } } } }', { t: [t] });
+    const g = await gql(
+      svc,
+      'query($t: [String!]) { assets(filter: { tagsAll: $t }, limit: 50) { items { id previewUrl preview { id } } } }',
+      { t: [t] },
+    );
     const gItems = new Map((g.data.assets.items as Json[]).map((a) => [a.id, a]));
     expect(byKind((id) => gItems.get(id).previewUrl)).toEqual(expected);
     expect(gItems.get(made.audio.id).preview).toEqual({ id: made.audio.id });
@@ -243,15 +291,25 @@ describe('previews (contract 3.7)', () => {
     // Clearing the nomination explicitly: the asset's own rule applies again (text is its own preview).
     expect((await send('PUT', `/api/assets/${text.id}`, { preview_id: null })).body.preview_url).toBe(own(text));
     const other = await upload(unique('cover2'), {}, 'c2.txt');
-    expect((await send('PUT', `/api/assets/${weights.id}`, { preview_id: other.id })).body.preview_url).toBe(own(other));
+    expect((await send('PUT', `/api/assets/${weights.id}`, { preview_id: other.id })).body.preview_url).toBe(
+      own(other),
+    );
   });
 });
 
 describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', () => {
   test("a job's outputs, paged, with node_id/output_key/output_index from user_metadata or null", async () => {
     const job = crypto.randomUUID();
-    const first = await upload(unique('out'), { prompt_id: job, user_metadata: JSON.stringify({ node_id: '9', output_key: 'images', output_index: 0 }) }, 'o0.txt');
-    const second = await upload(unique('out'), { prompt_id: job, user_metadata: JSON.stringify({ node_id: 12, output_index: 1, output_key: 3 }) }, 'o1.safetensors');
+    const first = await upload(
+      unique('out'),
+      { prompt_id: job, user_metadata: JSON.stringify({ node_id: '9', output_key: 'images', output_index: 0 }) },
+      'o0.txt',
+    );
+    const second = await upload(
+      unique('out'),
+      { prompt_id: job, user_metadata: JSON.stringify({ node_id: 12, output_index: 1, output_key: 3 }) },
+      'o1.safetensors',
+    );
     const third = await upload(unique('out'), { prompt_id: job }, 'o2.txt');
     await upload(unique('out'), { prompt_id: job }, 'bob.txt', KEYS.bob);
     const p1 = await get(`/api/jobs/${job}/assets?limit=2`);
@@ -288,27 +346,47 @@ describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', (
       },
     });
     const p2 = await get(`/api/jobs/${job}/assets?limit=2&offset=2`);
-    expect(p2.body).toMatchObject({ total: 3, has_more: false, assets: [{ id: third.id, node_id: null, output_key: null, output_index: null }] });
+    expect(p2.body).toMatchObject({
+      total: 3,
+      has_more: false,
+      assets: [{ id: third.id, node_id: null, output_key: null, output_index: null }],
+    });
     expect((await get(`/api/jobs/${job}/assets?offset=5`)).body).toEqual({ assets: [], total: 3, has_more: false });
     expect((await get(`/api/jobs/${job}/assets`, KEYS.bob)).body.total).toBe(1);
-    expect((await get(`/api/jobs/${crypto.randomUUID()}/assets`)).body).toEqual({ assets: [], total: 0, has_more: false });
+    expect((await get(`/api/jobs/${crypto.randomUUID()}/assets`)).body).toEqual({
+      assets: [],
+      total: 0,
+      has_more: false,
+    });
     for (const qs of ['limit=0', 'limit=501', 'offset=-1', 'limit=x']) {
       const r = await get(`/api/jobs/${job}/assets?${qs}`);
       expect([qs, r.status, r.body.code]).toEqual([qs, 400, 'INVALID_QUERY']);
     }
     expect((await get('/api/jobs/not-a-job/assets')).body.code).toBe('INVALID_ID');
 
-    const q = 'query($j: ID!, $l: Int, $o: Int) { jobAssets(jobId: $j, limit: $l, offset: $o) { total hasMore items { id hash previewUrl nodeId outputKey outputIndex } } }';
+    const q =
+      'query($j: ID!, $l: Int, $o: Int) { jobAssets(jobId: $j, limit: $l, offset: $o) { total hasMore items { id hash previewUrl nodeId outputKey outputIndex } } }';
     const g = await gql(svc, q, { j: job, l: 2, o: 1 });
     expect(g.data.jobAssets).toEqual({
       total: 3,
       hasMore: false,
       items: [
         { id: second.id, hash: second.hash, previewUrl: null, nodeId: '12', outputKey: null, outputIndex: 1 },
-        { id: third.id, hash: third.hash, previewUrl: `${svc.url}/api/assets/${third.id}/content`, nodeId: null, outputKey: null, outputIndex: null },
+        {
+          id: third.id,
+          hash: third.hash,
+          previewUrl: `${svc.url}/api/assets/${third.id}/content`,
+          nodeId: null,
+          outputKey: null,
+          outputIndex: null,
+        },
       ],
     });
-    expect((await gql(svc, q, { j: crypto.randomUUID() })).data.jobAssets).toEqual({ total: 0, hasMore: false, items: [] });
+    expect((await gql(svc, q, { j: crypto.randomUUID() })).data.jobAssets).toEqual({
+      total: 0,
+      hasMore: false,
+      items: [],
+    });
     expect((await gql(svc, q, { j: 'nope' })).code).toBe('INVALID_ID');
     expect((await gql(svc, q, { j: job, l: 0 })).code).toBe('INVALID_BODY');
   });

@@ -45,7 +45,9 @@ export const isComfyModelFolder = (name: string): boolean => FOLDERS.has(name);
  * own), else (older clients) the first tag after `models` that names a ComfyUI model folder; undefined otherwise.
  */
 export function modelFolderOf(tags: readonly string[]): string | undefined {
-  for (const t of tags) if (t.startsWith(MODEL_TYPE_PREFIX) && t.length > MODEL_TYPE_PREFIX.length) return t.slice(MODEL_TYPE_PREFIX.length);
+  for (const t of tags)
+    if (t.startsWith(MODEL_TYPE_PREFIX) && t.length > MODEL_TYPE_PREFIX.length)
+      return t.slice(MODEL_TYPE_PREFIX.length);
   const models = tags.indexOf(MODELS_TAG);
   if (models < 0) return undefined;
   for (let i = models + 1; i < tags.length; i++) if (FOLDERS.has(tags[i]!)) return tags[i];

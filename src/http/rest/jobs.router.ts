@@ -15,9 +15,18 @@ export function jobsRouter(deps: { assets: AssetService }): Router {
     handle(async (req, res) => {
       const q = req.query as Record<string, unknown>;
       const jobId = idParam(req.params.job_id, 'job_id');
-      const page = await deps.assets.jobAssets(principalOf(res), jobId, intParam(q, 'limit', 20, 1, 500), intParam(q, 'offset', 0, 0, 1_000_000_000));
+      const page = await deps.assets.jobAssets(
+        principalOf(res),
+        jobId,
+        intParam(q, 'limit', 20, 1, 500),
+        intParam(q, 'offset', 0, 0, 1_000_000_000),
+      );
       const baseUrl = baseUrlOfRes(res);
-      res.json({ assets: page.items.map((a) => jobOutputAssetJson(a, jobOutputOf(a), baseUrl)), total: page.total, has_more: page.hasMore });
+      res.json({
+        assets: page.items.map((a) => jobOutputAssetJson(a, jobOutputOf(a), baseUrl)),
+        total: page.total,
+        has_more: page.hasMore,
+      });
     }),
   );
   return r;
