@@ -37,7 +37,7 @@ export function assetJson(a: Asset, baseUrl: string, createdNew?: boolean): Reco
 
 /**
  * GET /api/assets as objects: the reference `assetPageText` (what the route sends) must equal byte for byte
- * (listing-json.test.ts, bench/listing-json-cost.cjs); the route itself no longer calls it.
+ * (listing-json.test.ts, bench/profiles/listing-json-cost.cjs); the route itself no longer calls it.
  */
 export function assetPageJson(page: AssetPage, baseUrl: string): Record<string, unknown> {
   return {
