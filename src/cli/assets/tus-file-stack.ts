@@ -42,7 +42,11 @@ export class FileRange {
 
 /** tus-js-client's `fileReader` for an upload whose input is a file's path. */
 export const fileRangeReader = {
-  async openFile(file: string): Promise<{ size: number; slice(start: number, end: number): Promise<{ value: FileRange; done: boolean }>; close(): void }> {
+  async openFile(file: string): Promise<{
+    size: number;
+    slice(start: number, end: number): Promise<{ value: FileRange; done: boolean }>;
+    close(): void;
+  }> {
     const { size } = await fsp.stat(file);
     return {
       size,
