@@ -22,7 +22,7 @@ test('tags: trimmed, case kept, empty dropped, exact duplicates removed, first-s
   expect(code(() => normalizeTags(Array.from({ length: 65 }, (_, i) => String(i))))).toBe('INVALID_BODY');
   expect(normalizeTags(Array.from({ length: 64 }, (_, i) => String(i)))).toHaveLength(64);
   expect(code(() => normalizeTags(['x'.repeat(129)]))).toBe('INVALID_BODY');
-  // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no length limit.
+  // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no limits (no asset carries a too-long tag).
   const all = (values: string[]) => resolveTagFilter({ all: [{ name: 'tags_all', values, isNew: true }], any: [], none: [] }).includeTags;
   expect(all([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200), 'loras'])).toEqual(['Models', 'loras', 'MODELS', 'x'.repeat(200)]);
 });
