@@ -61,9 +61,9 @@ function assetOf(r: Omit<AssetRow, 'ownerId'>, ownerId: string): Asset {
 }
 
 const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", name, content_hash AS "contentHash", size,
-  mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
-  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
+  mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId",
+  preview_removed AS "previewRemoved", prompt_id::text AS "promptId", is_immutable AS "isImmutable",
+  created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
 const ASSET_BY_ID = new PreparedStatement<AssetRow>('asset_by_id', `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`);
@@ -202,9 +202,12 @@ export class AssetRepository {
     await prismaOf(tx).asset.delete({ where: { id } });
   }
 
-  /** After an asset was deleted: this owner's assets that used it as their preview have none (not their own content). */
+  /** After an asset was deleted: this owner's assets that used it as their preview have none (not their own). */
   async clearPreviewsOf(ownerId: string, previewId: string, tx: Transaction): Promise<void> {
-    await prismaOf(tx).asset.updateMany({ where: { ownerId, previewId }, data: { previewId: null, previewRemoved: true } });
+    await prismaOf(tx).asset.updateMany({
+      where: { ownerId, previewId },
+      data: { previewId: null, previewRemoved: true },
+    });
   }
 
   async countByContent(blake3: string, tx?: Transaction): Promise<number> {
@@ -412,10 +415,11 @@ export class AssetRepository {
    */
   async listByJob(ownerId: string, jobId: string, limit: number, offset: number): Promise<Page<Asset>> {
     const where = Prisma.sql`WHERE owner_id = ${ownerId} AND prompt_id = ${jobId}::uuid`;
-    const rows = await prismaOf(undefined, this.db).$queryRaw<(AssetRow & { total: bigint })[]>`
-      SELECT j.*, count(*) OVER () AS total FROM (${SELECT_ASSET} ${where}) AS j ORDER BY j."createdAt", j.id LIMIT ${limit} OFFSET ${offset}`;
-    const total =
-      rows.length > 0 ? Number(rows[0]!.total) : Number((await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset ${where}`)[0]?.n ?? 0);
+    const rows = await this.db.$queryRaw<(AssetRow & { total: bigint })[]>`
+      SELECT j.*, count(*) OVER () AS total FROM (${SELECT_ASSET} ${where}) AS j
+      ORDER BY j."createdAt", j.id LIMIT ${limit} OFFSET ${offset}`;
+    const counted = async () => (await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset ${where}`)[0]?.n;
+    const total = Number(rows.length > 0 ? rows[0]!.total : ((await counted()) ?? 0));
     return { items: rows.map(toAsset), total, hasMore: offset + rows.length < total };
   }
 
@@ -457,9 +461,9 @@ export class AssetRepository {
 
 /** The columns of a listing page: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). */
 const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
-  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved", prompt_id::text AS "promptId",
-  is_immutable AS "isImmutable",
-  created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
 
 /** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
 /** What both page statements' rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
@@ -496,9 +500,9 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value };
  */
 const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
   coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable", created_at AT TIME ZONE 'UTC' AS "createdAt",
-  updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
-  has_thumbnail AS "hasThumbnail", metadata`);
+  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
+  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
+  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`);
 
 /** A row of `pageTextIfChanged`'s statement, fields as PostgreSQL printed them (page fields null on an empty page). */
 interface ListTextRow {

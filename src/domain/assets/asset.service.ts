@@ -92,7 +92,7 @@ export class AssetService {
     return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
   }
 
-  /** GET /api/jobs/{job_id}/assets: this owner's assets made by the job, oldest first; an unknown job is an empty page. */
+  /** GET /api/jobs/{job_id}/assets: this owner's assets made by the job, oldest first; an unknown job: none. */
   jobAssets(principal: Principal, jobId: string, limit: number, offset: number): Promise<Page<Asset>> {
     return this.assets.listByJob(principal.ownerId, jobId, limit, offset);
   }

@@ -22,7 +22,7 @@ export interface Asset {
   tags: string[];
   userMetadata: Record<string, unknown>;
   previewId: string | null;
-  /** The nominated preview asset was deleted: no `preview_url` (the own content is not substituted) until one is set. */
+  /** The nominated preview asset was deleted: no `preview_url` until one is set. */
   previewRemoved: boolean;
   promptId: string | null;
   isImmutable: boolean;
@@ -211,7 +211,7 @@ export const previewUrlOf = (a: PreviewFields, baseUrl: string): string | undefi
   return target === undefined ? undefined : `${baseUrl}/api/assets/${target}/content`;
 };
 
-/** `loader_path`: for a model (tagged `models` or `model_type:<folder>`), its name when that is a safe relative path. */
+/** `loader_path`: for a model (tagged `models` or `model_type:<folder>`), its name when that is a safe path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>
   isModelTagged(a.tags) ? safeRelativePath(a.name) : undefined;
 
@@ -227,8 +227,10 @@ export interface JobOutput {
  */
 export function jobOutputOf(a: { userMetadata: Record<string, unknown> }): JobOutput {
   const m = a.userMetadata;
-  const nodeId = typeof m.node_id === 'string' ? m.node_id : typeof m.node_id === 'number' && Number.isFinite(m.node_id) ? String(m.node_id) : null;
-  const outputKey = typeof m.output_key === 'string' ? m.output_key : null;
-  const outputIndex = Number.isSafeInteger(m.output_index) && (m.output_index as number) >= 0 ? (m.output_index as number) : null;
-  return { nodeId, outputKey, outputIndex };
+  const index = m.output_index;
+  return {
+    nodeId: typeof m.node_id === 'string' ? m.node_id : Number.isFinite(m.node_id) ? String(m.node_id) : null,
+    outputKey: typeof m.output_key === 'string' ? m.output_key : null,
+    outputIndex: typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 ? index : null,
+  };
 }

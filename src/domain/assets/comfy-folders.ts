@@ -45,9 +45,8 @@ export const isComfyModelFolder = (name: string): boolean => FOLDERS.has(name);
  * own), else (older clients) the first tag after `models` that names a ComfyUI model folder; undefined otherwise.
  */
 export function modelFolderOf(tags: readonly string[]): string | undefined {
-  for (const t of tags)
-    if (t.startsWith(MODEL_TYPE_PREFIX) && t.length > MODEL_TYPE_PREFIX.length)
-      return t.slice(MODEL_TYPE_PREFIX.length);
+  const typed = tags.find(isModelTypeTag);
+  if (typed !== undefined) return typed.slice(MODEL_TYPE_PREFIX.length);
   const models = tags.indexOf(MODELS_TAG);
   if (models < 0) return undefined;
   for (let i = models + 1; i < tags.length; i++) if (FOLDERS.has(tags[i]!)) return tags[i];
@@ -56,8 +55,11 @@ export function modelFolderOf(tags: readonly string[]): string | undefined {
 
 /** Whether the tags make an asset a model (`loader_path`): `models`, or a `model_type:<folder>` tag. */
 export function isModelTagged(tags: readonly string[]): boolean {
-  return tags.some((t) => t === MODELS_TAG || (t.startsWith(MODEL_TYPE_PREFIX) && t.length > MODEL_TYPE_PREFIX.length));
+  return tags.some((t) => t === MODELS_TAG || isModelTypeTag(t));
 }
+
+/** `model_type:<folder>` with a folder name. */
+const isModelTypeTag = (t: string): boolean => t.startsWith(MODEL_TYPE_PREFIX) && t.length > MODEL_TYPE_PREFIX.length;
 
 /**
  * The tags the service (and the CLI) writes for a model of `folder`: `models`, `model_type:<folder>` and the plain

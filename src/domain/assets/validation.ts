@@ -1,7 +1,7 @@
 import { parseHash, type ParsedHash } from '../content/hashing';
 import { DomainError } from '../errors';
 import { assertJsonInput, assertStorableText, isMediaType } from '../input';
-import type { AssetCreateFields, AssetCreateInput, AssetUpdateFields, AssetUpdateInput } from './asset.types';
+import type { AssetCreateFields, AssetCreateInput, AssetFilter, AssetUpdateFields, AssetUpdateInput } from './asset.types';
 
 /** Field limits, shared by REST and GraphQL so both reject the same input. */
 export const LIMITS = {
@@ -44,6 +44,9 @@ export const MAX_FILTER_TAGS = 100;
 /** The raw list a filter parameter may send (duplicates and spellings of the same tags included). */
 export const MAX_RAW_FILTER_TAGS = 10 * MAX_FILTER_TAGS;
 
+/** The tag lists of a filter, as the repository reads them. */
+export type TagFilter = Pick<AssetFilter, 'includeTags' | 'excludeTags'> & { anyTags: string[] };
+
 /** A tag filter parameter as a transport received it: its name as the client spelt it, and its raw values. */
 export interface TagFilterParam {
   name: string;
@@ -59,7 +62,8 @@ export interface TagFilterParams {
   none: readonly TagFilterParam[];
 }
 
-const tagFilterError = (message: string, details: Record<string, unknown>) => new DomainError('INVALID_TAG_FILTER', message, details);
+const tagFilterError = (message: string, details: Record<string, unknown>) =>
+  new DomainError('INVALID_TAG_FILTER', message, details);
 
 /**
  * The tag filter of a listing, its facets and GraphQL's `assets`/`tagCounts` (contract 3.7), one function for all:
@@ -69,9 +73,11 @@ const tagFilterError = (message: string, details: Record<string, unknown>) => ne
  * none-list while any new name is used (`{parameters, conflicting_tags}`); with the old names only, such a filter is
  * an empty page, as ComfyUI answers it. The none-list always wins over the others.
  */
-export function resolveTagFilter(p: TagFilterParams): { includeTags: string[]; anyTags: string[]; excludeTags: string[] } {
+export function resolveTagFilter(p: TagFilterParams): TagFilter {
   const given = (slot: readonly TagFilterParam[]) => {
-    const lists = slot.map((param) => ({ param, tags: filterTags(param.values ?? [], param.name) })).filter((l) => l.tags.length > 0);
+    const lists = slot
+      .map((param) => ({ param, tags: filterTags(param.values ?? [], param.name) }))
+      .filter((l) => l.tags.length > 0);
     if (lists.length > 1) {
       const names = lists.map((l) => l.param.name);
       throw tagFilterError(`give ${names.join(' or ')}, not both (they are the same filter)`, { parameters: names });
@@ -85,8 +91,9 @@ export function resolveTagFilter(p: TagFilterParams): { includeTags: string[]; a
     const excluded = new Set(none.tags);
     const conflicting = all.tags.filter((t) => excluded.has(t));
     if (conflicting.length > 0) {
-      throw tagFilterError(`tags both required by ${all.param.name} and excluded by ${none.param.name}: ${conflicting.join(', ')}`, {
-        parameters: [all.param.name, none.param.name],
+      const [a, n] = [all.param.name, none.param.name];
+      throw tagFilterError(`tags both required by ${a} and excluded by ${n}: ${conflicting.join(', ')}`, {
+        parameters: [a, n],
         conflicting_tags: conflicting,
       });
     }
@@ -98,7 +105,11 @@ export function resolveTagFilter(p: TagFilterParams): { includeTags: string[]; a
 function filterTags(values: readonly string[], parameter: string): string[] {
   const list = [...new Set(values.map((t) => t.trim()).filter((t) => t !== ''))];
   if (list.length > MAX_FILTER_TAGS) {
-    throw tagFilterError(`${parameter} lists ${list.length} tags; the maximum is ${MAX_FILTER_TAGS}`, { parameter, count: list.length, max: MAX_FILTER_TAGS });
+    throw tagFilterError(`${parameter} lists ${list.length} tags; the maximum is ${MAX_FILTER_TAGS}`, {
+      parameter,
+      count: list.length,
+      max: MAX_FILTER_TAGS,
+    });
   }
   return list;
 }

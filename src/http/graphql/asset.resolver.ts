@@ -45,9 +45,12 @@ export class AssetResolver {
   }
 
   @UseMiddleware(InputChecked)
-  @Query(() => JobAssetPage, { description: "A job's outputs among your assets, oldest first (GET /api/jobs/{job_id}/assets); an unknown job is an empty page." })
+  @Query(() => JobAssetPage, {
+    description: "A job's outputs among your assets, oldest first (GET /api/jobs/{job_id}/assets); unknown job: none.",
+  })
   async jobAssets(@Args(() => JobAssetsArgs) args: JobAssetsArgs, @Ctx() ctx: GraphQLContext): Promise<JobAssetPage> {
-    return JobAssetPage.from(await this.service.jobAssets(ctx.principal, idParam(args.jobId, 'jobId'), args.limit, args.offset), ctx.baseUrl);
+    const page = await this.service.jobAssets(ctx.principal, idParam(args.jobId, 'jobId'), args.limit, args.offset);
+    return JobAssetPage.from(page, ctx.baseUrl);
   }
 
   @UseMiddleware(InputChecked)
@@ -69,7 +72,7 @@ export class AssetResolver {
 
   @FieldResolver(() => AssetType, {
     nullable: true,
-    description: 'The asset whose content previewUrl points to (the asset itself for media without a nominated preview; batched).',
+    description: 'The asset whose content previewUrl points to (itself for media with no nominated preview; batched).',
   })
   preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): AssetType | null | Promise<AssetType | null> {
     const target = previewTargetOf(asset);
@@ -96,12 +99,18 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
   return {
     // REST's rules and error details, under GraphQL's names (anyTags is the older name of tagsAny).
     ...resolveTagFilter({
-      all: [{ name: 'includeTags', values: f.includeTags ?? undefined, isNew: false }, { name: 'tagsAll', values: f.tagsAll ?? undefined, isNew: true }],
-      any: [{ name: 'anyTags', values: f.anyTags ?? undefined, isNew: false }, { name: 'tagsAny', values: f.tagsAny ?? undefined, isNew: true }],
-      none: [{ name: 'excludeTags', values: f.excludeTags ?? undefined, isNew: false }, { name: 'tagsNone', values: f.tagsNone ?? undefined, isNew: true }],
+      all: [param('includeTags', f.includeTags, false), param('tagsAll', f.tagsAll, true)],
+      any: [param('anyTags', f.anyTags, false), param('tagsAny', f.tagsAny, true)],
+      none: [param('excludeTags', f.excludeTags, false), param('tagsNone', f.tagsNone, true)],
     }),
     nameContains: f.nameContains || undefined,
     metadataFilter: metadataFilter as Record<string, unknown> | undefined,
     hash,
   };
 }
+
+const param = (name: string, values: string[] | null | undefined, isNew: boolean) => ({
+  name,
+  values: values ?? undefined,
+  isNew,
+});

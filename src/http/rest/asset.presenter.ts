@@ -1,4 +1,13 @@
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage, type JobOutput } from '../../domain/assets/asset.types';
+import {
+  assetHashOf,
+  loaderPathOf,
+  previewUrlOf,
+  thumbnailUrlOf,
+  type Asset,
+  type AssetJsonPage,
+  type AssetPage,
+  type JobOutput,
+} from '../../domain/assets/asset.types';
 
 /**
  * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
@@ -74,7 +83,7 @@ export function assetPageText(page: AssetJsonPage, baseUrl: string): string {
   }${page.totalIsLowerBound ? ',"total_is_lower_bound":true' : ''}}`;
 }
 
-/** Comfy Cloud's JobOutputAsset: the three output fields are null (Cloud's schema makes them nullable) when not given. */
+/** Comfy Cloud's JobOutputAsset: the three output fields are null when not given (nullable in Cloud's schema). */
 export function jobOutputAssetJson(a: Asset, out: JobOutput, baseUrl: string): Record<string, unknown> {
   const previewUrl = previewUrlOf(a, baseUrl);
   return {

@@ -1,7 +1,13 @@
 import { Router, type Request, type Response } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult } from '../../domain/assets/asset.types';
-import { MAX_RAW_FILTER_TAGS, resolveTagFilter, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
+import {
+  MAX_RAW_FILTER_TAGS,
+  resolveTagFilter,
+  validateFromHashFields,
+  validateHashField,
+  validateUpdateFields,
+} from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';

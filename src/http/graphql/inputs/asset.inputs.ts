@@ -15,9 +15,10 @@ const MAX_LIST = 1024;
 
 @InputType({
   description:
-    'Filters of `assets` and `tagCounts`, as REST and ComfyUI answer them: tags match exactly (trimmed, case kept); an empty list ' +
-    'counts as absent; tagsAll/tagsNone are also taken as includeTags/excludeTags (not both for one list); at most 100 tags per ' +
-    'list; the same tag in the all-list and the none-list while a tags* name is used is INVALID_TAG_FILTER (else an empty page).',
+    'Filters of `assets` and `tagCounts`, as REST and ComfyUI answer them: tags match exactly (trimmed, case ' +
+    'kept); an empty list counts as absent; tagsAll/tagsNone are also taken as includeTags/excludeTags (not both ' +
+    'for one list); at most 100 tags per list; the same tag in the all-list and the none-list while a tags* name ' +
+    'is used is INVALID_TAG_FILTER (else an empty page).',
 })
 export class AssetFilter {
   @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags.' })
@@ -40,7 +41,7 @@ export class AssetFilter {
   @MaxLength(MAX_TEXT, { each: true })
   tagsAny?: string[];
 
-  @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags (ComfyUI `tags_none`); wins over the others.' })
+  @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags (ComfyUI `tags_none`); it wins.' })
   @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   tagsNone?: string[];

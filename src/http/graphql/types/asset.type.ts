@@ -62,7 +62,8 @@ export class AssetType {
   @Field(() => String, {
     nullable: true,
     description:
-      'For a model (tagged `models` or `model_type:<folder>`): its name when that is a safe relative path (what a ComfyUI loader node takes).',
+      'For a model (tagged `models` or `model_type:<folder>`): its name when that is a safe relative path (what a ' +
+      'ComfyUI loader node takes).',
   })
   loaderPath!: string | null;
 
@@ -92,8 +93,8 @@ export class AssetType {
   @Field(() => String, {
     nullable: true,
     description:
-      'Absolute URL of the preview content: the nominated preview asset (`previewId`), else the asset itself when it is an image, ' +
-      'video, audio or plain text; null for other types and when the nominated preview asset was deleted.',
+      'Absolute URL of the preview content: the nominated preview asset (`previewId`), else the asset itself when ' +
+      'it is an image, video, audio or plain text; null for other types and when the nominated preview was deleted.',
   })
   get previewUrl(): string | null {
     return previewUrlOf(this, this.baseUrl) ?? null;
@@ -245,7 +246,10 @@ export class RemoteMetadataType {
   @Field(() => String, { nullable: true })
   name?: string;
 
-  @Field(() => [String], { nullable: true, description: '["models", "model_type:<folder>", <folder>] from the model type (a ComfyUI model folder).' })
+  @Field(() => [String], {
+    nullable: true,
+    description: '["models", "model_type:<folder>", <folder>] from the model type (a ComfyUI model folder).',
+  })
   tags?: string[];
 
   @Field(() => String, { nullable: true, description: 'A data: URL of at most 512 KiB.' })
@@ -255,7 +259,10 @@ export class RemoteMetadataType {
   validation!: RemoteValidationType;
 }
 
-@ObjectType('JobOutputAsset', { simpleResolvers: true, description: "One of a job's outputs (Comfy Cloud's JobOutputAsset; GET /api/jobs/{job_id}/assets)." })
+@ObjectType('JobOutputAsset', {
+  simpleResolvers: true,
+  description: "One of a job's outputs (Comfy Cloud's JobOutputAsset; GET /api/jobs/{job_id}/assets).",
+})
 export class JobOutputAssetType {
   @Field(() => ID)
   id!: string;
@@ -313,6 +320,7 @@ export class JobAssetPage {
   hasMore!: boolean;
 
   static from(p: Page<Asset>, baseUrl: string): JobAssetPage {
-    return Object.assign(new JobAssetPage(), { items: p.items.map((a) => JobOutputAssetType.from(a, baseUrl)), total: p.total, hasMore: p.hasMore });
+    const items = p.items.map((a) => JobOutputAssetType.from(a, baseUrl));
+    return Object.assign(new JobAssetPage(), { items, total: p.total, hasMore: p.hasMore });
   }
 }
