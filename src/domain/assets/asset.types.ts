@@ -177,13 +177,30 @@ export interface TagListQuery {
 }
 
 export const assetHashOf = (a: { blake3: string }): string => `blake3:${a.blake3}`;
-/** The absolute URL of the asset's thumbnail on `baseUrl`, once its content has one. */
-export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl: string): string | undefined =>
-  a.hasThumbnail ? `${baseUrl}/api/assets/${a.id}/thumbnail` : undefined;
 
-/** The absolute preview URL on `baseUrl` (PUBLIC_URL or the request's origin), or undefined without a preview. */
-export const previewUrlOf = (a: { previewId: string | null }, baseUrl: string): string | undefined =>
-  a.previewId ? `${baseUrl}/api/assets/${a.previewId}/content` : undefined;
+/**
+ * What an answer's URLs are made of: `base`, PUBLIC_URL or the request's origin (they are absolute), and `access`,
+ * the owner's read grant (domain/secrets/read-grants.ts) that media URLs carry so `<img src>` loads them on any
+ * origin; undefined with MEDIA_URL_GRANTS=false (they then need the key).
+ */
+export interface Links {
+  readonly base: string;
+  readonly access?: string;
+}
+
+/** `?access=<grant>` for a media URL, or nothing (a grant token is digits, dots and base64url: no escaping). */
+export const grantQuery = (links: Links): string => (links.access === undefined ? '' : `?access=${links.access}`);
+
+/** The absolute URL of the asset's thumbnail, once its content has one. */
+export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, links: Links): string | undefined =>
+  a.hasThumbnail ? `${links.base}/api/assets/${a.id}/thumbnail${grantQuery(links)}` : undefined;
+
+/** The absolute preview URL, or undefined without a preview. */
+export const previewUrlOf = (a: { previewId: string | null }, links: Links): string | undefined =>
+  a.previewId ? `${links.base}/api/assets/${a.previewId}/content${grantQuery(links)}` : undefined;
+
+/** `short_url`: a durable link to the asset's content (`/api/s/{id}` answers 302 to a freshly signed URL). */
+export const shortUrlOf = (a: { id: string }, links: Links): string => `${links.base}/api/s/${a.id}`;
 
 /** `loader_path`: for an asset tagged `models`, its name when that is a safe relative path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>

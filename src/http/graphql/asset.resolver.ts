@@ -26,7 +26,7 @@ export class AssetResolver {
   @UseMiddleware(InputChecked)
   @Query(() => AssetType, { description: 'One of your assets (ASSET_NOT_FOUND otherwise); records the access time.' })
   async asset(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.service.get(ctx.principal, idParam(id)), ctx.baseUrl);
+    return AssetType.from(await this.service.get(ctx.principal, idParam(id)), ctx.links);
   }
 
   @UseMiddleware(InputChecked)
@@ -41,7 +41,7 @@ export class AssetResolver {
       after: args.after || undefined,
     });
     ctx.sawAssets(page.items);
-    return AssetPage.from(page, ctx.baseUrl);
+    return AssetPage.from(page, ctx.links);
   }
 
   @UseMiddleware(InputChecked)
@@ -67,9 +67,9 @@ export class AssetResolver {
     if (asset.previewId === asset.id) return asset;
     // On the same page: no loader round (and no promise) for it.
     const seen = ctx.seenAsset(asset.previewId);
-    if (seen) return AssetType.from(seen, ctx.baseUrl);
+    if (seen) return AssetType.from(seen, ctx.links);
     return ctx.assetLoader.load(asset.previewId).then(
-      (found) => (found ? AssetType.from(found, ctx.baseUrl) : null),
+      (found) => (found ? AssetType.from(found, ctx.links) : null),
       // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
         throw toGraphQLError(err, ctx, 'Asset.preview');
