@@ -71,6 +71,9 @@ test('answers to a listed origin expose the headers a client reads; errors (401)
   // tus's discovery (OPTIONS without Access-Control-Request-Method) is tus's own answer, with the CORS headers.
   const tus = await svc.fetch('/api/uploads', { method: 'OPTIONS', key: null, headers: { origin: APP } });
   expect([tus.status, tus.headers.get('tus-version'), corsOf(tus)['access-control-allow-origin']]).toEqual([204, '1.0.0', APP]);
+  // tus's answers carry the service's exposed headers, not tus's own list.
+  const created = await svc.fetch('/api/uploads', { method: 'POST', headers: { origin: APP, 'tus-resumable': '1.0.0', 'upload-length': '0' } });
+  expect([created.status, corsOf(created)]).toEqual([201, { 'access-control-allow-origin': APP, 'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(',') }]);
 });
 
 test('an origin not listed gets no CORS header, and its request is answered as any other', async () => {
@@ -80,6 +83,8 @@ test('an origin not listed gets no CORS header, and its request is answered as a
   const r = await svc.fetch('/api/assets?limit=1', { headers: { origin: OTHER } });
   expect([r.status, corsOf(r)]).toEqual([200, {}]);
   expect(Array.isArray((await json(r)).assets)).toBe(true);
+  const created = await svc.fetch('/api/uploads', { method: 'POST', headers: { origin: OTHER, 'tus-resumable': '1.0.0', 'upload-length': '0' } });
+  expect([created.status, corsOf(created)]).toEqual([201, {}]);
   // A key is still a key: without one, 401 as for anyone.
   expect((await svc.fetch('/api/assets', { key: null, headers: { origin: OTHER } })).status).toBe(401);
   // Routes outside the API get no CORS headers even from a listed origin.
