@@ -30,7 +30,7 @@ describe('POST /api/assets (multipart)', () => {
       [
         'id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'user_metadata', 'preview_id', 'prompt_id',
         'created_at', 'updated_at', 'last_access_time', 'is_immutable', 'created_new',
-        'hash', 'display_name', 'job_id', 'metadata', 'loader_path',
+        'hash', 'display_name', 'job_id', 'metadata', 'loader_path', 'short_url',
       ].sort(),
     );
     expect(a).toMatchObject({

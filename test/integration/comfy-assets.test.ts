@@ -97,7 +97,7 @@ describe('the null rule and the fields Comfy clients read', () => {
 
     expect(img).toMatchObject({
       preview_id: image.id,
-      preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`),
+      preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`, 'carol'),
       hash: img.asset_hash,
       display_name: 'ComfyUI_0001.png',
       job_id: null,

@@ -113,7 +113,7 @@ test('direct SQL changes of has_thumbnail, preview_id and a tag are seen at once
   await db.query(`UPDATE asset SET preview_id = $2 WHERE id = $1`, [ids[2], ids[1]]);
   let got = item(await list(a), ids[2]!);
   expect(got.previewId).toBe(ids[1]);
-  expect(got.previewUrl).toBe(`${a.url}/api/assets/${ids[1]}/content`);
+  expect(got.previewUrl).toBe(granted(a, `${a.url}/api/assets/${ids[1]}/content`));
   expect(got.preview.id).toBe(ids[1]);
 
   // The preview's own row changes: the item previewing it shows the change.
