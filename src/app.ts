@@ -39,9 +39,9 @@ export interface PipelineOptions {
  * metrics and access log → request guard → request id and base URL → CORS (`http/cors.ts`: its headers, and
  * preflights answered, before any authentication) → the route table of the two hottest reads
  * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads,
- * content and thumbnails read with a grant, short URLs, and GraphQL (which authenticates itself) → `/api`: rate limit and authentication
- * (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
- * (`http/rest/errors.ts`).
+ * content and thumbnails read with a grant, short URLs, and GraphQL (which authenticates itself) → `/api`: rate
+ * limit and authentication (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness,
+ * metrics, OpenAPI, UI) → 405/404 → error rendering (`http/rest/errors.ts`).
  */
 export async function createApp(c: Container, opts: PipelineOptions = {}): Promise<Express> {
   const app = express();
@@ -72,10 +72,10 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   });
 
   // Signed export downloads, and content and thumbnails read with a grant (their signature is the credential), the
-  // short URLs (a key or a grant), and GraphQL (which authenticates itself).
-  // The signed routes are mounted at their common prefix: any other request (GraphQL, the other /api routes) passes
-  // them with one path match, without entering their routers (~2 µs each per request: BENCHMARKS.md, "Fourth stop:
-  // GraphQL asset(id) at REST speed"). The metrics' route templates are the same (mount path + route path).
+  // short URLs (a key or a grant), and GraphQL (which authenticates itself). The signed routes are mounted at their
+  // common prefix: any other request (GraphQL, the other /api routes) passes them with one path match, without
+  // entering their routers (`npm run bench -- graphql`). The metrics' route templates are the same (mount path +
+  // route path).
   const content: ContentDeps = {
     assets: c.assets,
     presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,

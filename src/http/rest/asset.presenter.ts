@@ -1,8 +1,8 @@
 import { assetHashOf, grantQuery, loaderPathOf, previewUrlOf, shortUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage, type Links } from '../../domain/assets/asset.types';
 
 /**
- * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
- * only in create responses. Optional fields without a value are left out, never `null`; only
+ * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`;
+ * `created_new` only in create responses. Optional fields without a value are left out, never `null`; only
  * `preview_id`, `prompt_id` and `job_id` may be null. `links` makes the URLs absolute and gives the media URLs
  * (`preview_url`, `thumbnail_url`) their read grant.
  */
