@@ -61,7 +61,9 @@ export const CORS_MAX_AGE_SECONDS = 7200;
  * access control: the key still is). No credentials: the key travels in a header, never in a cookie.
  * Returns undefined when no origin is allowed (the default), so the pipeline has no step at all.
  */
-export function corsStep(origins: '*' | readonly string[]): ((req: http.IncomingMessage, res: http.ServerResponse) => boolean) | undefined {
+export function corsStep(
+  origins: '*' | readonly string[],
+): ((req: http.IncomingMessage, res: http.ServerResponse) => boolean) | undefined {
   if (origins !== '*' && origins.length === 0) return undefined;
   const any = origins === '*';
   const allowed = new Set(any ? [] : origins);
@@ -88,7 +90,7 @@ export function corsStep(origins: '*' | readonly string[]): ((req: http.Incoming
     const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
     let passed = false;
     // With static options the library decides synchronously.
-    (isPreflight ? preflight : plain as Middleware)(req, res, () => {
+    (isPreflight ? preflight : (plain as Middleware))(req, res, () => {
       passed = true;
     });
     return !passed;

@@ -28,9 +28,11 @@ let image: { id: string; bytes: Buffer };
 
 /** A web app's origin: a blank page that loads tus-js-client's browser build. */
 function appServer(): Promise<http.Server> {
-  const page = '<!doctype html><html><head><meta charset="utf-8"><title>app</title><script src="/tus.min.js"></script></head><body></body></html>';
+  const page =
+    '<!doctype html><html><head><meta charset="utf-8"><title>app</title><script src="/tus.min.js"></script></head><body></body></html>';
   const server = http.createServer((req, res) => {
-    if (req.url === '/tus.min.js') res.writeHead(200, { 'content-type': 'text/javascript' }).end(fs.readFileSync(TUS_BROWSER_BUILD));
+    if (req.url === '/tus.min.js')
+      res.writeHead(200, { 'content-type': 'text/javascript' }).end(fs.readFileSync(TUS_BROWSER_BUILD));
     else res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
@@ -41,13 +43,27 @@ beforeAll(async () => {
   listed = await appServer();
   unlisted = await appServer();
   svc = await startTestService({ CORS_ORIGINS: originOf(listed) });
-  const bytes = await sharp({ create: { width: 120, height: 80, channels: 3, background: '#2a6' } }).png().toBuffer();
-  const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { tags: 'output' }, 'shown.png') });
+  const bytes = await sharp({ create: { width: 120, height: 80, channels: 3, background: '#2a6' } })
+    .png()
+    .toBuffer();
+  const res = await svc.fetch('/api/assets', {
+    method: 'POST',
+    body: uploadForm(bytes, { tags: 'output' }, 'shown.png'),
+  });
   image = { id: (await json(res)).id, bytes };
-  await waitFor(async () => ((await json(await svc.fetch(`/api/assets/${image.id}`))).thumbnail_url ? true : undefined), { what: 'the thumbnail' });
+  await waitFor(
+    async () => ((await json(await svc.fetch(`/api/assets/${image.id}`))).thumbnail_url ? true : undefined),
+    { what: 'the thumbnail' },
+  );
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-gpu',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
 });
 afterAll(async () => {
@@ -77,7 +93,11 @@ async function runApp(origin: string): Promise<Record<string, unknown>> {
         await step('rest', async () => {
           const r = await fetch(`${api}/api/assets?limit=10&tags_all=output`, { headers });
           listing = await r.json();
-          return { status: r.status, names: listing.assets.map((a: any) => a.name), requestId: r.headers.get('x-request-id') !== null };
+          return {
+            status: r.status,
+            names: listing.assets.map((a: any) => a.name),
+            requestId: r.headers.get('x-request-id') !== null,
+          };
         });
         await step('graphql', async () => {
           const r = await fetch(`${api}/graphql`, {
@@ -86,28 +106,34 @@ async function runApp(origin: string): Promise<Record<string, unknown>> {
             body: JSON.stringify({ query: '{ assets(limit: 10) { total items { name shortUrl } } }' }),
           });
           const body: any = await r.json();
-          return { status: r.status, total: body.data.assets.total, names: body.data.assets.items.map((a: any) => a.name) };
+          return {
+            status: r.status,
+            total: body.data.assets.total,
+            names: body.data.assets.items.map((a: any) => a.name),
+          };
         });
-        await step('tus', () =>
-          new Promise((resolve, reject) => {
-            const seen: { location?: string; offsets: string[]; assetId?: string } = { offsets: [] };
-            const upload = new tus.Upload(new Blob(['hello from another origin']), {
-              endpoint: `${api}/api/uploads`,
-              headers,
-              chunkSize: 10,
-              retryDelays: null,
-              metadata: { filename: 'from-browser.txt', tags: '["browser"]' },
-              onAfterResponse: (_req: any, res: any) => {
-                seen.location ??= res.getHeader('Location') ?? undefined;
-                const offset = res.getHeader('Upload-Offset');
-                if (offset) seen.offsets.push(offset);
-                seen.assetId = res.getHeader('Asset-Id') ?? seen.assetId;
-              },
-              onSuccess: () => resolve({ ...seen, url: upload.url }),
-              onError: (err: unknown) => reject(err),
-            });
-            upload.start();
-          }),
+        await step(
+          'tus',
+          () =>
+            new Promise((resolve, reject) => {
+              const seen: { location?: string; offsets: string[]; assetId?: string } = { offsets: [] };
+              const upload = new tus.Upload(new Blob(['hello from another origin']), {
+                endpoint: `${api}/api/uploads`,
+                headers,
+                chunkSize: 10,
+                retryDelays: null,
+                metadata: { filename: 'from-browser.txt', tags: '["browser"]' },
+                onAfterResponse: (_req: any, res: any) => {
+                  seen.location ??= res.getHeader('Location') ?? undefined;
+                  const offset = res.getHeader('Upload-Offset');
+                  if (offset) seen.offsets.push(offset);
+                  seen.assetId = res.getHeader('Asset-Id') ?? seen.assetId;
+                },
+                onSuccess: () => resolve({ ...seen, url: upload.url }),
+                onError: (err: unknown) => reject(err),
+              });
+              upload.start();
+            }),
         );
         const decoded = (src: string) =>
           new Promise((resolve) => {
@@ -124,7 +150,13 @@ async function runApp(origin: string): Promise<Record<string, unknown>> {
           const a = listing.assets.find((x: any) => x.name === 'shown.png');
           const r = await fetch(a.short_url, { headers });
           const bytes = new Uint8Array(await r.arrayBuffer());
-          return { status: r.status, redirected: r.redirected, signed: new URL(r.url).searchParams.has('access'), length: bytes.length, type: r.headers.get('content-type') };
+          return {
+            status: r.status,
+            redirected: r.redirected,
+            signed: new URL(r.url).searchParams.has('access'),
+            length: bytes.length,
+            type: r.headers.get('content-type'),
+          };
         });
         return out;
       },
@@ -143,15 +175,31 @@ test('a page on a listed origin uses REST, GraphQL, tus, <img src> media URLs an
   expect(out.tus.offsets.at(-1)).toBe(String('hello from another origin'.length));
   expect(out.tus.offsets.length).toBeGreaterThan(1);
   const made = await json(await svc.fetch(`/api/assets/${out.tus.assetId}`));
-  expect([made.name, made.tags, made.size]).toEqual(['from-browser.txt', ['browser'], 'hello from another origin'.length]);
+  expect([made.name, made.tags, made.size]).toEqual([
+    'from-browser.txt',
+    ['browser'],
+    'hello from another origin'.length,
+  ]);
   expect(out.images.thumbnail.naturalWidth).toBeGreaterThan(0);
   expect(out.images.preview.naturalWidth).toBe(120);
-  expect(out.short).toEqual({ status: 200, redirected: true, signed: true, length: image.bytes.length, type: 'image/png' });
+  expect(out.short).toEqual({
+    status: 200,
+    redirected: true,
+    signed: true,
+    length: image.bytes.length,
+    type: 'image/png',
+  });
 });
 
 test('the same page on an origin not listed gets no data (the browser blocks the answers)', async () => {
   const out: any = await runApp(originOf(unlisted));
-  for (const step of ['rest', 'graphql', 'tus']) expect([step, String(out[step]?.error ?? 'no error')]).toEqual([step, expect.stringMatching(/fetch|tus|xhr|network|error/i)]);
+  for (const step of ['rest', 'graphql', 'tus'])
+    expect([step, String(out[step]?.error ?? 'no error')]).toEqual([
+      step,
+      expect.stringMatching(/fetch|tus|xhr|network|error/i),
+    ]);
   // Nothing was uploaded from there.
-  expect((await json(await svc.fetch('/api/assets?tags_all=browser'))).assets.map((a: any) => a.name)).toEqual(['from-browser.txt']);
+  expect((await json(await svc.fetch('/api/assets?tags_all=browser'))).assets.map((a: any) => a.name)).toEqual([
+    'from-browser.txt',
+  ]);
 });

@@ -18,9 +18,14 @@ const CORS_HEADERS = [
   'access-control-expose-headers',
   'access-control-max-age',
 ];
-const corsOf = (r: Response) => Object.fromEntries(CORS_HEADERS.filter((h) => r.headers.has(h)).map((h) => [h, r.headers.get(h)]));
+const corsOf = (r: Response) =>
+  Object.fromEntries(CORS_HEADERS.filter((h) => r.headers.has(h)).map((h) => [h, r.headers.get(h)]));
 const preflight = (path: string, origin: string, method: string, headers: string) =>
-  svc.fetch(path, { method: 'OPTIONS', key: null, headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } });
+  svc.fetch(path, {
+    method: 'OPTIONS',
+    key: null,
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+  });
 
 beforeAll(async () => {
   svc = await startTestService({ CORS_ORIGINS: `${APP},http://127.0.0.1:9` });
@@ -56,9 +61,28 @@ test('a preflight from a listed origin is answered 204 without a key, cached, fo
 test('answers to a listed origin expose the headers a client reads; errors (401) carry them too', async () => {
   const r = await svc.fetch('/api/assets?limit=1', { headers: { origin: APP } });
   expect(r.status).toBe(200);
-  expect(corsOf(r)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(',') });
-  for (const h of ['ETag', 'Location', 'Content-Range', 'Content-Disposition', 'Upload-Offset', 'Upload-Length', 'Upload-Expires', 'Tus-Resumable',
-    'Tus-Version', 'Tus-Extension', 'Tus-Max-Size', 'Asset-Id', 'Asset-Created', 'Retry-After', 'RateLimit', 'RateLimit-Policy']) {
+  expect(corsOf(r)).toEqual({
+    'access-control-allow-origin': APP,
+    'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(','),
+  });
+  for (const h of [
+    'ETag',
+    'Location',
+    'Content-Range',
+    'Content-Disposition',
+    'Upload-Offset',
+    'Upload-Length',
+    'Upload-Expires',
+    'Tus-Resumable',
+    'Tus-Version',
+    'Tus-Extension',
+    'Tus-Max-Size',
+    'Asset-Id',
+    'Asset-Created',
+    'Retry-After',
+    'RateLimit',
+    'RateLimit-Policy',
+  ]) {
     expect(CORS_EXPOSED_HEADERS).toContain(h);
   }
   const denied = await svc.fetch('/api/assets', { key: null, headers: { origin: APP } });
@@ -66,14 +90,28 @@ test('answers to a listed origin expose the headers a client reads; errors (401)
   // The hot route (GET /api/assets/{id}) and GraphQL go through the same step.
   const hot = await svc.fetch('/api/assets/00000000-0000-4000-8000-000000000000', { headers: { origin: APP } });
   expect([hot.status, corsOf(hot)['access-control-allow-origin']]).toEqual([404, APP]);
-  const g = await svc.fetch('/graphql', { method: 'POST', headers: { origin: APP, 'content-type': 'application/json' }, body: '{"query":"{ assets { total } }"}' });
+  const g = await svc.fetch('/graphql', {
+    method: 'POST',
+    headers: { origin: APP, 'content-type': 'application/json' },
+    body: '{"query":"{ assets { total } }"}',
+  });
   expect([g.status, corsOf(g)['access-control-allow-origin']]).toEqual([200, APP]);
   // tus's discovery (OPTIONS without Access-Control-Request-Method) is tus's own answer, with the CORS headers.
   const tus = await svc.fetch('/api/uploads', { method: 'OPTIONS', key: null, headers: { origin: APP } });
-  expect([tus.status, tus.headers.get('tus-version'), corsOf(tus)['access-control-allow-origin']]).toEqual([204, '1.0.0', APP]);
+  expect([tus.status, tus.headers.get('tus-version'), corsOf(tus)['access-control-allow-origin']]).toEqual([
+    204,
+    '1.0.0',
+    APP,
+  ]);
   // tus's answers carry the service's exposed headers, not tus's own list.
-  const created = await svc.fetch('/api/uploads', { method: 'POST', headers: { origin: APP, 'tus-resumable': '1.0.0', 'upload-length': '0' } });
-  expect([created.status, corsOf(created)]).toEqual([201, { 'access-control-allow-origin': APP, 'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(',') }]);
+  const created = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { origin: APP, 'tus-resumable': '1.0.0', 'upload-length': '0' },
+  });
+  expect([created.status, corsOf(created)]).toEqual([
+    201,
+    { 'access-control-allow-origin': APP, 'access-control-expose-headers': CORS_EXPOSED_HEADERS.join(',') },
+  ]);
 });
 
 test('an origin not listed gets no CORS header, and its request is answered as any other', async () => {
@@ -83,7 +121,10 @@ test('an origin not listed gets no CORS header, and its request is answered as a
   const r = await svc.fetch('/api/assets?limit=1', { headers: { origin: OTHER } });
   expect([r.status, corsOf(r)]).toEqual([200, {}]);
   expect(Array.isArray((await json(r)).assets)).toBe(true);
-  const created = await svc.fetch('/api/uploads', { method: 'POST', headers: { origin: OTHER, 'tus-resumable': '1.0.0', 'upload-length': '0' } });
+  const created = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { origin: OTHER, 'tus-resumable': '1.0.0', 'upload-length': '0' },
+  });
   expect([created.status, corsOf(created)]).toEqual([201, {}]);
   // A key is still a key: without one, 401 as for anyone.
   expect((await svc.fetch('/api/assets', { key: null, headers: { origin: OTHER } })).status).toBe(401);
@@ -95,11 +136,23 @@ test('CORS_ORIGINS=* allows any origin (no credentials), and without CORS_ORIGIN
   const any = await startTestService({ CORS_ORIGINS: '*' });
   const none = await startTestService({});
   try {
-    const pre = await any.fetch('/api/uploads', { method: 'OPTIONS', key: null, headers: { origin: OTHER, 'access-control-request-method': 'POST' } });
-    expect([pre.status, corsOf(pre)['access-control-allow-origin'], corsOf(pre)['access-control-allow-credentials']]).toEqual([204, '*', undefined]);
+    const pre = await any.fetch('/api/uploads', {
+      method: 'OPTIONS',
+      key: null,
+      headers: { origin: OTHER, 'access-control-request-method': 'POST' },
+    });
+    expect([
+      pre.status,
+      corsOf(pre)['access-control-allow-origin'],
+      corsOf(pre)['access-control-allow-credentials'],
+    ]).toEqual([204, '*', undefined]);
     const r = await any.fetch('/api/assets', { headers: { origin: OTHER } });
     expect(corsOf(r)['access-control-allow-origin']).toBe('*');
-    const off = await none.fetch('/graphql', { method: 'OPTIONS', key: null, headers: { origin: APP, 'access-control-request-method': 'POST' } });
+    const off = await none.fetch('/graphql', {
+      method: 'OPTIONS',
+      key: null,
+      headers: { origin: APP, 'access-control-request-method': 'POST' },
+    });
     expect(corsOf(off)).toEqual({});
     expect(corsOf(await none.fetch('/api/assets', { key: KEYS.alice, headers: { origin: APP } }))).toEqual({});
   } finally {

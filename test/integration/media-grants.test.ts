@@ -11,7 +11,13 @@ import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } f
 let svc: TestService;
 let image: { id: string; bytes: Buffer };
 
-async function upload(s: TestService, data: Buffer, name: string, key: string = KEYS.alice, fields: Record<string, string> = {}): Promise<any> {
+async function upload(
+  s: TestService,
+  data: Buffer,
+  name: string,
+  key: string = KEYS.alice,
+  fields: Record<string, string> = {},
+): Promise<any> {
   const res = await s.fetch('/api/assets', { method: 'POST', key, body: uploadForm(data, fields, name) });
   expect(res.status).toBe(201);
   return json(res);
@@ -23,9 +29,14 @@ const open = (path: string, init: RequestInit = {}) => svc.fetch(path, { ...init
 
 beforeAll(async () => {
   svc = await startTestService({}, { validateResponses: true });
-  const bytes = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3a7' } }).png().toBuffer();
+  const bytes = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3a7' } })
+    .png()
+    .toBuffer();
   image = { id: (await upload(svc, bytes, 'pic.png')).id, bytes };
-  await waitFor(async () => ((await json(await svc.fetch(`/api/assets/${image.id}`))).thumbnail_url ? true : undefined), { what: 'the thumbnail' });
+  await waitFor(
+    async () => ((await json(await svc.fetch(`/api/assets/${image.id}`))).thumbnail_url ? true : undefined),
+    { what: 'the thumbnail' },
+  );
 });
 afterAll(async () => {
   jest.restoreAllMocks();
@@ -53,11 +64,15 @@ test('preview_url and thumbnail_url carry one grant that reads the content and t
   const page = await json(await svc.fetch('/api/assets?limit=5'));
   expect(page.assets.find((x: any) => x.id === image.id).preview_url).toBe(a.preview_url);
   const g = await gql(svc, 'query($id: ID!) { asset(id: $id) { previewUrl thumbnailUrl shortUrl } }', { id: image.id });
-  expect(g.data.asset).toEqual({ previewUrl: a.preview_url, thumbnailUrl: a.thumbnail_url, shortUrl: `${svc.url}/api/s/${image.id}` });
+  expect(g.data.asset).toEqual({
+    previewUrl: a.preview_url,
+    thumbnailUrl: a.thumbnail_url,
+    shortUrl: `${svc.url}/api/s/${image.id}`,
+  });
   expect(a.short_url).toBe(`${svc.url}/api/s/${image.id}`);
 });
 
-test('a grant never authorises a write, a listing, metadata or another owner\'s asset; bad grants are refused', async () => {
+test("a grant never authorises a write, a listing, metadata or another owner's asset; bad grants are refused", async () => {
   const access = grantOf((await json(await svc.fetch(`/api/assets/${image.id}`))).preview_url);
   const q = `?access=${access}`;
   const json_ = { 'content-type': 'application/json' };
@@ -77,7 +92,11 @@ test('a grant never authorises a write, a listing, metadata or another owner\'s 
     const r = await open(path, init);
     expect([`${init.method ?? 'GET'} ${path}`, r.status]).toEqual([`${init.method ?? 'GET'} ${path}`, 401]);
   }
-  const g = await fetch(`${svc.url}/graphql${q}`, { method: 'POST', headers: json_, body: '{"query":"{ assets { total } }"}' });
+  const g = await fetch(`${svc.url}/graphql${q}`, {
+    method: 'POST',
+    headers: json_,
+    body: '{"query":"{ assets { total } }"}',
+  });
   expect(g.status).toBe(401);
   expect((await json(await svc.fetch(`/api/assets/${image.id}`))).name).toBe('pic.png');
 
@@ -127,7 +146,7 @@ test('a grant keeps working after the key that got it is revoked, until it expir
   }
 });
 
-test('short_url: with the key or the browser session\'s grant 302 to a signed URL; without either 401; another owner\'s 404', async () => {
+test("short_url: with the key or the browser session's grant 302 to a signed URL; without either 401; another owner's 404", async () => {
   const r = await svc.fetch(`/api/s/${image.id}`, { redirect: 'manual' });
   expect([r.status, r.headers.get('cache-control')]).toEqual([302, 'no-store']);
   const loaded = await fetch(r.headers.get('location')!);
@@ -150,7 +169,15 @@ test('short_url: with the key or the browser session\'s grant 302 to a signed UR
 test('cached list pages (REST and GraphQL) carry the grant of the current window, never an expired one', async () => {
   const list = async () => (await json(await svc.fetch('/api/assets?limit=3&tags_all=output'))).assets;
   const gqlList = async () => (await gql(svc, '{ assets(limit: 50) { items { id thumbnailUrl } } }')).data.assets.items;
-  await upload(svc, await sharp({ create: { width: 8, height: 8, channels: 3, background: '#a00' } }).png().toBuffer(), 'o.png', KEYS.alice, { tags: 'output' });
+  await upload(
+    svc,
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: '#a00' } })
+      .png()
+      .toBuffer(),
+    'o.png',
+    KEYS.alice,
+    { tags: 'output' },
+  );
   // Asked twice, so the page is kept (page-cache.ts keeps a key asked for before).
   const first = await list();
   expect(await list()).toEqual(first);
@@ -174,7 +201,9 @@ test('cached list pages (REST and GraphQL) carry the grant of the current window
 });
 
 test('active content: an octet-stream attachment whatever disposition asks; SVG for an <img> as image/svg+xml', async () => {
-  const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><script>alert(1)</script></svg>');
+  const svg = Buffer.from(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><script>alert(1)</script></svg>',
+  );
   const kinds: Array<[string, Buffer]> = [
     ['page.html', Buffer.from('<!doctype html><script>alert(1)</script>')],
     ['feed.xml', Buffer.from('<?xml version="1.0"?><a/>')],
@@ -184,9 +213,15 @@ test('active content: an octet-stream attachment whatever disposition asks; SVG 
   for (const [name, data] of kinds) {
     const { id } = await upload(svc, data, name);
     for (const dest of [undefined, 'document', 'iframe', 'script']) {
-      const r = await svc.fetch(`/api/assets/${id}/content?disposition=inline`, { headers: dest ? { 'sec-fetch-dest': dest } : {} });
+      const r = await svc.fetch(`/api/assets/${id}/content?disposition=inline`, {
+        headers: dest ? { 'sec-fetch-dest': dest } : {},
+      });
       expect([name, dest, r.status, r.headers.get('content-type'), r.headers.get('x-content-type-options')]).toEqual([
-        name, dest, 200, 'application/octet-stream', 'nosniff',
+        name,
+        dest,
+        200,
+        'application/octet-stream',
+        'nosniff',
       ]);
       expect(r.headers.get('content-disposition')).toMatch(/^attachment;/);
       expect(r.headers.get('content-security-policy')).toContain('sandbox');
@@ -195,7 +230,11 @@ test('active content: an octet-stream attachment whatever disposition asks; SVG 
   }
   const { id } = await upload(svc, Buffer.concat([svg, Buffer.from(' ')]), 'img.svg');
   const asImage = await svc.fetch(`/api/assets/${id}/content`, { headers: { 'sec-fetch-dest': 'image' } });
-  expect([asImage.status, asImage.headers.get('content-type'), asImage.headers.get('x-content-type-options')]).toEqual([200, 'image/svg+xml', 'nosniff']);
+  expect([asImage.status, asImage.headers.get('content-type'), asImage.headers.get('x-content-type-options')]).toEqual([
+    200,
+    'image/svg+xml',
+    'nosniff',
+  ]);
   expect(asImage.headers.get('content-security-policy')).toContain('sandbox');
   expect(asImage.headers.get('vary')).toContain('Sec-Fetch-Dest');
 });
@@ -210,7 +249,13 @@ describe('MEDIA_URL_GRANTS=false', () => {
   });
 
   test('media URLs carry no grant (they need the key); short_url still redirects to a signed URL', async () => {
-    const a = await upload(plain, await sharp({ create: { width: 4, height: 4, channels: 3, background: '#00f' } }).png().toBuffer(), 'p.png');
+    const a = await upload(
+      plain,
+      await sharp({ create: { width: 4, height: 4, channels: 3, background: '#00f' } })
+        .png()
+        .toBuffer(),
+      'p.png',
+    );
     expect(a.preview_url).toBe(`${plain.url}/api/assets/${a.id}/content`);
     const page = await json(await plain.fetch('/api/assets'));
     expect(page.assets[0].preview_url).toBe(`${plain.url}/api/assets/${a.id}/content`);

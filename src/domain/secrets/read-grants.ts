@@ -57,7 +57,10 @@ export class ReadGrants {
   /** A grant of this owner ending at `expires` (seconds since the epoch): `mint`'s, and tests' expired ones. */
   sign(ownerId: string, expires: number): ReadGrant {
     const owner = Buffer.from(ownerId).toString('base64url');
-    return { token: `${expires}.${owner}.${this.signer.signNow(`${owner}\n${expires}`)}`, expiresAt: new Date(expires * 1000) };
+    return {
+      token: `${expires}.${owner}.${this.signer.signNow(`${owner}\n${expires}`)}`,
+      expiresAt: new Date(expires * 1000),
+    };
   }
 
   /**
@@ -69,11 +72,13 @@ export class ReadGrants {
     if (!grant) {
       const m = /^(\d{1,12})\.([\w-]{1,1024})\.([\w-]{43})$/.exec(token);
       const expected = m ? this.signer.signNow(`${m[2]}\n${m[1]}`, await this.signer.load()) : '';
-      if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected))) throw new DomainError('FORBIDDEN', 'this access grant is not valid');
+      if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected)))
+        throw new DomainError('FORBIDDEN', 'this access grant is not valid');
       grant = { ownerId: Buffer.from(m[2]!, 'base64url').toString(), expires: Number(m[1]) * 1000 };
       this.known.set(token, grant);
     }
-    if (grant.expires <= Date.now()) throw new DomainError('FORBIDDEN', 'this access grant has expired; read the asset again for fresh URLs');
+    if (grant.expires <= Date.now())
+      throw new DomainError('FORBIDDEN', 'this access grant has expired; read the asset again for fresh URLs');
     return grant.ownerId;
   }
 }

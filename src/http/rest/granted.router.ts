@@ -23,7 +23,11 @@ const accessOf = (query: unknown): string | undefined => {
  * Mounted at `/api/assets` before /api's key check; a request without `access` goes on to the keyed routes, and every
  * other route (writes, listings, metadata, another owner's asset) ignores `access` and asks for the key.
  */
-export function grantedMediaRouter(deps: { grants: ReadGrants; thumbnails: ThumbnailService; content: RequestHandler }): Router {
+export function grantedMediaRouter(deps: {
+  grants: ReadGrants;
+  thumbnails: ThumbnailService;
+  content: RequestHandler;
+}): Router {
   const r = Router();
   const thumbnail: RequestHandler = (req, res, next) => {
     const access = accessOf(req.query);
@@ -63,11 +67,16 @@ export function shortUrlRouter(deps: { grants: ReadGrants; assets: AssetService;
   const r = Router();
   const serve = handle(async (req, res) => {
     const access = accessOf(req.query);
-    const principal = access === undefined ? await deps.auth.authenticate(req, res) : grantee(await deps.grants.ownerOf(access));
+    const principal =
+      access === undefined ? await deps.auth.authenticate(req, res) : grantee(await deps.grants.ownerOf(access));
     const asset = await deps.assets.get(principal, pathId(req));
-    const inline = stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? '&disposition=inline' : '';
+    const inline =
+      stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? '&disposition=inline' : '';
     res.setHeader('Cache-Control', 'no-store');
-    res.redirect(302, `${baseUrlOfRes(res)}/api/assets/${asset.id}/content?access=${deps.grants.mint(principal.ownerId).token}${inline}`);
+    res.redirect(
+      302,
+      `${baseUrlOfRes(res)}/api/assets/${asset.id}/content?access=${deps.grants.mint(principal.ownerId).token}${inline}`,
+    );
   });
   r.get('/:id', serve);
   r.head('/:id', serve);
