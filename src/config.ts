@@ -50,7 +50,7 @@ export interface Config {
   readonly authFailuresPerMinute: number;
   /** CORS_ORIGINS: origins whose pages may call the API from a browser (`*`: any); empty: none. */
   readonly corsOrigins: '*' | readonly string[];
-  /** MEDIA_URL_GRANTS: `preview_url` and `thumbnail_url` carry a read grant, so `<img src>` loads them without the key. */
+  /** MEDIA_URL_GRANTS: `preview_url` and `thumbnail_url` carry a read grant (`<img src>` loads them without a key). */
   readonly mediaUrlGrants: boolean;
 }
 
@@ -187,11 +187,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       let origin: string | undefined;
       try {
         const u = new URL(entry);
-        if ((u.protocol === 'http:' || u.protocol === 'https:') && u.origin.toLowerCase() === entry.replace(/\/$/, '').toLowerCase()) origin = u.origin;
+        const web = u.protocol === 'http:' || u.protocol === 'https:';
+        if (web && u.origin.toLowerCase() === entry.replace(/\/$/, '').toLowerCase()) origin = u.origin;
       } catch {
         origin = undefined;
       }
-      if (origin === undefined) problems.push(`${name}: ${JSON.stringify(entry)} is not an origin (http(s)://host[:port], no path), nor a lone *`);
+      const bad = `${name}: ${JSON.stringify(entry)} is not an origin (http(s)://host[:port], no path), nor a lone *`;
+      if (origin === undefined) problems.push(bad);
       else out.push(origin);
     }
     return out;

@@ -17,7 +17,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-/** The stored asset as REST shows it, without what differs by nature between two assets (id, times, the owner's grant). */
+/** The stored asset as REST shows it, without what differs by nature between two assets (id, times, owner's grant). */
 async function stored(id: string, key: string): Promise<Json> {
   const a = await json(await svc.fetch(`/api/assets/${id}`, { key }));
   const { id: own, created_at, updated_at, last_access_time, ...rest } = a;

@@ -109,7 +109,7 @@ test('a thumbnail access grant reads this owner\'s thumbnails without the key (<
   expect((await svc.fetch(signed, { key: null, headers: { 'if-none-match': res.headers.get('etag')! } })).status).toBe(304);
   expect((await svc.fetch(signed, { key: null, method: 'HEAD' })).status).toBe(200);
 
-  // Only media (thumbnails, content), only this owner's: bob's grant does not find alice's asset; metadata needs the key.
+  // Only media (thumbnails, content), only this owner's: bob's grant does not find alice's asset; metadata needs a key.
   const bobs = (await json(await svc.fetch('/api/thumbnail-access', { key: KEYS.bob }))).access;
   const other = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bobs)}`, { key: null });
   expect([other.status, (await json(other)).code]).toEqual([404, 'ASSET_NOT_FOUND']);

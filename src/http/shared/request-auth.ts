@@ -71,7 +71,7 @@ export class RequestAuth {
         throw r;
       }
     }
-    // Minted here, where every transport authenticates: the answers' media URLs carry it (http/base-url.ts, linksOfRes).
+    // Minted where every transport authenticates: the answers' media URLs carry it (base-url.ts, linksOfRes).
     const locals = (res as { locals?: Record<string, unknown> }).locals;
     if (this.opts.grants && locals) locals.access = this.opts.grants.mint(principal.ownerId).token;
     return principal;

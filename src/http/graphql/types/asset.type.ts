@@ -78,7 +78,8 @@ export class AssetType {
   @Field(() => String, {
     nullable: true,
     description:
-      'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`), with a read grant (`?access=`, valid at least an hour) so an `<img src>` loads it without the key.',
+      'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`), with a read grant ' +
+      '(`?access=`, valid at least an hour) so an `<img src>` loads it without the key.',
   })
   get previewUrl(): string | null {
     return previewUrlOf(this, this.links) ?? null;
@@ -87,14 +88,17 @@ export class AssetType {
   @Field(() => String, {
     nullable: true,
     description:
-      'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it exists, with a read grant as previewUrl.',
+      'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it ' +
+      'exists, with a read grant as previewUrl.',
   })
   get thumbnailUrl(): string | null {
     return thumbnailUrlOf(this, this.links) ?? null;
   }
 
   @Field(() => String, {
-    description: 'A durable link to the content (`<base>/api/s/{id}`): with the key, 302 to a freshly signed content URL. Safe to store.',
+    description:
+      'A durable link to the content (`<base>/api/s/{id}`): with the key, 302 to a freshly signed content URL. ' +
+      'Safe to store.',
   })
   get shortUrl(): string {
     return shortUrlOf(this, this.links);
