@@ -33,7 +33,8 @@ export interface ReadGrant {
 export class ReadGrants {
   private readonly signer: SecretSigner;
   private readonly known = new LRUCache<string, { ownerId: string; expires: number }>({ max: KNOWN_GRANTS });
-  private readonly minted = new LRUCache<string, { window: number; grant: ReadGrant }>({ max: MINTED_OWNERS });
+  /** This window's grant per owner: a plain map (every authenticated request reads it), emptied when full. */
+  private readonly minted = new Map<string, { window: number; grant: ReadGrant }>();
 
   constructor(secrets: ServerSecretRepository) {
     this.signer = new SecretSigner(secrets, GRANT_SECRET);
@@ -50,6 +51,7 @@ export class ReadGrants {
     const kept = this.minted.get(ownerId);
     if (kept && kept.window === window) return kept.grant;
     const grant = this.sign(ownerId, (window + 2) * GRANT_WINDOW_SECONDS);
+    if (this.minted.size >= MINTED_OWNERS) this.minted.clear();
     this.minted.set(ownerId, { window, grant });
     return grant;
   }
