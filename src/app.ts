@@ -8,7 +8,8 @@ import { baseUrlOf } from './http/base-url';
 import { graphqlRouter } from './http/graphql/graphql.router';
 import { assetById, assetsRouter, contentByHash } from './http/rest/assets.router';
 import { hotRoute, hotRoutes } from './http/rest/hot-routes';
-import { contentRouter } from './http/rest/content.router';
+import { contentHandler, contentRouter, type ContentDeps } from './http/rest/content.router';
+import { grantedMediaRouter, shortUrlRouter } from './http/rest/granted.router';
 import { downloadsRouter } from './http/rest/downloads.router';
 import { errorMiddleware } from './http/rest/errors';
 import { methodNotAllowed } from './http/rest/method-not-allowed';
@@ -18,11 +19,12 @@ import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router'
 import { jobsRouter } from './http/rest/jobs.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
-import { signedThumbnailRouter, thumbnailRouter } from './http/rest/thumbnail.router';
+import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uploadsRouters } from './http/rest/uploads.router';
 import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
 import type { RequestGuard } from './http/request-guard';
+import { corsStep } from './http/cors';
 
 /** A step every request takes first, before any route (synchronous; a throw goes to error rendering). */
 type RequestStep = (req: Request, res: Response) => void;
@@ -35,11 +37,12 @@ export interface PipelineOptions {
 
 /**
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
- * metrics and access log → request guard → request id and base URL → the route table of the two hottest reads
- * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads and
- * signed thumbnails, and GraphQL (which authenticates itself) → `/api`: rate limit and authentication
- * (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
- * (`http/rest/errors.ts`).
+ * metrics and access log → request guard → request id and base URL → CORS (`http/cors.ts`: its headers, and
+ * preflights answered, before any authentication) → the route table of the two hottest reads
+ * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads,
+ * content and thumbnails read with a grant, short URLs, and GraphQL (which authenticates itself) → `/api`: rate
+ * limit and authentication (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness,
+ * metrics, OpenAPI, UI) → 405/404 → error rendering (`http/rest/errors.ts`).
  */
 export async function createApp(c: Container, opts: PipelineOptions = {}): Promise<Express> {
   const app = express();
@@ -62,16 +65,29 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   // The route table of the two hottest reads runs in the same layer, right after the first steps: one layer less for
   // every request to walk.
   const hot = hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], c.requestAuth);
+  const cors = corsStep(c.config.corsOrigins);
   app.use((req, res, next) => {
     for (const step of first) step(req, res);
+    if (cors?.(req, res)) return;
     if (!hot(req, res, next)) next();
   });
 
-  // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates itself).
-  // The signed routes are mounted at their common prefix: any other request (GraphQL, the other /api routes) passes
-  // them with one path match, without entering their routers (~2 µs each per request: BENCHMARKS.md, "Fourth stop:
-  // GraphQL asset(id) at REST speed"). The metrics' route templates are the same (mount path + route path).
-  app.use('/api/assets', exportDownloadRouter({ exports: c.exports }), signedThumbnailRouter({ thumbnails: c.thumbnails }));
+  // Signed export downloads, and content and thumbnails read with a grant (their signature is the credential), the
+  // short URLs (a key or a grant), and GraphQL (which authenticates itself). The signed routes are mounted at their
+  // common prefix: any other request (GraphQL, the other /api routes) passes them with one path match, without
+  // entering their routers (`npm run bench -- graphql`). The metrics' route templates are the same (mount path +
+  // route path).
+  const content: ContentDeps = {
+    assets: c.assets,
+    presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
+    meter: c.metrics,
+  };
+  app.use(
+    '/api/assets',
+    exportDownloadRouter({ exports: c.exports }),
+    grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
+  );
+  app.use('/api/s', shortUrlRouter({ grants: c.grants, assets: c.assets, auth: c.requestAuth }));
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));
 
@@ -84,14 +100,8 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.options('/uploads/:id', uploads.capabilities);
   api.use(authenticate(c.requestAuth));
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
-  api.use(
-    contentRouter({
-      assets: c.assets,
-      presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
-      meter: c.metrics,
-    }),
-  );
-  api.use(thumbnailRouter({ thumbnails: c.thumbnails }));
+  api.use(contentRouter(content));
+  api.use(thumbnailRouter({ thumbnails: c.thumbnails, grants: c.grants }));
   api.use(tagsRouter({ assets: c.assets }));
   api.use(jobsRouter({ assets: c.assets }));
   api.use(downloadsRouter({ downloads: c.downloads }));

@@ -48,6 +48,10 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   /** Failed authentications per client address per minute, per instance (then 429 before any lookup). */
   readonly authFailuresPerMinute: number;
+  /** CORS_ORIGINS: origins whose pages may call the API from a browser (`*`: any); empty: none. */
+  readonly corsOrigins: '*' | readonly string[];
+  /** MEDIA_URL_GRANTS: `preview_url` and `thumbnail_url` carry a read grant (`<img src>` loads them without a key). */
+  readonly mediaUrlGrants: boolean;
 }
 
 export type StorageConfig =
@@ -172,6 +176,29 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const role = str('ROLE', 'all').toLowerCase();
   if (!['all', 'api', 'worker'].includes(role)) problems.push(`ROLE=${JSON.stringify(env.ROLE)}: expected all, api or worker`);
 
+  /** `*`, or comma-separated origins (`scheme://host[:port]`, as a browser sends them in `Origin`). */
+  const origins = (name: string): '*' | string[] => {
+    const raw = optional(name);
+    if (raw === undefined) return [];
+    const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+    if (entries.length === 1 && entries[0] === '*') return '*';
+    const out: string[] = [];
+    for (const entry of entries) {
+      let origin: string | undefined;
+      try {
+        const u = new URL(entry);
+        const web = u.protocol === 'http:' || u.protocol === 'https:';
+        if (web && u.origin.toLowerCase() === entry.replace(/\/$/, '').toLowerCase()) origin = u.origin;
+      } catch {
+        origin = undefined;
+      }
+      const bad = `${name}: ${JSON.stringify(entry)} is not an origin (http(s)://host[:port], no path), nor a lone *`;
+      if (origin === undefined) problems.push(bad);
+      else out.push(origin);
+    }
+    return out;
+  };
+
   const host = str('HOST', '127.0.0.1');
   const config: Config = {
     port: int('PORT', 8080, 0, 65535),
@@ -206,6 +233,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000_000),
     authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000_000),
+    corsOrigins: origins('CORS_ORIGINS'),
+    mediaUrlGrants: bool('MEDIA_URL_GRANTS', true),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

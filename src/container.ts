@@ -14,6 +14,7 @@ import { CivitaiProvider } from './domain/downloads/providers/civitai';
 import { HuggingFaceProvider } from './domain/downloads/providers/huggingface';
 import { ExportRepository } from './domain/exports/export.repository';
 import { ServerSecretRepository } from './domain/secrets/server-secret.repository';
+import { ReadGrants } from './domain/secrets/read-grants';
 import { ExportService } from './domain/exports/export.service';
 import { TaskRepository } from './domain/tasks/task.repository';
 import { TaskService } from './domain/tasks/task.service';
@@ -49,6 +50,8 @@ export interface Container {
   content: ContentService;
   assets: AssetService;
   thumbnails: ThumbnailService;
+  /** Read grants of media URLs (`?access=`): the asset browser's, and with MEDIA_URL_GRANTS those of asset JSON. */
+  grants: ReadGrants;
   /** Background tasks and downloads; see src/domain/downloads. */
   tasks: TaskService;
   downloads: DownloadService;
@@ -90,8 +93,9 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     queue,
     logger,
     { maxPixels: config.thumbnails.maxPixels, ffmpeg },
-    secrets,
   );
+  const grants = new ReadGrants(secrets);
+  await grants.load();
   if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
   const contentRepo = new ContentRepository(database.prisma, database.pool, database.transactions);
   const metrics = config.metrics.enabled
@@ -109,6 +113,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     perKeyPerMinute: config.rateLimitPerMinute,
     authFailuresPerMinute: config.authFailuresPerMinute,
     trustProxy: config.trustProxy,
+    grants: config.mediaUrlGrants ? grants : undefined,
   });
   const content = new ContentService(contentRepo, blobStore, logger, {
     maxUploadBytes: config.maxUploadBytes,
@@ -178,6 +183,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     content,
     assets,
     thumbnails,
+    grants,
     tasks,
     downloads,
     uploads,

@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { Links } from '../domain/assets/asset.types';
 
 /**
  * The absolute base (`scheme://host[:port][/prefix]`) of URLs in responses (`PUBLIC_URL`): the configured
@@ -32,3 +33,9 @@ function first(v: string | string[] | undefined): string | undefined {
 
 /** The base URL the app's middleware put on this response (see app.ts). */
 export const baseUrlOfRes = (res: { locals: Record<string, unknown> }): string => String(res.locals.baseUrl ?? '');
+
+/** The base URL and the read grant (minted by RequestAuth, with MEDIA_URL_GRANTS) of this response's asset URLs. */
+export const linksOfRes = (res: { locals: Record<string, unknown> }): Links => ({
+  base: baseUrlOfRes(res),
+  access: res.locals.access as string | undefined,
+});

@@ -79,6 +79,12 @@ export async function startTestService(
   };
 }
 
+/**
+ * A media URL (`preview_url`, `thumbnail_url`) as the service gives it to `owner`: with the owner's read grant of the
+ * current window (MEDIA_URL_GRANTS, on by default; every instance on one database mints the same token).
+ */
+export const granted = (svc: RunningService, url: string, owner = 'alice'): string => `${url}?access=${svc.container.grants.mint(owner).token}`;
+
 /** A multipart body for POST /api/assets. */
 export function uploadForm(file: Buffer | string | undefined, fields: Record<string, string | string[]> = {}, fileName = 'file.bin'): FormData {
   const form = new FormData();

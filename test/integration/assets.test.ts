@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, type TestService, granted } from '../helpers/harness';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -30,7 +30,7 @@ describe('POST /api/assets (multipart)', () => {
       [
         'id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'user_metadata', 'preview_id', 'prompt_id',
         'created_at', 'updated_at', 'last_access_time', 'is_immutable', 'created_new',
-        'hash', 'display_name', 'job_id', 'metadata', 'loader_path',
+        'hash', 'display_name', 'job_id', 'metadata', 'loader_path', 'short_url',
       ].sort(),
     );
     expect(a).toMatchObject({
@@ -68,7 +68,7 @@ describe('POST /api/assets (multipart)', () => {
     expect(png.body.mime_type).toBe('image/png');
     // An image is its own preview.
     expect(png.body.preview_id).toBe(png.body.id);
-    expect(png.body.preview_url).toBe(`${svc.url}/api/assets/${png.body.id}/content`);
+    expect(png.body.preview_url).toBe(granted(svc, `${svc.url}/api/assets/${png.body.id}/content`));
 
     const txt = await upload(unique('text'), {}, 'notes.json');
     expect(txt.body.mime_type).toBe('application/json');
@@ -116,7 +116,7 @@ describe('POST /api/assets (multipart)', () => {
     const mine = await upload(PNG.subarray(0, 40), {}, 'p.png');
     const ok = await upload(unique(), { preview_id: mine.body.id });
     expect(ok.status).toBe(201);
-    expect(ok.body.preview_url).toBe(`${svc.url}/api/assets/${mine.body.id}/content`);
+    expect(ok.body.preview_url).toBe(granted(svc, `${svc.url}/api/assets/${mine.body.id}/content`));
   });
 
   test('hash fast path: stored content with no file part, or a file that is only checked', async () => {
@@ -172,7 +172,7 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     const r = await json(res);
     // The whole asset, as GET answers it.
     expect(r).toMatchObject({ id: a.id, name: 'renamed', tags: ['X', 'y', 'x'], mime_type: 'text/plain', user_metadata: { n: 1 }, asset_hash: a.asset_hash });
-    expect(r).toMatchObject({ size: a.size, created_at: a.created_at, preview_id: p.id, preview_url: `${svc.url}/api/assets/${p.id}/content` });
+    expect(r).toMatchObject({ size: a.size, created_at: a.created_at, preview_id: p.id, preview_url: granted(svc, `${svc.url}/api/assets/${p.id}/content`) });
     expect('created_new' in r).toBe(false);
     expect(new Date(r.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(a.updated_at).getTime());
     const got = await json(await svc.fetch(`/api/assets/${a.id}`));

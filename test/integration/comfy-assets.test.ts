@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { Client } from 'pg';
 import { gql } from '../helpers/graphql';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService, granted } from '../helpers/harness';
 import { validateSchema } from '../helpers/openapi-validator';
 
 const CAROL = 'carol-key-0001';
@@ -97,7 +97,7 @@ describe('the null rule and the fields Comfy clients read', () => {
 
     expect(img).toMatchObject({
       preview_id: image.id,
-      preview_url: `${svc.url}/api/assets/${image.id}/content`,
+      preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`, 'carol'),
       hash: img.asset_hash,
       display_name: 'ComfyUI_0001.png',
       job_id: null,
@@ -152,7 +152,7 @@ describe('the null rule and the fields Comfy clients read', () => {
     const image = await upload(png(2, 2), {}, 'p.png');
     const res = await svc.fetch(`/api/assets?limit=1`, { headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } });
     const page = await json(res);
-    expect(page.assets[0]).toMatchObject({ id: image.id, preview_url: `${svc.url}/api/assets/${image.id}/content` });
+    expect(page.assets[0]).toMatchObject({ id: image.id, preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`) });
   });
 
   test('existing assets get metadata from the backfill job, once, from the first bytes of their blob', async () => {

@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { Client } from 'pg';
 import { gql, type Json } from '../helpers/graphql';
-import { blake3Of, json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { blake3Of, granted, json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
 import { TUS, tusUpload } from '../helpers/tus';
 
 let svc: TestService;
@@ -228,7 +228,7 @@ const mp4 = () => Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftyp
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 
 describe('previews (contract 3.7)', () => {
-  const own = (a: Json) => `${svc.url}/api/assets/${a.id}/content`;
+  const own = (a: Json) => granted(svc, `${svc.url}/api/assets/${a.id}/content`);
 
   test('image, video, audio and plain text (JSON, Markdown, a mime_type with parameters) are their own preview; weights are not', async () => {
     const t = fresh('pv');
@@ -324,7 +324,7 @@ describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', (
             mime_type: 'text/plain',
             size: first.size,
             created_at: first.created_at,
-            preview_url: `${svc.url}/api/assets/${first.id}/content`,
+            preview_url: granted(svc, `${svc.url}/api/assets/${first.id}/content`),
             node_id: '9',
             output_key: 'images',
             output_index: 0,
@@ -375,7 +375,7 @@ describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', (
         {
           id: third.id,
           hash: third.hash,
-          previewUrl: `${svc.url}/api/assets/${third.id}/content`,
+          previewUrl: granted(svc, `${svc.url}/api/assets/${third.id}/content`),
           nodeId: null,
           outputKey: null,
           outputIndex: null,

@@ -7,7 +7,7 @@
  */
 import crypto from 'node:crypto';
 import { Client } from 'pg';
-import { createTestDatabase, json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { createTestDatabase, json, KEYS, startTestService, uploadForm, type TestService, granted } from '../helpers/harness';
 
 type Json = any;
 
@@ -107,13 +107,13 @@ test('direct SQL changes of has_thumbnail, preview_id and a tag are seen at once
   await warm(a);
   expect(item(await list(a), ids[2]!).thumbnailUrl).toBeNull();
   await db.query(`UPDATE asset SET has_thumbnail = true WHERE id = $1`, [ids[2]]);
-  expect(item(await list(a), ids[2]!).thumbnailUrl).toBe(`${a.url}/api/assets/${ids[2]}/thumbnail`);
+  expect(item(await list(a), ids[2]!).thumbnailUrl).toBe(granted(a, `${a.url}/api/assets/${ids[2]}/thumbnail`));
 
   await warm(a);
   await db.query(`UPDATE asset SET preview_id = $2 WHERE id = $1`, [ids[2], ids[1]]);
   let got = item(await list(a), ids[2]!);
   expect(got.previewId).toBe(ids[1]);
-  expect(got.previewUrl).toBe(`${a.url}/api/assets/${ids[1]}/content`);
+  expect(got.previewUrl).toBe(granted(a, `${a.url}/api/assets/${ids[1]}/content`));
   expect(got.preview.id).toBe(ids[1]);
 
   // The preview's own row changes: the item previewing it shows the change.

@@ -17,11 +17,12 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-/** The stored asset as REST shows it, without what differs by nature between two assets (id, times). */
+/** The stored asset as REST shows it, without what differs by nature between two assets (id, times, owner's grant). */
 async function stored(id: string, key: string): Promise<Json> {
   const a = await json(await svc.fetch(`/api/assets/${id}`, { key }));
   const { id: own, created_at, updated_at, last_access_time, ...rest } = a;
-  return { ...rest, preview_id: rest.preview_id === own ? 'self' : rest.preview_id, preview_url: rest.preview_url?.replace(own, 'self') ?? null };
+  const mine = (url: string | undefined) => url?.replace(own, 'self').replace(/\?access=[\w.-]+$/, '?access=grant');
+  return { ...rest, preview_id: rest.preview_id === own ? 'self' : rest.preview_id, preview_url: mine(rest.preview_url) ?? null, short_url: mine(rest.short_url) };
 }
 
 /** The same metadata as REST multipart fields and as the GraphQL input. */

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { blake3Of, json, KEYS, sha256Of, startTestService, type TestService } from '../helpers/harness';
+import { blake3Of, granted, json, KEYS, sha256Of, startTestService, type TestService } from '../helpers/harness';
 import { ASSET_FIELDS, gql, gqlUpload, UPLOAD, type Json } from '../helpers/graphql';
 
 const MAX_UPLOAD = 256 * 1024;
@@ -99,7 +99,7 @@ describe('uploadAsset (GraphQL multipart request)', () => {
 
   test('an image is its own preview; a zero-byte file is content too', async () => {
     const img = await upload(Buffer.concat([PNG, Buffer.from(unique())]), {}, KEYS.alice, 'p.png');
-    expect(img.asset).toMatchObject({ mimeType: 'image/png', previewId: img.asset.id, previewUrl: `${svc.url}/api/assets/${img.asset.id}/content` });
+    expect(img.asset).toMatchObject({ mimeType: 'image/png', previewId: img.asset.id, previewUrl: granted(svc, `${svc.url}/api/assets/${img.asset.id}/content`) });
     const empty = await gqlUpload(svc, UPLOAD, {}, Buffer.alloc(0), { key: KEYS.bob, fileName: 'empty' });
     expect(empty.data.uploadAsset.asset.size).toBe(0);
   });

@@ -107,7 +107,8 @@ const query = (q: Partial<AssetListQuery>): AssetListQuery => ({ includeTags: []
 
 /** What the object path answers for this query (the bytes GET /api/assets sent before the JSON path). */
 async function objectPath(q: AssetListQuery): Promise<string> {
-  return JSON.stringify(assetPageJson(await svc.container.assets.list(alice, q), svc.url));
+  // The route's links: its base and alice's read grant of this window (media URLs carry it).
+  return JSON.stringify(assetPageJson(await svc.container.assets.list(alice, q), { base: svc.url, access: svc.container.grants.mint('alice').token }));
 }
 
 function urlOf(q: AssetListQuery): string {

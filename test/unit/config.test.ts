@@ -82,6 +82,27 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ PUBLIC_URL: 'assets.example.com', TRUST_PROXY: 'maybe' })).toThrow(/PUBLIC_URL[\s\S]*TRUST_PROXY/);
   });
 
+  test('CORS_ORIGINS (origins or *, none by default) and MEDIA_URL_GRANTS (on by default)', () => {
+    expect(loadConfig({})).toMatchObject({ corsOrigins: [], mediaUrlGrants: true });
+    expect(loadConfig({ CORS_ORIGINS: '*', MEDIA_URL_GRANTS: 'false' })).toMatchObject({ corsOrigins: '*', mediaUrlGrants: false });
+    expect(loadConfig({ CORS_ORIGINS: ' https://App.example.com , http://127.0.0.1:5173/,https://x.example:8443 ' }).corsOrigins).toEqual([
+      'https://app.example.com',
+      'http://127.0.0.1:5173',
+      'https://x.example:8443',
+    ]);
+    let err: unknown;
+    try {
+      loadConfig({ CORS_ORIGINS: 'https://ok.example,app.example.com,https://a.example/path,ftp://f.example,*', MEDIA_URL_GRANTS: 'sometimes' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems;
+    expect(problems.filter((p) => p.startsWith('CORS_ORIGINS'))).toHaveLength(4);
+    for (const bad of ['app.example.com', 'https://a.example/path', 'ftp://f.example', '"*"']) expect(problems.join('\n')).toContain(bad);
+    expect(problems.join('\n')).toContain('MEDIA_URL_GRANTS');
+  });
+
   test('s3 needs a bucket', () => {
     expect(() => loadConfig({ STORAGE_BACKEND: 's3' })).toThrow(/S3_BUCKET/);
     const c = loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: '/assets/' });

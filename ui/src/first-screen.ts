@@ -73,8 +73,21 @@ export async function send(url: string, init: RequestInit): Promise<Answer> {
   return { status: res.status, body: await res.json().catch(() => undefined) };
 }
 
-/** A thumbnail's URL with a grant (`GET /api/thumbnail-access`): what an <img src> loads without the key. */
-export const signedThumbnailUrl = (url: string, access: string): string => `${url}${url.includes('?') ? '&' : '?'}access=${encodeURIComponent(access)}`;
+/**
+ * A thumbnail's URL with the page's grant (`GET /api/thumbnail-access`): what an <img src> loads without the key. The
+ * service's URLs carry a grant of their own (MEDIA_URL_GRANTS): the page's, kept fresh, takes its place.
+ */
+/** The URL without its grant (fetched with the key instead, e.g. once a grant has expired). */
+export const withoutGrant = (url: string): string => {
+  const u = new URL(url, location.href);
+  u.searchParams.delete('access');
+  return u.toString();
+};
+
+export const signedThumbnailUrl = (url: string, access: string): string => {
+  const granted = `access=${encodeURIComponent(access)}`;
+  return /[?&]access=/.test(url) ? url.replace(/([?&])access=[^&]*/, `$1${granted}`) : `${url}${url.includes('?') ? '&' : '?'}${granted}`;
+};
 
 interface Early {
   key: string;

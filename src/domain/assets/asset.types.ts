@@ -186,9 +186,6 @@ export interface TagListQuery {
 }
 
 export const assetHashOf = (a: { blake3: string }): string => `blake3:${a.blake3}`;
-/** The absolute URL of the asset's thumbnail on `baseUrl`, once its content has one. */
-export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl: string): string | undefined =>
-  a.hasThumbnail ? `${baseUrl}/api/assets/${a.id}/thumbnail` : undefined;
 
 /** What decides an asset's preview (contract 3.7). */
 export interface PreviewFields {
@@ -199,16 +196,36 @@ export interface PreviewFields {
 }
 
 /**
+ * What an answer's URLs are made of: `base`, PUBLIC_URL or the request's origin (they are absolute), and `access`,
+ * the owner's read grant (domain/secrets/read-grants.ts) that media URLs carry so `<img src>` loads them on any
+ * origin; undefined with MEDIA_URL_GRANTS=false (they then need the key).
+ */
+export interface Links {
+  readonly base: string;
+  readonly access?: string;
+}
+
+/** `?access=<grant>` for a media URL, or nothing (a grant token is digits, dots and base64url: no escaping). */
+export const grantQuery = (links: Links): string => (links.access === undefined ? '' : `?access=${links.access}`);
+
+/** The absolute URL of the asset's thumbnail, once its content has one. */
+export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, links: Links): string | undefined =>
+  a.hasThumbnail ? `${links.base}/api/assets/${a.id}/thumbnail${grantQuery(links)}` : undefined;
+
+/** `short_url`: a durable link to the asset's content (`/api/s/{id}` answers 302 to a freshly signed URL). */
+export const shortUrlOf = (a: { id: string }, links: Links): string => `${links.base}/api/s/${a.id}`;
+
+/**
  * The asset whose content is this asset's preview: the nominated preview; else, unless a nominated preview was
  * deleted, the asset itself when its own content is an image, video, audio or plain text; else none.
  */
 export const previewTargetOf = (a: PreviewFields): string | undefined =>
   a.previewId ?? (!a.previewRemoved && isOwnPreviewType(a.mimeType) ? a.id : undefined);
 
-/** The absolute preview URL on `baseUrl` (PUBLIC_URL or the request's origin), or undefined without a preview. */
-export const previewUrlOf = (a: PreviewFields, baseUrl: string): string | undefined => {
+/** The absolute preview URL (with the read grant), or undefined without a preview. */
+export const previewUrlOf = (a: PreviewFields, links: Links): string | undefined => {
   const target = previewTargetOf(a);
-  return target === undefined ? undefined : `${baseUrl}/api/assets/${target}/content`;
+  return target === undefined ? undefined : `${links.base}/api/assets/${target}/content${grantQuery(links)}`;
 };
 
 /** `loader_path`: for a model (tagged `models` or `model_type:<folder>`), its name when that is a safe path. */

@@ -1,5 +1,4 @@
 import { spawn, spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,17 +11,12 @@ import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import { DomainError } from '../errors';
-import { SecretSigner } from '../secrets/secret-signer';
-import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { THUMBNAIL_JOB } from './thumbnail.job';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
 /** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
 
-/** Thumbnail access grants (`grantAccess`) live one to two windows of this many seconds. */
-export const ACCESS_WINDOW_SECONDS = 1800;
-const ACCESS_SECRET = 'thumbnail_access_hmac';
 
 /**
  * Thumbnail bytes kept in memory per instance, by content hash (a content's thumbnail never changes): a grid of 100
@@ -31,8 +25,6 @@ const ACCESS_SECRET = 'thumbnail_access_hmac';
  */
 const MEMORY_BYTES = 32 * 1024 * 1024;
 const MEMORY_MAX_ENTRY_BYTES = 1024 * 1024;
-/** Verified grants remembered per instance (their HMAC checked once; the expiry still on every request). */
-const KNOWN_GRANTS = 1024;
 
 /** Contents the backfill reads, and queues jobs for, at a time. */
 const BACKFILL_PAGE = 500;
@@ -61,9 +53,7 @@ export function findFfmpeg(): string | undefined {
  */
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
-  private readonly signer: SecretSigner;
   private readonly kept = new LRUCache<string, Buffer>({ maxSize: MEMORY_BYTES, maxEntrySize: MEMORY_MAX_ENTRY_BYTES, sizeCalculation: (b) => b.length });
-  private readonly grants = new LRUCache<string, { ownerId: string; expires: number }>({ max: KNOWN_GRANTS });
 
   constructor(
     private readonly repo: ThumbnailRepository,
@@ -71,10 +61,7 @@ export class ThumbnailService {
     private readonly queue: JobQueue,
     private readonly logger: Logger,
     private readonly opts: ThumbnailOptions,
-    secrets: ServerSecretRepository,
-  ) {
-    this.signer = new SecretSigner(secrets, ACCESS_SECRET);
-  }
+  ) {}
 
   /** Whether content of this MIME type gets a thumbnail. */
   supports(mimeType: string): boolean {
@@ -179,37 +166,6 @@ export class ThumbnailService {
     if (!data) throw new DomainError('THUMBNAIL_NOT_FOUND', `asset ${assetId} has no thumbnail (yet)`);
     // The thumbnail of a content never changes: the content hash identifies it.
     return { data, etag: `"thumbnail-blake3:${of.contentHash}"` };
-  }
-
-  /**
-   * A signed grant to read this owner's thumbnails without the key (`?access=<token>` on a thumbnail URL), for a
-   * browser's plain `<img src>`: it cannot send the key header, and the key must never be in a URL. The token
-   * names the owner and an expiry, HMAC-signed with a secret the service keeps in its database; it grants nothing
-   * but thumbnails. Its expiry is the end of the window after the current one, so every grant within a window is
-   * the same token (the thumbnail URLs, and so the browser's cache of them, stay the same across reloads) and
-   * lives between one and two windows.
-   */
-  async grantAccess(ownerId: string, now = Date.now()): Promise<{ token: string; expiresAt: Date }> {
-    const expires = (Math.floor(now / 1000 / ACCESS_WINDOW_SECONDS) + 2) * ACCESS_WINDOW_SECONDS;
-    const owner = Buffer.from(ownerId).toString('base64url');
-    return { token: `${expires}.${owner}.${await this.signer.sign(`${owner}\n${expires}`)}`, expiresAt: new Date(expires * 1000) };
-  }
-
-  /**
-   * The owner a grant of `grantAccess` names; FORBIDDEN when it is malformed, not signed by us, or expired. A grant's
-   * signature is checked once per instance (a page of thumbnails all carry the same grant); its expiry every time.
-   */
-  async ownerOfAccess(token: string): Promise<string> {
-    let grant = this.grants.get(token);
-    if (!grant) {
-      const m = /^(\d{1,12})\.([\w-]{1,1024})\.([\w-]{43})$/.exec(token);
-      const expected = m ? await this.signer.sign(`${m[2]}\n${m[1]}`) : '';
-      if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected))) throw new DomainError('FORBIDDEN', 'this thumbnail access is not valid');
-      grant = { ownerId: Buffer.from(m[2]!, 'base64url').toString(), expires: Number(m[1]) * 1000 };
-      this.grants.set(token, grant);
-    }
-    if (grant.expires <= Date.now()) throw new DomainError('FORBIDDEN', 'this thumbnail access has expired; ask for a new one');
-    return grant.ownerId;
   }
 
   /** From a file path (read by libvips itself) or a stream of the image's bytes. */

@@ -29,7 +29,7 @@ export class AssetMutationResolver {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
       validateCreateFields(input ?? {});
       received = await this.assets.receiveFile(stream);
-      return CreateAssetPayload.from(await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }), ctx.baseUrl);
+      return CreateAssetPayload.from(await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }), ctx.links);
     } catch (err) {
       if (!received) abandon(stream, ctx, err);
       throw err;
@@ -43,13 +43,13 @@ export class AssetMutationResolver {
   ): Promise<CreateAssetPayload> {
     const hash = hashParam(input.hash, 'INVALID_BODY');
     const fields = validateFromHashFields(input);
-    return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash), ctx.baseUrl);
+    return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash), ctx.links);
   }
 
   @Mutation(() => AssetType, { description: 'PUT /api/assets/{id}: at least one field; ASSET_IMMUTABLE for immutable assets.' })
   async updateAsset(@Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
     const assetId = idParam(id);
-    return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(input)), ctx.baseUrl);
+    return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(input)), ctx.links);
   }
 
   @Mutation(() => TagAddResultType, { description: 'POST /api/assets/{id}/tags: adds tags; concurrent edits never lose one.' })
@@ -78,7 +78,7 @@ export class AssetMutationResolver {
 
   @Mutation(() => AssetType, { description: "Admin keys only (FORBIDDEN otherwise): set or clear isImmutable of any owner's asset." })
   async setAssetImmutable(@Args(() => SetAssetImmutableArgs) { id, immutable }: SetAssetImmutableArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.assets.setImmutable(ctx.principal, idParam(id), immutable), ctx.baseUrl);
+    return AssetType.from(await this.assets.setImmutable(ctx.principal, idParam(id), immutable), ctx.links);
   }
 }
 

@@ -26,7 +26,7 @@ export class AssetResolver {
   @UseMiddleware(InputChecked)
   @Query(() => AssetType, { description: 'One of your assets (ASSET_NOT_FOUND otherwise); records the access time.' })
   async asset(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
-    return AssetType.from(await this.service.get(ctx.principal, idParam(id)), ctx.baseUrl);
+    return AssetType.from(await this.service.get(ctx.principal, idParam(id)), ctx.links);
   }
 
   @UseMiddleware(InputChecked)
@@ -41,7 +41,7 @@ export class AssetResolver {
       after: args.after || undefined,
     });
     ctx.sawAssets(page.items);
-    return AssetPage.from(page, ctx.baseUrl);
+    return AssetPage.from(page, ctx.links);
   }
 
   @UseMiddleware(InputChecked)
@@ -50,7 +50,7 @@ export class AssetResolver {
   })
   async jobAssets(@Args(() => JobAssetsArgs) args: JobAssetsArgs, @Ctx() ctx: GraphQLContext): Promise<JobAssetPage> {
     const page = await this.service.jobAssets(ctx.principal, idParam(args.jobId, 'jobId'), args.limit, args.offset);
-    return JobAssetPage.from(page, ctx.baseUrl);
+    return JobAssetPage.from(page, ctx.links);
   }
 
   @UseMiddleware(InputChecked)
@@ -80,9 +80,9 @@ export class AssetResolver {
     if (target === asset.id) return asset;
     // On the same page: no loader round (and no promise) for it.
     const seen = ctx.seenAsset(target);
-    if (seen) return AssetType.from(seen, ctx.baseUrl);
+    if (seen) return AssetType.from(seen, ctx.links);
     return ctx.assetLoader.load(target).then(
-      (found) => (found ? AssetType.from(found, ctx.baseUrl) : null),
+      (found) => (found ? AssetType.from(found, ctx.links) : null),
       // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
         throw toGraphQLError(err, ctx, 'Asset.preview');

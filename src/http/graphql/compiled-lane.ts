@@ -90,14 +90,15 @@ export function compiledLane(deps: CompiledLaneDeps): RequestHandler {
       return;
     }
     const operationName = operation.name?.value;
-    // A kept answer: keyed by everything the answer is a function of besides the owner's rows (the base of its URLs,
-    // the text, the operation, the variables), under the rows version read before the execution that made it.
+    // A kept answer: keyed by everything the answer is a function of besides the owner's rows (the base of its URLs
+    // and their grant, which changes every window: read-grants.ts; the text, the operation, the variables), under the
+    // rows version read before the execution that made it.
     let key: string | undefined;
     let version: string | undefined;
     if (kept && ownerAssetsOnly(operation)) {
       const ownerId = context.principal.ownerId;
       key = createHash('sha256')
-        .update(JSON.stringify([ownerId, context.baseUrl, m.operationName ?? null, m.query, m.variables ?? null]))
+        .update(JSON.stringify([ownerId, context.links.base, context.links.access ?? null, m.operationName ?? null, m.query, m.variables ?? null]))
         .digest('base64');
       const entry = kept.get(key);
       try {

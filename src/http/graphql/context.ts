@@ -2,19 +2,19 @@ import DataLoader from 'dataloader';
 import type { Request, Response } from 'express';
 import { GraphQLError } from 'graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import type { Asset, Principal } from '../../domain/assets/asset.types';
+import type { Asset, Links, Principal } from '../../domain/assets/asset.types';
 import { isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import { closeAfterAnswer, STATUS_OF } from '../shared/errors';
-import { baseUrlOfRes } from '../base-url';
+import { linksOfRes } from '../base-url';
 import type { RequestAuth } from '../shared/request-auth';
 
 export interface GraphQLContext {
   principal: Principal;
   requestId: string;
   logger: Logger;
-  /** PUBLIC_URL or the request's origin: the base of absolute URLs (previewUrl). */
-  baseUrl: string;
+  /** The base of absolute URLs (PUBLIC_URL or the request's origin) and the read grant media URLs carry. */
+  links: Links;
   /** This owner's assets by id, batched per request (previews of a list cost one query, not one per item). */
   assetLoader: DataLoader<string, Asset | null>;
   /**
@@ -45,7 +45,7 @@ export function createContext(deps: { auth: RequestAuth; assets: AssetService; l
         extensions: { code: err.code, ...(err.details ? { details: err.details } : {}), http: { status: STATUS_OF[err.code], headers } },
       });
     }
-    return new RequestContext(principal, String(res.locals.requestId ?? ''), baseUrlOfRes(res), res, deps);
+    return new RequestContext(principal, String(res.locals.requestId ?? ''), linksOfRes(res), res, deps);
   };
 }
 
@@ -64,7 +64,7 @@ class RequestContext implements GraphQLContext {
   constructor(
     readonly principal: Principal,
     readonly requestId: string,
-    readonly baseUrl: string,
+    readonly links: Links,
     private readonly res: Response,
     private readonly deps: { assets: AssetService; logger: Logger },
   ) {}

@@ -58,7 +58,7 @@ export class TaskResolver {
       previewId: input.previewId,
       idempotencyKey: input.idempotencyKey,
     });
-    return StartDownloadPayload.from(started, ctx.baseUrl);
+    return StartDownloadPayload.from(started, ctx.links);
   }
 
   @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is TASK_NOT_CANCELLABLE.' })

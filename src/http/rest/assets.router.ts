@@ -13,7 +13,7 @@ import type { DownloadService } from '../../domain/downloads/download.service';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
-import { baseUrlOfRes } from '../base-url';
+import { linksOfRes } from '../base-url';
 import { assetJson, assetPageText } from './asset.presenter';
 import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
 import { hashParam } from '../shared/ids';
@@ -29,7 +29,7 @@ import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './quer
 export const assetById =
   (assets: AssetService) =>
   async (res: Response, id: string): Promise<void> => {
-    sendJson(res, assetJson(await assets.get(principalOf(res), id), baseUrlOfRes(res)));
+    sendJson(res, assetJson(await assets.get(principalOf(res), id), linksOfRes(res)));
   };
 
 /**
@@ -82,7 +82,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       } else {
         throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send multipart/form-data with a file, or application/json with a url');
       }
-      res.status(result.created ? 201 : 200).json(assetJson(result.asset, baseUrlOfRes(res), result.created));
+      res.status(result.created ? 201 : 200).json(assetJson(result.asset, linksOfRes(res), result.created));
     }),
   );
 
@@ -92,11 +92,12 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     handle(async (req, res) => {
       const principal = principalOf(res);
       const query = parseListQuery(req);
-      const baseUrl = baseUrlOfRes(res);
-      const key = `${principal.ownerId}\0${baseUrl}\0${JSON.stringify(query)}`;
+      const links = linksOfRes(res);
+      // The grant is in the key: a page kept with one window's grant is made again in the next (read-grants.ts).
+      const key = `${principal.ownerId}\0${links.base}\0${links.access ?? ''}\0${JSON.stringify(query)}`;
       const cached = pages.get(key);
       const page = await assets.listJsonIfChanged(principal, query, cached?.version);
-      sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page, baseUrl)) : cached!.body);
+      sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page, links)) : cached!.body);
     }),
   );
 
@@ -128,7 +129,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       const hash = validateHashField(body.hash);
       const fields = validateFromHashFields(createInputOfBody(body));
       const result = await assets.createFromStored(principalOf(res), fields, hash);
-      res.status(result.created ? 201 : 200).json(assetJson(result.asset, baseUrlOfRes(res), result.created));
+      res.status(result.created ? 201 : 200).json(assetJson(result.asset, linksOfRes(res), result.created));
     }),
   );
 
@@ -155,7 +156,7 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       const id = pathId(req);
       const fields = validateUpdateFields(updateInputOfBody(req.body as Record<string, unknown>));
       // The whole asset (a superset of Comfy Cloud's update result): the ComfyUI frontend parses it as one.
-      res.json(assetJson(await assets.update(principalOf(res), id, fields), baseUrlOfRes(res)));
+      res.json(assetJson(await assets.update(principalOf(res), id, fields), linksOfRes(res)));
     }),
   );
 

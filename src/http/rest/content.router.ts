@@ -1,4 +1,4 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { contentDispositionOf, type AssetService } from '../../domain/assets/asset.service';
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
@@ -11,16 +11,34 @@ import { FileBody } from '../../infra/blob-store/file-body';
 import { handle, pathId, principalOf } from './middleware';
 import { DomainError } from '../../domain/errors';
 
-/** GET|HEAD /api/assets/{id}/content: the bytes, with ETag, conditional requests and single byte ranges. */
-export function contentRouter(deps: { assets: AssetService; presignedDownloads: boolean; meter?: TransferMeter }): Router {
+export interface ContentDeps {
+  assets: AssetService;
+  presignedDownloads: boolean;
+  meter?: TransferMeter;
+}
+
+/** GET|HEAD /api/assets/{id}/content with the key (with a read grant: granted.router.ts). */
+export function contentRouter(deps: ContentDeps): Router {
   const r = Router();
+  const serve = contentHandler(deps);
+  r.get('/assets/:id/content', serve);
+  r.head('/assets/:id/content', serve);
+  return r;
+}
+
+/** The bytes of the asset `:id` of the request's principal, with ETag, conditional requests and single byte ranges. */
+export function contentHandler(deps: ContentDeps): RequestHandler {
   const meter = deps.meter ?? NO_METER;
-  const serve = handle(async (req, res) => {
+  return handle(async (req, res) => {
     const principal = principalOf(res);
     const { asset, open } = await deps.assets.openContent(principal, pathId(req));
     // Anything but `inline` (absent, unknown) is an attachment.
     const requested = stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? 'inline' : 'attachment';
     const etag = `"${assetHashOf(asset)}"`;
+    // SVG is answered by what fetches it (setContentHeaders): caches must keep the two answers apart.
+    const svg = isSvg(asset.mimeType);
+    if (svg) res.vary('Sec-Fetch-Dest');
+    const asImage = svg && req.get('sec-fetch-dest') === 'image';
     res.set('ETag', etag);
     res.set('Accept-Ranges', 'bytes');
     res.set('Cache-Control', 'private, max-age=0, must-revalidate');
@@ -28,7 +46,7 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       res.status(304).end();
       return;
     }
-    if (deps.presignedDownloads && req.method === 'GET') {
+    if (deps.presignedDownloads && req.method === 'GET' && !asImage) {
       const url = await deps.assets.presignedContentUrl(asset, asset.name, requested);
       if (url) {
         res.redirect(302, url);
@@ -39,7 +57,7 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
     const ifRange = req.get('if-range');
     if (range && ifRange && ifRange !== etag) range = undefined;
     if (range === 'unsatisfiable') throw unsatisfiable(asset.size);
-    setContentHeaders(res, asset, requested);
+    setContentHeaders(res, asset, requested, asImage);
     if (range) {
       res.status(206).set('Content-Range', `bytes ${range.start}-${range.end}/${asset.size}`);
       res.set('Content-Length', String(range.end - range.start + 1));
@@ -60,9 +78,6 @@ export function contentRouter(deps: { assets: AssetService; presignedDownloads: 
       res.destroy();
     });
   });
-  r.get('/assets/:id/content', serve);
-  r.head('/assets/:id/content', serve);
-  return r;
 }
 
 // 416 with `Content-Range: bytes */<size>` and the usual {code, message} body (rendered by the error middleware).
@@ -78,16 +93,24 @@ const counted = (served: (bytes: number) => void) =>
     }
   };
 
-function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'attachment'): void {
+/**
+ * Active content (HTML, XML, JavaScript, SVG) goes out as an `application/octet-stream` attachment whatever
+ * `disposition` asks, so no browser renders or runs it from this origin. The one exception is SVG fetched by an image
+ * element (`Sec-Fetch-Dest: image`), where scripts cannot run: `image/svg+xml`, still under a sandboxing policy.
+ */
+function setContentHeaders(res: Response, asset: Asset, requested: 'inline' | 'attachment', asImage: boolean): void {
   // A row written before media types were checked may hold a value no header can carry: serve it as bytes.
   const mimeType = servableMediaType(asset.mimeType);
-  const served = servedContentType(mimeType);
+  const served = asImage ? 'image/svg+xml' : servedContentType(mimeType);
   res.set('Content-Type', served);
   res.set('X-Content-Type-Options', 'nosniff');
   // Active content is the one served as another type (application/octet-stream is never active).
-  if (served !== mimeType) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
-  res.set('Content-Disposition', contentDisposition(contentDispositionOf({ mimeType }, requested), asset.name));
+  if (asImage || served !== mimeType) res.set('Content-Security-Policy', "sandbox; default-src 'none'");
+  const disposition = asImage ? 'inline' : contentDispositionOf({ mimeType }, requested);
+  res.set('Content-Disposition', contentDisposition(disposition, asset.name));
 }
+
+const isSvg = (mimeType: string): boolean => mimeType.split(';')[0]!.trim().toLowerCase() === 'image/svg+xml';
 
 function ifNoneMatch(req: Request, etag: string): boolean {
   const h = req.get('if-none-match');

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { DownloadService } from '../../domain/downloads/download.service';
-import { baseUrlOfRes } from '../base-url';
+import { linksOfRes } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { handle, jsonBody, principalOf } from './middleware';
 
@@ -20,7 +20,7 @@ export function downloadsRouter(deps: { downloads: DownloadService }): Router {
         idempotencyKey: req.get('idempotency-key') ?? null,
       });
       if (started.asset) {
-        res.status(200).json(assetJson(started.asset.asset, baseUrlOfRes(res), started.asset.created));
+        res.status(200).json(assetJson(started.asset.asset, linksOfRes(res), started.asset.created));
         return;
       }
       const task = started.task!;

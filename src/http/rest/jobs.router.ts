@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { jobOutputOf } from '../../domain/assets/asset.types';
-import { baseUrlOfRes } from '../base-url';
+import { linksOfRes } from '../base-url';
 import { idParam } from '../shared/ids';
 import { jobOutputAssetJson } from './asset.presenter';
 import { handle, principalOf } from './middleware';
@@ -21,9 +21,9 @@ export function jobsRouter(deps: { assets: AssetService }): Router {
         intParam(q, 'limit', 20, 1, 500),
         intParam(q, 'offset', 0, 0, 1_000_000_000),
       );
-      const baseUrl = baseUrlOfRes(res);
+      const links = linksOfRes(res);
       res.json({
-        assets: page.items.map((a) => jobOutputAssetJson(a, jobOutputOf(a), baseUrl)),
+        assets: page.items.map((a) => jobOutputAssetJson(a, jobOutputOf(a), links)),
         total: page.total,
         has_more: page.hasMore,
       });

@@ -1,12 +1,13 @@
-import { type Request, type RequestHandler, type Response, Router } from 'express';
+import { type Request, type Response, Router } from 'express';
+import type { ReadGrants } from '../../domain/secrets/read-grants';
 import type { ThumbnailService } from '../../domain/thumbnails/thumbnail.service';
 import { handle, pathId, principalOf, sendJson } from './middleware';
 
 /**
  * GET|HEAD /api/assets/{id}/thumbnail with the key: the WebP thumbnail, cached by the content hash it was made from;
- * GET /api/thumbnail-access: a signed grant to read this owner's thumbnails without the key (`?access=`, below).
+ * GET /api/thumbnail-access: the asset browser's read grant of this owner's media (`?access=`: granted.router.ts).
  */
-export function thumbnailRouter(deps: { thumbnails: ThumbnailService }): Router {
+export function thumbnailRouter(deps: { thumbnails: ThumbnailService; grants: ReadGrants }): Router {
   const r = Router();
   const serve = handle(async (req, res) => {
     sendThumbnail(req, res, await deps.thumbnails.open(principalOf(res).ownerId, pathId(req)));
@@ -15,39 +16,16 @@ export function thumbnailRouter(deps: { thumbnails: ThumbnailService }): Router 
   r.head('/assets/:id/thumbnail', serve);
   r.get(
     '/thumbnail-access',
-    handle(async (_req, res) => {
-      const { token, expiresAt } = await deps.thumbnails.grantAccess(principalOf(res).ownerId);
+    (_req, res) => {
+      const { token, expiresAt } = deps.grants.mint(principalOf(res).ownerId);
       res.setHeader('Cache-Control', 'no-store');
       sendJson(res, { access: token, expires_at: expiresAt.toISOString() });
-    }),
+    },
   );
   return r;
 }
 
-/**
- * `GET|HEAD /api/assets/{id}/thumbnail?access=<grant>`: the grant is the credential (the asset browser's `<img src>`,
- * which cannot send the key header); mounted at `/api/assets` before /api's key check. Requests without `access` go on
- * to it.
- */
-export function signedThumbnailRouter(deps: { thumbnails: ThumbnailService }): Router {
-  const r = Router();
-  const serve: RequestHandler = (req, res, next) => {
-    const access = (req.query as Record<string, unknown>).access;
-    if (access === undefined) {
-      next();
-      return;
-    }
-    (async () => {
-      const ownerId = await deps.thumbnails.ownerOfAccess(String(access));
-      sendThumbnail(req, res, await deps.thumbnails.open(ownerId, pathId(req)));
-    })().catch(next);
-  };
-  r.get('/:id/thumbnail', serve);
-  r.head('/:id/thumbnail', serve);
-  return r;
-}
-
-function sendThumbnail(req: Request, res: Response, { data, etag }: { data: Buffer; etag: string }): void {
+export function sendThumbnail(req: Request, res: Response, { data, etag }: { data: Buffer; etag: string }): void {
   res.setHeader('ETag', etag);
   // A thumbnail is made once per content and never changes; `private`: it is behind a key (or a grant).
   res.setHeader('Cache-Control', 'private, max-age=31536000, immutable');

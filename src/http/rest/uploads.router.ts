@@ -398,7 +398,8 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
       throw failures.get(request);
     }
     for (const [k, v] of Object.entries(extraHeaders)) response.headers.set(k, v);
-    response.headers.forEach((v, k) => res.setHeader(k, v));
+    // CORS is the pipeline's (http/cors.ts), for listed origins only: tus's own Access-Control-* headers are left out.
+    response.headers.forEach((v, k) => k.startsWith('access-control-') || res.setHeader(k, v));
     if (response.status >= 400) {
       // tus's own text answer: the same status (and headers), our {code, message} body, rendered by the error
       // middleware as on every route. An unexpected one (tus's 500s, e.g. its lock timed out) is logged there as

@@ -3,6 +3,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../domain/assets/asset.types';
 import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import { DomainError, isDomainError } from '../../domain/errors';
+import type { ReadGrants } from '../../domain/secrets/read-grants';
 
 /** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
 export function keyFromHeaders(apiKey: string | string[] | undefined, authorization: string | undefined): string | undefined {
@@ -19,6 +20,8 @@ export interface RequestAuthOptions {
   authFailuresPerMinute: number;
   /** The client address is the last X-Forwarded-For entry (the one our proxy added). */
   trustProxy: boolean;
+  /** MEDIA_URL_GRANTS: the read grant the media URLs of this request's answers carry (`accessOfRes`). */
+  grants?: ReadGrants;
 }
 
 /**
@@ -68,6 +71,9 @@ export class RequestAuth {
         throw r;
       }
     }
+    // Minted where every transport authenticates: the answers' media URLs carry it (base-url.ts, linksOfRes).
+    const locals = (res as { locals?: Record<string, unknown> }).locals;
+    if (this.opts.grants && locals) locals.access = this.opts.grants.mint(principal.ownerId).token;
     return principal;
   }
 

@@ -1,6 +1,6 @@
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api } from '../api';
-import { signedThumbnailUrl } from '../first-screen';
+import { signedThumbnailUrl, withoutGrant } from '../first-screen';
 import { useObjectUrl } from './useObjectUrl';
 
 /**
@@ -53,7 +53,7 @@ export function useThumbnailAccess(api: Api): ThumbnailAccess {
 export function useThumbnail(api: Api, access: ThumbnailAccess, url: string | null | undefined): { src?: string; onError?(): void } {
   const [keyed, setKeyed] = useState(false);
   const viaKey = !!url && (access === null || keyed);
-  const fetched = useObjectUrl(api, viaKey ? url : null);
+  const fetched = useObjectUrl(api, viaKey ? withoutGrant(url) : null);
   if (!url || access === undefined) return {};
   if (viaKey) return { src: fetched.src };
   return { src: signedThumbnailUrl(url, access!.token), onError: () => setKeyed(true) };

@@ -4,8 +4,10 @@ import {
   jobOutputOf,
   loaderPathOf,
   previewUrlOf,
+  shortUrlOf,
   thumbnailUrlOf,
   type Asset,
+  type Links,
   type AssetPage as DomainAssetPage,
   type CreateResult,
   type Page,
@@ -44,8 +46,8 @@ export class AssetType {
   /** A thumbnail of the content exists (`thumbnailUrl`). */
   hasThumbnail!: boolean;
 
-  /** PUBLIC_URL or the request's origin: the base of the absolute URLs below. */
-  baseUrl!: string;
+  /** The base of the absolute URLs below (PUBLIC_URL or the request's origin) and the grant media URLs carry. */
+  links!: Links;
 
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
@@ -94,25 +96,37 @@ export class AssetType {
     nullable: true,
     description:
       'Absolute URL of the preview content: the nominated preview asset (`previewId`), else the asset itself when ' +
-      'it is an image, video, audio or plain text; null for other types and when the nominated preview was deleted.',
+      'it is an image, video, audio or plain text; null for other types and when the nominated preview was deleted. Carries a read grant (`?access=`, valid at least an hour) so an ' +
+      '`<img src>` loads it without the key.',
   })
   get previewUrl(): string | null {
-    return previewUrlOf(this, this.baseUrl) ?? null;
+    return previewUrlOf(this, this.links) ?? null;
   }
 
   @Field(() => String, {
     nullable: true,
-    description: 'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it exists.',
+    description:
+      'Absolute URL of a small WebP of the asset (`<base>/api/assets/{id}/thumbnail`, longest side 512 px), once it ' +
+      'exists, with a read grant as previewUrl.',
   })
   get thumbnailUrl(): string | null {
-    return thumbnailUrlOf(this, this.baseUrl) ?? null;
+    return thumbnailUrlOf(this, this.links) ?? null;
+  }
+
+  @Field(() => String, {
+    description:
+      'A durable link to the content (`<base>/api/s/{id}`): with the key, 302 to a freshly signed content URL. ' +
+      'Safe to store.',
+  })
+  get shortUrl(): string {
+    return shortUrlOf(this, this.links);
   }
 
   /**
    * One object per asset (pages map 50–500 of them per request): the fields set on the instance, no literal copied
-   * in. `baseUrl`: the context's, for the URL fields.
+   * in. `links`: the context's, for the URL fields.
    */
-  static from(a: Asset, baseUrl: string): AssetType {
+  static from(a: Asset, links: Links): AssetType {
     const t = new AssetType();
     const hash = assetHashOf(a);
     t.id = a.id;
@@ -135,7 +149,7 @@ export class AssetType {
     t.updatedAt = a.updatedAt;
     t.lastAccessTime = a.lastAccessTime;
     t.isImmutable = a.isImmutable;
-    t.baseUrl = baseUrl;
+    t.links = links;
     return t;
   }
 }
@@ -148,8 +162,8 @@ export class CreateAssetPayload {
   @Field({ description: 'true when a new asset was made; false when an existing one (same id or same content) is returned.' })
   createdNew!: boolean;
 
-  static from(r: CreateResult, baseUrl: string): CreateAssetPayload {
-    return Object.assign(new CreateAssetPayload(), { asset: AssetType.from(r.asset, baseUrl), createdNew: r.created });
+  static from(r: CreateResult, links: Links): CreateAssetPayload {
+    return Object.assign(new CreateAssetPayload(), { asset: AssetType.from(r.asset, links), createdNew: r.created });
   }
 }
 
@@ -170,9 +184,9 @@ export class AssetPage {
   @Field(() => String, { nullable: true, description: 'Pass as `after` for the next page; null on the last page (and for lastAccessTime sorts).' })
   nextCursor!: string | null;
 
-  static from(p: DomainAssetPage, baseUrl: string): AssetPage {
+  static from(p: DomainAssetPage, links: Links): AssetPage {
     return Object.assign(new AssetPage(), {
-      items: p.items.map((a) => AssetType.from(a, baseUrl)),
+      items: p.items.map((a) => AssetType.from(a, links)),
       total: p.total,
       hasMore: p.hasMore,
       totalIsLowerBound: p.totalIsLowerBound,
@@ -294,7 +308,7 @@ export class JobOutputAssetType {
   @Field(() => Int, { nullable: true, description: "userMetadata's output_index, when the uploader gave it." })
   outputIndex!: number | null;
 
-  static from(a: Asset, baseUrl: string): JobOutputAssetType {
+  static from(a: Asset, links: Links): JobOutputAssetType {
     return Object.assign(new JobOutputAssetType(), {
       id: a.id,
       name: a.name,
@@ -302,7 +316,7 @@ export class JobOutputAssetType {
       mimeType: a.mimeType,
       size: a.size,
       createdAt: a.createdAt,
-      previewUrl: previewUrlOf(a, baseUrl) ?? null,
+      previewUrl: previewUrlOf(a, links) ?? null,
       ...jobOutputOf(a),
     });
   }
@@ -319,8 +333,8 @@ export class JobAssetPage {
   @Field()
   hasMore!: boolean;
 
-  static from(p: Page<Asset>, baseUrl: string): JobAssetPage {
-    const items = p.items.map((a) => JobOutputAssetType.from(a, baseUrl));
+  static from(p: Page<Asset>, links: Links): JobAssetPage {
+    const items = p.items.map((a) => JobOutputAssetType.from(a, links));
     return Object.assign(new JobAssetPage(), { items, total: p.total, hasMore: p.hasMore });
   }
 }

@@ -1,5 +1,5 @@
 import { Field, Float, ID, Int, ObjectType } from 'type-graphql';
-import type { Page } from '../../../domain/assets/asset.types';
+import type { Links, Page } from '../../../domain/assets/asset.types';
 import { exportFigures, type DownloadStart, type Task } from '../../../domain/tasks/task.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 import { AssetType } from './asset.type';
@@ -204,9 +204,9 @@ export class StartDownloadPayload {
   @Field(() => TaskType, { nullable: true })
   task!: TaskType | null;
 
-  static from(s: DownloadStart, baseUrl: string): StartDownloadPayload {
+  static from(s: DownloadStart, links: Links): StartDownloadPayload {
     return Object.assign(new StartDownloadPayload(), {
-      asset: s.asset ? AssetType.from(s.asset.asset, baseUrl) : null,
+      asset: s.asset ? AssetType.from(s.asset.asset, links) : null,
       createdNew: s.asset ? s.asset.created : null,
       task: s.task ? TaskType.from(s.task) : null,
     });
