@@ -70,7 +70,7 @@ export class AssetResolver {
     if (seen) return AssetType.from(seen, ctx.baseUrl);
     return ctx.assetLoader.load(asset.previewId).then(
       (found) => (found ? AssetType.from(found, ctx.baseUrl) : null),
-      // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
+      // InputChecked's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
         throw toGraphQLError(err, ctx, 'Asset.preview');
       },
