@@ -20,6 +20,7 @@ import { TASK_STATUSES } from '../../src/domain/tasks/task.types';
 import { taskJson } from '../../src/http/rest/task.presenter';
 import { createLogger } from '../../src/infra/logger';
 import { createTestDatabase, KEYS } from '../helpers/harness';
+import { servedRoutes, type Served } from '../helpers/route-table';
 
 const SPEC_PATH = path.join(__dirname, '..', '..', 'openapi.yaml');
 const SPEC_TEXT = fs.readFileSync(SPEC_PATH, 'utf8');
@@ -237,47 +238,6 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect(deref('#/components/schemas/TaskStatus').enum).toEqual([...TASK_STATUSES]);
   });
 });
-
-/** One served endpoint: method + path in OpenAPI form (`{param}`). */
-interface Served {
-  method: string;
-  path: string;
-}
-
-/**
- * Every route of an express 5 app, found by walking its router stack: route layers carry `.route.path` and
- * `.route.methods`; router layers carry their mount path in `.rawPath` and their own `.handle.stack`. A plain
- * middleware mounted under a path other than `/` also answers requests, so it is reported as `USE`.
- */
-function servedRoutes(app: Express, exclude: (path: string) => boolean = () => false): Served[] {
-  const out: Served[] = [];
-  const join = (prefix: string, p: string) => (prefix + (p === '/' ? '' : p)).replace(/\/+/g, '/') || '/';
-  const toOpenApi = (p: string) => {
-    if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, ''))) throw new Error(`cannot express the route path ${p} in OpenAPI`);
-    return p.replace(/:(\w+)/g, '{$1}');
-  };
-  const walk = (stack: any[], prefix: string) => {
-    for (const layer of stack) {
-      const raw: unknown = layer.route ? layer.route.path : layer.rawPath;
-      const paths = Array.isArray(raw) ? raw : [raw];
-      for (const p of paths) {
-        if (typeof p !== 'string') throw new Error(`a route or mount path that is not a string: ${String(p)}`);
-        if (exclude(join(prefix, p))) continue;
-        if (layer.route) {
-          for (const [m, on] of Object.entries<boolean>(layer.route.methods)) {
-            if (on) out.push({ method: m === '_all' ? 'ALL' : m.toUpperCase(), path: toOpenApi(join(prefix, p)) });
-          }
-        } else if (Array.isArray(layer.handle?.stack)) {
-          walk(layer.handle.stack, join(prefix, p));
-        } else if (p !== '/') {
-          out.push({ method: 'USE', path: toOpenApi(join(prefix, p)) });
-        }
-      }
-    }
-  };
-  walk((app as unknown as { router: { stack: unknown[] } }).router.stack, '');
-  return out;
-}
 
 test('the route walker sees nested routers, mount paths and mounted middleware', () => {
   const express = require('express') as typeof import('express');
