@@ -45,3 +45,44 @@ export function servedRoutes(app: Express, exclude: (path: string) => boolean = 
   return out;
 }
 
+
+/**
+ * The error codes of the pipeline steps each route passes, by `METHOD path` (OpenAPI form): the steps marked with
+ * `raising` (src/http/shared/raises.ts) mounted before the route in its stack or an enclosing one, those of the
+ * route's own handlers, and the app's error handlers. A path served by two registrations (a signed route and a keyed
+ * one) has the codes of both.
+ */
+export function stepCodesOfRoutes(app: Express, exclude: (path: string) => boolean = () => false): Map<string, Set<string>> {
+  const { codesRaisedBy } = require('../../src/http/shared/raises') as typeof import('../../src/http/shared/raises');
+  const out = new Map<string, Set<string>>();
+  const root = (app as unknown as { router: { stack: any[] } }).router.stack;
+  const isErrorStep = (layer: any) => !layer.route && typeof layer.handle === 'function' && layer.handle.length === 4;
+  const onError = root.filter(isErrorStep).flatMap((layer: any) => codesRaisedBy(layer.handle));
+  const join = (prefix: string, p: string) => (prefix + (p === '/' ? '' : p)).replace(/\/+/g, '/') || '/';
+  const walk = (stack: any[], prefix: string, inherited: readonly string[]) => {
+    const before = [...inherited];
+    for (const layer of stack) {
+      const raw: unknown = layer.route ? layer.route.path : layer.rawPath;
+      for (const p of Array.isArray(raw) ? raw : [raw]) {
+        const full = join(prefix, p as string);
+        if (exclude(full)) continue;
+        if (layer.route) {
+          const own = (layer.route.stack as any[]).flatMap((l) => codesRaisedBy(l.handle));
+          for (const [m, on] of Object.entries<boolean>(layer.route.methods)) {
+            if (!on) continue;
+            const key = `${m.toUpperCase()} ${full.replace(/:(\w+)/g, '{$1}')}`;
+            const codes = out.get(key) ?? new Set<string>();
+            for (const c of [...before, ...own, ...onError]) codes.add(c);
+            out.set(key, codes);
+          }
+        } else if (Array.isArray(layer.handle?.stack)) {
+          walk(layer.handle.stack, full, before);
+        } else if (!isErrorStep(layer) && (p === '/' || p === undefined)) {
+          before.push(...codesRaisedBy(layer.handle));
+        }
+      }
+    }
+  };
+  walk(root, '', []);
+  return out;
+}
