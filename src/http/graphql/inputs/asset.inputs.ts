@@ -1,6 +1,7 @@
 import { ArrayMaxSize, ArrayMinSize, IsUUID, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import { ArgsType, Extensions, Field, ID, InputType, Int } from 'type-graphql';
+import { MAX_CURSOR_LENGTH } from '../../../domain/assets/cursor';
 import { MAX_RAW_FILTER_TAGS } from '../../../domain/assets/validation';
 import { NULL_IS_A_VALUE } from '../input-check';
 import { JSONScalar } from '../scalars';
@@ -71,7 +72,7 @@ export class AssetsArgs {
   order!: SortOrderEnum;
 
   @Field(() => String, { nullable: true, description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.' })
-  @MaxLength(2048)
+  @MaxLength(MAX_CURSOR_LENGTH)
   after?: string;
 }
 
