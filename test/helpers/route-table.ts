@@ -19,7 +19,8 @@ export function servedRoutes(app: Express, exclude: (path: string) => boolean = 
   const out: Served[] = [];
   const join = (prefix: string, p: string) => (prefix + (p === '/' ? '' : p)).replace(/\/+/g, '/') || '/';
   const toOpenApi = (p: string) => {
-    if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, ''))) throw new Error(`cannot express the route path ${p} in OpenAPI`);
+    if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, '')))
+      throw new Error(`cannot express the route path ${p} in OpenAPI`);
     return p.replace(/:(\w+)/g, '{$1}');
   };
   const walk = (stack: any[], prefix: string) => {
@@ -45,14 +46,16 @@ export function servedRoutes(app: Express, exclude: (path: string) => boolean = 
   return out;
 }
 
-
 /**
  * The error codes of the pipeline steps each route passes, by `METHOD path` (OpenAPI form): the steps marked with
  * `raising` (src/http/shared/raises.ts) mounted before the route in its stack or an enclosing one, those of the
  * route's own handlers, and the app's error handlers. A path served by two registrations (a signed route and a keyed
  * one) has the codes of both.
  */
-export function stepCodesOfRoutes(app: Express, exclude: (path: string) => boolean = () => false): Map<string, Set<string>> {
+export function stepCodesOfRoutes(
+  app: Express,
+  exclude: (path: string) => boolean = () => false,
+): Map<string, Set<string>> {
   const { codesRaisedBy } = require('../../src/http/shared/raises') as typeof import('../../src/http/shared/raises');
   const out = new Map<string, Set<string>>();
   const root = (app as unknown as { router: { stack: any[] } }).router.stack;

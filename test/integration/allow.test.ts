@@ -67,7 +67,13 @@ const allowOf = (res: Response) => (res.headers.get('allow') ?? '').split(/,\s*/
 const send = (p: string, method: string) => fetch(base + p, { method, headers: { 'x-api-key': KEYS.alice } });
 
 test('the table has the literal routes beside /api/assets/{id} (the walk sees them)', () => {
-  for (const p of ['/api/assets/{id}', '/api/assets/download', '/api/assets/export', '/api/assets/from-hash', '/api/assets/remote-metadata']) {
+  for (const p of [
+    '/api/assets/{id}',
+    '/api/assets/download',
+    '/api/assets/export',
+    '/api/assets/from-hash',
+    '/api/assets/remote-metadata',
+  ]) {
     expect([p, table.has(p)]).toEqual([p, true]);
   }
 });
@@ -81,7 +87,8 @@ test('OPTIONS answers Allow with exactly the methods of the route the path belon
     const res = await send(p, 'OPTIONS');
     await res.arrayBuffer();
     const expected = [...methods].sort();
-    if (res.status >= 300 || allowOf(res).join() !== expected.join()) wrong.push({ p, status: res.status, allow: allowOf(res), expected });
+    if (res.status >= 300 || allowOf(res).join() !== expected.join())
+      wrong.push({ p, status: res.status, allow: allowOf(res), expected });
   }
   expect(wrong).toEqual([]);
 });

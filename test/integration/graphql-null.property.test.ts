@@ -35,7 +35,10 @@ let svc: TestService;
 let mine: { id: string; asset_hash: string };
 beforeAll(async () => {
   svc = await startTestService({ HF_ENDPOINT: HF, CIVITAI_ENDPOINT: 'http://127.0.0.1:9' });
-  const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(`null ${crypto.randomUUID()}`, { tags: 'nulls' }) });
+  const res = await svc.fetch('/api/assets', {
+    method: 'POST',
+    body: uploadForm(`null ${crypto.randomUUID()}`, { tags: 'nulls' }),
+  });
   mine = await json(res);
 });
 afterAll(async () => {
@@ -61,9 +64,9 @@ function sitesOf(inputs: readonly Input[], at: string[] = [], seen = new Set<str
   return out;
 }
 
-const operations = [schema.getQueryType()!, schema.getMutationType()!].flatMap((root) =>
-  Object.values(root.getFields()).map((field) => ({ root, field, sites: sitesOf(field.args) })),
-).filter((o) => o.sites.length > 0);
+const operations = [schema.getQueryType()!, schema.getMutationType()!]
+  .flatMap((root) => Object.values(root.getFields()).map((field) => ({ root, field, sites: sitesOf(field.args) })))
+  .filter((o) => o.sites.length > 0);
 
 /** A valid value of an input, by its type and name (ids and hashes of the test's own asset). */
 function validValue(type: GraphQLInputType, name: string): unknown {
@@ -123,10 +126,13 @@ function literal(value: unknown, type: GraphQLInputType | undefined): string {
   if (value === null) return 'null';
   const t = type && getNullableType(type);
   if (t && isEnumType(t)) return String(value);
-  if (Array.isArray(value)) return `[${value.map((v) => literal(v, t && isListType(t) ? t.ofType : undefined)).join(', ')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => literal(v, t && isListType(t) ? t.ofType : undefined)).join(', ')}]`;
   if (typeof value === 'object') {
     const fields = t && isInputObjectType(t) ? t.getFields() : undefined;
-    return `{${Object.entries(value as object).map(([k, v]) => `${JSON.stringify(k).slice(1, -1)}: ${literal(v, fields?.[k]?.type)}`).join(', ')}}`;
+    return `{${Object.entries(value as object)
+      .map(([k, v]) => `${JSON.stringify(k).slice(1, -1)}: ${literal(v, fields?.[k]?.type)}`)
+      .join(', ')}}`;
   }
   return JSON.stringify(value);
 }
@@ -172,29 +178,31 @@ function requestOf(c: Case): { query: string; variables: Record<string, unknown>
   return { query, variables, upload };
 }
 
-const caseArb: fc.Arbitrary<Case> = fc
-  .constantFrom(...operations)
-  .chain(({ root, field, sites }) =>
-    fc.record({
-      operation: fc.constant(`${root.name}.${field.name}`),
-      nulls: fc.subarray(sites, { minLength: 1, maxLength: 3 }),
-      byVariables: fc.boolean(),
-      keep: fc.func(fc.boolean()),
-    }),
-  );
+const caseArb: fc.Arbitrary<Case> = fc.constantFrom(...operations).chain(({ root, field, sites }) =>
+  fc.record({
+    operation: fc.constant(`${root.name}.${field.name}`),
+    nulls: fc.subarray(sites, { minLength: 1, maxLength: 3 }),
+    byVariables: fc.boolean(),
+    keep: fc.func(fc.boolean()),
+  }),
+);
 
 function noInternal(r: GqlResult, sent: unknown): void {
-  const fail = (why: string) => new Error(`${why}: ${r.status} ${JSON.stringify(r.body).slice(0, 400)} for ${JSON.stringify(sent)}`);
+  const fail = (why: string) =>
+    new Error(`${why}: ${r.status} ${JSON.stringify(r.body).slice(0, 400)} for ${JSON.stringify(sent)}`);
   if (r.status >= 500) throw fail('a 5xx');
   if (r.errors === undefined && r.data == null) throw fail('neither data nor errors');
   for (const e of r.errors ?? []) {
-    if (typeof e.extensions?.code !== 'string' || e.extensions.code === 'INTERNAL') throw fail('an INTERNAL or code-less error');
+    if (typeof e.extensions?.code !== 'string' || e.extensions.code === 'INTERNAL')
+      throw fail('an INTERNAL or code-less error');
   }
 }
 
 test('the schema has null sites on queries and mutations alike (the walk finds them)', () => {
   const names = operations.map((o) => o.field.name);
-  expect(names).toEqual(expect.arrayContaining(['assets', 'tagCounts', 'tasks', 'updateAsset', 'startExport', 'uploadAsset']));
+  expect(names).toEqual(
+    expect.arrayContaining(['assets', 'tagCounts', 'tasks', 'updateAsset', 'startExport', 'uploadAsset']),
+  );
   const assets = operations.find((o) => o.field.name === 'assets')!;
   expect(assets.sites).toEqual(expect.arrayContaining(['filter', 'filter.metadataFilter', 'after', 'limit']));
 });

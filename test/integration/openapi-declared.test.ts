@@ -15,7 +15,12 @@ let svc: TestService;
 let mine: { id: string; asset_hash: string };
 beforeAll(async () => {
   svc = await startTestService({}, { validateResponses: true });
-  mine = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(`declared ${Date.now()}`, { tags: 'declared' }) }));
+  mine = await json(
+    await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(`declared ${Date.now()}`, { tags: 'declared' }),
+    }),
+  );
 });
 afterAll(async () => {
   await svc?.stop();
@@ -26,12 +31,25 @@ const spec = parse(fs.readFileSync(path.join(__dirname, '..', '..', 'openapi.yam
 describe('every query parameter of every operation: a refused value is answered as declared', () => {
   test('NUL, and one character over the limit, in each query parameter of each GET', async () => {
     const concrete = (template: string) =>
-      template.replace('{id}', mine.id).replace('{hash}', mine.asset_hash).replace('{task_id}', mine.id).replace('{export_name}', 'x.zip').replace('{file}', 'app.js');
-    const resolve = (p: any): any => (p.$ref ? p.$ref.slice(2).split('/').reduce((n: any, k: string) => n[k], spec) : p);
+      template
+        .replace('{id}', mine.id)
+        .replace('{hash}', mine.asset_hash)
+        .replace('{task_id}', mine.id)
+        .replace('{export_name}', 'x.zip')
+        .replace('{file}', 'app.js');
+    const resolve = (p: any): any =>
+      p.$ref
+        ? p.$ref
+            .slice(2)
+            .split('/')
+            .reduce((n: any, k: string) => n[k], spec)
+        : p;
     const sent: string[] = [];
     for (const [template, item] of Object.entries<any>(spec.paths)) {
       if (!item.get || !template.startsWith('/api/')) continue;
-      const params = [...(item.parameters ?? []), ...(item.get.parameters ?? [])].map(resolve).filter((p) => p.in === 'query');
+      const params = [...(item.parameters ?? []), ...(item.get.parameters ?? [])]
+        .map(resolve)
+        .filter((p) => p.in === 'query');
       for (const p of params) {
         const max = p.schema?.maxLength ?? p.schema?.items?.maxLength ?? 1024;
         for (const value of ['%00', 'a'.repeat(max + 1)]) {
@@ -66,8 +84,18 @@ describe('after: the document and the code have one limit, and it holds every cu
     }
     // A real one, over the former limits (1,024 of every query parameter, 2,048 of the schema).
     const name = '漢'.repeat(512);
-    await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(`cursor ${Date.now()}`, { tags: 'cursor', name }) }));
-    await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(`cursor2 ${Date.now()}`, { tags: 'cursor', name }) }));
+    await json(
+      await svc.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(`cursor ${Date.now()}`, { tags: 'cursor', name }),
+      }),
+    );
+    await json(
+      await svc.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(`cursor2 ${Date.now()}`, { tags: 'cursor', name }),
+      }),
+    );
     const first = await json(await svc.fetch('/api/assets?include_tags=cursor&sort=name&limit=1'));
     expect(first.next_cursor.length).toBeGreaterThan(2048);
     const next = await svc.fetch(`/api/assets?include_tags=cursor&sort=name&limit=1&after=${first.next_cursor}`);
@@ -91,12 +119,16 @@ describe('tus: a POST standing for another method declares what that method answ
       const op = operationOf(m, '/api/uploads/{id}');
       for (const [status, r] of Object.entries<any>(op.responses)) {
         if (!post.responses[status]) problems.push(`${m} ${status}`);
-        const codes = (x: any): string[] => x?.content?.['application/json']?.schema?.allOf?.[1]?.properties?.code?.enum ?? [];
-        const missing = codes(r).filter((c) => !codes(post.responses[status]).includes(c) && !post.responses[status]?.$ref);
+        const codes = (x: any): string[] =>
+          x?.content?.['application/json']?.schema?.allOf?.[1]?.properties?.code?.enum ?? [];
+        const missing = codes(r).filter(
+          (c) => !codes(post.responses[status]).includes(c) && !post.responses[status]?.$ref,
+        );
         if (missing.length) problems.push(`${m} ${status} ${missing.join()}`);
       }
       for (const p of op.parameters ?? []) {
-        if (p.name && !post.parameters.some((q: { name?: string }) => q.name === p.name)) problems.push(`${m} parameter ${p.name}`);
+        if (p.name && !post.parameters.some((q: { name?: string }) => q.name === p.name))
+          problems.push(`${m} parameter ${p.name}`);
       }
     }
     expect(problems).toEqual([]);
@@ -113,7 +145,12 @@ describe('tus: a POST standing for another method declares what that method answ
       svc.url,
       'POST',
       `/api/uploads/${id}`,
-      [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['X-HTTP-Method-Override', 'PATCH'], ['Upload-Offset', '0']],
+      [
+        ['X-API-Key', KEYS.alice],
+        ['Tus-Resumable', '1.0.0'],
+        ['X-HTTP-Method-Override', 'PATCH'],
+        ['Upload-Offset', '0'],
+      ],
       Buffer.from('abc'),
     );
     expect(res.status).toBe(415);
@@ -133,7 +170,11 @@ describe('rules in code are rules of the schemas: what the service refuses, the 
     ['POST', '/api/assets/download', { source_url: 'ftp://huggingface.co/x' }],
   ];
   test.each(cases)('%s %s %j: 400, and invalid by the document', async (method, template, body) => {
-    const res = await svc.fetch(template.replace('{id}', mine.id), { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await svc.fetch(template.replace('{id}', mine.id), {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(400);
     await res.arrayBuffer();
     expect(requestBodyErrors(method, template, body)).toBeDefined();
@@ -143,21 +184,34 @@ describe('rules in code are rules of the schemas: what the service refuses, the 
     expect(requestBodyErrors('POST', '/api/assets/{id}/tags', { tags: ['', 'a'] })).toBeUndefined();
     expect(requestBodyErrors('POST', '/api/assets/export', { job_ids: [mine.id] })).toBeUndefined();
     expect(requestBodyErrors('PUT', '/api/assets/{id}', { preview_id: null, name: ' a ' })).toBeUndefined();
-    expect(requestBodyErrors('POST', '/api/assets/download', { source_url: 'HTTPS://huggingface.co/x' })).toBeUndefined();
+    expect(
+      requestBodyErrors('POST', '/api/assets/download', { source_url: 'HTTPS://huggingface.co/x' }),
+    ).toBeUndefined();
   });
 
   test('an origin that is not an allowed provider: declared as 400 SOURCE_NOT_ALLOWED, its rule in the description', async () => {
-    const res = await svc.fetch('/api/assets/download', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ source_url: 'https://com' }) });
+    const res = await svc.fetch('/api/assets/download', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ source_url: 'https://com' }),
+    });
     expect([res.status, (await json(res)).code]).toEqual([400, 'SOURCE_NOT_ALLOWED']);
     const schema = spec.components.schemas.DownloadRequest;
     expect(schema.properties.source_url.description).toMatch(/SOURCE_NOT_ALLOWED/);
   });
 
   test('Idempotency-Key: the pattern refuses what the HTTP parser refuses (control characters)', () => {
-    for (const [m, t] of [['POST', '/api/assets/download'], ['POST', '/api/assets/export']] as const) {
+    for (const [m, t] of [
+      ['POST', '/api/assets/download'],
+      ['POST', '/api/assets/export'],
+    ] as const) {
       const header = operationOf(m, t).parameters.find((p: { name?: string }) => p.name === 'Idempotency-Key');
       const pattern = new RegExp(header.schema.pattern, 'u');
-      expect([pattern.test('k\u0000'), pattern.test('k\u0001'), pattern.test('key-1 ok\t')]).toEqual([false, false, true]);
+      expect([pattern.test('k\u0000'), pattern.test('k\u0001'), pattern.test('key-1 ok\t')]).toEqual([
+        false,
+        false,
+        true,
+      ]);
     }
   });
 });

@@ -19,7 +19,10 @@ const args = schema.getQueryType()!.getFields().f!.args;
 test('null arguments and input fields are absent, at any depth; JSON values are kept as they are', () => {
   expect(nullsAsAbsent({ filter: null, after: null, limit: 3 }, args)).toEqual({ limit: 3 });
   expect(
-    nullsAsAbsent({ filter: { name: null, inner: { a: null, b: ['x'] }, json: { k: null }, list: [{ a: null }] }, limit: 20 }, args),
+    nullsAsAbsent(
+      { filter: { name: null, inner: { a: null, b: ['x'] }, json: { k: null }, list: [{ a: null }] }, limit: 20 },
+      args,
+    ),
   ).toEqual({ filter: { inner: { b: ['x'] }, json: { k: null }, list: [{}] }, limit: 20 });
 });
 
@@ -37,7 +40,12 @@ test('what was given is not changed (the copies hold the change)', () => {
 });
 
 test('a type marked NULL_IS_A_VALUE keeps its fields’ nulls; a null item of a list is INVALID_BODY', () => {
-  expect(nullsAsAbsent({ update: { previewId: null, name: null }, limit: 20 }, args)).toEqual({ update: { previewId: null, name: null }, limit: 20 });
+  expect(nullsAsAbsent({ update: { previewId: null, name: null }, limit: 20 }, args)).toEqual({
+    update: { previewId: null, name: null },
+    limit: 20,
+  });
   expect(() => nullsAsAbsent({ ids: ['a', null], limit: 20 }, args)).toThrow(DomainError);
-  expect(() => nullsAsAbsent({ filter: { inner: { b: [null] } }, limit: 20 }, args)).toThrow(expect.objectContaining({ code: 'INVALID_BODY' }));
+  expect(() => nullsAsAbsent({ filter: { inner: { b: [null] } }, limit: 20 }, args)).toThrow(
+    expect.objectContaining({ code: 'INVALID_BODY' }),
+  );
 });

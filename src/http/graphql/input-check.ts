@@ -33,7 +33,10 @@ export const NULL_IS_A_VALUE = { nullIsAValue: true } as const;
  * change the list. Input types marked NULL_IS_A_VALUE keep their fields' nulls. `args` itself when there is nothing
  * to remove.
  */
-export function nullsAsAbsent(args: Record<string, unknown>, defs: readonly GraphQLArgument[]): Record<string, unknown> {
+export function nullsAsAbsent(
+  args: Record<string, unknown>,
+  defs: readonly GraphQLArgument[],
+): Record<string, unknown> {
   let out = args;
   for (const def of defs) {
     const value = args[def.name];
@@ -73,7 +76,12 @@ function inputValue(value: unknown, type: GraphQLInputType, at: string): unknown
 }
 
 /** `out` (a copy of `original` once anything changed) with `name` set to `value`, or without it for undefined. */
-function replaced(out: Record<string, unknown>, original: Record<string, unknown>, name: string, value: unknown): Record<string, unknown> {
+function replaced(
+  out: Record<string, unknown>,
+  original: Record<string, unknown>,
+  name: string,
+  value: unknown,
+): Record<string, unknown> {
   const copy = out === original ? { ...original } : out;
   if (value === undefined) delete copy[name];
   else copy[name] = value;

@@ -67,7 +67,11 @@ export function methodNotAllowed(app: Express): RequestHandler {
       return;
     }
     const methods = [...allow].sort();
-    next(new DomainError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; use ${methods.join(', ')}`, { allow: methods }));
+    next(
+      new DomainError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${req.path}; use ${methods.join(', ')}`, {
+        allow: methods,
+      }),
+    );
   };
 }
 

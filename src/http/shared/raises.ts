@@ -13,4 +13,5 @@ export function raising<F extends object>(codes: readonly ErrorCode[], step: F):
 }
 
 /** The codes a step was marked with (none for a step that was not). */
-export const codesRaisedBy = (step: unknown): readonly ErrorCode[] => (typeof step === 'function' ? RAISED.get(step) : undefined) ?? [];
+export const codesRaisedBy = (step: unknown): readonly ErrorCode[] =>
+  (typeof step === 'function' ? RAISED.get(step) : undefined) ?? [];
