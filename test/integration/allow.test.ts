@@ -53,6 +53,7 @@ afterAll(async () => {
 const VALUES: Record<string, string> = {
   id: '00000000-0000-4000-8000-000000000031',
   task_id: '00000000-0000-4000-8000-000000000031',
+  job_id: '00000000-0000-4000-8000-000000000031',
   hash: `blake3:${'a'.repeat(64)}`,
   export_name: 'export.zip',
   file: 'app.js',

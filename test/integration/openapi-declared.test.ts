@@ -35,6 +35,7 @@ describe('every query parameter of every operation: a refused value is answered 
         .replace('{id}', mine.id)
         .replace('{hash}', mine.asset_hash)
         .replace('{task_id}', mine.id)
+        .replace('{job_id}', mine.id)
         .replace('{export_name}', 'x.zip')
         .replace('{file}', 'app.js');
     const resolve = (p: any): any =>
