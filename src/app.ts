@@ -12,7 +12,7 @@ import { contentHandler, contentRouter, type ContentDeps } from './http/rest/con
 import { grantedMediaRouter, shortUrlRouter } from './http/rest/granted.router';
 import { downloadsRouter } from './http/rest/downloads.router';
 import { errorMiddleware } from './http/rest/errors';
-import { methodNotAllowed } from './http/rest/method-not-allowed';
+import { answerOptions, methodNotAllowed } from './http/rest/method-not-allowed';
 import { authenticate } from './http/rest/middleware';
 import { requestIdFrom } from './http/shared/request-id';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
@@ -99,6 +99,8 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.options('/uploads', uploads.capabilities);
   api.options('/uploads/:id', uploads.capabilities);
   api.use(authenticate(c.requestAuth));
+  // OPTIONS from the whole route table, before the routers answer it from their own routes only.
+  api.use(answerOptions(app));
   api.use(assetsRouter({ assets: c.assets, content: c.content, downloads: c.downloads }));
   api.use(contentRouter(content));
   api.use(thumbnailRouter({ thumbnails: c.thumbnails, grants: c.grants }));

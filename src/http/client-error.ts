@@ -3,6 +3,15 @@ import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../domain/errors';
 import { STATUS_OF } from './shared/errors';
 
+const PARSER_REFUSALS: Record<'tooLarge' | 'timeout' | 'notHttp', [ErrorCode, string]> = {
+  tooLarge: ['HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB'],
+  timeout: ['REQUEST_TIMEOUT', 'the request line and headers did not arrive in time'],
+  notHttp: ['INVALID_REQUEST', 'the request is not valid HTTP/1.1 (e.g. a control character in a header)'],
+};
+
+/** The codes of the parser's refusals: any request, whatever its route, can be answered one of them. */
+export const PARSER_CODES: readonly ErrorCode[] = Object.values(PARSER_REFUSALS).map(([code]) => code);
+
 /**
  * Node's HTTP parser refuses some requests before any route sees them (a head over 16 KiB, a head that does not
  * arrive in time, bytes that are not HTTP/1.1 such as NUL in a header value). Its own answer has no body; this one
@@ -13,12 +22,12 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
     socket.destroy();
     return;
   }
-  const [code, message]: [ErrorCode, string] =
+  const [code, message] =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? ['HEADERS_TOO_LARGE', 'the request line and headers are larger than 16 KiB']
+      ? PARSER_REFUSALS.tooLarge
       : err.code === 'HPE_HEADERS_TIMEOUT' || err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? ['REQUEST_TIMEOUT', 'the request line and headers did not arrive in time']
-        : ['INVALID_REQUEST', 'the request is not valid HTTP/1.1 (e.g. a control character in a header)'];
+        ? PARSER_REFUSALS.timeout
+        : PARSER_REFUSALS.notHttp;
   const status = STATUS_OF[code];
   const body = JSON.stringify({ code, message });
   socket.end(

@@ -105,3 +105,31 @@ export async function validatedFetch(method: string, url: string, res: Response)
   validateResponse(method, pathname, res.status, text === '' ? undefined : JSON.parse(text));
   return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
+
+/**
+ * The errors openapi.yaml's request body schema of `method` `template` (a documented path) finds in `body`, or
+ * undefined when it accepts it: what a client generated from the document would let through.
+ */
+export function requestBodyErrors(method: string, template: string, body: unknown): unknown[] | undefined {
+  const m = method.toLowerCase();
+  const content = doc.paths[template]?.[m]?.requestBody?.content;
+  if (!content?.['application/json']) throw new Error(`${method} ${template} documents no JSON request body`);
+  const validate = annotationsOnly.compile({ $ref: `${DOC_ID}#/${pointer(['paths', template, m, 'requestBody', 'content', 'application/json', 'schema'])}` });
+  return validate(body) ? undefined : (validate.errors ?? []);
+}
+
+/**
+ * JSON Schema 2020-12 makes `format` an annotation: many generated clients do not check it, so a rule the document
+ * means a client to keep must be a `pattern`, `minLength` or the like. Requests are checked as such a client would.
+ */
+const annotationsOnly = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+annotationsOnly.addSchema({ ...doc, $id: DOC_ID });
+
+/** The documented operation of `method` on the path template, for tests that read the document itself. */
+export function operationOf(method: string, template: string): any {
+  const op = doc.paths[template]?.[method.toLowerCase()];
+  if (!op) throw new Error(`${method} ${template} is not documented`);
+  return op;
+}
+
+export { templateOf };

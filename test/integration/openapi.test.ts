@@ -20,6 +20,8 @@ import { TASK_STATUSES } from '../../src/domain/tasks/task.types';
 import { taskJson } from '../../src/http/rest/task.presenter';
 import { createLogger } from '../../src/infra/logger';
 import { createTestDatabase, KEYS } from '../helpers/harness';
+import { servedRoutes, stepCodesOfRoutes, type Served } from '../helpers/route-table';
+import { PARSER_CODES } from '../../src/http/client-error';
 
 const SPEC_PATH = path.join(__dirname, '..', '..', 'openapi.yaml');
 const SPEC_TEXT = fs.readFileSync(SPEC_PATH, 'utf8');
@@ -36,6 +38,21 @@ function operations(): { path: string; method: string; op: Doc; pathItem: Doc }[
     for (const m of HTTP_METHODS) if (item[m]) out.push({ path: p, method: m.toUpperCase(), op: item[m], pathItem: item });
   }
   return out;
+}
+
+/**
+ * Why `op` does not declare `code` (its status, and the code in that status's code list when it has one), or
+ * undefined. A HEAD answer has no body: its status is enough.
+ */
+function undeclared(op: Doc, method: string, code: string): string | undefined {
+  const status = String(STATUS_OF[code as keyof typeof STATUS_OF]);
+  const response = op.responses?.[status];
+  if (!response) return `${status} (${code}) is not declared`;
+  if (method === 'HEAD') return undefined;
+  const schema = resolve(response).content?.['application/json']?.schema;
+  if (!schema) return `${status} declares no JSON error body for ${code}`;
+  const codes: string[] | undefined = schema.allOf?.map(resolve).find((s: Doc) => s.properties?.code?.enum)?.properties.code.enum;
+  return codes && !codes.includes(code) ? `${status} does not list ${code}` : undefined;
 }
 
 /** Resolves a local `#/a/b` reference; throws with the reference when it does not. */
@@ -241,47 +258,6 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
   });
 });
 
-/** One served endpoint: method + path in OpenAPI form (`{param}`). */
-interface Served {
-  method: string;
-  path: string;
-}
-
-/**
- * Every route of an express 5 app, found by walking its router stack: route layers carry `.route.path` and
- * `.route.methods`; router layers carry their mount path in `.rawPath` and their own `.handle.stack`. A plain
- * middleware mounted under a path other than `/` also answers requests, so it is reported as `USE`.
- */
-function servedRoutes(app: Express, exclude: (path: string) => boolean = () => false): Served[] {
-  const out: Served[] = [];
-  const join = (prefix: string, p: string) => (prefix + (p === '/' ? '' : p)).replace(/\/+/g, '/') || '/';
-  const toOpenApi = (p: string) => {
-    if (/[*?()[\]]|\{(?!\w+\})/.test(p.replace(/:\w+/g, ''))) throw new Error(`cannot express the route path ${p} in OpenAPI`);
-    return p.replace(/:(\w+)/g, '{$1}');
-  };
-  const walk = (stack: any[], prefix: string) => {
-    for (const layer of stack) {
-      const raw: unknown = layer.route ? layer.route.path : layer.rawPath;
-      const paths = Array.isArray(raw) ? raw : [raw];
-      for (const p of paths) {
-        if (typeof p !== 'string') throw new Error(`a route or mount path that is not a string: ${String(p)}`);
-        if (exclude(join(prefix, p))) continue;
-        if (layer.route) {
-          for (const [m, on] of Object.entries<boolean>(layer.route.methods)) {
-            if (on) out.push({ method: m === '_all' ? 'ALL' : m.toUpperCase(), path: toOpenApi(join(prefix, p)) });
-          }
-        } else if (Array.isArray(layer.handle?.stack)) {
-          walk(layer.handle.stack, join(prefix, p));
-        } else if (p !== '/') {
-          out.push({ method: 'USE', path: toOpenApi(join(prefix, p)) });
-        }
-      }
-    }
-  };
-  walk((app as unknown as { router: { stack: unknown[] } }).router.stack, '');
-  return out;
-}
-
 test('the route walker sees nested routers, mount paths and mounted middleware', () => {
   const express = require('express') as typeof import('express');
   const a = express();
@@ -350,6 +326,23 @@ describe('openapi.yaml lists exactly the routes the app serves', () => {
     const undocumented = [...servedSet].filter((r) => !documented.has(r)).sort();
     const notServed = [...documented].filter((r) => !servedSet.has(r)).sort();
     expect({ undocumented, notServed }).toEqual({ undocumented: [], notServed: [] });
+  });
+
+  test('every operation declares the status and code of each step its route passes (route table x error table)', () => {
+    const problems: string[] = [];
+    const routes = stepCodesOfRoutes(app, isGraphqlPath);
+    expect(routes.get('POST /api/assets/download')).toEqual(expect.objectContaining({ size: expect.any(Number) }));
+    for (const [key, codes] of routes) {
+      const [method, p] = key.split(' ') as [string, string];
+      const op = doc.paths[p]?.[method.toLowerCase()];
+      // An undocumented route is the route-set test's to report.
+      if (!op) continue;
+      for (const code of new Set([...PARSER_CODES, ...codes])) {
+        const problem = undeclared(op, method, code);
+        if (problem) problems.push(`${key}: ${problem}`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   test('GET /openapi.yaml serves this file without a key', async () => {

@@ -10,6 +10,13 @@ export interface CursorPosition {
   id: string;
 }
 
+/**
+ * The longest `after` taken (REST and GraphQL), as openapi.yaml states it: every cursor encodeCursor can mint fits.
+ * The longest is a name of 512 UTF-16 units (LIMITS.nameLength), each at most 6 bytes of JSON (a control character,
+ * escaped), with the sort, order and id around it, in base64url: 4,196 characters.
+ */
+export const MAX_CURSOR_LENGTH = 4200;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Opaque to clients: base64url of `{s: sort, o: order, v: value, id}`. */
@@ -20,7 +27,7 @@ export function encodeCursor(sort: AssetSort, order: 'asc' | 'desc', pos: Cursor
 /** The position of a cursor minted for this sort and order; INVALID_CURSOR for anything else. */
 export function decodeCursor(cursor: string, sort: AssetSort, order: 'asc' | 'desc'): CursorPosition {
   const bad = (why: string) => new DomainError('INVALID_CURSOR', `after: ${why}`, { parameter: 'after' });
-  if (cursor.length > 2048 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad('not a cursor of this API');
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad('not a cursor of this API');
   let c: { s?: unknown; o?: unknown; v?: unknown; id?: unknown };
   try {
     c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as typeof c;

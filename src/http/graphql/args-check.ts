@@ -1,5 +1,6 @@
 import { validateOrReject, type ValidationError } from 'class-validator';
 import { ArgumentValidationError, type ValidatorFn } from 'type-graphql';
+import { MAX_CURSOR_LENGTH } from '../../domain/assets/cursor';
 import { MAX_RAW_FILTER_TAGS } from '../../domain/assets/validation';
 import type { AssetFilter, AssetsArgs, TagCountsArgs, TagsArgs } from './inputs/asset.inputs';
 
@@ -54,7 +55,7 @@ function plainFilter(f: AssetFilter | null | undefined): boolean {
 }
 
 export const plainAssetsArgs = (a: AssetsArgs): boolean =>
-  inRange(a.limit, 1, 500) && inRange(a.offset, 0, 1_000_000_000) && short(a.after, 2048) && plainFilter(a.filter);
+  inRange(a.limit, 1, 500) && inRange(a.offset, 0, 1_000_000_000) && short(a.after, MAX_CURSOR_LENGTH) && plainFilter(a.filter);
 
 export const plainTagCountsArgs = (a: TagCountsArgs): boolean => inRange(a.limit, 1, 1000) && plainFilter(a.filter);
 

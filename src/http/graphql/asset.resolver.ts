@@ -83,7 +83,7 @@ export class AssetResolver {
     if (seen) return AssetType.from(seen, ctx.links);
     return ctx.assetLoader.load(target).then(
       (found) => (found ? AssetType.from(found, ctx.links) : null),
-      // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
+      // InputChecked's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
         throw toGraphQLError(err, ctx, 'Asset.preview');
       },

@@ -1,5 +1,4 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import type { MiddlewareFn } from 'type-graphql';
 import { ERROR_CODES, isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import { asDomainError } from '../shared/errors';
@@ -28,17 +27,9 @@ interface ClassValidatorError {
 }
 
 /**
- * Resolver-level error translation (applied to every resolver class): domain errors keep their code, input
+ * Resolver-level error translation (InputChecked applies it to every operation): domain errors keep their code, input
  * validation failures become INVALID_BODY, and anything else is logged with the request id and masked as INTERNAL.
  */
-export const ErrorInterceptor: MiddlewareFn<GraphQLContext> = async ({ context, info }, next) => {
-  try {
-    return await next();
-  } catch (err) {
-    throw toGraphQLError(err, context, `${info.parentType.name}.${info.fieldName}`);
-  }
-};
-
 export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string): GraphQLError {
   const known = isDomainError(err) ? err : uploadErrorOf(err);
   if (known) {

@@ -1,12 +1,12 @@
 import { Arg, Ctx, Mutation, Resolver, UseMiddleware } from 'type-graphql';
 import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
 import type { GraphQLContext } from './context';
-import { ErrorInterceptor } from './errors';
+import { InputChecked } from './input-check';
 import { StartExportInput } from './inputs/export.inputs';
 import { TaskType } from './types/task.type';
 
 @Resolver()
-@UseMiddleware(ErrorInterceptor)
+@UseMiddleware(InputChecked)
 export class ExportResolver {
   constructor(private readonly exports: ExportService) {}
 

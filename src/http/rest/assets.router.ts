@@ -10,6 +10,7 @@ import {
 } from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
+import { MAX_CURSOR_LENGTH } from '../../domain/assets/cursor';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
@@ -234,7 +235,7 @@ function parseListQuery(req: Request): AssetListQuery {
     offset: intParam(q, 'offset', 0, 0, 1_000_000_000),
     sort: oneOf(q, 'sort', ASSET_SORTS, 'created_at'),
     order: oneOf(q, 'order', ['asc', 'desc'] as const, 'desc'),
-    after: stringParam(q, 'after'),
+    after: stringParam(q, 'after', MAX_CURSOR_LENGTH),
   };
 }
 

@@ -1,7 +1,8 @@
-import type { ErrorRequestHandler, Request, Response } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
 import type { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, bodyUnread, closeAfterAnswer, errorResponse } from '../shared/errors';
+import { raising } from '../shared/raises';
 
 const REPRESENTATION_HEADERS = ['Content-Type', 'Content-Disposition', 'Content-Range', 'Content-Length', 'ETag', 'Accept-Ranges'];
 
@@ -19,9 +20,10 @@ export function sendError(res: Response, err: DomainError): void {
   res.set(r.headers).status(r.status).json(r.body);
 }
 
+/** The last step of every request that failed: anything that is not a domain error is INTERNAL. */
 export function errorMiddleware(logger: Logger): ErrorRequestHandler {
-  return (err: unknown, req: Request, res: Response, _next) => {
+  return raising(['INTERNAL'], (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     void _next;
     sendError(res, asDomainError(err, logger, { requestId: res.locals.requestId as string | undefined, method: req.method, path: req.path }));
-  };
+  });
 }

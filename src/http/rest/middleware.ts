@@ -3,17 +3,19 @@ import type { Principal } from '../../domain/assets/asset.types';
 import { DomainError } from '../../domain/errors';
 import { assertJsonInput, MAX_JSON_DEPTH } from '../../domain/input';
 import { idParam } from '../shared/ids';
+import { raising } from '../shared/raises';
 import type { RequestAuth } from '../shared/request-auth';
 
+/** The key's owner as `res.locals.principal`; the key store is the database (503 when it cannot be reached). */
 export function authenticate(auth: RequestAuth): RequestHandler {
-  return async (req, res, next) => {
+  return raising(['UNAUTHORIZED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'], async (req, res, next) => {
     try {
       res.locals.principal = await auth.authenticate(req, res);
       next();
     } catch (err) {
       next(err);
     }
-  };
+  });
 }
 
 export const principalOf = (res: Response): Principal => res.locals.principal as Principal;
@@ -28,15 +30,17 @@ export const handle =
 /** JSON bodies only, parsed strictly; a body that is not a JSON object is INVALID_BODY. */
 export function jsonBody(limit = '2mb'): RequestHandler[] {
   return [
-    (req, _res, next) => {
+    raising(['UNSUPPORTED_MEDIA_TYPE'], (req, _res, next) => {
       if (!req.is('application/json')) {
         next(new DomainError('UNSUPPORTED_MEDIA_TYPE', 'this route takes Content-Type: application/json'));
         return;
       }
       next();
-    },
-    express.json({ limit, strict: false, type: () => true }),
-    (req, _res, next) => {
+    }),
+    // The parser's errors as shared/errors.ts `toDomainError` reads them (an unknown charset is a 415); a body that
+    // stalls is cut by the request guard.
+    raising(['INVALID_JSON', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'INVALID_BODY', 'REQUEST_TIMEOUT'], express.json({ limit, strict: false, type: () => true })),
+    raising(['INVALID_BODY'], (req, _res, next) => {
       const b: unknown = req.body;
       if (b === null || typeof b !== 'object' || Array.isArray(b)) next(new DomainError('INVALID_BODY', 'the body must be a JSON object'));
       else {
@@ -48,7 +52,7 @@ export function jsonBody(limit = '2mb'): RequestHandler[] {
           next(err);
         }
       }
-    },
+    }),
   ];
 }
 

@@ -23,12 +23,13 @@ function texts(q: Q, name: string): string[] | undefined {
   return values as string[];
 }
 
-export function stringParam(q: Q, name: string): string | undefined {
+/** One text value, at most `maxLength` characters (1024, as openapi.yaml says of every text parameter but `after`). */
+export function stringParam(q: Q, name: string, maxLength = 1024): string | undefined {
   const values = texts(q, name);
   if (values === undefined) return undefined;
   if (values.length !== 1) throw bad(name, 'must be given once');
   const v = values[0]!;
-  if (v.length > 1024) throw bad(name, 'is too long');
+  if (v.length > maxLength) throw bad(name, `is longer than ${maxLength} characters`);
   return v === '' ? undefined : v;
 }
 

@@ -1,7 +1,9 @@
 import { ArrayMaxSize, ArrayMinSize, IsUUID, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
-import { ArgsType, Field, ID, InputType, Int } from 'type-graphql';
+import { ArgsType, Extensions, Field, ID, InputType, Int } from 'type-graphql';
+import { MAX_CURSOR_LENGTH } from '../../../domain/assets/cursor';
 import { MAX_RAW_FILTER_TAGS } from '../../../domain/assets/validation';
+import { NULL_IS_A_VALUE } from '../input-check';
 import { JSONScalar } from '../scalars';
 import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
 
@@ -91,7 +93,7 @@ export class AssetsArgs {
   order!: SortOrderEnum;
 
   @Field(() => String, { nullable: true, description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.' })
-  @MaxLength(2048)
+  @MaxLength(MAX_CURSOR_LENGTH)
   after?: string;
 }
 
@@ -206,7 +208,9 @@ export class CreateAssetFromHashInput {
   promptId?: string;
 }
 
+// Its nulls reach the domain, as the PUT body's: previewId null clears the preview, a null name or tags is refused.
 @InputType({ description: 'At least one field; tags and userMetadata replace the old values; previewId: null clears the preview.' })
+@Extensions(NULL_IS_A_VALUE)
 export class UpdateAssetInput {
   @Field(() => String, { nullable: true })
   @MaxLength(MAX_TEXT)
