@@ -19,8 +19,8 @@ describe('safeRelativePath (the loader_path rule)', () => {
 
 describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
   test('models/<folder>/<path> → tags models, <folder>; name is the path inside the folder', () => {
-    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({ tags: ['models', 'checkpoints'], name: 'SDXL/base.safetensors' });
-    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'x.safetensors' });
+    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({ tags: ['models', 'model_type:checkpoints', 'checkpoints'], name: 'SDXL/base.safetensors' });
+    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({ tags: ['models', 'model_type:loras', 'loras'], name: 'x.safetensors' });
   });
   test('input/ and output/', () => {
     expect(comfyPlacement('input/a/b.png')).toEqual({ tags: ['input'], name: 'a/b.png' });
@@ -35,9 +35,9 @@ describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
 
 describe('comfyPlacementOf (a folder or file inside a ComfyUI tree)', () => {
   test('pushing models/loras or one model file places it as the whole tree would', () => {
-    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'sub/x.safetensors' });
+    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'model_type:loras', 'loras'], name: 'sub/x.safetensors' });
     expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({ tags: ['output'], name: 'o.png' });
-    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'checkpoints'], name: 'a.sft' });
+    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'model_type:checkpoints', 'checkpoints'], name: 'a.sft' });
     expect(comfyPlacementOf('/home/me/random/x.bin', 'x.bin')).toBeUndefined();
   });
 });

@@ -1,4 +1,7 @@
 import path from 'node:path';
+import { comfyPlacement, type ComfyPlacement } from '../../domain/assets/comfy-placement';
+
+export { comfyPlacement, type ComfyPlacement };
 
 /**
  * The safe-relative-path rule of `loader_path`: no `..` segment, no leading `/`, no `\`, no
@@ -54,25 +57,6 @@ export function resolveInside(root: string, rel: string): string {
   return abs;
 }
 
-export interface ComfyPlacement {
-  tags: string[];
-  /** The asset name: the path inside the model folder (or inside input/ / output/), POSIX separators. */
-  name: string;
-}
-
-/**
- * Where a file of a ComfyUI tree belongs, as ComfyUI's asset scanner sees it: `models/<folder>/<path>` → tags
- * `models`, `<folder>`, name `<path>`; `input/<path>` → `input`; `output/<path>` → `output`. Other files (and files
- * directly in `models/`) have no place: undefined.
- */
-export function comfyPlacement(relPosix: string): ComfyPlacement | undefined {
-  const parts = relPosix.split('/');
-  const [top, ...rest] = parts;
-  if (top === 'models' && rest.length >= 2) return { tags: ['models', rest[0]!.toLowerCase()], name: rest.slice(1).join('/') };
-  if ((top === 'input' || top === 'output') && rest.length >= 1) return { tags: [top], name: rest.join('/') };
-  return undefined;
-}
-
 /**
  * The placement of a file pushed with `--comfyui`: by its path inside the pushed folder (the ComfyUI root), else by
  * the part of its absolute path from the last `models`/`input`/`output` folder on, so pushing `ComfyUI/models/loras`
@@ -106,9 +90,10 @@ export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   const safe = fitSegments(safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id));
   if (!comfyui) return safe;
   if (asset.tags.includes('models')) {
-    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output';
+    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output' || t.includes(':');
     const next = asset.tags[asset.tags.indexOf('models') + 1];
-    const folder = notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next;
+    const typed = asset.tags.find((t) => t.startsWith('model_type:'))?.slice('model_type:'.length);
+    const folder = typed || (notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next);
     const folderSafe = folder === undefined ? undefined : safeRelativePath(folder);
     if (folderSafe !== undefined && !folderSafe.includes('/')) return `models/${folderSafe}/${safe}`;
     return `models/${safe}`;
