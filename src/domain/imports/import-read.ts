@@ -34,7 +34,7 @@ export async function openFound(f: FoundFile): Promise<{ stat: OpenedStat; read:
   try {
     fh = await fs.promises.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
-    throw new ImportReadError('UNREADABLE', `${(err as NodeJS.ErrnoException).code ?? 'ERROR'}: ${(err as Error).message}`);
+    throw new ImportReadError('UNREADABLE', `cannot be opened (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   try {
     const st = await fh.stat({ bigint: true });

@@ -21,7 +21,8 @@ export interface WalkProblem {
   message: string;
 }
 
-const errMessage = (err: unknown): string => `${(err as NodeJS.ErrnoException).code ?? 'ERROR'}: ${(err as Error).message}`;
+/** The reason without the server's own paths (the walk's answers name tree paths only). */
+const errMessage = (err: unknown): string => `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
 
 function kindOf(st: fs.Stats | fs.BigIntStats | fs.Dirent): string {
   if (st.isFIFO()) return 'a FIFO';
