@@ -60,14 +60,19 @@ export function resolveInside(root: string, rel: string): string {
 /**
  * The placement of a file pushed with `--comfyui`: by its path inside the pushed folder (the ComfyUI root), else by
  * the part of its absolute path from the last `models`/`input`/`output` folder on, so pushing `ComfyUI/models/loras`
- * or a single model file places it as pushing the whole tree would.
+ * or a single model file places it as pushing the whole tree would. `treePath` is its path in the ComfyUI tree
+ * (`models/loras/x.safetensors`), recorded with the asset (`metadata.paths`).
  */
-export function comfyPlacementOf(absPath: string, relPosix: string): ComfyPlacement | undefined {
+export function comfyPlacementOf(absPath: string, relPosix: string): (ComfyPlacement & { treePath: string }) | undefined {
   const direct = comfyPlacement(relPosix);
-  if (direct) return direct;
+  if (direct) return { ...direct, treePath: relPosix };
   const parts = absPath.split(/[\\/]/);
   for (let i = parts.length - 2; i >= 0; i--) {
-    if (parts[i] === 'models' || parts[i] === 'input' || parts[i] === 'output') return comfyPlacement(parts.slice(i).join('/'));
+    if (parts[i] === 'models' || parts[i] === 'input' || parts[i] === 'output') {
+      const treePath = parts.slice(i).join('/');
+      const place = comfyPlacement(treePath);
+      return place ? { ...place, treePath } : undefined;
+    }
   }
   return undefined;
 }
@@ -77,6 +82,7 @@ export interface AssetPlacementInput {
   name: string;
   tags: string[];
   loader_path?: string;
+  metadata?: unknown;
 }
 
 /**
@@ -101,4 +107,24 @@ export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   if (asset.tags.includes('input')) return `input/${safe}`;
   if (asset.tags.includes('output')) return `output/${safe}`;
   return safe;
+}
+
+/**
+ * Every path `pull` writes an asset to: one per tree path recorded with it (`metadata.paths`, every path its content
+ * was pushed or imported under), else `pullPath`. With `--comfyui` a ComfyUI tree path is kept as it is
+ * (`models/loras/a.safetensors`) and other paths are placed by the asset's tags; without, a ComfyUI tree path becomes
+ * the path inside its folder, as the asset's name is. Unsafe paths are left out; the first path is the primary copy.
+ */
+export function pullPaths(asset: AssetPlacementInput, comfyui: boolean): string[] {
+  const recorded = (asset.metadata as { paths?: unknown } | undefined)?.paths;
+  const out = new Set<string>();
+  for (const p of Array.isArray(recorded) ? recorded : []) {
+    const safe = typeof p === 'string' ? safeRelativePath(p) : undefined;
+    if (safe === undefined) continue;
+    const place = comfyPlacement(safe);
+    if (comfyui) out.add(place ? fitSegments(safe) : pullPath({ ...asset, name: safe, loader_path: undefined }, true));
+    else out.add(fitSegments(place ? place.name : safe));
+  }
+  if (out.size === 0) out.add(pullPath(asset, comfyui));
+  return [...out];
 }
