@@ -13,7 +13,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
-const { MiB, KEY, DIST, OWNER, benchTmp, rmrf, onCleanup, startStack, randomPattern, writePatternFile, freshen, requestJson, now, log, printResult } = require('./lib/common.cjs');
+const { MiB, KEY, DIST, OWNER, benchTmp, rmrf, onCleanup, startStack, randomPattern, writePatternFile, freshen, requestJson, now, log, printResult } = require('../lib/common.cjs');
 
 const CLI = path.join(DIST, 'cli', 'assets', 'main.js');
 const settle = () => spawnSync('sync');
@@ -167,6 +167,6 @@ async function models(args) {
 module.exports = { run: (args) => (args.opts.models ? models(args) : small(args)) };
 
 if (require.main === module) {
-  const { parseArgs, runScript } = require('./lib/common.cjs');
+  const { parseArgs, runScript } = require('../lib/common.cjs');
   runScript(() => module.exports.run(parseArgs(process.argv.slice(2))));
 }
