@@ -13,7 +13,23 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
-const { MiB, KEY, DIST, OWNER, benchTmp, rmrf, onCleanup, startStack, randomPattern, writePatternFile, freshen, requestJson, now, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  KEY,
+  DIST,
+  OWNER,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  startStack,
+  randomPattern,
+  writePatternFile,
+  freshen,
+  requestJson,
+  now,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 const CLI = path.join(DIST, 'cli', 'assets', 'main.js');
 const settle = () => spawnSync('sync');
@@ -63,7 +79,8 @@ async function seed(url) {
   settle();
   const t0 = now();
   const r = await requestJson(url, 'POST', '/api/assets/seed?wait=true', {});
-  if (r.status !== 200 || r.body.status !== 'completed') throw new Error(`seed answered ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  if (r.status !== 200 || r.body.status !== 'completed')
+    throw new Error(`seed answered ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
   return { seconds: now() - t0, progress: r.body.progress, errors: r.body.errors.length };
 }
 
@@ -83,10 +100,29 @@ function curlXargs(url, files, concurrency) {
   settle();
   const list = files.join('\0');
   const t0 = now();
-  const r = spawnSync('xargs', ['-0', '-P', String(concurrency), '-I{}', 'curl', '-sS', '--fail', '-o', '/dev/null', '-H', `x-api-key: ${KEY}`, '-F', 'file=@{}', `${url}/api/assets`], {
-    input: list,
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    'xargs',
+    [
+      '-0',
+      '-P',
+      String(concurrency),
+      '-I{}',
+      'curl',
+      '-sS',
+      '--fail',
+      '-o',
+      '/dev/null',
+      '-H',
+      `x-api-key: ${KEY}`,
+      '-F',
+      'file=@{}',
+      `${url}/api/assets`,
+    ],
+    {
+      input: list,
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`curl/xargs failed: ${r.stderr.slice(-2000)}`);
   return now() - t0;
 }
@@ -101,7 +137,10 @@ async function small(args) {
   log(`writing ${n} files of ${minKB}–${maxKB} KiB`);
   const files = writeSmallTree(root, n, minKB, maxKB);
   const bytes = files.reduce((s, f) => s + fs.statSync(f).size, 0);
-  const stack = await startStack({ prefix: 'import', env: { IMPORT_ROOTS: `output=${root}`, IMPORT_ROOTS_OWNER: OWNER } });
+  const stack = await startStack({
+    prefix: 'import',
+    env: { IMPORT_ROOTS: `output=${root}`, IMPORT_ROOTS_OWNER: OWNER },
+  });
   try {
     const base = await baseline(files, path.join(work, 'baseline'), stack.databaseUrl);
     const first = await seed(stack.svc.url);
@@ -116,7 +155,9 @@ async function small(args) {
       second_import_s: r3(second.seconds),
       second_import_files_read: second.progress.files_read,
     };
-    log(`  baseline ${base.toFixed(2)} s, import ${first.seconds.toFixed(2)} s, second import ${second.seconds.toFixed(2)} s`);
+    log(
+      `  baseline ${base.toFixed(2)} s, import ${first.seconds.toFixed(2)} s, second import ${second.seconds.toFixed(2)} s`,
+    );
     if (!args.opts['no-push']) {
       // New content for both clients: only the first bytes of each file change.
       for (const f of files) freshen(f);
@@ -145,7 +186,10 @@ async function models(args) {
     writePatternFile(f, mib * MiB);
     freshen(f);
   }
-  const stack = await startStack({ prefix: 'import', env: { IMPORT_ROOTS: `models=${root}`, IMPORT_ROOTS_OWNER: OWNER } });
+  const stack = await startStack({
+    prefix: 'import',
+    env: { IMPORT_ROOTS: `models=${root}`, IMPORT_ROOTS_OWNER: OWNER },
+  });
   try {
     settle();
     const t0 = now();
@@ -154,7 +198,13 @@ async function models(args) {
     const cpSeconds = now() - t0;
     rmrf(path.join(work, 'copy'));
     const imp = await seed(stack.svc.url);
-    const result = { files: count, mib_each: mib, cp_sync_s: r3(cpSeconds), import_s: r3(imp.seconds), import_vs_cp: r3(cpSeconds / imp.seconds) };
+    const result = {
+      files: count,
+      mib_each: mib,
+      cp_sync_s: r3(cpSeconds),
+      import_s: r3(imp.seconds),
+      import_vs_cp: r3(cpSeconds / imp.seconds),
+    };
     log(`  cp -r + sync ${cpSeconds.toFixed(2)} s, import ${imp.seconds.toFixed(2)} s`);
     printResult('import-models', result);
   } finally {

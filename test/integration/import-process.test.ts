@@ -27,12 +27,20 @@ test('SIGKILL mid-import and a restart: the import resumes and ends with every f
     files.set(`output/b/${i}.png`, data);
     tree.write(`output/b/${i}.png`, data);
   }
-  const env = { ...tree.env, DATABASE_URL: await createTestDatabase(), DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-import-kill-')) };
+  const env = {
+    ...tree.env,
+    DATABASE_URL: await createTestDatabase(),
+    DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-import-kill-')),
+  };
   const first = await spawn(env);
   const started = await first.fetch('/api/assets/seed', { method: 'POST' });
   expect(started.status).toBe(202);
   const { task_id } = await json(started);
-  await waitFor(async () => ((await json(await first.fetch('/api/assets/seed/status'))).progress?.created >= 100 ? true : undefined), { timeoutMs: 60_000 });
+  await waitFor(
+    async () =>
+      (await json(await first.fetch('/api/assets/seed/status'))).progress?.created >= 100 ? true : undefined,
+    { timeoutMs: 60_000 },
+  );
   await first.kill('SIGKILL');
 
   const second = await spawn(env);

@@ -19,7 +19,8 @@ async function start(env: Record<string, string>): Promise<TestService> {
   return svc;
 }
 
-const seedWait = (svc: TestService, key: string = KEYS.alice) => svc.fetch('/api/assets/seed?wait=true', { method: 'POST', key });
+const seedWait = (svc: TestService, key: string = KEYS.alice) =>
+  svc.fetch('/api/assets/seed?wait=true', { method: 'POST', key });
 
 async function allAssets(svc: TestService): Promise<any[]> {
   const body = await json(await svc.fetch('/api/assets?limit=500'));
@@ -48,7 +49,11 @@ describe('a ComfyUI tree', () => {
   });
 
   test("another owner's key cannot start, follow or cancel an import", async () => {
-    for (const [p, method] of [['/api/assets/seed', 'POST'], ['/api/assets/seed/status', 'GET'], ['/api/assets/seed/cancel', 'POST']] as const) {
+    for (const [p, method] of [
+      ['/api/assets/seed', 'POST'],
+      ['/api/assets/seed/status', 'GET'],
+      ['/api/assets/seed/cancel', 'POST'],
+    ] as const) {
       const res = await svc.fetch(p, { method, key: KEYS.bob });
       expect(res.status).toBe(403);
       expect((await json(res)).code).toBe('FORBIDDEN');
@@ -82,18 +87,32 @@ describe('a ComfyUI tree', () => {
     // Files are read several at a time: the first of the two to be stored names the asset.
     expect(['style.safetensors', 'style-copy.safetensors']).toContain(styled.name);
     expect(styled.loader_path).toBe(styled.name);
-    expect([...styled.metadata.paths].sort()).toEqual(['models/loras/style-copy.safetensors', 'models/loras/style.safetensors']);
+    expect([...styled.metadata.paths].sort()).toEqual([
+      'models/loras/style-copy.safetensors',
+      'models/loras/style.safetensors',
+    ]);
     const sdxl = byHash.get(blake3Of(base));
-    expect(sdxl).toMatchObject({ name: 'SDXL/base ünï 🎨 v2.safetensors', tags: ['models', 'model_type:checkpoints', 'checkpoints'] });
+    expect(sdxl).toMatchObject({
+      name: 'SDXL/base ünï 🎨 v2.safetensors',
+      tags: ['models', 'model_type:checkpoints', 'checkpoints'],
+    });
     expect(byHash.get(blake3Of(Buffer.alloc(0)))).toMatchObject({ name: 'empty.safetensors', size: 0 });
     expect(byHash.get(blake3Of(photo))).toMatchObject({ name: 'photos/a b.png', tags: ['input'] });
-    expect(byHash.get(blake3Of(out1))).toMatchObject({ name: 'run 1/o.png', tags: ['output'], metadata: { paths: ['output/run 1/o.png'] } });
+    expect(byHash.get(blake3Of(out1))).toMatchObject({
+      name: 'run 1/o.png',
+      tags: ['output'],
+      metadata: { paths: ['output/run 1/o.png'] },
+    });
     const bytes = Buffer.from(await (await svc.fetch(`/api/assets/${sdxl.id}/content`)).arrayBuffer());
     expect(bytes.equals(base)).toBe(true);
 
     const tasks = await json(await svc.fetch('/api/tasks?task_name=seed_assets'));
     expect(tasks.tasks).toHaveLength(1);
-    expect(tasks.tasks[0]).toMatchObject({ status: 'completed', payload: { roots: ['models', 'input', 'output'] }, result: { success: true, created: 5 } });
+    expect(tasks.tasks[0]).toMatchObject({
+      status: 'completed',
+      payload: { roots: ['models', 'input', 'output'] },
+      result: { success: true, created: 5 },
+    });
     const status = await json(await svc.fetch('/api/assets/seed/status'));
     expect(status).toMatchObject({ state: 'idle', progress: { created: 5 } });
   });
@@ -110,7 +129,10 @@ describe('a ComfyUI tree', () => {
     const third = await json(await seedWait(svc));
     expect(third.progress).toMatchObject({ created: 1, files_read: 1, bytes_read: edited.length });
     const assets = await allAssets(svc);
-    expect(assets.find((a) => a.asset_hash === blake3Of(edited))).toMatchObject({ name: 'run 1/o.png', tags: ['output'] });
+    expect(assets.find((a) => a.asset_hash === blake3Of(edited))).toMatchObject({
+      name: 'run 1/o.png',
+      tags: ['output'],
+    });
   });
 
   test('the admin key may import too; GraphQL lists the task', async () => {
@@ -119,12 +141,17 @@ describe('a ComfyUI tree', () => {
     const q = await svc.fetch('/graphql', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: '{ tasks(filter: {taskName: "seed_assets"}) { items { taskName status importRoots result { seed { created filesRead } } } } }' }),
+      body: JSON.stringify({
+        query:
+          '{ tasks(filter: {taskName: "seed_assets"}) { items { taskName status importRoots result { seed { created filesRead } } } } }',
+      }),
     });
     const body = await json(q);
     expect(body.errors).toBeUndefined();
     expect(body.data.tasks.items.length).toBeGreaterThanOrEqual(3);
-    expect(body.data.tasks.items.every((t: any) => t.taskName === 'seed_assets' && t.status === 'completed')).toBe(true);
+    expect(body.data.tasks.items.every((t: any) => t.taskName === 'seed_assets' && t.status === 'completed')).toBe(
+      true,
+    );
   });
 });
 
@@ -133,7 +160,11 @@ test('with no IMPORT_ROOTS there is nothing to seed: 200 completed, for any key'
   for (const key of [KEYS.alice, KEYS.bob]) {
     const res = await svc.fetch('/api/assets/seed', { method: 'POST', key });
     expect(res.status).toBe(200);
-    expect(await json(res)).toEqual({ status: 'completed', progress: { scanned: 0, total: 0, created: 0, skipped: 0, files_read: 0, bytes_read: 0 }, errors: [] });
+    expect(await json(res)).toEqual({
+      status: 'completed',
+      progress: { scanned: 0, total: 0, created: 0, skipped: 0, files_read: 0, bytes_read: 0 },
+      errors: [],
+    });
   }
   expect(await json(await svc.fetch('/api/assets/seed/status'))).toEqual({ state: 'idle', errors: [] });
 });
@@ -142,19 +173,29 @@ test('one import at a time: a second start is 409 already_running; cancel stops 
   const tree = comfyTree('alice');
   for (let i = 0; i < 3000; i++) tree.write(`output/batch/${String(i).padStart(5, '0')}.png`, seeded(512, 10_000 + i));
   const svc = await start(tree.env);
-  const first = await svc.fetch('/api/assets/seed', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ roots: ['output'] }) });
+  const first = await svc.fetch('/api/assets/seed', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ roots: ['output'] }),
+  });
   expect(first.status).toBe(202);
   expect((await json(first)).status).toBe('started');
   const second = await svc.fetch('/api/assets/seed', { method: 'POST', key: KEYS.admin });
   expect(second.status).toBe(409);
   expect((await json(second)).status).toBe('already_running');
-  await waitFor(async () => ((await json(await svc.fetch('/api/assets/seed/status'))).progress?.created > 20 ? true : undefined), { timeoutMs: 60_000 });
+  await waitFor(
+    async () => ((await json(await svc.fetch('/api/assets/seed/status'))).progress?.created > 20 ? true : undefined),
+    { timeoutMs: 60_000 },
+  );
   const cancel = await svc.fetch('/api/assets/seed/cancel', { method: 'POST' });
   expect(await json(cancel)).toEqual({ status: 'cancelling' });
-  const done = await waitFor(async () => {
-    const s = await json(await svc.fetch('/api/assets/seed/status'));
-    return s.state === 'idle' ? s : undefined;
-  }, { timeoutMs: 60_000 });
+  const done = await waitFor(
+    async () => {
+      const s = await json(await svc.fetch('/api/assets/seed/status'));
+      return s.state === 'idle' ? s : undefined;
+    },
+    { timeoutMs: 60_000 },
+  );
   expect(done.progress.created).toBeLessThan(3000);
   const tasks = await json(await svc.fetch('/api/tasks?task_name=seed_assets'));
   expect(tasks.tasks[0]).toMatchObject({ status: 'cancelled' });
@@ -173,7 +214,11 @@ test('one import at a time: a second start is 409 already_running; cancel stops 
 test('bad roots are 400 INVALID_BODY', async () => {
   const tree = comfyTree('alice');
   const svc = await start(tree.env);
-  const res = await svc.fetch('/api/assets/seed', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ roots: ['custom_nodes'] }) });
+  const res = await svc.fetch('/api/assets/seed', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ roots: ['custom_nodes'] }),
+  });
   expect(res.status).toBe(400);
   expect((await json(res)).code).toBe('INVALID_BODY');
   expect(fs.existsSync(path.join(tree.root, 'models'))).toBe(true);

@@ -25,7 +25,10 @@ export class HashCache {
   constructor(readonly file: string | undefined) {
     if (!file) return;
     try {
-      const data = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: number; files?: Record<string, [string, string]> };
+      const data = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+        version?: number;
+        files?: Record<string, [string, string]>;
+      };
       if (data.version === 1 && data.files && typeof data.files === 'object') this.entries = data.files;
     } catch {
       // Missing or unreadable: start empty.

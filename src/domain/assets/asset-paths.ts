@@ -22,7 +22,10 @@ export function validatePaths(value: unknown): string[] {
     if (typeof p !== 'string') throw invalid('paths must be a list of strings');
     assertStorableText(p, 'paths');
     if (p.length > PATHS_LIMITS.length) throw invalid(`each path must be at most ${PATHS_LIMITS.length} characters`);
-    if (safeRelativePath(p) === undefined) throw invalid(`${JSON.stringify(p.slice(0, 200))} is not a safe relative path (no "..", ".", empty segment, leading "/", "\\\\" or control character)`);
+    if (safeRelativePath(p) === undefined)
+      throw invalid(
+        `${JSON.stringify(p.slice(0, 200))} is not a safe relative path (no "..", ".", empty segment, leading "/", "\\\\" or control character)`,
+      );
     out.add(p);
   }
   return [...out];

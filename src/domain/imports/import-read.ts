@@ -29,17 +29,28 @@ const same = (a: OpenedStat, b: OpenedStat): boolean =>
  * (same size, mtime, ctime, inode, and as many bytes as its size), else FILE_CHANGED: its hash may not be of any
  * state the file was in, so nothing of it is kept.
  */
-export async function openFound(f: FoundFile): Promise<{ stat: OpenedStat; read: (stop: () => boolean) => AsyncIterable<Buffer>; check: (bytes: number) => Promise<void>; close: () => Promise<void> }> {
+export async function openFound(
+  f: FoundFile,
+): Promise<{
+  stat: OpenedStat;
+  read: (stop: () => boolean) => AsyncIterable<Buffer>;
+  check: (bytes: number) => Promise<void>;
+  close: () => Promise<void>;
+}> {
   let fh: fs.promises.FileHandle;
   try {
     fh = await fs.promises.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
-    throw new ImportReadError('UNREADABLE', `cannot be opened (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ImportReadError(
+      'UNREADABLE',
+      `cannot be opened (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   try {
     const st = await fh.stat({ bigint: true });
     if (!st.isFile()) throw new ImportReadError('NOT_A_FILE', 'no longer a regular file');
-    if (st.ino !== f.ino || st.dev !== f.dev) throw new ImportReadError('FILE_CHANGED', 'the file was replaced while the import ran');
+    if (st.ino !== f.ino || st.dev !== f.dev)
+      throw new ImportReadError('FILE_CHANGED', 'the file was replaced while the import ran');
     const stat: OpenedStat = { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev };
     const read = async function* (stop: () => boolean): AsyncIterable<Buffer> {
       const size = 1024 * 1024;
@@ -54,9 +65,18 @@ export async function openFound(f: FoundFile): Promise<{ stat: OpenedStat; read:
     };
     const check = async (bytes: number): Promise<void> => {
       const now = await fh.stat({ bigint: true });
-      const after: OpenedStat = { size: now.size, mtimeNs: now.mtimeNs, ctimeNs: now.ctimeNs, ino: now.ino, dev: now.dev };
+      const after: OpenedStat = {
+        size: now.size,
+        mtimeNs: now.mtimeNs,
+        ctimeNs: now.ctimeNs,
+        ino: now.ino,
+        dev: now.dev,
+      };
       if (!same(stat, after) || BigInt(bytes) !== stat.size) {
-        throw new ImportReadError('FILE_CHANGED', 'the file changed while it was read; it is imported once it is left alone');
+        throw new ImportReadError(
+          'FILE_CHANGED',
+          'the file changed while it was read; it is imported once it is left alone',
+        );
       }
     };
     return { stat, read, check, close: () => fh.close() };

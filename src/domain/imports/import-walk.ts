@@ -22,7 +22,8 @@ export interface WalkProblem {
 }
 
 /** The reason without the server's own paths (the walk's answers name tree paths only). */
-const errMessage = (err: unknown): string => `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+const errMessage = (err: unknown): string =>
+  `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
 
 function kindOf(st: fs.Stats | fs.BigIntStats | fs.Dirent): string {
   if (st.isFIFO()) return 'a FIFO';
@@ -44,7 +45,11 @@ export async function walkRoot(name: string, dir: string, files: FoundFile[], pr
   try {
     root = await fs.promises.realpath(dir);
   } catch (err) {
-    problems.push({ treePath: name, code: 'ROOT_MISSING', message: `the folder of root ${name} cannot be read: ${errMessage(err)}` });
+    problems.push({
+      treePath: name,
+      code: 'ROOT_MISSING',
+      message: `the folder of root ${name} cannot be read: ${errMessage(err)}`,
+    });
     return;
   }
   const seen = new Set<string>();
@@ -77,7 +82,11 @@ export async function walkRoot(name: string, dir: string, files: FoundFile[], pr
           continue;
         }
         if (!inside(target, root)) {
-          problems.push({ treePath, code: 'SYMLINK_OUTSIDE_ROOT', message: 'a symbolic link to a place outside the import root' });
+          problems.push({
+            treePath,
+            code: 'SYMLINK_OUTSIDE_ROOT',
+            message: 'a symbolic link to a place outside the import root',
+          });
           continue;
         }
       }
@@ -90,7 +99,15 @@ export async function walkRoot(name: string, dir: string, files: FoundFile[], pr
       }
       if (st.isDirectory()) await visit(target, treePath);
       else if (st.isFile()) {
-        files.push({ abs: target, treePath, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev });
+        files.push({
+          abs: target,
+          treePath,
+          size: st.size,
+          mtimeNs: st.mtimeNs,
+          ctimeNs: st.ctimeNs,
+          ino: st.ino,
+          dev: st.dev,
+        });
       } else problems.push({ treePath, code: 'NOT_A_FILE', message: `${kindOf(st)}: only regular files are imported` });
     }
   };

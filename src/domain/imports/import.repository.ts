@@ -44,12 +44,23 @@ export class ImportRepository {
 
   async insertTask(t: { id: string; ownerId: string; roots: string[] }, tx: Transaction): Promise<void> {
     await prismaOf(tx).task.create({
-      data: { id: t.id, ownerId: t.ownerId, idempotencyKey: null, taskName: 'seed_assets', sourceUrl: '', status: 'created' },
+      data: {
+        id: t.id,
+        ownerId: t.ownerId,
+        idempotencyKey: null,
+        taskName: 'seed_assets',
+        sourceUrl: '',
+        status: 'created',
+      },
     });
   }
 
   private async one(where: Prisma.ImportRunWhereInput): Promise<ImportRunRow | undefined> {
-    const r = await this.db.importRun.findFirst({ where, orderBy: { task: { createTime: 'desc' } }, include: { task: { select: { status: true } } } });
+    const r = await this.db.importRun.findFirst({
+      where,
+      orderBy: { task: { createTime: 'desc' } },
+      include: { task: { select: { status: true } } },
+    });
     return r
       ? {
           taskId: r.taskId,
@@ -88,26 +99,41 @@ export class ImportRepository {
    * Saves the figures and renews this worker's hold. Answers whether to go on: false when another worker took the
    * run, and `stop` when a cancel was asked for (seed/cancel, or the task cancelled through /api/tasks).
    */
-  async heartbeat(taskId: string, worker: string, progress: ImportProgress, errors: ImportError[]): Promise<{ held: boolean; stop: boolean }> {
+  async heartbeat(
+    taskId: string,
+    worker: string,
+    progress: ImportProgress,
+    errors: ImportError[],
+  ): Promise<{ held: boolean; stop: boolean }> {
     const rows = await this.db.$queryRaw<{ cancel: boolean; status: string }[]>`
       UPDATE import_run r SET heartbeat_at = now(), progress = ${JSON.stringify(progress)}::jsonb, errors = ${JSON.stringify(errors)}::jsonb
       FROM task t WHERE r.task_id = ${taskId}::uuid AND t.id = r.task_id AND r.active AND r.worker = ${worker}
       RETURNING r.cancel_requested AS cancel, t.status`;
     const r = rows[0];
-    return r ? { held: true, stop: r.cancel || (r.status !== 'created' && r.status !== 'running') } : { held: false, stop: true };
+    return r
+      ? { held: true, stop: r.cancel || (r.status !== 'created' && r.status !== 'running') }
+      : { held: false, stop: true };
   }
 
   /** Ends the run (another may start), with its last figures. */
   async finish(taskId: string, progress: ImportProgress, errors: ImportError[], tx?: Transaction): Promise<void> {
     await prismaOf(tx, this.db).importRun.updateMany({
       where: { taskId },
-      data: { active: null, progress: progress as unknown as Prisma.InputJsonValue, errors: errors as unknown as Prisma.InputJsonValue },
+      data: {
+        active: null,
+        progress: progress as unknown as Prisma.InputJsonValue,
+        errors: errors as unknown as Prisma.InputJsonValue,
+      },
     });
   }
 
   /** Asks the running import to stop; its task id, or undefined when none runs. */
   async requestCancel(): Promise<string | undefined> {
-    const rows = await this.db.importRun.updateManyAndReturn({ where: { active: true }, data: { cancelRequested: true }, select: { taskId: true } });
+    const rows = await this.db.importRun.updateManyAndReturn({
+      where: { active: true },
+      data: { cancelRequested: true },
+      select: { taskId: true },
+    });
     return rows[0]?.taskId;
   }
 
@@ -120,8 +146,16 @@ export class ImportRepository {
 
   /** What earlier imports stored of this owner's files, by tree path. */
   async importedFiles(ownerId: string): Promise<Map<string, ImportedFile>> {
-    const rows = await this.db.importFile.findMany({ where: { ownerId }, select: { path: true, size: true, mtimeNs: true, inode: true, contentHash: true } });
-    return new Map(rows.map((r) => [r.path, { size: r.size, mtimeNs: r.mtimeNs, inode: r.inode, contentHash: r.contentHash.trim() }]));
+    const rows = await this.db.importFile.findMany({
+      where: { ownerId },
+      select: { path: true, size: true, mtimeNs: true, inode: true, contentHash: true },
+    });
+    return new Map(
+      rows.map((r) => [
+        r.path,
+        { size: r.size, mtimeNs: r.mtimeNs, inode: r.inode, contentHash: r.contentHash.trim() },
+      ]),
+    );
   }
 
   /** The content hashes of this owner's assets. */
@@ -131,7 +165,17 @@ export class ImportRepository {
   }
 
   async saveFile(ownerId: string, path: string, f: ImportedFile): Promise<void> {
-    const data = { size: f.size, mtimeNs: f.mtimeNs, inode: f.inode, contentHash: f.contentHash, importedAt: new Date() };
-    await this.db.importFile.upsert({ where: { ownerId_path: { ownerId, path } }, create: { ownerId, path, ...data }, update: data });
+    const data = {
+      size: f.size,
+      mtimeNs: f.mtimeNs,
+      inode: f.inode,
+      contentHash: f.contentHash,
+      importedAt: new Date(),
+    };
+    await this.db.importFile.upsert({
+      where: { ownerId_path: { ownerId, path } },
+      create: { ownerId, path, ...data },
+      update: data,
+    });
   }
 }

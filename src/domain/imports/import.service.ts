@@ -16,7 +16,14 @@ import { ImportReadError, openFound } from './import-read';
 import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
 import { IMPORT_JOB } from './import.job';
 import type { ImportedFile, ImportRepository } from './import.repository';
-import { EMPTY_PROGRESS, MAX_IMPORT_ERRORS, type ImportError, type ImportProgress, type ImportStatus, type SeedAnswer } from './import.types';
+import {
+  EMPTY_PROGRESS,
+  MAX_IMPORT_ERRORS,
+  type ImportError,
+  type ImportProgress,
+  type ImportStatus,
+  type SeedAnswer,
+} from './import.types';
 
 export interface ImportOptions {
   /** A run whose worker has not renewed it for this long is taken over (its worker died). */
@@ -65,7 +72,10 @@ export class ImportService {
   /** Admin keys, and the keys of IMPORT_ROOTS_OWNER. */
   private allow(principal: Principal): void {
     if (!principal.isAdmin && principal.ownerId !== this.d.config.owner) {
-      throw new DomainError('FORBIDDEN', 'only an admin key or a key of IMPORT_ROOTS_OWNER can import the server\'s folders');
+      throw new DomainError(
+        'FORBIDDEN',
+        "only an admin key or a key of IMPORT_ROOTS_OWNER can import the server's folders",
+      );
     }
   }
 
@@ -93,7 +103,8 @@ export class ImportService {
       const run = await this.d.repo.run(taskId);
       if (!run) throw new DomainError('TASK_NOT_FOUND', `task ${taskId} not found`);
       if (!run.active) {
-        const status = run.taskStatus === 'completed' ? 'completed' : run.taskStatus === 'cancelled' ? 'cancelled' : 'failed';
+        const status =
+          run.taskStatus === 'completed' ? 'completed' : run.taskStatus === 'cancelled' ? 'cancelled' : 'failed';
         return { status, progress: run.progress, errors: run.errors, taskId };
       }
       await sleep(200);
@@ -107,8 +118,13 @@ export class ImportService {
 
   private rootsOf(raw: unknown): ImportRootName[] {
     if (raw === undefined || raw === null) return this.configured;
-    if (!Array.isArray(raw) || !raw.every((r) => typeof r === 'string' && (IMPORT_ROOT_NAMES as readonly string[]).includes(r))) {
-      throw new DomainError('INVALID_BODY', `roots must be a list of ${IMPORT_ROOT_NAMES.join(', ')}`, { field: 'roots' });
+    if (
+      !Array.isArray(raw) ||
+      !raw.every((r) => typeof r === 'string' && (IMPORT_ROOT_NAMES as readonly string[]).includes(r))
+    ) {
+      throw new DomainError('INVALID_BODY', `roots must be a list of ${IMPORT_ROOT_NAMES.join(', ')}`, {
+        field: 'roots',
+      });
     }
     // Names the deployment does not import from are nothing to seed, as ComfyUI answers for a folder it lacks.
     return this.configured.filter((n) => (raw as string[]).includes(n));
@@ -121,7 +137,11 @@ export class ImportService {
     const run = await this.d.repo.current();
     if (!run) return { state: 'idle', errors: [] };
     const stopping = run.cancelRequested || (run.taskStatus !== 'created' && run.taskStatus !== 'running');
-    return { state: !run.active ? 'idle' : stopping ? 'cancelling' : 'running', progress: run.progress, errors: run.errors };
+    return {
+      state: !run.active ? 'idle' : stopping ? 'cancelling' : 'running',
+      progress: run.progress,
+      errors: run.errors,
+    };
   }
 
   /** POST /api/assets/seed/cancel: `cancelling` when an import runs (it stops within a tick), else `idle`. */
@@ -173,13 +193,17 @@ export class ImportService {
       stop ||= beat.stop;
       await tasks.progressOf(taskId, processedBytes, totalBytes);
     };
-    const ticker = setInterval(() => void tick().catch((err) => log.warn('could not save import progress', { err: (err as Error).message })), this.o.tickMs);
+    const ticker = setInterval(
+      () => void tick().catch((err) => log.warn('could not save import progress', { err: (err as Error).message })),
+      this.o.tickMs,
+    );
     try {
       const files: FoundFile[] = [];
       const problems: WalkProblem[] = [];
       for (const name of run.roots as ImportRootName[]) {
         const dir = this.d.config.roots[name];
-        if (dir === undefined) problems.push({ treePath: name, code: 'ROOT_MISSING', message: `root ${name} is no longer in IMPORT_ROOTS` });
+        if (dir === undefined)
+          problems.push({ treePath: name, code: 'ROOT_MISSING', message: `root ${name} is no longer in IMPORT_ROOTS` });
         else await walkRoot(name, dir, files, problems);
       }
       progress.total = files.length + problems.length;
@@ -196,7 +220,14 @@ export class ImportService {
         while (next < files.length && !stop && held) {
           const f = files[next++]!;
           try {
-            const created = await this.importOne(run.ownerId, f, known.get(f.treePath), mine, progress, () => stop || !held);
+            const created = await this.importOne(
+              run.ownerId,
+              f,
+              known.get(f.treePath),
+              mine,
+              progress,
+              () => stop || !held,
+            );
             if (created) progress.created++;
             else progress.skipped++;
           } catch (err) {
@@ -226,7 +257,14 @@ export class ImportService {
       await this.d.transactions.run(async (tx) => {
         await tasks.complete(
           taskId,
-          { success: true, assetId: null, assetHash: null, filename: null, bytesDownloaded: progress.bytesRead, seed: { ...progress, errors } },
+          {
+            success: true,
+            assetId: null,
+            assetHash: null,
+            filename: null,
+            bytesDownloaded: progress.bytesRead,
+            seed: { ...progress, errors },
+          },
           tx,
         );
         await repo.finish(taskId, progress, errors, tx);
@@ -243,7 +281,13 @@ export class ImportService {
   private async end(taskId: string, progress: ImportProgress, errors: ImportError[], why: string): Promise<void> {
     await this.d.transactions.run(async (tx) => {
       const status = why === CANCELLED ? 'cancelled' : 'failed';
-      await this.d.tasks.fail({ id: taskId }, why === CANCELLED ? 'cancelled by the user' : why, { bytes: progress.bytesRead, total: null }, tx, status);
+      await this.d.tasks.fail(
+        { id: taskId },
+        why === CANCELLED ? 'cancelled by the user' : why,
+        { bytes: progress.bytesRead, total: null },
+        tx,
+        status,
+      );
       await this.d.repo.finish(taskId, progress, errors, tx);
     });
   }
@@ -262,10 +306,12 @@ export class ImportService {
     stopped: () => boolean,
   ): Promise<boolean> {
     const place = comfyPlacement(f.treePath);
-    if (!place) throw new ImportReadError('NOT_A_FILE', 'not inside a model folder (models/<folder>/), input/ or output/');
+    if (!place)
+      throw new ImportReadError('NOT_A_FILE', 'not inside a model folder (models/<folder>/), input/ or output/');
     const file = { name: place.name, tags: place.tags, path: f.treePath, fileName: path.posix.basename(f.treePath) };
     const inode = `${f.dev}:${f.ino}`;
-    const unchanged = before !== undefined && before.size === f.size && before.mtimeNs === f.mtimeNs && before.inode === inode;
+    const unchanged =
+      before !== undefined && before.size === f.size && before.mtimeNs === f.mtimeNs && before.inode === inode;
     if (unchanged && mine.has(before.contentHash)) return false;
     if (unchanged && (await this.d.content.find({ algorithm: 'blake3', hex: before.contentHash }))) {
       const made = await this.d.assets.importFile(ownerId, { blake3: before.contentHash }, file);
@@ -283,7 +329,10 @@ export class ImportService {
         }
       };
       progress.filesRead++;
-      ingested = await this.d.content.ingest(counted(opened.read(stopped)), { ownsChunks: true, maxBytes: Number.MAX_SAFE_INTEGER });
+      ingested = await this.d.content.ingest(counted(opened.read(stopped)), {
+        ownsChunks: true,
+        maxBytes: Number.MAX_SAFE_INTEGER,
+      });
       progress.bytesRead += bytes;
       await opened.check(bytes);
     } catch (err) {
@@ -295,7 +344,12 @@ export class ImportService {
     const blake3 = ingested.digest.blake3;
     const made = await this.d.assets.importFile(ownerId, { ingested }, file);
     mine.add(blake3);
-    await this.d.repo.saveFile(ownerId, f.treePath, { size: opened.stat.size, mtimeNs: opened.stat.mtimeNs, inode, contentHash: blake3 });
+    await this.d.repo.saveFile(ownerId, f.treePath, {
+      size: opened.stat.size,
+      mtimeNs: opened.stat.mtimeNs,
+      inode,
+      contentHash: blake3,
+    });
     return made.created;
   }
 }

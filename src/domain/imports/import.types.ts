@@ -34,7 +34,14 @@ export type SeedAnswer =
   | { status: 'started' | 'already_running'; taskId?: string }
   | { status: 'completed' | 'cancelled' | 'failed'; progress: ImportProgress; errors: ImportError[]; taskId?: string };
 
-export const EMPTY_PROGRESS: ImportProgress = { scanned: 0, total: 0, created: 0, skipped: 0, filesRead: 0, bytesRead: 0 };
+export const EMPTY_PROGRESS: ImportProgress = {
+  scanned: 0,
+  total: 0,
+  created: 0,
+  skipped: 0,
+  filesRead: 0,
+  bytesRead: 0,
+};
 
 /** At most this many errors are kept per import (the counts stay exact). */
 export const MAX_IMPORT_ERRORS = 1_000;

@@ -14,14 +14,19 @@ function answerJson(a: SeedAnswer): Record<string, unknown> {
 function optionalJsonBody(): RequestHandler {
   const chain = jsonBody();
   return (req, res, next) => {
-    if (req.get('content-length') === '0' || (req.get('content-length') === undefined && req.get('transfer-encoding') === undefined)) {
+    if (
+      req.get('content-length') === '0' ||
+      (req.get('content-length') === undefined && req.get('transfer-encoding') === undefined)
+    ) {
       req.body = {};
       return next();
     }
-    const step = (i: number) => (err?: unknown): void => {
-      if (err !== undefined || i === chain.length) return next(err);
-      chain[i]!(req, res, step(i + 1));
-    };
+    const step =
+      (i: number) =>
+      (err?: unknown): void => {
+        if (err !== undefined || i === chain.length) return next(err);
+        chain[i]!(req, res, step(i + 1));
+      };
     step(0)();
   };
 }
@@ -45,7 +50,9 @@ export function seedRouter(deps: { imports: ImportService }): Router {
     '/assets/seed/status',
     handle(async (_req, res) => {
       const s = await deps.imports.status(principalOf(res));
-      res.set('Cache-Control', 'no-store').json({ state: s.state, ...(s.progress ? { progress: seedProgressJson(s.progress) } : {}), errors: s.errors });
+      res
+        .set('Cache-Control', 'no-store')
+        .json({ state: s.state, ...(s.progress ? { progress: seedProgressJson(s.progress) } : {}), errors: s.errors });
     }),
   );
   r.post(
