@@ -29,9 +29,7 @@ const same = (a: OpenedStat, b: OpenedStat): boolean =>
  * (same size, mtime, ctime, inode, and as many bytes as its size), else FILE_CHANGED: its hash may not be of any
  * state the file was in, so nothing of it is kept.
  */
-export async function openFound(
-  f: FoundFile,
-): Promise<{
+export async function openFound(f: FoundFile): Promise<{
   stat: OpenedStat;
   read: (stop: () => boolean) => AsyncIterable<Buffer>;
   check: (bytes: number) => Promise<void>;

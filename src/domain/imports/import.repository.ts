@@ -164,18 +164,23 @@ export class ImportRepository {
     return new Set(rows.map((r) => r.contentHash.trim()));
   }
 
-  async saveFile(ownerId: string, path: string, f: ImportedFile): Promise<void> {
-    const data = {
-      size: f.size,
-      mtimeNs: f.mtimeNs,
-      inode: f.inode,
-      contentHash: f.contentHash,
-      importedAt: new Date(),
-    };
-    await this.db.importFile.upsert({
-      where: { ownerId_path: { ownerId, path } },
-      create: { ownerId, path, ...data },
-      update: data,
+  /**
+   * Records files an import stored, many in one statement. These rows only spare a later import a read, so their
+   * commit does not wait for its WAL flush (`synchronous_commit = off`): a crash may lose the last of them, and those
+   * files are then read once more.
+   */
+  async saveFiles(ownerId: string, files: ({ path: string } & ImportedFile)[]): Promise<void> {
+    if (files.length === 0) return;
+    await this.db.$transaction(async (tx) => {
+      await tx.$executeRaw`SET LOCAL synchronous_commit = off`;
+      await tx.$executeRaw`
+        INSERT INTO import_file (owner_id, path, size, mtime_ns, inode, content_hash, imported_at)
+        SELECT ${ownerId}, p, s, m, i, h, now()
+        FROM unnest(${files.map((f) => f.path)}::text[], ${files.map((f) => f.size.toString())}::bigint[],
+          ${files.map((f) => f.mtimeNs.toString())}::bigint[], ${files.map((f) => f.inode)}::text[],
+          ${files.map((f) => f.contentHash)}::text[]) AS u(p, s, m, i, h)
+        ON CONFLICT (owner_id, path) DO UPDATE SET size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns,
+          inode = EXCLUDED.inode, content_hash = EXCLUDED.content_hash, imported_at = EXCLUDED.imported_at`;
     });
   }
 }

@@ -40,6 +40,8 @@ export const DEFAULT_IMPORT_OPTIONS: ImportOptions = { staleMs: 10_000, tickMs: 
 
 const CANCELLED = 'cancelled';
 
+type SavedFile = { path: string } & ImportedFile;
+
 /**
  * The server-side import of IMPORT_ROOTS (contract 6.4, ComfyUI's seed): one `seed_assets` task at a time per
  * deployment (the unique `import_run.active`), run by a pg-boss job on any instance, under a heartbeat so another
@@ -187,7 +189,10 @@ export class ImportService {
     let held = true;
     let processedBytes = 0;
     let totalBytes = 0;
+    // What was stored, written to import_file in batches (each tick, every 500 files, at the end).
+    const saved: SavedFile[] = [];
     const tick = async (): Promise<void> => {
+      await this.flushSaved(run.ownerId, saved);
       const beat = await repo.heartbeat(taskId, this.worker, progress, errors);
       held = beat.held;
       stop ||= beat.stop;
@@ -227,6 +232,7 @@ export class ImportService {
               mine,
               progress,
               () => stop || !held,
+              saved,
             );
             if (created) progress.created++;
             else progress.skipped++;
@@ -247,6 +253,7 @@ export class ImportService {
       };
       await Promise.all(Array.from({ length: this.o.concurrency }, worker));
       clearInterval(ticker);
+      await this.flushSaved(run.ownerId, saved);
       if (!held) return; // another worker took the run over: it finishes it
       await tick().catch(() => undefined);
       if (stop) {
@@ -278,6 +285,10 @@ export class ImportService {
     }
   }
 
+  private async flushSaved(ownerId: string, saved: SavedFile[]): Promise<void> {
+    await this.d.repo.saveFiles(ownerId, saved.splice(0, saved.length));
+  }
+
   private async end(taskId: string, progress: ImportProgress, errors: ImportError[], why: string): Promise<void> {
     await this.d.transactions.run(async (tx) => {
       const status = why === CANCELLED ? 'cancelled' : 'failed';
@@ -304,6 +315,7 @@ export class ImportService {
     mine: Set<string>,
     progress: ImportProgress,
     stopped: () => boolean,
+    saved: SavedFile[],
   ): Promise<boolean> {
     const place = comfyPlacement(f.treePath);
     if (!place)
@@ -344,12 +356,8 @@ export class ImportService {
     const blake3 = ingested.digest.blake3;
     const made = await this.d.assets.importFile(ownerId, { ingested }, file);
     mine.add(blake3);
-    await this.d.repo.saveFile(ownerId, f.treePath, {
-      size: opened.stat.size,
-      mtimeNs: opened.stat.mtimeNs,
-      inode,
-      contentHash: blake3,
-    });
+    saved.push({ path: f.treePath, size: opened.stat.size, mtimeNs: opened.stat.mtimeNs, inode, contentHash: blake3 });
+    if (saved.length >= 500) await this.flushSaved(ownerId, saved);
     return made.created;
   }
 }
