@@ -7,7 +7,8 @@
 //    concurrency vs `curl -F` with `xargs -P` at the same concurrency (target ≥ 1.0).
 // 2. `--models`: model-sized files (BENCH_IMPORT_MODEL_FILES x BENCH_IMPORT_MODEL_MIB, default 4 x 1024): the import
 //    vs `cp -r` of the same tree on the same disk followed by `sync` (target ≥ 0.8).
-// --smoke: 50 small files, 2 x 8 MiB models.
+// 3. `--repush`: a second `assets push` of an unchanged 20 GiB tree of sparse files (target < 2 s, no file read).
+// --smoke: 50 small files, 2 x 8 MiB models, 2 x 10 MiB sparse files.
 const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
@@ -214,7 +215,62 @@ async function models(args) {
   }
 }
 
-module.exports = { run: (args) => (args.opts.models ? models(args) : small(args)) };
+/**
+ * `--repush`: `assets push` again of an unchanged tree of BENCH_IMPORT_SPARSE_FILES sparse files of
+ * BENCH_IMPORT_SPARSE_GIB GiB each (default 20 x 1 GiB; one content, so the first push uploads it once): the second
+ * push takes every hash from the CLI's hash cache (target < 2 s, no file opened).
+ */
+async function repush(args) {
+  const count = args.smoke ? 2 : Number(process.env.BENCH_IMPORT_SPARSE_FILES || 20);
+  const gib = args.smoke ? 0.01 : Number(process.env.BENCH_IMPORT_SPARSE_GIB || 1);
+  const work = benchTmp('import-repush');
+  const forget = onCleanup(() => rmrf(work));
+  const root = path.join(work, 'ComfyUI', 'models', 'checkpoints');
+  fs.mkdirSync(root, { recursive: true });
+  for (let i = 0; i < count; i++)
+    fs.truncateSync(fs.openSync(path.join(root, `sparse-${i}.safetensors`), 'w'), Math.round(gib * 1024) * MiB);
+  const stack = await startStack({ prefix: 'import' });
+  const cache = path.join(work, 'cache');
+  const push = () => {
+    settle();
+    const t0 = now();
+    const r = spawnSync(process.execPath, [CLI, 'push', path.join(work, 'ComfyUI'), '--comfyui', '--json'], {
+      env: {
+        PATH: process.env.PATH,
+        ASSETS_URL: stack.svc.url,
+        ASSETS_API_KEY: KEY,
+        XDG_CACHE_HOME: cache,
+        HOME: cache,
+      },
+      encoding: 'utf8',
+      maxBuffer: 64 * MiB,
+    });
+    if (r.status !== 0) throw new Error(`assets push exited ${r.status}: ${r.stderr.slice(-2000)}`);
+    return { seconds: now() - t0, out: JSON.parse(r.stdout) };
+  };
+  try {
+    const first = push();
+    const second = push();
+    const result = {
+      files: count,
+      gib_total: r3(count * gib),
+      first_push_s: r3(first.seconds),
+      repush_s: r3(second.seconds),
+      repush_files_hashed: second.out.files_hashed,
+      repush_bytes_sent: second.out.bytes_sent,
+    };
+    log(
+      `  first push ${first.seconds.toFixed(2)} s, re-push ${second.seconds.toFixed(2)} s (${second.out.files_hashed} files hashed)`,
+    );
+    printResult('import-repush', result);
+  } finally {
+    await stack.stop();
+    forget();
+    rmrf(work);
+  }
+}
+
+module.exports = { run: (args) => (args.opts.models ? models(args) : args.opts.repush ? repush(args) : small(args)) };
 
 if (require.main === module) {
   const { parseArgs, runScript } = require('../lib/common.cjs');
