@@ -227,8 +227,11 @@ async function repush(args) {
   const forget = onCleanup(() => rmrf(work));
   const root = path.join(work, 'ComfyUI', 'models', 'checkpoints');
   fs.mkdirSync(root, { recursive: true });
-  for (let i = 0; i < count; i++)
-    fs.truncateSync(fs.openSync(path.join(root, `sparse-${i}.safetensors`), 'w'), Math.round(gib * 1024) * MiB);
+  for (let i = 0; i < count; i++) {
+    const fd = fs.openSync(path.join(root, `sparse-${i}.safetensors`), 'w');
+    fs.ftruncateSync(fd, Math.round(gib * 1024) * MiB);
+    fs.closeSync(fd);
+  }
   const stack = await startStack({ prefix: 'import' });
   const cache = path.join(work, 'cache');
   const push = () => {
