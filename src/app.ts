@@ -17,6 +17,7 @@ import { authenticate } from './http/rest/middleware';
 import { requestIdFrom } from './http/shared/request-id';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { jobsRouter } from './http/rest/jobs.router';
+import { seedRouter } from './http/rest/seed.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
@@ -110,6 +111,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(tasksRouter({ tasks: c.tasks }));
   api.use(uploads.keyed);
   api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
+  api.use(seedRouter({ imports: c.imports }));
   app.use('/api', api);
 
   // The open routes, after /api (their paths are disjoint, and API requests then skip their layers).

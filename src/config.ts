@@ -52,6 +52,19 @@ export interface Config {
   readonly corsOrigins: '*' | readonly string[];
   /** MEDIA_URL_GRANTS: `preview_url` and `thumbnail_url` carry a read grant (`<img src>` loads them without a key). */
   readonly mediaUrlGrants: boolean;
+  /** IMPORT_ROOTS and IMPORT_ROOTS_OWNER: folders of this machine that POST /api/assets/seed imports. */
+  readonly importRoots: ImportRootsConfig;
+}
+
+/** The names a root of IMPORT_ROOTS may have: the top folders of a ComfyUI tree. */
+export const IMPORT_ROOT_NAMES = ['models', 'input', 'output'] as const;
+export type ImportRootName = (typeof IMPORT_ROOT_NAMES)[number];
+
+export interface ImportRootsConfig {
+  /** Absolute folders by root name; empty when IMPORT_ROOTS is unset. */
+  readonly roots: Readonly<Partial<Record<ImportRootName, string>>>;
+  /** The owner whose keys may start an import (besides admin keys), and who owns what it imports. */
+  readonly owner: string | undefined;
 }
 
 export type StorageConfig =
@@ -198,6 +211,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     }
     return out;
   };
+  const importRoots = parseImportRoots(optional('IMPORT_ROOTS'), optional('IMPORT_ROOTS_OWNER'), problems);
 
   const host = str('HOST', '127.0.0.1');
   const config: Config = {
@@ -235,7 +249,31 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000_000),
     corsOrigins: origins('CORS_ORIGINS'),
     mediaUrlGrants: bool('MEDIA_URL_GRANTS', true),
+    importRoots,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });
+}
+
+/** `models=/srv/comfyui/models,input=/srv/comfyui/input`: each name once, each folder an absolute path. */
+function parseImportRoots(raw: string | undefined, owner: string | undefined, problems: string[]): ImportRootsConfig {
+  const roots: Partial<Record<ImportRootName, string>> = {};
+  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const i = entry.indexOf('=');
+    const name = (i >= 0 ? entry.slice(0, i) : '').trim() as ImportRootName;
+    const dir = i >= 0 ? entry.slice(i + 1).trim() : '';
+    if (!IMPORT_ROOT_NAMES.includes(name)) {
+      problems.push(`IMPORT_ROOTS: ${JSON.stringify(entry)} must be <name>=<folder> with a name of ${IMPORT_ROOT_NAMES.join(', ')}`);
+    } else if (roots[name] !== undefined) {
+      problems.push(`IMPORT_ROOTS: ${name} is named twice`);
+    } else if (!path.isAbsolute(dir)) {
+      problems.push(`IMPORT_ROOTS: the folder of ${name} must be an absolute path`);
+    } else {
+      roots[name] = path.resolve(dir);
+    }
+  }
+  if (owner !== undefined && !/^[\w.@-]{1,128}$/.test(owner)) {
+    problems.push(`IMPORT_ROOTS_OWNER: ${JSON.stringify(owner)} must be 1-128 letters, digits, '.', '@', '_' or '-'`);
+  }
+  return Object.freeze({ roots: Object.freeze(roots), owner });
 }

@@ -16,6 +16,8 @@ import { ExportRepository } from './domain/exports/export.repository';
 import { ServerSecretRepository } from './domain/secrets/server-secret.repository';
 import { ReadGrants } from './domain/secrets/read-grants';
 import { ExportService } from './domain/exports/export.service';
+import { ImportRepository } from './domain/imports/import.repository';
+import { ImportService } from './domain/imports/import.service';
 import { TaskRepository } from './domain/tasks/task.repository';
 import { TaskService } from './domain/tasks/task.service';
 import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
@@ -59,6 +61,8 @@ export interface Container {
   uploads: UploadService;
   /** Bulk export archives. */
   exports: ExportService;
+  /** The server-side import of IMPORT_ROOTS (POST /api/assets/seed). */
+  imports: ImportService;
   /** Prometheus metrics; undefined with METRICS_ENABLED=false. */
   metrics: Metrics | undefined;
   /** Closes everything in reverse order of creation. */
@@ -169,7 +173,19 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const downloads = new DownloadService(downloadDeps);
   const tasks = new TaskService(database.transactions, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
 
-  registerJobs(queue, { config, logger, blobStore, content, assets, thumbnails, uploads, exports: exportService, downloadJob });
+  const imports = new ImportService({
+    config: config.importRoots,
+    transactions: database.transactions,
+    repo: new ImportRepository(database.prisma),
+    tasks: taskRepo,
+    assets,
+    content,
+    queue,
+    logger: logger.child({ module: 'imports' }),
+  });
+  if (config.role !== 'api') imports.startSweeping();
+
+  registerJobs(queue, { config, logger, blobStore, content, assets, thumbnails, uploads, exports: exportService, downloadJob, imports });
 
   return {
     config,
@@ -188,10 +204,12 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     downloads,
     uploads,
     exports: exportService,
+    imports,
     metrics,
     close: async () => {
       // Local transfers stop (they resume elsewhere or after restart); outbound connections close.
       await downloadJob.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
+      imports.stopSweeping();
       await fetcher.close().catch(() => undefined);
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       content.close();

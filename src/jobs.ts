@@ -9,6 +9,8 @@ import { downloadTransferJob, type DownloadJob } from './domain/downloads/downlo
 import { exportSweepJob } from './domain/exports/export-sweep.job';
 import { exportJob } from './domain/exports/export.job';
 import type { ExportService } from './domain/exports/export.service';
+import { importJob } from './domain/imports/import.job';
+import type { ImportService } from './domain/imports/import.service';
 import { thumbnailBackfillJob } from './domain/thumbnails/thumbnail-backfill.job';
 import { thumbnailJob } from './domain/thumbnails/thumbnail.job';
 import type { ThumbnailService } from './domain/thumbnails/thumbnail.service';
@@ -29,6 +31,7 @@ export interface JobServices {
   uploads: UploadService;
   exports: ExportService;
   downloadJob: DownloadJob;
+  imports: ImportService;
 }
 
 /** Every job of the service. Those sent at start are sent in this order. */
@@ -44,6 +47,7 @@ export const JOBS: ReadonlyArray<Job<JobServices, never>> = [
   exportJob,
   exportSweepJob,
   downloadTransferJob,
+  importJob,
 ];
 
 export function registerJobs(queue: JobQueue, services: JobServices): void {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -50,6 +51,18 @@ function write(root: string, rel: string, data: Buffer): void {
 
 const fileHash = (file: string): string => blake3Of(fs.readFileSync(file));
 
+/** `strace <args>` with only the given environment (plus PATH): the files a command opens. */
+function runStrace(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn('strace', args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    proc.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 // A ComfyUI-shaped tree: nested folders, unicode and spaces, an empty file, one content under two names.
 const TREE: Record<string, Buffer> = {
   'models/checkpoints/SDXL/base.safetensors': bytes(3 * MiB, 1),
@@ -87,8 +100,11 @@ describe('push and pull of a ComfyUI tree', () => {
 
     const assets = await listAll();
     const named = new Map(assets.map((a) => [a.name, a]));
-    expect(named.get('SDXL/base.safetensors')).toMatchObject({ tags: ['models', 'checkpoints', 'team-x'], size: 3 * MiB });
-    expect(named.get('style ünï 🎨 v2.safetensors')).toMatchObject({ tags: ['models', 'loras', 'team-x'] });
+    // ComfyUI's model_type: tags (its `model_type` mode lists the asset under its folder) beside the plain folder name.
+    expect(named.get('SDXL/base.safetensors')).toMatchObject({ tags: ['models', 'model_type:checkpoints', 'checkpoints', 'team-x'], size: 3 * MiB });
+    expect(named.get('style ünï 🎨 v2.safetensors')).toMatchObject({ tags: ['models', 'model_type:loras', 'loras', 'team-x'] });
+    const byType = await listAll('&tags_all=model_type:loras');
+    expect(byType.map((x) => x.name).sort()).toEqual(expect.arrayContaining(['style ünï 🎨 v2.safetensors']));
     expect(named.get('empty.png')).toMatchObject({ tags: ['input', 'team-x'], size: 0 });
     expect(named.get('run 1/ComfyUI_00001_.png')).toMatchObject({ tags: ['output', 'team-x'] });
     for (const [rel, data] of Object.entries(TREE)) {
@@ -104,8 +120,10 @@ describe('push and pull of a ComfyUI tree', () => {
     expect([a.action, b.action].sort()).toEqual(['from_hash', 'uploaded']);
     // ... and adds its folder's tag to that asset.
     const dup = assets.find((x) => x.id === a.asset_id);
-    expect(dup.tags).toEqual(expect.arrayContaining(['models', 'loras', 'vae', 'team-x']));
-    expect(dup.tags[1]).toBe(dup.name === 'copy a.safetensors' ? 'loras' : 'vae');
+    expect(dup.tags).toEqual(expect.arrayContaining(['models', 'loras', 'vae', 'model_type:loras', 'model_type:vae', 'team-x']));
+    expect(dup.tags[1]).toBe(dup.name === 'copy a.safetensors' ? 'model_type:loras' : 'model_type:vae');
+    // ... and both paths are kept with it, for pull.
+    expect([...dup.metadata.paths].sort()).toEqual(['models/loras/copy a.safetensors', 'models/vae/copy b.safetensors']);
     expect(assets).toHaveLength(5);
     // Each distinct content was sent once.
     expect(new Set(uploadRequests(from).filter((q) => q.method === 'POST').map((q) => q.path)).size).toBeGreaterThan(0);
@@ -118,6 +136,8 @@ describe('push and pull of a ComfyUI tree', () => {
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.bytes_sent).toBe(0);
+    // Every hash came from the hash cache: no file was opened.
+    expect(out.files_hashed).toBe(0);
     expect(out.files.filter((f: { action: string }) => f.action !== 'skipped').every((f: { action: string }) => f.action === 'from_hash')).toBe(true);
     expect(uploadRequests(from)).toEqual([]);
     expect(proxy.requests.slice(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(8 * KiB);
@@ -130,12 +150,12 @@ describe('push and pull of a ComfyUI tree', () => {
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.failed).toBe(0);
-    const dupWinner = (await listAll()).find((x) => x.name.startsWith('copy '));
+    // Every path of the tree, the one content under two names included (one download, one copy).
     for (const [rel, data] of Object.entries(TREE)) {
-      if (rel.includes('/copy ') && !rel.endsWith(dupWinner.name)) continue;
       expect({ rel, hash: fileHash(path.join(dest, ...rel.split('/'))) }).toEqual({ rel, hash: blake3Of(data) });
     }
-    expect(fs.readdirSync(path.join(dest, 'models')).sort()).toEqual([...new Set(['checkpoints', 'loras', dupWinner.tags[1]])].sort());
+    expect(out.files.filter((f: { action: string }) => f.action === 'copied')).toHaveLength(1);
+    expect(fs.readdirSync(path.join(dest, 'models')).sort()).toEqual(['checkpoints', 'loras', 'vae']);
     expect(out.extra_model_paths_yaml).toContain(`base_path: ${JSON.stringify(path.resolve(dest))}`);
     expect(out.extra_model_paths_yaml).toContain('checkpoints: "models/checkpoints/"');
     expect(fs.readdirSync(dest, { recursive: true }).some((f) => String(f).endsWith('.part'))).toBe(false);
@@ -149,6 +169,37 @@ describe('push and pull of a ComfyUI tree', () => {
     expect(r.stderr).toMatch(/0 downloaded/);
     expect(r.stdout).toContain('extra_model_paths.yaml');
     expect(r.stdout).toMatch(/loras: "models\/loras\/"/);
+  });
+
+  test('pull --link makes the second path of a content a hard link of the first', async () => {
+    const dest = path.join(work, 'pulled-linked');
+    const r = await runCli(['pull', dest, '--comfyui', '--tag', 'team-x', '--link', '--json'], env);
+    expect(r.code).toBe(0);
+    const a = fs.statSync(path.join(dest, 'models', 'loras', 'copy a.safetensors'));
+    const b = fs.statSync(path.join(dest, 'models', 'vae', 'copy b.safetensors'));
+    expect(a.ino).toBe(b.ino);
+    expect(a.nlink).toBe(2);
+  });
+
+  test('a re-push of the unchanged tree opens none of its files; an edited file is hashed and sent again', async () => {
+    const log = path.join(work, 'strace.log');
+    const node = process.execPath;
+    const traced = await runStrace(['-f', '-e', 'trace=open,openat,openat2', '-o', log, node, CLI_MAIN, 'push', comfy, '--comfyui', '--tag', 'team-x', '--json'], env);
+    expect(traced.code).toBe(0);
+    expect(JSON.parse(traced.stdout)).toMatchObject({ files_hashed: 0, bytes_sent: 0 });
+    const lines = fs.readFileSync(log, 'utf8').split('\n').filter((l) => l.includes(comfy + path.sep));
+    // The trace sees the folders walked (so it would see a file opened), and no file.
+    expect(lines.some((l) => l.includes('O_DIRECTORY'))).toBe(true);
+    expect(lines.filter((l) => !l.includes('O_DIRECTORY'))).toEqual([]);
+
+    // Same size, new bytes: its size and mtime may even look the same; its ctime moved.
+    const rel = 'output/run 1/ComfyUI_00001_.png';
+    const edited = bytes(50 * KiB, 99);
+    write(comfy, rel, edited);
+    const again = JSON.parse((await runCli(['push', comfy, '--comfyui', '--tag', 'team-x', '--json'], env)).stdout);
+    expect(again.files_hashed).toBe(1);
+    expect(again.files.find((f: { file: string }) => f.file.endsWith('ComfyUI_00001_.png'))).toMatchObject({ action: 'uploaded', hash: blake3Of(edited) });
+    write(comfy, rel, TREE[rel]!);
   });
 });
 

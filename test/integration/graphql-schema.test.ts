@@ -17,6 +17,6 @@ test('the schema has the asset, task and export operations', async () => {
   const schema = await buildGraphQLSchema();
   expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual(['asset', 'assets', 'contentExists', 'jobAssets', 'remoteMetadata', 'tagCounts', 'tags', 'task', 'tasks']);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual(
-    ['addAssetTags', 'cancelTask', 'createAssetFromHash', 'deleteAsset', 'removeAssetTags', 'setAssetImmutable', 'startDownload', 'startExport', 'updateAsset', 'uploadAsset'],
+    ['addAssetPaths', 'addAssetTags', 'cancelTask', 'createAssetFromHash', 'deleteAsset', 'removeAssetTags', 'setAssetImmutable', 'startDownload', 'startExport', 'updateAsset', 'uploadAsset'],
   );
 });

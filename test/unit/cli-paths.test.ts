@@ -2,7 +2,7 @@ import path from 'node:path';
 import { checkAsset, retryDelayMs } from '../../src/cli/assets/client';
 import type { Asset } from '../../src/cli/assets/client';
 import { planPaths } from '../../src/cli/assets/pull';
-import { comfyPlacement, comfyPlacementOf, fitSegments, pullPath, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
+import { comfyPlacement, comfyPlacementOf, fitSegments, pullPath, pullPaths, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
 
 describe('safeRelativePath (the loader_path rule)', () => {
   test.each([
@@ -19,8 +19,8 @@ describe('safeRelativePath (the loader_path rule)', () => {
 
 describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
   test('models/<folder>/<path> → tags models, <folder>; name is the path inside the folder', () => {
-    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({ tags: ['models', 'checkpoints'], name: 'SDXL/base.safetensors' });
-    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'x.safetensors' });
+    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({ tags: ['models', 'model_type:checkpoints', 'checkpoints'], name: 'SDXL/base.safetensors' });
+    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({ tags: ['models', 'model_type:loras', 'loras'], name: 'x.safetensors' });
   });
   test('input/ and output/', () => {
     expect(comfyPlacement('input/a/b.png')).toEqual({ tags: ['input'], name: 'a/b.png' });
@@ -35,9 +35,9 @@ describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
 
 describe('comfyPlacementOf (a folder or file inside a ComfyUI tree)', () => {
   test('pushing models/loras or one model file places it as the whole tree would', () => {
-    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'loras'], name: 'sub/x.safetensors' });
-    expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({ tags: ['output'], name: 'o.png' });
-    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'checkpoints'], name: 'a.sft' });
+    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'model_type:loras', 'loras'], name: 'sub/x.safetensors', treePath: 'models/loras/sub/x.safetensors' });
+    expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({ tags: ['output'], name: 'o.png', treePath: 'output/o.png' });
+    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'model_type:checkpoints', 'checkpoints'], name: 'a.sft', treePath: 'models/checkpoints/a.sft' });
     expect(comfyPlacementOf('/home/me/random/x.bin', 'x.bin')).toBeUndefined();
   });
 });
@@ -106,5 +106,21 @@ describe('planPaths (where pull writes each asset)', () => {
     const plan = planPaths(assets, false, true);
     expect(plan.map((p) => p.takenBy === undefined)).toEqual([true, false, true, false]);
     expect(plan[1]!.takenBy).toContain('asset 1');
+  });
+});
+
+describe('pullPaths (every recorded path of an asset)', () => {
+  const a = (paths: unknown, tags = ['models', 'model_type:loras', 'loras']) => ({ id: 'i', name: 'a.safetensors', tags, loader_path: 'a.safetensors', metadata: { paths } });
+  test('with --comfyui each ComfyUI tree path as it is; without, the path inside its folder', () => {
+    const asset = a(['models/loras/a.safetensors', 'models/vae/a-copy.safetensors']);
+    expect(pullPaths(asset, true)).toEqual(['models/loras/a.safetensors', 'models/vae/a-copy.safetensors']);
+    expect(pullPaths(asset, false)).toEqual(['a.safetensors', 'a-copy.safetensors']);
+  });
+  test('unsafe recorded paths are left out; none left: the asset\'s own path', () => {
+    expect(pullPaths(a(['../../etc/passwd', '/abs', 7]), true)).toEqual(['models/loras/a.safetensors']);
+    expect(pullPaths(a(undefined), false)).toEqual(['a.safetensors']);
+  });
+  test('a plain folder path is placed by the tags with --comfyui', () => {
+    expect(pullPaths(a(['sub/b.safetensors']), true)).toEqual(['models/loras/sub/b.safetensors']);
   });
 });

@@ -279,6 +279,19 @@ export class ApiClient {
    * POST /api/assets/{id}/tags; the tags that were not there before. An instance without that route (404 other than
    * ASSET_NOT_FOUND) gets a PUT of the whole tag list instead.
    */
+  /**
+   * Records tree paths of an asset's content (`metadata.paths`); undefined when the instance has no such route (an
+   * older one), so the caller stops asking.
+   */
+  async addPaths(id: string, paths: string[]): Promise<string[] | undefined> {
+    try {
+      return (await this.json<{ paths: string[] }>(`/api/assets/${encodeURIComponent(id)}/paths`, { method: 'POST', body: JSON.stringify({ paths }) })).body.paths;
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 404 || err.status === 405) && err.code !== 'ASSET_NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+
   async addTags(id: string, tags: string[]): Promise<string[]> {
     const path = `/api/assets/${encodeURIComponent(id)}`;
     try {

@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { ApiClient, ApiError, DEFAULT_TIMEOUT_MS } from './client';
 import { assetLine, downloadUrl, exportZip } from './commands';
 import { createProgress, formatBytes, printable } from './progress';
+import { HashCache } from './hash-cache';
 import { extraModelPathsYaml, pull } from './pull';
 import { push } from './push';
 import { UploadStateFile } from './upload-state';
@@ -104,8 +105,9 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--concurrency <n>', 'files at a time', positiveInt, 4)
     .option('--chunk-size <MiB>', 'MiB per resumable-upload request; 0: the whole file in one (a broken one resumes from what the service kept); set it behind a proxy that limits request bodies', wholeNumber, 0)
     .addOption(new Option('--timings', "each file's phase times in its --json result (ms)").default(false).hideHelp())
+    .option('--no-hash-cache', 'hash every file, ignoring (and not updating) the hashes remembered from earlier pushes')
     .option('--json', 'print the results as JSON on stdout', false)
-    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; timings: boolean; json: boolean }) => {
+    .action(async (paths: string[], o: { tag: string[]; comfyui: boolean; concurrency: number; chunkSize: number; timings: boolean; hashCache: boolean; json: boolean }) => {
       // lstat: a symlink loop or a dangling link exists (and is reported as the file it is), only nothing is missing.
       const missing = paths.filter((p) => {
         try {
@@ -119,12 +121,14 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       const cacheDir = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
       const progress = createProgress();
       const state = new UploadStateFile(g.stateFile ?? path.join(cacheDir, 'assets-cli', 'uploads.json'), (m) => progress.log(`warning: ${m}`));
-      const results = await push(client(), state, paths, { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, timings: o.timings }, progress).finally(() =>
-        progress.stop(),
-      );
+      // size, mtime, ctime, inode → BLAKE3 of what earlier pushes hashed (hash-cache.ts); safe to delete.
+      const cache = o.hashCache ? new HashCache(path.join(cacheDir, 'assets-cli', 'hashes.json')) : undefined;
+      let hashed = 0;
+      const pushOpts = { tags: o.tag, comfyui: o.comfyui, concurrency: o.concurrency, chunkSize: o.chunkSize * 1024 * 1024, timings: o.timings };
+      const results = await push(client(), state, paths, { ...pushOpts, cache, onFilesRead: (n) => (hashed = n) }, progress).finally(() => progress.stop());
       const failed = results.filter((r) => r.action === 'failed');
       const sent = results.reduce((s, r) => s + (r.bytes_sent ?? 0), 0);
-      if (o.json) out({ files: results, failed: failed.length, bytes_sent: sent });
+      if (o.json) out({ files: results, failed: failed.length, bytes_sent: sent, files_hashed: hashed });
       process.stderr.write(
         `${results.length} files: ${results.filter((r) => r.action === 'uploaded').length} uploaded (${formatBytes(sent)} sent), ` +
           `${results.filter((r) => r.action === 'from_hash').length} stored by hash, ${failed.length} failed\n`,
@@ -141,10 +145,12 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
     .option('--name-contains <text>', 'only assets whose name contains this')
     .option('--comfyui', 'lay out as a ComfyUI tree: models/<folder>/<loader_path>, input/, output/', false)
     .option('--concurrency <n>', 'files at a time', positiveInt, 4)
+    .option('--link', "an asset's second and later paths are hard links to its first, not copies", false)
     .option('--json', 'print the results as JSON on stdout', false)
-    .action(async (dir: string, o: { tag: string[]; nameContains?: string; comfyui: boolean; concurrency: number; json: boolean }) => {
+    .action(async (dir: string, o: { tag: string[]; nameContains?: string; comfyui: boolean; concurrency: number; link: boolean; json: boolean }) => {
       const progress = createProgress();
-      const results = await pull(client(), dir, { tags: o.tag, nameContains: o.nameContains, comfyui: o.comfyui, concurrency: o.concurrency }, progress).finally(
+      const pullOpts = { tags: o.tag, nameContains: o.nameContains, comfyui: o.comfyui, concurrency: o.concurrency, link: o.link };
+      const results = await pull(client(), dir, pullOpts, progress).finally(
         () => progress.stop(),
       );
       const failed = results.filter((r) => r.action === 'failed');
@@ -153,7 +159,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => 
       if (o.json) out({ files: results, failed: failed.length, bytes_received: received, ...(yaml ? { extra_model_paths_yaml: yaml } : {}) });
       process.stderr.write(
         `${results.length} assets: ${results.filter((r) => r.action === 'downloaded').length} downloaded (${formatBytes(received)}), ` +
-          `${results.filter((r) => r.action === 'present').length} already present, ${failed.length} failed\n`,
+          `${results.filter((r) => r.action === 'present').length} already present, ` +
+          `${results.filter((r) => r.action === 'copied' || r.action === 'linked').length} other paths made, ${failed.length} failed\n`,
       );
       for (const f of failed) process.stderr.write(printable(`  failed: ${f.path} (${f.asset_id}): ${f.error?.code}: ${f.error?.message}`) + '\n');
       if (yaml && !o.json) {

@@ -1,4 +1,7 @@
 import path from 'node:path';
+import { comfyPlacement, type ComfyPlacement } from '../../domain/assets/comfy-folders';
+
+export { comfyPlacement, type ComfyPlacement };
 
 /**
  * The safe-relative-path rule of `loader_path`: no `..` segment, no leading `/`, no `\`, no
@@ -54,36 +57,22 @@ export function resolveInside(root: string, rel: string): string {
   return abs;
 }
 
-export interface ComfyPlacement {
-  tags: string[];
-  /** The asset name: the path inside the model folder (or inside input/ / output/), POSIX separators. */
-  name: string;
-}
-
-/**
- * Where a file of a ComfyUI tree belongs, as ComfyUI's asset scanner sees it: `models/<folder>/<path>` → tags
- * `models`, `<folder>`, name `<path>`; `input/<path>` → `input`; `output/<path>` → `output`. Other files (and files
- * directly in `models/`) have no place: undefined.
- */
-export function comfyPlacement(relPosix: string): ComfyPlacement | undefined {
-  const parts = relPosix.split('/');
-  const [top, ...rest] = parts;
-  if (top === 'models' && rest.length >= 2) return { tags: ['models', rest[0]!.toLowerCase()], name: rest.slice(1).join('/') };
-  if ((top === 'input' || top === 'output') && rest.length >= 1) return { tags: [top], name: rest.join('/') };
-  return undefined;
-}
-
 /**
  * The placement of a file pushed with `--comfyui`: by its path inside the pushed folder (the ComfyUI root), else by
  * the part of its absolute path from the last `models`/`input`/`output` folder on, so pushing `ComfyUI/models/loras`
- * or a single model file places it as pushing the whole tree would.
+ * or a single model file places it as pushing the whole tree would. `treePath` is its path in the ComfyUI tree
+ * (`models/loras/x.safetensors`), recorded with the asset (`metadata.paths`).
  */
-export function comfyPlacementOf(absPath: string, relPosix: string): ComfyPlacement | undefined {
+export function comfyPlacementOf(absPath: string, relPosix: string): (ComfyPlacement & { treePath: string }) | undefined {
   const direct = comfyPlacement(relPosix);
-  if (direct) return direct;
+  if (direct) return { ...direct, treePath: relPosix };
   const parts = absPath.split(/[\\/]/);
   for (let i = parts.length - 2; i >= 0; i--) {
-    if (parts[i] === 'models' || parts[i] === 'input' || parts[i] === 'output') return comfyPlacement(parts.slice(i).join('/'));
+    if (parts[i] === 'models' || parts[i] === 'input' || parts[i] === 'output') {
+      const treePath = parts.slice(i).join('/');
+      const place = comfyPlacement(treePath);
+      return place ? { ...place, treePath } : undefined;
+    }
   }
   return undefined;
 }
@@ -93,6 +82,7 @@ export interface AssetPlacementInput {
   name: string;
   tags: string[];
   loader_path?: string;
+  metadata?: unknown;
 }
 
 /**
@@ -106,9 +96,10 @@ export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   const safe = fitSegments(safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id));
   if (!comfyui) return safe;
   if (asset.tags.includes('models')) {
-    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output';
+    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output' || t.includes(':');
     const next = asset.tags[asset.tags.indexOf('models') + 1];
-    const folder = notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next;
+    const typed = asset.tags.find((t) => t.startsWith('model_type:'))?.slice('model_type:'.length);
+    const folder = typed || (notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next);
     const folderSafe = folder === undefined ? undefined : safeRelativePath(folder);
     if (folderSafe !== undefined && !folderSafe.includes('/')) return `models/${folderSafe}/${safe}`;
     return `models/${safe}`;
@@ -116,4 +107,24 @@ export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   if (asset.tags.includes('input')) return `input/${safe}`;
   if (asset.tags.includes('output')) return `output/${safe}`;
   return safe;
+}
+
+/**
+ * Every path `pull` writes an asset to: one per tree path recorded with it (`metadata.paths`, every path its content
+ * was pushed or imported under), else `pullPath`. With `--comfyui` a ComfyUI tree path is kept as it is
+ * (`models/loras/a.safetensors`) and other paths are placed by the asset's tags; without, a ComfyUI tree path becomes
+ * the path inside its folder, as the asset's name is. Unsafe paths are left out; the first path is the primary copy.
+ */
+export function pullPaths(asset: AssetPlacementInput, comfyui: boolean): string[] {
+  const recorded = (asset.metadata as { paths?: unknown } | undefined)?.paths;
+  const out = new Set<string>();
+  for (const p of Array.isArray(recorded) ? recorded : []) {
+    const safe = typeof p === 'string' ? safeRelativePath(p) : undefined;
+    if (safe === undefined) continue;
+    const place = comfyPlacement(safe);
+    if (comfyui) out.add(place ? fitSegments(safe) : pullPath({ ...asset, name: safe, loader_path: undefined }, true));
+    else out.add(fitSegments(place ? place.name : safe));
+  }
+  if (out.size === 0) out.add(pullPath(asset, comfyui));
+  return [...out];
 }

@@ -12,7 +12,8 @@ export interface FileProgress {
 export interface Progress {
   /** Adds bytes to the total the overall bar counts towards. */
   addTotal(bytes: number): void;
-  item(label: string, size: number): FileProgress;
+  /** `hidden`: counted in the total only, no bar and no line of its own (a folder of many small files). */
+  item(label: string, size: number, hidden?: boolean): FileProgress;
   log(line: string): void;
   stop(): void;
 }
@@ -83,7 +84,16 @@ class TerminalProgress implements Progress {
     this.totalBar.update(this.totalDone, { size: formatBytes(this.totalBytes) });
   }
 
-  item(label: string, size: number): FileProgress {
+  item(label: string, size: number, hidden = false): FileProgress {
+    if (hidden) {
+      let done = 0;
+      const move = (bytes: number): void => {
+        this.totalDone += bytes - done;
+        done = bytes;
+        this.totalBar.update(this.totalDone, barPayload(this.totalDone, this.startedAt, 0));
+      };
+      return { update: move, finish: () => move(size) };
+    }
     const started = Date.now();
     const bar = this.multi.create(Math.max(1, size), 0, { label: shorten(label).padEnd(40), size: formatBytes(size), speed: '', done: formatBytes(0) });
     let last = 0;
@@ -123,7 +133,8 @@ class TerminalProgress implements Progress {
 /** No terminal: one line per finished item on stderr, no bars; a long transfer also says where it is every 10 s. */
 class PlainProgress implements Progress {
   addTotal(): void {}
-  item(label: string, size: number): FileProgress {
+  item(label: string, size: number, hidden = false): FileProgress {
+    if (hidden) return { update: () => {}, finish: () => {} };
     const started = Date.now();
     let last = started;
     return {
@@ -151,8 +162,8 @@ export function createProgress(opts: { quiet?: boolean } = {}): Progress {
   const p: Progress = process.stderr.isTTY ? new TerminalProgress() : new PlainProgress();
   return {
     addTotal: (bytes) => p.addTotal(bytes),
-    item: (label, size) => {
-      const it = p.item(printable(label), size);
+    item: (label, size, hidden) => {
+      const it = p.item(printable(label), size, hidden);
       return { update: (bytes) => it.update(bytes), finish: (line) => it.finish(line === undefined ? undefined : printable(line)) };
     },
     log: (line) => p.log(printable(line)),

@@ -3,7 +3,7 @@ import path from 'node:path';
 import fsp from 'node:fs/promises';
 import { ApiError, retryDelayMs, type ApiClient, type Asset } from './client';
 import { FileHasher, type HashAlgorithm } from './file-hasher';
-import { pullPath, resolveInside } from './paths';
+import { pullPaths, resolveInside } from './paths';
 import { mapPool } from './pool';
 import { formatBytes, printable, type Progress } from './progress';
 
@@ -12,6 +12,8 @@ export interface PullOptions {
   nameContains?: string;
   comfyui: boolean;
   concurrency: number;
+  /** The second and later paths of one asset are hard links to the first, not copies. */
+  link?: boolean;
 }
 
 export interface PullResult {
@@ -19,8 +21,11 @@ export interface PullResult {
   name: string;
   path: string;
   size: number;
-  /** `downloaded` (bytes received this run), `present` (already there with the right hash), `failed`. */
-  action: 'downloaded' | 'present' | 'failed';
+  /**
+   * `downloaded` (bytes received this run), `present` (already there with the right hash), `copied` / `linked` (another
+   * path of an asset pulled to its first path: a copy, or with `--link` a hard link), `failed`.
+   */
+  action: 'downloaded' | 'present' | 'copied' | 'linked' | 'failed';
   bytes_received?: number;
   error?: { code: string; message: string };
 }
@@ -119,8 +124,8 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
 export async function pull(client: ApiClient, dir: string, opts: PullOptions, progress: Progress): Promise<PullResult[]> {
   const assets: Asset[] = [];
   for await (const a of client.listAll({ tags: opts.tags, nameContains: opts.nameContains })) assets.push(a);
-  const plan = planPaths(assets, opts.comfyui, foldsCase(dir));
-  for (const p of plan) progress.addTotal(p.asset.size);
+  const plan = planPaths(assets, opts.comfyui, foldsCase(dir)).filter((p) => !p.duplicate);
+  for (const p of plan) if (p.primary) progress.addTotal(p.asset.size);
 
   const hasher = new FileHasher();
   try {
@@ -135,28 +140,47 @@ export async function pull(client: ApiClient, dir: string, opts: PullOptions, pr
  * (written once, by the first), a folder of another asset's path (`dir` beside `dir/x`), or another asset's
  * temporary `.part` file (`x.part` beside `x`).
  */
-export function planPaths(assets: Asset[], comfyui: boolean, foldCase = false): { asset: Asset; rel: string; takenBy: string | undefined }[] {
-  const rels = assets.map((asset) => pullPath(asset, comfyui));
+export function planPaths(assets: Asset[], comfyui: boolean, foldCase = false): PlannedPath[] {
+  // Every path of every asset (pullPaths: its recorded tree paths); the first of an asset's paths is downloaded, the
+  // others are made from it.
+  const entries = assets.flatMap((asset) => pullPaths(asset, comfyui).map((rel, i) => ({ asset, rel, first: i === 0 })));
+  const rels = entries.map((e) => e.rel);
   // Paths as the target's file system tells them apart: on one that ignores letter case and Unicode normalisation
   // (macOS, Windows), `Model.bin` and `model.bin` are one file.
   const keyOf = foldCase ? (rel: string) => rel.normalize('NFC').toLowerCase() : (rel: string) => rel;
   const firstOf = new Map<string, string>();
   const folders = new Map<string, string>();
+  const firstIndex = new Map<string, number>();
   for (const [i, rel] of rels.entries()) {
     const key = keyOf(rel);
-    if (!firstOf.has(key)) firstOf.set(key, assets[i]!.id);
-    for (let j = key.indexOf('/'); j >= 0; j = key.indexOf('/', j + 1)) if (!folders.has(key.slice(0, j))) folders.set(key.slice(0, j), assets[i]!.id);
+    if (!firstOf.has(key)) {
+      firstOf.set(key, entries[i]!.asset.id);
+      firstIndex.set(key, i);
+    }
+    for (let j = key.indexOf('/'); j >= 0; j = key.indexOf('/', j + 1)) if (!folders.has(key.slice(0, j))) folders.set(key.slice(0, j), entries[i]!.asset.id);
   }
-  return assets.map((asset, i) => {
-    const rel = rels[i]!;
+  return entries.map(({ asset, rel, first: primary }, i) => {
     const key = keyOf(rel);
     const first = firstOf.get(key)!;
     let takenBy: string | undefined;
+    // One asset's two recorded paths that are one file here (case-folding file systems): written once.
+    if (first === asset.id && firstIndex.get(key) !== i) return { asset, rel, takenBy: undefined, primary, duplicate: true };
     if (first !== asset.id) takenBy = `${rel} is also the path of asset ${first}; not written twice`;
     else if (folders.has(key)) takenBy = `${rel} is a folder of asset ${folders.get(key)}'s path`;
     else if (key.endsWith('.part') && firstOf.has(key.slice(0, -5))) takenBy = `${rel} is where asset ${firstOf.get(key.slice(0, -5))} is downloaded to first`;
-    return { asset, rel, takenBy };
+    return { asset, rel, takenBy, primary };
   });
+}
+
+export interface PlannedPath {
+  asset: Asset;
+  rel: string;
+  /** Why it cannot be written, when it cannot. */
+  takenBy: string | undefined;
+  /** The asset's first path (downloaded); its other paths are made from it. */
+  primary: boolean;
+  /** The same file as an earlier path of the same asset: nothing to do. */
+  duplicate?: boolean;
 }
 
 /** Whether the file system of `dir` (made if missing) takes names that differ only in letter case for one. */
@@ -185,33 +209,75 @@ async function pullAll(
   client: ApiClient,
   hasher: FileHasher,
   dir: string,
-  plan: { asset: Asset; rel: string; takenBy: string | undefined }[],
+  plan: PlannedPath[],
   opts: PullOptions,
   progress: Progress,
 ): Promise<PullResult[]> {
-  return mapPool(plan, opts.concurrency, async ({ asset, rel, takenBy }): Promise<PullResult> => {
-    const base = { asset_id: asset.id, name: asset.name, path: rel, size: asset.size };
-    try {
-      if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', takenBy);
-      const target = resolveInside(dir, rel);
-      if (fs.lstatSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${rel} is a folder in ${dir}; not replaced`);
-      if (await hasRightContent(hasher, target, asset)) {
-        progress.log(`present  ${rel}`);
-        return { ...base, action: 'present', bytes_received: 0 };
+  const others = new Map<string, PlannedPath[]>();
+  for (const p of plan) if (!p.primary) others.set(p.asset.id, [...(others.get(p.asset.id) ?? []), p]);
+  const failure = (base: Omit<PullResult, 'action'>, rel: string, err: unknown): PullResult => {
+    const e = err instanceof ApiError ? { code: err.code, message: err.message } : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
+    progress.log(`FAILED   ${rel}: ${e.code}: ${e.message}`);
+    return { ...base, action: 'failed', error: e };
+  };
+  const groups = await mapPool(
+    plan.filter((p) => p.primary),
+    opts.concurrency,
+    async ({ asset, rel, takenBy }): Promise<PullResult[]> => {
+      const base = { asset_id: asset.id, name: asset.name, path: rel, size: asset.size };
+      let first: PullResult;
+      try {
+        if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', takenBy);
+        const target = resolveInside(dir, rel);
+        if (fs.lstatSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${rel} is a folder in ${dir}; not replaced`);
+        if (await hasRightContent(hasher, target, asset)) {
+          progress.log(`present  ${rel}`);
+          first = { ...base, action: 'present', bytes_received: 0 };
+        } else {
+          const bar = progress.item(`↓ ${rel}`, asset.size);
+          const received = await download(client, hasher, asset, target, (n) => bar.update(n)).catch((err: unknown) => {
+            bar.finish(); // no bar left behind; the failure is reported with the path
+            throw err;
+          });
+          bar.finish(`pulled   ${rel} (${formatBytes(asset.size)})`);
+          first = { ...base, action: 'downloaded', bytes_received: received };
+        }
+      } catch (err) {
+        return [failure(base, rel, err), ...(others.get(asset.id) ?? []).map((o) => failure({ ...base, path: o.rel }, o.rel, new ApiError(0, 'NOT_PULLED', `its first path ${rel} could not be pulled`)))];
       }
-      const bar = progress.item(`↓ ${rel}`, asset.size);
-      const received = await download(client, hasher, asset, target, (n) => bar.update(n)).catch((err: unknown) => {
-        bar.finish(); // no bar left behind; the failure is reported with the path
-        throw err;
-      });
-      bar.finish(`pulled   ${rel} (${formatBytes(asset.size)})`);
-      return { ...base, action: 'downloaded', bytes_received: received };
-    } catch (err) {
-      const e = err instanceof ApiError ? { code: err.code, message: err.message } : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
-      progress.log(`FAILED   ${rel}: ${e.code}: ${e.message}`);
-      return { ...base, action: 'failed', error: e };
-    }
-  });
+      const out = [first];
+      for (const o of others.get(asset.id) ?? []) {
+        const b = { ...base, path: o.rel };
+        try {
+          if (o.takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', o.takenBy);
+          out.push({ ...b, ...(await placeCopy(hasher, resolveInside(dir, rel), resolveInside(dir, o.rel), asset, opts.link === true)) });
+          progress.log(`${out[out.length - 1]!.action.padEnd(8)} ${o.rel}`);
+        } catch (err) {
+          out.push(failure(b, o.rel, err));
+        }
+      }
+      return out;
+    },
+  );
+  return groups.flat();
+}
+
+/**
+ * Another path of an asset already pulled to `source`: a hard link to it (`link`) or a copy (a reflink where the file
+ * system offers one), written under a temporary name and renamed; `present` when it is there already.
+ */
+async function placeCopy(hasher: FileHasher, source: string, target: string, asset: Asset, link: boolean): Promise<{ action: 'present' | 'copied' | 'linked' }> {
+  const st = fs.lstatSync(target, { throwIfNoEntry: false });
+  if (st?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${target} is a folder; not replaced`);
+  const src = fs.statSync(source);
+  if (link ? st?.isFile() && st.ino === src.ino && st.dev === src.dev : await hasRightContent(hasher, target, asset)) return { action: 'present' };
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const part = `${target}.part`;
+  fs.rmSync(part, { force: true });
+  if (link) fs.linkSync(source, part);
+  else await fsp.copyFile(source, part, fs.constants.COPYFILE_FICLONE);
+  fs.renameSync(part, target);
+  return { action: link ? 'linked' : 'copied' };
 }
 
 /** The `extra_model_paths.yaml` entry that points ComfyUI at the model folders `pull --comfyui` wrote. */

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ApiError, type ApiClient } from './client';
 import { FileHasher } from './file-hasher';
-import { comfyPlacementOf } from './paths';
+import type { FileIdentity, HashCache } from './hash-cache';
+import { comfyPlacementOf, safeRelativePath } from './paths';
 import { mapPool } from './pool';
 import { formatBytes, type Progress } from './progress';
 import { multipartUpload, TusUnsupported, tusUpload, type UploadResult } from './upload';
@@ -16,7 +17,14 @@ export interface PushOptions {
   chunkSize: number;
   /** Adds each file's phase times to its result (hidden `--timings`, for bench/profiles/profile-cli.cjs). */
   timings?: boolean;
+  /** Hashes remembered from earlier pushes (hash-cache.ts); none: every file is hashed. */
+  cache?: HashCache;
+  /** Told how many files were opened to be hashed (a push of an unchanged tree opens none). */
+  onFilesRead?: (n: number) => void;
 }
+
+/** Above this many files a push shows one progress line for all of them. */
+const MANY_FILES = 32;
 
 /** Milliseconds from the start of the push: the hash, the first and last byte the socket took. */
 export interface PushTimings {
@@ -139,9 +147,9 @@ interface Seen {
 }
 
 function checkUnchanged(file: string, seen: Seen): void {
-  const now = fs.statSync(file, { throwIfNoEntry: false });
+  const now = fs.statSync(file, { throwIfNoEntry: false, bigint: true });
   if (!now || !now.isFile()) throw new ApiError(0, 'FILE_CHANGED', 'the file went away while it was pushed');
-  if (now.size !== seen.size || now.mtimeMs !== seen.mtimeMs) {
+  if (Number(now.size) !== seen.size || Number(now.mtimeNs / 1_000_000n) !== seen.mtimeMs) {
     throw new ApiError(0, 'FILE_CHANGED', `the file changed while it was pushed (size ${seen.size} → ${now.size}); push it again once it is written`);
   }
 }
@@ -164,11 +172,12 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     progress.log(`${p.action === 'failed' ? 'FAILED  ' : 'skipped '} ${p.file}: ${p.error.code}: ${p.error.message}`);
     return { ...p };
   });
-  const planned: { c: Candidate; name: string; tags: string[]; size: number; seen: Seen }[] = [];
+  const planned: { c: Candidate; name: string; tags: string[]; treePath: string; size: number; seen: Seen; id: FileIdentity }[] = [];
   for (const c of candidates) {
     if (path.basename(c.file) === STATE_FILE_NAME) continue;
     let name = c.rel;
     let tags = opts.tags;
+    let treePath = c.rel;
     if (opts.comfyui) {
       const place = comfyPlacementOf(path.resolve(c.file), c.rel);
       if (!place) {
@@ -178,16 +187,23 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       }
       name = place.name;
       tags = [...place.tags, ...opts.tags];
+      treePath = place.treePath;
     }
-    let st: fs.Stats;
+    let st: fs.BigIntStats;
     try {
-      st = fs.statSync(c.file);
+      st = fs.statSync(c.file, { bigint: true });
     } catch (err) {
       results.push({ file: c.file, name, tags, action: 'failed', error: errorInfo(err) });
       continue;
     }
-    planned.push({ c, name, tags, size: st.size, seen: { size: st.size, mtimeMs: st.mtimeMs } });
+    const size = Number(st.size);
+    planned.push({ c, name, tags, treePath, size, seen: { size, mtimeMs: Number(st.mtimeNs / 1_000_000n) }, id: st });
   }
+  // A folder of many files (ComfyUI's output/) gets one progress line for all of them, not a bar and a line each.
+  const many = planned.length > MANY_FILES;
+  const note = (line: string): void => {
+    if (!many) progress.log(line);
+  };
   for (const p of planned) progress.addTotal(p.size);
 
   let tusAvailable = true;
@@ -204,6 +220,13 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     return missing.length ? client.addTags(id, missing) : [];
   };
 
+  // Every path a content was pushed under is kept with its asset (metadata.paths), so `pull` recreates each one.
+  let pathsRoute = true;
+  const recordPath = async (id: string, treePath: string): Promise<void> => {
+    if (!pathsRoute || safeRelativePath(treePath) === undefined) return;
+    if ((await client.addPaths(id, [treePath])) === undefined) pathsRoute = false;
+  };
+
   /** With the hash known: creates stored content by hash (zero bytes sent), else uploads the file. */
   const sendOrLink = async (p: (typeof planned)[number], hash: string, times: Partial<PushTimings>): Promise<PushResult> => {
     const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
@@ -216,7 +239,8 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       // The asset must be of this file's content, whatever the server says it stores.
       if (asset.asset_hash !== hash) throw new ApiError(0, 'HASH_MISMATCH', `the service answered asset ${asset.id} of ${asset.asset_hash}, not of this file's ${hash}`);
       const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
-      progress.log(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
+      await recordPath(asset.id, p.treePath);
+      note(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
       return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
     }
     const maxSize = limits?.maxSize;
@@ -224,7 +248,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `the file has ${p.size} bytes; the service takes at most ${maxSize} (its Tus-Max-Size)`);
     }
     progress.addTotal(p.size);
-    const bar = progress.item(`↑ ${p.name}`, p.size);
+    const bar = progress.item(`↑ ${p.name}`, p.size, many);
     let sent = 0;
     const onBytes = (n: number): void => {
       times.first_bytes_ms ??= ms();
@@ -251,6 +275,7 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     times.sent_ms = ms();
     bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
     const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
+    await recordPath(res.id, p.treePath);
     return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
   };
 
@@ -269,15 +294,23 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   refused.catch(() => undefined);
 
   const hasher = new FileHasher();
+  let filesRead = 0;
   const done = await mapPool(planned, opts.concurrency, async (p): Promise<PushResult> => {
     let hash: string | undefined;
     const times: Partial<PushTimings> = {};
     const withTimes = (r: PushResult): PushResult => (opts.timings ? { ...r, timings: times as PushTimings } : r);
     try {
-      const bar = progress.item(`# ${p.name}`, p.size);
       times.hash_started_ms = ms();
-      // Until the service has answered, a refusal stops the hash; after, the hash alone is awaited.
-      hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n), ...(limits ? {} : { until: refused }) }).finally(() => bar.finish());
+      hash = opts.cache?.get(path.resolve(p.c.file), p.id);
+      if (hash === undefined) {
+        const bar = progress.item(`# ${p.name}`, p.size, many);
+        filesRead++;
+        // Until the service has answered, a refusal stops the hash; after, the hash alone is awaited.
+        hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n), ...(limits ? {} : { until: refused }) }).finally(() => bar.finish());
+        // Remembered only for the file as it was when planned (a write since moved its ctime).
+        checkUnchanged(p.c.file, p.seen);
+        opts.cache?.set(path.resolve(p.c.file), p.id, hash);
+      }
       times.hash_done_ms = ms();
       await preflight;
       const earlier = firstOfHash.get(hash);
@@ -294,6 +327,10 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
       progress.log(`FAILED   ${p.c.file}: ${e.code}: ${e.message}`);
       return { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash, action: 'failed', error: e };
     }
-  }).finally(() => hasher.close());
+  }).finally(() => {
+    opts.cache?.save();
+    return hasher.close();
+  });
+  opts.onFilesRead?.(filesRead);
   return [...results, ...done];
 }

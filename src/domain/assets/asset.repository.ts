@@ -198,6 +198,32 @@ export class AssetRepository {
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
 
+  /**
+   * Appends to `metadata.paths` those of `paths` it does not hold yet, keeping at most `max`, in one statement (so
+   * concurrent appends of one asset never lose each other's paths); also adds the `tags` it lacks (at most `maxTags`
+   * in all). Returns the asset's paths after, or undefined when this owner has no such asset.
+   */
+  async appendPaths(ownerId: string, id: string, paths: string[], max: number, tx?: Transaction, tags: string[] = [], maxTags = 0): Promise<string[] | undefined> {
+    const rows = await prismaOf(tx, this.db).$queryRaw<{ paths: string[] }[]>`
+      WITH cur AS (
+        SELECT id, COALESCE(metadata->'paths', '[]'::jsonb) AS p FROM asset WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE
+      ), added AS (
+        SELECT cur.id, cur.p || COALESCE((SELECT jsonb_agg(n ORDER BY i) FROM unnest(${paths}::text[]) WITH ORDINALITY AS u(n, i)
+          WHERE NOT cur.p ? n), '[]'::jsonb) AS p FROM cur
+      ), upd AS (
+        UPDATE asset a SET
+          metadata = jsonb_set(COALESCE(a.metadata, '{}'::jsonb), '{paths}',
+            (SELECT COALESCE(jsonb_agg(e ORDER BY o), '[]'::jsonb) FROM jsonb_array_elements(added.p) WITH ORDINALITY AS x(e, o) WHERE o <= ${max})),
+          tags = CASE WHEN cardinality(${tags}::text[]) = 0 THEN a.tags ELSE (
+            SELECT a.tags || COALESCE(array_agg(t ORDER BY i), '{}') FROM unnest(${tags}::text[]) WITH ORDINALITY AS v(t, i)
+            WHERE t <> ALL(a.tags) AND i <= ${maxTags} - cardinality(a.tags)) END
+        FROM added WHERE a.id = added.id AND (added.p <> COALESCE(a.metadata->'paths', '[]'::jsonb) OR NOT a.tags @> ${tags}::text[])
+        RETURNING a.metadata->'paths' AS paths
+      )
+      SELECT COALESCE((SELECT paths FROM upd), (SELECT p FROM cur)) AS paths FROM cur`;
+    return rows[0] ? (rows[0].paths as unknown as string[]) : undefined;
+  }
+
   async deleteRow(id: string, tx: Transaction): Promise<void> {
     await prismaOf(tx).asset.delete({ where: { id } });
   }

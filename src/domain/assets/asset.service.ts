@@ -28,6 +28,7 @@ import type {
   TagListQuery,
   TagRemoveResult,
 } from './asset.types';
+import { PATHS_LIMITS, validatePaths } from './asset-paths';
 import { decodeCursor } from './cursor';
 import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
 
@@ -317,7 +318,10 @@ export class AssetService {
                 userMetadata: fields.userMetadata ?? {},
                 previewId,
                 promptId: fields.promptId ?? null,
-                metadata: assetMetadata(content.metadata, { fileName: fields.fileName, contentLength: content.size, sourceUrl: fields.sourceUrl }),
+                metadata: {
+                  ...assetMetadata(content.metadata, { fileName: fields.fileName, contentLength: content.size, sourceUrl: fields.sourceUrl }),
+                  ...(fields.paths?.length ? { paths: fields.paths.slice(0, PATHS_LIMITS.perAsset) } : {}),
+                },
               },
               tx,
             );
@@ -360,6 +364,38 @@ export class AssetService {
         await this.queue.send(CONTENT_GC_JOB, { blake3: asset.blake3 }, { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 });
       }
     });
+  }
+
+  /**
+   * POST /api/assets/{id}/paths: records more tree paths of this asset's content (`metadata.paths`, asset-paths.ts).
+   * Allowed on immutable assets too: the paths describe where the content lives, not the asset's own fields.
+   */
+  async addPaths(principal: Principal, id: string, paths: unknown): Promise<string[]> {
+    const wanted = validatePaths(paths);
+    const all = await this.assets.appendPaths(principal.ownerId, id, wanted, PATHS_LIMITS.perAsset);
+    if (!all) throw notFound(id);
+    return all;
+  }
+
+  /**
+   * The import (POST /api/assets/seed): makes this owner's asset of one file, from its freshly ingested bytes or from
+   * stored content, or, when the owner has an asset of that content already, adds the file's tags and tree path to it
+   * (as `push --comfyui` does for a second copy).
+   */
+  async importFile(
+    ownerId: string,
+    source: { ingested: IngestedContent } | { blake3: string },
+    file: { name: string; tags: string[]; path: string; fileName: string },
+  ): Promise<CreateResult> {
+    const principal: Principal = { ownerId, isAdmin: false, keyId: 'import' };
+    const fields: AssetCreateFields = { name: file.name, tags: file.tags, paths: [file.path] };
+    const made =
+      'ingested' in source
+        ? await this.createFromIngested(principal, fields, source.ingested, { fileName: file.fileName })
+        : await this.createFromStored(principal, { ...fields, fileName: file.fileName }, { algorithm: 'blake3', hex: source.blake3 });
+    if (made.created) return made;
+    await this.assets.appendPaths(ownerId, made.asset.id, [file.path], PATHS_LIMITS.perAsset, undefined, made.asset.isImmutable ? [] : file.tags, LIMITS.tagCount);
+    return made;
   }
 
   /** Admin only: the one way `is_immutable` changes. */

@@ -74,6 +74,8 @@ export interface AssetCreateFields {
   fileName?: string;
   /** Set by the download paths: `metadata.source_url`. */
   sourceUrl?: string;
+  /** Set by the import: `metadata.paths`, the tree paths this content was found under (see asset-paths.ts). */
+  paths?: string[];
 }
 
 export interface AssetUpdateFields {

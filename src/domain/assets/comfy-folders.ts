@@ -92,3 +92,25 @@ export function folderOfProviderTypes(types: readonly string[]): string | undefi
   }
   return undefined;
 }
+
+/** Where a file of a ComfyUI tree belongs: its asset's tags and name. */
+export interface ComfyPlacement {
+  tags: string[];
+  /** The asset name: the path inside the model folder (or inside input/ / output/), POSIX separators. */
+  name: string;
+}
+
+/**
+ * A tree path (`models/<folder>/<path>`, `input/<path>`, `output/<path>`, POSIX separators) as ComfyUI's asset scanner
+ * sees it, shared by the CLI's `push --comfyui` and the server's import (contract 6.2, 6.4):
+ * `models/loras/SDXL/a.safetensors` → tags `models`, `model_type:loras`, `loras` and name `SDXL/a.safetensors`;
+ * `input/<path>` → tag `input`; `output/<path>` → tag `output`. Other paths (and files directly in `models/`): none.
+ */
+export function comfyPlacement(treePath: string): ComfyPlacement | undefined {
+  const [top, ...rest] = treePath.split('/');
+  if (top === MODELS_TAG && rest.length >= 2) {
+    return { tags: modelFolderTags(rest[0]!.toLowerCase()), name: rest.slice(1).join('/') };
+  }
+  if ((top === 'input' || top === 'output') && rest.length >= 1) return { tags: [top], name: rest.join('/') };
+  return undefined;
+}

@@ -5,7 +5,10 @@ import type { Page } from '../assets/asset.types';
 import { exportRequestFromWire, exportRequestToWire, sameExportKey, type ExportRequestWire } from './export-request';
 import type { ExportRequest, Task, TaskListQuery, TaskName, TaskResult, TaskStatus } from './task.types';
 
-const WITH_TRANSFER = { transfer: { select: { bytesDownloaded: true, bytesTotal: true, updatedAt: true } } } as const;
+const WITH_TRANSFER = {
+  transfer: { select: { bytesDownloaded: true, bytesTotal: true, updatedAt: true } },
+  importRun: { select: { roots: true } },
+} as const;
 type TaskRow = Prisma.TaskGetPayload<{ include: typeof WITH_TRANSFER }>;
 
 export const ACTIVE_STATUSES: TaskStatus[] = ['created', 'running'];
@@ -23,6 +26,7 @@ export function toTask(r: TaskRow): Task {
     idempotencyKey: r.idempotencyKey ?? derivedKey(r.taskName, r.id),
     taskName: r.taskName as TaskName,
     ...(r.exportRequest ? { exportRequest: exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire) } : {}),
+    ...(r.importRun ? { importRoots: r.importRun.roots } : {}),
     payload: {
       sourceUrl: r.sourceUrl,
       tags: r.tags ?? [],
@@ -45,7 +49,7 @@ export function toTask(r: TaskRow): Task {
 }
 
 const derivedKey = (taskName: string, id: string) => `${taskName}:${id}`;
-const DERIVED_KEY = /^(download_file|export_assets):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const DERIVED_KEY = /^(download_file|export_assets|seed_assets):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** A derived key names the task without a client key; any other key is matched as stored. */
 function idempotencyWhere(key: string): Prisma.TaskWhereInput {
@@ -192,6 +196,14 @@ export class TaskRepository {
       data: { bytesDownloaded: BigInt(bytes), updateTime: new Date() },
     });
     return n.count > 0;
+  }
+
+  /** Progress of an active task with a known total (imports). */
+  async progressOf(id: string, bytes: number, total: number): Promise<void> {
+    await this.db.task.updateMany({
+      where: { id, status: { in: ACTIVE_STATUSES } },
+      data: { bytesDownloaded: BigInt(bytes), bytesTotal: BigInt(total), updateTime: new Date() },
+    });
   }
 
   /** Locks an owner's task row for a state change; undefined when it is not theirs. */

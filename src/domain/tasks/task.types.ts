@@ -3,6 +3,7 @@
  * (REST /api/tasks, GraphQL task/tasks/cancelTask).
  */
 import type { Asset } from '../assets/asset.types';
+import type { ImportError, ImportProgress } from '../imports/import.types';
 
 export const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
@@ -34,6 +35,8 @@ export interface TaskResult {
   error?: string;
   /** export_assets: the assets left out of the archive, and why (ComfyUI's `failed_assets`); absent when none. */
   failedAssets?: ExportFailedAsset[];
+  /** seed_assets: the import's figures and the files it skipped or could not read (at most 1,000 listed). */
+  seed?: ImportProgress & { errors: ImportError[] };
 }
 
 /**
@@ -63,7 +66,7 @@ export interface ExportFailedAsset {
   assetName?: string;
 }
 
-export type TaskName = 'download_file' | 'export_assets';
+export type TaskName = 'download_file' | 'export_assets' | 'seed_assets';
 
 export const NAMING_STRATEGIES = ['group_by_job_time', 'group_by_job_id', 'preserve', 'asset_id'] as const;
 export type NamingStrategy = (typeof NAMING_STRATEGIES)[number];
@@ -86,6 +89,8 @@ export interface Task {
   taskName: TaskName;
   /** export_assets tasks only. */
   exportRequest?: ExportRequest;
+  /** seed_assets tasks only: the roots imported (`models`, `input`, `output`). */
+  importRoots?: string[];
   payload: { sourceUrl: string; tags: string[]; userMetadata: Record<string, unknown>; previewId: string | null };
   status: TaskStatus;
   createTime: Date;

@@ -61,6 +61,11 @@ export class AssetMutationResolver {
     return Object.assign(new TagAddResultType(), await this.assets.addTags(ctx.principal, idParam(id), tags));
   }
 
+  @Mutation(() => [String], { description: "POST /api/assets/{id}/paths: records tree paths of the asset's content (metadata.paths); answers them all." })
+  async addAssetPaths(@Arg('id', () => ID) id: string, @Arg('paths', () => [String]) paths: string[], @Ctx() ctx: GraphQLContext): Promise<string[]> {
+    return this.assets.addPaths(ctx.principal, idParam(id), paths);
+  }
+
   @Mutation(() => TagRemoveResultType, { description: 'DELETE /api/assets/{id}/tags: removes tags.' })
   async removeAssetTags(
     @Arg('id', () => ID) id: string,

@@ -171,6 +171,16 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     }),
   );
 
+  // The tree paths of the asset's content (metadata.paths), appended: `assets push` records each path it pushed.
+  r.post(
+    '/assets/:id/paths',
+    ...jsonBody(),
+    handle(async (req, res) => {
+      const paths = await assets.addPaths(principalOf(res), pathId(req), (req.body as Record<string, unknown>).paths);
+      res.json({ paths });
+    }),
+  );
+
   r.delete(
     '/assets/:id/tags',
     ...jsonBody(),

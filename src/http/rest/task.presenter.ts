@@ -1,3 +1,4 @@
+import type { ImportProgress } from '../../domain/imports/import.types';
 import { exportFigures, type ExportRequest, type Task, type TaskResult } from '../../domain/tasks/task.types';
 
 /** Task JSON (openapi.yaml's Task); fields without a value are left out, never `null`. */
@@ -16,7 +17,7 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload: t.exportRequest ? exportPayloadJson(t.exportRequest) : payload,
+    payload: t.exportRequest ? exportPayloadJson(t.exportRequest) : t.taskName === 'seed_assets' ? { roots: t.importRoots ?? [] } : payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),
@@ -50,6 +51,8 @@ export function taskJson(t: Task): Record<string, unknown> {
           }
         : {}),
     };
+  } else if (t.result?.seed) {
+    out.result = { success: t.result.success, ...seedProgressJson(t.result.seed), errors: t.result.seed.errors };
   } else if (t.result) {
     const r: Record<string, unknown> = { success: t.result.success, bytes_downloaded: t.result.bytesDownloaded };
     if (t.result.assetId) r.asset_id = t.result.assetId;
@@ -59,6 +62,11 @@ export function taskJson(t: Task): Record<string, unknown> {
   }
   if (t.errorMessage) out.error_message = t.errorMessage;
   return out;
+}
+
+/** An import's figures in the wire's names (the seed routes and the seed_assets task's result). */
+export function seedProgressJson(p: ImportProgress): Record<string, number> {
+  return { scanned: p.scanned, total: p.total, created: p.created, skipped: p.skipped, files_read: p.filesRead, bytes_read: p.bytesRead };
 }
 
 /** exportFigures in the wire's names. */

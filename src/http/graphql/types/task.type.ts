@@ -65,6 +65,42 @@ export class ExportFailedAssetType {
   assetName?: string;
 }
 
+@ObjectType('ImportError', { simpleResolvers: true, description: 'A file an import skipped or could not read.' })
+export class ImportErrorType {
+  @Field({ description: 'Its tree path (`models/loras/x.safetensors`).' })
+  path!: string;
+
+  @Field({ description: 'SYMLINK_OUTSIDE_ROOT, NOT_A_FILE, UNREADABLE, FILE_CHANGED, INVALID_FILE_NAME, ROOT_MISSING, ...' })
+  code!: string;
+
+  @Field()
+  message!: string;
+}
+
+@ObjectType('ImportFigures', { simpleResolvers: true, description: 'seed_assets: what the import did (POST /api/assets/seed).' })
+export class ImportFiguresType {
+  @Field(() => Int)
+  scanned!: number;
+
+  @Field(() => Int)
+  total!: number;
+
+  @Field(() => Int, { description: 'New assets.' })
+  created!: number;
+
+  @Field(() => Int, { description: 'Files not stored anew (unchanged, already an asset, or listed in errors).' })
+  skipped!: number;
+
+  @Field(() => Int, { description: 'Files opened and read.' })
+  filesRead!: number;
+
+  @Field(() => SafeIntScalar)
+  bytesRead!: number;
+
+  @Field(() => [ImportErrorType])
+  errors!: ImportErrorType[];
+}
+
 @ObjectType('TaskResult', { simpleResolvers: true })
 export class TaskResultType {
   @Field()
@@ -111,6 +147,9 @@ export class TaskResultType {
 
   @Field(() => [ExportFailedAssetType], { nullable: true, description: 'export_assets: the assets left out of the archive, and why (an empty list when none); null for downloads.' })
   failedAssets?: ExportFailedAssetType[];
+
+  @Field(() => ImportFiguresType, { nullable: true, description: 'seed_assets: the import\'s figures and skipped files.' })
+  seed?: ImportFiguresType;
 }
 
 @ObjectType('Task', { simpleResolvers: true, description: 'A background task (the REST task), camelCase.' })
@@ -124,7 +163,7 @@ export class TaskType {
   @Field(() => String, { description: "The client's Idempotency-Key, else `download_file:<id>`." })
   idempotencyKey!: string;
 
-  @Field({ description: '`download_file` or `export_assets`' })
+  @Field({ description: '`download_file`, `export_assets` or `seed_assets`' })
   taskName!: string;
 
   @Field(() => TaskPayloadType, { description: 'download_file tasks: what was asked for (an export_assets task answers an empty sourceUrl here; see exportRequest).' })
@@ -132,6 +171,9 @@ export class TaskType {
 
   @Field(() => ExportRequestType, { nullable: true, description: 'export_assets tasks: what the export was asked for.' })
   exportRequest?: ExportRequestType;
+
+  @Field(() => [String], { nullable: true, description: 'seed_assets tasks: the roots imported (models, input, output).' })
+  importRoots?: string[];
 
   @Field(() => TaskStatusEnum)
   status!: TaskStatusEnum;

@@ -1,0 +1,85 @@
+import fs from 'node:fs';
+import type { FoundFile } from './import-walk';
+
+/** What a file was when it was opened (its fstat), the baseline a read is checked against. */
+export interface OpenedStat {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  dev: bigint;
+}
+
+export class ImportReadError extends Error {
+  constructor(
+    readonly code: 'FILE_CHANGED' | 'UNREADABLE' | 'NOT_A_FILE',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const same = (a: OpenedStat, b: OpenedStat): boolean =>
+  a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs && a.ino === b.ino && a.dev === b.dev;
+
+/**
+ * Opens a found file for one read: never following a link (the walk resolved them inside the root) and never
+ * blocking (a FIFO put in its place answers at once), refusing anything that is no longer the regular file the
+ * walk saw. `read` yields its bytes once; `check` then tells whether the file stayed as it was while it was read
+ * (same size, mtime, ctime, inode, and as many bytes as its size), else FILE_CHANGED: its hash may not be of any
+ * state the file was in, so nothing of it is kept.
+ */
+export async function openFound(f: FoundFile): Promise<{
+  stat: OpenedStat;
+  read: (stop: () => boolean) => AsyncIterable<Buffer>;
+  check: (bytes: number) => Promise<void>;
+  close: () => Promise<void>;
+}> {
+  let fh: fs.promises.FileHandle;
+  try {
+    fh = await fs.promises.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    throw new ImportReadError(
+      'UNREADABLE',
+      `cannot be opened (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
+  }
+  try {
+    const st = await fh.stat({ bigint: true });
+    if (!st.isFile()) throw new ImportReadError('NOT_A_FILE', 'no longer a regular file');
+    if (st.ino !== f.ino || st.dev !== f.dev)
+      throw new ImportReadError('FILE_CHANGED', 'the file was replaced while the import ran');
+    const stat: OpenedStat = { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev };
+    const read = async function* (stop: () => boolean): AsyncIterable<Buffer> {
+      const size = 1024 * 1024;
+      for (;;) {
+        if (stop()) throw new ImportReadError('UNREADABLE', 'the import was stopped');
+        // A fresh buffer per chunk: the ingest may move it to its worker thread.
+        const buf = Buffer.allocUnsafe(size);
+        const { bytesRead } = await fh.read(buf, 0, size, null);
+        if (bytesRead === 0) return;
+        yield bytesRead === size ? buf : buf.subarray(0, bytesRead);
+      }
+    };
+    const check = async (bytes: number): Promise<void> => {
+      const now = await fh.stat({ bigint: true });
+      const after: OpenedStat = {
+        size: now.size,
+        mtimeNs: now.mtimeNs,
+        ctimeNs: now.ctimeNs,
+        ino: now.ino,
+        dev: now.dev,
+      };
+      if (!same(stat, after) || BigInt(bytes) !== stat.size) {
+        throw new ImportReadError(
+          'FILE_CHANGED',
+          'the file changed while it was read; it is imported once it is left alone',
+        );
+      }
+    };
+    return { stat, read, check, close: () => fh.close() };
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+}

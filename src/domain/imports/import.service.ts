@@ -1,0 +1,363 @@
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { IMPORT_ROOT_NAMES, type ImportRootName, type ImportRootsConfig } from '../../config';
+import type { Logger } from '../../infra/logger';
+import type { Transactions } from '../../infra/prisma';
+import type { JobQueue } from '../../infra/queue';
+import type { AssetService } from '../assets/asset.service';
+import type { Principal } from '../assets/asset.types';
+import { comfyPlacement } from '../assets/comfy-folders';
+import type { ContentService, IngestedContent } from '../content/content.service';
+import { AlreadyExists, DomainError, isOwnStoreFailure } from '../errors';
+import type { TaskRepository } from '../tasks/task.repository';
+import { ImportReadError, openFound } from './import-read';
+import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
+import { IMPORT_JOB } from './import.job';
+import type { ImportedFile, ImportRepository } from './import.repository';
+import {
+  EMPTY_PROGRESS,
+  MAX_IMPORT_ERRORS,
+  type ImportError,
+  type ImportProgress,
+  type ImportStatus,
+  type SeedAnswer,
+} from './import.types';
+
+export interface ImportOptions {
+  /** A run whose worker has not renewed it for this long is taken over (its worker died). */
+  staleMs: number;
+  /** How often the worker saves progress and looks for a cancel. */
+  tickMs: number;
+  /** How often processes that run jobs look for runs whose worker died. */
+  sweepMs: number;
+  /** Files read at a time. */
+  concurrency: number;
+}
+
+export const DEFAULT_IMPORT_OPTIONS: ImportOptions = { staleMs: 10_000, tickMs: 1_000, sweepMs: 3_000, concurrency: 4 };
+
+const CANCELLED = 'cancelled';
+
+type SavedFile = { path: string } & ImportedFile;
+
+/**
+ * The server-side import of IMPORT_ROOTS (contract 6.4, ComfyUI's seed): one `seed_assets` task at a time per
+ * deployment (the unique `import_run.active`), run by a pg-boss job on any instance, under a heartbeat so another
+ * worker resumes it when its worker dies. Every regular file is read once, through the same content-addressed ingest
+ * as uploads, and becomes an asset tagged and named by the shared ComfyUI mapping (comfy-folders.ts); a file that
+ * has the size, mtime and inode it had when an earlier import stored it is not read again (`import_file`).
+ */
+export class ImportService {
+  private readonly worker = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly d: {
+      config: ImportRootsConfig;
+      transactions: Transactions;
+      repo: ImportRepository;
+      tasks: TaskRepository;
+      assets: AssetService;
+      content: ContentService;
+      queue: JobQueue;
+      logger: Logger;
+    },
+    private readonly o: ImportOptions = DEFAULT_IMPORT_OPTIONS,
+  ) {}
+
+  private get configured(): ImportRootName[] {
+    return IMPORT_ROOT_NAMES.filter((n) => this.d.config.roots[n] !== undefined);
+  }
+
+  /** Admin keys, and the keys of IMPORT_ROOTS_OWNER. */
+  private allow(principal: Principal): void {
+    if (!principal.isAdmin && principal.ownerId !== this.d.config.owner) {
+      throw new DomainError(
+        'FORBIDDEN',
+        "only an admin key or a key of IMPORT_ROOTS_OWNER can import the server's folders",
+      );
+    }
+  }
+
+  /** POST /api/assets/seed. `roots`: the body's list (absent: every configured root). */
+  async seed(principal: Principal, rawRoots: unknown, wait: boolean): Promise<SeedAnswer> {
+    if (this.configured.length === 0) return { status: 'completed', progress: { ...EMPTY_PROGRESS }, errors: [] };
+    this.allow(principal);
+    const roots = this.rootsOf(rawRoots);
+    if (roots.length === 0) return { status: 'completed', progress: { ...EMPTY_PROGRESS }, errors: [] };
+    const taskId = crypto.randomUUID();
+    const ownerId = this.d.config.owner ?? principal.ownerId;
+    try {
+      await this.d.transactions.run(async (tx) => {
+        await this.d.repo.insertTask({ id: taskId, ownerId, roots }, tx);
+        await this.d.repo.insertRun({ taskId, ownerId, roots }, tx);
+        await this.d.queue.send(IMPORT_JOB, { taskId }, { tx });
+      });
+    } catch (err) {
+      if (err instanceof AlreadyExists) return { status: 'already_running', ...(await this.runningTaskId()) };
+      throw err;
+    }
+    this.d.queue.wake(IMPORT_JOB);
+    if (!wait) return { status: 'started', taskId };
+    for (;;) {
+      const run = await this.d.repo.run(taskId);
+      if (!run) throw new DomainError('TASK_NOT_FOUND', `task ${taskId} not found`);
+      if (!run.active) {
+        const status =
+          run.taskStatus === 'completed' ? 'completed' : run.taskStatus === 'cancelled' ? 'cancelled' : 'failed';
+        return { status, progress: run.progress, errors: run.errors, taskId };
+      }
+      await sleep(200);
+    }
+  }
+
+  private async runningTaskId(): Promise<{ taskId?: string }> {
+    const run = await this.d.repo.current();
+    return run?.active ? { taskId: run.taskId } : {};
+  }
+
+  private rootsOf(raw: unknown): ImportRootName[] {
+    if (raw === undefined || raw === null) return this.configured;
+    if (
+      !Array.isArray(raw) ||
+      !raw.every((r) => typeof r === 'string' && (IMPORT_ROOT_NAMES as readonly string[]).includes(r))
+    ) {
+      throw new DomainError('INVALID_BODY', `roots must be a list of ${IMPORT_ROOT_NAMES.join(', ')}`, {
+        field: 'roots',
+      });
+    }
+    // Names the deployment does not import from are nothing to seed, as ComfyUI answers for a folder it lacks.
+    return this.configured.filter((n) => (raw as string[]).includes(n));
+  }
+
+  /** GET /api/assets/seed/status. */
+  async status(principal: Principal): Promise<ImportStatus> {
+    if (this.configured.length === 0) return { state: 'idle', errors: [] };
+    this.allow(principal);
+    const run = await this.d.repo.current();
+    if (!run) return { state: 'idle', errors: [] };
+    const stopping = run.cancelRequested || (run.taskStatus !== 'created' && run.taskStatus !== 'running');
+    return {
+      state: !run.active ? 'idle' : stopping ? 'cancelling' : 'running',
+      progress: run.progress,
+      errors: run.errors,
+    };
+  }
+
+  /** POST /api/assets/seed/cancel: `cancelling` when an import runs (it stops within a tick), else `idle`. */
+  async cancel(principal: Principal): Promise<{ status: 'cancelling' | 'idle' }> {
+    if (this.configured.length === 0) return { status: 'idle' };
+    this.allow(principal);
+    return { status: (await this.d.repo.requestCancel()) ? 'cancelling' : 'idle' };
+  }
+
+  /** In processes that run jobs: hands runs whose worker died to a job again, every `sweepMs`. */
+  startSweeping(): void {
+    this.sweeper = setInterval(() => void this.sweep(), this.o.sweepMs);
+    this.sweeper.unref();
+  }
+
+  stopSweeping(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+  }
+
+  private async sweep(): Promise<void> {
+    try {
+      for (const taskId of await this.d.repo.staleRuns(this.o.staleMs)) {
+        await this.d.queue.send(IMPORT_JOB, { taskId }, { singletonKey: `seed:${taskId}` });
+        this.d.queue.wake(IMPORT_JOB);
+      }
+    } catch (err) {
+      this.d.logger.warn('could not look for imports whose worker died', { err: (err as Error).message });
+    }
+  }
+
+  /** The job: imports the run of one task, unless another live worker holds it. */
+  async run(taskId: string): Promise<void> {
+    const { repo, tasks, logger } = this.d;
+    if (!(await repo.claim(taskId, this.worker, this.o.staleMs))) return;
+    const run = await repo.run(taskId);
+    if (!run?.active) return;
+    await tasks.start(taskId);
+    const log = logger.child({ task_id: taskId });
+    const progress: ImportProgress = { ...EMPTY_PROGRESS };
+    const errors: ImportError[] = [];
+    const report = (e: ImportError): void => void (errors.length < MAX_IMPORT_ERRORS && errors.push(e));
+    let stop = run.cancelRequested;
+    let held = true;
+    let processedBytes = 0;
+    let totalBytes = 0;
+    // What was stored, written to import_file in batches (each tick, every 500 files, at the end).
+    const saved: SavedFile[] = [];
+    const tick = async (): Promise<void> => {
+      await this.flushSaved(run.ownerId, saved);
+      const beat = await repo.heartbeat(taskId, this.worker, progress, errors);
+      held = beat.held;
+      stop ||= beat.stop;
+      await tasks.progressOf(taskId, processedBytes, totalBytes);
+    };
+    const ticker = setInterval(
+      () => void tick().catch((err) => log.warn('could not save import progress', { err: (err as Error).message })),
+      this.o.tickMs,
+    );
+    try {
+      const files: FoundFile[] = [];
+      const problems: WalkProblem[] = [];
+      for (const name of run.roots as ImportRootName[]) {
+        const dir = this.d.config.roots[name];
+        if (dir === undefined)
+          problems.push({ treePath: name, code: 'ROOT_MISSING', message: `root ${name} is no longer in IMPORT_ROOTS` });
+        else await walkRoot(name, dir, files, problems);
+      }
+      progress.total = files.length + problems.length;
+      totalBytes = files.reduce((n, f) => n + Number(f.size), 0);
+      for (const p of problems) {
+        report({ path: p.treePath, code: p.code, message: p.message });
+        progress.scanned++;
+        progress.skipped++;
+      }
+      const known = await repo.importedFiles(run.ownerId);
+      const mine = await repo.assetHashes(run.ownerId);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < files.length && !stop && held) {
+          const f = files[next++]!;
+          try {
+            const created = await this.importOne(
+              run.ownerId,
+              f,
+              known.get(f.treePath),
+              mine,
+              progress,
+              () => stop || !held,
+              saved,
+            );
+            if (created) progress.created++;
+            else progress.skipped++;
+          } catch (err) {
+            if (isOwnStoreFailure(err)) throw err;
+            progress.skipped++;
+            if (err instanceof ImportReadError) report({ path: f.treePath, code: err.code, message: err.message });
+            else if (err instanceof DomainError) report({ path: f.treePath, code: err.code, message: err.message });
+            else {
+              log.warn('a file could not be imported', { path: f.treePath, err });
+              report({ path: f.treePath, code: 'INTERNAL', message: (err as Error).message });
+            }
+          } finally {
+            progress.scanned++;
+            processedBytes += Number(f.size);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: this.o.concurrency }, worker));
+      clearInterval(ticker);
+      await this.flushSaved(run.ownerId, saved);
+      if (!held) return; // another worker took the run over: it finishes it
+      await tick().catch(() => undefined);
+      if (stop) {
+        await this.end(taskId, progress, errors, CANCELLED);
+        log.info('import cancelled', { ...progress });
+        return;
+      }
+      await this.d.transactions.run(async (tx) => {
+        await tasks.complete(
+          taskId,
+          {
+            success: true,
+            assetId: null,
+            assetHash: null,
+            filename: null,
+            bytesDownloaded: progress.bytesRead,
+            seed: { ...progress, errors },
+          },
+          tx,
+        );
+        await repo.finish(taskId, progress, errors, tx);
+      });
+      log.info('import finished', { ...progress, errors: errors.length });
+    } catch (err) {
+      clearInterval(ticker);
+      if (!held) return;
+      log.warn('import failed', { err });
+      await this.end(taskId, progress, errors, `import failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async flushSaved(ownerId: string, saved: SavedFile[]): Promise<void> {
+    await this.d.repo.saveFiles(ownerId, saved.splice(0, saved.length));
+  }
+
+  private async end(taskId: string, progress: ImportProgress, errors: ImportError[], why: string): Promise<void> {
+    await this.d.transactions.run(async (tx) => {
+      const status = why === CANCELLED ? 'cancelled' : 'failed';
+      await this.d.tasks.fail(
+        { id: taskId },
+        why === CANCELLED ? 'cancelled by the user' : why,
+        { bytes: progress.bytesRead, total: null },
+        tx,
+        status,
+      );
+      await this.d.repo.finish(taskId, progress, errors, tx);
+    });
+  }
+
+  /**
+   * One file: placed by the ComfyUI mapping, skipped when unchanged since it was stored and still an asset of this
+   * owner, made from stored content when its bytes are stored already and it is unchanged, else read once (hashed
+   * while it is written to the store). True when a new asset was made.
+   */
+  private async importOne(
+    ownerId: string,
+    f: FoundFile,
+    before: ImportedFile | undefined,
+    mine: Set<string>,
+    progress: ImportProgress,
+    stopped: () => boolean,
+    saved: SavedFile[],
+  ): Promise<boolean> {
+    const place = comfyPlacement(f.treePath);
+    if (!place)
+      throw new ImportReadError('NOT_A_FILE', 'not inside a model folder (models/<folder>/), input/ or output/');
+    const file = { name: place.name, tags: place.tags, path: f.treePath, fileName: path.posix.basename(f.treePath) };
+    const inode = `${f.dev}:${f.ino}`;
+    const unchanged =
+      before !== undefined && before.size === f.size && before.mtimeNs === f.mtimeNs && before.inode === inode;
+    if (unchanged && mine.has(before.contentHash)) return false;
+    if (unchanged && (await this.d.content.find({ algorithm: 'blake3', hex: before.contentHash }))) {
+      const made = await this.d.assets.importFile(ownerId, { blake3: before.contentHash }, file);
+      mine.add(before.contentHash);
+      return made.created;
+    }
+    const opened = await openFound(f);
+    let ingested: IngestedContent | undefined;
+    try {
+      let bytes = 0;
+      const counted = async function* (src: AsyncIterable<Buffer>) {
+        for await (const c of src) {
+          bytes += c.length;
+          yield c;
+        }
+      };
+      progress.filesRead++;
+      ingested = await this.d.content.ingest(counted(opened.read(stopped)), {
+        ownsChunks: true,
+        maxBytes: Number.MAX_SAFE_INTEGER,
+      });
+      progress.bytesRead += bytes;
+      await opened.check(bytes);
+    } catch (err) {
+      if (ingested) await this.d.content.discard(ingested);
+      throw err;
+    } finally {
+      await opened.close();
+    }
+    const blake3 = ingested.digest.blake3;
+    const made = await this.d.assets.importFile(ownerId, { ingested }, file);
+    mine.add(blake3);
+    saved.push({ path: f.treePath, size: opened.stat.size, mtimeNs: opened.stat.mtimeNs, inode, contentHash: blake3 });
+    if (saved.length >= 500) await this.flushSaved(ownerId, saved);
+    return made.created;
+  }
+}
