@@ -101,8 +101,8 @@ describe('push and pull of a ComfyUI tree', () => {
     const assets = await listAll();
     const named = new Map(assets.map((a) => [a.name, a]));
     // ComfyUI's model_type: tags (its `model_type` mode lists the asset under its folder) beside the plain folder name.
-    expect(named.get('SDXL/base.safetensors')).toMatchObject({ tags: ['models', 'model_type:checkpoints', 'checkpoints', 'team-x'], size: 3 * MiB });
-    expect(named.get('style ünï 🎨 v2.safetensors')).toMatchObject({ tags: ['models', 'model_type:loras', 'loras', 'team-x'] });
+    expect(named.get('SDXL/base.safetensors')).toMatchObject({ tags: ['models', 'model_type:checkpoints', 'checkpoints', 'Team-X'], size: 3 * MiB });
+    expect(named.get('style ünï 🎨 v2.safetensors')).toMatchObject({ tags: ['models', 'model_type:loras', 'loras', 'Team-X'] });
     const byType = await listAll('&tags_all=model_type:loras');
     expect(byType.map((x) => x.name).sort()).toEqual(expect.arrayContaining(['style ünï 🎨 v2.safetensors']));
     expect(named.get('empty.png')).toMatchObject({ tags: ['input', 'team-x'], size: 0 });
