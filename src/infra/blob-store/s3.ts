@@ -63,7 +63,7 @@ const SNAPSHOT = 'snapshot';
  *   and the parts of an unfinished multipart upload cannot be read back), so any instance can resume them.
  *
  * Checksums: the client only adds request checksums where an operation requires them and does not validate response
- * checksums unless asked (`WHEN_REQUIRED`); several S3-compatible stores (and s3rver) reject or mangle the
+ * checksums unless asked (`WHEN_REQUIRED`); several S3-compatible stores (Ceph RGW 16 among them) reject the
  * aws-chunked CRC trailers the SDK otherwise sends by default. Integrity is ours: every byte is hashed (BLAKE3 and
  * SHA-256) on the way in.
  */
