@@ -96,6 +96,7 @@ osd max object size = 1073741824
 rgw data = ${o.dir}/rgw
 rgw dns name = localhost
 rgw enable usage log = false
+rgw bucket quota ttl = 0
 `;
 }
 
@@ -110,6 +111,8 @@ async function startCluster(opts = {}) {
   for (const d of ['run', 'log', 'mon', 'osd', 'rgw']) fs.mkdirSync(path.join(dir, d), { recursive: true });
   const children = new Map(); // name → ChildProcess
   const started = Date.now();
+  const phases = {};
+  const phase = (name) => (phases[name] = Date.now() - started);
   const conf = path.join(dir, 'ceph.conf');
   const cluster = {
     dir,
@@ -145,17 +148,22 @@ async function startCluster(opts = {}) {
     await run('monmaptool', ['--create', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, monmap]);
     await run('ceph-mon', ['-c', conf, '--mkfs', '-i', 'a', '--monmap', monmap]);
     spawnDaemon('mon.a', 'ceph-mon', ['-c', conf, '-f', '-i', 'a']);
+    phase('mon');
     const osdUuid = crypto.randomUUID();
     await cluster.ceph('osd', 'new', osdUuid);
+    phase('osd new');
     await run('ceph-osd', ['-c', conf, '-i', '0', '--mkfs', '--osd-uuid', osdUuid]);
     spawnDaemon('osd.0', 'ceph-osd', ['-c', conf, '-f', '-i', '0']);
+    phase('osd');
     const rgw = await startRgw(cluster, 'rgw.main');
     cluster.endpoint = rgw.endpoint;
+    phase('rgw');
     cluster.accessKey = 'rgwtest';
     cluster.secretKey = crypto.randomBytes(20).toString('hex');
     await cluster.admin('user', 'create', '--uid', 'test', '--display-name', 'test',
       `--access-key=${cluster.accessKey}`, `--secret-key=${cluster.secretKey}`);
     cluster.startMs = Date.now() - started;
+    cluster.phases = phases;
     return cluster;
   } catch (err) {
     await cluster.stop().catch(() => undefined);
@@ -297,6 +305,7 @@ async function main() {
     dir: cluster.dir,
     daemonPids: cluster.pids(),
     startMs: cluster.startMs,
+    phases: cluster.phases,
   };
   if (infoFile) {
     fs.writeFileSync(`${infoFile}.tmp`, JSON.stringify(info));

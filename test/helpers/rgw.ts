@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import {
   CreateBucketCommand,
   DeleteBucketCommand,
@@ -17,6 +18,7 @@ const ceph = require('../../scripts/ceph-rgw.cjs') as {
   startGateway(info: ClusterInfo, name: string): Promise<Gateway>;
 };
 
+const execFileP = promisify(execFile);
 const SCRIPT = path.join(__dirname, '../../scripts/ceph-rgw.cjs');
 const START_TIMEOUT_MS = 120_000;
 
@@ -52,6 +54,8 @@ export interface Rgw {
   newBucket(): Promise<TestS3Server>;
   /** A gateway of this file's own (see Gateway). */
   startGateway(): Promise<Gateway>;
+  /** `radosgw-admin <args>` against the cluster (quotas), its output. */
+  admin(...args: string[]): Promise<string>;
 }
 
 export interface TestS3Server {
@@ -95,6 +99,7 @@ export async function startRgw(): Promise<Rgw> {
     conf: info.conf,
     newBucket: () => newBucket(info, client),
     startGateway: () => ceph.startGateway(info, `rgw.${process.pid}.${crypto.randomBytes(3).toString('hex')}`),
+    admin: (...args) => execFileP('radosgw-admin', ['-c', info.conf, ...args]).then((r) => r.stdout),
   };
 }
 
