@@ -70,6 +70,22 @@ async function serviceUpload(rgw, svc, size) {
 
 const ratios = (bare, svc) => svc.map((s, i) => c.r3(bare[i] / s));
 
+/**
+ * CPU seconds of each party during `fn`: the service, this process (the bare client, and the uploading client), the
+ * Ceph daemons (radosgw, the OSD, the monitor). On two cores they compete; this says where the time went.
+ */
+async function cpuOf(parties, fn) {
+  const before = Object.fromEntries(Object.entries(parties).map(([k, pid]) => [k, c.cpuMicros(pid)]));
+  const self = process.cpuUsage();
+  const value = await fn();
+  const used = process.cpuUsage(self);
+  const cpu = Object.fromEntries(Object.entries(parties).map(([k, pid]) => [k, c.r2((c.cpuMicros(pid) - before[k]) / 1e6)]));
+  cpu.bench = c.r2((used.user + used.system) / 1e6);
+  return { value, cpu };
+}
+
+const fmt = (cpu) => Object.entries(cpu).map(([k, v]) => `${k} ${v}`).join(', ');
+
 async function run(args) {
   const size = Number(args.opts['size-mib'] ?? (args.smoke ? 16 : 1024)) * MiB;
   const rounds = args.rounds ?? (args.smoke ? 1 : 3);
@@ -86,17 +102,25 @@ async function run(args) {
   c.onCleanup(() => svc.stop());
   let bare;
   try {
+    const parties = { service: svc.pid, ...Object.fromEntries([...rgw.cluster.children].map(([name, child]) => [name, child.pid])) };
     const up = { service: [], bare: [] };
+    const cpu = { upload: { service: [], bare: [] }, content: { service: [], bare: [] } };
     for (let i = 0; i < rounds; i++) {
       const order = i % 2 ? ['bare', 'service'] : ['service', 'bare'];
-      for (const who of order) up[who].push(who === 'bare' ? await bareUpload(rgw, size) : await serviceUpload(rgw, svc, size));
+      for (const who of order) {
+        const r = await cpuOf(parties, () => (who === 'bare' ? bareUpload(rgw, size) : serviceUpload(rgw, svc, size)));
+        up[who].push(r.value);
+        cpu.upload[who].push(r.cpu);
+      }
       c.log(`  upload ${size / MiB} MiB round ${i + 1}: service ${c.mbps(size, up.service[i]).toFixed(0)} MB/s, bare SDK ${c.mbps(size, up.bare[i]).toFixed(0)} MB/s`);
+      c.log(`    CPU s, service's upload: ${fmt(cpu.upload.service[i])}; bare: ${fmt(cpu.upload.bare[i])}`);
     }
 
     const asset = await c.uploadMultipart(svc.url, size, { fileName: 'model.safetensors' });
     if (asset.status !== 201) throw new Error(`upload answered ${asset.status}`);
     const hex = asset.body.asset_hash.slice('blake3:'.length);
     bare = await c.spawnHelper('s3-get-server.cjs', [], { ...rgw.env, S3_KEY: `${hex.slice(0, 2)}/${hex.slice(2, 4)}/${hex}` });
+    parties.bareServer = bare.pid;
     const route = `${svc.url}/api/assets/${asset.body.id}/content`;
     curl(bare.url); // warm both JITs and connections
     curl(route, [`x-api-key: ${KEY}`]);
@@ -104,11 +128,13 @@ async function run(args) {
     for (let i = 0; i < rounds; i++) {
       const order = i % 2 ? ['bare', 'service'] : ['service', 'bare'];
       for (const who of order) {
-        const r = who === 'bare' ? curl(bare.url) : curl(route, [`x-api-key: ${KEY}`]);
+        const { value: r, cpu: used } = await cpuOf(parties, async () => (who === 'bare' ? curl(bare.url) : curl(route, [`x-api-key: ${KEY}`])));
         if (r.bytes !== size) throw new Error(`${who} sent ${r.bytes} of ${size} bytes`);
         get[who].push(r.seconds);
+        cpu.content[who].push(used);
       }
       c.log(`  content round ${i + 1}: service ${c.mbps(size, get.service[i]).toFixed(0)} MB/s, bare GetObject ${c.mbps(size, get.bare[i]).toFixed(0)} MB/s`);
+      c.log(`    CPU s, service: ${fmt(cpu.content.service[i])}; bare: ${fmt(cpu.content.bare[i])}`);
     }
     await c.requestJson(svc.url, 'DELETE', `/api/assets/${asset.body.id}`);
     await drained(rgw);
@@ -128,6 +154,7 @@ async function run(args) {
       content_bare_mbps_median: c.r2(c.median(get.bare.map((s) => c.mbps(size, s)))),
       content_ratio_to_bare: c.r3(c.median(getRatios)),
       content_ratios: getRatios,
+      cpu_seconds: cpu,
       target: 0.9,
       met: c.median(upRatios) >= 0.9 && c.median(getRatios) >= 0.9,
     });

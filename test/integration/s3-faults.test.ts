@@ -21,7 +21,7 @@ beforeAll(async () => {
   rgw = await startRgw();
   [s3, gw] = await Promise.all([rgw.newBucket(), rgw.startGateway()]);
   // A short silence limit, so a frozen gateway fails requests within seconds (the default is two minutes).
-  svc = await startTestService({ ...s3.env, S3_ENDPOINT: gw.endpoint, S3_TIMEOUT_MS: '2000', CONTENT_GC_GRACE_SECONDS: '0' });
+  svc = await startTestService({ ...s3.env, S3_ENDPOINT: gw.endpoint, S3_TIMEOUT_MS: '1000', CONTENT_GC_GRACE_SECONDS: '0' });
 });
 afterAll(async () => {
   gw?.thaw();
