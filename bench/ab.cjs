@@ -13,7 +13,7 @@
 //   content    GET /api/assets/{id}/content of 1 GiB (bench/content.cjs), both builds and the bare node:http server
 //       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
-//   tus        a 1 GiB (BENCH_AB_TUS_MIB) tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB) over one kept-alive connection
+//   tus        a 1 GiB (BENCH_AB_TUS_MIB) tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB), one connection
 //       (bench/lib/tus-client.cjs); MB/s, and the median wait of a PATCH from its last byte to its answer. Each upload
 //       starts once the previous one's blob is removed and the disk synced (BENCH_TUS_SETTLE=0: at once).
 //   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data

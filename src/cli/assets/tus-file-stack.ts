@@ -182,7 +182,9 @@ class NodeResponse implements HttpResponse {
   }
 }
 
-/** tus-js-client's `httpStack`: node:http requests whose body, if any, is a FileRange; `idleMs` as in FileRangeRequest. */
+/**
+ * tus-js-client's `httpStack`: node:http requests whose body, if any, is a FileRange; `idleMs` as in FileRangeRequest.
+ */
 export const fileRangeHttpStack = (idleMs: number): HttpStack => ({
   createRequest: (method, url) => new FileRangeRequest(method, url, idleMs),
   getName: () => 'FileRangeHttpStack',

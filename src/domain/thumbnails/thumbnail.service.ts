@@ -124,7 +124,7 @@ export class ThumbnailService {
     try {
       if (mimeType.startsWith('video/')) return await this.fromVideo(blake3);
       // On the disk store libvips reads the file in place: a stream would bring every image's megabytes through the
-      // JavaScript heap, and collecting them cost the service ~10 ms of its main thread per image (BENCHMARKS.md).
+      // JavaScript heap, and collecting them costs the main thread time per image (`npm run bench -- thumbnails`).
       return await this.fromImage(this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3));
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries

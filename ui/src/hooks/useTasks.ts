@@ -103,7 +103,7 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   async function startExport(assetIds: string[]): Promise<boolean> {
     try {
       const d = await api.gql<{ startExport: { id: string } }>('mutation($input: StartExportInput!) { startExport(input: $input) { id } }', {
-        // The asset names, as the ComfyUI frontend asks for a selection of assets (the service's default is job folders).
+        // The asset names, as the ComfyUI frontend asks for a selection (the service's default is job folders).
         input: { assetIds, namingStrategy: 'preserve' },
       });
       track(d.startExport.id, 'export_assets');

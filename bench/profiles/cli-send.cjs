@@ -35,16 +35,13 @@ async function send(port, file, variant) {
   });
   const fh = await fsp.open(file, 'r');
   let pos = 0;
-  let inFlight = 0;
   let wake;
   while (pos < size) {
     while (pool.length === 0) await new Promise((r) => (wake = r));
     const buf = pool.pop();
     const n = mode === 'sync' ? fs.readSync(fh.fd, buf, 0, Math.min(READ, size - pos), pos) : (await fh.read(buf, 0, Math.min(READ, size - pos), pos)).bytesRead;
     pos += n;
-    inFlight++;
     req.write(buf.subarray(0, n), () => {
-      inFlight--;
       pool.push(buf);
       const w = wake;
       wake = undefined;

@@ -83,8 +83,8 @@ function untilShown({ sel, count }) {
         const thumbs = res.filter((e) => /\/thumbnail(\?|$)|\/t\/\d+\.webp$/.test(e.name));
         const end = (xs) => Math.round(Math.max(-1, ...xs.map((e) => e.responseEnd)));
         const start = (xs) => Math.round(Math.min(1e9, ...xs.map((e) => e.startTime)));
-        // Where the time went, in ms after navigation start: the script loaded, GraphQL answered, thumbnails asked and got.
-        // ttfb: the median of the thumbnails' request-to-first-byte (the server's answer time, queueing included).
+        // Where the time went, in ms after navigation start: the script loaded, GraphQL answered, thumbnails asked and
+        // got. ttfb: the median of the thumbnails' request-to-first-byte (the server's answer time, queueing included).
         const ttfb = thumbs.map((e) => e.responseStart - e.requestStart).sort((a, b) => a - b)[Math.floor(thumbs.length / 2)] ?? -1;
         const access = res.filter((e) => /\/thumbnail-access$/.test(e.name)).map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`);
         const marks = ['ui:run', 'ui:first-page', 'ui:tiles'].map((m) => performance.getEntriesByName(m)[0]).filter(Boolean);
@@ -223,7 +223,7 @@ async function run(args) {
     const names = Object.keys(targets);
     const label = { service: 'this build', baseline: 'static page', also: String(args.opts.also) };
     for (let r = 0; r < rounds; r++) {
-      // Interleaved, the order turned each round so that no target always runs right after the browser was busy with another.
+      // Interleaved, the order turned each round, so no target always follows the browser's work on another.
       for (let i = 0; i < names.length; i++) {
         const name = names[(i + r) % names.length];
         const c = await newContext();

@@ -9,7 +9,8 @@
 // (The page's whole JSON built by PostgreSQL, string_agg of concat() per asset, was measured with this script at
 // commit 5bac47c and cost more on the two sides together: BENCHMARKS.md, "listing, distinct pages".)
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
-//   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-json-cost.cjs [--pages=1000] [--rounds=3] [--tagged]
+//   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock \
+//     node bench/listing-json-cost.cjs [--pages=1000] [--rounds=3] [--tagged]
 //     [--ab=.ab-main] [--only=text,text_ab]   (--ab: the text path of another build too, as `text_ab`)
 // One connection, pages asked one after another, variants interleaved per round; CPU from process.cpuUsage() and
 // /proc/<backend pid>/stat. Prints µs per page for each side and their sum, and each variant's ratio to `object`.
@@ -75,7 +76,7 @@ async function main() {
       text: async (after) => assetPageText(await repo.pageTextIfChanged(OWNER, q, after, undefined), base),
       textsql: text,
     };
-    // --ab=DIR: also the text path of another build (e.g. .ab-main, main's), in the same run and on the same connection.
+    // --ab=DIR: also the text path of another build (e.g. .ab-main), same run, same connection.
     if (typeof opts.ab === 'string') {
       const other = path.resolve(opts.ab, 'src');
       const { AssetRepository: OtherRepository } = require(path.join(other, 'domain', 'assets', 'asset.repository.js'));

@@ -1,10 +1,11 @@
 'use strict';
 // Where a download task's time goes (figure 6's workload, bench/download.cjs):
-//   node bench/profile-download.cjs [--dist=DIR] [--rounds=N] [--mib=N] [--no-prof] [--top=N] [--gc-log=FILE] [--v8=FLAG,FLAG] [--census]
-// Starts the build in DIR (default dist) with `--trace-gc` (and `--cpu-prof` unless --no-prof) against the local
-// Hugging-Face-shaped file server, runs N download tasks of MiB each (default 2 x 1024), and prints per round the
-// MB/s and the service's CPU seconds per GiB (/proc), then the garbage collections of the main thread by kind (count
-// and pause), and the CPU profile of each thread (main thread first, then the ingest workers). --gc-log keeps the
+//   node bench/profile-download.cjs [--dist=DIR] [--rounds=N] [--mib=N] [--no-prof] [--top=N] [--gc-log=FILE]
+// [--v8=FLAG,FLAG] [--census] Starts the build in DIR (default dist) with `--trace-gc` (and `--cpu-prof` unless
+// --no-prof) against the local Hugging-Face-shaped file server, runs N download tasks of MiB each (default 2 x 1024),
+// and prints per round the MB/s and the service's CPU seconds per GiB (/proc), then the garbage collections of the main
+// thread by kind (count and pause), and the CPU profile of each thread (main thread first, then the ingest workers).
+// --gc-log keeps the
 // `--trace-gc` lines (with V8's reason for each collection) in FILE; --v8 adds node/V8 flags to the service's
 // (`--v8=--trace-incremental-marking` says what started each marking). --census preloads bench/lib/chunk-census.cjs
 // into the service: the chunks handed to the ingest pool by the size of their ArrayBuffer (a join of buffered socket
@@ -16,7 +17,10 @@ const { MiB, GiB, startStack, spawnService, spawnHelper, cpuMicros, mbps, log, p
 const { summarize } = require('./lib/cpu-profile.cjs');
 const { viaTask } = require('./download.cjs');
 
-/** `--trace-gc` lines: `[pid:0x…:0]  1234 ms: Mark-Compact 12.3 (20.1) -> 8.1 (20.1) MB, pooled: 0 MB, 1.23 / 0.00 ms ...`. */
+/**
+ * `--trace-gc` lines, e.g.
+ * `[pid:0x…:0]  1234 ms: Mark-Compact 12.3 (20.1) -> 8.1 (20.1) MB, pooled: 0 MB, 1.23 / 0.00 ms ...`.
+ */
 function gcSummary(lines) {
   const byIsolate = new Map();
   for (const line of lines) {

@@ -7,7 +7,6 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { KEY, spawnHelper, cannon, cpuMicros, requestJson, log, parseArgs, runScript } = require('./lib/common.cjs');
 const { seededStack, cursorAt, cursorsFrom } = require('./listing.cjs');
 

@@ -80,7 +80,7 @@ async function seed(databaseUrl, rows) {
   }
 }
 
-/** The boundary of the row `depth` deep in the owner's created_at desc list (optionally with the tag filter), as a cursor. */
+/** The cursor at the row `depth` deep in the owner's created_at desc list (optionally with the tag filter). */
 async function cursorAt(databaseUrl, depth, tags) {
   const { encodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
   const { Client } = require('pg');
@@ -139,7 +139,8 @@ async function plans(databaseUrl, deep, deepTagged) {
   try {
     const repo = new AssetRepository(db.prisma, db.pool);
     const q = (includeTags) => ({ includeTags, excludeTags: [], limit: 100, offset: 0, sort: 'created_at', order: 'desc' });
-    // GET /api/assets' own statement (pageTextIfChanged: columns as PostgreSQL prints them); GraphQL's `list` differs in its columns only.
+    // GET /api/assets' own statement (pageTextIfChanged: columns as PostgreSQL prints them); GraphQL's `list` differs
+    // in its columns only.
     const page = (tags, after) => repo.pageTextIfChanged(OWNER, q(tags), after, undefined);
     const calls = {
       first_page: () => page([]),

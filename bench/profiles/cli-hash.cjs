@@ -12,7 +12,6 @@
 // Why the skew: the kernel's copy out of the page cache into a page-aligned buffer (source and destination at the
 // same offset in their pages) costs ~4x the system time of any other offset on this machine (AMD EPYC, virtualized).
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
 const { blake3File } = require('./lib/blake3-file.cjs');
 const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');

@@ -6,8 +6,9 @@
 // the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
 // (--cpu-prof, main thread): the functions with the most self time.
 // push: `--cli=ARGS|ARGS…` runs the CLI once per variant in each round, each with its own push arguments (e.g.
-// `--cli=|--chunk-size 64` for one PATCH and 64 MiB PATCHes; `@DIR` first: the CLI of another build), after curl and the native BLAKE3 of the file
-// alone (one thread, 4 MiB reads: the hash phase's floor); each CLI run prints its phase times (hidden --timings).
+// `--cli=|--chunk-size 64` for one PATCH and 64 MiB PATCHes; `@DIR` first: the CLI of another build), after curl and
+// the native BLAKE3 of the file alone (one thread, 4 MiB reads: the hash phase's floor); each CLI run prints its phase
+// times (hidden --timings).
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');

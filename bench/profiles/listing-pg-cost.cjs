@@ -19,7 +19,8 @@
 // columns as stored (limit_initplan, one_head, stats, lean, lean_typed: BENCHMARKS.md, "listing, PostgreSQL's share")
 // no longer apply to what it sends; they are in this file's history (git show 9503c3a:bench/listing-pg-cost.cjs).
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
-//   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-pg-cost.cjs [--pages=500] [--rounds=3] [--tagged] [--only=a,b]
+//   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-pg-cost.cjs [--pages=500] [--rounds=3]
+// [--tagged] [--only=a,b]
 //     [--plan-cache-mode=force_generic_plan]   (DATABASE_URL=...: use a PostgreSQL already running on the kept seed)
 // Prints µs of backend CPU and µs of wall time per page for each variant, medians of the rounds, and each variant's
 // ratio to `service` in the same round.

@@ -12,7 +12,9 @@ const { KEY, DIST, MiB, benchTmp, rmrf, onCleanup, startStack, now, log, parseAr
 
 const VARIANTS = ['curl', 'node-http', 'undici', 'block-get'];
 
-/** The client side, in a process of its own: `node cli-receive.cjs client <variant> <url>`; prints the bytes received. */
+/**
+ * The client side, in a process of its own: `node cli-receive.cjs client <variant> <url>`; prints the bytes received.
+ */
 async function client(variant, url) {
   let total = 0;
   if (variant === 'node-http') {
