@@ -7,14 +7,14 @@
 // - content: GET /api/assets/{id}/content of that 1 GiB (presigned downloads off: the service streams it) vs a bare
 //   node:http server piping the SDK's GetObject of the same object (bench/lib/s3-get-server.cjs), both with curl.
 //
-//   npm run build && node bench/s3.cjs [--smoke] [--rounds N] [--size-mib N]
+//   npm run build && node bench/figures/s3.cjs [--smoke] [--rounds N] [--size-mib N]
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const { Readable } = require('node:stream');
 const { DeleteObjectCommand, ListObjectsV2Command } = require('@aws-sdk/client-s3');
 const { Upload } = require('@aws-sdk/lib-storage');
-const c = require('./lib/common.cjs');
-const { startRgw } = require('./lib/rgw.cjs');
+const c = require('../lib/common.cjs');
+const { startRgw } = require('../lib/rgw.cjs');
 
 const { MiB, KEY } = c;
 /** The service's S3 store defaults (src/infra/blob-store/s3.ts). */
