@@ -160,8 +160,16 @@ async function startCluster(opts = {}) {
     phase('rgw');
     cluster.accessKey = 'rgwtest';
     cluster.secretKey = crypto.randomBytes(20).toString('hex');
-    await cluster.admin('user', 'create', '--uid', 'test', '--display-name', 'test',
-      `--access-key=${cluster.accessKey}`, `--secret-key=${cluster.secretKey}`);
+    await cluster.admin(
+      'user',
+      'create',
+      '--uid',
+      'test',
+      '--display-name',
+      'test',
+      `--access-key=${cluster.accessKey}`,
+      `--secret-key=${cluster.secretKey}`,
+    );
     cluster.startMs = Date.now() - started;
     cluster.phases = phases;
     return cluster;
@@ -218,8 +226,12 @@ async function startRgw(cluster, name) {
 async function waitHttp(endpoint, child, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`radosgw exited (${child.exitCode ?? child.signalCode})`);
-    const ok = await fetch(endpoint, { signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`radosgw exited (${child.exitCode ?? child.signalCode})`);
+    const ok = await fetch(endpoint, { signal: AbortSignal.timeout(2000) }).then(
+      () => true,
+      () => false,
+    );
     if (ok) return;
     await sleep(50);
   }

@@ -23,9 +23,13 @@ const QUEUE_SIZE = 4;
 
 function curl(url, headers = []) {
   const t0 = c.now();
-  const r = spawnSync('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...headers.flatMap((h) => ['-H', h]), url], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    'curl',
+    ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...headers.flatMap((h) => ['-H', h]), url],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`curl failed: ${r.stderr}`);
   return { seconds: c.now() - t0, bytes: Number(r.stdout) };
 }
@@ -47,14 +51,19 @@ async function drained(rgw) {
 async function bareUpload(rgw, size) {
   const src = c.randomPattern();
   async function* body() {
-    for (let sent = 0; sent < size; ) {
+    for (let sent = 0; sent < size;) {
       const n = Math.min(MiB, size - sent);
       yield src.subarray(sent % src.length, (sent % src.length) + n);
       sent += n;
     }
   }
   const t0 = c.now();
-  await new Upload({ client: rgw.client, params: { Bucket: rgw.bucket, Key: 'bare/upload', Body: Readable.from(body()) }, partSize: PART_SIZE, queueSize: QUEUE_SIZE }).done();
+  await new Upload({
+    client: rgw.client,
+    params: { Bucket: rgw.bucket, Key: 'bare/upload', Body: Readable.from(body()) },
+    partSize: PART_SIZE,
+    queueSize: QUEUE_SIZE,
+  }).done();
   const seconds = c.now() - t0;
   await rgw.client.send(new DeleteObjectCommand({ Bucket: rgw.bucket, Key: 'bare/upload' }));
   return seconds;
@@ -62,7 +71,8 @@ async function bareUpload(rgw, size) {
 
 async function serviceUpload(rgw, svc, size) {
   const res = await c.uploadMultipart(svc.url, size);
-  if (res.status !== 201 || res.body.size !== size) throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
+  if (res.status !== 201 || res.body.size !== size)
+    throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
   await c.requestJson(svc.url, 'DELETE', `/api/assets/${res.body.id}`);
   await drained(rgw);
   return res.seconds;
@@ -79,12 +89,17 @@ async function cpuOf(parties, fn) {
   const self = process.cpuUsage();
   const value = await fn();
   const used = process.cpuUsage(self);
-  const cpu = Object.fromEntries(Object.entries(parties).map(([k, pid]) => [k, c.r2((c.cpuMicros(pid) - before[k]) / 1e6)]));
+  const cpu = Object.fromEntries(
+    Object.entries(parties).map(([k, pid]) => [k, c.r2((c.cpuMicros(pid) - before[k]) / 1e6)]),
+  );
   cpu.bench = c.r2((used.user + used.system) / 1e6);
   return { value, cpu };
 }
 
-const fmt = (cpu) => Object.entries(cpu).map(([k, v]) => `${k} ${v}`).join(', ');
+const fmt = (cpu) =>
+  Object.entries(cpu)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 
 async function run(args) {
   const size = Number(args.opts['size-mib'] ?? (args.smoke ? 16 : 1024)) * MiB;
@@ -102,7 +117,10 @@ async function run(args) {
   c.onCleanup(() => svc.stop());
   let bare;
   try {
-    const parties = { service: svc.pid, ...Object.fromEntries([...rgw.cluster.children].map(([name, child]) => [name, child.pid])) };
+    const parties = {
+      service: svc.pid,
+      ...Object.fromEntries([...rgw.cluster.children].map(([name, child]) => [name, child.pid])),
+    };
     const up = { service: [], bare: [] };
     const cpu = { upload: { service: [], bare: [] }, content: { service: [], bare: [] } };
     for (let i = 0; i < rounds; i++) {
@@ -112,14 +130,19 @@ async function run(args) {
         up[who].push(r.value);
         cpu.upload[who].push(r.cpu);
       }
-      c.log(`  upload ${size / MiB} MiB round ${i + 1}: service ${c.mbps(size, up.service[i]).toFixed(0)} MB/s, bare SDK ${c.mbps(size, up.bare[i]).toFixed(0)} MB/s`);
+      c.log(
+        `  upload ${size / MiB} MiB round ${i + 1}: service ${c.mbps(size, up.service[i]).toFixed(0)} MB/s, bare SDK ${c.mbps(size, up.bare[i]).toFixed(0)} MB/s`,
+      );
       c.log(`    CPU s, service's upload: ${fmt(cpu.upload.service[i])}; bare: ${fmt(cpu.upload.bare[i])}`);
     }
 
     const asset = await c.uploadMultipart(svc.url, size, { fileName: 'model.safetensors' });
     if (asset.status !== 201) throw new Error(`upload answered ${asset.status}`);
     const hex = asset.body.asset_hash.slice('blake3:'.length);
-    bare = await c.spawnHelper('s3-get-server.cjs', [], { ...rgw.env, S3_KEY: `${hex.slice(0, 2)}/${hex.slice(2, 4)}/${hex}` });
+    bare = await c.spawnHelper('s3-get-server.cjs', [], {
+      ...rgw.env,
+      S3_KEY: `${hex.slice(0, 2)}/${hex.slice(2, 4)}/${hex}`,
+    });
     parties.bareServer = bare.pid;
     const route = `${svc.url}/api/assets/${asset.body.id}/content`;
     curl(bare.url); // warm both JITs and connections
@@ -128,12 +151,16 @@ async function run(args) {
     for (let i = 0; i < rounds; i++) {
       const order = i % 2 ? ['bare', 'service'] : ['service', 'bare'];
       for (const who of order) {
-        const { value: r, cpu: used } = await cpuOf(parties, async () => (who === 'bare' ? curl(bare.url) : curl(route, [`x-api-key: ${KEY}`])));
+        const { value: r, cpu: used } = await cpuOf(parties, async () =>
+          who === 'bare' ? curl(bare.url) : curl(route, [`x-api-key: ${KEY}`]),
+        );
         if (r.bytes !== size) throw new Error(`${who} sent ${r.bytes} of ${size} bytes`);
         get[who].push(r.seconds);
         cpu.content[who].push(used);
       }
-      c.log(`  content round ${i + 1}: service ${c.mbps(size, get.service[i]).toFixed(0)} MB/s, bare GetObject ${c.mbps(size, get.bare[i]).toFixed(0)} MB/s`);
+      c.log(
+        `  content round ${i + 1}: service ${c.mbps(size, get.service[i]).toFixed(0)} MB/s, bare GetObject ${c.mbps(size, get.bare[i]).toFixed(0)} MB/s`,
+      );
       c.log(`    CPU s, service: ${fmt(cpu.content.service[i])}; bare: ${fmt(cpu.content.bare[i])}`);
     }
     await c.requestJson(svc.url, 'DELETE', `/api/assets/${asset.body.id}`);

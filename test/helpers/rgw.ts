@@ -12,7 +12,6 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const ceph = require('../../scripts/ceph-rgw.cjs') as {
   checkInstalled(): void;
   startGateway(info: ClusterInfo, name: string): Promise<Gateway>;
@@ -115,7 +114,9 @@ async function newBucket(info: ClusterInfo, admin: S3Client): Promise<TestS3Serv
     const out: string[] = [];
     let token: string | undefined;
     do {
-      const res = await admin.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+      const res = await admin.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+      );
       out.push(...(res.Contents ?? []).flatMap((o) => (o.Key ? [o.Key] : [])));
       token = res.IsTruncated ? res.NextContinuationToken : undefined;
     } while (token);
@@ -135,7 +136,8 @@ async function newBucket(info: ClusterInfo, admin: S3Client): Promise<TestS3Serv
       AWS_SECRET_ACCESS_KEY: info.secretKey,
     },
     objectKeys,
-    pendingUploads: async () => (await admin.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads?.length ?? 0,
+    pendingUploads: async () =>
+      (await admin.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads?.length ?? 0,
     // Memstore keeps objects in memory: a file's bucket goes when the file is done with it.
     stop: async () => {
       for (const key of await objectKeys().catch(() => [])) {
@@ -160,16 +162,21 @@ async function connect(): Promise<ClusterInfo> {
   }
   if (elected) {
     const log = fs.openSync(path.join(runDir, 'rgw.log'), 'a');
-    const child = spawn(process.execPath, [SCRIPT, '--info', infoFile, '--watch-pid', process.env.TEST_RUN_PID ?? String(process.ppid)], {
-      detached: true,
-      stdio: ['ignore', log, log],
-    });
+    const child = spawn(
+      process.execPath,
+      [SCRIPT, '--info', infoFile, '--watch-pid', process.env.TEST_RUN_PID ?? String(process.ppid)],
+      {
+        detached: true,
+        stdio: ['ignore', log, log],
+      },
+    );
     fs.closeSync(log);
     child.unref();
   }
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (!fs.existsSync(infoFile)) {
-    if (Date.now() > deadline) throw new Error(`Ceph RGW did not start within ${START_TIMEOUT_MS} ms (see ${runDir}/rgw.log)`);
+    if (Date.now() > deadline)
+      throw new Error(`Ceph RGW did not start within ${START_TIMEOUT_MS} ms (see ${runDir}/rgw.log)`);
     await new Promise((r) => setTimeout(r, 50));
   }
   const info = JSON.parse(fs.readFileSync(infoFile, 'utf8')) as ClusterInfo | { error: string };

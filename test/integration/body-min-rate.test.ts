@@ -29,13 +29,23 @@ interface Answer {
  * A request on a raw socket: `head` and `start` at once, then one byte of `rest` a second until the server closes the
  * connection (bounded: 60 bytes). Resolves with what the server answered.
  */
-function trickle(method: string, route: string, headers: Record<string, string>, start: Buffer, rest: Buffer): Promise<Answer> {
+function trickle(
+  method: string,
+  route: string,
+  headers: Record<string, string>,
+  start: Buffer,
+  rest: Buffer,
+): Promise<Answer> {
   const u = new URL(route, svc.url);
   const socket = net.connect(Number(u.port), u.hostname);
   socket.on('error', () => undefined);
   let raw = '';
   socket.on('data', (d: Buffer) => (raw += d.toString('latin1')));
-  const lines = [`${method} ${u.pathname} HTTP/1.1`, `Host: ${u.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `${method} ${u.pathname} HTTP/1.1`,
+    `Host: ${u.host}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   socket.write(`${lines.join('\r\n')}\r\nContent-Length: ${start.length + rest.length}\r\n\r\n`);
   socket.write(start);
   let i = 0;
@@ -48,7 +58,10 @@ function trickle(method: string, route: string, headers: Record<string, string>,
       clearInterval(timer);
       const [headText = '', body = ''] = raw.split('\r\n\r\n', 2);
       const [statusLine = '', ...headerLines] = headText.split('\r\n');
-      const connection = headerLines.find((l) => /^connection:/i.test(l))?.split(':')[1]?.trim();
+      const connection = headerLines
+        .find((l) => /^connection:/i.test(l))
+        ?.split(':')[1]
+        ?.trim();
       resolve({ status: Number(statusLine.split(' ')[1] ?? 0), connection, body });
     });
   });
@@ -56,11 +69,18 @@ function trickle(method: string, route: string, headers: Record<string, string>,
 
 const temps = () => fs.readdirSync(path.join(svc.dataDir, 'blobs', '.tmp'));
 
-function form(boundary: string, parts: { name: string; fileName?: string; value: string | Buffer }[]): { start: Buffer; rest: Buffer } {
+function form(
+  boundary: string,
+  parts: { name: string; fileName?: string; value: string | Buffer }[],
+): { start: Buffer; rest: Buffer } {
   const out: Buffer[] = [];
   for (const p of parts) {
     const disposition = `form-data; name="${p.name}"${p.fileName ? `; filename="${p.fileName}"` : ''}`;
-    out.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\n`), Buffer.from(p.value), Buffer.from('\r\n'));
+    out.push(
+      Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}\r\n\r\n`),
+      Buffer.from(p.value),
+      Buffer.from('\r\n'),
+    );
   }
   out.push(Buffer.from(`--${boundary}--\r\n`));
   const all = Buffer.concat(out);
@@ -73,7 +93,13 @@ test('a multipart upload that trickles is cut with 408 and leaves no temporary b
   const bytes = crypto.randomBytes(4000);
   const boundary = 'trickleBoundary';
   const { start, rest } = form(boundary, [{ name: 'file', fileName: 'slow.bin', value: bytes }]);
-  const answer = await trickle('POST', '/api/assets', { 'x-api-key': KEYS.alice, 'content-type': `multipart/form-data; boundary=${boundary}` }, start, rest);
+  const answer = await trickle(
+    'POST',
+    '/api/assets',
+    { 'x-api-key': KEYS.alice, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    start,
+    rest,
+  );
   expect(answer.status).toBe(408);
   expect(answer.connection).toBe('close');
   expect(JSON.parse(answer.body).code).toBe('REQUEST_TIMEOUT');
@@ -90,7 +116,11 @@ test('a GraphQL upload that trickles is cut with 408 and leaves no temporary blo
     { name: 'map', value: JSON.stringify({ '0': ['variables.file'] }) },
     { name: '0', fileName: 'slow.bin', value: bytes },
   ]);
-  const headers = { 'x-api-key': KEYS.alice, 'apollo-require-preflight': 'true', 'content-type': `multipart/form-data; boundary=${boundary}` };
+  const headers = {
+    'x-api-key': KEYS.alice,
+    'apollo-require-preflight': 'true',
+    'content-type': `multipart/form-data; boundary=${boundary}`,
+  };
   const answer = await trickle('POST', '/graphql', headers, start, rest);
   expect(answer.status).toBe(408);
   expect(answer.connection).toBe('close');
@@ -100,10 +130,18 @@ test('a GraphQL upload that trickles is cut with 408 and leaves no temporary blo
 
 test('a tus PATCH that trickles is cut with 408; the part holds what HEAD reports and the upload continues at once', async () => {
   const data = crypto.randomBytes(3000);
-  const c = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+  const c = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { ...TUS, 'Upload-Length': String(data.length) },
+  });
   expect(c.status).toBe(201);
   const id = c.headers.get('location')!.split('/').pop()!;
-  const headers = { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' };
+  const headers = {
+    ...TUS,
+    'x-api-key': KEYS.alice,
+    'Upload-Offset': '0',
+    'Content-Type': 'application/offset+octet-stream',
+  };
   const answer = await trickle('PATCH', `/api/uploads/${id}`, headers, data.subarray(0, 100), data.subarray(100));
   expect(answer.status).toBe(408);
   expect(answer.connection).toBe('close');

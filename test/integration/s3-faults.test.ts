@@ -21,7 +21,12 @@ beforeAll(async () => {
   rgw = await startRgw();
   [s3, gw] = await Promise.all([rgw.newBucket(), rgw.startGateway()]);
   // A short silence limit, so a frozen gateway fails requests within seconds (the default is two minutes).
-  svc = await startTestService({ ...s3.env, S3_ENDPOINT: gw.endpoint, S3_TIMEOUT_MS: '1000', CONTENT_GC_GRACE_SECONDS: '0' });
+  svc = await startTestService({
+    ...s3.env,
+    S3_ENDPOINT: gw.endpoint,
+    S3_TIMEOUT_MS: '1000',
+    CONTENT_GC_GRACE_SECONDS: '0',
+  });
 });
 afterAll(async () => {
   gw?.thaw();
@@ -37,7 +42,10 @@ const readyz = async () => {
 
 /** Once the gateway is back: ready again, no temporary object, no incomplete multipart upload; an upload works. */
 async function recovered(): Promise<void> {
-  await waitFor(async () => ((await readyz()).status === 200 ? true : undefined), { timeoutMs: 60_000, what: '/readyz 200' });
+  await waitFor(async () => ((await readyz()).status === 200 ? true : undefined), {
+    timeoutMs: 60_000,
+    what: '/readyz 200',
+  });
   await waitFor(
     async () => {
       const uploads = (await s3.client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }))).Uploads ?? [];
@@ -56,11 +64,19 @@ async function recovered(): Promise<void> {
  * A multipart POST that sends 1 MiB at a time, up to 64 MiB, for as long as the connection lasts; resolves with the
  * answer. `started` resolves once the service has begun its multipart upload on the store (its parts are 8 MiB).
  */
-function streamingUpload(): { answer: Promise<{ status: number; code?: string }>; started: Promise<void>; stop(): void } {
+function streamingUpload(): {
+  answer: Promise<{ status: number; code?: string }>;
+  started: Promise<void>;
+  stop(): void;
+} {
   const boundary = 'faultBoundary';
   const req = http.request(new URL('/api/assets', svc.url), {
     method: 'POST',
-    headers: { 'x-api-key': KEYS.alice, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+    headers: {
+      'x-api-key': KEYS.alice,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'transfer-encoding': 'chunked',
+    },
   });
   let stopped = false;
   const answer = new Promise<{ status: number; code?: string }>((resolve) => {
@@ -68,17 +84,22 @@ function streamingUpload(): { answer: Promise<{ status: number; code?: string }>
       stopped = true;
       let text = '';
       res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode!, code: text ? (JSON.parse(text) as { code?: string }).code : undefined }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, code: text ? (JSON.parse(text) as { code?: string }).code : undefined }),
+      );
       res.on('error', () => resolve({ status: res.statusCode! }));
     });
     req.on('error', () => resolve({ status: 0 }));
   });
   req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`);
   void (async () => {
-    for (let i = 0; i < 64 && !stopped; i++) await new Promise<void>((resolve) => req.write(crypto.randomBytes(MiB), () => resolve()));
+    for (let i = 0; i < 64 && !stopped; i++)
+      await new Promise<void>((resolve) => req.write(crypto.randomBytes(MiB), () => resolve()));
     if (!stopped) req.end(`\r\n--${boundary}--\r\n`);
   })();
-  const started = waitFor(async () => ((await s3.pendingUploads()) > 0 ? true : undefined), { what: 'a multipart upload to begin' }).then(() => undefined);
+  const started = waitFor(async () => ((await s3.pendingUploads()) > 0 ? true : undefined), {
+    what: 'a multipart upload to begin',
+  }).then(() => undefined);
   return { answer, started, stop: () => ((stopped = true), req.destroy()) };
 }
 
@@ -142,7 +163,9 @@ test('radosgw killed mid-download: the body is cut, /readyz names storage; resta
 
 test("an object removed behind the service's back: 500 INTERNAL as JSON, as on the disk store; the rest is served", async () => {
   const bytes = crypto.randomBytes(5000);
-  const a = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { name: 'lost.bin' }) }));
+  const a = await json(
+    await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { name: 'lost.bin' }) }),
+  );
   const h = (a.asset_hash as string).slice(7);
   await s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: `${h.slice(0, 2)}/${h.slice(2, 4)}/${h}` }));
   const res = await svc.fetch(`/api/assets/${a.id}/content`);
