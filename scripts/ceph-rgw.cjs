@@ -97,6 +97,9 @@ rgw data = ${o.dir}/rgw
 rgw dns name = localhost
 rgw enable usage log = false
 rgw bucket quota ttl = 0
+# Memstore keeps objects in memory: deleted data goes at once, not after RGW's default two hours.
+rgw gc obj min wait = 0
+rgw gc processor period = 2
 `;
 }
 

@@ -134,6 +134,8 @@ async function run(args) {
         `  upload ${size / MiB} MiB round ${i + 1}: service ${c.mbps(size, up.service[i]).toFixed(0)} MB/s, bare SDK ${c.mbps(size, up.bare[i]).toFixed(0)} MB/s`,
       );
       c.log(`    CPU s, service's upload: ${fmt(cpu.upload.service[i])}; bare: ${fmt(cpu.upload.bare[i])}`);
+      const osd = c.memoryOf(rgw.cluster.children.get('osd.0').pid);
+      c.log(`    OSD resident ${(osd.rss / 1e6).toFixed(0)} MB (memstore: deleted objects must not pile up)`);
     }
 
     const asset = await c.uploadMultipart(svc.url, size, { fileName: 'model.safetensors' });

@@ -29,6 +29,7 @@ interface ClusterInfo {
   conf: string;
   dir: string;
   startMs: number;
+  phases: Record<string, number>;
 }
 
 /** A radosgw of one's own against the shared cluster, to kill, freeze and restart. */
@@ -190,6 +191,7 @@ export async function stopSharedRgw(runDir: string): Promise<void> {
   if (!fs.existsSync(infoFile)) return;
   const info = JSON.parse(fs.readFileSync(infoFile, 'utf8')) as Partial<ClusterInfo>;
   if (!info.pid) return;
+  process.stderr.write(`Ceph RGW of this run: started in ${info.startMs} ms (${JSON.stringify(info.phases)})\n`);
   try {
     process.kill(info.pid, 'SIGTERM');
   } catch {
