@@ -125,6 +125,18 @@ export class S3BlobStore implements BlobStore {
       },
       { step: 'initialize', name: 'storeUnavailable', priority: 'high' },
     );
+    // Bodies go unsigned (`UNSIGNED-PAYLOAD`, as AWS's own tools do over TLS): SigV4 would otherwise hash every part
+    // with SHA-256 once more on the event loop, a second pass over the bytes the upload already hashed.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { body?: unknown; headers?: Record<string, string> };
+        if (request.headers && request.body !== undefined && ArrayBuffer.isView(request.body) && request.body.byteLength > 0) {
+          request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        }
+        return next(args);
+      },
+      { step: 'build', name: 'unsignedPayload' },
+    );
   }
 
   async init(): Promise<void> {
