@@ -37,8 +37,8 @@ export interface PipelineOptions {
  * metrics and access log → request guard → request id and base URL → the route table of the two hottest reads
  * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads and
  * signed thumbnails, and GraphQL (which authenticates itself) → `/api`: rate limit and authentication
- * (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) →
- * 405/404 → error rendering (`http/rest/errors.ts`).
+ * (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness, metrics, OpenAPI, UI) → 405/404 → error rendering
+ * (`http/rest/errors.ts`).
  */
 export async function createApp(c: Container, opts: PipelineOptions = {}): Promise<Express> {
   const app = express();
@@ -66,10 +66,10 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
     if (!hot(req, res, next)) next();
   });
 
-  // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates
-  // itself). The signed routes are mounted at their common prefix: any other request (GraphQL, the other /api routes)
-  // passes them with one path match, without entering their routers (`npm run bench -- graphql`). The metrics' route
-  // templates are the same (mount path + route path).
+  // Signed export downloads and thumbnails (their signature is the credential) and GraphQL (which authenticates itself).
+  // The signed routes are mounted at their common prefix: any other request (GraphQL, the other /api routes) passes
+  // them with one path match, without entering their routers (~2 µs each per request: BENCHMARKS.md, "Fourth stop:
+  // GraphQL asset(id) at REST speed"). The metrics' route templates are the same (mount path + route path).
   app.use('/api/assets', exportDownloadRouter({ exports: c.exports }), signedThumbnailRouter({ thumbnails: c.thumbnails }));
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));

@@ -1,13 +1,13 @@
 'use strict';
 // A valid client's latency while a flood of random API keys hits the service.
-//   node bench/auth-flood.cjs [--main=<dist/src/main.js of another build>] [--seconds=10] [--rate=1000]
+//   node bench/figures/auth-flood.cjs [--main=<dist/src/main.js of another build>] [--seconds=10] [--rate=1000]
 // One PostgreSQL and one service (127.0.0.1 only). Phase 1: the valid client alone (8 connections, GET
 // /api/assets/{id} cycling over 20 assets). Phase 2: the same client while 64 more connections send random keys at
 // --rate requests/s in all (a fixed rate, so two builds face the same flood; 0: as fast as they go).
 // Printed: the valid client's req/s and p99 in both phases, and the flood's req/s and status mix.
 const path = require('node:path');
 const crypto = require('node:crypto');
-const { KEY, benchTmp, rmrf, startPostgres, spawnService, uploadMultipart, cannon, parseArgs, printResult, log, runScript, onCleanup } = require('./lib/common.cjs');
+const { KEY, benchTmp, rmrf, startPostgres, spawnService, uploadMultipart, cannon, parseArgs, printResult, log, runScript, onCleanup } = require('../lib/common.cjs');
 const { cycling } = require('./graphql.cjs');
 
 async function main() {

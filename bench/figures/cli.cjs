@@ -12,9 +12,9 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { blake3File, offPageBuffer } = require('./lib/blake3-file.cjs');
-const { deleteAndSettle } = require('./lib/tus-client.cjs');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, now, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { blake3File, offPageBuffer } = require('../lib/blake3-file.cjs');
+const { deleteAndSettle } = require('../lib/tus-client.cjs');
+const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, now, median, r2, r3, log, printResult } = require('../lib/common.cjs');
 
 const CLI = path.join(DIST, 'cli', 'assets', 'main.js');
 
@@ -50,7 +50,8 @@ function curl(args) {
 
 /**
  * Native BLAKE3 (the same addon the CLI and the service use) over the files, one after the other, 4 MiB reads into a
- * buffer off the page boundary (the fastest way to read with it here: src/cli/assets/off-page.ts, bench/cli-hash.cjs).
+ * buffer off the page boundary (the fastest way to read with it here: src/cli/assets/off-page.ts,
+ * bench/profiles/cli-hash.cjs).
  */
 function hashFiles(files) {
   const buf = offPageBuffer();
@@ -73,7 +74,7 @@ async function run(args) {
   // An upload starts once the blob of the one before it is removed and the disk synced: with a grace period of 0 the
   // content GC removes a 4 GiB blob (an unlink on ext4 mounted with `discard`) a moment after its asset is deleted,
   // which otherwise lands in the next timed upload (the push after curl's, curl's after the push of the round
-  // before; not the first curl: why round 1 favoured curl). As bench/tus-upload.cjs (deleteAndSettle).
+  // before; not the first curl: why round 1 favoured curl). As bench/figures/tus-upload.cjs (deleteAndSettle).
   const del = (id) => deleteAndSettle(url, stack.dataDir, id);
   try {
     // 1. push of one new file vs curl -F.

@@ -1,7 +1,7 @@
 'use strict';
 // Figure 3: 8 clients uploading 256 MiB each at once (aggregate MB/s) against one client uploading 256 MiB alone,
 // on the same service, interleaved A B A B. Also the service's peak RSS during the concurrent rounds.
-const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, median, now, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
+const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, median, now, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
 
 async function uploadAll(url, clients, size) {
   const t0 = now();

@@ -7,7 +7,7 @@
 // bench/ab.cjs's `content` kind runs the same phases for two builds.
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { MiB, GiB, KEY, startStack, spawnHelper, uploadMultipart, cannon, cpuMicros, now, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { MiB, GiB, KEY, startStack, spawnHelper, uploadMultipart, cannon, cpuMicros, now, median, r2, r3, log, printResult } = require('../lib/common.cjs');
 
 const BURST_SECONDS = 15;
 

@@ -8,7 +8,7 @@ const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MiB, GiB, startStack, spawnHelper, requestJson, sleep, now, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
+const { MiB, GiB, startStack, spawnHelper, requestJson, sleep, now, median, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
 
 function curl(url, dir, { fsync }) {
   const file = path.join(dir, `curl-${crypto.randomBytes(4).toString('hex')}.bin`);

@@ -10,8 +10,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { MiB, startStack, spawnService, requestJson, memoryOf, resetPeak, median, r2, r3, mbps, now, sleep, log, printResult } = require('./lib/common.cjs');
-const { uploadTus } = require('./lib/tus-client.cjs');
+const { MiB, startStack, spawnService, requestJson, memoryOf, resetPeak, median, r2, r3, mbps, now, sleep, log, printResult } = require('../lib/common.cjs');
+const { uploadTus } = require('../lib/tus-client.cjs');
 
 async function exportOnce(baseUrl, ids) {
   const t0 = now();

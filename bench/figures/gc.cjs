@@ -1,6 +1,6 @@
 'use strict';
 // Seconds to reclaim N contents whose grace period is over (default 10,000).
-//   node bench/gc.cjs [--count=10000] [--limit=120] [--main=<dist/src/main.js of another build>]
+//   node bench/figures/gc.cjs [--count=10000] [--limit=120] [--main=<dist/src/main.js of another build>]
 // One PostgreSQL and one service. N content rows (orphaned two hours ago) and their blob files are written directly,
 // and one `content.gc` job per content is enqueued, as N asset deletions would. Measured: the time until every row
 // and every blob is gone, or, after --limit seconds, how many were reclaimed by then (and the rate).
@@ -8,7 +8,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
-const { DIST, benchTmp, rmrf, startPostgres, spawnService, parseArgs, printResult, log, runScript, onCleanup, sleep, now } = require('./lib/common.cjs');
+const { DIST, benchTmp, rmrf, startPostgres, spawnService, parseArgs, printResult, log, runScript, onCleanup, sleep, now } = require('../lib/common.cjs');
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));

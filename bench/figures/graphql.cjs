@@ -1,7 +1,7 @@
 'use strict';
 // Figure 7: GraphQL `asset(id)` (every scalar field of the REST body) against REST GET /api/assets/{id} on the same
 // service and assets, 64 connections, interleaved A B A B: req/s ratio and latency.
-const { KEY, startStack, spawnService, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { KEY, startStack, spawnService, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('../lib/common.cjs');
 
 const QUERY = `query Bench($id: ID!) { asset(id: $id) { id name size assetHash mimeType tags userMetadata previewUrl previewId
   promptId createdAt updatedAt lastAccessTime isImmutable } }`;

@@ -12,7 +12,7 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { KEY, cpuMicros, benchTmp, rmrf, startStack, spawnHelper, spawnService, median, percentile, r3, log, printResult } = require('./lib/common.cjs');
+const { KEY, cpuMicros, benchTmp, rmrf, startStack, spawnHelper, spawnService, median, percentile, r3, log, printResult } = require('../lib/common.cjs');
 const { seed } = require('./grid.cjs');
 
 const CONNECTIONS = 6;

@@ -20,7 +20,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const sharp = require('sharp');
-const { KEY, benchTmp, rmrf, startStack, spawnHelper, spawnService, median, r3, log, printResult, sleep } = require('./lib/common.cjs');
+const { KEY, benchTmp, rmrf, startStack, spawnHelper, spawnService, median, r3, log, printResult, sleep } = require('../lib/common.cjs');
 
 let TILES = 100;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

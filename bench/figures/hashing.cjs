@@ -9,7 +9,7 @@
 // `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { DIST, MiB, GiB, ddWrite, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('./lib/common.cjs');
+const { DIST, MiB, GiB, ddWrite, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('../lib/common.cjs');
 
 function hashThroughput(kind, data, total, chunk) {
   const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));

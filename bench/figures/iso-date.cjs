@@ -2,9 +2,9 @@
 // The GraphQL Date scalar's formatter (src/http/graphql/scalars.ts isoDateTime) against V8's Date.prototype.toISOString
 // and the library scalar it replaces (graphql-scalars' DateTimeISO via type-graphql), on the same 150 dates (a page of
 // 50 assets and their 3 dates), interleaved rounds in one process: ns per date and the ratio to toISOString.
-//   node bench/iso-date.cjs [--dist=DIR] [--rounds=N]
+//   node bench/figures/iso-date.cjs [--dist=DIR] [--rounds=N]
 const path = require('node:path');
-const { parseArgs, median, r2, log, printResult, runScript } = require('./lib/common.cjs');
+const { parseArgs, median, r2, log, printResult, runScript } = require('../lib/common.cjs');
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));

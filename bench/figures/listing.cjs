@@ -14,7 +14,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { ROOT, DIST, KEY, OWNER, startStack, startPostgres, spawnService, benchTmp, rmrf, onCleanup, spawnHelper, cannon, requestJson, median, r2, r3, log, printResult } =
-  require('./lib/common.cjs');
+  require('../lib/common.cjs');
 
 /** Bump when seed() changes: a kept cluster with another marker is seeded again from scratch. */
 const SEED_VERSION = 'listing-seed-2';

@@ -7,8 +7,8 @@
 // What the figures are made of (BENCHMARKS.md, "Fifth stop: the service's resident memory"): the code and heap
 // of what the process loads at start, then V8's young generation, which any long upload grows to its maximum.
 const path = require('node:path');
-const { MiB, startStack, uploadMultipart, memoryOf, median, r2, r3, log, printResult, sleep } = require('./lib/common.cjs');
-const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
+const { MiB, startStack, uploadMultipart, memoryOf, median, r2, r3, log, printResult, sleep } = require('../lib/common.cjs');
+const { uploadTus, deleteAndSettle } = require('../lib/tus-client.cjs');
 
 /** One fresh database and service of `main`: RSS idle, peak during the multipart upload, then during the tus upload. */
 async function measure(main, size, label) {

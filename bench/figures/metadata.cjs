@@ -2,7 +2,7 @@
 const path = require('node:path');
 // Figure 4: GET /api/assets/{id} and HEAD /api/assets/hash/{hash}, 64 connections (autocannon), against a bare
 // node:http + pg server running the same indexed SELECT on the same PostgreSQL, interleaved A B A B.
-const { KEY, startStack, spawnHelper, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('./lib/common.cjs');
+const { KEY, startStack, spawnHelper, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('../lib/common.cjs');
 
 const ASSETS = 50;
 

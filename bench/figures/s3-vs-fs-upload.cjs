@@ -3,13 +3,13 @@
 // run and interleaved (fs, s3, fs, s3, ...), each on its own service process and database; then the S3 service's peak
 // RSS (VmHWM, reset before) during one 2 GiB upload.
 //
-//   npm run build && node bench/s3-vs-fs-upload.cjs [--smoke] [--rounds N] [--size-mib N] [--peak-mib N]
+//   npm run build && node bench/figures/s3-vs-fs-upload.cjs [--smoke] [--rounds N] [--size-mib N] [--peak-mib N]
 //
 // Prints progress on stderr and one line `RESULT s3-vs-fs-upload <json>` on stdout, like the other benchmarks.
 const path = require('node:path');
 const { Client } = require('pg');
-const c = require('./lib/common.cjs');
-const { startRgw } = require('./lib/rgw.cjs');
+const c = require('../lib/common.cjs');
+const { startRgw } = require('../lib/rgw.cjs');
 
 const { MiB } = c;
 

@@ -14,8 +14,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
 const sharp = require('sharp');
-const { configureSharp, sharpInputOptions, thumbnailPipeline } = require('../dist/src/domain/thumbnails/thumbnail.service.js');
-const { KEY, benchTmp, rmrf, now, startStack, spawnService, median, r2, r3, log, printResult, sleep } = require('./lib/common.cjs');
+const { configureSharp, sharpInputOptions, thumbnailPipeline } = require('../../dist/src/domain/thumbnails/thumbnail.service.js');
+const { KEY, benchTmp, rmrf, now, startStack, spawnService, median, r2, r3, log, printResult, sleep } = require('../lib/common.cjs');
 
 async function makeImages(dir, count) {
   const files = [];

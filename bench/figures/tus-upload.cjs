@@ -8,8 +8,8 @@
 // Each upload starts once the blob of the one before it is removed and the disk synced (deleteAndSettle;
 // BENCH_TUS_SETTLE=0 deletes and goes on at once, as before 2026-11-23, when the previous round's removal ran inside
 // the next upload).
-const { MiB, percentile, startStack, uploadMultipart, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
-const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
+const { MiB, percentile, startStack, uploadMultipart, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
+const { uploadTus, deleteAndSettle } = require('../lib/tus-client.cjs');
 
 async function run(args) {
   const size = (args.smoke ? 8 : Number(process.env.BENCH_TUS_MIB ?? 256)) * MiB;

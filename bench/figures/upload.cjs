@@ -1,7 +1,7 @@
 'use strict';
 // Figure 1: multipart upload ingest over loopback (hash + write + fsync + commit) against `dd bs=1M conv=fsync` of
 // the same size on the same disk, interleaved A B A B; plus the service's peak RSS (VmHWM) during the largest upload.
-const { MiB, GiB, startStack, uploadMultipart, requestJson, ddWrite, memoryOf, resetPeak, median, r2, r3, mbps, log, printResult } = require('./lib/common.cjs');
+const { MiB, GiB, startStack, uploadMultipart, requestJson, ddWrite, memoryOf, resetPeak, median, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
 
 async function run(args) {
   const sizes = args.smoke ? [4 * MiB] : [GiB, 4 * GiB];

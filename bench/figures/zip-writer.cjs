@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Writable } = require('node:stream');
 const { pipeline } = require('node:stream/promises');
-const { DIST, MiB, benchTmp, rmrf, onCleanup, memoryOf, resetPeak, median, r2, r3, mbps, now, log, printResult } = require('./lib/common.cjs');
+const { DIST, MiB, benchTmp, rmrf, onCleanup, memoryOf, resetPeak, median, r2, r3, mbps, now, log, printResult } = require('../lib/common.cjs');
 
 const open = (file) => fs.createReadStream(file, { highWaterMark: 256 * 1024 });
 

@@ -1,5 +1,5 @@
 'use strict';
-// The read buffer of the CLI's hashing thread (src/cli/assets/file-hash.worker.ts): `node bench/cli-hash.cjs
+// The read buffer of the CLI's hashing thread (src/cli/assets/file-hash.worker.ts): `node bench/profiles/cli-hash.cjs
 // [--mib=N] [--rounds=N] [--reads=KiB+skew,…]` hashes one N MiB file (default 1024, in the page cache: a push hashes
 // what it is about to send, a re-push what it sent) with the native BLAKE3 addon, one reused buffer per variant: reads
 // of KiB into a buffer that starts `skew` bytes past a fresh allocation (Node allocates large buffers page-aligned);
@@ -13,8 +13,8 @@
 // same offset in their pages) costs ~4x the system time of any other offset on this machine (AMD EPYC, virtualized).
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { blake3File } = require('./lib/blake3-file.cjs');
-const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { blake3File } = require('../lib/blake3-file.cjs');
+const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('../lib/common.cjs');
 
 function hashOnce(file, variant) {
   const [kib, skew] = variant.split('+').map(Number);

@@ -1,14 +1,14 @@
 'use strict';
 // Why `assets pull` reads its content GET itself (src/cli/assets/block-get.ts) rather than through an HTTP client
-// library: `node bench/cli-receive.cjs [--mib=N] [--rounds=N]` GETs one stored file of N MiB (default 1024) from the
-// service's content route, body discarded, with curl, node:http (`for await` over the response), undici (`request`,
-// 4 MiB highWaterMark) and the CLI's block reader (from dist/), each a process of its own, interleaved per round, and
-// prints each one's wall time and CPU seconds (user + system, /usr/bin/time). CPU per GiB is what the pull competes
-// for with the service on a small machine.
+// library: `node bench/profiles/cli-receive.cjs [--mib=N] [--rounds=N]` GETs one stored file of N MiB (default 1024)
+// from the service's content route, body discarded, with curl, node:http (`for await` over the response), undici
+// (`request`, 4 MiB highWaterMark) and the CLI's block reader (from dist/), each a process of its own, interleaved per
+// round, and prints each one's wall time and CPU seconds (user + system, /usr/bin/time). CPU per GiB is what the pull
+// competes for with the service on a small machine.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { KEY, DIST, MiB, benchTmp, rmrf, onCleanup, startStack, now, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { KEY, DIST, MiB, benchTmp, rmrf, onCleanup, startStack, now, log, parseArgs, runScript } = require('../lib/common.cjs');
 
 const VARIANTS = ['curl', 'node-http', 'undici', 'block-get'];
 

@@ -1,5 +1,5 @@
 'use strict';
-// What sending a file costs the CLI (src/cli/assets/tus-file-stack.ts): `node bench/cli-send.cjs [--mib=N]
+// What sending a file costs the CLI (src/cli/assets/tus-file-stack.ts): `node bench/profiles/cli-send.cjs [--mib=N]
 // [--rounds=N] [--variants=KiB+skew:async|sync,…]` sends one N MiB file (default 1024, in the page cache) as the body
 // of one HTTP request to a local node:http server that discards it (a process of its own), with `curl -T` and with
 // the CLI's sending loop under each variant: reads of KiB into two reused buffers that start `skew` bytes past a fresh
@@ -10,7 +10,7 @@
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('../lib/common.cjs');
 
 const BASE = '8192+0:async';
 

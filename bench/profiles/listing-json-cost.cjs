@@ -10,13 +10,13 @@
 // commit 5bac47c and cost more on the two sides together: BENCHMARKS.md, "listing, distinct pages".)
 // Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
 //   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock \
-//     node bench/listing-json-cost.cjs [--pages=1000] [--rounds=3] [--tagged]
+//     node bench/profiles/listing-json-cost.cjs [--pages=1000] [--rounds=3] [--tagged]
 //     [--ab=.ab-main] [--only=text,text_ab]   (--ab: the text path of another build too, as `text_ab`)
 // One connection, pages asked one after another, variants interleaved per round; CPU from process.cpuUsage() and
 // /proc/<backend pid>/stat. Prints µs per page for each side and their sum, and each variant's ratio to `object`.
 const path = require('node:path');
-const { DIST, OWNER, cpuMicros, parseArgs, runScript, log, median } = require('./lib/common.cjs');
-const { keptListing } = require('./listing.cjs');
+const { DIST, OWNER, cpuMicros, parseArgs, runScript, log, median } = require('../lib/common.cjs');
+const { keptListing } = require('../figures/listing.cjs');
 
 const LIMIT = 100;
 

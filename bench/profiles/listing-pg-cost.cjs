@@ -17,16 +17,17 @@
 //   scan_505 / any_filter   the sort index walked for 505 rows unfiltered / the tags filter as `= ANY` per tag
 // The variants that rewrote the service's statement as it was before it took LIMIT and OFFSET as InitPlans and its
 // columns as stored (limit_initplan, one_head, stats, lean, lean_typed: BENCHMARKS.md, "listing, PostgreSQL's share")
-// no longer apply to what it sends; they are in this file's history (git show 9503c3a:bench/listing-pg-cost.cjs).
-// Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL must not be running):
-//   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock node bench/listing-pg-cost.cjs [--pages=500] [--rounds=3]
-// [--tagged] [--only=a,b]
+// no longer apply to what it sends; they are in this file's history (git show
+// 9503c3a:bench/profiles/listing-pg-cost.cjs). Usage (on the kept seed of `npm run bench -- listing`, whose PostgreSQL
+// must not be running):
+//   BENCH_DATA=/work/bench-data flock -x /tmp/heavy.lock \
+//     node bench/profiles/listing-pg-cost.cjs [--pages=500] [--rounds=3] [--tagged] [--only=a,b]
 //     [--plan-cache-mode=force_generic_plan]   (DATABASE_URL=...: use a PostgreSQL already running on the kept seed)
 // Prints µs of backend CPU and µs of wall time per page for each variant, medians of the rounds, and each variant's
 // ratio to `service` in the same round.
 const path = require('node:path');
-const { DIST, OWNER, cpuMicros, parseArgs, runScript, log, median } = require('./lib/common.cjs');
-const { keptListing } = require('./listing.cjs');
+const { DIST, OWNER, cpuMicros, parseArgs, runScript, log, median } = require('../lib/common.cjs');
+const { keptListing } = require('../figures/listing.cjs');
 
 const LIMIT = 100;
 const ISO = (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

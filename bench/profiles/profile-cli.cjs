@@ -1,9 +1,9 @@
 'use strict';
-// Where the time of `assets push` / `assets pull` goes: `node bench/profile-cli.cjs push|pull [--mib=N] [--rounds=N]
-// [--top=N] [--chunk=MiB] [--dist=DIR]`. On one service stack, each round runs curl (-F for push, -o for pull) and
-// the CLI on the same file, and prints their wall time, the CPU time of the curl and CLI processes (user and system,
-// from /usr/bin/time) and the kernel's dirty and writeback page totals before each run (a pull writes the file: what
-// the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
+// Where the time of `assets push` / `assets pull` goes: `node bench/profiles/profile-cli.cjs push|pull [--mib=N]
+// [--rounds=N] [--top=N] [--chunk=MiB] [--dist=DIR]`. On one service stack, each round runs curl (-F for push, -o for
+// pull) and the CLI on the same file, and prints their wall time, the CPU time of the curl and CLI processes (user and
+// system, from /usr/bin/time) and the kernel's dirty and writeback page totals before each run (a pull writes the file:
+// what the kernel still has to write back from the previous run slows the next). The last round's CLI run is profiled
 // (--cpu-prof, main thread): the functions with the most self time.
 // push: `--cli=ARGS|ARGS…` runs the CLI once per variant in each round, each with its own push arguments (e.g.
 // `--cli=|--chunk-size 64` for one PATCH and 64 MiB PATCHes; `@DIR` first: the CLI of another build), after curl and
@@ -13,16 +13,16 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, cpuMicros, now, log, parseArgs, runScript } = require('./lib/common.cjs');
+const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, cpuMicros, now, log, parseArgs, runScript } = require('../lib/common.cjs');
 const { top } = require('./profile-rest.cjs');
 
 const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${t.sys.toFixed(2)}`;
 
 /**
  * A process that hashes one file with the native BLAKE3 (one thread, 4 MiB reads into a buffer off the page
- * boundary: see src/cli/assets/off-page.ts), as bench/cli.cjs's baseline.
+ * boundary: see src/cli/assets/off-page.ts), as bench/figures/cli.cjs's baseline.
  */
-const HASH_ONE = path.join(__dirname, 'lib', 'blake3-file.cjs');
+const HASH_ONE = path.join(__dirname, '..', 'lib', 'blake3-file.cjs');
 
 function meminfo() {
   const m = Object.fromEntries(
@@ -37,7 +37,7 @@ function meminfo() {
 
 /** Runs `cmd args` under /usr/bin/time: wall seconds, CPU seconds (user + system) and stdout. */
 function timed(cmd, args, env) {
-  spawnSync('sync'); // as bench/cli.cjs: no run pays for an earlier one's writeback
+  spawnSync('sync'); // as bench/figures/cli.cjs: no run pays for an earlier one's writeback
   const t0 = now();
   const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', cmd, ...args], { env, encoding: 'utf8', maxBuffer: 64 * MiB });
   const seconds = now() - t0;

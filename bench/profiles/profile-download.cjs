@@ -1,6 +1,6 @@
 'use strict';
-// Where a download task's time goes (figure 6's workload, bench/download.cjs):
-//   node bench/profile-download.cjs [--dist=DIR] [--rounds=N] [--mib=N] [--no-prof] [--top=N] [--gc-log=FILE]
+// Where a download task's time goes (figure 6's workload, bench/figures/download.cjs):
+//   node bench/profiles/profile-download.cjs [--dist=DIR] [--rounds=N] [--mib=N] [--no-prof] [--top=N] [--gc-log=FILE]
 // [--v8=FLAG,FLAG] [--census] Starts the build in DIR (default dist) with `--trace-gc` (and `--cpu-prof` unless
 // --no-prof) against the local Hugging-Face-shaped file server, runs N download tasks of MiB each (default 2 x 1024),
 // and prints per round the MB/s and the service's CPU seconds per GiB (/proc), then the garbage collections of the main
@@ -13,9 +13,9 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MiB, GiB, startStack, spawnService, spawnHelper, cpuMicros, mbps, log, parseArgs, runScript } = require('./lib/common.cjs');
-const { summarize } = require('./lib/cpu-profile.cjs');
-const { viaTask } = require('./download.cjs');
+const { MiB, GiB, startStack, spawnService, spawnHelper, cpuMicros, mbps, log, parseArgs, runScript } = require('../lib/common.cjs');
+const { summarize } = require('../lib/cpu-profile.cjs');
+const { viaTask } = require('../figures/download.cjs');
 
 /**
  * `--trace-gc` lines, e.g.
@@ -56,7 +56,7 @@ async function main() {
     const nodeArgs = ['--trace-gc', ...extra, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
     const censusOut = path.join(profDir, 'census.json');
     const svcEnv = args.opts.census
-      ? { ...env, CENSUS_OUT: censusOut, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'lib', 'chunk-census.cjs')}`.trim() }
+      ? { ...env, CENSUS_OUT: censusOut, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '..', 'lib', 'chunk-census.cjs')}`.trim() }
       : env;
     svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: svcEnv, nodeArgs, main: path.join(dist, 'src', 'main.js') });
     let buffered = '';

@@ -1,14 +1,14 @@
 'use strict';
-// Where the CPU of a listing request goes: `node bench/profile-listing.cjs [--only=a,b] [--duration=S] [--dist=DIR]
-// [--cpu-prof] [--top=N]`, on the kept seed of `npm run bench -- listing` (BENCH_DATA). For each request of that
-// benchmark, 16 connections for S seconds against the service and then the bare server, with the CPU time per
-// request of the server process, of PostgreSQL (the postmaster and all its backends) and of the load generator
-// (this process), and the response size. `--cpu-prof` profiles the service and prints its top functions by self time.
+// Where the CPU of a listing request goes: `node bench/profiles/profile-listing.cjs [--only=a,b] [--duration=S]
+// [--dist=DIR] [--cpu-prof] [--top=N]`, on the kept seed of `npm run bench -- listing` (BENCH_DATA). For each request
+// of that benchmark, 16 connections for S seconds against the service and then the bare server, with the CPU time per
+// request of the server process, of PostgreSQL (the postmaster and all its backends) and of the load generator (this
+// process), and the response size. `--cpu-prof` profiles the service and prints its top functions by self time.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { KEY, spawnHelper, cannon, cpuMicros, requestJson, log, parseArgs, runScript } = require('./lib/common.cjs');
-const { seededStack, cursorAt, cursorsFrom } = require('./listing.cjs');
+const { KEY, spawnHelper, cannon, cpuMicros, requestJson, log, parseArgs, runScript } = require('../lib/common.cjs');
+const { seededStack, cursorAt, cursorsFrom } = require('../figures/listing.cjs');
 
 /** The postmaster and every process it started (backends, walwriter ...), from /proc. */
 function postgresPids(postmaster) {
@@ -85,7 +85,7 @@ async function main() {
   const { stack } = await seededStack(2_000_000, true, serviceOpts);
   let base;
   try {
-    const keep = path.join(process.env.BENCH_DATA || path.join(__dirname, '..', '.bench-data'), 'listing', 'postgres');
+    const keep = path.join(process.env.BENCH_DATA || path.join(__dirname, '..', '..', '.bench-data'), 'listing', 'postgres');
     const postmaster = Number(fs.readFileSync(path.join(keep, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const deep = await cursorAt(stack.databaseUrl, 500_000, false);
     const deepTagged = await cursorAt(stack.databaseUrl, 100_000, true);

@@ -1,12 +1,13 @@
 'use strict';
 // CPU profiles of the service under figure 4's load.
 //
-//   node bench/profile-rest.cjs [get|head] [--duration=S] [--dist=DIR] [--top=N]
+//   node bench/profiles/profile-rest.cjs [get|head] [--duration=S] [--dist=DIR] [--top=N]
 //     Starts the service with --cpu-prof (profile written to BENCH_PROFILE_DIR, default the OS temp dir), runs 64
 //     connections of GET /api/assets/{id} (or HEAD /api/assets/hash/{hash}) for S seconds, stops it, and prints the
 //     functions with the most self time (the share of all samples), grouped by function and file.
 //
-//   node bench/profile-rest.cjs [get|head] --compare=DIR_A,DIR_B [--rounds=N] [--duration=S] [--top=N] [--interval=US]
+//   node bench/profiles/profile-rest.cjs [get|head] --compare=DIR_A,DIR_B [--rounds=N] [--duration=S] [--top=N]
+//       [--interval=US]
 //     Two builds profiled under the same load: both run as processes with --cpu-prof, the load takes turns (A B, B A,
 //     …) as in bench/ab.cjs, and only the samples taken inside each build's load windows count. Printed: each build's
 //     CPU time per request (µs, from the profile) and, per function, its self time per request in A and in B and the
@@ -14,15 +15,15 @@
 //     node:internal, the service's own files). A difference in µs per request is a cost, where a share of samples
 //     depends on everything else.
 //
-//   node bench/profile-rest.cjs get,graphql --compare=dist,dist [--rounds=N] ...
+//   node bench/profiles/profile-rest.cjs get,graphql --compare=dist,dist [--rounds=N] ...
 //     Two loads against each other: A runs the first (here GET /api/assets/{id}), B the second (GraphQL `asset(id)`,
-//     figure 7's query, bench/graphql.cjs), each on its own process of the given build, on the same database and
-//     assets: where GraphQL's CPU per request goes beyond REST's, function by function. Kinds: get, head, graphql.
+//     figure 7's query, bench/figures/graphql.cjs), each on its own process of the given build, on the same database
+//     and assets: where GraphQL's CPU per request goes beyond REST's, function by function. Kinds: get, head, graphql.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { KEY, startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('./lib/common.cjs');
-const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
+const { KEY, startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('../lib/common.cjs');
+const { teachAutocannonHead, skipHeadBodies } = require('../figures/metadata.cjs');
 
 /** The function's key: name, file (node_modules and dist prefixes cut) and line. */
 function frameKey(f) {
@@ -133,7 +134,7 @@ async function seed(stack) {
 }
 
 function loadOf(kind, url, { ids, hashes }) {
-  if (kind === 'graphql') return { ...require('./graphql.cjs').cycling(url, ids, 'graphql'), connections: 64 };
+  if (kind === 'graphql') return { ...require('../figures/graphql.cjs').cycling(url, ids, 'graphql'), connections: 64 };
   let i = 0;
   const paths = kind === 'head' ? hashes.map((h) => `/api/assets/hash/${h}`) : ids.map((id) => `/api/assets/${id}`);
   const method = kind === 'head' ? 'HEAD' : 'GET';

@@ -1,6 +1,6 @@
 'use strict';
-// A CPU profile of the service under one of figure 7's workloads (bench/graphql.cjs):
-//   node bench/profile.cjs [graphql|graphql-list|rest|rest-list] [--dist=DIR] [--duration=S] [--top=N]
+// A CPU profile of the service under one of figure 7's workloads (bench/figures/graphql.cjs):
+//   node bench/profiles/profile.cjs [graphql|graphql-list|rest|rest-list] [--dist=DIR] [--duration=S] [--top=N]
 // Starts the build in DIR (default dist) with `--cpu-prof`, seeds 50 assets (with previews for the list workloads),
 // warms up, runs 64 connections for S seconds (default 10), stops the service and prints where its CPU went: the
 // top functions by self time, and self time by package (node_modules/<pkg>, our own code, Node internals, GC).
@@ -8,9 +8,9 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('./lib/common.cjs');
-const { summarize } = require('./lib/cpu-profile.cjs');
-const { cycling, seedPreviews } = require('./graphql.cjs');
+const { startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('../lib/common.cjs');
+const { summarize } = require('../lib/cpu-profile.cjs');
+const { cycling, seedPreviews } = require('../figures/graphql.cjs');
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));

@@ -2,11 +2,11 @@
 // The latency of a tus upload's creation (POST /api/uploads) and of its first small PATCH, on an idle service:
 // what a client waits between deciding to upload and its first PATCH byte (the CLI measured 0.29-0.38 s from its
 // hash's end to the first PATCH byte, a HEAD by hash included). Prints the median and p90 of each step over N uploads.
-//   node bench/tus-create.cjs [--n=30] [--dist=DIR]   (DIR: another build, e.g. .ab-main)
+//   node bench/profiles/tus-create.cjs [--n=30] [--dist=DIR]   (DIR: another build, e.g. .ab-main)
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { startStack, requestJson, now, median, percentile, parseArgs, runScript } = require('./lib/common.cjs');
-const { createTus, patch } = require('./lib/tus-client.cjs');
+const { startStack, requestJson, now, median, percentile, parseArgs, runScript } = require('../lib/common.cjs');
+const { createTus, patch } = require('../lib/tus-client.cjs');
 
 async function main() {
   const { opts } = parseArgs(process.argv.slice(2));

@@ -3,7 +3,7 @@
 // each ending with an fsync the client waits for) compares with one streamed file (a multipart upload's), writing the
 // same bytes at the same pace, interleaved in the same run. What it isolates: the time the disk is idle between
 // PATCHes and what each background fdatasync costs, for different sync policies.
-//   node bench/tus-disk.cjs [--mib 1024] [--patch 64] [--pace 600] [--gap 8] [--rounds 3] [--policies
+//   node bench/profiles/tus-disk.cjs [--mib 1024] [--patch 64] [--pace 600] [--gap 8] [--rounds 3] [--policies
 // every8,first1,par2x2,...]
 // `pace`: MB/s at which bytes "arrive" (1 MiB writes, paced); `gap`: ms between a PATCH's fsync and the next PATCH's
 // first byte (the answer, the statements, the next request). Policies (background fdatasync, one at a time):

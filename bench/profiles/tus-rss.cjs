@@ -1,11 +1,11 @@
 'use strict';
 // The service's RSS through a sequence of uploads on one process (sampled every 50 ms from /proc): by default a tus
 // upload, a multipart upload, a tus upload again (ORDER=tus,multipart,tus), each of MIB MiB (default 4096), each
-// started once the previous blob is removed (deleteAndSettle). What bench/tus-upload.cjs's "peak during tus" is made
-// of: the RSS the previous upload left plus what the tus upload adds.
-//   MIB=4096 ORDER=tus,multipart,tus node bench/tus-rss.cjs
+// started once the previous blob is removed (deleteAndSettle). What bench/figures/tus-upload.cjs's "peak during tus" is
+// made of: the RSS the previous upload left plus what the tus upload adds.
+//   MIB=4096 ORDER=tus,multipart,tus node bench/profiles/tus-rss.cjs
 const fs = require('node:fs');
-const B = __dirname;
+const B = require('node:path').join(__dirname, '..');
 const { MiB, startStack, uploadMultipart, memoryOf, mbps } = require(B + '/lib/common.cjs');
 const { uploadTus, deleteAndSettle } = require(B + '/lib/tus-client.cjs');
 function smaps(pid) {

@@ -6,8 +6,8 @@ import { Query, type Pool, type QueryResult, type QueryResultRow } from 'pg';
  *
  * Each run hands the pool pg's own `Query`, made from the statement's text and then given its name. A query passed as
  * a config object (`{ name, text, values }`) is first copied by pg property descriptor by property descriptor
- * (`normalizeQueryConfig`), a cost the hottest reads show (`node bench/profile-rest.cjs head`); a query made from a
- * string is not copied.
+ * (`normalizeQueryConfig`), a cost the hottest reads show (`node bench/profiles/profile-rest.cjs head`); a query made
+ * from a string is not copied.
  */
 export class PreparedStatement<R extends QueryResultRow = QueryResultRow> {
   constructor(

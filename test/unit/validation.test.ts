@@ -22,7 +22,7 @@ test('tags: trimmed, lower-cased, empty dropped, deduplicated, first-seen order'
   expect(code(() => normalizeTags(Array.from({ length: 65 }, (_, i) => String(i))))).toBe('INVALID_BODY');
   expect(normalizeTags(Array.from({ length: 64 }, (_, i) => String(i)))).toHaveLength(64);
   expect(code(() => normalizeTags(['x'.repeat(129)]))).toBe('INVALID_BODY');
-  // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no length limit.
+  // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no limits (no asset carries a too-long tag).
   expect(filterTags([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200)])).toEqual(['models', 'loras', 'x'.repeat(200)]);
 });
 

@@ -257,7 +257,8 @@ export class AssetRepository {
    * only the two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks
    * after `,` and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`).
    * Building the whole JSON in PostgreSQL instead cost more CPU on the two sides together, and so did making the
-   * strings and timestamps JSON there (`node bench/listing-json-cost.cjs`, `node bench/listing-pg-cost.cjs`).
+   * strings and timestamps JSON there (`node bench/profiles/listing-json-cost.cjs`, `node
+   * bench/profiles/listing-pg-cost.cjs`).
    */
   async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
     return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
@@ -465,7 +466,7 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value };
  * a Date, array or number) and in the cheapest form for PostgreSQL to print: the stored values through their own
  * output functions, not cast to text, and not made JSON there (`to_json(name)`, `to_char(...)` for the timestamps cost
  * PostgreSQL more CPU than the service's JSON.stringify of the strings and slicing of the timestamps:
- * `node bench/listing-pg-cost.cjs`). Timestamps are read in UTC
+ * `node bench/profiles/listing-pg-cost.cjs`). Timestamps are read in UTC
  * (`AT TIME ZONE 'UTC'`, a timestamp without zone: the session's TimeZone does not matter) and printed in the ISO
  * DateStyle (PostgreSQL's default, which pg's own date parser needs too); `isoOf` makes them `toISOString`'s text.
  * No alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
@@ -651,11 +652,11 @@ function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string |
  * LIMIT and OFFSET of a statement. In a named (prepared) statement they are read by the executor (InitPlans), not
  * planned: with `LIMIT $n` the planner's estimate of a generic plan assumes a tenth of the rows (hundreds of times a
  * custom plan's cost for a 100-row page of an owner with 500,000 assets), so PostgreSQL kept planning the page
- * statement anew on every execution, a good part of its CPU per page (`node bench/listing-pg-cost.cjs`). With both
- * unknown to every plan, the generic plan costs what a custom one does and is kept. The plan is the same: the owner's
- * index in the sort's order, stopped after the limit. Unnamed statements (tag and text filters, planned per request
- * anyway) keep them as plain parameters, which their plans may depend on (a rare tag: the GIN index). The named form of
- * common include tags (PageForm) takes them as InitPlans too.
+ * statement anew on every execution, a good part of its CPU per page (`node bench/profiles/listing-pg-cost.cjs`). With
+ * both unknown to every plan, the generic plan costs what a custom one does and is kept. The plan is the same: the
+ * owner's index in the sort's order, stopped after the limit. Unnamed statements (tag and text filters, planned per
+ * request anyway) keep them as plain parameters, which their plans may depend on (a rare tag: the GIN index). The named
+ * form of common include tags (PageForm) takes them as InitPlans too.
  */
 function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
   return prepared ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)` : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;

@@ -1,8 +1,8 @@
 import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage } from '../../domain/assets/asset.types';
 
 /**
- * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`;
- * `created_new` only in create responses. Optional fields without a value are left out, never `null`; only
+ * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
+ * only in create responses. Optional fields without a value are left out, never `null`; only
  * `preview_id`, `prompt_id` and `job_id` may be null. `baseUrl` makes `preview_url` and `thumbnail_url` absolute.
  */
 export function assetJson(a: Asset, baseUrl: string, createdNew?: boolean): Record<string, unknown> {
