@@ -15,6 +15,7 @@ import { methodNotAllowed } from './http/rest/method-not-allowed';
 import { authenticate } from './http/rest/middleware';
 import { requestIdFrom } from './http/shared/request-id';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
+import { jobsRouter } from './http/rest/jobs.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { signedThumbnailRouter, thumbnailRouter } from './http/rest/thumbnail.router';
@@ -92,6 +93,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   );
   api.use(thumbnailRouter({ thumbnails: c.thumbnails }));
   api.use(tagsRouter({ assets: c.assets }));
+  api.use(jobsRouter({ assets: c.assets }));
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));
   api.use(uploads.keyed);

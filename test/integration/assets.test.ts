@@ -37,7 +37,8 @@ describe('POST /api/assets (multipart)', () => {
       name: 'my model',
       size: Buffer.byteLength(content),
       asset_hash: blake3Of(Buffer.from(content)),
-      tags: ['models', 'loras'],
+      // Case kept (contract 2): `Models` and `models` are two tags.
+      tags: ['Models', 'loras', 'models'],
       user_metadata: { k: 'v' },
       preview_id: null,
       prompt_id: null,
@@ -57,7 +58,7 @@ describe('POST /api/assets (multipart)', () => {
 
     const again = await upload(content, { tags: 'other', name: 'ignored' });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: a.id, created_new: false, name: 'my model', tags: ['models', 'loras'] });
+    expect(again.body).toMatchObject({ id: a.id, created_new: false, name: 'my model', tags: ['Models', 'loras', 'models'] });
   });
 
   test('name defaults to the file name; MIME from magic bytes, else extension, else octet-stream', async () => {
@@ -78,8 +79,8 @@ describe('POST /api/assets (multipart)', () => {
   });
 
   test('tags as JSON array text, comma text, or repeated fields', async () => {
-    expect((await upload(unique(), { tags: '["A","b"," a "]' })).body.tags).toEqual(['a', 'b']);
-    expect((await upload(unique(), { tags: ['input', 'Output', 'input'] })).body.tags).toEqual(['input', 'output']);
+    expect((await upload(unique(), { tags: '["A","b"," a ","b"]' })).body.tags).toEqual(['A', 'b', 'a']);
+    expect((await upload(unique(), { tags: ['input', 'Output', 'input'] })).body.tags).toEqual(['input', 'Output']);
     expect((await upload(unique(), {})).body.tags).toEqual([]);
   });
 
@@ -170,7 +171,7 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     expect(res.status).toBe(200);
     const r = await json(res);
     // The whole asset, as GET answers it.
-    expect(r).toMatchObject({ id: a.id, name: 'renamed', tags: ['x', 'y'], mime_type: 'text/plain', user_metadata: { n: 1 }, asset_hash: a.asset_hash });
+    expect(r).toMatchObject({ id: a.id, name: 'renamed', tags: ['X', 'y', 'x'], mime_type: 'text/plain', user_metadata: { n: 1 }, asset_hash: a.asset_hash });
     expect(r).toMatchObject({ size: a.size, created_at: a.created_at, preview_id: p.id, preview_url: `${svc.url}/api/assets/${p.id}/content` });
     expect('created_new' in r).toBe(false);
     expect(new Date(r.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(a.updated_at).getTime());
@@ -308,7 +309,7 @@ describe('from-hash and hash checks', () => {
     expect(created.status).toBe(201);
     const c = await json(created);
     // Never bob's upload file name: the first 16 hex of the BLAKE3.
-    expect(c).toMatchObject({ created_new: true, name: blake3Of(bytes).slice(7, 23), mime_type: 'text/plain', tags: ['models'], user_metadata: { a: 1 } });
+    expect(c).toMatchObject({ created_new: true, name: blake3Of(bytes).slice(7, 23), mime_type: 'text/plain', tags: ['Models'], user_metadata: { a: 1 } });
     const again = await post({ hash: blake3Of(bytes), tags: ['other'], name: 'x' });
     expect(again.status).toBe(200);
     expect(await json(again)).toMatchObject({ id: c.id, created_new: false });
@@ -427,8 +428,10 @@ describe('listing and tags', () => {
     expect(all.assets[0]).not.toHaveProperty('created_new');
     const odd = await list(`include_tags=${tag},odd`);
     expect(odd.total).toBe(2);
-    const repeated = await list(`include_tags=${tag}&include_tags=ODD`);
+    const repeated = await list(`include_tags=${tag}&include_tags=odd`);
     expect(repeated.total).toBe(2);
+    // Tags match exactly (contract 2): `ODD` is another tag.
+    expect((await list(`include_tags=${tag}&include_tags=ODD`)).total).toBe(0);
     expect((await list(`include_tags=${tag}&exclude_tags=odd`)).total).toBe(3);
     expect((await list(`include_tags=${tag}&metadata_filter=${encodeURIComponent('{"group":"a"}')}`)).total).toBe(3);
     expect((await list(`include_tags=${tag}&metadata_filter=${encodeURIComponent('{"nested":{"v":4}}')}`)).total).toBe(1);
@@ -452,12 +455,13 @@ describe('listing and tags', () => {
     await upload(unique(), { tags: [`${p}-a`] }, 'f', key);
     const res = await svc.fetch(`/api/tags?prefix=${p}`, { key });
     expect(await json(res)).toEqual({ tags: [{ name: `${p}-a`, count: 2 }, { name: `${p}-b`, count: 1 }], total: 2, has_more: false });
-    // Read as tags are stored: leading blanks dropped, any case.
-    expect(await json(await svc.fetch(`/api/tags?prefix=${encodeURIComponent(`  ${p.toUpperCase()}-B`)}`, { key }))).toEqual({
+    // Read as tags are stored: leading blanks dropped, case kept (another case is another prefix).
+    expect(await json(await svc.fetch(`/api/tags?prefix=${encodeURIComponent(`  ${p}-b`)}`, { key }))).toEqual({
       tags: [{ name: `${p}-b`, count: 1 }],
       total: 1,
       has_more: false,
     });
+    expect((await json(await svc.fetch(`/api/tags?prefix=${p.toUpperCase()}`, { key }))).total).toBe(0);
     const byName = await json(await svc.fetch(`/api/tags?prefix=${p}&order=name_asc&limit=1`, { key }));
     expect(byName).toEqual({ tags: [{ name: `${p}-a`, count: 2 }], total: 2, has_more: true });
     const none = await json(await svc.fetch(`/api/tags?prefix=${p}`, { key: KEYS.bob }));

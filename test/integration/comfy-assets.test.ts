@@ -339,35 +339,49 @@ describe('filters', () => {
     for (const route of ['/api/assets', '/api/assets/tags/refine']) {
       for (const name of ['include_tags', 'tags_all', 'tags_any', 'tags_none', 'exclude_tags']) {
         expect([route, name, (await get(`${route}?${name}=${tags(100)}`, GINA)).status]).toEqual([route, name, 200]);
-        // Duplicates and case variants count once, as the filter is normalised first.
-        expect([route, name, (await get(`${route}?${name}=${tags(100)},CAP-0,cap-1`, GINA)).status]).toEqual([route, name, 200]);
+        // Duplicates and blank variants count once, as the filter is normalised first; another case is another tag.
+        expect([route, name, (await get(`${route}?${name}=${tags(100)},%20cap-0,cap-1`, GINA)).status]).toEqual([route, name, 200]);
+        const cased = await get(`${route}?${name}=${tags(100)},CAP-0`, GINA);
+        expect([route, name, cased.status, cased.body.details]).toEqual([route, name, 400, { parameter: name, count: 101, max: 100 }]);
         const r = await get(`${route}?${name}=${tags(101)}`, GINA);
         expect([route, name, r.status, r.body.code, r.body.details]).toEqual([route, name, 400, 'INVALID_TAG_FILTER', { parameter: name, count: 101, max: 100 }]);
       }
     }
   });
 
-  test('contradicting tag filters are 400 INVALID_TAG_FILTER as in ComfyUI; legacy include/exclude overlap is an empty page', async () => {
+  test('contradicting tag filters are 400 INVALID_TAG_FILTER with ComfyUI\'s details; legacy include/exclude overlap is an empty page', async () => {
     const a = await upload(unique('tf'), { tags: 'tf-a,tf-x' }, 'a.bin', GINA);
     const b = await upload(unique('tf'), { tags: 'tf-a,tf-y' }, 'b.bin', GINA);
-    for (const qs of [
-      'include_tags=tf-a&tags_all=tf-x',
-      'exclude_tags=tf-x&tags_none=tf-y',
-      'tags_all=tf-x&tags_none=tf-x',
-      'include_tags=tf-x&tags_none=tf-x',
-      'tags_all=tf-a,tf-x&tags_none=TF-X,tf-y',
-    ]) {
+    for (const [qs, details] of [
+      ['include_tags=tf-a&tags_all=tf-x', { parameters: ['include_tags', 'tags_all'] }],
+      ['exclude_tags=tf-x&tags_none=tf-y', { parameters: ['exclude_tags', 'tags_none'] }],
+      ['tags_all=tf-x&tags_none=tf-x', { parameters: ['tags_all', 'tags_none'], conflicting_tags: ['tf-x'] }],
+      ['include_tags=tf-x&tags_none=tf-x', { parameters: ['include_tags', 'tags_none'], conflicting_tags: ['tf-x'] }],
+      ['tags_all=tf-a,tf-x,tf-y&tags_none=tf-y,TF-X,tf-x', { parameters: ['tags_all', 'tags_none'], conflicting_tags: ['tf-x', 'tf-y'] }],
+      // Old names only, but tags_any is a new name: the rule applies.
+      ['include_tags=tf-x&exclude_tags=tf-x&tags_any=tf-a', { parameters: ['include_tags', 'exclude_tags'], conflicting_tags: ['tf-x'] }],
+    ] as const) {
       for (const route of ['/api/assets', '/api/assets/tags/refine']) {
         const r = await get(`${route}?${qs}`, GINA);
-        expect([route, qs, r.status, r.body.code]).toEqual([route, qs, 400, 'INVALID_TAG_FILTER']);
+        expect([route, qs, r.status, r.body.code, r.body.details]).toEqual([route, qs, 400, 'INVALID_TAG_FILTER', details]);
         expect(r.body.message).toEqual(expect.any(String));
       }
     }
+    // Exact spelling: TF-X is not tf-x, so no conflict.
+    expect(await ((qs: string) => get(`/api/assets?${qs}`, GINA).then((r) => (r.body.assets as Json[]).map((x) => x.id)))('tags_all=tf-x&tags_none=TF-X')).toEqual([a.id]);
     const ids = async (qs: string) => ((await get(`/api/assets?${qs}`, GINA)).body.assets as Json[]).map((x) => x.id).sort();
     expect(await ids('include_tags=tf-x&exclude_tags=tf-x')).toEqual([]);
     expect(await ids('tags_any=tf-x,tf-y&tags_none=tf-x')).toEqual([b.id]);
     expect(await ids('tags_all=tf-a&tags_none=tf-y')).toEqual([a.id]);
     expect(await ids('include_tags=tf-a&include_tags=&tags_all=')).toEqual([a.id, b.id].sort());
+    // Empty lists count as absent: no "both names" error, no conflict.
+    expect(await ids('tags_all=&include_tags=tf-a&tags_none=&exclude_tags=tf-y')).toEqual([a.id]);
+    expect(await ids('tags_all=%20,&tags_any=tf-a&tags_none=tf-x')).toEqual([b.id]);
+    // Repeated keys are joined.
+    expect(await ids('tags_all=tf-a&tags_all=tf-x')).toEqual([a.id]);
+    expect(await ids('tags_none=tf-x&tags_none=tf-y&tags_any=tf-a')).toEqual([]);
+    const refine = await get('/api/assets/tags/refine?tags_all=tf-a&tags_all=tf-y', GINA);
+    expect(refine.body.tag_counts).toEqual({ 'tf-a': 1, 'tf-y': 1 });
   });
 
   test('total is exact up to 10,000 matches, then a lower bound with total_is_lower_bound; has_more stays exact', async () => {
@@ -409,10 +423,11 @@ describe('tags', () => {
   test('POST/DELETE /api/assets/{id}/tags: normalised, the three arrays, 400/404/409', async () => {
     const a = await upload(unique('tags'), { tags: 'b,a' });
     const add = await sendJson('POST', `/api/assets/${a.id}/tags`, { tags: [' C ', 'a', 'c', 'D'] });
-    expect(add).toEqual({ status: 200, body: { added: ['c', 'd'], already_present: ['a'], total_tags: ['b', 'a', 'c', 'd'] } });
-    const rm = await sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: ['A', 'zz', 'd'] });
-    expect(rm).toEqual({ status: 200, body: { removed: ['a', 'd'], not_present: ['zz'], total_tags: ['b', 'c'] } });
-    expect(await tagsOf(a.id)).toEqual(['b', 'c']);
+    // Case kept (contract 2): C and c are two tags.
+    expect(add).toEqual({ status: 200, body: { added: ['C', 'D', 'c'], already_present: ['a'], total_tags: ['b', 'a', 'C', 'c', 'D'] } });
+    const rm = await sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: ['A', 'zz', 'D', 'c'] });
+    expect(rm).toEqual({ status: 200, body: { removed: ['D', 'c'], not_present: ['A', 'zz'], total_tags: ['b', 'a', 'C'] } });
+    expect(await tagsOf(a.id)).toEqual(['b', 'a', 'C']);
     for (const body of [{}, { tags: [] }, { tags: [' '] }, { tags: 'a' }, { tags: [1] }]) {
       for (const method of ['POST', 'DELETE']) {
         const r = await sendJson(method, `/api/assets/${a.id}/tags`, body);
@@ -499,9 +514,9 @@ describe('GraphQL: the same through the same services', () => {
     expect(bad.code).toBe('INVALID_CURSOR');
 
     const add = await gql(svc, 'mutation($id: ID!) { addAssetTags(id: $id, tags: ["New", "loras"]) { added alreadyPresent totalTags } }', { id: m.id }, { key: DAVE });
-    expect(add.data.addAssetTags).toEqual({ added: ['new'], alreadyPresent: ['loras'], totalTags: ['models', 'loras', 'new'] });
-    const rm = await gql(svc, 'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["new", "nope"]) { removed notPresent totalTags } }', { id: m.id }, { key: DAVE });
-    expect(rm.data.removeAssetTags).toEqual({ removed: ['new'], notPresent: ['nope'], totalTags: ['models', 'loras'] });
+    expect(add.data.addAssetTags).toEqual({ added: ['New'], alreadyPresent: ['loras'], totalTags: ['models', 'loras', 'New'] });
+    const rm = await gql(svc, 'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["New", "new"]) { removed notPresent totalTags } }', { id: m.id }, { key: DAVE });
+    expect(rm.data.removeAssetTags).toEqual({ removed: ['New'], notPresent: ['new'], totalTags: ['models', 'loras'] });
     const facets = await gql(svc, '{ tagCounts(filter: { includeTags: ["loras"] }) { name count } }', {}, { key: DAVE });
     expect(facets.data.tagCounts).toEqual([
       { name: 'loras', count: 1 },

@@ -61,7 +61,8 @@ test('Civitai: file name, size, model type → tags, name, preview image as a da
       preview_image: `data:image/png;base64,${image.toString('base64')}`,
       validation: { is_valid: true, errors: [] },
     });
-    if (folder) expect(body.tags).toEqual(['models', folder]);
+    // models, model_type:<folder> and the plain folder (contract 3.7): old and new ComfyUI clients both find it.
+    if (folder) expect(body.tags).toEqual(['models', `model_type:${folder}`, folder]);
     else expect('tags' in body).toBe(false);
   }
   expect(cdnGets()).toBe(before);
@@ -78,7 +79,7 @@ test('Civitai: a model page URL as users paste it (?modelVersionId=) is that ver
       content_length: data.length,
       final_url: `${fake.civitai.url}/api/download/models/7150`,
       filename: 'paged.safetensors',
-      tags: ['models', 'loras'],
+      tags: ['models', 'model_type:loras', 'loras'],
       validation: { is_valid: true },
     });
   }
@@ -93,7 +94,7 @@ test('Civitai: a model page without a version is its newest version (the models 
   for (const page of [`${fake.civitai.url}/models/881`, `${fake.civitai.url}/models/881/some-model`]) {
     const { status, body } = await remote(page);
     expect([page, status]).toEqual([page, 200]);
-    expect(body).toMatchObject({ final_url: `${fake.civitai.url}/api/download/models/7161`, filename: 'new.safetensors', content_length: 2000, tags: ['models', 'checkpoints'] });
+    expect(body).toMatchObject({ final_url: `${fake.civitai.url}/api/download/models/7161`, filename: 'new.safetensors', content_length: 2000, tags: ['models', 'model_type:checkpoints', 'checkpoints'] });
   }
   expect(await remote(`${fake.civitai.url}/models/882`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
   expect(await remote(`${fake.civitai.url}/models/881?modelVersionId=abc`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
@@ -123,7 +124,7 @@ test('Hugging Face: HEAD only (size from X-Linked-Size), folder → tags; gated 
     content_length: data.length,
     final_url: url,
     filename: 'style.safetensors',
-    tags: ['models', 'loras'],
+    tags: ['models', 'model_type:loras', 'loras'],
     validation: { is_valid: true, errors: [] },
   });
   expect('preview_image' in body).toBe(false);
@@ -148,7 +149,7 @@ test('GraphQL remoteMetadata answers the same', async () => {
     contentLength: 1024,
     finalUrl: url,
     filename: 'g.safetensors',
-    tags: ['models', 'vae'],
+    tags: ['models', 'model_type:vae', 'vae'],
     validation: { isValid: true, errors: [] },
   });
 });

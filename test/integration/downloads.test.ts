@@ -38,7 +38,7 @@ describe('Hugging Face', () => {
       // No Idempotency-Key sent: one derived from the task, never null.
       idempotency_key: `download_file:${started.task_id}`,
       task_name: 'download_file',
-      payload: { source_url: url, tags: ['models', 'checkpoints'], user_metadata: { k: 1 }, preview_id: null },
+      payload: { source_url: url, tags: ['Models', 'checkpoints'], user_metadata: { k: 1 }, preview_id: null },
       status: 'completed',
       progress: { bytes_downloaded: data.length, bytes_total: data.length, progress: 1 },
       result: { success: true, asset_hash: blake3Of(data), filename: 'weights.safetensors', bytes_downloaded: data.length },
@@ -51,7 +51,8 @@ describe('Hugging Face', () => {
       name: 'weights.safetensors',
       size: data.length,
       asset_hash: blake3Of(data),
-      tags: ['models', 'checkpoints'],
+      // Case kept (contract 2).
+      tags: ['Models', 'checkpoints'],
       user_metadata: { k: 1, source_url: url },
       // Derived while the bytes streamed in: the file name, length, format and the download's source.
       metadata: { filename: 'weights.safetensors', content_length: data.length, source_url: url, format: 'safetensors' },
@@ -280,7 +281,7 @@ describe('POST /api/assets with a JSON url', () => {
     const res = await postJson('/api/assets', { url, tags: ['Sync'], user_metadata: { a: 1 } });
     expect(res.status).toBe(201);
     const asset = await json(res);
-    expect(asset).toMatchObject({ created_new: true, name: 'sync.safetensors', asset_hash: blake3Of(data), tags: ['sync'], size: data.length });
+    expect(asset).toMatchObject({ created_new: true, name: 'sync.safetensors', asset_hash: blake3Of(data), tags: ['Sync'], size: data.length });
     expect(asset.user_metadata).toMatchObject({ a: 1 });
     const again = await postJson('/api/assets', { url, name: 'other' });
     expect(again.status).toBe(200);

@@ -70,10 +70,11 @@ describe('uploadAsset (GraphQL multipart request)', () => {
       size: Buffer.byteLength(content),
       assetHash: blake3Of(Buffer.from(content)),
       mimeType: 'text/plain',
-      tags: ['models', 'loras'],
+      // Case kept (contract 2); plain text is its own preview (contract 3.7).
+      tags: ['Models', 'models', 'LoRAs'],
       userMetadata: { a: 1 },
       previewId: null,
-      previewUrl: null,
+      previewUrl: `${svc.url}/api/assets/${r.asset.id}/content`,
       isImmutable: false,
     });
     expect(r.asset.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -182,7 +183,8 @@ describe('queries', () => {
       assets(filter: $f, limit: $limit, offset: $offset, sort: $sort, order: $order) { items { name } total hasMore } }`;
     const page = async (f: Json, extra: Json = {}) =>
       (await gql(svc, q, { f, limit: 20, offset: 0, sort: 'name', order: 'asc', ...extra })).data.assets;
-    expect(await page({ includeTags: [tag.toUpperCase()] })).toEqual({ items: [{ name: 'a-model' }, { name: 'b-model' }, { name: 'c-image' }], total: 3, hasMore: false });
+    expect(await page({ includeTags: [tag.toUpperCase()] })).toEqual({ items: [], total: 0, hasMore: false });
+    expect(await page({ includeTags: [tag] })).toEqual({ items: [{ name: 'a-model' }, { name: 'b-model' }, { name: 'c-image' }], total: 3, hasMore: false });
     expect((await page({ includeTags: [tag], excludeTags: ['image'] })).total).toBe(2);
     expect((await page({ includeTags: [tag], nameContains: 'MODEL' })).total).toBe(2);
     expect((await page({ includeTags: [tag], metadataFilter: { kind: 'image' } })).items).toEqual([{ name: 'c-image' }]);
@@ -266,7 +268,7 @@ describe('mutations', () => {
     const bob = await gql(svc, m, { i: { hash: sha256Of(content), tags: ['From', 'hash'] } }, { key: KEYS.bob });
     // Never alice's upload file name: the first 16 hex of the BLAKE3.
     const name = alice.asset.assetHash.slice(7, 23);
-    expect(bob.data.createAssetFromHash).toMatchObject({ createdNew: true, asset: { name, tags: ['from', 'hash'], assetHash: alice.asset.assetHash } });
+    expect(bob.data.createAssetFromHash).toMatchObject({ createdNew: true, asset: { name, tags: ['From', 'hash'], assetHash: alice.asset.assetHash } });
     expect(bob.data.createAssetFromHash.asset.id).not.toBe(alice.asset.id);
     const again = await gql(svc, m, { i: { hash: blake3Of(content), tags: ['x'] } }, { key: KEYS.bob });
     expect(again.data.createAssetFromHash).toMatchObject({ createdNew: false, asset: { id: bob.data.createAssetFromHash.asset.id } });
@@ -280,9 +282,10 @@ describe('mutations', () => {
     const img = await upload(Buffer.concat([PNG, Buffer.from(unique())]), {}, KEYS.alice, 'i.png');
     const m = `mutation($id: ID!, $i: UpdateAssetInput!) { updateAsset(id: $id, input: $i) { ${ASSET_FIELDS} } }`;
     const r = await gql(svc, m, { id: img.asset.id, i: { name: ' renamed ', tags: ['B', 'a', 'b'], userMetadata: { v: 2 }, mimeType: 'Image/PNG' } });
-    expect(r.data.updateAsset).toMatchObject({ name: 'renamed', tags: ['b', 'a'], userMetadata: { v: 2 }, mimeType: 'image/png', previewId: img.asset.id });
+    expect(r.data.updateAsset).toMatchObject({ name: 'renamed', tags: ['B', 'a', 'b'], userMetadata: { v: 2 }, mimeType: 'image/png', previewId: img.asset.id });
     const cleared = await gql(svc, m, { id: img.asset.id, i: { previewId: null } });
-    expect(cleared.data.updateAsset).toMatchObject({ previewId: null, previewUrl: null, name: 'renamed' });
+    // No nominated preview: an image is its own (contract 3.7).
+    expect(cleared.data.updateAsset).toMatchObject({ previewId: null, previewUrl: `${svc.url}/api/assets/${img.asset.id}/content`, name: 'renamed' });
     expect((await gql(svc, m, { id: img.asset.id, i: {} })).code).toBe('INVALID_BODY');
     expect((await gql(svc, m, { id: img.asset.id, i: { name: null } })).code).toBe('INVALID_BODY');
     expect((await gql(svc, m, { id: img.asset.id, i: { name: 'x' } }, { key: KEYS.bob })).code).toBe('ASSET_NOT_FOUND');

@@ -170,6 +170,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       tags: ['models', 'checkpoints'],
       userMetadata: {},
       previewId: '00000000-0000-4000-8000-000000000001',
+      previewRemoved: false,
       promptId: null,
       isImmutable: false,
       createdAt: new Date(),
@@ -195,7 +196,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect(nullable).toEqual(['job_id', 'preview_id', 'prompt_id']);
   });
 
-  test('no schema of openapi.yaml allows null except preview_id, prompt_id and job_id', () => {
+  test('no schema of openapi.yaml allows null except preview_id, prompt_id, job_id and JobOutputAsset\'s output fields', () => {
     const found: string[] = [];
     (function walk(n: Doc, where: string) {
       if (Array.isArray(n)) n.forEach((x, i) => walk(x, `${where}/${i}`));
@@ -204,7 +205,8 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
         for (const [k, v] of Object.entries(n)) walk(v, `${where}/${k}`);
       }
     })(doc, '');
-    const allowed = /\/(preview_id|prompt_id|job_id)$/;
+    // Comfy Cloud's JobOutputAsset makes node_id, output_key and output_index nullable (contract 3.7).
+    const allowed = /\/(preview_id|prompt_id|job_id)$|^\/components\/schemas\/JobOutputAsset\/properties\/(node_id|output_key|output_index)$/;
     expect(found.filter((w) => !allowed.test(w))).toEqual([]);
   });
 

@@ -267,6 +267,16 @@ test('GET /api/tags reads the maintained counts table by owner', async () => {
   expect(indexNames(plans).some((n) => /^asset_tag_count_/.test(n!))).toBe(true);
 });
 
+test("a job's assets (GET /api/jobs/{job_id}/assets) are read through the owner's prompt_id index, page and count", async () => {
+  const assets = new AssetRepository(db.prisma);
+  const job = '00000000-0000-4000-8000-00000000002a';
+  const plans = await plansOf(async () => {
+    await assets.listByJob(OWNER, job, 20, 0);
+  });
+  expectIndexed(plans);
+  expect(indexNames(plans)).toContain('asset_owner_id_prompt_id_created_at_id_idx');
+});
+
 test('the metadata backfill walks the primary key in order: no Sort of the remaining rows per batch', async () => {
   // ORDER BY id named the output column (id::text): each batch sorted every row after it (O(n²) over a big table).
   const assets = new AssetRepository(db.prisma);

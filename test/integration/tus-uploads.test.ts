@@ -70,7 +70,8 @@ test('tus-js-client uploads in chunks; the asset carries the metadata and the ha
   expect(created).toBe('true');
   expect(asset.asset_hash).toBe(blake3Of(data));
   expect(asset.name).toBe('model.safetensors');
-  expect(asset.tags).toEqual(['models', 'loras']);
+  // Case kept (contract 2).
+  expect(asset.tags).toEqual(['models', 'Loras']);
   expect(asset.user_metadata).toEqual({ a: 1 });
   expect(asset.size).toBe(data.length);
   expect(fs.existsSync(partFile(idOf(url)))).toBe(false);

@@ -37,7 +37,17 @@ const filter = fc.oneof(
   fc.constant(undefined),
   fc.constant(null),
   fc
-    .record({ includeTags: list(1000, 4096), excludeTags: list(1000, 4096), anyTags: list(1000, 4096), nameContains: text(1024), hash: text(80), metadataFilter: fc.jsonValue() })
+    .record({
+      includeTags: list(1000, 4096),
+      excludeTags: list(1000, 4096),
+      anyTags: list(1000, 4096),
+      tagsAll: list(1000, 4096),
+      tagsAny: list(1000, 4096),
+      tagsNone: list(1000, 4096),
+      nameContains: text(1024),
+      hash: text(80),
+      metadataFilter: fc.jsonValue(),
+    })
     .map((f) => Object.assign(new AssetFilter(), f)),
 );
 

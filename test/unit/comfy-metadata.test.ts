@@ -6,7 +6,8 @@ import { Socket } from 'node:net';
 import { decodeCursor, encodeCursor } from '../../src/domain/assets/cursor';
 import { safeRelativePath } from '../../src/domain/assets/safe-path';
 import { deriveFromHead, imageSize, safetensorsMetadata, SAFETENSORS_MAP_BYTES } from '../../src/domain/content/derived-metadata';
-import { modelFolderOf } from '../../src/domain/downloads/remote-metadata';
+import { folderOfProviderTypes, isModelTagged, modelFolderOf, modelFolderTags } from '../../src/domain/assets/comfy-folders';
+import { isOwnPreviewType } from '../../src/domain/content/mime';
 import { isDomainError } from '../../src/domain/errors';
 import { baseUrlOf } from '../../src/http/base-url';
 
@@ -109,10 +110,28 @@ test('cursors: opaque round trip; another sort/order or a forged value is INVALI
 });
 
 test('model folders from provider model types', () => {
-  expect(modelFolderOf(['LORA'])).toBe('loras');
-  expect(modelFolderOf(['LoCon'])).toBe('loras');
-  expect(modelFolderOf(['sub', 'upscale_models'])).toBe('upscale_models');
-  expect(modelFolderOf(['Poses'])).toBeUndefined();
+  expect(folderOfProviderTypes(['LORA'])).toBe('loras');
+  expect(folderOfProviderTypes(['LoCon'])).toBe('loras');
+  expect(folderOfProviderTypes(['sub', 'upscale_models'])).toBe('upscale_models');
+  expect(folderOfProviderTypes(['Poses'])).toBeUndefined();
+});
+
+test("an asset's model folder: its model_type: tag, else the tag after models naming a ComfyUI folder (contract 3.7)", () => {
+  expect(modelFolderOf(['x', 'model_type:loras', 'models', 'vae'])).toBe('loras');
+  expect(modelFolderOf(['model_type:my_custom_nodes_folder'])).toBe('my_custom_nodes_folder');
+  expect(modelFolderOf(['models', 'team-x', 'checkpoints'])).toBe('checkpoints');
+  expect(modelFolderOf(['checkpoints', 'models'])).toBeUndefined();
+  expect(modelFolderOf(['models', 'Loras'])).toBeUndefined();
+  expect(modelFolderOf(['model_type:', 'loras'])).toBeUndefined();
+  expect(modelFolderTags('loras')).toEqual(['models', 'model_type:loras', 'loras']);
+  expect([isModelTagged(['models']), isModelTagged(['model_type:vae']), isModelTagged(['model_type:']), isModelTagged(['loras'])]).toEqual([true, true, false, false]);
+});
+
+test('which types are their own preview (contract 3.7)', () => {
+  const own = ['image/png', 'image/svg+xml', 'video/mp4', 'audio/wav', 'text/plain', 'Text/Plain; charset=utf-8', 'application/json', 'text/markdown'];
+  const not = ['application/x-safetensors', 'application/octet-stream', 'application/x-gguf', 'text/html', 'application/zip', 'application/pdf'];
+  expect(own.map(isOwnPreviewType)).toEqual(own.map(() => true));
+  expect(not.map(isOwnPreviewType)).toEqual(not.map(() => false));
 });
 
 describe('the base of absolute URLs', () => {

@@ -1,4 +1,4 @@
-import { filterTags, normalizeTags, sanitizeFileName, validateCreateFields, validateUpdateFields, validateUserMetadata } from '../../src/domain/assets/validation';
+import { normalizeTags, resolveTagFilter, sanitizeFileName, validateCreateFields, validateUpdateFields, validateUserMetadata } from '../../src/domain/assets/validation';
 import { DomainError } from '../../src/domain/errors';
 import { parseHash } from '../../src/domain/content/hashing';
 import { detectMime, isActiveContent, sniffMime } from '../../src/domain/content/mime';
@@ -15,15 +15,16 @@ const code = (fn: () => unknown) => {
   return 'OK';
 };
 
-test('tags: trimmed, lower-cased, empty dropped, deduplicated, first-seen order', () => {
-  expect(normalizeTags([' Models', 'loras', 'MODELS', '', '  ', 'b', 'a'])).toEqual(['models', 'loras', 'b', 'a']);
+test('tags: trimmed, case kept, empty dropped, exact duplicates removed, first-seen order', () => {
+  expect(normalizeTags([' Models', 'loras', 'MODELS', '', '  ', 'b', 'a', 'Models'])).toEqual(['Models', 'loras', 'MODELS', 'b', 'a']);
   expect(code(() => normalizeTags('a'))).toBe('INVALID_BODY');
   expect(code(() => normalizeTags([1]))).toBe('INVALID_BODY');
   expect(code(() => normalizeTags(Array.from({ length: 65 }, (_, i) => String(i))))).toBe('INVALID_BODY');
   expect(normalizeTags(Array.from({ length: 64 }, (_, i) => String(i)))).toHaveLength(64);
   expect(code(() => normalizeTags(['x'.repeat(129)]))).toBe('INVALID_BODY');
   // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no limits (no asset carries a too-long tag).
-  expect(filterTags([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200)])).toEqual(['models', 'loras', 'x'.repeat(200)]);
+  const all = (values: string[]) => resolveTagFilter({ all: [{ name: 'tags_all', values, isNew: true }], any: [], none: [] }).includeTags;
+  expect(all([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200), 'loras'])).toEqual(['Models', 'loras', 'MODELS', 'x'.repeat(200)]);
 });
 
 test('user_metadata must be an object of at most 256 KiB', () => {
@@ -35,7 +36,7 @@ test('user_metadata must be an object of at most 256 KiB', () => {
 });
 
 test('create and update fields', () => {
-  expect(validateCreateFields({ name: ' n ', mimeType: 'Image/PNG', tags: ['A'] })).toEqual({ name: 'n', mimeType: 'image/png', tags: ['a'] });
+  expect(validateCreateFields({ name: ' n ', mimeType: 'Image/PNG', tags: ['A'] })).toEqual({ name: 'n', mimeType: 'image/png', tags: ['A'] });
   expect(code(() => validateUpdateFields({}))).toBe('INVALID_BODY');
   expect(code(() => validateUpdateFields({ other: 1 } as object))).toBe('INVALID_BODY');
   expect(validateUpdateFields({ previewId: null })).toEqual({ previewId: null });

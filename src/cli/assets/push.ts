@@ -196,10 +196,11 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
 
   // The service keeps one asset per content and owner: a file whose content is already an asset of
   // this owner (another name, another folder, an earlier push with other tags) adds its tags to that asset, so
-  // `ls --tag` finds it under each; its name stays the first one.
+  // `ls --tag` finds it under each; its name stays the first one. Tags compare as the service keeps them: trimmed,
+  // case kept.
   const addMissingTags = async (id: string, has: string[] | undefined, wanted: string[]): Promise<string[]> => {
     const current = new Set(has ?? (await client.getAsset(id)).tags);
-    const missing = [...new Set(wanted.map((t) => t.trim().toLowerCase()).filter((t) => t && !current.has(t)))];
+    const missing = [...new Set(wanted.map((t) => t.trim()).filter((t) => t && !current.has(t)))];
     return missing.length ? client.addTags(id, missing) : [];
   };
 

@@ -7,6 +7,7 @@ import { AlreadyExists } from '../errors';
 import type { Asset, AssetFilter, AssetListQuery, AssetJsonPage, AssetJsonParts, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
+import { isOwnPreviewType } from '../content/mime';
 import { safeRelativePath } from './safe-path';
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
@@ -22,6 +23,7 @@ type AssetRow = {
   tags: string[];
   userMetadata: unknown;
   previewId: string | null;
+  previewRemoved: boolean;
   promptId: string | null;
   isImmutable: boolean;
   createdAt: Date;
@@ -47,6 +49,7 @@ function assetOf(r: Omit<AssetRow, 'ownerId'>, ownerId: string): Asset {
     tags: r.tags ?? [],
     userMetadata: (r.userMetadata ?? {}) as Record<string, unknown>,
     previewId: r.previewId,
+    previewRemoved: r.previewRemoved ?? false,
     promptId: r.promptId,
     isImmutable: r.isImmutable,
     createdAt: r.createdAt,
@@ -59,8 +62,8 @@ function assetOf(r: Omit<AssetRow, 'ownerId'>, ownerId: string): Asset {
 
 const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", name, content_hash AS "contentHash", size,
   mime_type AS "mimeType", tags, user_metadata AS "userMetadata", preview_id::text AS "previewId",
-  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
+  preview_removed AS "previewRemoved", prompt_id::text AS "promptId", is_immutable AS "isImmutable",
+  created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
 const ASSET_BY_ID = new PreparedStatement<AssetRow>('asset_by_id', `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`);
@@ -172,7 +175,11 @@ export class AssetRepository {
     if (fields.mimeType !== undefined) data.mimeType = fields.mimeType;
     if (fields.tags !== undefined) data.tags = fields.tags;
     if (fields.userMetadata !== undefined) data.userMetadata = fields.userMetadata as Prisma.InputJsonObject;
-    if (fields.previewId !== undefined) data.previewId = fields.previewId;
+    if (fields.previewId !== undefined) {
+      data.previewId = fields.previewId;
+      // A preview set (or cleared) by the client replaces the memory of a deleted one.
+      data.previewRemoved = false;
+    }
     const rows = await prismaOf(tx, this.db).asset.updateManyAndReturn({ where: { id, ownerId }, data });
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
@@ -195,9 +202,12 @@ export class AssetRepository {
     await prismaOf(tx).asset.delete({ where: { id } });
   }
 
-  /** After an asset was deleted: this owner's assets that used it as their preview have none. */
+  /** After an asset was deleted: this owner's assets that used it as their preview have none (not their own). */
   async clearPreviewsOf(ownerId: string, previewId: string, tx: Transaction): Promise<void> {
-    await prismaOf(tx).asset.updateMany({ where: { ownerId, previewId }, data: { previewId: null } });
+    await prismaOf(tx).asset.updateMany({
+      where: { ownerId, previewId },
+      data: { previewId: null, previewRemoved: true },
+    });
   }
 
   async countByContent(blake3: string, tx?: Transaction): Promise<number> {
@@ -380,9 +390,10 @@ export class AssetRepository {
    * on the page as a window count; only a page past the end asks for it on its own.
    */
   async listTags(ownerId: string, q: TagListQuery): Promise<Page<TagCount>> {
-    // Tags are stored trimmed and lower-cased: a prefix is read the same way at its start (an inner or trailing blank
-    // is part of it: "my " finds "my tag", not "mytag").
-    const start = q.prefix?.trimStart().toLowerCase();
+    // Tags are stored trimmed, their case kept: a prefix is read the same way at its start (an inner or trailing blank
+    // is part of it: "my " finds "my tag", not "mytag") and matches as the tag filters do, exactly ("New" finds
+    // "NewTag", not "newtag").
+    const start = q.prefix?.trimStart();
     const prefix = start ? Prisma.sql`AND tag LIKE ${escapeLike(start) + '%'}` : Prisma.empty;
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
     const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
@@ -396,6 +407,20 @@ export class AssetRepository {
               ?.n ?? 0,
           );
     return { items: rows.map((r) => ({ name: r.name, count: Number(r.count) })), total: n, hasMore: q.offset + rows.length < n };
+  }
+
+  /**
+   * The owner's assets made by one job (`prompt_id`), oldest first, through the (owner_id, prompt_id, created_at, id)
+   * index; the total rides on the page as a window count (a job has few outputs), asked on its own only past the end.
+   */
+  async listByJob(ownerId: string, jobId: string, limit: number, offset: number): Promise<Page<Asset>> {
+    const where = Prisma.sql`WHERE owner_id = ${ownerId} AND prompt_id = ${jobId}::uuid`;
+    const rows = await this.db.$queryRaw<(AssetRow & { total: bigint })[]>`
+      SELECT j.*, count(*) OVER () AS total FROM (${SELECT_ASSET} ${where}) AS j
+      ORDER BY j."createdAt", j.id LIMIT ${limit} OFFSET ${offset}`;
+    const counted = async () => (await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset ${where}`)[0]?.n;
+    const total = Number(rows.length > 0 ? rows[0]!.total : ((await counted()) ?? 0));
+    return { items: rows.map(toAsset), total, hasMore: offset + rows.length < total };
   }
 
   /**
@@ -436,8 +461,9 @@ export class AssetRepository {
 
 /** The columns of a listing page: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). */
 const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
-  user_metadata AS "userMetadata", preview_id::text AS "previewId", prompt_id::text AS "promptId", is_immutable AS "isImmutable",
-  created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
 
 /** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
 /** What both page statements' rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
@@ -474,9 +500,9 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value };
  */
 const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
   coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", prompt_id AS "promptId", is_immutable AS "isImmutable", created_at AT TIME ZONE 'UTC' AS "createdAt",
-  updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
-  has_thumbnail AS "hasThumbnail", metadata`);
+  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
+  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
+  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`);
 
 /** A row of `pageTextIfChanged`'s statement, fields as PostgreSQL printed them (page fields null on an empty page). */
 interface ListTextRow {
@@ -495,6 +521,7 @@ interface ListTextRow {
   isModel: string;
   userMetadata: string;
   previewId: string | null;
+  previewRemoved: string;
   promptId: string | null;
   isImmutable: string;
   /** UTC, ISO DateStyle: `2026-11-23 01:02:03.45` (the fraction's trailing zeros dropped; none when whole). */
@@ -520,12 +547,18 @@ export function isoOf(t: string): string {
 /** An int[]'s text (`{1,2}`) as numbers. */
 const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
 
+/** A `model_type:<folder>` element in a tag array's JSON text (isModelTagged's rule). */
+const MODEL_TYPE_TAG_JSON = /[[,]"model_type:[^"]/;
+
 /** The asset's pieces, its jsonb values printed as JSON.stringify prints what pg's JSON.parse made of them. */
 function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
   const userMetadata = JSON.parse(r.userMetadata) as unknown;
   const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
   const nameJson = JSON.stringify(r.name);
-  const loaderPath = r.isModel === 't' ? safeRelativePath(r.name) : undefined;
+  // `model_type:<folder>` tags make a model too: looked for in the tags' JSON text, where an element starts after `[`
+  // or `,` (inside a string a `"` is always escaped).
+  const isModel = r.isModel === 't' || (r.tagsJson.includes('"model_type:') && MODEL_TYPE_TAG_JSON.test(r.tagsJson));
+  const loaderPath = isModel ? safeRelativePath(r.name) : undefined;
   return {
     id: r.id,
     nameJson,
@@ -535,6 +568,7 @@ function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
     tagsJson: r.tagsJson,
     userMetadataJson: JSON.stringify(userMetadata ?? {}),
     previewId: r.previewId,
+    previewTarget: r.previewId ?? (r.previewRemoved !== 't' && isOwnPreviewType(r.mimeType) ? r.id : undefined),
     promptId: r.promptId,
     createdAt: isoOf(r.createdAt),
     updatedAt: isoOf(r.updatedAt),

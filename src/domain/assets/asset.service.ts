@@ -92,6 +92,11 @@ export class AssetService {
     return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
   }
 
+  /** GET /api/jobs/{job_id}/assets: this owner's assets made by the job, oldest first; an unknown job: none. */
+  jobAssets(principal: Principal, jobId: string, limit: number, offset: number): Promise<Page<Asset>> {
+    return this.assets.listByJob(principal.ownerId, jobId, limit, offset);
+  }
+
   /** The owner's rows version now: it moves in the transaction of every change of the owner's asset rows. */
   rowsVersion(principal: Principal): Promise<string> {
     return this.assets.rowsVersion(principal.ownerId);

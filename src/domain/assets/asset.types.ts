@@ -1,3 +1,5 @@
+import { isOwnPreviewType } from '../content/mime';
+import { isModelTagged } from './comfy-folders';
 import { safeRelativePath } from './safe-path';
 
 /** Plain domain shapes; transports map them to JSON (REST) or object types (GraphQL). */
@@ -20,6 +22,8 @@ export interface Asset {
   tags: string[];
   userMetadata: Record<string, unknown>;
   previewId: string | null;
+  /** The nominated preview asset was deleted: no `preview_url` until one is set. */
+  previewRemoved: boolean;
   promptId: string | null;
   isImmutable: boolean;
   createdAt: Date;
@@ -138,6 +142,8 @@ export interface AssetJsonParts {
   tagsJson: string;
   userMetadataJson: string;
   previewId: string | null;
+  /** The id `preview_url` points to (`previewTargetOf`); absent without a preview. */
+  previewTarget?: string;
   promptId: string | null;
   createdAt: string;
   updatedAt: string;
@@ -184,10 +190,47 @@ export const assetHashOf = (a: { blake3: string }): string => `blake3:${a.blake3
 export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, baseUrl: string): string | undefined =>
   a.hasThumbnail ? `${baseUrl}/api/assets/${a.id}/thumbnail` : undefined;
 
-/** The absolute preview URL on `baseUrl` (PUBLIC_URL or the request's origin), or undefined without a preview. */
-export const previewUrlOf = (a: { previewId: string | null }, baseUrl: string): string | undefined =>
-  a.previewId ? `${baseUrl}/api/assets/${a.previewId}/content` : undefined;
+/** What decides an asset's preview (contract 3.7). */
+export interface PreviewFields {
+  id: string;
+  mimeType: string;
+  previewId: string | null;
+  previewRemoved: boolean;
+}
 
-/** `loader_path`: for an asset tagged `models`, its name when that is a safe relative path. */
+/**
+ * The asset whose content is this asset's preview: the nominated preview; else, unless a nominated preview was
+ * deleted, the asset itself when its own content is an image, video, audio or plain text; else none.
+ */
+export const previewTargetOf = (a: PreviewFields): string | undefined =>
+  a.previewId ?? (!a.previewRemoved && isOwnPreviewType(a.mimeType) ? a.id : undefined);
+
+/** The absolute preview URL on `baseUrl` (PUBLIC_URL or the request's origin), or undefined without a preview. */
+export const previewUrlOf = (a: PreviewFields, baseUrl: string): string | undefined => {
+  const target = previewTargetOf(a);
+  return target === undefined ? undefined : `${baseUrl}/api/assets/${target}/content`;
+};
+
+/** `loader_path`: for a model (tagged `models` or `model_type:<folder>`), its name when that is a safe path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>
-  a.tags.includes('models') ? safeRelativePath(a.name) : undefined;
+  isModelTagged(a.tags) ? safeRelativePath(a.name) : undefined;
+
+export interface JobOutput {
+  nodeId: string | null;
+  outputKey: string | null;
+  outputIndex: number | null;
+}
+
+/**
+ * Where in its job an asset was made (Comfy Cloud's JobOutputAsset): the `user_metadata` keys of the same names when
+ * the uploader gave them with the right type (a node id may be sent as a number), null otherwise.
+ */
+export function jobOutputOf(a: { userMetadata: Record<string, unknown> }): JobOutput {
+  const m = a.userMetadata;
+  const index = m.output_index;
+  return {
+    nodeId: typeof m.node_id === 'string' ? m.node_id : Number.isFinite(m.node_id) ? String(m.node_id) : null,
+    outputKey: typeof m.output_key === 'string' ? m.output_key : null,
+    outputIndex: typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 ? index : null,
+  };
+}

@@ -1,7 +1,7 @@
 import { parseHash, type ParsedHash } from '../content/hashing';
 import { DomainError } from '../errors';
 import { assertJsonInput, assertStorableText, isMediaType } from '../input';
-import type { AssetCreateFields, AssetCreateInput, AssetUpdateFields, AssetUpdateInput } from './asset.types';
+import type { AssetCreateFields, AssetCreateInput, AssetFilter, AssetUpdateFields, AssetUpdateInput } from './asset.types';
 
 /** Field limits, shared by REST and GraphQL so both reject the same input. */
 export const LIMITS = {
@@ -18,7 +18,10 @@ export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID
 const invalid = (message: string, field?: string): DomainError =>
   new DomainError('INVALID_BODY', message, field ? { field } : undefined);
 
-/** Trimmed, lower-cased, empty ones dropped, duplicates removed, first-seen order kept. */
+/**
+ * Trimmed, empty ones dropped, exact duplicates removed, first-seen order kept; the case is kept (`NewTag` stays
+ * `NewTag`, contract 2), as ComfyUI's asset API keeps it since July 2026.
+ */
 export function normalizeTags(value: unknown, field = 'tags'): string[] {
   if (!Array.isArray(value)) throw invalid(`${field} must be a list of strings`, field);
   const out: string[] = [];
@@ -26,7 +29,7 @@ export function normalizeTags(value: unknown, field = 'tags'): string[] {
   for (const t of value) {
     if (typeof t !== 'string') throw invalid(`${field} must be a list of strings`, field);
     assertStorableText(t, field);
-    const tag = t.trim().toLowerCase();
+    const tag = t.trim();
     if (tag === '' || seen.has(tag)) continue;
     if (tag.length > LIMITS.tagLength) throw invalid(`each tag must be at most ${LIMITS.tagLength} characters`, field);
     seen.add(tag);
@@ -36,24 +39,77 @@ export function normalizeTags(value: unknown, field = 'tags'): string[] {
   return out;
 }
 
-/**
- * Tags of a filter (list, facets): trimmed, lower-cased, empty ones dropped, duplicates removed. No length limits:
- * a tag no asset can carry simply matches nothing.
- */
-export function filterTags(values: readonly string[]): string[] {
-  return [...new Set(values.map((t) => t.trim().toLowerCase()).filter((t) => t !== ''))];
-}
-
 /** Tags one filter parameter may list once normalised (ComfyUI's cap); a request may send ten times as many raw. */
 export const MAX_FILTER_TAGS = 100;
 /** The raw list a filter parameter may send (duplicates and spellings of the same tags included). */
 export const MAX_RAW_FILTER_TAGS = 10 * MAX_FILTER_TAGS;
 
-/** filterTags, capped: more than MAX_FILTER_TAGS once normalised is 400 INVALID_TAG_FILTER (REST and GraphQL alike). */
-export function cappedFilterTags(values: readonly string[], parameter: string): string[] {
-  const list = filterTags(values);
+/** The tag lists of a filter, as the repository reads them. */
+export type TagFilter = Pick<AssetFilter, 'includeTags' | 'excludeTags'> & { anyTags: string[] };
+
+/** A tag filter parameter as a transport received it: its name as the client spelt it, and its raw values. */
+export interface TagFilterParam {
+  name: string;
+  values: readonly string[] | undefined;
+  /** One of ComfyUI's August 2026 names (`tags_all`, `tags_any`, `tags_none`), not an alias kept from before. */
+  isNew: boolean;
+}
+
+/** The three slots of a tag filter, each under the names it may be given by (the old alias first). */
+export interface TagFilterParams {
+  all: readonly TagFilterParam[];
+  any: readonly TagFilterParam[];
+  none: readonly TagFilterParam[];
+}
+
+const tagFilterError = (message: string, details: Record<string, unknown>) =>
+  new DomainError('INVALID_TAG_FILTER', message, details);
+
+/**
+ * The tag filter of a listing, its facets and GraphQL's `assets`/`tagCounts` (contract 3.7), one function for all:
+ * each list trimmed, empty tags dropped, exact duplicates removed, case kept; an empty list counts as absent. 400
+ * INVALID_TAG_FILTER when a list holds more than MAX_FILTER_TAGS tags (`{parameter, count, max}`), when a slot is
+ * given under both its names (`{parameters: [old, new]}`), and when the same tag is in the all-list and the
+ * none-list while any new name is used (`{parameters, conflicting_tags}`); with the old names only, such a filter is
+ * an empty page, as ComfyUI answers it. The none-list always wins over the others.
+ */
+export function resolveTagFilter(p: TagFilterParams): TagFilter {
+  const given = (slot: readonly TagFilterParam[]) => {
+    const lists = slot
+      .map((param) => ({ param, tags: filterTags(param.values ?? [], param.name) }))
+      .filter((l) => l.tags.length > 0);
+    if (lists.length > 1) {
+      const names = lists.map((l) => l.param.name);
+      throw tagFilterError(`give ${names.join(' or ')}, not both (they are the same filter)`, { parameters: names });
+    }
+    return lists[0];
+  };
+  const all = given(p.all);
+  const any = given(p.any);
+  const none = given(p.none);
+  if (all && none && [all, any, none].some((l) => l?.param.isNew)) {
+    const excluded = new Set(none.tags);
+    const conflicting = all.tags.filter((t) => excluded.has(t));
+    if (conflicting.length > 0) {
+      const [a, n] = [all.param.name, none.param.name];
+      throw tagFilterError(`tags both required by ${a} and excluded by ${n}: ${conflicting.join(', ')}`, {
+        parameters: [a, n],
+        conflicting_tags: conflicting,
+      });
+    }
+  }
+  return { includeTags: all?.tags ?? [], anyTags: any?.tags ?? [], excludeTags: none?.tags ?? [] };
+}
+
+/** One filter list: trimmed, empty ones dropped, exact duplicates removed; more than MAX_FILTER_TAGS is refused. */
+function filterTags(values: readonly string[], parameter: string): string[] {
+  const list = [...new Set(values.map((t) => t.trim()).filter((t) => t !== ''))];
   if (list.length > MAX_FILTER_TAGS) {
-    throw new DomainError('INVALID_TAG_FILTER', `${parameter} lists ${list.length} tags; the maximum is ${MAX_FILTER_TAGS}`, { parameter, count: list.length, max: MAX_FILTER_TAGS });
+    throw tagFilterError(`${parameter} lists ${list.length} tags; the maximum is ${MAX_FILTER_TAGS}`, {
+      parameter,
+      count: list.length,
+      max: MAX_FILTER_TAGS,
+    });
   }
   return list;
 }

@@ -80,6 +80,24 @@ export function detectMime(head: Buffer | undefined, name: string | undefined): 
 
 export const isImageMime = (mime: string): boolean => mime.toLowerCase().startsWith('image/');
 
+/** `type/subtype` of a media type, lower-cased, its parameters (`; charset=utf-8`) dropped. */
+export const baseMediaType = (mime: string): string => {
+  const semi = mime.indexOf(';');
+  return (semi < 0 ? mime : mime.slice(0, semi)).trim().toLowerCase();
+};
+
+/** Plain-text types a client can show as they are (contract 3.7's "plain text, including JSON and Markdown"). */
+const TEXT_PREVIEWS = new Set(['text/plain', 'text/markdown', 'text/x-markdown', 'text/csv', 'application/json']);
+
+/**
+ * Whether an asset of this type is its own preview when none is nominated (contract 3.7): images, video, audio and
+ * plain text; model weights and other types are not.
+ */
+export function isOwnPreviewType(mime: string): boolean {
+  const m = baseMediaType(mime);
+  return m.startsWith('image/') || m.startsWith('video/') || m.startsWith('audio/') || TEXT_PREVIEWS.has(m);
+}
+
 /** Types a browser would execute or render as a document; always served as attachments. */
 export function isActiveContent(mime: string): boolean {
   const m = mime.toLowerCase().split(';')[0]!.trim();

@@ -1,5 +1,6 @@
 import type { HttpFetcher } from '../../infra/http-fetch';
 import { dropBody, FetchError, headerText } from '../../infra/http-fetch';
+import { folderOfProviderTypes, modelFolderTags } from '../assets/comfy-folders';
 import type { RemoteIssue, RemoteMetadata } from '../tasks/task.types';
 import type { DownloadProvider } from './providers/provider';
 
@@ -8,29 +9,6 @@ export const PREVIEW_DATA_URL_BYTES = 512 * 1024;
 
 /** Model files the import wizard accepts. */
 export const MODEL_EXTENSIONS = ['.safetensors', '.gguf', '.ckpt', '.pt', '.pth', '.bin', '.onnx', '.sft'] as const;
-
-/** Provider model type (Civitai `model.type`, or a Hugging Face folder) → ComfyUI model folder. */
-const FOLDER_OF: Record<string, string> = {
-  checkpoint: 'checkpoints',
-  checkpoints: 'checkpoints',
-  lora: 'loras',
-  locon: 'loras',
-  loras: 'loras',
-  textualinversion: 'embeddings',
-  embeddings: 'embeddings',
-  vae: 'vae',
-  controlnet: 'controlnet',
-  upscaler: 'upscale_models',
-  upscale_models: 'upscale_models',
-};
-
-export function modelFolderOf(types: readonly string[]): string | undefined {
-  for (const t of types) {
-    const folder = FOLDER_OF[t.toLowerCase()];
-    if (folder) return folder;
-  }
-  return undefined;
-}
 
 /** The wizard's answer for one URL: the provider's description, proposed tags, preview image and validation. */
 export async function describeRemote(
@@ -51,7 +29,7 @@ export async function describeRemote(
   }
   if (!d.fileName) warnings.push({ code: 'FILENAME_UNKNOWN', message: 'the provider did not name the file', field: 'url' });
   if (d.size === undefined) warnings.push({ code: 'SIZE_UNKNOWN', message: 'the provider did not state the size', field: 'url' });
-  const folder = modelFolderOf(d.modelTypes ?? []);
+  const folder = folderOfProviderTypes(d.modelTypes ?? []);
   const preview = d.previewImageUrl ? await previewDataUrl(deps.fetcher, d.previewImageUrl, signal) : undefined;
   return {
     contentLength: d.size ?? -1,
@@ -59,7 +37,7 @@ export async function describeRemote(
     ...(d.contentType ? { contentType: d.contentType } : {}),
     ...(d.fileName ? { filename: d.fileName } : {}),
     ...(d.displayName || d.fileName ? { name: d.displayName ?? d.fileName } : {}),
-    ...(folder ? { tags: ['models', folder] } : {}),
+    ...(folder ? { tags: modelFolderTags(folder) } : {}),
     ...(preview ? { previewImage: preview } : {}),
     validation: { isValid: errors.length === 0, errors, warnings },
   };

@@ -133,7 +133,7 @@ export interface RemoteMetadata {
   contentType?: string;
   filename?: string;
   name?: string;
-  /** `["models", <ComfyUI model folder>]` when the provider's model type names one. */
+  /** `["models", "model_type:<folder>", <folder>]` when the provider's model type names a ComfyUI model folder. */
   tags?: string[];
   /** A `data:` URL of at most 512 KiB. */
   previewImage?: string;

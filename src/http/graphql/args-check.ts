@@ -45,6 +45,9 @@ function plainFilter(f: AssetFilter | null | undefined): boolean {
     shortList(f.includeTags, MAX_RAW_FILTER_TAGS, 4096) &&
     shortList(f.excludeTags, MAX_RAW_FILTER_TAGS, 4096) &&
     shortList(f.anyTags, MAX_RAW_FILTER_TAGS, 4096) &&
+    shortList(f.tagsAll, MAX_RAW_FILTER_TAGS, 4096) &&
+    shortList(f.tagsAny, MAX_RAW_FILTER_TAGS, 4096) &&
+    shortList(f.tagsNone, MAX_RAW_FILTER_TAGS, 4096) &&
     short(f.nameContains, 1024) &&
     short(f.hash, 80)
   );

@@ -1,7 +1,7 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root, UseMiddleware } from 'type-graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
-import type { AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
-import { cappedFilterTags } from '../../domain/assets/validation';
+import { previewTargetOf, type AssetFilter as DomainFilter } from '../../domain/assets/asset.types';
+import { resolveTagFilter } from '../../domain/assets/validation';
 import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
@@ -10,9 +10,9 @@ import { plainAssetsArgs, plainTagCountsArgs, validatedBy } from './args-check';
 import type { GraphQLContext } from './context';
 import { toGraphQLError } from './errors';
 import { InputChecked } from './input-check';
-import { AssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
+import { AssetsArgs, JobAssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
 import { TagCountType } from './types/tag.type';
-import { AssetPage, AssetType } from './types/asset.type';
+import { AssetPage, AssetType, JobAssetPage } from './types/asset.type';
 
 /**
  * The error interceptor and the input check are on each query, not on the class: on the class they would also wrap
@@ -45,6 +45,15 @@ export class AssetResolver {
   }
 
   @UseMiddleware(InputChecked)
+  @Query(() => JobAssetPage, {
+    description: "A job's outputs among your assets, oldest first (GET /api/jobs/{job_id}/assets); unknown job: none.",
+  })
+  async jobAssets(@Args(() => JobAssetsArgs) args: JobAssetsArgs, @Ctx() ctx: GraphQLContext): Promise<JobAssetPage> {
+    const page = await this.service.jobAssets(ctx.principal, idParam(args.jobId, 'jobId'), args.limit, args.offset);
+    return JobAssetPage.from(page, ctx.baseUrl);
+  }
+
+  @UseMiddleware(InputChecked)
   @Query(() => [TagCountType], {
     description: 'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
   })
@@ -61,14 +70,18 @@ export class AssetResolver {
     return this.service.contentExists(hashParam(hash));
   }
 
-  @FieldResolver(() => AssetType, { nullable: true, description: 'The preview asset (batched: no extra query per list item).' })
+  @FieldResolver(() => AssetType, {
+    nullable: true,
+    description: 'The asset whose content previewUrl points to (itself for media with no nominated preview; batched).',
+  })
   preview(@Root() asset: AssetType, @Ctx() ctx: GraphQLContext): AssetType | null | Promise<AssetType | null> {
-    if (!asset.previewId) return null;
-    if (asset.previewId === asset.id) return asset;
+    const target = previewTargetOf(asset);
+    if (target === undefined) return null;
+    if (target === asset.id) return asset;
     // On the same page: no loader round (and no promise) for it.
-    const seen = ctx.seenAsset(asset.previewId);
+    const seen = ctx.seenAsset(target);
     if (seen) return AssetType.from(seen, ctx.baseUrl);
-    return ctx.assetLoader.load(asset.previewId).then(
+    return ctx.assetLoader.load(target).then(
       (found) => (found ? AssetType.from(found, ctx.baseUrl) : null),
       // ErrorInterceptor's translation, without type-graphql's async middleware chain around every item of a page.
       (err: unknown) => {
@@ -84,11 +97,20 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
   const hash = f.hash ? parseHash(f.hash) : undefined;
   if (f.hash && !hash) throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
   return {
-    includeTags: cappedFilterTags(f.includeTags ?? [], 'includeTags'),
-    excludeTags: cappedFilterTags(f.excludeTags ?? [], 'excludeTags'),
-    anyTags: cappedFilterTags(f.anyTags ?? [], 'anyTags'),
+    // REST's rules and error details, under GraphQL's names (anyTags is the older name of tagsAny).
+    ...resolveTagFilter({
+      all: [param('includeTags', f.includeTags, false), param('tagsAll', f.tagsAll, true)],
+      any: [param('anyTags', f.anyTags, false), param('tagsAny', f.tagsAny, true)],
+      none: [param('excludeTags', f.excludeTags, false), param('tagsNone', f.tagsNone, true)],
+    }),
     nameContains: f.nameContains || undefined,
     metadataFilter: metadataFilter as Record<string, unknown> | undefined,
     hash,
   };
 }
+
+const param = (name: string, values: string[] | null | undefined, isNew: boolean) => ({
+  name,
+  values: values ?? undefined,
+  isNew,
+});

@@ -1,4 +1,13 @@
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetJsonPage, type AssetPage } from '../../domain/assets/asset.types';
+import {
+  assetHashOf,
+  loaderPathOf,
+  previewUrlOf,
+  thumbnailUrlOf,
+  type Asset,
+  type AssetJsonPage,
+  type AssetPage,
+  type JobOutput,
+} from '../../domain/assets/asset.types';
 
 /**
  * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`; `created_new`
@@ -62,7 +71,7 @@ export function assetPageText(page: AssetJsonPage, baseUrl: string): string {
     const preview = a.previewId === null ? 'null' : `"${a.previewId}"`;
     const prompt = a.promptId === null ? 'null' : `"${a.promptId}"`;
     assets += `${assets ? ',' : ''}{"id":"${a.id}","name":${a.nameJson},"display_name":${a.nameJson},"size":${a.size},"asset_hash":"blake3:${a.blake3}","hash":"blake3:${a.blake3}","mime_type":${a.mimeTypeJson},"tags":${a.tagsJson},"user_metadata":${a.userMetadataJson},"preview_id":${preview},"prompt_id":${prompt},"job_id":${prompt},"created_at":"${a.createdAt}","updated_at":"${a.updatedAt}","last_access_time":"${a.lastAccessTime}","is_immutable":${a.isImmutable}`;
-    if (a.previewId !== null) assets += `,"preview_url":${urls}${a.previewId}/content"`;
+    if (a.previewTarget !== undefined) assets += `,"preview_url":${urls}${a.previewTarget}/content"`;
     if (a.hasThumbnail) assets += `,"thumbnail_url":${urls}${a.id}/thumbnail"`;
     if (a.loaderPathJson !== undefined) assets += `,"loader_path":${a.loaderPathJson}`;
     if (a.metadataJson !== undefined) assets += `,"metadata":${a.metadataJson}`;
@@ -72,4 +81,21 @@ export function assetPageText(page: AssetJsonPage, baseUrl: string): string {
   return `{"assets":[${assets}],"total":${page.total},"has_more":${page.hasMore}${
     page.nextCursor !== undefined ? `,"next_cursor":"${page.nextCursor}"` : ''
   }${page.totalIsLowerBound ? ',"total_is_lower_bound":true' : ''}}`;
+}
+
+/** Comfy Cloud's JobOutputAsset: the three output fields are null when not given (nullable in Cloud's schema). */
+export function jobOutputAssetJson(a: Asset, out: JobOutput, baseUrl: string): Record<string, unknown> {
+  const previewUrl = previewUrlOf(a, baseUrl);
+  return {
+    id: a.id,
+    name: a.name,
+    hash: assetHashOf(a),
+    mime_type: a.mimeType,
+    size: a.size,
+    created_at: a.createdAt.toISOString(),
+    ...(previewUrl !== undefined ? { preview_url: previewUrl } : {}),
+    node_id: out.nodeId,
+    output_key: out.outputKey,
+    output_index: out.outputIndex,
+  };
 }

@@ -1,7 +1,13 @@
 import { Router, type Request, type Response } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { ASSET_SORTS, type AssetFilter, type AssetListQuery, type CreateResult } from '../../domain/assets/asset.types';
-import { cappedFilterTags, MAX_RAW_FILTER_TAGS, validateFromHashFields, validateHashField, validateUpdateFields } from '../../domain/assets/validation';
+import {
+  MAX_RAW_FILTER_TAGS,
+  resolveTagFilter,
+  validateFromHashFields,
+  validateHashField,
+  validateUpdateFields,
+} from '../../domain/assets/validation';
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import { parseHash, type ParsedHash } from '../../domain/content/hashing';
@@ -198,8 +204,8 @@ const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim()
 
 /** The filters GET /api/assets and GET /api/assets/tags/refine share, Comfy Cloud's names included. */
 function parseFilter(q: Record<string, unknown>): AssetFilter {
-  // As ComfyUI's asset API caps each tag filter: at most 100 tags once normalised, else 400 INVALID_TAG_FILTER.
-  const tags = (name: string) => cappedFilterTags(listParam(q, name, MAX_RAW_FILTER_TAGS), name);
+  // Repeated keys and comma-separated values are joined (listParam); the rules are resolveTagFilter's (contract 3.7).
+  const param = (name: string, isNew: boolean) => ({ name, isNew, values: listParam(q, name, MAX_RAW_FILTER_TAGS) });
   const hashText = stringParam(q, 'hash');
   const hash = hashText === undefined ? undefined : parseHash(hashText);
   if (hashText !== undefined && !hash) {
@@ -207,34 +213,16 @@ function parseFilter(q: Record<string, unknown>): AssetFilter {
   }
   // There are no public assets here: include_public is accepted (and checked) but changes nothing.
   oneOf(q, 'include_public', ['true', 'false', '1', '0'] as const, 'false');
-  const [include, all, exclude, none] = ['include_tags', 'tags_all', 'exclude_tags', 'tags_none'].map(tags) as [string[], string[], string[], string[]];
-  const includeTags = sameFilter('include_tags', include, 'tags_all', all);
-  const excludeTags = sameFilter('exclude_tags', exclude, 'tags_none', none);
-  const both = none.filter((t) => includeTags.includes(t));
-  if (both.length > 0) {
-    throw new DomainError('INVALID_TAG_FILTER', `tags both required and excluded by tags_none: ${both.join(', ')}`, { parameter: 'tags_none', tags: both });
-  }
   return {
-    includeTags,
-    excludeTags,
-    anyTags: tags('tags_any'),
+    ...resolveTagFilter({
+      all: [param('include_tags', false), param('tags_all', true)],
+      any: [param('tags_any', true)],
+      none: [param('exclude_tags', false), param('tags_none', true)],
+    }),
     nameContains: stringParam(q, 'name_contains'),
     metadataFilter: jsonObjectParam(q, 'metadata_filter'),
     hash,
   };
-}
-
-/**
- * A filter ComfyUI's asset API takes under two names (`include_tags` / `tags_all`, `exclude_tags` / `tags_none`):
- * the one given; both given is refused as there (400 INVALID_TAG_FILTER), as is a tag both required and excluded
- * through `tags_none` (parseFilter). `include_tags` and `exclude_tags` that overlap stay an empty page, and `tags_any`
- * may overlap `tags_none` (the other tags of the list can still match), as there.
- */
-function sameFilter(a: string, first: string[], b: string, second: string[]): string[] {
-  if (first.length > 0 && second.length > 0) {
-    throw new DomainError('INVALID_TAG_FILTER', `give ${a} or ${b}, not both (they are the same filter)`, { parameter: b });
-  }
-  return first.length > 0 ? first : second;
 }
 
 function parseListQuery(req: Request): AssetListQuery {

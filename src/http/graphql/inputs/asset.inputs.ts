@@ -13,7 +13,13 @@ import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
 const MAX_TEXT = 4096;
 const MAX_LIST = 1024;
 
-@InputType({ description: 'Filters of `assets`; tags match after normalisation (trimmed, lower-cased). Each tag list holds at most 100 tags once normalised (INVALID_TAG_FILTER), as REST and ComfyUI.' })
+@InputType({
+  description:
+    'Filters of `assets` and `tagCounts`, as REST and ComfyUI answer them: tags match exactly (trimmed, case ' +
+    'kept); an empty list counts as absent; tagsAll/tagsNone are also taken as includeTags/excludeTags (not both ' +
+    'for one list); at most 100 tags per list; the same tag in the all-list and the none-list while a tags* name ' +
+    'is used is INVALID_TAG_FILTER (else an empty page).',
+})
 export class AssetFilter {
   @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags.' })
   @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
@@ -24,6 +30,21 @@ export class AssetFilter {
   @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   excludeTags?: string[];
+
+  @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags (ComfyUI `tags_all`).' })
+  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
+  @MaxLength(MAX_TEXT, { each: true })
+  tagsAll?: string[];
+
+  @Field(() => [String], { nullable: true, description: 'Assets carrying at least one of these tags (ComfyUI `tags_any`).' })
+  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
+  @MaxLength(MAX_TEXT, { each: true })
+  tagsAny?: string[];
+
+  @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags (ComfyUI `tags_none`); it wins.' })
+  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
+  @MaxLength(MAX_TEXT, { each: true })
+  tagsNone?: string[];
 
   @Field(() => String, { nullable: true, description: 'Case-insensitive substring of the name.' })
   @MaxLength(1024)
@@ -72,6 +93,22 @@ export class AssetsArgs {
   @Field(() => String, { nullable: true, description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.' })
   @MaxLength(2048)
   after?: string;
+}
+
+@ArgsType()
+export class JobAssetsArgs {
+  @Field(() => ID, { description: "The job's id (an asset's promptId / jobId)." })
+  jobId!: string;
+
+  @Field(() => Int, { defaultValue: 20, description: '1–500' })
+  @Min(1)
+  @Max(500)
+  limit!: number;
+
+  @Field(() => Int, { defaultValue: 0 })
+  @Min(0)
+  @Max(1_000_000_000)
+  offset!: number;
 }
 
 @ArgsType()

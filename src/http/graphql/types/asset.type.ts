@@ -1,5 +1,15 @@
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { assetHashOf, loaderPathOf, previewUrlOf, thumbnailUrlOf, type Asset, type AssetPage as DomainAssetPage, type CreateResult } from '../../../domain/assets/asset.types';
+import {
+  assetHashOf,
+  jobOutputOf,
+  loaderPathOf,
+  previewUrlOf,
+  thumbnailUrlOf,
+  type Asset,
+  type AssetPage as DomainAssetPage,
+  type CreateResult,
+  type Page,
+} from '../../../domain/assets/asset.types';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset, with camelCase field names.' })
@@ -40,6 +50,9 @@ export class AssetType {
   @Field(() => ID, { nullable: true })
   previewId!: string | null;
 
+  /** The nominated preview asset was deleted (`previewUrl` is then null). */
+  previewRemoved!: boolean;
+
   @Field(() => ID, { nullable: true })
   promptId!: string | null;
 
@@ -48,7 +61,9 @@ export class AssetType {
 
   @Field(() => String, {
     nullable: true,
-    description: 'For an asset tagged `models`: its name when that is a safe relative path (what a ComfyUI loader node takes).',
+    description:
+      'For a model (tagged `models` or `model_type:<folder>`): its name when that is a safe relative path (what a ' +
+      'ComfyUI loader node takes).',
   })
   loaderPath!: string | null;
 
@@ -75,7 +90,12 @@ export class AssetType {
    * them), not type-graphql field resolvers: those ran per item of a page through getParams and convertToType
    * (docs/benchmarks-history.md, "Third round: GraphQL, CPU per request").
    */
-  @Field(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'Absolute URL of the preview content: the nominated preview asset (`previewId`), else the asset itself when ' +
+      'it is an image, video, audio or plain text; null for other types and when the nominated preview was deleted.',
+  })
   get previewUrl(): string | null {
     return previewUrlOf(this, this.baseUrl) ?? null;
   }
@@ -106,6 +126,7 @@ export class AssetType {
     t.userMetadata = a.userMetadata;
     t.hasThumbnail = a.hasThumbnail;
     t.previewId = a.previewId;
+    t.previewRemoved = a.previewRemoved;
     t.promptId = a.promptId;
     t.jobId = a.promptId;
     t.loaderPath = loaderPathOf(a) ?? null;
@@ -225,7 +246,10 @@ export class RemoteMetadataType {
   @Field(() => String, { nullable: true })
   name?: string;
 
-  @Field(() => [String], { nullable: true, description: '["models", <ComfyUI model folder>] from the model type.' })
+  @Field(() => [String], {
+    nullable: true,
+    description: '["models", "model_type:<folder>", <folder>] from the model type (a ComfyUI model folder).',
+  })
   tags?: string[];
 
   @Field(() => String, { nullable: true, description: 'A data: URL of at most 512 KiB.' })
@@ -233,4 +257,70 @@ export class RemoteMetadataType {
 
   @Field(() => RemoteValidationType)
   validation!: RemoteValidationType;
+}
+
+@ObjectType('JobOutputAsset', {
+  simpleResolvers: true,
+  description: "One of a job's outputs (Comfy Cloud's JobOutputAsset; GET /api/jobs/{job_id}/assets).",
+})
+export class JobOutputAssetType {
+  @Field(() => ID)
+  id!: string;
+
+  @Field()
+  name!: string;
+
+  @Field({ description: '`blake3:<64 hex>`' })
+  hash!: string;
+
+  @Field()
+  mimeType!: string;
+
+  @Field(() => SafeIntScalar)
+  size!: number;
+
+  @Field()
+  createdAt!: Date;
+
+  @Field(() => String, { nullable: true, description: 'As Asset.previewUrl.' })
+  previewUrl!: string | null;
+
+  @Field(() => String, { nullable: true, description: "userMetadata's node_id, when the uploader gave it." })
+  nodeId!: string | null;
+
+  @Field(() => String, { nullable: true, description: "userMetadata's output_key, when the uploader gave it." })
+  outputKey!: string | null;
+
+  @Field(() => Int, { nullable: true, description: "userMetadata's output_index, when the uploader gave it." })
+  outputIndex!: number | null;
+
+  static from(a: Asset, baseUrl: string): JobOutputAssetType {
+    return Object.assign(new JobOutputAssetType(), {
+      id: a.id,
+      name: a.name,
+      hash: assetHashOf(a),
+      mimeType: a.mimeType,
+      size: a.size,
+      createdAt: a.createdAt,
+      previewUrl: previewUrlOf(a, baseUrl) ?? null,
+      ...jobOutputOf(a),
+    });
+  }
+}
+
+@ObjectType('JobAssetPage', { simpleResolvers: true })
+export class JobAssetPage {
+  @Field(() => [JobOutputAssetType])
+  items!: JobOutputAssetType[];
+
+  @Field(() => Int)
+  total!: number;
+
+  @Field()
+  hasMore!: boolean;
+
+  static from(p: Page<Asset>, baseUrl: string): JobAssetPage {
+    const items = p.items.map((a) => JobOutputAssetType.from(a, baseUrl));
+    return Object.assign(new JobAssetPage(), { items, total: p.total, hasMore: p.hasMore });
+  }
 }
