@@ -40,6 +40,12 @@ export interface Config {
   readonly storageMinFreeBytes: number;
   /** A request body that sends no byte for this long is cut (408); 0: never. */
   readonly bodyIdleTimeoutMs: number;
+  /**
+   * A request body slower than this on average over `bodyMinRateWindowMs` is cut (408), as Apache's mod_reqtimeout
+   * MinRate: a client trickling a byte now and then holds a socket, a temporary blob and an upload slot; 0: never.
+   */
+  readonly bodyMinBytesPerSecond: number;
+  readonly bodyMinRateWindowMs: number;
   /** An answer the client reads no byte of for this long (its socket full) is cut; 0: never. */
   readonly sendIdleTimeoutMs: number;
   /** On shutdown, in-flight requests get this long to finish before they are answered 503 and closed. */
@@ -243,6 +249,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databaseConnectTimeoutMs: int('DATABASE_CONNECT_TIMEOUT_MS', 5_000, 100, 600_000),
     storageMinFreeBytes: int('STORAGE_MIN_FREE_BYTES', 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
     bodyIdleTimeoutMs: int('BODY_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
+    bodyMinBytesPerSecond: int('BODY_MIN_BYTES_PER_SECOND', 4096, 0, 1_000_000_000),
+    bodyMinRateWindowMs: int('BODY_MIN_RATE_WINDOW_MS', 30_000, 100, 3_600_000),
     sendIdleTimeoutMs: int('SEND_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     rateLimitPerMinute: int('RATE_LIMIT_PER_MINUTE', 0, 0, 1_000_000_000),

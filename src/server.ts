@@ -41,7 +41,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const reconciling = container.content.reconcileAtStart().catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
     let server: http.Server | undefined;
     let url: string | undefined;
-    const guard = new RequestGuard(config.bodyIdleTimeoutMs, config.sendIdleTimeoutMs);
+    const guard = new RequestGuard(config.bodyIdleTimeoutMs, config.sendIdleTimeoutMs, {
+      bytesPerSecond: config.bodyMinBytesPerSecond,
+      windowMs: config.bodyMinRateWindowMs,
+    });
     if (config.role !== 'worker') {
       const app = await createApp(container, { guard });
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.

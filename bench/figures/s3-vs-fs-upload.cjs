@@ -1,5 +1,5 @@
 'use strict';
-// Upload throughput to the S3 blob store (s3rver on loopback, in its own process) next to the disk store, in the same
+// Upload throughput to the S3 blob store (a Ceph RGW on loopback, bench/lib/rgw.cjs) next to the disk store, in the same
 // run and interleaved (fs, s3, fs, s3, ...), each on its own service process and database; then the S3 service's peak
 // RSS (VmHWM, reset before) during one 2 GiB upload.
 //
@@ -9,11 +9,9 @@
 const path = require('node:path');
 const { Client } = require('pg');
 const c = require('../lib/common.cjs');
+const { startRgw } = require('../lib/rgw.cjs');
 
 const { MiB } = c;
-
-/** s3rver on loopback in its own process (bench/lib/s3rver-server.cjs), started like every other bench helper. */
-const startS3rver = (dir) => c.spawnHelper('s3rver-server.cjs', [dir, 'bench']);
 
 async function run(args) {
   const size = Number(args.opts['size-mib'] ?? (args.smoke ? 16 : 512)) * MiB;
@@ -27,23 +25,14 @@ async function run(args) {
   await admin.connect();
   await admin.query('CREATE DATABASE assets_s3');
   await admin.end();
-  const s3 = await startS3rver(path.join(dir, 's3'));
+  const s3 = await startRgw();
   const common = { CONTENT_GC_GRACE_SECONDS: '0' };
   const fsSvc = await c.spawnService({ dataDir: path.join(dir, 'data-fs'), databaseUrl: pg.url, env: common });
   c.onCleanup(() => fsSvc.stop());
   const s3Svc = await c.spawnService({
     dataDir: path.join(dir, 'data-s3'),
     databaseUrl: pg.url.replace(/\/assets$/, '/assets_s3'),
-    env: {
-      ...common,
-      STORAGE_BACKEND: 's3',
-      S3_BUCKET: 'bench',
-      S3_ENDPOINT: s3.url,
-      S3_FORCE_PATH_STYLE: 'true',
-      S3_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'S3RVER',
-      AWS_SECRET_ACCESS_KEY: 'S3RVER',
-    },
+    env: { ...common, ...s3.env },
   });
   c.onCleanup(() => s3Svc.stop());
 
@@ -56,16 +45,9 @@ async function run(args) {
   };
   // What the endpoint itself takes: the SDK's multipart upload straight from this process (same part size and queue
   // as the service), then the server-side copy the service's commit does. No hashing, no HTTP in front.
-  const { S3Client, CopyObjectCommand, DeleteObjectCommand } = require('@aws-sdk/client-s3');
+  const { CopyObjectCommand, DeleteObjectCommand } = require('@aws-sdk/client-s3');
   const { Upload } = require('@aws-sdk/lib-storage');
-  const client = new S3Client({
-    region: 'us-east-1',
-    endpoint: s3.url,
-    forcePathStyle: true,
-    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const { client } = s3;
   const raw = async (bytes) => {
     const src = c.randomPattern();
     async function* body() {
@@ -96,7 +78,7 @@ async function run(args) {
       const r = rawRounds.at(-1);
       c.log(
         `  ${size / MiB} MiB round ${i + 1}: fs ${fsMbps.at(-1).toFixed(0)} MB/s, s3 ${s3Mbps.at(-1).toFixed(0)} MB/s; ` +
-          `bare SDK to s3rver: upload ${r.uploadMbps.toFixed(0)} MB/s, + copy ${r.copySeconds.toFixed(2)} s = ${r.totalMbps.toFixed(0)} MB/s`,
+          `bare SDK to RGW: upload ${r.uploadMbps.toFixed(0)} MB/s, + copy ${r.copySeconds.toFixed(2)} s = ${r.totalMbps.toFixed(0)} MB/s`,
       );
     }
     const reset = c.resetPeak(s3Svc.pid);
@@ -120,10 +102,9 @@ async function run(args) {
       s3_service_peak_rss_mb: c.r2(after.hwm / 1e6),
       s3_service_rss_before_mb: c.r2(before.rss / 1e6),
       peak_rss_during: `one ${peakSize / MiB} MiB upload to S3 (VmHWM of the service process${reset ? ', reset before it' : ', since start'})`,
-      notes: 's3rver (Node, single process, writes to the same disk) is the S3 endpoint; the S3 figure includes the multipart upload to a temporary key and the server-side copy to the content key',
+      notes: 'Ceph RGW 16 (one memstore OSD, in memory) is the S3 endpoint; the S3 figure includes the multipart upload to a temporary key and the server-side copy to the content key',
     });
   } finally {
-    client.destroy();
     await s3Svc.stop().catch(() => undefined);
     await fsSvc.stop().catch(() => undefined);
     await s3.stop().catch(() => undefined);

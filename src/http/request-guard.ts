@@ -8,6 +8,10 @@ import { READ_SIZE } from '../infra/blob-store/file-body';
  * - a request body that sends no byte for `bodyIdleTimeoutMs` is cut: 408 REQUEST_TIMEOUT with `Connection: close`
  *   when no answer has started, else the socket is destroyed. The handler reading the body then sees it aborted and
  *   removes what it wrote (temporary blobs).
+ * - a request body that arrives slower than `minRate.bytesPerSecond` on average over a window of `minRate.windowMs`
+ *   (mod_reqtimeout's MinRate) is cut the same way: a client sending a byte every few seconds is never idle, yet
+ *   holds a socket, a temporary blob and an upload slot for as long as it likes. A window in which the body waits
+ *   unread in the request's buffer (the service is behind, not the client) is not judged.
  * - an answer the client reads no byte of for `sendIdleTimeoutMs` while the service has more to send (the socket's
  *   buffers full) is cut: the socket is destroyed, so the file or store stream behind it is released. nginx's
  *   `send_timeout` (60 s) does the same; a paused video resumes with a `Range` request.
@@ -20,8 +24,25 @@ import { READ_SIZE } from '../infra/blob-store/file-body';
 /** The slowest reader a large answer written in one piece is granted time for: 16 KB/s (bytes per ms). */
 const SLOWEST_READER_BYTES_PER_MS = 16;
 
+interface Tracked {
+  res: http.ServerResponse;
+  /** Bytes read from the socket at the last progress, and when. */
+  bytes: number;
+  since: number;
+  /** Bytes read from the socket when the current rate window began, and when. */
+  windowBytes: number;
+  windowSince: number;
+  sent: number;
+  sentSince: number;
+}
+
+export interface BodyMinRate {
+  bytesPerSecond: number;
+  windowMs: number;
+}
+
 export class RequestGuard {
-  private readonly inFlight = new Map<http.IncomingMessage, { res: http.ServerResponse; bytes: number; since: number; sent: number; sentSince: number }>();
+  private readonly inFlight = new Map<http.IncomingMessage, Tracked>();
   /** Each connection's latest request (its entry in inFlight while it is answered). */
   private readonly latest = new WeakMap<object, http.IncomingMessage>();
   private timer: NodeJS.Timeout | undefined;
@@ -32,8 +53,13 @@ export class RequestGuard {
   constructor(
     private readonly bodyIdleTimeoutMs: number,
     private readonly sendIdleTimeoutMs = 0,
+    private readonly minRate: BodyMinRate = { bytesPerSecond: 0, windowMs: 0 },
   ) {
-    const limit = Math.min(bodyIdleTimeoutMs > 0 ? bodyIdleTimeoutMs : Infinity, sendIdleTimeoutMs > 0 ? sendIdleTimeoutMs : Infinity);
+    const limit = Math.min(
+      bodyIdleTimeoutMs > 0 ? bodyIdleTimeoutMs : Infinity,
+      sendIdleTimeoutMs > 0 ? sendIdleTimeoutMs : Infinity,
+      minRate.bytesPerSecond > 0 ? minRate.windowMs : Infinity,
+    );
     this.tickMs = limit === Infinity ? 0 : Math.max(50, Math.min(1_000, limit / 4));
   }
 
@@ -44,7 +70,8 @@ export class RequestGuard {
 
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {
     const now = Date.now();
-    this.inFlight.set(req, { res, bytes: req.socket.bytesRead, since: now, sent: req.socket.bytesWritten, sentSince: now });
+    const bytes = req.socket.bytesRead;
+    this.inFlight.set(req, { res, bytes, since: now, windowBytes: bytes, windowSince: now, sent: req.socket.bytesWritten, sentSince: now });
     this.latest.set(req.socket, req);
     // A response closes once: `on` spares the wrapper `once` makes per request.
     res.on('close', () => this.inFlight.delete(req));
@@ -58,7 +85,7 @@ export class RequestGuard {
     const now = Date.now();
     for (const [req, t] of this.inFlight) {
       if (req.socket.destroyed) continue;
-      if (req.complete || this.bodyIdleTimeoutMs === 0) {
+      if (req.complete || (this.bodyIdleTimeoutMs === 0 && this.minRate.bytesPerSecond === 0)) {
         this.checkSending(req, t, now);
         continue;
       }
@@ -66,15 +93,38 @@ export class RequestGuard {
       if (bytes !== t.bytes) {
         t.bytes = bytes;
         t.since = now;
-      } else if (now - t.since >= this.bodyIdleTimeoutMs) {
+      } else if (this.bodyIdleTimeoutMs > 0 && now - t.since >= this.bodyIdleTimeoutMs) {
         this.inFlight.delete(req);
         answerAndClose(t.res, new DomainError('REQUEST_TIMEOUT', `the request body sent no byte for ${Math.round(this.bodyIdleTimeoutMs / 1000)} s`));
+        continue;
       }
+      this.checkRate(req, t, bytes, now);
     }
     if (this.inFlight.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
+  }
+
+  private checkRate(req: http.IncomingMessage, t: Tracked, bytes: number, now: number): void {
+    const { bytesPerSecond, windowMs } = this.minRate;
+    if (bytesPerSecond === 0) return;
+    if (req.readableLength > 0) {
+      t.windowBytes = bytes;
+      t.windowSince = now;
+      return;
+    }
+    const elapsed = now - t.windowSince;
+    if (elapsed < windowMs) return;
+    const rate = ((bytes - t.windowBytes) * 1000) / elapsed;
+    if (rate < bytesPerSecond) {
+      this.inFlight.delete(req);
+      const message = `the request body arrived at ${Math.floor(rate)} bytes/s over ${Math.round(elapsed / 1000)} s, under the minimum of ${bytesPerSecond}`;
+      answerAndClose(t.res, new DomainError('REQUEST_TIMEOUT', message));
+      return;
+    }
+    t.windowBytes = bytes;
+    t.windowSince = now;
   }
 
   /**
@@ -83,7 +133,7 @@ export class RequestGuard {
    * over), not per byte: content goes out in writes of READ_SIZE, but an answer written in one piece (a large JSON
    * page) is one write, so the part of what waits beyond READ_SIZE gets extra time at SLOWEST_READER_BYTES_PER_MS.
    */
-  private checkSending(req: http.IncomingMessage, t: { res: http.ServerResponse; sent: number; sentSince: number }, now: number): void {
+  private checkSending(req: http.IncomingMessage, t: Tracked, now: number): void {
     if (this.sendIdleTimeoutMs === 0) return;
     const socket = req.socket;
     const sent = socket.bytesWritten;

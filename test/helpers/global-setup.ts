@@ -28,5 +28,9 @@ export default async function globalSetup(): Promise<void> {
   await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'template_assets' AND pid <> pg_backend_pid()`);
   await admin.end();
   process.env.TEST_PG_TEMPLATE_URL = pg.url;
+  // The run's shared state for the workers: the Ceph RGW the first S3 test starts (helpers/rgw.ts) lives here.
+  process.env.TEST_RUN_DIR = path.join(dir, 'run');
+  process.env.TEST_RUN_PID = String(process.pid);
+  fs.mkdirSync(process.env.TEST_RUN_DIR);
   (globalThis as { __TEST_PG__?: { stop(): Promise<void>; dir: string } }).__TEST_PG__ = { stop: pg.stop, dir };
 }

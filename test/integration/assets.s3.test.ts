@@ -1,7 +1,7 @@
-import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { startS3Server, type TestS3Server } from '../helpers/rgw';
 
 /**
- * The REST asset suite (assets.test.ts), unchanged, with STORAGE_BACKEND=s3 against s3rver: every service the suite
+ * The REST asset suite (assets.test.ts), unchanged, with STORAGE_BACKEND=s3 against Ceph RGW: every service the suite
  * starts gets the S3 settings added to its environment.
  */
 let mockS3Env: Record<string, string> = {};

@@ -9,7 +9,7 @@ import path from 'node:path';
  */
 const ROOT = path.join(__dirname, '..', '..');
 const RUNNER = path.join(ROOT, 'bench', 'run.cjs');
-const BENCHES = ['upload', 'hashing', 'concurrent', 'metadata', 'listing', 'download', 'content', 'graphql', 'startup', 's3-vs-fs-upload', 'thumbnails', 'grid', 'grid-thumbs', 'tus-upload', 'export', 'zip-writer', 'cli', 'memory'];
+const BENCHES = ['upload', 'hashing', 'concurrent', 'metadata', 'listing', 'download', 'content', 'graphql', 'startup', 's3-vs-fs-upload', 's3', 'thumbnails', 'grid', 'grid-thumbs', 'tus-upload', 'export', 'zip-writer', 'cli', 'memory'];
 
 jest.setTimeout(180_000);
 

@@ -19,6 +19,8 @@
  *    Whether GC then removes it is not checked: a GC job the dead process held is only retried by the quarter-hourly
  *    sweep (content.gc-sweep), which no route can trigger.
  *
+ * The same property runs on S3 (Ceph RGW, CRASH_RUNS_S3 runs, default 2), where invariant 4 is the hourly sweeper's.
+ *
  * CRASH_RUNS (default 5, about a minute) sets the runs; a failure names fast-check's seed and the workload, and
  * FUZZ_SEED replays that seed's workloads (not the kill's exact timing, which depends on the machine):
  * `CRASH_RUNS=30 FUZZ_SEED=123 npx jest test/integration/crash-consistency.property`. CRASH_STATS=1 prints how the
@@ -29,14 +31,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { Client } from 'pg';
 import { blake3Of, createTestDatabase, uploadForm, waitFor } from '../helpers/harness';
 import { FUZZ_SEED } from '../helpers/hostile';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
+import { startRgw, type TestS3Server } from '../helpers/rgw';
 import { TUS, tusMetadata } from '../helpers/tus';
 
 const CRASH_RUNS = Number(process.env.CRASH_RUNS) > 0 ? Number(process.env.CRASH_RUNS) : 5;
 const OPTS = { numRuns: CRASH_RUNS, endOnFailure: true, ...FUZZ_SEED };
+/** Runs on S3 (CRASH_RUNS_S3, default 2): the same workloads, fewer of them, as each costs as much again. */
+const CRASH_RUNS_S3 = Number(process.env.CRASH_RUNS_S3) > 0 ? Number(process.env.CRASH_RUNS_S3) : 2;
 // A restart costs a few seconds; an upload whose PATCH the kill cut keeps its lease (10 s) until it lapses.
 jest.setTimeout(Math.max(120_000, CRASH_RUNS * 60_000));
 
@@ -316,21 +322,56 @@ interface Stack {
   env: Record<string, string>;
   dataDir: string;
   db: Client;
+  store: StoreView;
 }
 
-const blobsDir = (stack: Stack) => path.join(stack.dataDir, 'blobs');
+/** What the invariants read of the blob store, without the service. */
+interface StoreView {
+  /** Every object named like a blob (`ab/cd/<hex>`; derived files such as thumbnails aside). */
+  blobs(): Promise<Set<string>>;
+  /** Bytes of a tus upload's part. */
+  partSize(id: string): Promise<number>;
+  /** Temporaries of processes other than `pid` (invariant 4), where the store can tell (the disk store). */
+  strayTemps(pid: number): Promise<string[]>;
+}
 
-/** Every file named like a blob (`ab/cd/<hex>`; derived files such as thumbnails aside). */
-function blobFiles(stack: Stack): Set<string> {
-  const found = new Set<string>();
-  const hex2 = /^[0-9a-f]{2}$/;
-  const root = blobsDir(stack);
-  for (const a of fs.readdirSync(root).filter((n) => hex2.test(n))) {
-    for (const b of fs.readdirSync(path.join(root, a)).filter((n) => hex2.test(n))) {
-      for (const name of fs.readdirSync(path.join(root, a, b))) if (/^[0-9a-f]{64}$/.test(name)) found.add(name);
-    }
-  }
-  return found;
+function diskView(dataDir: string): StoreView {
+  const root = path.join(dataDir, 'blobs');
+  return {
+    blobs: async () => {
+      const found = new Set<string>();
+      const hex2 = /^[0-9a-f]{2}$/;
+      for (const a of fs.readdirSync(root).filter((n) => hex2.test(n))) {
+        for (const b of fs.readdirSync(path.join(root, a)).filter((n) => hex2.test(n))) {
+          for (const name of fs.readdirSync(path.join(root, a, b))) if (/^[0-9a-f]{64}$/.test(name)) found.add(name);
+        }
+      }
+      return found;
+    },
+    partSize: async (id) => {
+      const part = path.join(root, '.partial', `upload-${id}`);
+      return fs.existsSync(part) ? fs.statSync(part).size : 0;
+    },
+    strayTemps: async (pid) => {
+      const prefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${pid}.`;
+      return fs.readdirSync(path.join(root, '.tmp')).filter((n) => !n.startsWith(prefix));
+    },
+  };
+}
+
+/**
+ * On S3 a part is its run of segment objects; temporaries of a dead process are the hourly sweeper's (any instance
+ * may own them), so invariant 4 has nothing to check there.
+ */
+function s3View(s3: TestS3Server): StoreView {
+  return {
+    blobs: async () => new Set((await s3.objectKeys()).flatMap((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(k)?.[1] ?? [])),
+    partSize: async (id) => {
+      const res = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `.partial/upload-${id}/` }));
+      return (res.Contents ?? []).filter((o) => /\/\d{16}$/.test(o.Key ?? '')).reduce((n, o) => n + (o.Size ?? 0), 0);
+    },
+    strayTemps: async () => [],
+  };
 }
 
 async function contentRows(stack: Stack): Promise<Set<string>> {
@@ -405,8 +446,7 @@ async function checkUpload(model: Model, svc: ServiceProcess, stack: Stack, id: 
   if (offset < up.acked) model.failures.push(`invariant 3: upload ${id} reports offset ${offset}, ${up.acked} were acknowledged`);
   count(assetId ? 'upload found finished' : offset > up.acked ? 'upload found past its acknowledged offset' : 'upload found at its acknowledged offset');
   if (!assetId) {
-    const part = path.join(blobsDir(stack), '.partial', `upload-${id}`);
-    const stored = fs.existsSync(part) ? fs.statSync(part).size : 0;
+    const stored = await stack.store.partSize(id);
     if (offset > stored) model.failures.push(`invariant 3: upload ${id} reports offset ${offset}, its part holds ${stored} bytes`);
     const r = await call(model, svc, 'check PATCH the rest', `${id} from ${offset}`, `/api/uploads/${id}`, {
       method: 'PATCH',
@@ -439,8 +479,7 @@ async function checkUpload(model: Model, svc: ServiceProcess, stack: Stack, id: 
 /** 4 and 5, and then 1–3, against `svc`, a new process on the stack of the one that died. */
 async function check(model: Model, svc: ServiceProcess, stack: Stack): Promise<void> {
   // 4: start-up removed every temporary of a dead process before the service answered ready.
-  const prefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${svc.proc.pid}.`;
-  const stray = fs.readdirSync(path.join(blobsDir(stack), '.tmp')).filter((n) => !n.startsWith(prefix));
+  const stray = await stack.store.strayTemps(svc.proc.pid!);
   if (stray.length > 0) model.failures.push(`invariant 4: blobs/.tmp holds temporaries of dead processes: ${stray.join(', ')}`);
 
   // 5: after the background reconciliation, before any request of ours makes content. A GC job of the new process may
@@ -450,14 +489,14 @@ async function check(model: Model, svc: ServiceProcess, stack: Stack): Promise<v
     timeoutMs: 30_000,
     what: 'the start-up reconciliation',
   });
-  const files = blobFiles(stack);
+  const files = await stack.store.blobs();
   const rowless = [...(await contentRows(stack))].filter((h) => !files.has(h));
   if (rowless.length > 0) model.failures.push(`invariant 5: content rows without their blob: ${rowless.join(', ')}`);
   let rowsMissing: string[] = [];
   await waitFor(
     async () => {
       const rows = await contentRows(stack);
-      rowsMissing = [...blobFiles(stack)].filter((h) => !rows.has(h));
+      rowsMissing = [...(await stack.store.blobs())].filter((h) => !rows.has(h));
       return rowsMissing.length === 0 ? true : undefined;
     },
     { timeoutMs: 10_000, what: 'blobs without content rows to go' },
@@ -486,15 +525,15 @@ async function start(stack: Stack): Promise<ServiceProcess> {
   return svc;
 }
 
-async function crashRun(workload: Workload): Promise<void> {
+async function crashRun(workload: Workload, s3?: TestS3Server): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-crash-'));
   dirs.push(dataDir);
   const databaseUrl = await createTestDatabase();
   // GC at once (grace 0) so its row-then-blob deletes run beside the workload; no free-space floor on a small disk.
-  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0', STORAGE_MIN_FREE_BYTES: '0' };
+  const env = { ...s3?.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0', STORAGE_MIN_FREE_BYTES: '0' };
   const db = new Client({ connectionString: databaseUrl });
   await db.connect();
-  const stack: Stack = { env, dataDir, db };
+  const stack: Stack = { env, dataDir, db, store: s3 ? s3View(s3) : diskView(dataDir) };
   const model = new Model();
   const datas = workload.contents.map(bytesOf);
   let svc: ServiceProcess | undefined;
@@ -518,5 +557,23 @@ async function crashRun(workload: Workload): Promise<void> {
 }
 
 test('SIGKILLed at random moments of a mixed workload, a restarted service keeps what it acknowledged, and nothing else', async () => {
-  await fc.assert(fc.asyncProperty(workloadArb, crashRun), OPTS);
+  await fc.assert(
+    fc.asyncProperty(workloadArb, (w) => crashRun(w)),
+    OPTS,
+  );
+});
+
+test('the same on S3 (Ceph RGW), each run in a bucket of its own', async () => {
+  const rgw = await startRgw();
+  await fc.assert(
+    fc.asyncProperty(workloadArb, async (w) => {
+      const s3 = await rgw.newBucket();
+      try {
+        await crashRun(w, s3);
+      } finally {
+        await s3.stop();
+      }
+    }),
+    { ...OPTS, numRuns: CRASH_RUNS_S3 },
+  );
 });

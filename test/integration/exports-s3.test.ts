@@ -4,10 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { json, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
-import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { startS3Server, type TestS3Server } from '../helpers/rgw';
 import { readZip } from '../helpers/zip';
 
-/** Bulk export on S3 (s3rver): the archive is one object under .objects/exports, handed out as a presigned URL. */
+/** Bulk export on S3 (Ceph RGW): the archive is one object under .objects/exports, handed out as a presigned URL. */
 let s3: TestS3Server;
 let svc: TestService;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-zip-s3-'));
@@ -36,7 +36,7 @@ test('export to S3: presigned URL, members equal to the blobs, removed after the
   });
   expect(task.status).toBe('completed');
   const key = `.objects/exports/${task.result.export_name}`;
-  expect(s3.objectKeys()).toContain(key);
+  expect((await s3.objectKeys())).toContain(key);
   const { url } = await json(await svc.fetch(`/api/assets/exports/${task.result.export_name}`));
   expect(url.startsWith(s3.endpoint)).toBe(true);
   expect(url).toContain('X-Amz-Signature=');
@@ -49,7 +49,7 @@ test('export to S3: presigned URL, members equal to the blobs, removed after the
 
   await waitFor(async () => ((await svc.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined), { timeoutMs: 10_000 });
   expect(await svc.container.exports.sweepExpired()).toBeGreaterThanOrEqual(1);
-  expect(s3.objectKeys()).not.toContain(key);
+  expect((await s3.objectKeys())).not.toContain(key);
 });
 
 test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB parts went up) leaves no object and no pending multipart upload', async () => {
@@ -70,7 +70,7 @@ test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB pa
       })(),
     );
   });
-  const exportsBefore = s3.objectKeys().filter((k) => k.startsWith('.objects/exports/'));
+  const exportsBefore = (await s3.objectKeys()).filter((k) => k.startsWith('.objects/exports/'));
   const started = await json(
     await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [asset.id] }) }),
   );
@@ -80,6 +80,6 @@ test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB pa
   });
   expect(task.status).toBe('failed');
   expect(task.error_message).toMatch(/EIO/);
-  expect(s3.objectKeys().filter((k) => k.startsWith('.objects/exports/'))).toEqual(exportsBefore);
-  expect(s3.pendingUploads()).toBe(0);
+  expect((await s3.objectKeys()).filter((k) => k.startsWith('.objects/exports/'))).toEqual(exportsBefore);
+  expect((await s3.pendingUploads())).toBe(0);
 });

@@ -1,6 +1,6 @@
 import { addHostileEntries, comfyTree, seeded } from '../helpers/comfy-tree';
 import { blake3Of, json, startTestService, type TestService } from '../helpers/harness';
-import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { startS3Server, type TestS3Server } from '../helpers/rgw';
 
 /** The server-side import (contract 6.4) on the S3 store: the same assets, the same skips, a second import reads nothing. */
 jest.setTimeout(120_000);

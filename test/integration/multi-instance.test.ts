@@ -6,13 +6,13 @@ import { Client } from 'pg';
 import { startDownload, waitTask } from '../helpers/downloads';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { blake3Of, createTestDatabase, json, KEYS, uploadForm, waitFor } from '../helpers/harness';
-import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { startS3Server, type TestS3Server } from '../helpers/rgw';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { tusUpload, tusUploadUntilKilled } from '../helpers/tus';
 
 /**
  * Several service processes (dist/, `node dist/src/main.js --role ...`) sharing nothing but one PostgreSQL database
- * and one blob store: a shared DATA_DIR on disk, or one S3 bucket (s3rver).
+ * and one blob store: a shared DATA_DIR on disk, or one S3 bucket (Ceph RGW).
  */
 jest.setTimeout(240_000);
 const MiB = 1024 * 1024;
@@ -21,8 +21,8 @@ const BLOB_KEY = /^(?:mi\/)?[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/;
 interface Cluster {
   db: Client;
   env: Record<string, string>;
-  blobs(): string[];
-  temporaries(): string[];
+  blobs(): Promise<string[]>;
+  temporaries(): Promise<string[]>;
 }
 
 const procs: ServiceProcess[] = [];
@@ -52,8 +52,8 @@ async function fsCluster(): Promise<Cluster> {
   return {
     db,
     env: { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0' },
-    blobs: () => walk(root).flatMap((k) => BLOB_KEY.exec(k)?.[1] ?? []),
-    temporaries: () => [...walk(path.join(root, '.tmp')), ...walk(path.join(root, '.partial'))],
+    blobs: async () => walk(root).flatMap((k) => BLOB_KEY.exec(k)?.[1] ?? []),
+    temporaries: async () => [...walk(path.join(root, '.tmp')), ...walk(path.join(root, '.partial'))],
   };
 }
 
@@ -72,8 +72,8 @@ async function s3Cluster(): Promise<Cluster> {
     db,
     // Each process gets its own DATA_DIR here: on S3 nothing but the bucket and the database is shared.
     env: { ...s3.env, S3_PREFIX: 'mi', DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0' },
-    blobs: () => s3.objectKeys().flatMap((k) => BLOB_KEY.exec(k)?.[1] ?? []),
-    temporaries: () => [...s3.objectKeys().filter((k) => /^mi\/\.(tmp|partial)\//.test(k)), ...Array.from({ length: s3.pendingUploads() }, () => 'upload')],
+    blobs: async () => (await s3.objectKeys()).flatMap((k) => BLOB_KEY.exec(k)?.[1] ?? []),
+    temporaries: async () => [...(await s3.objectKeys()).filter((k) => /^mi\/\.(tmp|partial)\//.test(k)), ...Array.from({ length: (await s3.pendingUploads()) }, () => 'upload')],
   };
 }
 
@@ -86,9 +86,9 @@ async function upload(p: ServiceProcess, body: Buffer, key: string) {
 async function checkFinalState(c: Cluster, expected: { contents: number; assets: number }): Promise<void> {
   const rows = (await c.db.query<{ blake3: string }>('SELECT blake3 FROM content')).rows.map((r) => r.blake3.trim()).sort();
   expect(rows).toHaveLength(expected.contents);
-  expect(c.blobs().sort()).toEqual(rows);
+  expect((await c.blobs()).sort()).toEqual(rows);
   expect(Number((await c.db.query('SELECT count(*) AS n FROM asset')).rows[0].n)).toBe(expected.assets);
-  expect(c.temporaries()).toEqual([]);
+  expect((await c.temporaries())).toEqual([]);
 }
 
 /**
@@ -122,7 +122,7 @@ async function concurrentUploads(c: Cluster, a: ServiceProcess, b: ServiceProces
   const [aa, , ab] = results;
   expect((await a.fetch(`/api/assets/${aa!.body.id}`, { method: 'DELETE', key: KEYS.alice })).status).toBe(204);
   expect((await b.fetch(`/api/assets/${ab!.body.id}`, { method: 'DELETE', key: KEYS.bob })).status).toBe(204);
-  await waitFor(async () => (c.blobs().length === 11 ? true : undefined), { timeoutMs: 60_000, what: 'GC of the deleted content' });
+  await waitFor(async () => ((await c.blobs()).length === 11 ? true : undefined), { timeoutMs: 60_000, what: 'GC of the deleted content' });
   await checkFinalState(c, { contents: 11, assets: 14 });
 }
 

@@ -3,10 +3,10 @@ import http from 'node:http';
 import { Client } from 'pg';
 import { blake3Of, createTestDatabase, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { CountingProxy } from '../helpers/counting-proxy';
-import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { startS3Server, type TestS3Server } from '../helpers/rgw';
 
 /**
- * The service on S3 (s3rver): presigned downloads, multipart-sized uploads, client disconnects, delete + GC, the
+ * The service on S3 (Ceph RGW): presigned downloads, multipart-sized uploads, client disconnects, delete + GC, the
  * orphan sweeper, and the GC race across two service instances sharing one database and one bucket.
  */
 const MiB = 1024 * 1024;
@@ -20,8 +20,8 @@ afterAll(async () => {
 
 const unique = (label = 'x') => Buffer.from(`${label}-${crypto.randomUUID()}`);
 const hexOf = (b: Buffer) => blake3Of(b).slice('blake3:'.length);
-const contentKeys = () => s3.objectKeys().filter((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/.test(k));
-const tempKeys = () => s3.objectKeys().filter((k) => k.startsWith('.tmp/') || k.startsWith('.partial/'));
+const contentKeys = async () => (await s3.objectKeys()).filter((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/.test(k));
+const tempKeys = async () => (await s3.objectKeys()).filter((k) => k.startsWith('.tmp/') || k.startsWith('.partial/'));
 
 async function upload(svc: TestService, body: Buffer, fields: Record<string, string> = {}, key: string = KEYS.alice, name = 'f.bin') {
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
@@ -83,7 +83,7 @@ describe('one instance on S3', () => {
     const part = await svc.fetch(`/api/assets/${a.id}/content`, { headers: { range: `bytes=${8 * MiB - 3}-${8 * MiB + 2}` } });
     expect(part.status).toBe(206);
     expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(8 * MiB - 3, 8 * MiB + 3))).toBe(true);
-    expect(tempKeys()).toEqual([]);
+    expect((await tempKeys())).toEqual([]);
   });
 
   test('a client that disconnects mid-upload leaves no temporary object or multipart upload', async () => {
@@ -97,24 +97,24 @@ describe('one instance on S3', () => {
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`);
     for (let i = 0; i < 12; i++) await new Promise<void>((resolve) => req.write(crypto.randomBytes(MiB), () => resolve()));
     // Wait until the service has begun a multipart upload, then vanish.
-    await waitFor(async () => (s3.pendingUploads() > 0 ? true : undefined), { what: 'a multipart upload to begin' });
+    await waitFor(async () => ((await s3.pendingUploads()) > 0 ? true : undefined), { what: 'a multipart upload to begin' });
     req.destroy();
-    await waitFor(async () => (tempKeys().length === 0 && s3.pendingUploads() === 0 ? true : undefined), { what: 'no temporaries' });
+    await waitFor(async () => ((await tempKeys()).length === 0 && (await s3.pendingUploads()) === 0 ? true : undefined), { what: 'no temporaries' });
   });
 
   test('delete + GC removes the row and the blob; from-hash then answers 404', async () => {
     const bytes = unique('gc');
     const { body: a } = await upload(svc, bytes);
     const key = `${hexOf(bytes).slice(0, 2)}/${hexOf(bytes).slice(2, 4)}/${hexOf(bytes)}`;
-    expect(s3.objectKeys()).toContain(key);
+    expect((await s3.objectKeys())).toContain(key);
     expect((await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
-    await waitFor(async () => (!s3.objectKeys().includes(key) ? true : undefined), { what: 'the blob to be collected' });
+    await waitFor(async () => (!(await s3.objectKeys()).includes(key) ? true : undefined), { what: 'the blob to be collected' });
     expect((await svc.fetch(`/api/assets/hash/${blake3Of(bytes)}`, { method: 'HEAD' })).status).toBe(404);
     expect((await fromHash(svc, blake3Of(bytes), KEYS.bob)).status).toBe(404);
     // Uploading it again stores it anew.
     const again = await upload(svc, bytes, {}, KEYS.bob);
     expect(again.status).toBe(201);
-    expect(s3.objectKeys()).toContain(key);
+    expect((await s3.objectKeys())).toContain(key);
   });
 
   test('the orphan sweeper removes blobs without a content row, and only those', async () => {
@@ -134,7 +134,7 @@ describe('the store unreachable', () => {
   let svc: TestService;
   let proxy: CountingProxy;
   beforeAll(async () => {
-    // The service reaches s3rver through a proxy that can drop every connection and refuse new ones.
+    // The service reaches RGW through a proxy that can drop every connection and refuse new ones.
     proxy = await new CountingProxy(s3.endpoint).start();
     svc = await startTestService({ ...s3.env, S3_ENDPOINT: proxy.url });
   });
@@ -165,7 +165,7 @@ describe('the store unreachable', () => {
     expect((await upload(svc, after)).status).toBe(201);
     const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
     expect(Buffer.from(await content.arrayBuffer())).toEqual(before);
-    expect(tempKeys()).toEqual([]);
+    expect((await tempKeys())).toEqual([]);
   });
 });
 
@@ -185,7 +185,7 @@ describe('the store failing on its side', () => {
     const before = unique('before');
     const stored = await upload(svc, before);
     expect(stored.status).toBe(201);
-    const temps = tempKeys().length;
+    const temps = (await tempKeys()).length;
     proxy.refuse = () => status;
     try {
       for (const res of [
@@ -200,7 +200,7 @@ describe('the store failing on its side', () => {
     }
     const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
     expect(Buffer.from(await content.arrayBuffer()).equals(before)).toBe(true);
-    expect(tempKeys().length).toBe(temps);
+    expect((await tempKeys()).length).toBe(temps);
   });
 
   test('501 (a feature the store lacks) is not taken for an outage: no 503 with Retry-After for a retry that cannot help', async () => {
@@ -266,7 +266,7 @@ describe('two instances on one database and one bucket: GC vs concurrent referen
     const rows = await db.query<{ blake3: string; referenced: boolean }>(
       'SELECT c.blake3, EXISTS (SELECT 1 FROM asset a WHERE a.content_hash = c.blake3) AS referenced FROM content c',
     );
-    const keys = new Set(contentKeys().map((k) => k.slice(6)));
+    const keys = new Set((await contentKeys()).map((k) => k.slice(6)));
     for (const r of rows.rows) expect([r.blake3.trim(), keys.has(r.blake3.trim())]).toEqual([r.blake3.trim(), true]);
     const dangling = await db.query('SELECT 1 FROM asset a WHERE NOT EXISTS (SELECT 1 FROM content c WHERE c.blake3 = a.content_hash)');
     expect(dangling.rowCount).toBe(0);
@@ -334,6 +334,6 @@ describe('two instances on one database and one bucket: GC vs concurrent referen
     }
     expect(await b.container.blobStore.exists(hex)).toBe(true);
     await checkInvariant();
-    expect(tempKeys()).toEqual([]);
+    expect((await tempKeys())).toEqual([]);
   });
 });

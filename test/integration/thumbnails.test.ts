@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import { THUMBNAIL_JOB } from '../../src/domain/thumbnails/thumbnail.job';
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService, granted } from '../helpers/harness';
-import { startS3Server } from '../helpers/s3-server';
+import { startS3Server } from '../helpers/rgw';
 
 let svc: TestService;
 let db: Client;

@@ -4,13 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { DomainError } from '../../src/domain/errors';
 import { blake3Of, createTestDatabase, json, startTestService, waitFor, type TestService } from '../helpers/harness';
-import { startS3Server, type TestS3Server } from '../helpers/s3-server';
+import { startS3Server, type TestS3Server } from '../helpers/rgw';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { startCuttingProxy, TUS, tusUpload, tusUploadUntilKilled } from '../helpers/tus';
 
 /**
  * Resumable uploads across failures: the service process SIGKILLed mid-upload and another one
- * continuing from the offset HEAD reports; two instances on one database; the same on S3 (s3rver).
+ * continuing from the offset HEAD reports; two instances on one database; the same on S3 (Ceph RGW).
  */
 jest.setTimeout(180_000);
 const KiB = 1024;
@@ -185,7 +185,7 @@ describe('two instances on one database (disk)', () => {
   });
 });
 
-describe('S3 (s3rver)', () => {
+describe('S3 (Ceph RGW)', () => {
   let s3: TestS3Server;
   let a: TestService;
   let b: TestService;
@@ -212,8 +212,8 @@ describe('S3 (s3rver)', () => {
     }
     const asset = await assetVia(a.fetch, idOf(url));
     expect(asset.asset_hash).toBe(blake3Of(data));
-    expect(s3.objectKeys().filter((k) => k.startsWith('.partial/'))).toEqual([]);
-    expect(s3.objectKeys()).toContain(`${blake3Of(data).slice(7, 9)}/${blake3Of(data).slice(9, 11)}/${blake3Of(data).slice(7)}`);
+    expect((await s3.objectKeys()).filter((k) => k.startsWith('.partial/'))).toEqual([]);
+    expect((await s3.objectKeys())).toContain(`${blake3Of(data).slice(7, 9)}/${blake3Of(data).slice(9, 11)}/${blake3Of(data).slice(7)}`);
   });
 
   test('one instance continues an upload the other started', async () => {
@@ -232,10 +232,10 @@ describe('S3 (s3rver)', () => {
       body: data,
     });
     expect(last.status).toBe(503);
-    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
+    expect((await s3.objectKeys()).some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
     const asset = await assetVia(b.fetch, id);
     expect(asset.asset_hash).toBe(blake3Of(data));
-    expect(s3.objectKeys().filter((k) => k.startsWith(`.partial/upload-${id}/`))).toEqual([]);
+    expect((await s3.objectKeys()).filter((k) => k.startsWith(`.partial/upload-${id}/`))).toEqual([]);
   });
 
   test('the store unreachable during a PATCH: 503 SERVICE_UNAVAILABLE with Retry-After, the offset does not move, and the upload resumes', async () => {
@@ -275,8 +275,8 @@ describe('S3 (s3rver)', () => {
       headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
       body: crypto.randomBytes(500),
     });
-    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
+    expect((await s3.objectKeys()).some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(true);
     expect((await b.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS })).status).toBe(204);
-    expect(s3.objectKeys().some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(false);
+    expect((await s3.objectKeys()).some((k) => k.startsWith(`.partial/upload-${id}/`))).toBe(false);
   });
 });

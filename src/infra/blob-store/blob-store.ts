@@ -148,12 +148,16 @@ export function checkObjectName(name: string): string {
   return name;
 }
 
-/** ENOSPC / EDQUOT (disk full, quota exceeded), wherever they surface in a chain of causes. */
+/** S3's answers for a bucket or user over its quota (RGW: 403 QuotaExceeded) or a store out of space (507). */
+const FULL_NAMES = new Set(['QuotaExceeded', 'InsufficientCapacity', 'InsufficientStorage']);
+
+/** ENOSPC / EDQUOT (disk full, quota exceeded), or S3's equivalents, wherever they surface in a chain of causes. */
 export function isStorageFull(err: unknown): boolean {
   let e: unknown = err;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as { code?: unknown; message?: unknown; cause?: unknown };
+    const o = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
     if (o.code === 'ENOSPC' || o.code === 'EDQUOT') return true;
+    if ((typeof o.name === 'string' && FULL_NAMES.has(o.name)) || o.$metadata?.httpStatusCode === 507) return true;
     if (typeof o.message === 'string' && /\b(ENOSPC|EDQUOT)\b|no space left on device|quota exceeded/i.test(o.message)) return true;
     e = o.cause;
   }

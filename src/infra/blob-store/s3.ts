@@ -19,6 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
+import { DomainError } from '../../domain/errors';
 import { contentDisposition } from '../content-disposition';
 import { BlobNotFoundError, blobPath, translateStoreError, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
 
@@ -63,7 +64,7 @@ const SNAPSHOT = 'snapshot';
  *   and the parts of an unfinished multipart upload cannot be read back), so any instance can resume them.
  *
  * Checksums: the client only adds request checksums where an operation requires them and does not validate response
- * checksums unless asked (`WHEN_REQUIRED`); several S3-compatible stores (and s3rver) reject or mangle the
+ * checksums unless asked (`WHEN_REQUIRED`); several S3-compatible stores (Ceph RGW 16 among them) reject the
  * aws-chunked CRC trailers the SDK otherwise sends by default. Integrity is ours: every byte is hashed (BLAKE3 and
  * SHA-256) on the way in.
  */
@@ -73,6 +74,13 @@ export class S3BlobStore implements BlobStore {
   private readonly bucket: string;
   private readonly base: string;
   private readonly o: Required<Omit<S3BlobStoreOptions, 'client'>>;
+  /**
+   * Multipart uploads whose abort failed (the store went away mid-upload): aborted again once it answers (ping, the
+   * next upload), so an outage leaves no incomplete upload behind; the sweeper remains the last resort after a crash.
+   */
+  private readonly unaborted = new Map<string, { key: string; uploadId: string }>();
+  /** A write was refused for lack of space (a bucket quota, a full store) and none has succeeded since: ping probes. */
+  private full = false;
 
   constructor(config: S3Config, options: S3BlobStoreOptions = {}) {
     this.bucket = config.bucket;
@@ -110,10 +118,24 @@ export class S3BlobStore implements BlobStore {
         try {
           return await next(args);
         } catch (err) {
-          throw translateStoreError(err);
+          const translated = translateStoreError(err);
+          if (translated instanceof DomainError && translated.code === 'INSUFFICIENT_STORAGE') this.full = true;
+          throw translated;
         }
       },
       { step: 'initialize', name: 'storeUnavailable', priority: 'high' },
+    );
+    // Bodies go unsigned (`UNSIGNED-PAYLOAD`, as AWS's own tools do over TLS): SigV4 would otherwise hash every part
+    // with SHA-256 once more on the event loop, a second pass over the bytes the upload already hashed.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { body?: unknown; headers?: Record<string, string> };
+        if (request.headers && request.body !== undefined && ArrayBuffer.isView(request.body) && request.body.byteLength > 0) {
+          request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        }
+        return next(args);
+      },
+      { step: 'build', name: 'unsignedPayload' },
     );
   }
 
@@ -309,6 +331,27 @@ export class S3BlobStore implements BlobStore {
 
   async ping(): Promise<void> {
     await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    if (this.full) await this.probeSpace();
+    await this.retryAborts();
+  }
+
+  /**
+   * Whether the store takes a write at all (one byte, removed at once): throws INSUFFICIENT_STORAGE while it refuses
+   * for lack of space, so /readyz names `storage` until space is freed, and then clears the flag by itself.
+   */
+  private async probeSpace(): Promise<void> {
+    const key = `${this.base}.tmp/space-probe-${crypto.randomUUID()}`;
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Buffer.alloc(1) }));
+    this.full = false;
+    await this.deleteKey(key);
+  }
+
+  /** Aborts the uploads whose abort failed earlier; one that fails again stays for the next time. */
+  private async retryAborts(): Promise<void> {
+    for (const [id, u] of this.unaborted) {
+      this.unaborted.delete(id);
+      await this.abortUpload(u.key, u.uploadId);
+    }
   }
 
   /** Object key of a blob (tests and the orphan sweeper). */
@@ -331,12 +374,17 @@ export class S3BlobStore implements BlobStore {
       partSize: this.o.partSize,
       queueSize,
     });
+    if (this.unaborted.size > 0) void this.retryAborts();
     try {
       await upload.done();
+      this.full = false;
     } catch (err) {
-      // lib-storage aborts on its own, but not when the abort itself fails; the sweeper is the last resort.
+      // lib-storage aborts on its own, but not when the abort itself fails; retryAborts and the sweeper finish it.
       if (upload.uploadId) await this.abortUpload(key, upload.uploadId);
       await this.deleteKey(key).catch(() => undefined);
+      // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
+      // the client mostly sees the connection cut (EPIPE) instead of that answer, so a cut asks the store once more.
+      if (isCut(err) && (await this.refusesWrites())) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
       throw err;
     }
   }
@@ -394,6 +442,16 @@ export class S3BlobStore implements BlobStore {
     } catch (err) {
       await this.abortUpload(dest, UploadId!);
       throw err;
+    }
+  }
+
+  /** Whether a one-byte write is refused for lack of space (any other outcome: no). */
+  private async refusesWrites(): Promise<boolean> {
+    try {
+      await this.probeSpace();
+      return false;
+    } catch (err) {
+      return err instanceof DomainError && err.code === 'INSUFFICIENT_STORAGE';
     }
   }
 
@@ -522,7 +580,11 @@ export class S3BlobStore implements BlobStore {
   }
 
   private async abortUpload(key: string, uploadId: string): Promise<void> {
-    await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
+    } catch (err) {
+      if (!isNotFound(err)) this.unaborted.set(uploadId, { key, uploadId });
+    }
   }
 
   private async *list(prefix: string): AsyncIterable<{ key: string; size: number; lastModified: number }> {
@@ -587,6 +649,18 @@ async function* concat(...sources: AsyncIterable<Buffer>[]): AsyncIterable<Buffe
 }
 
 const total = (sources: Source[]): number => sources.reduce((n, s) => n + s.size, 0);
+
+/** A connection cut while the request was written (EPIPE, ECONNRESET), wherever it surfaces in a chain of causes. */
+function isCut(err: unknown): boolean {
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
+    const o = e as { code?: unknown; message?: unknown; cause?: unknown };
+    if (o.code === 'EPIPE' || o.code === 'ECONNRESET') return true;
+    if (typeof o.message === 'string' && /\b(EPIPE|ECONNRESET)\b/.test(o.message)) return true;
+    e = o.cause;
+  }
+  return false;
+}
 
 function isNotFound(err: unknown): boolean {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
