@@ -48,7 +48,8 @@ async function signedUrls(svcUrl, n) {
   const get = async (p) => (await fetch(`${svcUrl}${p}`, { headers: { 'x-api-key': KEY } })).json();
   const { access } = await get('/api/thumbnail-access');
   const { assets } = await get(`/api/assets?limit=${n}`);
-  return assets.map((a) => `${a.thumbnail_url}?access=${encodeURIComponent(access)}`);
+  // thumbnail_url carries the owner's grant already (MEDIA_URL_GRANTS); the page swaps in its own, as the UI does.
+  return assets.map((a) => `${a.thumbnail_url.split('?')[0]}?access=${encodeURIComponent(access)}`);
 }
 
 /**
