@@ -25,6 +25,7 @@ export interface Asset {
   userMetadata: Record<string, unknown>;
   metadata?: Record<string, unknown> | null;
   thumbnailUrl?: string | null;
+  previewUrl?: string | null;
   previewId?: string | null;
   promptId?: string | null;
   loaderPath?: string | null;
@@ -42,13 +43,24 @@ export interface Task {
   updateTime: string;
   completedAt?: string | null;
   errorMessage?: string | null;
-  payload?: { sourceUrl?: string | null } | null;
+  payload?: { sourceUrl?: string | null; tags?: string[]; userMetadata?: Record<string, unknown>; previewId?: string | null } | null;
+  exportRequest?: ExportRequest | null;
   progress: { bytesDownloaded: number; bytesTotal?: number | null; progress?: number | null };
   result?: Record<string, unknown> | null;
 }
 
+/** What an export was asked for (its Retry asks for the same). */
+export interface ExportRequest {
+  assetIds?: string[] | null;
+  jobIds?: string[] | null;
+  jobAssetNameFilters?: Record<string, string[]> | null;
+  includePreviews?: boolean | null;
+  namingStrategy?: string | null;
+}
+
 export interface AssetFilter {
   includeTags?: string[];
+  anyTags?: string[];
   nameContains?: string;
   hash?: string;
 }
@@ -75,6 +87,28 @@ export class Api {
 
   gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
     return this.post<T>(JSON.stringify({ query, variables }));
+  }
+
+  /**
+   * One mutation per id in one request (aliased), for bulk actions: the ids it did and the errors of the others
+   * (one refused asset does not hide what happened to the rest).
+   */
+  async each(ids: string[], field: string, args = '', selection = '', extra: Record<string, string[]> = {}): Promise<{ done: string[]; failed: string[] }> {
+    const done: string[] = [];
+    const failed: string[] = [];
+    for (let i = 0; i < ids.length; i += 50) {
+      const batch = ids.slice(i, i + 50);
+      const decl = Object.entries(extra).map(([k]) => `, $${k}: [String!]!`).join('');
+      const body = batch.map((_, j) => `m${j}: ${field}(id: $id${j}${args})${selection}`).join('\n');
+      const query = `mutation(${batch.map((_, j) => `$id${j}: ID!`).join(', ')}${decl}) { ${body} }`;
+      const variables = { ...extra, ...Object.fromEntries(batch.map((id, j) => [`id${j}`, id])) };
+      const a = await send('/graphql', graphqlInit(this.key, JSON.stringify({ query, variables })));
+      if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
+      if (a.status === 401) this.onUnauthorized();
+      const data = ((a.body as { data?: Record<string, unknown> | null })?.data ?? {}) as Record<string, unknown>;
+      batch.forEach((id, j) => (data[`m${j}`] !== undefined && data[`m${j}`] !== null && data[`m${j}`] !== false ? done : failed).push(id));
+    }
+    return { done, failed };
   }
 
   /**
@@ -201,7 +235,9 @@ export interface AssetPageData {
 export const assetFields = (f: Features): string => (f.metadata ? ALL_ASSET_FIELDS : BASE_ASSET_FIELDS);
 
 export const taskFields = (f: Features): string =>
-  `id taskName status createTime updateTime completedAt errorMessage payload { sourceUrl } progress { bytesDownloaded bytesTotal progress }${
+  'id taskName status createTime updateTime completedAt errorMessage payload { sourceUrl tags userMetadata previewId } ' +
+  'exportRequest { assetIds jobIds jobAssetNameFilters includePreviews namingStrategy } ' +
+  `progress { bytesDownloaded bytesTotal progress }${
     f.taskResultFields.length ? ` result { ${f.taskResultFields.join(' ')} }` : ''
   }`;
 
@@ -209,4 +245,20 @@ export const taskFields = (f: Features): string =>
 export async function checkKey(key: string): Promise<void> {
   const api = new Api(key, () => {});
   await api.gql('{ tasks(limit: 1) { total } }');
+}
+
+/**
+ * Where the page reads an asset's bytes for the viewer and players: the one place that builds media URLs. A signed
+ * URL of its own content (contract 3.7: `preview_url` with `?access=`) loads in <img>/<video> as it is; otherwise the
+ * content route, fetched with the key header.
+ */
+export function mediaSource(a: Asset): { url: string; keyed: boolean } {
+  const own = !a.previewId || a.previewId === a.id;
+  if (own && a.previewUrl && /[?&]access=/.test(a.previewUrl)) return { url: a.previewUrl, keyed: false };
+  return { url: `/api/assets/${encodeURIComponent(a.id)}/content`, keyed: true };
+}
+
+/** The asset's URL to share or paste into a tool (absolute; it needs the key, or a durable `short_url` when given). */
+export function assetUrl(a: Asset & { shortUrl?: string | null }): string {
+  return a.shortUrl ?? `${location.origin}/api/assets/${encodeURIComponent(a.id)}/content`;
 }

@@ -17,7 +17,7 @@ export const pageSizeOf = (search: string): number => Math.min(500, Math.max(1, 
 
 /** The asset fields every schema of this service has; the first screen asks for the optional ones too. */
 export const BASE_ASSET_FIELDS = 'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
-export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath`;
+export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath previewUrl`;
 
 /** The first screen's page: its size and a sort (`field:order`, default DEFAULT_SORT), as the GraphQL variables. */
 export function firstScreenArgs(limit: number, sort: string = DEFAULT_SORT): { limit: number; sort: string; order: string } {

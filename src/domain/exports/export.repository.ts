@@ -6,6 +6,8 @@ export interface ExportArchiveRecord {
   taskId: string;
   size: number;
   expiresAt: Date;
+  /** When the archive was written (known once stored). */
+  createdAt?: Date;
 }
 
 export interface ExportableAsset {
@@ -59,7 +61,8 @@ export class ExportRepository {
 
   async findArchive(name: string): Promise<ExportArchiveRecord | undefined> {
     const r = await this.db.exportArchive.findUnique({ where: { name } });
-    return r ? { name: r.name, ownerId: r.ownerId, taskId: r.taskId, size: Number(r.size ?? 0), expiresAt: r.expiresAt } : undefined;
+    if (!r) return undefined;
+    return { name: r.name, ownerId: r.ownerId, taskId: r.taskId, size: Number(r.size ?? 0), expiresAt: r.expiresAt, createdAt: r.createdAt };
   }
 
   async findExpired(now: Date, limit: number): Promise<string[]> {

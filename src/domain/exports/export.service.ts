@@ -292,7 +292,8 @@ export class ExportService {
     const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
     const seconds = Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000));
     if (this.deps.blobs.presignedObjectUrl) {
-      const url = await this.deps.blobs.presignedObjectUrl(objectName(name), { fileName: name, contentType: 'application/zip', expiresInSeconds: seconds });
+      const fileName = downloadNameOf(archive.createdAt);
+      const url = await this.deps.blobs.presignedObjectUrl(objectName(name), { fileName, contentType: 'application/zip', expiresInSeconds: seconds });
       return { url, expiresAt };
     }
     const expires = Math.floor(expiresAt.getTime() / 1000);
@@ -304,7 +305,11 @@ export class ExportService {
    * The archive behind a signed URL: FORBIDDEN for a bad or outdated signature, NOT_FOUND once it expired. `open`
    * reads it whole or one byte range.
    */
-  async openSigned(name: string, expires: string, signature: string): Promise<{ size: number; open(range?: { start: number; end: number }): Promise<Readable> }> {
+  async openSigned(
+    name: string,
+    expires: string,
+    signature: string,
+  ): Promise<{ size: number; fileName: string; open(range?: { start: number; end: number }): Promise<Readable> }> {
     // Only the form this service writes (`0123` or `1e9` would sign the same text as `123` / `1000000000`).
     const at = /^[1-9][0-9]{0,15}$/.test(expires) ? Number(expires) : NaN;
     const expected = Number.isSafeInteger(at) ? await this.sign(name, at) : '';
@@ -315,7 +320,8 @@ export class ExportService {
     if (at * 1000 < Date.now()) throw new DomainError('FORBIDDEN', 'this URL has expired; ask for a new one');
     const archive = await this.archive(name);
     if (!archive) throw notFound(name);
-    return { size: archive.size, open: (range) => this.deps.blobs.readObject(objectName(name), range) };
+    const open = (range?: { start: number; end: number }) => this.deps.blobs.readObject(objectName(name), range);
+    return { size: archive.size, fileName: downloadNameOf(archive.createdAt), open };
   }
 
   /** Removes archives past their TTL; returns how many. */
@@ -373,3 +379,12 @@ export class ExportService {
 }
 
 const sum = (assets: ExportableAsset[]): number => assets.reduce((n, a) => n + a.size, 0);
+
+/**
+ * The name a saved archive gets (Content-Disposition): when it was made, in UTC (`assets-2026-11-27-1530.zip`), which
+ * says more to a person than the archive's id.
+ */
+export function downloadNameOf(createdAt: Date | undefined): string {
+  const t = (createdAt ?? new Date()).toISOString();
+  return `assets-${t.slice(0, 10)}-${t.slice(11, 13)}${t.slice(14, 16)}.zip`;
+}

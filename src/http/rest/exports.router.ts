@@ -50,7 +50,7 @@ export function exportDownloadRouter(deps: { exports: ExportService }): Router {
       if (range === 'unsatisfiable') throw unsatisfiable(archive.size);
       res.set({
         'Content-Type': 'application/zip',
-        'Content-Disposition': contentDisposition('attachment', name),
+        'Content-Disposition': contentDisposition('attachment', archive.fileName),
         'Accept-Ranges': 'bytes',
         'Cache-Control': 'private, no-store',
         ETag: etag,
