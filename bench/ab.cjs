@@ -7,13 +7,13 @@
 // Kinds:
 //   graphql | rest | rest-head | graphql-list | rest-list   64 connections (autocannon) for S seconds per turn, on one
 //       PostgreSQL and one data dir: GraphQL `asset(id)`, REST GET /api/assets/{id} (figure 7's workloads,
-//       bench/graphql.cjs), HEAD /api/assets/hash/{hash} (figure 4's second route), or their list forms; req/s, p99
-//       and the CPU time the service process used per request (/proc). Every GraphQL answer's body is checked: one
-//       with `errors` (or without its `data`) fails the run, as a non-2xx status does.
-//   content    GET /api/assets/{id}/content of 1 GiB (bench/content.cjs), both builds and the bare node:http server
-//       interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
+//       bench/figures/graphql.cjs), HEAD /api/assets/hash/{hash} (figure 4's second route), or their list forms;
+//       req/s, p99 and the CPU time the service process used per request (/proc). Every GraphQL answer's body is
+//       checked: one with `errors` (or without its `data`) fails the run, as a non-2xx status does.
+//   content    GET /api/assets/{id}/content of 1 GiB (bench/figures/content.cjs), both builds and the bare node:http
+//       server interleaved, on fresh processes and again after 15 s of metadata load on each; MiB/s, CPU s per GiB.
 //   upload     a 1 GiB multipart upload (figure 1); MB/s.
-//   tus        a 1 GiB (BENCH_AB_TUS_MIB) tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB) over one kept-alive connection
+//   tus        a 1 GiB (BENCH_AB_TUS_MIB) tus upload in 64 MiB PATCHes (BENCH_TUS_PATCH_MIB), one connection
 //       (bench/lib/tus-client.cjs); MB/s, and the median wait of a PATCH from its last byte to its answer. Each upload
 //       starts once the previous one's blob is removed and the disk synced (BENCH_TUS_SETTLE=0: at once).
 //   download   a 1 GiB download task from the local mirror (figure 6); each build on its own PostgreSQL and data
@@ -26,10 +26,10 @@
 // (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
 const path = require('node:path');
 const { MiB, GiB, KEY, startStack, spawnService, spawnHelper, uploadMultipart, requestJson, cannon, cannonWithCpu, cpuMicros, median, r2, r3, mbps, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
-const { cycling, seedPreviews } = require('./graphql.cjs');
-const { teachAutocannonHead, skipHeadBodies } = require('./metadata.cjs');
-const content = require('./content.cjs');
-const { viaTask } = require('./download.cjs');
+const { cycling, seedPreviews } = require('./figures/graphql.cjs');
+const { teachAutocannonHead, skipHeadBodies } = require('./figures/metadata.cjs');
+const content = require('./figures/content.cjs');
+const { viaTask } = require('./figures/download.cjs');
 const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
 const LOAD_KINDS = ['graphql', 'rest', 'rest-head', 'graphql-list', 'rest-list'];
 const KINDS = [...LOAD_KINDS, 'content', 'upload', 'tus', 'download'];
@@ -75,7 +75,7 @@ async function load(kind, dirs, { rounds, duration }) {
     for (let round = 0; round < rounds; round++) {
       for (const k of order(round)) {
         const r = await cannonWithCpu(options(svc[k].url), svc[k].pid);
-        // GraphQL answers are checked body by body (bench/graphql.cjs, verifyBody), not only by status.
+        // GraphQL answers are checked body by body (bench/figures/graphql.cjs, verifyBody), not only by status.
         if (!r.ok) throw new Error(`${k}: non-2xx, errors or GraphQL errors in the body: ${JSON.stringify(r)}`);
         res[k].push({ rps: r.rps, p99: r.p99, cpuUs: r.cpuUs });
         log(`  round ${round + 1} ${k}: ${r.rps.toFixed(0)} req/s p99 ${r.p99} ms ${res[k].at(-1).cpuUs.toFixed(0)} µs CPU/req`);

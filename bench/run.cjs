@@ -1,6 +1,9 @@
 'use strict';
 // `npm run bench -- <name> [--smoke] [--rounds N]`: runs one benchmark (or `all`) against the built service.
-// Each script prints progress on stderr and ends with one line `RESULT <name> <json>` on stdout.
+// Each script prints progress on stderr and ends with one line `RESULT <name> <json>` on stdout. The figures are in
+// bench/figures/, the profiles and experiments behind them (run each with node) in bench/profiles/, shared code in
+// bench/lib/.
+const { spawn } = require('node:child_process');
 const path = require('node:path');
 const { parseArgs, machineFacts, log, runScript } = require('./lib/common.cjs');
 
@@ -25,23 +28,42 @@ const BENCHES = {
   cli: 'assets push vs curl -F; re-push of a stored tree vs BLAKE3 hashing (0 bytes sent); assets pull vs curl -o',
 };
 
+// Figures that are scripts of their own (their own options, no --smoke sizes): run as a child process.
+const SCRIPTS = {
+  'auth-flood': "a valid client's latency and p99 alone and while a flood of random API keys hits the service",
+  gc: 'seconds to reclaim 10,000 contents whose grace period is over (--count, --limit)',
+  'iso-date': "the GraphQL Date scalar's formatter vs Date.prototype.toISOString and the library scalar",
+};
+
+function runChild(name, rest) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'figures', `${name}.cjs`), ...rest], { stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${name} ended with ${signal ?? code}`))));
+  });
+}
+
 async function main() {
   const [name, ...rest] = process.argv.slice(2);
   if (!name || name === '--help' || name === 'list') {
     log('usage: npm run bench -- <name>|all [--smoke] [--rounds N]\n');
-    for (const [k, v] of Object.entries(BENCHES)) log(`  ${k.padEnd(16)} ${v}`);
+    for (const [k, v] of Object.entries({ ...BENCHES, ...SCRIPTS })) log(`  ${k.padEnd(16)} ${v}`);
+    log('\nprofiles and experiments: node bench/profiles/<name>.cjs (each file says what it measures and how)');
     process.exitCode = name ? 0 : 2;
     return;
   }
-  const names = name === 'all' ? Object.keys(BENCHES) : [name];
-  for (const n of names) {
-    if (!BENCHES[n]) throw new Error(`unknown benchmark ${n}; one of: ${Object.keys(BENCHES).join(', ')}, all`);
-  }
   const args = parseArgs(rest);
+  const names = name === 'all' ? [...Object.keys(BENCHES), ...(args.smoke ? [] : Object.keys(SCRIPTS))] : [name];
+  for (const n of names) {
+    if (!BENCHES[n] && !SCRIPTS[n]) {
+      throw new Error(`unknown benchmark ${n}; one of: ${Object.keys({ ...BENCHES, ...SCRIPTS }).join(', ')}, all`);
+    }
+  }
   log(`machine: ${JSON.stringify(machineFacts())}`);
   for (const n of names) {
-    log(`== ${n}: ${BENCHES[n]}${args.smoke ? ' (smoke)' : ''}`);
-    await require(path.join(__dirname, `${n}.cjs`)).run(args);
+    log(`== ${n}: ${BENCHES[n] ?? SCRIPTS[n]}${args.smoke ? ' (smoke)' : ''}`);
+    if (SCRIPTS[n]) await runChild(n, rest);
+    else await require(path.join(__dirname, 'figures', `${n}.cjs`)).run(args);
   }
 }
 

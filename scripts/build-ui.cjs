@@ -1,8 +1,9 @@
 /**
  * Builds the asset browser (GET /ui) into dist/ui/: ui/src/main.tsx (Preact) bundled by esbuild into one module
- * script (and the chunks it imports when first needed) and one stylesheet, with content hashes in their names and a manifest the server reads (src/http/ui/ui.router.ts);
- * ui/src/boot.ts into a small script the manifest carries as text, which the server inlines in the page's head (it
- * sends the first screen's requests before the bundle is loaded: ui/src/first-screen.ts).
+ * script (and the chunks it imports when first needed) and one stylesheet, with content hashes in their names and a
+ * manifest the server reads (src/http/ui/ui.router.ts); ui/src/boot.ts into a small script the manifest carries as
+ * text, which the server inlines in the page's head (it sends the first screen's requests before the bundle is loaded:
+ * ui/src/first-screen.ts).
  * Run by `npm run build`; the browser test calls buildUi() itself so it always tests the current sources.
  */
 const fs = require('node:fs');

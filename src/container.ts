@@ -64,8 +64,8 @@ export interface Container {
 
 export async function createBlobStore(config: Config, ingestWorkers: IngestWorkers): Promise<BlobStore> {
   if (config.storage.backend === 's3') {
-    // Loaded only for S3: the AWS SDK is ~6 MB of live heap and ~20 MB resident that a disk-store process never uses
-    // (BENCHMARKS.md, "Fifth stop: the service's resident memory").
+    // Loaded only for S3: the AWS SDK's heap and resident memory are wasted on a disk-store process
+    // (`npm run bench -- memory`).
     const { S3BlobStore: Store } = require('./infra/blob-store/s3') as { S3BlobStore: typeof S3BlobStore };
     return new Store(config.storage);
   }

@@ -1,9 +1,10 @@
 'use strict';
 // The "practical limit of the stack" for the metadata and listing benchmarks: a bare node:http server with a pg
 // Pool of the service's default size (10) running the same indexed SELECTs the service runs, with no framework,
-// no ORM, no auth lookup; statements are prepared once per connection (named). GET /api/assets runs the service's own page
-// statement (AssetRepository.pageTextIfChanged's text) and answers the service's 20 fields per asset, so the two
-// differ in the server around the statement only. Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
+// no ORM, no auth lookup; statements are prepared once per connection (named). GET /api/assets runs the service's own
+// page statement (AssetRepository.pageTextIfChanged's text) and answers the service's 20 fields per asset, so the two
+// differ in the server around the statement only.
+// Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
 const http = require('node:http');
 const { Pool } = require('pg');
 
@@ -11,11 +12,6 @@ const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: Number(
 const OWNER = process.env.OWNER || 'bench';
 const COLUMNS = `id::text AS id, owner_id, name, content_hash, size, mime_type, tags, user_metadata, preview_id::text AS preview_id,
   prompt_id::text AS prompt_id, is_immutable, created_at, updated_at, last_access_time`;
-
-const STATS = `SELECT coalesce(s.asset_count, 0) AS total, coalesce(s.version, 0) AS version,
-    ARRAY(SELECT coalesce(c.count, 0) FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i)
-          LEFT JOIN asset_tag_count c ON c.owner_id = $1 AND c.tag = t.tag ORDER BY t.i) AS counts
-  FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats s ON s.owner_id = $1`;
 
 /** AssetRepository's listing statement: the owner's counts and versions (TEXT_COLUMNS' companion, ownerStatsSql). */
 const STATS_SERVICE = `SELECT coalesce(o.asset_count, 0) AS total, coalesce(o.version, 0) AS version, coalesce(o.rows_version, 0) AS rows_version,

@@ -2,7 +2,7 @@
 // The native BLAKE3 (the addon the CLI and the service use) of one file, read in steps of `buf` (the baselines of the
 // CLI benchmarks: "b3sum-speed" hashing). Run as a script, `node bench/lib/blake3-file.cjs FILE` prints the hash,
 // reading 4 MiB at a time into a buffer off the page boundary (the fastest way to read with it here:
-// src/cli/assets/off-page.ts, bench/cli-hash.cjs), in a process that loads nothing else.
+// src/cli/assets/off-page.ts, bench/profiles/cli-hash.cjs), in a process that loads nothing else.
 const fs = require('node:fs');
 const { Blake3Hasher } = require('@napi-rs/blake-hash');
 

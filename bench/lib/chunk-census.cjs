@@ -1,8 +1,8 @@
 'use strict';
-// Preloaded into the service by `bench/profile-download.cjs --census` (NODE_OPTIONS=--require): counts the chunks the
-// download hands to the ingest pool by the size of their ArrayBuffer (a socket read is at most 64 KiB; a chunk in a
-// buffer of ~1 MiB is a join of buffered reads, whose originals are left as garbage), and samples the main thread's
-// external memory and ArrayBuffer bytes. Writes JSON to CENSUS_OUT every second. A bench tool only: it wraps
+// Preloaded into the service by `bench/profiles/profile-download.cjs --census` (NODE_OPTIONS=--require): counts the
+// chunks the download hands to the ingest pool by the size of their ArrayBuffer (a socket read is at most 64 KiB; a
+// chunk in a buffer of ~1 MiB is a join of buffered reads, whose originals are left as garbage), and samples the main
+// thread's external memory and ArrayBuffer bytes. Writes JSON to CENSUS_OUT every second. A bench tool only: it wraps
 // IngestJob.prototype.write of the build it runs in.
 const fs = require('node:fs');
 const path = require('node:path');

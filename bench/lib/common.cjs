@@ -198,7 +198,9 @@ async function spawnHelper(script, args = [], env = {}) {
   };
 }
 
-/** PostgreSQL (bench-owned) + the service on it (`main`: another build's, as spawnService); `stop()` removes everything. */
+/**
+ * PostgreSQL (bench-owned) + the service on it (`main`: another build's, as spawnService); `stop()` removes everything.
+ */
 async function startStack({ env = {}, nodeArgs = [], prefix = 'svc', main } = {}) {
   const dir = benchTmp(prefix);
   const pg = await startPostgres(path.join(dir, 'postgres'));

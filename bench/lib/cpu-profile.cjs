@@ -1,7 +1,7 @@
 'use strict';
 // Summaries of a V8 `.cpuprofile` (from `node --cpu-prof`): busy time, self time by package and the top functions,
 // with µs per request when the number of requests is given.
-// Shared by the profile scripts (bench/profile.cjs, bench/profile-download.cjs).
+// Shared by the profile scripts (bench/profiles/profile.cjs, bench/profiles/profile-download.cjs).
 
 function summarize(profile, top, print = console.log, requests = 0) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));

@@ -30,7 +30,7 @@ export const MAX_IDEMPOTENCY_KEY = 255;
 
 /**
  * A task's idempotency key (the `Idempotency-Key` header, GraphQL's `idempotencyKey`), the same for every task kind:
- * storable text, trimmed, at most 255 characters (longer does not fit the unique index: a database error); blank is none.
+ * storable text, trimmed, at most 255 characters (longer does not fit the unique index); blank is none.
  */
 export function idempotencyKeyOf(raw: string | null | undefined): string | null {
   if (raw == null) return null;

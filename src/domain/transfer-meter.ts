@@ -5,7 +5,9 @@
 export interface TransferMeter {
   /** An upload (bytes from a client into the content ingest) or a download (from a provider) began; returns its end. */
   begin(kind: 'upload' | 'download'): () => void;
-  /** Bytes received from a client (`uploaded`), fetched from a provider (`downloaded`) or sent to a client (`served`). */
+  /**
+   * Bytes received from a client (`uploaded`), fetched from a provider (`downloaded`) or sent to a client (`served`).
+   */
   add(flow: 'uploaded' | 'downloaded' | 'served', bytes: number): void;
 }
 

@@ -20,7 +20,9 @@ export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | 
   return `${proto}://${host}`;
 }
 
-/** The first of a header's comma-separated values, trimmed; undefined when empty (every request's first steps run this). */
+/**
+ * The first of a header's comma-separated values, trimmed; undefined when empty (every request's first steps run this).
+ */
 function first(v: string | string[] | undefined): string | undefined {
   const s = Array.isArray(v) ? v[0] : v;
   if (s === undefined) return undefined;

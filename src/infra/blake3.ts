@@ -1,4 +1,6 @@
-/** Incremental BLAKE3; the native addon (`@napi-rs/blake-hash`) where it loads, else the WebAssembly build (`blake3`). */
+/**
+ * Incremental BLAKE3; the native addon (`@napi-rs/blake-hash`) where it loads, else the WebAssembly build (`blake3`).
+ */
 export interface Blake3Incremental {
   update(chunk: Uint8Array): void;
   hex(): string;

@@ -99,7 +99,7 @@ export async function startEmbeddedPostgres(opts: {
       ...['-D', opts.dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
       // The cluster lives on local disk under DATA_DIR and its hot pages stay cached, so an index page costs about as
       // much as a sequential one. With the default 4.0 the planner counted a tag filter (GET /api/assets total) with a
-      // Seq Scan over 100k assets (~40 ms) instead of the GIN bitmap scan (~18 ms); see bench/listing.cjs.
+      // Seq Scan instead of the faster GIN bitmap scan (`npm run bench -- listing`).
       ...['-c', 'random_page_cost=1.1'],
     ],
     { ...(ids ?? {}), detached: true, stdio: ['ignore', log, log], env: { ...process.env, LC_ALL: 'C' } },

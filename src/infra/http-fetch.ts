@@ -187,8 +187,8 @@ export const headerText = (h: string | string[] | undefined): string | undefined
  * A response body's chunks one at a time, as the parser pushed them (with undici, each is one socket read in an
  * ArrayBuffer of its own). Iterating the stream itself (`for await (const c of body)`) calls `read()`, which joins
  * every chunk buffered while the consumer was busy into one new buffer: the reads become garbage that only V8's full
- * mark-compacts free, since they count as external memory while the young generation barely fills (BENCHMARKS.md,
- * "Third round: downloads, no copies on the main thread"). In flowing mode the stream hands out each chunk as it is;
+ * mark-compacts free, since they count as external memory while the young generation barely fills
+ * (`npm run bench -- download`). In flowing mode the stream hands out each chunk as it is;
  * it is paused while `highWater` bytes wait here. The stream's error, or its end without `end`, fails the iteration.
  */
 export async function* bodyChunks(body: Readable, highWater = 1 << 20): AsyncGenerator<Buffer> {

@@ -23,7 +23,7 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export const UNMATCHED_ROUTE = 'unmatched';
 /** The `status` label of a response the client did not wait for. */
 export const ABORTED_STATUS = 'aborted';
-/** GraphQL operation labels: a document without a named operation, one that did not parse or validate, and names over the cap. */
+/** GraphQL operation labels: no named operation, a document that did not parse or validate, names over the cap. */
 export const ANONYMOUS_OPERATION = '(anonymous)';
 export const INVALID_OPERATION = '(invalid)';
 export const OTHER_OPERATION = '(other)';

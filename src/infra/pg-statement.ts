@@ -6,8 +6,8 @@ import { Query, type Pool, type QueryResult, type QueryResultRow } from 'pg';
  *
  * Each run hands the pool pg's own `Query`, made from the statement's text and then given its name. A query passed as
  * a config object (`{ name, text, values }`) is first copied by pg property descriptor by property descriptor
- * (`normalizeQueryConfig`): about 1.5 µs per query on its own, 3 % of the HEAD route's CPU per request under figure
- * 4's load (`node bench/profile-rest.cjs head --compare=…`); a query made from a string is not copied.
+ * (`normalizeQueryConfig`), a cost the hottest reads show (`node bench/profiles/profile-rest.cjs head`); a query made
+ * from a string is not copied.
  */
 export class PreparedStatement<R extends QueryResultRow = QueryResultRow> {
   constructor(

@@ -20,10 +20,11 @@ export interface Transaction {
 /** The one way to run several repository calls atomically. */
 export class Transactions {
   /**
-   * `maxWaitMs`: how long a transaction may wait for a pooled connection unless told otherwise (DATABASE_CONNECT_TIMEOUT_MS,
-   * as for every other statement). Prisma's own default of 2 s made concurrent edits of one owner answer 500: they
-   * queue on the owner's asset_owner_stats row holding their connections, and the edits behind them waited for a
-   * connection longer than that on a loaded machine (listing-counts.test.ts, two instances, ~40 concurrent changes).
+   * `maxWaitMs`: how long a transaction may wait for a pooled connection unless told otherwise
+   * (DATABASE_CONNECT_TIMEOUT_MS, as for every other statement). Prisma's own default of 2 s made concurrent edits of
+   * one owner answer 500: they queue on the owner's asset_owner_stats row holding their connections, and the edits
+   * behind them waited for a connection longer than that on a loaded machine (listing-counts.test.ts, two instances,
+   * ~40 concurrent changes).
    */
   constructor(
     private readonly prisma: PrismaClient,

@@ -36,7 +36,9 @@ export class CountingProxy {
   throttleIn?: number;
   /** Requests answered 404 by the proxy itself, as an instance without that route would (e.g. no /api/uploads). */
   notFound?: (method: string, path: string) => boolean;
-  /** Requests the proxy refuses itself with this status and an HTML page of its own (e.g. a gateway's 403 for OPTIONS). */
+  /**
+   * Requests the proxy refuses itself with this status and an HTML page of its own (e.g. a gateway's 403 for OPTIONS).
+   */
   refuse?: (method: string, path: string) => number | undefined;
   /** Called with each request before it is passed on (e.g. to change a file while a push is between two requests). */
   onRequest?: (method: string, path: string) => void;

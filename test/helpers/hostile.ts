@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 
 /**
- * fast-check arbitraries of hostile input (for properties that must hold for any input): text with NUL, unpaired surrogates, control
- * characters and separators, sometimes very long; JSON values deep, wide and with odd keys; numbers and dates out of
- * every range. Shared by the unit properties of the validators and the HTTP properties.
+ * fast-check arbitraries of hostile input (for properties that must hold for any input): text with NUL, unpaired
+ * surrogates, control characters and separators, sometimes very long; JSON values deep, wide and with odd keys; numbers
+ * and dates out of every range. Shared by the unit properties of the validators and the HTTP properties.
  */
 
 /** Runs per property: a bounded number in CI, more with FUZZ_RUNS (e.g. FUZZ_RUNS=10000). */

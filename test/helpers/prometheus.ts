@@ -37,7 +37,9 @@ export function valueOf(e: Exposition, name: string, labels: Record<string, stri
   return found[0]?.value;
 }
 
-/** Every series name a query may use: sample names, family names, and a histogram's or summary's _bucket/_sum/_count. */
+/**
+ * Every series name a query may use: sample names, family names, and a histogram's or summary's _bucket/_sum/_count.
+ */
 export function exposedNames(e: Exposition): Set<string> {
   const names = new Set(e.samples.map((s) => s.name));
   for (const [name, type] of e.types) {

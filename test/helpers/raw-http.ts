@@ -14,7 +14,7 @@ export interface RawAnswer {
  * One request written byte for byte on a fresh connection (`Connection: close`), so a test can send what fetch and
  * node:http refuse to: repeated headers, control characters and raw UTF-8 in values, a body longer or shorter than
  * what the headers announce. `headers` are sent as given, in order (`Host` and `Connection: close` are added, and
- * `Content-Length` of the body unless one is given). Rejects when no complete answer arrives within `timeoutMs`: a hang.
+ * `Content-Length` of the body unless one is given). Rejects (a hang) when no complete answer comes in `timeoutMs`.
  */
 export function rawRequest(
   baseUrl: string,

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /**
- * Every benchmark in bench/ runs once with tiny sizes (--smoke) against the built service (dist/, which `npm test`
- * builds), so the scripts cannot rot. Only that each exits 0 and prints its result line is checked: timings on a
+ * Every figure in bench/figures/ with smoke sizes runs once through bench/run.cjs (--smoke) against the built service
+ * (dist/, which `npm test` builds), so the scripts cannot rot. Only that each exits 0 and prints its result line is checked: timings on a
  * shared CI machine mean nothing.
  */
 const ROOT = path.join(__dirname, '..', '..');

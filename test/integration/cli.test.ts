@@ -278,7 +278,7 @@ describe('large files: the hash first, then the bytes', () => {
     child.proc.kill('SIGKILL');
     await child.done;
     proxy.throttleIn = undefined;
-    // The service was asked for the hash before the upload was created, and the upload names it (the service checks it).
+    // The hash was asked for before the upload was created, and the upload names it (the service checks it).
     const posts = uploadRequests(from).filter((q) => q.method === 'POST');
     expect(posts).toHaveLength(1);
     expect(hashHeads(from).map((q) => q.path)).toEqual([`/api/assets/hash/${blake3Of(data)}`]);

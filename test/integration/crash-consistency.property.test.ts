@@ -291,7 +291,7 @@ async function runTus(model: Model, svc: ServiceProcess, op: Extract<Op, { kind:
   if (r?.status === 204) up.terminateAcked = true;
 }
 
-/** Runs the round's operations, CONCURRENCY at a time, and SIGKILLs `svc` at the round's moment; resolves once it is dead. */
+/** Runs the round's operations, CONCURRENCY at a time, SIGKILLs `svc` at the round's moment; resolves once dead. */
 async function runRound(model: Model, svc: ServiceProcess, round: Round, datas: Buffer[]): Promise<void> {
   let next = 0;
   let ended = 0;

@@ -10,7 +10,8 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 /**
  * Faults in one service process: refused creates leave no blob, a full blob store answers 507 and keeps nothing, a
  * stalled body is cut with 408 and an early answer closes the connection, per-key and failed-authentication rate
- * limits, batched content GC, and an upload still running at the end of the shutdown grace gets 503. Database outages: database-outage.test.ts; crashes: fault-processes.test.ts.
+ * limits, batched content GC, and an upload still running at the end of the shutdown grace gets 503. Database outages:
+ * database-outage.test.ts; crashes: fault-processes.test.ts.
  */
 let svc: TestService;
 

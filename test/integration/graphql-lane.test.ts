@@ -12,7 +12,7 @@ import { KEYS, startTestService, type TestService } from '../helpers/harness';
 import { ASSET_FIELDS, gqlUpload, UPLOAD, type Json } from '../helpers/graphql';
 
 let svc: TestService;
-let ids: string[] = [];
+const ids: string[] = [];
 beforeAll(async () => {
   svc = await startTestService();
   for (let i = 0; i < 3; i++) {

@@ -21,7 +21,6 @@ afterAll(async () => {
 async function stored(id: string, key: string): Promise<Json> {
   const a = await json(await svc.fetch(`/api/assets/${id}`, { key }));
   const { id: own, created_at, updated_at, last_access_time, ...rest } = a;
-  void created_at, void updated_at, void last_access_time;
   return { ...rest, preview_id: rest.preview_id === own ? 'self' : rest.preview_id, preview_url: rest.preview_url?.replace(own, 'self') ?? null };
 }
 

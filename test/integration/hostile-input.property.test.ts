@@ -3,7 +3,8 @@
  * PostgreSQL. The property: a 2xx, or a 4xx with a JSON body `{code: string, message: string}` (GraphQL: every error
  * has a string `extensions.code` other than INTERNAL); never a 5xx; and the service still answers afterwards.
  *
- * FUZZ_RUNS (default 60) sets the runs per property: `FUZZ_RUNS=10000 npx jest test/integration/hostile-input.property`.
+ * FUZZ_RUNS (default 60) sets the runs per property: `FUZZ_RUNS=10000 npx jest
+ * test/integration/hostile-input.property`.
  */
 import crypto from 'node:crypto';
 import fc from 'fast-check';
@@ -75,7 +76,9 @@ async function stillAnswers(): Promise<void> {
 const queryOf = (params: [string, string | { raw: string }][]) =>
   params.map(([k, v]) => `${encodeURIComponent(k)}=${typeof v === 'string' ? new URLSearchParams({ v }).toString().slice(2) : v.raw}`).join('&');
 
-/** A parameter value: usually `valid` (so the other parameters do not mask a hostile one), else hostile text or bytes. */
+/**
+ * A parameter value: usually `valid` (so the other parameters do not mask a hostile one), else hostile text or bytes.
+ */
 const paramValue = (valid: fc.Arbitrary<string> = plausibleText) =>
   fc.oneof(
     { weight: 6, arbitrary: valid },

@@ -8,8 +8,9 @@
  * request leaves nothing behind: no new row in upload/asset/content/task/export_archive, no new file under the data dir
  * (the upload's own part aside, which always holds exactly its acknowledged offset).
  *
- * FUZZ_RUNS (default 60) sets the runs per property: `FUZZ_RUNS=2000 npx jest test/integration/hostile-routes.property`;
- * FUZZ_STATS=1 prints how the answers were spread (to see that generated requests reach past the first check).
+ * FUZZ_RUNS (default 60) sets the runs per property: `FUZZ_RUNS=2000 npx jest
+ * test/integration/hostile-routes.property`; FUZZ_STATS=1 prints how the answers were spread (to see that generated
+ * requests reach past the first check).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -275,7 +276,7 @@ describe('tus /api/uploads', () => {
             const sent = { headers, body: data.length };
             const before = await snapshot();
             const res = await rawRequest(svc.url, 'POST', '/api/uploads', headers, framed.body);
-            // The one documented 5xx: creation-defer-length and concatenation are not offered (as tusd and @tus/server answer them).
+            // The one documented 5xx: creation-defer-length and concatenation are not offered (as in tusd).
             if (res.status === 501 && defer.length > 0) expect(JSON.parse(res.body.toString()).code).toBe('NOT_IMPLEMENTED');
             else clean(res, 'POST', sent);
             if (res.status >= 400) return nothingLeft(before, sent);
@@ -397,8 +398,8 @@ describe('content and hashes', () => {
               expect(end).toBeLessThan(1000);
               if (method === 'GET') expect(res.body.equals(BYTES.subarray(start, end + 1))).toBe(true);
             } else if (res.status === 200 && method === 'GET') expect(res.body.equals(BYTES)).toBe(true);
-            // A header Node's parser refuses (a control character) is a 400, a head over 16 KiB a 431; any other Range is served,
-            // ignored or a 416.
+            // A header Node's parser refuses (a control character) is a 400, a head over 16 KiB a 431; any other Range
+            // is served, ignored or a 416.
             else if (headers.every(([, v]) => !/[\u0000-\u001f\u007f]/.test(v))) expect([200, 304, 416, 431]).toContain(res.status);
           },
         ),

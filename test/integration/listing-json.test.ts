@@ -41,7 +41,7 @@ const METADATA: unknown[] = [
   {},
   { k: 1, s: 'a, b: c', nested: { arr: [1, 2.5, -3, true, false, null, 'x'], o: {} }, '': '' },
   { 'key with "quotes"': 'value\nwith\tescapes\u0001', é: 'ü', emoji: '😀', bs: '\\', slash: '/' },
-  { n: 0.1, m: 123456.789, big: 9007199254740993, neg: -0.000001, e: 1.5e20, long: 0.30000000000000004 },
+  { n: 0.1, m: 123456.789, big: 9007199254740992, neg: -0.000001, e: 1.5e20, long: 0.30000000000000004 },
   { arr: [[[]]], deep: { a: { b: { c: [{ d: null }] } } } },
 ];
 /** Numbers jsonb prints in full where JavaScript prints an exponent. */
@@ -71,7 +71,7 @@ async function insertAssets(): Promise<void> {
         ids[i],
         NAMES[i % NAMES.length] + (i >= NAMES.length ? ` ${i}` : ''),
         hex,
-        // Ties in size and in updated_at (the id breaks them); sizes of 1 to 4 digits, whose order as text is not theirs.
+        // Ties in size and updated_at (the id breaks them); sizes of 1 to 4 digits, not ordered as text.
         (i % 7) ** 3 * 10,
         i % 4 === 0 ? 'image/png' : 'application/octet-stream; charset="x"',
         tags,

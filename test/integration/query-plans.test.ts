@@ -292,7 +292,7 @@ test.each((['name', 'created_at', 'updated_at', 'size', 'last_access_time'] as c
 test("GET /api/assets' named page statement keeps its generic plan: it is not planned again per request", async () => {
   // With LIMIT and OFFSET as plain parameters the generic plan's estimate (a tenth of an owner's rows) was hundreds of
   // times a custom plan's, so PostgreSQL planned the page anew on every execution: ~0.3 ms of its 1.3 ms of CPU per
-  // page at 500,000 assets (bench/listing-pg-cost.cjs). Here one owner holds every row, as in that benchmark.
+  // page at 500,000 assets (bench/profiles/listing-pg-cost.cjs). Here one owner holds every row, as in that benchmark.
   await explainer.query(`UPDATE asset SET owner_id = $1`, ['everyone']);
   await explainer.query('ANALYZE asset');
   const one = createDatabase(url, 1);

@@ -150,7 +150,9 @@ test('a small image is not enlarged', async () => {
   expect([meta.width, meta.height]).toEqual([64, 40]);
 });
 
-/** A valid PNG header claiming width × height, with a tiny IDAT: a decompression bomb's signature, a few hundred bytes. */
+/**
+ * A valid PNG header claiming width × height, with a tiny IDAT: a decompression bomb's signature, a few hundred bytes.
+ */
 function bombPng(width: number, height: number): Buffer {
   const chunk = (type: string, data: Buffer) => {
     const len = Buffer.alloc(4);

@@ -23,7 +23,9 @@ async function assetVia(fetcher: (p: string, init?: RequestInit) => Promise<Resp
   return json(await fetcher(`/api/assets/${h.headers.get('asset-id')}`));
 }
 
-/** A database and a data dir of its own for one describe block; the processes pushed to `procs` are stopped after it. */
+/**
+ * A database and a data dir of its own for one describe block; the processes pushed to `procs` are stopped after it.
+ */
 function diskStack(): { procs: ServiceProcess[]; env: () => Record<string, string>; dataDir: () => string } {
   const procs: ServiceProcess[] = [];
   let databaseUrl: string;

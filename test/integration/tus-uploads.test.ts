@@ -568,7 +568,7 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
   expect(await answered).toBeGreaterThanOrEqual(500);
   const h = await head(id);
   expect(h.headers.get('upload-offset')).toBe(String(MiB));
-  // The next PATCH cuts the part back to the acknowledged offset and continues (on a new worker, the hash state rebuilt).
+  // The next PATCH cuts the part back to the acknowledged offset and continues (new worker, hash state rebuilt).
   expect((await patch(id, MiB, data.subarray(MiB))).status).toBe(204);
   const { asset } = await assetOf(`${svc.url}/api/uploads/${id}`);
   expect(asset.asset_hash).toBe(blake3Of(data));
@@ -735,7 +735,7 @@ describe('what tus clients, proxies and hostile input send', () => {
   test('behind a chain of proxies (X-Forwarded-Proto: https, http) uploads work, and Location is the base URL the service uses everywhere', async () => {
     const res = await create(10, {}, KEYS.alice, { 'X-Forwarded-Proto': 'https, http', 'X-Forwarded-Host': 'elsewhere.example', Forwarded: 'host=other.example;proto=https' });
     expect(res.status).toBe(201);
-    // TRUST_PROXY is off here: the forwarded headers are not believed, for tus as for every other URL the service makes.
+    // TRUST_PROXY is off here: forwarded headers are not believed, for tus as for every other URL.
     expect(res.headers.get('location')).toMatch(new RegExp(`^${svc.url}/api/uploads/[0-9a-f-]{36}$`));
   });
 

@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { getBlocks } from '../../src/cli/assets/block-get';
 import { ApiClient } from '../../src/cli/assets/client';
 
-/** The pull's GET reader (socket read into reused buffers) against a plain node:http server: sizes, fallbacks, breaks. */
+/**
+ * The pull's GET reader (socket read into reused buffers) against a plain node:http server: sizes, fallbacks, breaks.
+ */
 const MiB = 1024 * 1024;
 const data = crypto.randomBytes(10 * MiB + 12345);
 

@@ -1,4 +1,6 @@
-/** The Comfy asset fields' building blocks without a database: derived metadata, the path sanitiser, cursors, URL bases. */
+/**
+ * The Comfy asset fields' building blocks without a database: derived metadata, the path sanitiser, cursors, URL bases.
+ */
 import http from 'node:http';
 import { Socket } from 'node:net';
 import { decodeCursor, encodeCursor } from '../../src/domain/assets/cursor';

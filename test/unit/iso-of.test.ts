@@ -1,6 +1,6 @@
 import { isoOf } from '../../src/domain/assets/asset.repository';
 
-/** A timestamp(3) as PostgreSQL prints it in UTC in the ISO DateStyle: the fraction's trailing zeros dropped, none when whole. */
+/** A timestamp(3) as PostgreSQL prints it in UTC, ISO DateStyle: the fraction's trailing zeros dropped, or none. */
 function pgText(d: Date): string {
   const iso = d.toISOString();
   const fraction = iso.slice(20, 23).replace(/0+$/, '');

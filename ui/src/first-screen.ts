@@ -56,7 +56,7 @@ export const graphqlInit = (key: string, body: string): RequestInit => ({
 });
 export const jsonInit = (key: string): RequestInit => ({ headers: { 'X-API-Key': key, Accept: 'application/json' } });
 
-/** An HTTP answer with its JSON body read (`undefined` when it is not JSON); status 0 when the service cannot be reached. */
+/** An HTTP answer with its JSON body read (`undefined` when not JSON); status 0 when the service cannot be reached. */
 export interface Answer {
   status: number;
   body: unknown;
@@ -83,7 +83,9 @@ interface Early {
   grant?: Promise<Answer>;
   /** The answers once they are in (the bundle's first render can use them at once, with no await). */
   settled: { graphql?: Answer; grant?: Answer };
-  /** The first page's thumbnails, asked for as soon as both answers are in (kept referenced until the grid has them). */
+  /**
+   * The first page's thumbnails, asked for as soon as both answers are in (kept referenced until the grid has them).
+   */
   images?: HTMLImageElement[];
 }
 

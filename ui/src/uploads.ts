@@ -22,7 +22,7 @@ const CHUNK = 16 * 1024 * 1024;
 /** A tus upload of `file`; the asset id comes back in the final answer's Asset-Id header. */
 async function uploadTus(api: Api, file: File, tags: string[], update: Update): Promise<string> {
   // Loaded with the first upload, not with the page: tus-js-client is more than half of the page's script, which the
-  // first screen waits for (BENCHMARKS.md, "Fourth stop: the grid, fetched and shown").
+  // first screen waits for (`npm run bench -- grid`).
   const { Upload } = await import('tus-js-client');
   return new Promise((resolve, reject) => {
     let assetId: string | undefined;

@@ -8,11 +8,11 @@ import { offPage } from './off-page';
  *
  * Node's HTTP client reads a socket 64 KiB at a time, each read a fresh buffer, parsed and emitted as an event: 1.7–
  * 2.2 CPU-seconds per GiB received on loopback, undici 1.75, `curl -o /dev/null` 0.25 (scratch measurements of this
- * round; `node bench/profile-cli.cjs pull` measures the whole pull). For `http:` URLs the response is read here from
- * the socket straight into two reused 4 MiB buffers (Node's `onread` option: each read lands after the previous one,
- * as large as the kernel has), 0.44–0.57 CPU-seconds per GiB; only the status line and headers are parsed, and the
- * body must be sized by Content-Length. Anything else (`https:`, a chunked body) goes through node:http, batched
- * into blocks the same way.
+ * round; `node bench/profiles/profile-cli.cjs pull` measures the whole pull). For `http:` URLs the response is read
+ * here from the socket straight into two reused 4 MiB buffers (Node's `onread` option: each read lands after the
+ * previous one, as large as the kernel has), 0.44–0.57 CPU-seconds per GiB; only the status line and headers are
+ * parsed, and the body must be sized by Content-Length. Anything else (`https:`, a chunked body) goes through
+ * node:http, batched into blocks the same way.
  */
 
 const BLOCK = 4 << 20;

@@ -75,7 +75,7 @@ function readAt(job: Job, buf: Buffer, position: number): Promise<number> {
  * Hashes what is written of `id` and answers the hash once it has ended. The reads (the kernel's copy from the page
  * cache, on libuv's thread pool) overlap the hashing on this thread: while one 4 MiB buffer is hashed the next read
  * fills the other, so a file takes about the time of its hashing alone instead of reads plus hashing
- * (`node bench/cli-hash.cjs`). Messages (`grow`, `end`, `drop`, other files) are handled between reads.
+ * (`node bench/profiles/cli-hash.cjs`). Messages (`grow`, `end`, `drop`, other files) are handled between reads.
  */
 async function pump(id: number): Promise<void> {
   const job = jobs.get(id);

@@ -143,7 +143,9 @@ class PlainProgress implements Progress {
   stop(): void {}
 }
 
-/** Bars only when stderr is a terminal (and not --quiet); plain lines otherwise. Every label and line made printable. */
+/**
+ * Bars only when stderr is a terminal (and not --quiet); plain lines otherwise. Every label and line made printable.
+ */
 export function createProgress(opts: { quiet?: boolean } = {}): Progress {
   if (opts.quiet) return { addTotal: () => {}, item: () => ({ update: () => {}, finish: () => {} }), log: () => {}, stop: () => {} };
   const p: Progress = process.stderr.isTTY ? new TerminalProgress() : new PlainProgress();

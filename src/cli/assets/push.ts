@@ -14,7 +14,7 @@ export interface PushOptions {
   concurrency: number;
   /** Bytes per tus PATCH request; 0 for the whole rest of the file in one. */
   chunkSize: number;
-  /** Adds each file's phase times to its result (hidden `--timings`, for bench/profile-cli.cjs). */
+  /** Adds each file's phase times to its result (hidden `--timings`, for bench/profiles/profile-cli.cjs). */
   timings?: boolean;
 }
 

@@ -10,11 +10,11 @@ import { offPage } from './off-page';
  *
  * The library's own Node source pipes a 64 KiB `fs.ReadStream` through a progress Transform into the request: per
  * GiB, 16,384 reads, fresh buffers and stream hops on the main thread (2.4–4.2 CPU-seconds per GiB pushed, against
- * 0.45 for `curl -F`; `node bench/profile-cli.cjs push`). Here a PATCH body is a range of the file that the stack
- * reads in 8 MiB steps into buffers it reuses once the socket has taken them (two in flight), and progress is
- * reported per step. The buffers start off a page boundary (offPage): the kernel's copies from the page cache into
- * them and from them into the socket cost about half the system time then (0.33-0.37 vs 0.57-0.62 CPU-s per GiB
- * read and sent to a local HTTP sink; `node bench/cli-send.cjs`).
+ * 0.45 for `curl -F`; `node bench/profiles/profile-cli.cjs push`). Here a PATCH body is a range of the file that the
+ * stack reads in 8 MiB steps into buffers it reuses once the socket has taken them (two in flight), and progress is
+ * reported per step. The buffers start off a page boundary (offPage): the kernel's copies from the page cache into them
+ * and from them into the socket cost about half the system time then (0.33-0.37 vs 0.57-0.62 CPU-s per GiB read and
+ * sent to a local HTTP sink; `node bench/profiles/cli-send.cjs`).
  */
 
 /** Bytes per read of a file being sent. */
@@ -42,7 +42,11 @@ export class FileRange {
 
 /** tus-js-client's `fileReader` for an upload whose input is a file's path. */
 export const fileRangeReader = {
-  async openFile(file: string): Promise<{ size: number; slice(start: number, end: number): Promise<{ value: FileRange; done: boolean }>; close(): void }> {
+  async openFile(file: string): Promise<{
+    size: number;
+    slice(start: number, end: number): Promise<{ value: FileRange; done: boolean }>;
+    close(): void;
+  }> {
     const { size } = await fsp.stat(file);
     return {
       size,
@@ -182,7 +186,9 @@ class NodeResponse implements HttpResponse {
   }
 }
 
-/** tus-js-client's `httpStack`: node:http requests whose body, if any, is a FileRange; `idleMs` as in FileRangeRequest. */
+/**
+ * tus-js-client's `httpStack`: node:http requests whose body, if any, is a FileRange; `idleMs` as in FileRangeRequest.
+ */
 export const fileRangeHttpStack = (idleMs: number): HttpStack => ({
   createRequest: (method, url) => new FileRangeRequest(method, url, idleMs),
   getName: () => 'FileRangeHttpStack',

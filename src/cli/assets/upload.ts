@@ -30,8 +30,8 @@ export class TusUnsupported extends Error {}
 
 /**
  * Sends one file through a tus upload in PATCH requests of `chunkSize` bytes (0: one request; the service keeps what
- * arrived of a broken one all the same, and the retry continues from its offset), read in large steps (tus-file-stack), resuming the upload a previous
- * run left in `state` for the same file, name and service. `onBytes` sees the bytes sent so far.
+ * arrived of a broken one all the same, and the retry continues from its offset), read in large steps (tus-file-stack),
+ * resuming the upload a previous run left in `state` for the same file, name and service. `onBytes`: bytes sent.
  */
 export function tusUpload(
   client: ApiClient,

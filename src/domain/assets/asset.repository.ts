@@ -94,8 +94,8 @@ export interface NewAssetRow {
 export class AssetRepository {
   /**
    * `pool` is the pg pool behind `db`. When given, `findById` outside a transaction (no `tx`: GET /api/assets/{id},
-   * GraphQL `asset`) runs as one prepared statement on it: under 64 connections the Prisma client runtime took about a fifth
-   * of that request's CPU for a primary-key lookup (bench/metadata.cjs, BENCHMARKS.md).
+   * GraphQL `asset`) runs as one prepared statement on it: the Prisma client runtime took a large share of that
+   * request's CPU for a primary-key lookup (`npm run bench -- metadata`).
    */
   /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
   private readonly counts = new CountCache<number>();
@@ -135,8 +135,8 @@ export class AssetRepository {
 
   async findManyByIds(ownerId: string, ids: readonly string[]): Promise<Asset[]> {
     if (this.pool) {
-      // As findById: a page of 50 previews through the Prisma runtime was ~12 % of a GraphQL `assets(limit: 50)`
-      // request's CPU in a --cpu-prof profile under 64 connections.
+      // As findById: a page of previews through the Prisma runtime cost a GraphQL list much of its CPU
+      // (`npm run bench -- graphql --list`).
       const { rows } = await ASSETS_BY_IDS.run(this.pool, [[...ids], ownerId]);
       return rows.map(toAsset);
     }
@@ -257,8 +257,8 @@ export class AssetRepository {
    * only the two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks
    * after `,` and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`).
    * Building the whole JSON in PostgreSQL instead cost more CPU on the two sides together, and so did making the
-   * strings and timestamps JSON there (bench/listing-json-cost.cjs, bench/listing-pg-cost.cjs; BENCHMARKS.md
-   * "listing, distinct pages" and "listing, PostgreSQL's share").
+   * strings and timestamps JSON there (`node bench/profiles/listing-json-cost.cjs`, `node
+   * bench/profiles/listing-pg-cost.cjs`).
    */
   async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
     return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
@@ -285,7 +285,7 @@ export class AssetRepository {
     },
   ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
-    // Include tags only: the statement also says whether they are common, kept per owner and filter (as the counts are).
+    // Include tags only: the statement also says whether they are common (kept per owner and filter, as counts are).
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
     const form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
     let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined), form !== 'planned', shape.types);
@@ -312,7 +312,9 @@ export class AssetRepository {
     return { items, total, hasMore, totalIsLowerBound, nextCursor, version: String(head.rowsVersion) };
   }
 
-  /** Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read. */
+  /**
+   * Whether the owner's rows version is still `known` (a page read at it is still the answer): one primary-key read.
+   */
   private async stillAt(ownerId: string, known: string | undefined): Promise<boolean> {
     return known !== undefined && (await this.rowsVersion(ownerId)) === known;
   }
@@ -398,7 +400,7 @@ export class AssetRepository {
 
   /**
    * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
-   * the Prisma client runtime cost more CPU than the statement itself (bench/listing.cjs, BENCHMARKS.md).
+   * the Prisma client runtime cost more CPU than the statement itself (`npm run bench -- listing`).
    */
   private async read<T>(sql: Prisma.Sql, prepared = false, types?: typeof AS_TEXT): Promise<T[]> {
     if (!this.pool) {
@@ -463,8 +465,8 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value };
  * The columns of a listing page, each as PostgreSQL prints it (pg's type parsers bypassed, so nothing is parsed into
  * a Date, array or number) and in the cheapest form for PostgreSQL to print: the stored values through their own
  * output functions, not cast to text, and not made JSON there (`to_json(name)`, `to_char(...)` for the timestamps cost
- * PostgreSQL ~0.26 ms of CPU per 100-asset page, more than the service's JSON.stringify of the strings and slicing of
- * the timestamps: bench/listing-pg-cost.cjs, BENCHMARKS.md "listing, PostgreSQL's share"). Timestamps are read in UTC
+ * PostgreSQL more CPU than the service's JSON.stringify of the strings and slicing of the timestamps:
+ * `node bench/profiles/listing-pg-cost.cjs`). Timestamps are read in UTC
  * (`AT TIME ZONE 'UTC'`, a timestamp without zone: the session's TimeZone does not matter) and printed in the ISO
  * DateStyle (PostgreSQL's default, which pg's own date parser needs too); `isoOf` makes them `toISOString`'s text.
  * No alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
@@ -476,7 +478,7 @@ const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_
   updated_at AT TIME ZONE 'UTC' AS "updatedAt", last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime",
   has_thumbnail AS "hasThumbnail", metadata`);
 
-/** A row of `pageTextIfChanged`'s statement, every field as PostgreSQL printed it (page fields all null when the page is empty). */
+/** A row of `pageTextIfChanged`'s statement, fields as PostgreSQL printed them (page fields null on an empty page). */
 interface ListTextRow {
   ownerTotal: string;
   ownerVersion: string;
@@ -565,8 +567,8 @@ type PageForm = 'owner' | 'planned' | 'commonTags';
 /**
  * Include tags are common when the share of the owner's assets expected to carry them all (the product of each tag's
  * share, as the planner assumes them independent) is at least this: the sort index's scan then reads about
- * (limit + 1) / share rows, at most ten times the page, where the GIN index would read every match (BENCHMARKS.md,
- * "Fourth stop: listing, tagged pages").
+ * (limit + 1) / share rows, at most ten times the page, where the GIN index would read every match
+ * (`npm run bench -- listing`).
  */
 export const COMMON_SHARE = 0.1;
 
@@ -650,12 +652,11 @@ function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string |
  * LIMIT and OFFSET of a statement. In a named (prepared) statement they are read by the executor (InitPlans), not
  * planned: with `LIMIT $n` the planner's estimate of a generic plan assumes a tenth of the rows (hundreds of times a
  * custom plan's cost for a 100-row page of an owner with 500,000 assets), so PostgreSQL kept planning the page
- * statement anew on every execution, ~0.3 ms of its 1.3 ms of CPU per page (bench/listing-pg-cost.cjs,
- * BENCHMARKS.md "listing, PostgreSQL's share"). With both unknown to every plan, the generic plan costs what a
- * custom one does and is kept. The plan is the same: the owner's index in the sort's order, stopped after the limit.
- * Unnamed statements (tag and text filters, planned per request anyway) keep them as plain parameters, which their
- * plans may depend on (a rare tag: the GIN index). The named form of common include tags (PageForm) takes them as
- * InitPlans too.
+ * statement anew on every execution, a good part of its CPU per page (`node bench/profiles/listing-pg-cost.cjs`). With
+ * both unknown to every plan, the generic plan costs what a custom one does and is kept. The plan is the same: the
+ * owner's index in the sort's order, stopped after the limit. Unnamed statements (tag and text filters, planned per
+ * request anyway) keep them as plain parameters, which their plans may depend on (a rare tag: the GIN index). The named
+ * form of common include tags (PageForm) takes them as InitPlans too.
  */
 function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
   return prepared ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)` : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
@@ -694,7 +695,7 @@ function includeTagsAtMost(f: AssetFilter): boolean {
   return f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash && Object.keys(f.metadataFilter ?? {}).length === 0;
 }
 
-/** Only include tags (`include_tags` / `tags_all`): the filters whose page may be read by the named `commonTags` statement. */
+/** Only include tags (`include_tags` / `tags_all`): filters whose page the named `commonTags` statement may read. */
 const isIncludeOnly = (f: AssetFilter): boolean => f.includeTags.length > 0 && includeTagsAtMost(f);
 
 const isUnfiltered = (f: AssetFilter): boolean => f.includeTags.length === 0 && includeTagsAtMost(f);

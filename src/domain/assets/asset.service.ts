@@ -73,7 +73,10 @@ export class AssetService {
     return this.assets.findManyByIds(principal.ownerId, ids);
   }
 
-  /** A page of assets (GraphQL `assets`; GET /api/assets takes `listJsonIfChanged`): `after` (a cursor of the same sort and order) wins over `offset`. */
+  /**
+   * A page of assets (GraphQL `assets`; GET /api/assets takes `listJsonIfChanged`): `after` (a cursor of the same sort
+   * and order) wins over `offset`.
+   */
   list(principal: Principal, query: AssetListQuery): Promise<AssetPage> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
     return this.assets.list(principal.ownerId, query, after);
@@ -136,8 +139,8 @@ export class AssetService {
   }
 
   /**
-   * The metadata backfill (metadata-backfill.job.ts): gives assets made before `metadata` existed their own fields, then
-   * derives each such content's fields from the first bytes of its blob (read once) and merges them into its
+   * The metadata backfill (metadata-backfill.job.ts): gives assets made before `metadata` existed their own fields,
+   * then derives each such content's fields from the first bytes of its blob (read once) and merges them into its
    * assets. Returns how many assets and contents it filled.
    */
   async backfillMetadata(batch = 500): Promise<number> {
@@ -382,7 +385,7 @@ export class AssetService {
 /** The name of an asset nobody named: the first 16 hex digits of its content's BLAKE3. */
 export const defaultName = (blake3: string): string => blake3.slice(0, 16);
 
-/** Content-Disposition: `attachment` unless `inline` was asked for; active content (HTML, SVG, scripts) always `attachment`. */
+/** Content-Disposition: `attachment` unless `inline` was asked for; active content (HTML, SVG, scripts) always is. */
 export function contentDispositionOf(asset: { mimeType: string }, requested: 'inline' | 'attachment'): 'inline' | 'attachment' {
   return requested === 'inline' && !isActiveContent(asset.mimeType) ? 'inline' : 'attachment';
 }

@@ -27,7 +27,10 @@ export interface Asset {
   lastAccessTime: Date;
   /** A thumbnail of the content exists (GET /api/assets/{id}/thumbnail). */
   hasThumbnail: boolean;
-  /** The asset's `metadata`: derived by the service at ingest (file name, length, format, image size, safetensors header); null until derived (backfill). */
+  /**
+   * The asset's `metadata`: derived by the service at ingest (file name, length, format, image size, safetensors
+   * header); null until derived (backfill).
+   */
   metadata: Record<string, unknown> | null;
 }
 

@@ -183,7 +183,9 @@ export class ContentRepository {
     return rows.map((r) => r.blake3.trim());
   }
 
-  /** Content no asset refers to any more, awaiting collection (count and bytes); cut by the server after `timeoutMs`. */
+  /**
+   * Content no asset refers to any more, awaiting collection (count and bytes); cut by the server after `timeoutMs`.
+   */
   async gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }> {
     const rows = await this.transactions.run(async (tx) =>
       prismaOf(tx).$queryRaw<{ n: number; bytes: bigint }[]>`

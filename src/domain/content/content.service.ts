@@ -312,7 +312,9 @@ export class ContentService {
     });
   }
 
-  /** Content whose metadata was never derived (stored before it existed) among the next rows: the backfill's work list. */
+  /**
+   * Content whose metadata was never derived (stored before it existed) among the next rows: the backfill's work list.
+   */
   findWithoutMetadata(afterBlake3: string, limit: number): Promise<{ rows: ContentRecord[]; last: string | undefined }> {
     return this.repo.findWithoutMetadata(afterBlake3, limit);
   }

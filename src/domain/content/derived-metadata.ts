@@ -4,7 +4,9 @@
  * give their `__metadata__` map and, from kohya `ss_*` / `modelspec.*` keys, `base_model` and `trained_words`.
  */
 
-/** How many leading bytes ingest keeps for this (a safetensors `__metadata__` block is written first, before tensors). */
+/**
+ * How many leading bytes ingest keeps for this (a safetensors `__metadata__` block is written first, before tensors).
+ */
 export const METADATA_HEAD_BYTES = 1024 * 1024;
 /** The `safetensors` map holds at most 64 KiB of keys and values (entries past that budget are left out). */
 export const SAFETENSORS_MAP_BYTES = 64 * 1024;
@@ -23,7 +25,7 @@ const FORMAT_OF_MIME: Record<string, string> = {
 /** Content-level fields (the same for every asset of the content): `format`, `width`/`height`, `safetensors`... */
 export function deriveFromHead(head: Buffer, sniffedMime: string | undefined, fileName: string | undefined): DerivedMetadata {
   const out: DerivedMetadata = {};
-  // The bytes name a format only for the types listed; otherwise the file name's extension (added where the name is known).
+  // The bytes name a format only for the types listed; otherwise the file name's extension (where a name is known).
   const format = (sniffedMime && FORMAT_OF_MIME[sniffedMime]) ?? extensionOf(fileName);
   if (format) out.format = format;
   const size = imageSize(head);

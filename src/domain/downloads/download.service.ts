@@ -54,9 +54,9 @@ export function digestMismatch(digest: ContentDigest, expected: { sha256?: strin
 }
 
 /**
- * Starting downloads and the synchronous URL upload (POST /api/assets with a JSON `url`). Content that is already stored
- * (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else becomes
- * a task on a transfer that every owner asking for the same URL meanwhile shares.
+ * Starting downloads and the synchronous URL upload (POST /api/assets with a JSON `url`). Content that is already
+ * stored (the provider states its hash, or this URL was downloaded before) becomes an asset at once; anything else
+ * becomes a task on a transfer that every owner asking for the same URL meanwhile shares.
  */
 export class DownloadService {
   constructor(private readonly d: DownloadDeps) {}

@@ -40,7 +40,7 @@ export interface SourceTransferOptions {
 export class SourceTransfer {
   /**
    * BLAKE3 + SHA-256 on an ingest worker thread, the state kept there across attempts (one job per attempt). Both
-   * hashes go there: this thread already parses the HTTP response (BENCHMARKS.md, change 7). On the disk store the
+   * hashes go there: this thread already parses the HTTP response (`npm run bench -- download`). On the disk store the
    * worker also appends the bytes to the partial file, and the body's chunks move there instead of being copied.
    */
   private hash: HashSession;

@@ -14,7 +14,9 @@ export interface ExportMember {
 const DROPPED = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 /** Characters Windows does not allow in a file name (besides `/`): each becomes `_`. */
 const REPLACED = /[\\<>:"|?*]/g;
-/** Windows device names, which no file may have, whatever its extension (`CON`, `aux.txt`, `com1.tar.gz`, `nul .txt`). */
+/**
+ * Windows device names, which no file may have, whatever its extension (`CON`, `aux.txt`, `com1.tar.gz`, `nul .txt`).
+ */
 const DEVICE = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]) *(\.|$)/i;
 /** At most this many UTF-8 bytes per segment: 255 is the limit of common file systems, less room for ` (n)`. */
 const MAX_SEGMENT_BYTES = 240;

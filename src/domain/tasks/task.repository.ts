@@ -161,7 +161,7 @@ export class TaskRepository {
     return toTask(row);
   }
 
-  /** An export_assets task; its job is sent in the same transaction. A task with its idempotency key exists: AlreadyExists. */
+  /** An export_assets task, its job sent in the same transaction; AlreadyExists when its idempotency key is taken. */
   async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Transaction): Promise<Task> {
     const row = await prismaOf(tx, this.db).task.create({
       data: {

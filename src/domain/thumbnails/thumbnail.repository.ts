@@ -12,7 +12,8 @@ export interface ThumbnailRecord {
 
 /**
  * What the thumbnail route needs of an asset, its two columns as one prepared statement: the full asset row
- * (`AssetRepository.findById`) cost the route a third of its CPU in decoding columns it does not use (bench/grid-thumbs.cjs).
+ * (`AssetRepository.findById`) cost the route a third of its CPU in decoding columns it does not use
+ * (bench/figures/grid-thumbs.cjs).
  */
 const THUMBNAIL_OF_ASSET = new PreparedStatement<{ content_hash: string; has_thumbnail: boolean }>(
   'thumbnail_of_asset',

@@ -27,7 +27,7 @@ const ACCESS_SECRET = 'thumbnail_access_hmac';
 /**
  * Thumbnail bytes kept in memory per instance, by content hash (a content's thumbnail never changes): a grid of 100
  * tiles is 100 reads of a few kilobytes each, which through the file system (open, stat, read, close on the thread
- * pool) cost the route a fifth of its CPU (bench/grid-thumbs.cjs). 32 MiB is some thousands of thumbnails.
+ * pool) cost the route a fifth of its CPU (bench/figures/grid-thumbs.cjs). 32 MiB is some thousands of thumbnails.
  */
 const MEMORY_BYTES = 32 * 1024 * 1024;
 const MEMORY_MAX_ENTRY_BYTES = 1024 * 1024;
@@ -124,7 +124,7 @@ export class ThumbnailService {
     try {
       if (mimeType.startsWith('video/')) return await this.fromVideo(blake3);
       // On the disk store libvips reads the file in place: a stream would bring every image's megabytes through the
-      // JavaScript heap, and collecting them cost the service ~10 ms of its main thread per image (BENCHMARKS.md).
+      // JavaScript heap, and collecting them costs the main thread time per image (`npm run bench -- thumbnails`).
       return await this.fromImage(this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3));
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries

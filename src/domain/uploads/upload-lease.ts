@@ -10,7 +10,9 @@ export class UploadLockedError extends Error {
   }
 }
 
-/** The lease lapsed while its request wrote (another request took it): the offset that request reached is not recorded. */
+/**
+ * The lease lapsed while its request wrote (another request took it): the offset that request reached is not recorded.
+ */
 export class UploadLeaseLostError extends Error {
   constructor(readonly uploadId: string) {
     super(`upload ${uploadId}: the lease lapsed before the offset could be recorded`);
@@ -45,8 +47,8 @@ export class UploadLeases {
   ) {}
 
   /**
-   * Takes the lease only if it is free now (no waiting, no asking the holder, no renewal): for a caller that removes the
-   * upload at once (the expiry sweep), which leaves an upload alone while a request still writes its part.
+   * Takes the lease only if it is free now (no waiting, no asking the holder, no renewal): for a caller that removes
+   * the upload at once (the expiry sweep), which leaves an upload alone while a request still writes its part.
    */
   async takeIfFree(id: string): Promise<UploadRecord | undefined> {
     const got = await this.repo.lease(id, crypto.randomUUID(), this.opts.leaseMs);

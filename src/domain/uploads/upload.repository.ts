@@ -54,9 +54,9 @@ export class UploadRepository {
    * this transaction only): a crash of PostgreSQL may lose it without harm, since no byte of the upload is
    * acknowledged yet (the client's next request then finds no upload, and a tus client starts a new one), and the
    * upload's first offset, committed synchronously, flushes it first (the WAL is flushed in order). That flush waited
-   * behind the writeback of the parts being written: 30–130 ms for a creation after a large upload (BENCHMARKS.md,
-   * "Fifth stop: tus creation"). Leases and offsets stay synchronous: a lease lost while its PATCH still streams would
-   * let a second request write the same part, and an offset acknowledges bytes.
+   * behind the writeback of the parts being written, slowing creations after a large upload
+   * (`node bench/profiles/profile-cli.cjs push`). Leases and offsets stay synchronous: a lease lost while its PATCH
+   * still streams would let a second request write the same part, and an offset acknowledges bytes.
    */
   async insert(rec: Omit<UploadRecord, 'offset' | 'assetId' | 'assetCreated' | 'createdAt'> & { createdAt: Date }): Promise<UploadRecord> {
     const [, row] = await this.db.$transaction([

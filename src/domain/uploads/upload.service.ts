@@ -73,9 +73,8 @@ export class UploadService {
    * Records a new upload (metadata already validated). Its part is made by the first PATCH (a missing part is an
    * empty one: `openPartial` answers size 0, and appending creates it), so creating an upload costs the store
    * nothing (`partialKey` names the part without a stat or a listing): on disk an empty file made here needed an
-   * fsync, which waits for whatever journal commit is running (0.2–0.3 s after a large file was removed; BENCHMARKS.md,
-   * "Fifth stop"). An empty upload is complete at creation and made into its asset at once: its (empty) part is made
-   * then, by `finish`.
+   * fsync, which waits for whatever journal commit is running (long after a large file was removed). An empty upload is
+   * complete at creation and made into its asset at once: its (empty) part is made then, by `finish`.
    */
   async create(principal: Principal, id: string, length: number, metadata: Record<string, string | null>): Promise<UploadRecord> {
     if (length > this.content.maxUploadBytes) {

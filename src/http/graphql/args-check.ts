@@ -7,9 +7,9 @@ import type { AssetFilter, AssetsArgs, TagCountsArgs, TagsArgs } from './inputs/
  * Argument validation for the query ArgsTypes whose class-validator checks are plain ranges and lengths: a check in
  * code that accepts only what their decorators accept, and class-validator itself for anything else, so every
  * refusal is class-validator's own (the same ArgumentValidationError, the same INVALID_BODY problems). The query
- * arguments of a normal request (a limit, an offset, a few tags) never reach class-validator, which cost ~45 µs per
- * request (BENCHMARKS.md, "Third round: GraphQL, CPU per request"). test/unit/args-check.test.ts holds each check to
- * its class's decorators.
+ * arguments of a normal request (a limit, an offset, a few tags) never reach class-validator, a large share of a
+ * GraphQL request's CPU (`npm run bench -- graphql`). test/unit/args-check.test.ts holds each check to its class's
+ * decorators.
  */
 export function validatedBy<T>(plainlyValid: (args: T) => boolean): ValidatorFn {
   return (args: T) => (plainlyValid(args) ? undefined : byClassValidator(args as object));

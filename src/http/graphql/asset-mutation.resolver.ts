@@ -20,7 +20,8 @@ export class AssetMutationResolver {
       'POST /api/assets: dedupe per owner by content, idempotent id, MAX_UPLOAD_BYTES.',
   })
   async uploadAsset(@Args(() => UploadAssetArgs) { file, input }: UploadAssetArgs, @Ctx() ctx: GraphQLContext): Promise<CreateAssetPayload> {
-    // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in InputChecked, through toGraphQLError.)
+    // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in InputChecked,
+    // through toGraphQLError.)
     const upload = await file;
     const stream = upload.createReadStream();
     let received: ReceivedFile | undefined;
@@ -81,7 +82,9 @@ export class AssetMutationResolver {
   }
 }
 
-/** A refused upload: discard what is still arriving; past the size limit, close the connection instead of reading on. */
+/**
+ * A refused upload: discard what is still arriving; past the size limit, close the connection instead of reading on.
+ */
 function abandon(stream: Readable, ctx: GraphQLContext, err: unknown): void {
   if (isDomainError(err) && err.code === 'PAYLOAD_TOO_LARGE') ctx.closeConnection();
   stream.on('error', () => undefined);

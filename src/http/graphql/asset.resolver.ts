@@ -16,8 +16,8 @@ import { AssetPage, AssetType } from './types/asset.type';
 
 /**
  * The error interceptor and the input check are on each query, not on the class: on the class they would also wrap
- * the `preview` field of every item of a page in type-graphql's async middleware chain (BENCHMARKS.md, "Third round:
- * GraphQL"); `preview` translates its errors itself.
+ * the `preview` field of every item of a page in type-graphql's async middleware chain (docs/benchmarks-history.md,
+ * "Third round: GraphQL"); `preview` translates its errors itself.
  */
 @Resolver(() => AssetType)
 export class AssetResolver {

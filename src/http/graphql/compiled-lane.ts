@@ -62,7 +62,7 @@ export function handedOffContext(req: Request): Promise<GraphQLContext> | undefi
  *
  * Per request this skips what Apollo repeats for a known document: the SHA-256 of the text for its document store,
  * the header copy into a HeaderMap, the plugin hooks and their promises, three `negotiator` parses, the gateway
- * request context and the context copy (BENCHMARKS.md, "Third round: GraphQL at REST speed").
+ * request context and the context copy (docs/benchmarks-history.md, "Third round: GraphQL at REST speed").
  * test/integration/graphql-lane.test.ts sends each request both ways and compares.
  */
 export function compiledLane(deps: CompiledLaneDeps): RequestHandler {

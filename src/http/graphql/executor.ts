@@ -184,7 +184,7 @@ const SCALAR_VARIABLES = new WeakMap<OperationDefinitionNode, ScalarCoercer | nu
  * String, Int, Float, Boolean, nullable or not) and given a value that is not null. graphql-js's coercion then gives
  * each variable its scalar's `parseValue(value)` (coerceInputValue on a leaf type), so this does exactly that, with
  * the type of each variable resolved once per operation rather than on every request (`typeFromAST`, the per-request
- * closures and error paths of coerceVariableValues: ~5 µs of a GraphQL `asset(id)` request). Anything else (a
+ * closures and error paths of coerceVariableValues). Anything else (a
  * variable missing or null, a parse that throws or gives undefined, an input object or enum type) gives undefined:
  * graphql-js coerces that request, with its exact errors. Null for operations that cannot take this path.
  */

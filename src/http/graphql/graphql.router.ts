@@ -22,9 +22,9 @@ import { settleUrlParseDeprecation } from './url-parse';
 const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
- * `/graphql` (the router is mounted there): Apollo Server on the app's express, the multipart upload parser in front of it, and the IDE.
- * CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true` or
- * `X-Apollo-Operation-Name`, which a cross-site form cannot send.
+ * `/graphql` (the router is mounted there): Apollo Server on the app's express, the multipart upload parser in front of
+ * it, and the IDE. CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true`
+ * or `X-Apollo-Operation-Name`, which a cross-site form cannot send.
  */
 export async function graphqlRouter(c: Container): Promise<Router> {
   const schema = await buildGraphQLSchema(c);

@@ -8,9 +8,8 @@ import { DomainError } from '../../domain/errors';
  * oversized) goes to `express.json`, which decides it as before. The outcomes are body-parser's: the same strict
  * check (an object or array), the same BOM handling and the same errors (INVALID_JSON, INVALID_BODY when aborted).
  *
- * Why not `express.json` for everything: under 64 connections of `asset(id)` queries, body-parser's per-request work
- * (type-is and content-type parsing twice, raw-body's stream set-up, iconv decoding) was ~5 % of the CPU of a
- * request (BENCHMARKS.md, "Third round: GraphQL"; `node bench/ab.cjs` measures the difference).
+ * Why not `express.json` for everything: body-parser's per-request work (type-is and content-type parsing twice,
+ * raw-body's stream set-up, iconv decoding) shows in the CPU of small queries (`npm run bench -- graphql`).
  */
 export function graphqlJsonBody(limitBytes: number): RequestHandler {
   const fallback = express.json({ limit: limitBytes });

@@ -16,7 +16,10 @@ import { PageCache } from '../shared/page-cache';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
-/** GET /api/assets/{id} (the id a lower-cased UUID): the hottest read, also answered from the pipeline's route table (http/rest/hot-routes.ts). */
+/**
+ * GET /api/assets/{id} (the id a lower-cased UUID): the hottest read, also answered from the pipeline's route table
+ * (http/rest/hot-routes.ts).
+ */
 export const assetById =
   (assets: AssetService) =>
   async (res: Response, id: string): Promise<void> => {

@@ -11,7 +11,10 @@ export interface HotRoute<P = unknown> {
   template: string;
   /** The path up to the one parameter, e.g. `/api/assets/`. */
   prefix: string;
-  /** The parameter, parsed as the router's handler parses it, when it is in its canonical spelling; any other spelling goes to the routers. */
+  /**
+   * The parameter, parsed as the router's handler parses it, when it is in its canonical spelling; any other spelling
+   * goes to the routers.
+   */
   parse(value: string): P | undefined;
   /** The route's answer (assets.router.ts), given the authenticated request and the parsed parameter. */
   answer(res: Response, param: P): Promise<void>;
@@ -44,8 +47,7 @@ export const hotRoute = {
  * of `routes` in its canonical spelling is authenticated by the same `RequestAuth` as `/api` (rate limits included),
  * then answered; an error goes on to the pipeline's error rendering like any other. The step returns whether it took
  * the request; every other request goes on to the routers. Express walks every layer of every router before a route it
- * matches (about 30 for GET /api/assets/{id}); skipping that walk took the CPU per request of the hottest read from
- * 1.30 to 1.16 of the former second listener's (BENCHMARKS.md, third round).
+ * matches (about 30 for GET /api/assets/{id}), a cost the hottest reads skip (`npm run bench -- metadata`).
  */
 export function hotRoutes(table: HotRoute[], auth: RequestAuth): (req: Request, res: Response, next: NextFunction) => boolean {
   const run = async (route: HotRoute, param: unknown, req: Request, res: Response, next: NextFunction): Promise<void> => {

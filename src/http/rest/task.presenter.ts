@@ -26,7 +26,8 @@ export function taskJson(t: Task): Record<string, unknown> {
   if (t.completedAt) out.completed_at = t.completedAt.toISOString();
   if (t.result && t.taskName === 'export_assets') {
     // `success` as in every task result (the ComfyUI frontend's task schema requires it); an export has a result only
-    // when it completed, and an archive (`export_name`) unless there was nothing to export or nothing could be read (`success: false`, `error`).
+    // when it completed, and an archive (`export_name`) unless there was nothing to export or nothing could be read
+    // (`success: false`, `error`).
     out.result = {
       success: t.result.success,
       ...(t.result.exportName ? { export_name: t.result.exportName } : {}),
@@ -70,7 +71,7 @@ function exportResultAliases(r: TaskResult): Record<string, number> {
   return out;
 }
 
-/** An export task's payload as ComfyUI's export task shows it: the normalised request, every field present (defaults filled in). */
+/** An export task's payload as ComfyUI's export task shows it: the normalised request, every field (defaults too). */
 function exportPayloadJson(r: ExportRequest): Record<string, unknown> {
   return {
     job_ids: r.jobIds ?? [],

@@ -18,9 +18,9 @@ import { closeAfterAnswer } from '../shared/errors';
 import { keyFromHeaders, type RequestAuth } from '../shared/request-auth';
 import { ChunkQueue } from './multipart';
 
-/** Upload-Metadata keys (the multipart fields of POST /api/assets); other keys (e.g. tus-js-client's filetype) are kept but unused. */
+/** Upload-Metadata keys (POST /api/assets' multipart fields); others (tus-js-client's filetype) are kept, unused. */
 export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {
-  // Every value is stored with the upload (jsonb): no NUL or lone surrogate in any of them (a 400, not a database error).
+  // Every value is stored with the upload (jsonb): no NUL or lone surrogate (a 400, not a database error).
   assertJsonInput(meta, 'Upload-Metadata');
   const text = (k: string): string | undefined => {
     const v = meta[k];
@@ -91,7 +91,7 @@ interface DirectBody {
  */
 interface TusRequestContext {
   principal: Principal;
-  /** The base URL the app's pipeline derived for this request (PUBLIC_URL, or Host and, with TRUST_PROXY, X-Forwarded-*). */
+  /** The base URL the pipeline derived for this request (PUBLIC_URL, or Host and, with TRUST_PROXY, X-Forwarded-*). */
   baseUrl: string;
   body?: DirectBody;
   lease?: UploadLease;
@@ -361,7 +361,7 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
       parseUploadMetadata(read?.meta ?? {});
       keptMetadata = read?.kept;
     }
-    // tus sees the whole path (srvx reads `req.url` when tus asks for it); the app's own logs see it as Express left it.
+    // tus sees the whole path (srvx reads `req.url` when tus asks); the app's logs see it as Express left it.
     const mountedUrl = req.url;
     req.url = req.originalUrl;
     const request = new NodeRequest({ req, res }) as unknown as Request;

@@ -8,9 +8,8 @@
  * Bounded by bytes; least recently used entries go first.
  *
  * A page is kept only when its key was asked for before (among the last `seenKeys` keys): a client paging through
- * the list asks each cursor page once, and such pages would push the repeated ones out (and cost a copy each). It
- * did not change the tail of pages read from the database (1,000 distinct cursor pages at 16 connections: p99 80.5
- * ms keeping all, 76.5 with this, the bare server 51–52.5; BENCHMARKS.md, "listing under 50 ms").
+ * the list asks each cursor page once, and such pages would push the repeated ones out (and cost a copy each).
+ * Measured by `npm run bench -- listing` (its distinct cursor pages).
  */
 export class PageCache {
   private readonly entries = new Map<string, { version: string; body: Buffer }>();
@@ -33,7 +32,9 @@ export class PageCache {
     return e;
   }
 
-  /** Keeps `text` under `version` when the key was asked for before; returns what to send (the kept bytes or `text`). */
+  /**
+   * Keeps `text` under `version` when the key was asked for before; returns what to send (the kept bytes or `text`).
+   */
   set(key: string, version: string, text: string): Buffer | string {
     const known = this.entries.has(key) || this.seen.has(key);
     this.delete(key);

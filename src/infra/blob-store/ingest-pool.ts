@@ -9,21 +9,20 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 /**
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
  *
- * Measured on the upload path (BENCHMARKS.md, figure 1): on the request thread the two hashes cost about a
- * core-second per GiB, and the received chunks (a new 64 KiB ArrayBuffer each, from Node's HTTP parser) made V8 run
- * a full mark-compact every ~40 MB, since they count as external memory while the young generation barely fills:
- * another half second per GiB. Here the request thread parses and runs BLAKE3, and hands each chunk's ArrayBuffer
- * to a worker (transferred, not copied, so it leaves the request thread's heap at once); the worker runs SHA-256 and
- * queues the chunk for `writev` on the thread pool (one write in flight, in order, while it hashes the next),
- * overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end. Durability is the
- * same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ * Why (`npm run bench -- upload`): on the request thread the two hashes take a core on their own, and the received
+ * chunks (a new 64 KiB ArrayBuffer each, from Node's HTTP parser) make V8 run frequent full mark-compacts, since they
+ * count as external memory while the young generation barely fills. Here the request thread parses and runs BLAKE3, and
+ * hands each chunk's ArrayBuffer to a worker (transferred, not copied, so it leaves the request thread's heap at once);
+ * the worker runs SHA-256 and queues the chunk for `writev` on the thread pool (one write in flight, in order, while it
+ * hashes the next), overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end.
+ * Durability is the same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
  *
  * Resumable uploads keep a HashSession per upload: the BLAKE3 + SHA-256 state stays on one worker between jobs (one
  * job per PATCH, appending to the upload's part), so every PATCH continues the hashes where the last one stopped. A
  * session holds no job between PATCHes, so it does not keep its worker (or the process) alive. Downloads do the same
  * per attempt (both hashes on the worker): undici's body chunks are whole socket reads, each its own ArrayBuffer, so
  * they move to the worker like an upload's, and the request thread keeps no 64 KiB buffers for V8's full
- * mark-compacts to free (BENCHMARKS.md, "Third round: downloads without the GC hook").
+ * mark-compacts to free (`npm run bench -- download`).
  */
 
 /** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */

@@ -85,9 +85,8 @@ const close = promisify(fs.close);
 const port = parentPort!;
 const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
 /**
- * Background fdatasync interval of jobs that append to a resumable upload's part (2 MiB with a second sync beside the
- * running one was measured too: shorter PATCH tails, but 0.83-0.96 of this one's throughput at 4 GiB; BENCHMARKS.md,
- * "Third round: tus, the disk kept busy").
+ * Background fdatasync interval of jobs that append to a resumable upload's part, chosen by
+ * `BENCH_TUS_MIB=4096 npm run bench -- tus-upload` (shorter intervals cut the PATCH tail but cost throughput).
  */
 const APPEND_SYNC_EVERY = 8 << 20;
 const jobs = new Map<number, Job>();

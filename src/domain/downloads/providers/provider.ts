@@ -11,7 +11,9 @@ export interface SourceMetadata {
   blake3?: string;
 }
 
-/** What the import wizard shows about a file (GET /api/assets/remote-metadata), learnt without fetching a byte of it. */
+/**
+ * What the import wizard shows about a file (GET /api/assets/remote-metadata), learnt without fetching a byte of it.
+ */
 export interface RemoteDescription {
   fileName?: string;
   /** Exact (Hugging Face) or as the provider lists it (Civitai, in KB); undefined when unknown. */

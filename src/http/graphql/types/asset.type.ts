@@ -73,7 +73,7 @@ export class AssetType {
   /*
    * The two URLs are plain fields of the object (getters, read by the default resolver only when a query asks for
    * them), not type-graphql field resolvers: those ran per item of a page through getParams and convertToType
-   * (BENCHMARKS.md, "Third round: GraphQL, CPU per request").
+   * (docs/benchmarks-history.md, "Third round: GraphQL, CPU per request").
    */
   @Field(() => String, { nullable: true, description: 'Absolute URL of the preview asset content (`<base>/api/assets/{previewId}/content`).' })
   get previewUrl(): string | null {
