@@ -35,7 +35,10 @@ export async function startFakeHub(): Promise<FakeHub> {
     const f = name ? files.get(name) : undefined;
     if (!f) return void res.writeHead(404).end('not found');
     if (f.getStatus && req.method !== 'HEAD') return void res.writeHead(f.getStatus).end('refused');
-    const headers: Record<string, string> = { 'content-length': String(f.body.length), 'content-type': 'application/octet-stream' };
+    const headers: Record<string, string> = {
+      'content-length': String(f.body.length),
+      'content-type': 'application/octet-stream',
+    };
     if (f.linked) {
       headers['x-linked-etag'] = `"${crypto.createHash('sha256').update(f.body).digest('hex')}"`;
       headers['x-linked-size'] = String(f.body.length);

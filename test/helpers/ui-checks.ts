@@ -16,7 +16,13 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts');
 export const LAUNCH = {
   executablePath: CHROMIUM,
-  args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--no-first-run'],
+  args: [
+    '--no-sandbox',
+    '--disable-background-networking',
+    '--disable-gpu',
+    '--disable-component-update',
+    '--no-first-run',
+  ],
 };
 
 /** The four viewports of issue 30; the last is 1440×900 at 200 % zoom (CSS pixels halved, twice the device pixels). */
@@ -39,7 +45,9 @@ export async function axeViolations(page: Page, context = 'body'): Promise<strin
     async (ctx) => (await axe.run(document.querySelector(ctx), { resultTypes: ['violations'] })).violations,
     context,
   );
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
+  return found
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')}`));
 }
 
 /**
@@ -52,15 +60,18 @@ export async function layoutProblems(page: Page, what: string): Promise<string[]
     const W = window.innerWidth;
     const root = document.documentElement;
     if (root.scrollWidth > W) problems.push(`${state}: the page is ${root.scrollWidth} px wide in a ${W} px window`);
-    if (document.body.scrollWidth > W) problems.push(`${state}: the body is ${document.body.scrollWidth} px wide in a ${W} px window`);
+    if (document.body.scrollWidth > W)
+      problems.push(`${state}: the body is ${document.body.scrollWidth} px wide in a ${W} px window`);
     const controls = [...document.querySelectorAll('button, a[href], input, select, textarea, [tabindex="0"]')];
     for (const el of controls) {
       if (el.closest('.sr-only') || el.classList.contains('sr-only')) continue;
       if (!el.checkVisibility({ checkOpacity: false, checkVisibilityCSS: true })) continue;
       const r = el.getBoundingClientRect();
       const name = (el.getAttribute('aria-label') || el.textContent || el.id || el.tagName).trim().slice(0, 40);
-      if (r.width < 16 || r.height < 16) problems.push(`${state}: "${name}" is ${Math.round(r.width)}×${Math.round(r.height)} px`);
-      if (r.left < -0.5 || r.right > W + 0.5) problems.push(`${state}: "${name}" spans x ${Math.round(r.left)}–${Math.round(r.right)} of ${W}`);
+      if (r.width < 16 || r.height < 16)
+        problems.push(`${state}: "${name}" is ${Math.round(r.width)}×${Math.round(r.height)} px`);
+      if (r.left < -0.5 || r.right > W + 0.5)
+        problems.push(`${state}: "${name}" spans x ${Math.round(r.left)}–${Math.round(r.right)} of ${W}`);
     }
     return problems;
   }, what);
@@ -68,10 +79,20 @@ export async function layoutProblems(page: Page, what: string): Promise<string[]
 
 /** True when the element is on screen (inside the window both ways). */
 export async function onScreen(page: Page, selector: string): Promise<boolean> {
-  return page.locator(selector).first().evaluate((el: any) => {
-    const r = el.getBoundingClientRect();
-    return r.width > 0 && r.height > 0 && r.left >= 0 && r.top >= 0 && r.right <= window.innerWidth && r.bottom <= window.innerHeight;
-  });
+  return page
+    .locator(selector)
+    .first()
+    .evaluate((el: any) => {
+      const r = el.getBoundingClientRect();
+      return (
+        r.width > 0 &&
+        r.height > 0 &&
+        r.left >= 0 &&
+        r.top >= 0 &&
+        r.right <= window.innerWidth &&
+        r.bottom <= window.innerHeight
+      );
+    });
 }
 
 /** A small picture that looks like one: a two-hue gradient with a disc, different for every seed. */
@@ -100,7 +121,8 @@ export function wav(): Buffer {
   const rate = 8000;
   const samples = rate / 4;
   const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
+  for (let i = 0; i < samples; i++)
+    data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), i * 2);
   const h = Buffer.alloc(44);
   h.write('RIFF', 0);
   h.writeUInt32LE(36 + data.length, 4);

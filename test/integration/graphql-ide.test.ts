@@ -28,7 +28,10 @@ afterAll(async () => {
 });
 
 test('GET /graphql from a browser: the IDE page, without a key, loading only files the service serves', async () => {
-  const res = await svc.fetch('/graphql', { key: null, headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+  const res = await svc.fetch('/graphql', {
+    key: null,
+    headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+  });
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/html/);
   expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/);
@@ -55,13 +58,28 @@ test('GET /graphql from a browser: the IDE page, without a key, loading only fil
 
 test('browser: paste the key in the Headers tab, run { tasks { items { id status } } }, see the result', async () => {
   hub.set('ide-model.bin', Buffer.from('bytes of a model for the IDE test'));
-  const started = await gql(svc, 'mutation($u: String!) { startDownload(input: {sourceUrl: $u}) { task { id } } }', { u: hub.fileUrl('ide-model.bin') }, { key: KEYS.admin });
+  const started = await gql(
+    svc,
+    'mutation($u: String!) { startDownload(input: {sourceUrl: $u}) { task { id } } }',
+    { u: hub.fileUrl('ide-model.bin') },
+    { key: KEYS.admin },
+  );
   const taskId: string = started.data.startDownload.task.id;
-  await waitFor(async () => ((await gql(svc, `{ task(id: "${taskId}") { status } }`, {}, { key: KEYS.admin })).data.task.status === 'completed' ? true : undefined));
+  await waitFor(async () =>
+    (await gql(svc, `{ task(id: "${taskId}") { status } }`, {}, { key: KEYS.admin })).data.task.status === 'completed'
+      ? true
+      : undefined,
+  );
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-gpu',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 850 } });
   const foreign: string[] = [];
@@ -73,7 +91,9 @@ test('browser: paste the key in the Headers tab, run { tasks { items { id status
   });
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(m.text());
+  });
 
   const apiAnswers: number[] = [];
   page.on('response', (r) => {

@@ -9,7 +9,16 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { startFakeHub, type FakeHub } from '../helpers/fake-hub';
 import { gql } from '../helpers/graphql';
-import { ARTIFACTS, axeViolations, layoutProblems, LAUNCH, onScreen, picture, safetensors, VIEWPORTS } from '../helpers/ui-checks';
+import {
+  ARTIFACTS,
+  axeViolations,
+  layoutProblems,
+  LAUNCH,
+  onScreen,
+  picture,
+  safetensors,
+  VIEWPORTS,
+} from '../helpers/ui-checks';
 
 declare const document: any;
 
@@ -29,20 +38,35 @@ beforeAll(async () => {
   await buildUi();
   hub = await startFakeHub();
   svc = await startTestService({ HF_ENDPOINT: hub.url });
-  await upload(safetensors({ ss_base_model_version: 'sdxl_base_v1-0' }), 'checkpoints/a-rather-long-model-name-for-a-phone-v2.safetensors', 'models,model_type:checkpoints');
+  await upload(
+    safetensors({ ss_base_model_version: 'sdxl_base_v1-0' }),
+    'checkpoints/a-rather-long-model-name-for-a-phone-v2.safetensors',
+    'models,model_type:checkpoints',
+  );
   await upload(Buffer.from('{"a": 1}'), 'settings.json', 'notes');
-  for (let i = 0; i < 12; i++) await upload(await picture(i), `a-long-render-name-to-cut_${i}.png`, i % 2 ? 'output,portraits of cats,Landscapes' : 'output');
+  for (let i = 0; i < 12; i++)
+    await upload(
+      await picture(i),
+      `a-long-render-name-to-cut_${i}.png`,
+      i % 2 ? 'output,portraits of cats,Landscapes' : 'output',
+    );
   // A download that fails (Activity shows its reason and Retry) and one that completes.
   hub.set('refused.safetensors', Buffer.alloc(4096, 1), { getStatus: 404 });
   hub.set('fine.safetensors', Buffer.alloc(4096, 2));
   for (const name of ['refused.safetensors', 'fine.safetensors']) {
-    await gql(svc, 'mutation($u: String!) { startDownload(input: {sourceUrl: $u}) { task { id } } }', { u: hub.fileUrl(name) });
+    await gql(svc, 'mutation($u: String!) { startDownload(input: {sourceUrl: $u}) { task { id } } }', {
+      u: hub.fileUrl(name),
+    });
   }
   await waitFor(
     async () => {
       const r = await gql(svc, '{ tasks { items { status } } assets(limit: 100) { items { mimeType thumbnailUrl } } }');
-      const done = r.data.tasks.items.every((t: { status: string }) => t.status === 'failed' || t.status === 'completed');
-      const thumbs = r.data.assets.items.filter((a: { mimeType: string; thumbnailUrl?: string }) => a.mimeType.startsWith('image/') && !a.thumbnailUrl);
+      const done = r.data.tasks.items.every(
+        (t: { status: string }) => t.status === 'failed' || t.status === 'completed',
+      );
+      const thumbs = r.data.assets.items.filter(
+        (a: { mimeType: string; thumbnailUrl?: string }) => a.mimeType.startsWith('image/') && !a.thumbnailUrl,
+      );
       return done && thumbs.length === 0 ? true : undefined;
     },
     { timeoutMs: 40_000, what: 'the tasks and thumbnails' },
@@ -83,7 +107,9 @@ describe.each(VIEWPORTS.map((v) => [v.name, v] as const))('at %s', (name, vp) =>
       await check('grid');
       expect(await onScreen(page, 'button:has-text("Sign out")')).toBe(true);
       expect(await onScreen(page, 'button:has-text("Upload")')).toBe(true);
-      const searchWidth = await page.getByLabel('Search by name').evaluate((el: any) => el.getBoundingClientRect().width);
+      const searchWidth = await page
+        .getByLabel('Search by name')
+        .evaluate((el: any) => el.getBoundingClientRect().width);
       // Full width on narrow screens (beside the Tags button), and never squeezed.
       expect(searchWidth).toBeGreaterThan(narrow ? vp.viewport.width * 0.6 : 240);
       // Activity is a collapsed line.
@@ -97,7 +123,9 @@ describe.each(VIEWPORTS.map((v) => [v.name, v] as const))('at %s', (name, vp) =>
         await check('tags', false);
         await page.locator('.facet', { hasText: 'Landscapes' }).click();
         await page.getByRole('button', { name: 'Close tags' }).click();
-        await waitFor(async () => ((await page.locator('.tile').count()) === 6 ? true : undefined), { what: 'the Landscapes tag' });
+        await waitFor(async () => ((await page.locator('.tile').count()) === 6 ? true : undefined), {
+          what: 'the Landscapes tag',
+        });
         await page.getByRole('button', { name: /^Tags/ }).click();
         await page.locator('.facets').getByRole('button', { name: 'Clear' }).click();
         await page.getByRole('button', { name: 'Close tags' }).click();
@@ -122,7 +150,10 @@ describe.each(VIEWPORTS.map((v) => [v.name, v] as const))('at %s', (name, vp) =>
 
       // Activity, open: the failed download with its reason and Retry.
       await page.getByRole('button', { name: 'Activity' }).click();
-      await page.locator('[data-status="failed"]').getByRole('button', { name: /^Retry/ }).waitFor({ timeout: 15_000 });
+      await page
+        .locator('[data-status="failed"]')
+        .getByRole('button', { name: /^Retry/ })
+        .waitFor({ timeout: 15_000 });
       await check('activity');
       await page.getByRole('button', { name: 'Activity' }).click();
 
@@ -151,6 +182,10 @@ describe.each(VIEWPORTS.map((v) => [v.name, v] as const))('at %s', (name, vp) =>
 /** Every thumbnail in view decoded (the screenshots show the page as a person sees it). */
 async function waitForImages(page: Page): Promise<void> {
   await waitFor(async () =>
-    (await page.evaluate(() => [...document.querySelectorAll('.tile img')].every((i: any) => i.complete && i.naturalWidth > 0))) ? true : undefined,
+    (await page.evaluate(() =>
+      [...document.querySelectorAll('.tile img')].every((i: any) => i.complete && i.naturalWidth > 0),
+    ))
+      ? true
+      : undefined,
   );
 }

@@ -23,7 +23,9 @@ declare const requestAnimationFrame: (f: () => void) => number;
 declare const navigator: any;
 type HTMLImageElement = any;
 
-const { buildUi } = require('../../scripts/build-ui.cjs') as { buildUi(o?: { outDir?: string }): Promise<{ script: string; style: string }> };
+const { buildUi } = require('../../scripts/build-ui.cjs') as {
+  buildUi(o?: { outDir?: string }): Promise<{ script: string; style: string }>;
+};
 
 const PAGE_SIZE = 24;
 const IMAGES = 30;
@@ -56,15 +58,28 @@ beforeAll(async () => {
   svc = await startTestService({ HF_ENDPOINT: hub.url });
   // Oldest first so the newest (the grid's first tiles) are the last ones made here: the images.
   await upload(safetensors({ ss_base_model_version: 'sdxl_base_v1-0' }), 'SDXL/base.safetensors', 'models,checkpoints');
-  await upload(safetensors({ 'modelspec.architecture': 'flux-1-dev/lora' }), 'detail-tweaker.safetensors', 'models,model_type:loras,loras');
+  await upload(
+    safetensors({ 'modelspec.architecture': 'flux-1-dev/lora' }),
+    'detail-tweaker.safetensors',
+    'models,model_type:loras,loras',
+  );
   await upload(Buffer.from('{"prompt": "<b>not bold</b>", "steps": 30}'), 'workflow.json', 'notes');
   await upload(wav(), 'tone.wav', 'sounds');
   const ids: string[] = [];
-  for (let i = 0; i < IMAGES; i++) ids.push(await upload(await picture(i), `render_${String(i).padStart(3, '0')}.png`, i % 3 === 0 ? 'output,cats' : 'output'));
+  for (let i = 0; i < IMAGES; i++)
+    ids.push(
+      await upload(
+        await picture(i),
+        `render_${String(i).padStart(3, '0')}.png`,
+        i % 3 === 0 ? 'output,cats' : 'output',
+      ),
+    );
   await waitFor(
     async () => {
       const r = await gql(svc, '{ assets(limit: 100) { items { thumbnailUrl } } }');
-      return r.data.assets.items.filter((a: { thumbnailUrl?: string }) => a.thumbnailUrl).length >= IMAGES ? true : undefined;
+      return r.data.assets.items.filter((a: { thumbnailUrl?: string }) => a.thumbnailUrl).length >= IMAGES
+        ? true
+        : undefined;
     },
     { timeoutMs: 40_000, what: 'thumbnails of the uploaded PNGs' },
   );
@@ -150,18 +165,27 @@ async function walkThrough(): Promise<void> {
   await page.getByRole('button', { name: 'Open' }).click();
   await tiles().first().waitFor();
   expect(await page.evaluate(() => sessionStorage.getItem('assetBrowser.apiKey'))).toBe(KEYS.alice);
-  await waitFor(async () => ((await page.evaluate(() => document.activeElement?.id)) === 'search' ? true : undefined), { what: 'focus in the search' });
+  await waitFor(async () => ((await page.evaluate(() => document.activeElement?.id)) === 'search' ? true : undefined), {
+    what: 'focus in the search',
+  });
 
   // 2. The first page, every image tile showing its thumbnail (the browser fetches each <img src> itself, with a
   // signed thumbnail access grant in the URL, never the key). Where the page does not fill the view (and 400 px
   // beyond), the grid goes on to the next page at once, as it should: hence "at least" a page here and below.
   expect(await tiles().count()).toBeGreaterThanOrEqual(PAGE_SIZE);
   await waitFor(async () =>
-    (await page.evaluate(() => [...document.querySelectorAll('.tile img')].filter((i: HTMLImageElement) => i.complete && i.naturalWidth > 0).length)) >= PAGE_SIZE - 1
+    (await page.evaluate(
+      () =>
+        [...document.querySelectorAll('.tile img')].filter((i: HTMLImageElement) => i.complete && i.naturalWidth > 0)
+          .length,
+    )) >=
+    PAGE_SIZE - 1
       ? true
       : undefined,
   );
-  expect(await page.locator('.tile img').first().getAttribute('src')).toMatch(new RegExp(`^${svc.url}/api/assets/[0-9a-f-]{36}/thumbnail\\?access=[\\w.-]+$`));
+  expect(await page.locator('.tile img').first().getAttribute('src')).toMatch(
+    new RegExp(`^${svc.url}/api/assets/[0-9a-f-]{36}/thumbnail\\?access=[\\w.-]+$`),
+  );
   expect(await page.locator('.facets').innerText()).toMatch(/cats\s*10/);
   // Activity is one collapsed line while nothing happens.
   expect(await page.locator('.activity').evaluate((el) => el.getBoundingClientRect().height)).toBeLessThan(50);
@@ -213,7 +237,10 @@ async function walkThrough(): Promise<void> {
   await shot('offline');
   await page.context().setOffline(false);
   await page.getByRole('alert').filter({ hasText: 'offline' }).waitFor({ state: 'detached' });
-  await waitFor(async () => ((await page.locator('.toolbar .count').innerText()).match(/^\d+ assets$/) ? true : undefined), { what: 'the count back' });
+  await waitFor(
+    async () => ((await page.locator('.toolbar .count').innerText()).match(/^\d+ assets$/) ? true : undefined),
+    { what: 'the count back' },
+  );
   await page.route('**/graphql', (route) => route.abort());
   await page.getByLabel('Search by name').fill('render_01');
   const failed = page.getByRole('alert').filter({ hasText: 'could not be loaded' });
@@ -255,7 +282,9 @@ async function walkThrough(): Promise<void> {
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   const viewer = page.getByRole('dialog');
   await viewer.locator(`.viewer-stage[data-asset-id="${id}"] img[src^="blob:"]`).waitFor();
-  await waitFor(async () => ((await viewer.locator('img').evaluate((i: HTMLImageElement) => i.naturalWidth)) === 320 ? true : undefined));
+  await waitFor(async () =>
+    (await viewer.locator('img').evaluate((i: HTMLImageElement) => i.naturalWidth)) === 320 ? true : undefined,
+  );
   await accessible('viewer');
   await shot('viewer');
   await page.keyboard.press('ArrowLeft');
@@ -283,7 +312,11 @@ async function walkThrough(): Promise<void> {
   await waitFor(async () => ((await tiles().count()) === 1 ? true : undefined));
   await page.locator('.tile-main').first().click();
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
-  await waitFor(async () => ((await viewer.locator('audio[src^="blob:"]').evaluate((a: any) => a.readyState)) >= 1 ? true : undefined), { what: 'the audio player' });
+  await waitFor(
+    async () =>
+      (await viewer.locator('audio[src^="blob:"]').evaluate((a: any) => a.readyState)) >= 1 ? true : undefined,
+    { what: 'the audio player' },
+  );
   expect(await viewer.locator('audio').evaluate((a: any) => Math.round(a.duration * 100))).toBe(25);
   await page.keyboard.press('Escape');
   await page.keyboard.press('Escape');
@@ -298,7 +331,8 @@ async function walkThrough(): Promise<void> {
     const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
     const dt = new DataTransfer();
     dt.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }));
-    for (const type of ['dragenter', 'dragover', 'drop']) document.body.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    for (const type of ['dragenter', 'dragover', 'drop'])
+      document.body.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
   }, dropped);
   const tagsAtUpload = page.getByRole('dialog').getByLabel('Tags');
   expect(await tagsAtUpload.inputValue()).toBe('cats');
@@ -311,13 +345,17 @@ async function walkThrough(): Promise<void> {
   const hasTus = (await svc.fetch('/api/uploads', { method: 'OPTIONS' })).status !== 404;
   expect(await page.locator('[data-upload="dropped.png"]').getAttribute('data-via')).toBe(hasTus ? 'tus' : 'graphql');
   await page.locator('.facets').getByRole('button', { name: 'Clear' }).click();
-  await page.locator('#file-input').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('prompt notes\n') });
+  await page
+    .locator('#file-input')
+    .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('prompt notes\n') });
   expect(await tagsAtUpload.inputValue()).toBe('');
   await page.getByRole('dialog').getByRole('button', { name: 'Upload' }).click();
   await page.locator('.tile .tile-name', { hasText: 'notes.txt' }).waitFor({ timeout: 20_000 });
-  const uploaded = (await gql(svc, '{ assets(filter: {nameContains: "dropped.png"}) { items { tags } } }')).data.assets.items;
+  const uploaded = (await gql(svc, '{ assets(filter: {nameContains: "dropped.png"}) { items { tags } } }')).data.assets
+    .items;
   expect(uploaded[0].tags.map((t: string) => t.toLowerCase()).sort()).toEqual(['cats', 'dropped']);
-  const notes = (await gql(svc, '{ assets(filter: {nameContains: "notes.txt"}) { items { tags } } }')).data.assets.items;
+  const notes = (await gql(svc, '{ assets(filter: {nameContains: "notes.txt"}) { items { tags } } }')).data.assets
+    .items;
   expect(notes[0].tags).toEqual([]);
   // The dropped PNG gets its thumbnail a moment later, without a reload.
   await page.locator('.tile', { hasText: 'dropped.png' }).locator('img').waitFor({ timeout: 20_000 });
@@ -333,10 +371,15 @@ async function walkThrough(): Promise<void> {
   hub.set('lora-v2.safetensors', Buffer.alloc(3 * 1024 * 1024, 7));
   await page.getByLabel('Download from URL').fill(hub.fileUrl('lora-v2.safetensors'));
   await page.getByRole('button', { name: 'Start download' }).click();
-  await page.locator('[data-task-id][data-status="completed"]', { hasText: 'lora-v2.safetensors' }).waitFor({ timeout: 30_000 });
+  await page
+    .locator('[data-task-id][data-status="completed"]', { hasText: 'lora-v2.safetensors' })
+    .waitFor({ timeout: 30_000 });
   await page.locator('.tile .tile-name', { hasText: 'lora-v2.safetensors' }).waitFor({ timeout: 10_000 });
   await held.getByRole('button', { name: /^Cancel/ }).click();
-  await page.locator('[data-task-id][data-status="cancelled"], [data-task-id][data-status="failed"]').first().waitFor({ timeout: 20_000 });
+  await page
+    .locator('[data-task-id][data-status="cancelled"], [data-task-id][data-status="failed"]')
+    .first()
+    .waitFor({ timeout: 20_000 });
   hub.release();
   const body = Buffer.alloc(64 * 1024, 3);
   hub.set('flaky.safetensors', body, { getStatus: 404 });
@@ -350,7 +393,9 @@ async function walkThrough(): Promise<void> {
   await shot('activity');
   hub.set('flaky.safetensors', body);
   await failedTask.getByRole('button', { name: /^Retry/ }).click();
-  await page.locator('[data-task-id][data-status="completed"]', { hasText: 'flaky.safetensors' }).waitFor({ timeout: 30_000 });
+  await page
+    .locator('[data-task-id][data-status="completed"]', { hasText: 'flaky.safetensors' })
+    .waitFor({ timeout: 30_000 });
   await page.locator('.tile .tile-name', { hasText: 'flaky.safetensors' }).waitFor({ timeout: 10_000 });
 
   // 11. Select all of what is shown, add and remove a tag on all of them, export them, delete two.
@@ -362,7 +407,8 @@ async function walkThrough(): Promise<void> {
   await selection.getByRole('button', { name: 'Edit tags' }).click();
   await selection.getByLabel('Tags for the 10 selected').fill('bulk-tag');
   await selection.getByRole('button', { name: 'Add tags' }).click();
-  const tagged = async () => (await gql(svc, '{ assets(filter: {includeTags: ["bulk-tag"]}) { total } }')).data.assets.total;
+  const tagged = async () =>
+    (await gql(svc, '{ assets(filter: {includeTags: ["bulk-tag"]}) { total } }')).data.assets.total;
   await waitFor(async () => ((await tagged()) === 10 ? true : undefined), { what: 'the bulk tag added' });
   await page.locator('.facet', { hasText: 'bulk-tag' }).waitFor();
   await shot('bulk-tags');
@@ -372,7 +418,9 @@ async function walkThrough(): Promise<void> {
   await waitFor(async () => ((await tagged()) === 0 ? true : undefined), { what: 'the bulk tag removed' });
 
   await selection.getByRole('button', { name: 'Export as ZIP' }).click();
-  const archiveButton = page.locator('[data-task-id][data-status="completed"]').getByRole('button', { name: 'Download archive' });
+  const archiveButton = page
+    .locator('[data-task-id][data-status="completed"]')
+    .getByRole('button', { name: 'Download archive' });
   await archiveButton.first().waitFor({ timeout: 30_000 });
   await saveArchive(archiveButton.first());
   // After a reload the export is still there, with its link.
@@ -386,7 +434,10 @@ async function walkThrough(): Promise<void> {
 
   await page.getByLabel('Search by name').fill('render_00');
   await waitFor(async () => ((await tiles().count()) === 10 ? true : undefined));
-  const doomed = [(await page.locator('.tile').nth(0).getAttribute('data-id'))!, (await page.locator('.tile').nth(1).getAttribute('data-id'))!];
+  const doomed = [
+    (await page.locator('.tile').nth(0).getAttribute('data-id'))!,
+    (await page.locator('.tile').nth(1).getAttribute('data-id'))!,
+  ];
   await page.locator('.tile-check').nth(0).click();
   await page.locator('.tile-check').nth(1).click();
   await selection.getByText('2 selected').waitFor();
@@ -448,10 +499,24 @@ test('without a thumbnail access grant (a service that has none), thumbnails are
   const context = await browser!.newContext({ viewport: { width: 1360, height: 860 } });
   try {
     await context.addInitScript((key) => sessionStorage.setItem('assetBrowser.apiKey', key), KEYS.alice);
-    await context.route('**/api/thumbnail-access', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"code":"NOT_FOUND","message":"no route"}' }));
+    await context.route('**/api/thumbnail-access', (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: 'application/json',
+        body: '{"code":"NOT_FOUND","message":"no route"}',
+      }),
+    );
     const p = await context.newPage();
     await p.goto(`${svc.url}/ui`);
-    await waitFor(async () => ((await p.evaluate(() => [...document.querySelectorAll('.tile img')].filter((i: HTMLImageElement) => i.complete && i.naturalWidth > 0).length)) > 0 ? true : undefined));
+    await waitFor(async () =>
+      (await p.evaluate(
+        () =>
+          [...document.querySelectorAll('.tile img')].filter((i: HTMLImageElement) => i.complete && i.naturalWidth > 0)
+            .length,
+      )) > 0
+        ? true
+        : undefined,
+    );
     expect(await p.locator('.tile img').first().getAttribute('src')).toMatch(/^blob:/);
   } finally {
     await context.close();
@@ -482,24 +547,38 @@ test('a first page of 100 tiles, every thumbnail fetched, loads in about a secon
           const check = () => {
             const tiles = [...document.querySelectorAll('.tile')];
             const images = tiles.filter((t: any) => /^image\//.test(t.querySelector('.tile-meta')?.textContent ?? ''));
-            const loaded = [...document.querySelectorAll('.tile img')].filter((i: any) => i.complete && i.naturalWidth > 0).length;
+            const loaded = [...document.querySelectorAll('.tile img')].filter(
+              (i: any) => i.complete && i.naturalWidth > 0,
+            ).length;
             if (tiles.length === 100 && images.length > 0 && loaded === images.length) {
-              const script = performance.getEntriesByType('resource').find((e: any) => /app-.*\.js$/.test(e.name)) as any;
-              const thumbs = performance.getEntriesByType('resource').filter((e: any) => /\/thumbnail(\?|$)/.test(e.name)) as any[];
+              const script = performance
+                .getEntriesByType('resource')
+                .find((e: any) => /app-.*\.js$/.test(e.name)) as any;
+              const thumbs = performance
+                .getEntriesByType('resource')
+                .filter((e: any) => /\/thumbnail(\?|$)/.test(e.name)) as any[];
               const cached = thumbs.filter((e) => e.transferSize === 0).length;
-              resolve({ shown: Math.round(performance.now()), script: Math.round(script?.responseEnd ?? -1), firstPage: at('ui:first-page'), cached });
-            }
-            else requestAnimationFrame(check);
+              resolve({
+                shown: Math.round(performance.now()),
+                script: Math.round(script?.responseEnd ?? -1),
+                firstPage: at('ui:first-page'),
+                cached,
+              });
+            } else requestAnimationFrame(check);
           };
           check();
         }),
     );
     times.push(ms.shown);
-    phases.push(`script ${ms.script}, first page ${ms.firstPage}, thumbnails ${ms.shown} (${ms.cached} from the browser cache)`);
+    phases.push(
+      `script ${ms.script}, first page ${ms.firstPage}, thumbnails ${ms.shown} (${ms.cached} from the browser cache)`,
+    );
   }
   await context.close();
   // From navigation start to the last of the page's thumbnails shown (decoded in their <img>).
-  console.log(`asset browser, first page of 100 tiles with thumbnails: ${times.join(', ')} ms (3 loads)\n  ms after navigation start: ${phases.join(' | ')}`);
+  console.log(
+    `asset browser, first page of 100 tiles with thumbnails: ${times.join(', ')} ms (3 loads)\n  ms after navigation start: ${phases.join(' | ')}`,
+  );
   // The issue's target is 1 s; the bound here leaves room for a loaded CI machine.
   expect(Math.min(...times)).toBeLessThan(3000);
 }, 80_000);

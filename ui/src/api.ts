@@ -1,4 +1,16 @@
-import { ALL_ASSET_FIELDS, BASE_ASSET_FIELDS, firstScreenBody, GRANT_URL, grantOf, graphqlInit, jsonInit, send, takeEarly, takeEarlyNow, type Answer } from './first-screen';
+import {
+  ALL_ASSET_FIELDS,
+  BASE_ASSET_FIELDS,
+  firstScreenBody,
+  GRANT_URL,
+  grantOf,
+  graphqlInit,
+  jsonInit,
+  send,
+  takeEarly,
+  takeEarlyNow,
+  type Answer,
+} from './first-screen';
 
 /**
  * The browser's client of the service: GraphQL for everything GraphQL carries, and the few HTTP routes it cannot
@@ -43,7 +55,12 @@ export interface Task {
   updateTime: string;
   completedAt?: string | null;
   errorMessage?: string | null;
-  payload?: { sourceUrl?: string | null; tags?: string[]; userMetadata?: Record<string, unknown>; previewId?: string | null } | null;
+  payload?: {
+    sourceUrl?: string | null;
+    tags?: string[];
+    userMetadata?: Record<string, unknown>;
+    previewId?: string | null;
+  } | null;
   exportRequest?: ExportRequest | null;
   progress: { bytesDownloaded: number; bytesTotal?: number | null; progress?: number | null };
   result?: Record<string, unknown> | null;
@@ -93,12 +110,20 @@ export class Api {
    * One mutation per id in one request (aliased), for bulk actions: the ids it did and the errors of the others
    * (one refused asset does not hide what happened to the rest).
    */
-  async each(ids: string[], field: string, args = '', selection = '', extra: Record<string, string[]> = {}): Promise<{ done: string[]; failed: string[] }> {
+  async each(
+    ids: string[],
+    field: string,
+    args = '',
+    selection = '',
+    extra: Record<string, string[]> = {},
+  ): Promise<{ done: string[]; failed: string[] }> {
     const done: string[] = [];
     const failed: string[] = [];
     for (let i = 0; i < ids.length; i += 50) {
       const batch = ids.slice(i, i + 50);
-      const decl = Object.entries(extra).map(([k]) => `, $${k}: [String!]!`).join('');
+      const decl = Object.entries(extra)
+        .map(([k]) => `, $${k}: [String!]!`)
+        .join('');
       const body = batch.map((_, j) => `m${j}: ${field}(id: $id${j}${args})${selection}`).join('\n');
       const query = `mutation(${batch.map((_, j) => `$id${j}: ID!`).join(', ')}${decl}) { ${body} }`;
       const variables = { ...extra, ...Object.fromEntries(batch.map((id, j) => [`id${j}`, id])) };
@@ -106,7 +131,9 @@ export class Api {
       if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
       if (a.status === 401) this.onUnauthorized();
       const data = ((a.body as { data?: Record<string, unknown> | null })?.data ?? {}) as Record<string, unknown>;
-      batch.forEach((id, j) => (data[`m${j}`] !== undefined && data[`m${j}`] !== null && data[`m${j}`] !== false ? done : failed).push(id));
+      batch.forEach((id, j) =>
+        (data[`m${j}`] !== undefined && data[`m${j}`] !== null && data[`m${j}`] !== false ? done : failed).push(id),
+      );
     }
     return { done, failed };
   }
@@ -130,7 +157,8 @@ export class Api {
       throw new ApiError(first?.message ?? 'The key was refused.', 'UNAUTHORIZED', 401);
     }
     if (first) throw new ApiError(first.message, first.extensions?.code ?? 'ERROR', a.status);
-    if (a.status !== 200 || body.data === undefined) throw new ApiError(`The service answered ${a.status}.`, 'HTTP_' + a.status, a.status);
+    if (a.status !== 200 || body.data === undefined)
+      throw new ApiError(`The service answered ${a.status}.`, 'HTTP_' + a.status, a.status);
     return body.data;
   }
 
@@ -159,7 +187,8 @@ export class Api {
     if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
     const body = (a.body ?? {}) as { message?: string; code?: string };
     if (a.status === 401) this.onUnauthorized();
-    if (a.status < 200 || a.status > 299) throw new ApiError(body.message ?? `GET ${url} answered ${a.status}`, body.code ?? 'HTTP_' + a.status, a.status);
+    if (a.status < 200 || a.status > 299)
+      throw new ApiError(body.message ?? `GET ${url} answered ${a.status}`, body.code ?? 'HTTP_' + a.status, a.status);
     return body as T;
   }
 
@@ -219,7 +248,12 @@ function firstScreenOf(d: FirstScreenData): FirstScreen {
     metadata: has(d.asset, 'metadata'),
     startExport: has(d.mutation, 'startExport'),
     // The scalar ones, which need no selection of their own (failedAssets, a list of objects, does).
-    taskResultFields: d.result?.fields.filter((f) => ['SCALAR', 'ENUM'].includes(f.type.kind === 'NON_NULL' ? (f.type.ofType?.kind ?? '') : f.type.kind)).map((f) => f.name) ?? [],
+    taskResultFields:
+      d.result?.fields
+        .filter((f) =>
+          ['SCALAR', 'ENUM'].includes(f.type.kind === 'NON_NULL' ? (f.type.ofType?.kind ?? '') : f.type.kind),
+        )
+        .map((f) => f.name) ?? [],
   };
   return { features, assets: d.assets, tagCounts: d.tagCounts };
 }

@@ -14,7 +14,13 @@ export function formatBytes(n: number | null | undefined): string {
 export function formatDate(iso: string | null | undefined): string {
   if (!iso) return '';
   const d = new Date(iso);
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
 }
 
 /** A time of today as `15:04`, an older one with its date. */
@@ -76,6 +82,21 @@ export function modelFolderOf(tags: string[]): string {
 
 /** ComfyUI's model folders (folder_paths.py), for tags in any order. */
 export const MODEL_FOLDERS = new Set([
-  'checkpoints', 'loras', 'vae', 'controlnet', 'embeddings', 'upscale_models', 'clip', 'clip_vision', 'unet',
-  'diffusion_models', 'text_encoders', 'hypernetworks', 'style_models', 'gligen', 'photomaker', 'diffusers', 'vae_approx',
+  'checkpoints',
+  'loras',
+  'vae',
+  'controlnet',
+  'embeddings',
+  'upscale_models',
+  'clip',
+  'clip_vision',
+  'unet',
+  'diffusion_models',
+  'text_encoders',
+  'hypernetworks',
+  'style_models',
+  'gligen',
+  'photomaker',
+  'diffusers',
+  'vae_approx',
 ]);

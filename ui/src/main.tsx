@@ -40,7 +40,10 @@ function Root() {
     setNotice(why);
     setKey(null);
   }, []);
-  const api = useMemo(() => (key ? new Api(key, () => signOut('The key was refused (401 UNAUTHORIZED). Enter a valid key.')) : null), [key, signOut]);
+  const api = useMemo(
+    () => (key ? new Api(key, () => signOut('The key was refused (401 UNAUTHORIZED). Enter a valid key.')) : null),
+    [key, signOut],
+  );
   if (!api)
     return (
       <KeyGate
@@ -180,7 +183,8 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
         setPage((prev) => pageOf(d.assets, reset ? [] : prev.items));
         setError(undefined);
       } catch (err) {
-        if (gen === generation.current && !(err instanceof ApiError && err.code === 'UNAUTHORIZED')) setError((err as Error).message);
+        if (gen === generation.current && !(err instanceof ApiError && err.code === 'UNAUTHORIZED'))
+          setError((err as Error).message);
       } finally {
         if (gen === generation.current) {
           inFlight.current = false;
@@ -196,9 +200,12 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     if (!features) return;
     try {
       if (features.tagCounts) {
-        const d = await api.gql<{ tagCounts: TagCount[] }>('query($filter: AssetFilter) { tagCounts(filter: $filter, limit: 60) { name count } }', {
-          filter: query ? { nameContains: query } : {},
-        });
+        const d = await api.gql<{ tagCounts: TagCount[] }>(
+          'query($filter: AssetFilter) { tagCounts(filter: $filter, limit: 60) { name count } }',
+          {
+            filter: query ? { nameContains: query } : {},
+          },
+        );
         setFacets(d.tagCounts);
       } else {
         const d = await api.gql<{ tags: { items: TagCount[] } }>('{ tags(limit: 60) { items { name count } } }');
@@ -260,17 +267,32 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   }, [search]);
 
   // Thumbnails are made in the background after an upload: ask again for images that have none yet.
-  const pendingThumbs = page.items.filter((a) => !a.thumbnailUrl && /^(image|video)\//.test(a.mimeType) && Date.now() - Date.parse(a.createdAt) < 120_000);
+  const pendingThumbs = page.items.filter(
+    (a) => !a.thumbnailUrl && /^(image|video)\//.test(a.mimeType) && Date.now() - Date.parse(a.createdAt) < 120_000,
+  );
   const pendingKey = pendingThumbs.map((a) => a.id).join(',');
   useEffect(() => {
     if (!pendingKey || !features?.cursor) return;
     const t = setTimeout(async () => {
       const batch = pendingThumbs.slice(0, 20);
-      const q = batch.map((a, i) => `a${i}: assets(filter: {hash: ${JSON.stringify(a.assetHash)}}, limit: 1) { items { id thumbnailUrl } }`).join('\n');
+      const q = batch
+        .map(
+          (a, i) =>
+            `a${i}: assets(filter: {hash: ${JSON.stringify(a.assetHash)}}, limit: 1) { items { id thumbnailUrl } }`,
+        )
+        .join('\n');
       try {
         const d = await api.gql<Record<string, { items: { id: string; thumbnailUrl?: string | null }[] }>>(`{ ${q} }`);
-        const found = new Map(Object.values(d).flatMap((p) => p.items.filter((x) => x.thumbnailUrl).map((x) => [x.id, x.thumbnailUrl!] as const)));
-        if (found.size) setPage((prev) => ({ ...prev, items: prev.items.map((a) => (found.has(a.id) ? { ...a, thumbnailUrl: found.get(a.id) } : a)) }));
+        const found = new Map(
+          Object.values(d).flatMap((p) =>
+            p.items.filter((x) => x.thumbnailUrl).map((x) => [x.id, x.thumbnailUrl!] as const),
+          ),
+        );
+        if (found.size)
+          setPage((prev) => ({
+            ...prev,
+            items: prev.items.map((a) => (found.has(a.id) ? { ...a, thumbnailUrl: found.get(a.id) } : a)),
+          }));
         else setPage((prev) => ({ ...prev })); // poll again
       } catch {
         /* next tick */
@@ -280,7 +302,13 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   }, [pendingKey, page, features, api]);
 
   const openActivity = useCallback(() => setActivityOpen(true), []);
-  const { tasks, cancelTask, startDownload, startExport, retryTask, saveExport } = useTasks(api, features, refresh, setAnnounce, openActivity);
+  const { tasks, cancelTask, startDownload, startExport, retryTask, saveExport } = useTasks(
+    api,
+    features,
+    refresh,
+    setAnnounce,
+    openActivity,
+  );
   const { uploads, dragging, addFiles, clearFinished } = useUploads(
     api,
     (name) => {
@@ -303,13 +331,19 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   async function deleteAssets(ids: string[]) {
     const r = await api.each(ids, 'deleteAsset');
     dropAssets(r.done);
-    setAnnounce(`Deleted ${r.done.length} ${r.done.length === 1 ? 'asset' : 'assets'}${r.failed.length ? `; ${r.failed.length} could not be deleted` : ''}.`);
+    setAnnounce(
+      `Deleted ${r.done.length} ${r.done.length === 1 ? 'asset' : 'assets'}${r.failed.length ? `; ${r.failed.length} could not be deleted` : ''}.`,
+    );
     if (r.failed.length) throw new Error(`${r.failed.length} could not be deleted`);
   }
 
   async function bulkTags(ids: string[], tags: string[], add: boolean) {
-    const r = await api.each(ids, add ? 'addAssetTags' : 'removeAssetTags', ', tags: $tags', ' { __typename }', { tags });
-    setAnnounce(`${add ? 'Added' : 'Removed'} ${tags.join(', ')} ${add ? 'to' : 'from'} ${r.done.length} ${r.done.length === 1 ? 'asset' : 'assets'}.`);
+    const r = await api.each(ids, add ? 'addAssetTags' : 'removeAssetTags', ', tags: $tags', ' { __typename }', {
+      tags,
+    });
+    setAnnounce(
+      `${add ? 'Added' : 'Removed'} ${tags.join(', ')} ${add ? 'to' : 'from'} ${r.done.length} ${r.done.length === 1 ? 'asset' : 'assets'}.`,
+    );
     refresh();
   }
 
@@ -431,7 +465,14 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
 
       <main class="content" ref={setScrollRoot}>
         {view === 'models' ? (
-          <Models items={models.items} loading={models.loading} error={models.error} onOpen={setOpenId} onRetry={models.reload} announce={setAnnounce} />
+          <Models
+            items={models.items}
+            loading={models.loading}
+            error={models.error}
+            onOpen={setOpenId}
+            onRetry={models.reload}
+            announce={setAnnounce}
+          />
         ) : (
           <>
             <div class="toolbar">
@@ -445,7 +486,11 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
               <label for="sort" class="sr-only">
                 Sort
               </label>
-              <select id="sort" value={sort} onChange={(e) => setSort((e.target as HTMLSelectElement).value as SortKey)}>
+              <select
+                id="sort"
+                value={sort}
+                onChange={(e) => setSort((e.target as HTMLSelectElement).value as SortKey)}
+              >
                 {Object.entries(SORTS).map(([k, v]) => (
                   <option key={k} value={k}>
                     {v}
@@ -468,7 +513,8 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
                   canExport={!!features?.startExport}
                   onExport={async () => {
                     const ids = [...selected];
-                    if (await startExport({ assetIds: ids, namingStrategy: 'preserve' })) setAnnounce(`Exporting ${ids.length} assets…`);
+                    if (await startExport({ assetIds: ids, namingStrategy: 'preserve' }))
+                      setAnnounce(`Exporting ${ids.length} assets…`);
                   }}
                   onAddTags={(tags) => bulkTags([...selected], tags, true)}
                   onRemoveTags={(tags) => bulkTags([...selected], tags, false)}
@@ -479,7 +525,11 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
             </div>
             {(error || offline) && (
               <div class="error banner" role="alert">
-                <span>{offline ? 'You are offline. What is shown may be out of date.' : `The assets could not be loaded: ${error}`}</span>
+                <span>
+                  {offline
+                    ? 'You are offline. What is shown may be out of date.'
+                    : `The assets could not be loaded: ${error}`}
+                </span>
                 <button type="button" onClick={refresh}>
                   Retry
                 </button>

@@ -12,8 +12,14 @@ import { FAVICON } from '../shared/favicon';
 export function ideRouter(): Router {
   const pkg = (name: string) => path.dirname(require.resolve(`${name}/package.json`));
   const files: Record<string, { file?: string; text?: string; type: string }> = {
-    'react.production.min.js': { file: path.join(pkg('react'), 'umd', 'react.production.min.js'), type: 'text/javascript' },
-    'react-dom.production.min.js': { file: path.join(pkg('react-dom'), 'umd', 'react-dom.production.min.js'), type: 'text/javascript' },
+    'react.production.min.js': {
+      file: path.join(pkg('react'), 'umd', 'react.production.min.js'),
+      type: 'text/javascript',
+    },
+    'react-dom.production.min.js': {
+      file: path.join(pkg('react-dom'), 'umd', 'react-dom.production.min.js'),
+      type: 'text/javascript',
+    },
     'graphiql.min.js': { file: path.join(pkg('graphiql'), 'graphiql.min.js'), type: 'text/javascript' },
     'graphiql.min.css': { file: path.join(pkg('graphiql'), 'graphiql.min.css'), type: 'text/css' },
     'ide.js': { text: IDE_SCRIPT, type: 'text/javascript' },
@@ -45,7 +51,10 @@ export function ideRouter(): Router {
 
 /** A browser navigating to /graphql (not a GraphQL GET request, which has a `query` parameter). */
 function wantsHtml(req: Request): boolean {
-  return req.query.query === undefined && req.accepts(['application/json', 'application/graphql-response+json', 'text/html']) === 'text/html';
+  return (
+    req.query.query === undefined &&
+    req.accepts(['application/json', 'application/graphql-response+json', 'text/html']) === 'text/html'
+  );
 }
 
 // Everything from this origin; GraphiQL sets inline styles and its fonts are data: URLs.

@@ -26,7 +26,11 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
   });
   // The page's icon (a browser asks for one on every page; without it, a 404 each time).
   r.get('/ui/favicon.svg', (_req, res) => {
-    res.set('Cache-Control', 'public, max-age=86400').set('X-Content-Type-Options', 'nosniff').type('image/svg+xml').send(FAVICON);
+    res
+      .set('Cache-Control', 'public, max-age=86400')
+      .set('X-Content-Type-Options', 'nosniff')
+      .type('image/svg+xml')
+      .send(FAVICON);
   });
   r.get('/ui/assets/:file', (req, res, next) => {
     const b = load();
@@ -65,10 +69,19 @@ function readBuilt(dir: string | undefined): Built | undefined {
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
     const files = new Set(fs.readdirSync(dir).filter((f) => f !== 'manifest.json'));
-    if (![manifest.script, manifest.style, ...(manifest.preload ?? [])].every((f) => files.has(f)) || typeof manifest.boot !== 'string') return undefined;
+    if (
+      ![manifest.script, manifest.style, ...(manifest.preload ?? [])].every((f) => files.has(f)) ||
+      typeof manifest.boot !== 'string'
+    )
+      return undefined;
     // `</` cannot end the script element early: the same text in JavaScript.
     const boot = manifest.boot.replace(/<\//g, '<\\/');
-    return { dir, files, page: page(manifest, boot), csp: cspOf(crypto.createHash('sha256').update(boot).digest('base64')) };
+    return {
+      dir,
+      files,
+      page: page(manifest, boot),
+      csp: cspOf(crypto.createHash('sha256').update(boot).digest('base64')),
+    };
   } catch {
     return undefined;
   }

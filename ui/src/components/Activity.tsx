@@ -29,9 +29,13 @@ export function Activity(p: ActivityProps) {
     const t = setTimeout(() => setMessage(undefined), 6000);
     return () => clearTimeout(t);
   }, [message]);
-  const active = p.tasks.filter((t) => ACTIVE.has(t.status)).length + p.uploads.filter((u) => u.status === 'uploading').length;
-  const failed = p.tasks.filter((t) => t.status === 'failed').length + p.uploads.filter((u) => u.status === 'failed').length;
-  const summary = [active > 0 ? `${active} in progress` : 'Nothing in progress', failed > 0 ? `${failed} failed` : ''].filter(Boolean).join(' · ');
+  const active =
+    p.tasks.filter((t) => ACTIVE.has(t.status)).length + p.uploads.filter((u) => u.status === 'uploading').length;
+  const failed =
+    p.tasks.filter((t) => t.status === 'failed').length + p.uploads.filter((u) => u.status === 'failed').length;
+  const summary = [active > 0 ? `${active} in progress` : 'Nothing in progress', failed > 0 ? `${failed} failed` : '']
+    .filter(Boolean)
+    .join(' · ');
 
   async function start(e: Event) {
     e.preventDefault();
@@ -49,7 +53,13 @@ export function Activity(p: ActivityProps) {
     <section class={`activity${p.open ? ' open' : ''}`} aria-labelledby="activity-title">
       <div class="activity-head">
         <h2 id="activity-title">
-          <button type="button" class="link activity-toggle" aria-expanded={p.open} aria-controls="activity-body" onClick={() => p.onToggle(!p.open)}>
+          <button
+            type="button"
+            class="link activity-toggle"
+            aria-expanded={p.open}
+            aria-controls="activity-body"
+            onClick={() => p.onToggle(!p.open)}
+          >
             <span aria-hidden="true">{p.open ? '▾' : '▴'}</span> Activity
           </button>
         </h2>
@@ -100,7 +110,13 @@ export function Activity(p: ActivityProps) {
               ) : (
                 <ul class="rows" aria-label="Tasks">
                   {p.tasks.map((t) => (
-                    <TaskRow key={t.id} task={t} onCancel={() => p.onCancelTask(t.id)} onRetry={() => p.onRetryTask(t)} onSave={() => p.onSaveExport(t)} />
+                    <TaskRow
+                      key={t.id}
+                      task={t}
+                      onCancel={() => p.onCancelTask(t.id)}
+                      onRetry={() => p.onRetryTask(t)}
+                      onSave={() => p.onSaveExport(t)}
+                    />
                   ))}
                 </ul>
               )}
@@ -118,7 +134,11 @@ function UploadRow({ u }: { u: UploadState }) {
       <span class="row-name" title={u.name}>
         {u.name}
       </span>
-      {u.status === 'uploading' ? <progress max={u.size || 1} value={u.sent} aria-label={`Upload of ${u.name}`} /> : <span />}
+      {u.status === 'uploading' ? (
+        <progress max={u.size || 1} value={u.sent} aria-label={`Upload of ${u.name}`} />
+      ) : (
+        <span />
+      )}
       <span class="row-status">
         {u.status === 'uploading'
           ? `${formatBytes(u.sent)} / ${formatBytes(u.size)}`
@@ -139,7 +159,17 @@ function UploadRow({ u }: { u: UploadState }) {
   );
 }
 
-function TaskRow({ task: t, onCancel, onRetry, onSave }: { task: Task; onCancel(): void; onRetry(): void; onSave(): void }) {
+function TaskRow({
+  task: t,
+  onCancel,
+  onRetry,
+  onSave,
+}: {
+  task: Task;
+  onCancel(): void;
+  onRetry(): void;
+  onSave(): void;
+}) {
   const pr = t.progress;
   const running = ACTIVE.has(t.status);
   const ended = t.status === 'failed' || t.status === 'cancelled';

@@ -98,7 +98,11 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
 
   async function download() {
     try {
-      await saveWithKey(api, `/api/assets/${asset.id}/content?disposition=attachment`, asset.name.slice(asset.name.lastIndexOf('/') + 1));
+      await saveWithKey(
+        api,
+        `/api/assets/${asset.id}/content?disposition=attachment`,
+        asset.name.slice(asset.name.lastIndexOf('/') + 1),
+      );
     } catch (err) {
       setStatus({ kind: 'error', text: `Download failed: ${(err as Error).message}` });
     }
@@ -108,7 +112,12 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
     ['ID', asset.id],
     ['Type', asset.mimeType],
     ['Base model', typeof asset.metadata?.base_model === 'string' ? asset.metadata.base_model : undefined],
-    ['Model folder', asset.tags.includes('models') || asset.tags.some((t) => t.startsWith('model_type:')) ? modelFolderOf(asset.tags) : undefined],
+    [
+      'Model folder',
+      asset.tags.includes('models') || asset.tags.some((t) => t.startsWith('model_type:'))
+        ? modelFolderOf(asset.tags)
+        : undefined,
+    ],
     ['Size', `${formatBytes(asset.size)} (${asset.size.toLocaleString()} bytes)`],
     ['Hash', asset.assetHash],
     ['Created', formatDate(asset.createdAt)],
@@ -152,7 +161,13 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
           </button>
         )}
         {!confirming ? (
-          <button type="button" class="danger" onClick={() => setConfirming(true)} disabled={asset.isImmutable} title={asset.isImmutable ? 'This asset is immutable' : undefined}>
+          <button
+            type="button"
+            class="danger"
+            onClick={() => setConfirming(true)}
+            disabled={asset.isImmutable}
+            title={asset.isImmutable ? 'This asset is immutable' : undefined}
+          >
             Delete
           </button>
         ) : (
@@ -174,8 +189,8 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
       )}
       {asset.size > LARGE && (
         <p id="download-note" class="help">
-          The browser holds the whole file in memory before saving it; for big models the command-line client (<code>assets pull</code>) resumes and
-          streams to disk.
+          The browser holds the whole file in memory before saving it; for big models the command-line client (
+          <code>assets pull</code>) resumes and streams to disk.
         </p>
       )}
 
@@ -235,14 +250,31 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
         <fieldset disabled={busy || asset.isImmutable}>
           <legend>Edit</legend>
           <label for="edit-name">Name</label>
-          <input id="edit-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} required maxLength={512} />
+          <input
+            id="edit-name"
+            value={name}
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+            required
+            maxLength={512}
+          />
           <label for="edit-tags">Tags</label>
-          <input id="edit-tags" value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} aria-describedby="edit-tags-help" />
+          <input
+            id="edit-tags"
+            value={tags}
+            onInput={(e) => setTags((e.target as HTMLInputElement).value)}
+            aria-describedby="edit-tags-help"
+          />
           <p id="edit-tags-help" class="help">
             Comma-separated.
           </p>
           <label for="edit-meta">User metadata (JSON object)</label>
-          <textarea id="edit-meta" rows={5} spellcheck={false} value={meta} onInput={(e) => setMeta((e.target as HTMLTextAreaElement).value)} />
+          <textarea
+            id="edit-meta"
+            rows={5}
+            spellcheck={false}
+            value={meta}
+            onInput={(e) => setMeta((e.target as HTMLTextAreaElement).value)}
+          />
           <div class="row">
             <button type="submit" class="primary">
               {busy ? 'Saving…' : 'Save'}

@@ -22,7 +22,10 @@ interface FacetsProps {
  * widened or switched without clearing; several picked tags match all of them or any of them.
  */
 export function Facets(p: FacetsProps) {
-  const shown = [...p.active.filter((t) => !p.tags.some((x) => x.name === t)).map((name) => ({ name, count: 0 })), ...p.tags];
+  const shown = [
+    ...p.active.filter((t) => !p.tags.some((x) => x.name === t)).map((name) => ({ name, count: 0 })),
+    ...p.tags,
+  ];
   return (
     <nav class={`facets${p.open ? ' open' : ''}`} aria-labelledby="facets-title" id="facets">
       <div class="facets-head">
@@ -39,10 +42,12 @@ export function Facets(p: FacetsProps) {
       <fieldset class="tag-mode">
         <legend class="sr-only">Match</legend>
         <label>
-          <input type="radio" name="tag-mode" value="all" checked={p.mode === 'all'} onChange={() => p.onMode('all')} /> All of
+          <input type="radio" name="tag-mode" value="all" checked={p.mode === 'all'} onChange={() => p.onMode('all')} />{' '}
+          All of
         </label>
         <label>
-          <input type="radio" name="tag-mode" value="any" checked={p.mode === 'any'} onChange={() => p.onMode('any')} /> Any of
+          <input type="radio" name="tag-mode" value="any" checked={p.mode === 'any'} onChange={() => p.onMode('any')} />{' '}
+          Any of
         </label>
       </fieldset>
       {shown.length === 0 ? (
@@ -53,7 +58,12 @@ export function Facets(p: FacetsProps) {
             const on = p.active.includes(t.name);
             return (
               <li key={t.name}>
-                <button type="button" class={`facet${on ? ' on' : ''}`} aria-pressed={on} onClick={() => p.onToggle(t.name)}>
+                <button
+                  type="button"
+                  class={`facet${on ? ' on' : ''}`}
+                  aria-pressed={on}
+                  onClick={() => p.onToggle(t.name)}
+                >
                   <span class="facet-check" aria-hidden="true">
                     {on ? '✓' : ''}
                   </span>

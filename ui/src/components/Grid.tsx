@@ -53,7 +53,14 @@ export function Grid(p: GridProps) {
     const i = tiles.indexOf(document.activeElement as HTMLElement);
     if (i < 0) return;
     const cols = Math.max(1, getComputedStyle(grid.current!).gridTemplateColumns.split(' ').length);
-    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, ArrowDown: i + cols, ArrowUp: i - cols, Home: 0, End: tiles.length - 1 }[e.key];
+    const to = {
+      ArrowRight: i + 1,
+      ArrowLeft: i - 1,
+      ArrowDown: i + cols,
+      ArrowUp: i - cols,
+      Home: 0,
+      End: tiles.length - 1,
+    }[e.key];
     if (to !== undefined) {
       e.preventDefault();
       tiles[Math.min(tiles.length - 1, Math.max(0, to))]?.focus();
@@ -111,7 +118,10 @@ function Tile(p: TileProps) {
   const thumb = useThumbnail(p.api, p.access, a.thumbnailUrl);
   const label = baseName(a.name);
   return (
-    <li class={`tile${p.selected ? ' selected' : ''}${p.open ? ' open' : ''}${p.selecting ? ' selecting' : ''}`} data-id={a.id}>
+    <li
+      class={`tile${p.selected ? ' selected' : ''}${p.open ? ' open' : ''}${p.selecting ? ' selecting' : ''}`}
+      data-id={a.id}
+    >
       <button
         type="button"
         class="tile-main"

@@ -24,7 +24,15 @@ export function FolderIcon({ folder, size = 28 }: { folder: string; size?: numbe
     <svg width={size} height={size} viewBox="0 0 32 32" aria-hidden="true" class="folder-icon">
       <path d="M3 8a2 2 0 0 1 2-2h7l3 3h12a2 2 0 0 1 2 2v14a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2z" fill={color} />
       {glyph && (
-        <text x="16" y="22" text-anchor="middle" font-size="9" font-weight="700" fill="#fff" font-family="system-ui, sans-serif">
+        <text
+          x="16"
+          y="22"
+          text-anchor="middle"
+          font-size="9"
+          font-weight="700"
+          fill="#fff"
+          font-family="system-ui, sans-serif"
+        >
           {glyph}
         </text>
       )}
@@ -113,7 +121,12 @@ export function Models({ items, loading, error, onOpen, onRetry, announce }: Mod
                     <dd>{formatBytes(a.size)}</dd>
                   </dl>
                   {a.loaderPath && (
-                    <button type="button" class="small copy-loader" onClick={() => copy(a)} aria-label={`Copy loader path ${a.loaderPath}`}>
+                    <button
+                      type="button"
+                      class="small copy-loader"
+                      onClick={() => copy(a)}
+                      aria-label={`Copy loader path ${a.loaderPath}`}
+                    >
                       {copied === a.id ? 'Copied ✓' : 'Copy loader path'}
                     </button>
                   )}

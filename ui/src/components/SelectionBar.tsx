@@ -30,13 +30,28 @@ export function SelectionBar(p: SelectionBarProps) {
   return (
     <div class="selection" role="group" aria-label="Selection">
       <span class="selection-count">{p.count} selected</span>
-      <button type="button" class="primary" onClick={p.onExport} disabled={!p.canExport} title={p.canExport ? undefined : 'This service has no export'}>
+      <button
+        type="button"
+        class="primary"
+        onClick={p.onExport}
+        disabled={!p.canExport}
+        title={p.canExport ? undefined : 'This service has no export'}
+      >
         Export as ZIP
       </button>
-      <button type="button" aria-expanded={panel === 'tags'} onClick={() => setPanel(panel === 'tags' ? undefined : 'tags')}>
+      <button
+        type="button"
+        aria-expanded={panel === 'tags'}
+        onClick={() => setPanel(panel === 'tags' ? undefined : 'tags')}
+      >
         Edit tags
       </button>
-      <button type="button" class="danger" aria-expanded={panel === 'delete'} onClick={() => setPanel(panel === 'delete' ? undefined : 'delete')}>
+      <button
+        type="button"
+        class="danger"
+        aria-expanded={panel === 'delete'}
+        onClick={() => setPanel(panel === 'delete' ? undefined : 'delete')}
+      >
         Delete
       </button>
       <button type="button" onClick={p.onClear}>
@@ -45,7 +60,12 @@ export function SelectionBar(p: SelectionBarProps) {
       {panel === 'tags' && (
         <form class="selection-panel" onSubmit={(e) => e.preventDefault()}>
           <label for="bulk-tags">Tags for the {p.count} selected</label>
-          <input id="bulk-tags" value={tags} placeholder="tag, another tag" onInput={(e) => setTags((e.target as HTMLInputElement).value)} />
+          <input
+            id="bulk-tags"
+            value={tags}
+            placeholder="tag, another tag"
+            onInput={(e) => setTags((e.target as HTMLInputElement).value)}
+          />
           <button type="button" disabled={busy || !list.length} onClick={() => run(() => p.onAddTags(list))}>
             Add tags
           </button>

@@ -5,7 +5,17 @@ import { parseTags } from '../format';
  * Before files go up: which tags they get. The tags of the current filter are proposed (visible and editable, never
  * applied silently); empty means no tags.
  */
-export function UploadDialog({ files, proposed, onUpload, onCancel }: { files: File[]; proposed: string[]; onUpload(tags: string[]): void; onCancel(): void }) {
+export function UploadDialog({
+  files,
+  proposed,
+  onUpload,
+  onCancel,
+}: {
+  files: File[];
+  proposed: string[];
+  onUpload(tags: string[]): void;
+  onCancel(): void;
+}) {
   const [tags, setTags] = useState(proposed.join(', '));
   const input = useRef<HTMLInputElement>(null);
   useEffect(() => {
@@ -30,7 +40,13 @@ export function UploadDialog({ files, proposed, onUpload, onCancel }: { files: F
       >
         <h2 id="upload-title">Upload {what}</h2>
         <label for="upload-tags">Tags</label>
-        <input id="upload-tags" ref={input} value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} aria-describedby="upload-tags-help" />
+        <input
+          id="upload-tags"
+          ref={input}
+          value={tags}
+          onInput={(e) => setTags((e.target as HTMLInputElement).value)}
+          aria-describedby="upload-tags-help"
+        />
         <p id="upload-tags-help" class="help">
           Comma-separated; leave empty for none.{proposed.length > 0 && ' Proposed: the tags you are filtering by.'}
         </p>

@@ -93,7 +93,9 @@ function TextView({ api, asset }: { api: Api; asset: Asset }) {
   useEffect(() => {
     const ctl = new AbortController();
     const src = mediaSource(asset);
-    const bytes = src.keyed ? api.blob(src.url, ctl.signal) : fetch(src.url, { signal: ctl.signal }).then((r) => r.blob());
+    const bytes = src.keyed
+      ? api.blob(src.url, ctl.signal)
+      : fetch(src.url, { signal: ctl.signal }).then((r) => r.blob());
     bytes
       .then((b) => b.slice(0, TEXT_LIMIT).text())
       .then(

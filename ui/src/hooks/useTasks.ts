@@ -10,7 +10,13 @@ const FIRST_LOOK_DELAY_MS = 1000;
  * opens its Activity bar then). Every completed export keeps its archive link: the archive's URL is asked for when
  * the link is used, so a reload loses nothing.
  */
-export function useTasks(api: Api, features: Features | undefined, onDownloaded: () => void, announce: (text: string) => void, onStarted: () => void) {
+export function useTasks(
+  api: Api,
+  features: Features | undefined,
+  onDownloaded: () => void,
+  announce: (text: string) => void,
+  onStarted: () => void,
+) {
   const [tasks, setTasks] = useState<Task[]>([]);
   const known = useRef<Task[]>([]);
   const downloaded = useRef(onDownloaded);
@@ -21,11 +27,15 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   const load = useCallback(async () => {
     if (!features) return;
     try {
-      const d = await api.gql<{ tasks: { items: Task[] } }>(`{ tasks(limit: 20) { items { ${taskFields(features)} } } }`);
+      const d = await api.gql<{ tasks: { items: Task[] } }>(
+        `{ tasks(limit: 20) { items { ${taskFields(features)} } } }`,
+      );
       const before = new Map(known.current.map((t) => [t.id, t.status]));
       known.current = d.tasks.items;
       setTasks(d.tasks.items);
-      const finished = d.tasks.items.filter((t) => t.status === 'completed' && before.has(t.id) && ACTIVE.has(before.get(t.id)!));
+      const finished = d.tasks.items.filter(
+        (t) => t.status === 'completed' && before.has(t.id) && ACTIVE.has(before.get(t.id)!),
+      );
       if (finished.some((t) => t.taskName !== 'export_assets')) downloaded.current();
       if (finished.some((t) => t.taskName === 'export_assets')) announce('The export archive is ready to download.');
       // Something started elsewhere (another tab, the CLI) shows too.
@@ -72,17 +82,21 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   }
 
   /** Starts a download by URL; the text says what happened (an error is thrown for the form to show). */
-  async function startDownload(url: string, more: Pick<NonNullable<Task['payload']>, 'tags' | 'userMetadata' | 'previewId'> = {}): Promise<string> {
+  async function startDownload(
+    url: string,
+    more: Pick<NonNullable<Task['payload']>, 'tags' | 'userMetadata' | 'previewId'> = {},
+  ): Promise<string> {
     const input = {
       sourceUrl: url,
       ...(more.tags?.length ? { tags: more.tags } : {}),
       ...(more.userMetadata && Object.keys(more.userMetadata).length ? { userMetadata: more.userMetadata } : {}),
       ...(more.previewId ? { previewId: more.previewId } : {}),
     };
-    const d = await api.gql<{ startDownload: { asset?: { id: string; name: string } | null; task?: { id: string } | null } }>(
-      'mutation($input: StartDownloadInput!) { startDownload(input: $input) { asset { id name } task { id } } }',
-      { input },
-    );
+    const d = await api.gql<{
+      startDownload: { asset?: { id: string; name: string } | null; task?: { id: string } | null };
+    }>('mutation($input: StartDownloadInput!) { startDownload(input: $input) { asset { id name } task { id } } }', {
+      input,
+    });
     if (d.startDownload.asset) {
       downloaded.current();
       return `Already stored: ${d.startDownload.asset.name}`;
@@ -94,7 +108,10 @@ export function useTasks(api: Api, features: Features | undefined, onDownloaded:
   async function startExport(request: ExportRequest): Promise<boolean> {
     const input = Object.fromEntries(Object.entries(request).filter(([, v]) => v !== null && v !== undefined));
     try {
-      const d = await api.gql<{ startExport: { id: string } }>('mutation($input: StartExportInput!) { startExport(input: $input) { id } }', { input });
+      const d = await api.gql<{ startExport: { id: string } }>(
+        'mutation($input: StartExportInput!) { startExport(input: $input) { id } }',
+        { input },
+      );
       track(d.startExport.id, 'export_assets');
       return true;
     } catch (err) {

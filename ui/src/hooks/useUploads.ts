@@ -17,7 +17,8 @@ export function useUploads(api: Api, onUploaded: (name: string) => void, onDropp
   const uploaded = useRef(onUploaded);
   uploaded.current = onUploaded;
 
-  const patch = (key: string, p: Partial<UploadState>) => setUploads((us) => us.map((u) => (u.key === key ? { ...u, ...p } : u)));
+  const patch = (key: string, p: Partial<UploadState>) =>
+    setUploads((us) => us.map((u) => (u.key === key ? { ...u, ...p } : u)));
 
   const pump = useCallback(() => {
     while (running.current < PARALLEL && queue.current.length) {
@@ -29,7 +30,12 @@ export function useUploads(api: Api, onUploaded: (name: string) => void, onDropp
             patch(key, { status: 'done', assetId, sent: file.size, cancel: undefined });
             uploaded.current(file.name);
           },
-          (err: Error) => patch(key, { status: err instanceof ApiError && err.code === 'CANCELLED' ? 'cancelled' : 'failed', error: err.message, cancel: undefined }),
+          (err: Error) =>
+            patch(key, {
+              status: err instanceof ApiError && err.code === 'CANCELLED' ? 'cancelled' : 'failed',
+              error: err.message,
+              cancel: undefined,
+            }),
         )
         .finally(() => {
           running.current--;
@@ -42,7 +48,16 @@ export function useUploads(api: Api, onUploaded: (name: string) => void, onDropp
     const list = [...(files ?? [])];
     if (!list.length) return;
     const added = list.map((file, i) => ({ file, key: `${Date.now()}-${i}-${file.name}`, tags }));
-    setUploads((us) => [...added.map(({ file, key }) => ({ key, name: file.name, size: file.size, sent: 0, status: 'uploading' as const })), ...us]);
+    setUploads((us) => [
+      ...added.map(({ file, key }) => ({
+        key,
+        name: file.name,
+        size: file.size,
+        sent: 0,
+        status: 'uploading' as const,
+      })),
+      ...us,
+    ]);
     queue.current.push(...added);
     pump();
   };
