@@ -239,9 +239,13 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     anchor.current = undefined;
     void loadPage(true);
   }, [features, filter, sort]);
+  // The facets follow the search (not the picked tags); the first screen brought those of no search.
+  const facetsQuery = useRef(query);
   useEffect(() => {
-    if (features && query) void loadFacets();
-  }, [query]);
+    if (!features || facetsQuery.current === query) return;
+    facetsQuery.current = query;
+    void loadFacets();
+  }, [query, features]);
 
   // Offline, the page says so (and what it shows may be stale); back online, it asks again.
   useEffect(() => {
