@@ -121,12 +121,7 @@ export function Models({ items, loading, error, onOpen, onRetry, announce }: Mod
                     <dd>{formatBytes(a.size)}</dd>
                   </dl>
                   {a.loaderPath && (
-                    <button
-                      type="button"
-                      class="small copy-loader"
-                      onClick={() => copy(a)}
-                      aria-label={`Copy loader path ${a.loaderPath}`}
-                    >
+                    <button type="button" class="small copy-loader" onClick={() => copy(a)} title={a.loaderPath}>
                       {copied === a.id ? 'Copied ✓' : 'Copy loader path'}
                     </button>
                   )}
