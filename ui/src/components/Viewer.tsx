@@ -23,6 +23,10 @@ export function Viewer({ api, items, index, onIndex, onClose }: ViewerProps) {
   const asset = items[index]!;
   const box = useRef<HTMLDivElement>(null);
   const go = (d: number) => onIndex(Math.min(items.length - 1, Math.max(0, index + d)));
+  // The key listener is registered once and calls the latest `go` (a listener re-registered per render would act on
+  // the index before a click's render when a key follows the click at once).
+  const latest = useRef(go);
+  latest.current = go;
 
   useEffect(() => {
     const back = document.activeElement as HTMLElement | null;
@@ -33,15 +37,15 @@ export function Viewer({ api, items, index, onIndex, onClose }: ViewerProps) {
     const onKey = (e: KeyboardEvent) => {
       // A player's own arrow keys (seeking) stay its own.
       if ((e.target as HTMLElement).closest?.('video, audio')) return;
-      if (e.key === 'ArrowRight') go(1);
-      else if (e.key === 'ArrowLeft') go(-1);
+      if (e.key === 'ArrowRight') latest.current(1);
+      else if (e.key === 'ArrowLeft') latest.current(-1);
       else return;
       e.preventDefault();
       e.stopPropagation();
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
-  }, [index, items.length]);
+  }, []);
 
   return (
     <div class="viewer" role="dialog" aria-modal="true" aria-labelledby="viewer-title" ref={box} tabIndex={-1}>
