@@ -6,8 +6,11 @@ export interface FakeHub {
   url: string;
   /** Source URL of a file served by the hub. */
   fileUrl(name: string): string;
-  /** Sets a file: `linked` makes HEAD state its SHA-256 (X-Linked-Etag) like Hugging Face does for LFS files. */
-  set(name: string, body: Buffer, opts?: { linked?: boolean }): void;
+  /**
+   * Sets a file: `linked` makes HEAD state its SHA-256 (X-Linked-Etag) like Hugging Face does for LFS files;
+   * `getStatus` makes its GET (not its HEAD) answer that status instead (a download that fails after its probe).
+   */
+  set(name: string, body: Buffer, opts?: { linked?: boolean; getStatus?: number }): void;
   /** A file whose GET sends its first bytes and then waits until `release()` or close. */
   hold(name: string, size: number): void;
   release(): void;
@@ -16,7 +19,7 @@ export interface FakeHub {
 
 /** A minimal Hugging Face stand-in on 127.0.0.1 (HF_ENDPOINT) serving `/org/repo/resolve/main/<name>`. */
 export async function startFakeHub(): Promise<FakeHub> {
-  const files = new Map<string, { body: Buffer; linked: boolean }>();
+  const files = new Map<string, { body: Buffer; linked: boolean; getStatus?: number }>();
   const held = new Map<string, number>();
   const waiting = new Set<http.ServerResponse>();
   const server = http.createServer((req, res) => {
@@ -31,7 +34,11 @@ export async function startFakeHub(): Promise<FakeHub> {
     }
     const f = name ? files.get(name) : undefined;
     if (!f) return void res.writeHead(404).end('not found');
-    const headers: Record<string, string> = { 'content-length': String(f.body.length), 'content-type': 'application/octet-stream' };
+    if (f.getStatus && req.method !== 'HEAD') return void res.writeHead(f.getStatus).end('refused');
+    const headers: Record<string, string> = {
+      'content-length': String(f.body.length),
+      'content-type': 'application/octet-stream',
+    };
     if (f.linked) {
       headers['x-linked-etag'] = `"${crypto.createHash('sha256').update(f.body).digest('hex')}"`;
       headers['x-linked-size'] = String(f.body.length);
@@ -48,7 +55,7 @@ export async function startFakeHub(): Promise<FakeHub> {
   return {
     url,
     fileUrl: (name) => `${url}/org/repo/resolve/main/${name}`,
-    set: (name, body, opts = {}) => void files.set(name, { body, linked: !!opts.linked }),
+    set: (name, body, opts = {}) => void files.set(name, { body, linked: !!opts.linked, getStatus: opts.getStatus }),
     hold: (name, size) => void held.set(name, size),
     release,
     close: async () => {

@@ -1,4 +1,16 @@
-import { ALL_ASSET_FIELDS, BASE_ASSET_FIELDS, firstScreenBody, GRANT_URL, grantOf, graphqlInit, jsonInit, send, takeEarly, takeEarlyNow, type Answer } from './first-screen';
+import {
+  ALL_ASSET_FIELDS,
+  BASE_ASSET_FIELDS,
+  firstScreenBody,
+  GRANT_URL,
+  grantOf,
+  graphqlInit,
+  jsonInit,
+  send,
+  takeEarly,
+  takeEarlyNow,
+  type Answer,
+} from './first-screen';
 
 /**
  * The browser's client of the service: GraphQL for everything GraphQL carries, and the few HTTP routes it cannot
@@ -25,6 +37,7 @@ export interface Asset {
   userMetadata: Record<string, unknown>;
   metadata?: Record<string, unknown> | null;
   thumbnailUrl?: string | null;
+  previewUrl?: string | null;
   previewId?: string | null;
   promptId?: string | null;
   loaderPath?: string | null;
@@ -42,13 +55,29 @@ export interface Task {
   updateTime: string;
   completedAt?: string | null;
   errorMessage?: string | null;
-  payload?: { sourceUrl?: string | null } | null;
+  payload?: {
+    sourceUrl?: string | null;
+    tags?: string[];
+    userMetadata?: Record<string, unknown>;
+    previewId?: string | null;
+  } | null;
+  exportRequest?: ExportRequest | null;
   progress: { bytesDownloaded: number; bytesTotal?: number | null; progress?: number | null };
   result?: Record<string, unknown> | null;
 }
 
+/** What an export was asked for (its Retry asks for the same). */
+export interface ExportRequest {
+  assetIds?: string[] | null;
+  jobIds?: string[] | null;
+  jobAssetNameFilters?: Record<string, string[]> | null;
+  includePreviews?: boolean | null;
+  namingStrategy?: string | null;
+}
+
 export interface AssetFilter {
   includeTags?: string[];
+  anyTags?: string[];
   nameContains?: string;
   hash?: string;
 }
@@ -78,6 +107,38 @@ export class Api {
   }
 
   /**
+   * One mutation per id in one request (aliased), for bulk actions: the ids it did and the errors of the others
+   * (one refused asset does not hide what happened to the rest).
+   */
+  async each(
+    ids: string[],
+    field: string,
+    args = '',
+    selection = '',
+    extra: Record<string, string[]> = {},
+  ): Promise<{ done: string[]; failed: string[] }> {
+    const done: string[] = [];
+    const failed: string[] = [];
+    for (let i = 0; i < ids.length; i += 50) {
+      const batch = ids.slice(i, i + 50);
+      const decl = Object.entries(extra)
+        .map(([k]) => `, $${k}: [String!]!`)
+        .join('');
+      const body = batch.map((_, j) => `m${j}: ${field}(id: $id${j}${args})${selection}`).join('\n');
+      const query = `mutation(${batch.map((_, j) => `$id${j}: ID!`).join(', ')}${decl}) { ${body} }`;
+      const variables = { ...extra, ...Object.fromEntries(batch.map((id, j) => [`id${j}`, id])) };
+      const a = await send('/graphql', graphqlInit(this.key, JSON.stringify({ query, variables })));
+      if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
+      if (a.status === 401) this.onUnauthorized();
+      const data = ((a.body as { data?: Record<string, unknown> | null })?.data ?? {}) as Record<string, unknown>;
+      batch.forEach((id, j) =>
+        (data[`m${j}`] !== undefined && data[`m${j}`] !== null && data[`m${j}`] !== false ? done : failed).push(id),
+      );
+    }
+    return { done, failed };
+  }
+
+  /**
    * A GraphQL request body sent; `early`: the first screen's, which the page's head may have sent already
    * (first-screen.ts), taken from there then.
    */
@@ -96,7 +157,8 @@ export class Api {
       throw new ApiError(first?.message ?? 'The key was refused.', 'UNAUTHORIZED', 401);
     }
     if (first) throw new ApiError(first.message, first.extensions?.code ?? 'ERROR', a.status);
-    if (a.status !== 200 || body.data === undefined) throw new ApiError(`The service answered ${a.status}.`, 'HTTP_' + a.status, a.status);
+    if (a.status !== 200 || body.data === undefined)
+      throw new ApiError(`The service answered ${a.status}.`, 'HTTP_' + a.status, a.status);
     return body.data;
   }
 
@@ -125,7 +187,8 @@ export class Api {
     if (a.status === 0) throw new ApiError('The service cannot be reached.', 'NETWORK', 0);
     const body = (a.body ?? {}) as { message?: string; code?: string };
     if (a.status === 401) this.onUnauthorized();
-    if (a.status < 200 || a.status > 299) throw new ApiError(body.message ?? `GET ${url} answered ${a.status}`, body.code ?? 'HTTP_' + a.status, a.status);
+    if (a.status < 200 || a.status > 299)
+      throw new ApiError(body.message ?? `GET ${url} answered ${a.status}`, body.code ?? 'HTTP_' + a.status, a.status);
     return body as T;
   }
 
@@ -185,7 +248,12 @@ function firstScreenOf(d: FirstScreenData): FirstScreen {
     metadata: has(d.asset, 'metadata'),
     startExport: has(d.mutation, 'startExport'),
     // The scalar ones, which need no selection of their own (failedAssets, a list of objects, does).
-    taskResultFields: d.result?.fields.filter((f) => ['SCALAR', 'ENUM'].includes(f.type.kind === 'NON_NULL' ? (f.type.ofType?.kind ?? '') : f.type.kind)).map((f) => f.name) ?? [],
+    taskResultFields:
+      d.result?.fields
+        .filter((f) =>
+          ['SCALAR', 'ENUM'].includes(f.type.kind === 'NON_NULL' ? (f.type.ofType?.kind ?? '') : f.type.kind),
+        )
+        .map((f) => f.name) ?? [],
   };
   return { features, assets: d.assets, tagCounts: d.tagCounts };
 }
@@ -201,7 +269,9 @@ export interface AssetPageData {
 export const assetFields = (f: Features): string => (f.metadata ? ALL_ASSET_FIELDS : BASE_ASSET_FIELDS);
 
 export const taskFields = (f: Features): string =>
-  `id taskName status createTime updateTime completedAt errorMessage payload { sourceUrl } progress { bytesDownloaded bytesTotal progress }${
+  'id taskName status createTime updateTime completedAt errorMessage payload { sourceUrl tags userMetadata previewId } ' +
+  'exportRequest { assetIds jobIds jobAssetNameFilters includePreviews namingStrategy } ' +
+  `progress { bytesDownloaded bytesTotal progress }${
     f.taskResultFields.length ? ` result { ${f.taskResultFields.join(' ')} }` : ''
   }`;
 
@@ -209,4 +279,20 @@ export const taskFields = (f: Features): string =>
 export async function checkKey(key: string): Promise<void> {
   const api = new Api(key, () => {});
   await api.gql('{ tasks(limit: 1) { total } }');
+}
+
+/**
+ * Where the page reads an asset's bytes for the viewer and players: the one place that builds media URLs. A signed
+ * URL of its own content (contract 3.7: `preview_url` with `?access=`) loads in <img>/<video> as it is; otherwise the
+ * content route, fetched with the key header.
+ */
+export function mediaSource(a: Asset): { url: string; keyed: boolean } {
+  const own = !a.previewId || a.previewId === a.id;
+  if (own && a.previewUrl && /[?&]access=/.test(a.previewUrl)) return { url: a.previewUrl, keyed: false };
+  return { url: `/api/assets/${encodeURIComponent(a.id)}/content`, keyed: true };
+}
+
+/** The asset's URL to share or paste into a tool (absolute; it needs the key, or a durable `short_url` when given). */
+export function assetUrl(a: Asset & { shortUrl?: string | null }): string {
+  return a.shortUrl ?? `${location.origin}/api/assets/${encodeURIComponent(a.id)}/content`;
 }

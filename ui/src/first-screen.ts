@@ -13,14 +13,19 @@ export const DEFAULT_SORT = 'created_at:desc';
 export const GRANT_URL = '/api/thumbnail-access';
 
 /** `?pageSize=` of the page's URL (1–500, default 60). */
-export const pageSizeOf = (search: string): number => Math.min(500, Math.max(1, Number(new URLSearchParams(search).get('pageSize')) || 60));
+export const pageSizeOf = (search: string): number =>
+  Math.min(500, Math.max(1, Number(new URLSearchParams(search).get('pageSize')) || 60));
 
 /** The asset fields every schema of this service has; the first screen asks for the optional ones too. */
-export const BASE_ASSET_FIELDS = 'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
-export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath`;
+export const BASE_ASSET_FIELDS =
+  'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
+export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath previewUrl`;
 
 /** The first screen's page: its size and a sort (`field:order`, default DEFAULT_SORT), as the GraphQL variables. */
-export function firstScreenArgs(limit: number, sort: string = DEFAULT_SORT): { limit: number; sort: string; order: string } {
+export function firstScreenArgs(
+  limit: number,
+  sort: string = DEFAULT_SORT,
+): { limit: number; sort: string; order: string } {
   const [field, order] = sort.split(':');
   return { limit, sort: field!, order: order! };
 }
@@ -28,7 +33,9 @@ export function firstScreenArgs(limit: number, sort: string = DEFAULT_SORT): { l
 /** The thumbnails' grant in an answer of GRANT_URL, if it is a good one. */
 export function grantOf(a: Answer): { access: string; expires_at: string } | undefined {
   const g = a.body as { access?: unknown; expires_at?: unknown } | undefined;
-  return a.status === 200 && typeof g?.access === 'string' && typeof g.expires_at === 'string' ? { access: g.access, expires_at: g.expires_at } : undefined;
+  return a.status === 200 && typeof g?.access === 'string' && typeof g.expires_at === 'string'
+    ? { access: g.access, expires_at: g.expires_at }
+    : undefined;
 }
 
 /**
@@ -73,10 +80,6 @@ export async function send(url: string, init: RequestInit): Promise<Answer> {
   return { status: res.status, body: await res.json().catch(() => undefined) };
 }
 
-/**
- * A thumbnail's URL with the page's grant (`GET /api/thumbnail-access`): what an <img src> loads without the key. The
- * service's URLs carry a grant of their own (MEDIA_URL_GRANTS): the page's, kept fresh, takes its place.
- */
 /** The URL without its grant (fetched with the key instead, e.g. once a grant has expired). */
 export const withoutGrant = (url: string): string => {
   const u = new URL(url, location.href);
@@ -84,9 +87,15 @@ export const withoutGrant = (url: string): string => {
   return u.toString();
 };
 
+/**
+ * A thumbnail's URL with the page's grant (`GET /api/thumbnail-access`): what an <img src> loads without the key. The
+ * service's URLs carry a grant of their own (MEDIA_URL_GRANTS): the page's, kept fresh, takes its place.
+ */
 export const signedThumbnailUrl = (url: string, access: string): string => {
   const granted = `access=${encodeURIComponent(access)}`;
-  return /[?&]access=/.test(url) ? url.replace(/([?&])access=[^&]*/, `$1${granted}`) : `${url}${url.includes('?') ? '&' : '?'}${granted}`;
+  return /[?&]access=/.test(url)
+    ? url.replace(/([?&])access=[^&]*/, `$1${granted}`)
+    : `${url}${url.includes('?') ? '&' : '?'}${granted}`;
 };
 
 interface Early {
@@ -118,7 +127,13 @@ export function startEarly(): void {
   }
   if (!key) return;
   const graphqlBody = firstScreenBody(firstScreenArgs(pageSizeOf(location.search)));
-  const early: Early = { key, graphqlBody, graphql: send('/graphql', graphqlInit(key, graphqlBody)), grant: send(GRANT_URL, jsonInit(key)), settled: {} };
+  const early: Early = {
+    key,
+    graphqlBody,
+    graphql: send('/graphql', graphqlInit(key, graphqlBody)),
+    grant: send(GRANT_URL, jsonInit(key)),
+    settled: {},
+  };
   void early.graphql!.then((a) => (early.settled.graphql = a));
   void early.grant!.then((a) => (early.settled.grant = a));
   window.assetBrowserEarly = early;
@@ -126,7 +141,8 @@ export function startEarly(): void {
   // the browser then gives each <img> the image already on its way.
   void Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
     const access = grantOf(grant!)?.access;
-    const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)?.data?.assets?.items;
+    const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)
+      ?.data?.assets?.items;
     if (access === undefined || !Array.isArray(items)) return;
     early.images = items.flatMap((a) => {
       if (!a.thumbnailUrl) return [];
@@ -154,7 +170,12 @@ export function takeEarly(kind: 'graphql' | 'grant', key: string, graphqlBody?: 
 }
 
 /** The early answer if it is already in and `use` accepts it (then it is taken); else undefined and it stays. */
-export function takeEarlyNow<T>(kind: 'graphql' | 'grant', key: string, use: (a: Answer) => T | undefined, graphqlBody?: string): T | undefined {
+export function takeEarlyNow<T>(
+  kind: 'graphql' | 'grant',
+  key: string,
+  use: (a: Answer) => T | undefined,
+  graphqlBody?: string,
+): T | undefined {
   const early = window.assetBrowserEarly;
   const answer = mine(early, kind, key, graphqlBody) ? early.settled[kind] : undefined;
   const value = answer && use(answer);

@@ -14,7 +14,13 @@ export function formatBytes(n: number | null | undefined): string {
 export function formatDate(iso: string | null | undefined): string {
   if (!iso) return '';
   const d = new Date(iso);
-  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
 }
 
 /** A time of today as `15:04`, an older one with its date. */
@@ -43,11 +49,54 @@ export function kindOf(a: { mimeType: string; name: string }): Kind {
 /** The last path segment of a name (model names are paths such as `SDXL/base.safetensors`). */
 export const baseName = (name: string): string => name.slice(name.lastIndexOf('/') + 1) || name;
 
+/** Comma-separated tags, as typed (tags keep their case), without repeats. */
 export const parseTags = (text: string): string[] => {
   const seen = new Set<string>();
   for (const t of text.split(',')) {
-    const v = t.trim().toLowerCase();
+    const v = t.trim();
     if (v) seen.add(v);
   }
   return [...seen];
 };
+
+/**
+ * A task's error for people: the server's `CODE: text` as a sentence with the code after it (never cut; the row
+ * wraps).
+ */
+export function readableError(message: string | null | undefined): string {
+  if (!message) return 'Failed (no reason given).';
+  const m = /^([A-Z][A-Z0-9_]+):\s*(.*)$/s.exec(message.trim());
+  const text = m ? m[2]! : message.trim();
+  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
+  return m ? `${sentence} (${m[1]})` : sentence;
+}
+
+/** The ComfyUI model folder of an asset (contract 3.7): its `model_type:` tag, else the tag after `models`. */
+export function modelFolderOf(tags: string[]): string {
+  const typed = tags.find((t) => t.startsWith('model_type:'));
+  if (typed) return typed.slice('model_type:'.length) || 'other';
+  const i = tags.indexOf('models');
+  const next = i >= 0 ? tags.slice(i + 1).find((t) => !t.includes(':')) : undefined;
+  return next ?? tags.find((t) => MODEL_FOLDERS.has(t)) ?? 'other';
+}
+
+/** ComfyUI's model folders (folder_paths.py), for tags in any order. */
+export const MODEL_FOLDERS = new Set([
+  'checkpoints',
+  'loras',
+  'vae',
+  'controlnet',
+  'embeddings',
+  'upscale_models',
+  'clip',
+  'clip_vision',
+  'unet',
+  'diffusion_models',
+  'text_encoders',
+  'hypernetworks',
+  'style_models',
+  'gligen',
+  'photomaker',
+  'diffusers',
+  'vae_approx',
+]);

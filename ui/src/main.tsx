@@ -3,12 +3,17 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } fr
 import { Api, ApiError, assetFields, type Asset, type AssetFilter, type AssetPageData, type Features } from './api';
 import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
-import { Facets, type TagCount } from './components/Facets';
+import { Facets, type TagCount, type TagMode } from './components/Facets';
 import { Grid } from './components/Grid';
 import { KeyGate } from './components/KeyGate';
+import { Models } from './components/Models';
+import { SelectionBar } from './components/SelectionBar';
+import { UploadDialog } from './components/UploadDialog';
+import { Viewer } from './components/Viewer';
 import { useThumbnailAccess } from './components/useThumbnail';
 import { DEFAULT_SORT, firstScreenArgs, KEY_STORE, pageSizeOf } from './first-screen';
 import { useTasks } from './hooks/useTasks';
+import { useModels } from './hooks/useModels';
 import { useUploads } from './hooks/useUploads';
 import './styles.css';
 
@@ -28,12 +33,17 @@ type SortKey = keyof typeof SORTS;
 function Root() {
   const [key, setKey] = useState<string | null>(() => sessionStorage.getItem(KEY_STORE));
   const [notice, setNotice] = useState<string>();
+  // Signed in just now (not a reload with the tab's key): focus goes to the search then.
+  const [fresh, setFresh] = useState(false);
   const signOut = useCallback((why?: string) => {
     sessionStorage.removeItem(KEY_STORE);
     setNotice(why);
     setKey(null);
   }, []);
-  const api = useMemo(() => (key ? new Api(key, () => signOut('The key was refused (401 UNAUTHORIZED). Enter a valid key.')) : null), [key, signOut]);
+  const api = useMemo(
+    () => (key ? new Api(key, () => signOut('The key was refused (401 UNAUTHORIZED). Enter a valid key.')) : null),
+    [key, signOut],
+  );
   if (!api)
     return (
       <KeyGate
@@ -41,12 +51,13 @@ function Root() {
         onKey={(k) => {
           sessionStorage.setItem(KEY_STORE, k);
           setNotice(undefined);
+          setFresh(true);
           setKey(k);
         }}
       />
     );
   // Keyed by the key: another key is a fresh browser (its first screen state is its own).
-  return <Browser key={api.key} api={api} onSignOut={() => signOut()} />;
+  return <Browser key={api.key} api={api} focusSearch={fresh} onSignOut={() => signOut()} />;
 }
 
 interface PageState {
@@ -71,40 +82,52 @@ function pageOf(a: AssetPageData, before: Asset[]): PageState {
   };
 }
 
-function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
+type View = 'assets' | 'models';
+
+function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boolean; onSignOut(): void }) {
   // The first screen, when the page's head has its answer already: then the first render shows the tiles.
   const [first] = useState(() => api.startNow(firstScreenArgs(PAGE_SIZE)));
   const [features, setFeatures] = useState<Features | undefined>(first?.features);
+  const [view, setView] = useState<View>('assets');
   const [search, setSearch] = useState('');
   const [query, setQuery] = useState('');
   const [tagFilter, setTagFilter] = useState<string[]>([]);
+  const [tagMode, setTagMode] = useState<TagMode>('all');
   const [sort, setSort] = useState<SortKey>(DEFAULT_SORT);
   const [page, setPage] = useState<PageState>(() => (first ? pageOf(first.assets, []) : EMPTY));
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<string>();
+  const [offline, setOffline] = useState(!navigator.onLine);
   const [facets, setFacets] = useState<TagCount[]>(first?.tagCounts ?? []);
+  const [facetsOpen, setFacetsOpen] = useState(false);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const anchor = useRef<number | undefined>(undefined);
   const [openId, setOpenId] = useState<string>();
+  const [viewing, setViewing] = useState<number>();
+  const [activityOpen, setActivityOpen] = useState(false);
+  const [pendingFiles, setPendingFiles] = useState<File[]>();
   const [announce, setAnnounce] = useState('');
   const [scrollRoot, setScrollRoot] = useState<HTMLElement | null>(null);
   const fileInput = useRef<HTMLInputElement>(null);
+  const searchInput = useRef<HTMLInputElement>(null);
   const generation = useRef(0);
   const inFlight = useRef(false);
+
+  // Signed in just now: the search is where the user goes next.
+  useEffect(() => {
+    if (focusSearch) searchInput.current?.focus();
+  }, []);
 
   // The first screen in one request (unless it came with the first render); the effect below then skips the first
   // page it would ask for. A layout effect: it runs right after the first render, where an effect would wait for the
   // first paint.
   const started = useRef(!!first);
-  useLayoutEffect(() => {
-    if (first) {
-      performance.mark('ui:first-page');
-      return;
-    }
+  const start = useCallback(() => {
     api.start(firstScreenArgs(PAGE_SIZE, sort)).then(
       (d) => {
         performance.mark('ui:first-page');
         started.current = true;
+        setError(undefined);
         setFeatures(d.features);
         setPage(pageOf(d.assets, []));
         setFacets(d.tagCounts);
@@ -112,11 +135,24 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
       (e) => setError(String(e.message ?? e)),
     );
   }, [api]);
+  useLayoutEffect(() => {
+    if (first) {
+      performance.mark('ui:first-page');
+      return;
+    }
+    start();
+  }, [api]);
 
   // Asked for beside the first screen's request: the thumbnails' <img src> URLs need it.
   const access = useThumbnailAccess(api);
 
-  const filter = useMemo<AssetFilter>(() => ({ ...(tagFilter.length ? { includeTags: tagFilter } : {}), ...(query ? { nameContains: query } : {}) }), [tagFilter, query]);
+  const filter = useMemo<AssetFilter>(
+    () => ({
+      ...(tagFilter.length ? (tagMode === 'all' ? { includeTags: tagFilter } : { anyTags: tagFilter }) : {}),
+      ...(query ? { nameContains: query } : {}),
+    }),
+    [tagFilter, tagMode, query],
+  );
 
   const loadPage = useCallback(
     async (reset: boolean) => {
@@ -147,7 +183,8 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
         setPage((prev) => pageOf(d.assets, reset ? [] : prev.items));
         setError(undefined);
       } catch (err) {
-        if (gen === generation.current && !(err instanceof ApiError && err.code === 'UNAUTHORIZED')) setError((err as Error).message);
+        if (gen === generation.current && !(err instanceof ApiError && err.code === 'UNAUTHORIZED'))
+          setError((err as Error).message);
       } finally {
         if (gen === generation.current) {
           inFlight.current = false;
@@ -158,11 +195,17 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
     [api, features, filter, sort, page],
   );
 
+  // The facets of the search alone (not of the picked tags): every tag stays in view while some are picked.
   const loadFacets = useCallback(async () => {
     if (!features) return;
     try {
       if (features.tagCounts) {
-        const d = await api.gql<{ tagCounts: TagCount[] }>('query($filter: AssetFilter) { tagCounts(filter: $filter, limit: 60) { name count } }', { filter });
+        const d = await api.gql<{ tagCounts: TagCount[] }>(
+          'query($filter: AssetFilter) { tagCounts(filter: $filter, limit: 60) { name count } }',
+          {
+            filter: query ? { nameContains: query } : {},
+          },
+        );
         setFacets(d.tagCounts);
       } else {
         const d = await api.gql<{ tags: { items: TagCount[] } }>('{ tags(limit: 60) { items { name count } } }');
@@ -171,12 +214,19 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
     } catch {
       /* facets are a convenience: the grid still works */
     }
-  }, [api, features, filter]);
+  }, [api, features, query]);
+
+  const models = useModels(api, features, view === 'models', query);
 
   const refresh = useCallback(() => {
+    if (!features) {
+      start();
+      return;
+    }
     void loadPage(true);
     void loadFacets();
-  }, [loadPage, loadFacets]);
+    if (view === 'models') void models.reload();
+  }, [loadPage, loadFacets, features, view, models.reload]);
 
   // A new filter or sort: start again from the first page.
   useEffect(() => {
@@ -187,8 +237,32 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
     }
     setSelected(new Set());
     anchor.current = undefined;
-    refresh();
+    void loadPage(true);
   }, [features, filter, sort]);
+  // The facets follow the search (not the picked tags); the first screen brought those of no search.
+  const facetsQuery = useRef(query);
+  useEffect(() => {
+    if (!features || facetsQuery.current === query) return;
+    facetsQuery.current = query;
+    void loadFacets();
+  }, [query, features]);
+
+  // Offline, the page says so (and what it shows may be stale); back online, it asks again.
+  useEffect(() => {
+    const off = () => setOffline(true);
+    const on = () => {
+      setOffline(false);
+      refreshRef.current();
+    };
+    window.addEventListener('offline', off);
+    window.addEventListener('online', on);
+    return () => {
+      window.removeEventListener('offline', off);
+      window.removeEventListener('online', on);
+    };
+  }, []);
+  const refreshRef = useRef(refresh);
+  refreshRef.current = refresh;
 
   // Search as you type, a moment after the last key.
   useEffect(() => {
@@ -197,17 +271,32 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   }, [search]);
 
   // Thumbnails are made in the background after an upload: ask again for images that have none yet.
-  const pendingThumbs = page.items.filter((a) => !a.thumbnailUrl && /^(image|video)\//.test(a.mimeType) && Date.now() - Date.parse(a.createdAt) < 120_000);
+  const pendingThumbs = page.items.filter(
+    (a) => !a.thumbnailUrl && /^(image|video)\//.test(a.mimeType) && Date.now() - Date.parse(a.createdAt) < 120_000,
+  );
   const pendingKey = pendingThumbs.map((a) => a.id).join(',');
   useEffect(() => {
     if (!pendingKey || !features?.cursor) return;
     const t = setTimeout(async () => {
       const batch = pendingThumbs.slice(0, 20);
-      const q = batch.map((a, i) => `a${i}: assets(filter: {hash: ${JSON.stringify(a.assetHash)}}, limit: 1) { items { id thumbnailUrl } }`).join('\n');
+      const q = batch
+        .map(
+          (a, i) =>
+            `a${i}: assets(filter: {hash: ${JSON.stringify(a.assetHash)}}, limit: 1) { items { id thumbnailUrl } }`,
+        )
+        .join('\n');
       try {
         const d = await api.gql<Record<string, { items: { id: string; thumbnailUrl?: string | null }[] }>>(`{ ${q} }`);
-        const found = new Map(Object.values(d).flatMap((p) => p.items.filter((x) => x.thumbnailUrl).map((x) => [x.id, x.thumbnailUrl!] as const)));
-        if (found.size) setPage((prev) => ({ ...prev, items: prev.items.map((a) => (found.has(a.id) ? { ...a, thumbnailUrl: found.get(a.id) } : a)) }));
+        const found = new Map(
+          Object.values(d).flatMap((p) =>
+            p.items.filter((x) => x.thumbnailUrl).map((x) => [x.id, x.thumbnailUrl!] as const),
+          ),
+        );
+        if (found.size)
+          setPage((prev) => ({
+            ...prev,
+            items: prev.items.map((a) => (found.has(a.id) ? { ...a, thumbnailUrl: found.get(a.id) } : a)),
+          }));
         else setPage((prev) => ({ ...prev })); // poll again
       } catch {
         /* next tick */
@@ -216,28 +305,71 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
     return () => clearTimeout(t);
   }, [pendingKey, page, features, api]);
 
-  const { tasks, exports, cancelTask, startDownload, startExport } = useTasks(api, features, refresh, setAnnounce);
-  const { uploads, dragging, addFiles, clearFinished } = useUploads(api, tagFilter, (name) => {
-    setAnnounce(`Uploaded ${name}.`);
-    refresh();
-  });
+  const openActivity = useCallback(() => setActivityOpen(true), []);
+  const { tasks, cancelTask, startDownload, startExport, retryTask, saveExport } = useTasks(
+    api,
+    features,
+    refresh,
+    setAnnounce,
+    openActivity,
+  );
+  const { uploads, dragging, addFiles, clearFinished } = useUploads(
+    api,
+    (name) => {
+      setAnnounce(`Uploaded ${name}.`);
+      refresh();
+    },
+    setPendingFiles,
+  );
 
-  async function exportSelected() {
-    const ids = [...selected];
-    if (await startExport(ids)) setAnnounce(`Exporting ${ids.length} assets…`);
+  /** Assets gone from the service: out of the grid, the model library, the selection and the details. */
+  function dropAssets(ids: string[]) {
+    const gone = new Set(ids);
+    setPage((p) => ({ ...p, items: p.items.filter((a) => !gone.has(a.id)), total: Math.max(0, p.total - gone.size) }));
+    models.setItems((m) => m.filter((a) => !gone.has(a.id)));
+    setSelected((s) => new Set([...s].filter((id) => !gone.has(id))));
+    if (openId && gone.has(openId)) setOpenId(undefined);
+    void loadFacets();
   }
 
-  // Escape closes the drawer and gives focus back to the tile it came from.
+  async function deleteAssets(ids: string[]) {
+    const r = await api.each(ids, 'deleteAsset');
+    dropAssets(r.done);
+    setAnnounce(
+      `Deleted ${r.done.length} ${r.done.length === 1 ? 'asset' : 'assets'}${r.failed.length ? `; ${r.failed.length} could not be deleted` : ''}.`,
+    );
+    if (r.failed.length) throw new Error(`${r.failed.length} could not be deleted`);
+  }
+
+  async function bulkTags(ids: string[], tags: string[], add: boolean) {
+    const r = await api.each(ids, add ? 'addAssetTags' : 'removeAssetTags', ', tags: $tags', ' { __typename }', {
+      tags,
+    });
+    setAnnounce(
+      `${add ? 'Added' : 'Removed'} ${tags.join(', ')} ${add ? 'to' : 'from'} ${r.done.length} ${r.done.length === 1 ? 'asset' : 'assets'}.`,
+    );
+    refresh();
+  }
+
+  // Escape closes the viewer, else the tags drawer, else the details (focus back to the tile it came from); the upload
+  // dialog handles its own. One listener reading the state of the latest render (an effect re-registered per
+  // render would lag behind it).
+  const escape = useRef({ openId, viewing, pendingFiles, facetsOpen });
+  escape.current = { openId, viewing, pendingFiles, facetsOpen };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'Escape' || !openId) return;
-      const id = openId;
+      const now = escape.current;
+      if (e.key !== 'Escape' || now.pendingFiles) return;
+      if (now.viewing !== undefined) return setViewing(undefined);
+      if (now.facetsOpen) return setFacetsOpen(false);
+      if (!now.openId) return;
+      const id = now.openId;
       setOpenId(undefined);
-      document.querySelector<HTMLElement>(`.tile-main[data-asset-id="${id}"]`)?.focus();
+      document.querySelector<HTMLElement>(`[data-asset-id="${id}"], .model-card[data-id="${id}"] .model-open`)?.focus();
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
-  }, [openId]);
+  }, []);
 
   function toggle(index: number, shift: boolean) {
     const items = page.items;
@@ -256,28 +388,49 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
   }
 
   const toggleTag = (t: string) => setTagFilter((f) => (f.includes(t) ? f.filter((x) => x !== t) : [...f, t]));
-  const open = page.items.find((a) => a.id === openId);
+  const shownItems = view === 'models' ? models.items : page.items;
+  const open = shownItems.find((a) => a.id === openId) ?? page.items.find((a) => a.id === openId);
+  const filtered = !!query || tagFilter.length > 0;
+  const stale = !!error || offline;
+  const allShownSelected = page.items.length > 0 && page.items.every((a) => selected.has(a.id));
 
   return (
-    <div class={`app${open ? ' with-drawer' : ''}`}>
+    <div class={`app${open ? ' with-drawer' : ''}${view === 'models' ? ' models-view' : ''}`}>
       <header class="top">
         <h1 class="brand">Assets</h1>
-        <div class="search">
-          <label for="search" class="sr-only">
-            Search by name
-          </label>
-          <input id="search" type="search" placeholder="Search by name" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+        <div class="views" role="group" aria-label="View">
+          <button type="button" aria-pressed={view === 'assets'} onClick={() => setView('assets')}>
+            All assets
+          </button>
+          <button type="button" aria-pressed={view === 'models'} onClick={() => setView('models')}>
+            Models
+          </button>
         </div>
-        <label for="sort" class="sr-only">
-          Sort
-        </label>
-        <select id="sort" value={sort} onChange={(e) => setSort((e.target as HTMLSelectElement).value as SortKey)}>
-          {Object.entries(SORTS).map(([k, v]) => (
-            <option key={k} value={k}>
-              {v}
-            </option>
-          ))}
-        </select>
+        <div class="search-row">
+          <button
+            type="button"
+            class="tags-button"
+            hidden={view === 'models'}
+            aria-expanded={facetsOpen}
+            aria-controls="facets"
+            onClick={() => setFacetsOpen(!facetsOpen)}
+          >
+            Tags{tagFilter.length ? ` (${tagFilter.length})` : ''}
+          </button>
+          <div class="search">
+            <label for="search" class="sr-only">
+              Search by name
+            </label>
+            <input
+              id="search"
+              ref={searchInput}
+              type="search"
+              placeholder="Search by name"
+              value={search}
+              onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+            />
+          </div>
+        </div>
         <span class="spacer" />
         <button type="button" class="primary" onClick={() => fileInput.current?.click()}>
           Upload
@@ -292,7 +445,7 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
           aria-label="Files to upload"
           onChange={(e) => {
             const input = e.target as HTMLInputElement;
-            addFiles(input.files);
+            if (input.files?.length) setPendingFiles([...input.files]);
             input.value = '';
           }}
         />
@@ -301,51 +454,133 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
         </button>
       </header>
 
-      <Facets tags={facets} active={tagFilter} onToggle={toggleTag} onClear={() => setTagFilter([])} />
+      {view === 'assets' && (
+        <Facets
+          tags={facets}
+          active={tagFilter}
+          mode={tagMode}
+          open={facetsOpen}
+          onClose={() => setFacetsOpen(false)}
+          onMode={setTagMode}
+          onToggle={toggleTag}
+          onClear={() => setTagFilter([])}
+        />
+      )}
 
       <main class="content" ref={setScrollRoot}>
-        <div class="toolbar">
-          <p class="count" aria-live="polite">
-            {page.totalIsLowerBound ? `${page.total.toLocaleString()}+` : page.total.toLocaleString()} {page.total === 1 ? 'asset' : 'assets'}
-            {query && ` matching “${query}”`}
-            {tagFilter.length > 0 && ` tagged ${tagFilter.join(' + ')}`}
-          </p>
-          {selected.size > 0 && (
-            <div class="selection" role="group" aria-label="Selection">
-              <span>{selected.size} selected</span>
-              <button type="button" class="primary" onClick={exportSelected} disabled={!features?.startExport} title={features?.startExport ? '' : 'This service has no export'}>
-                Export as ZIP
-              </button>
-              <button type="button" onClick={() => setSelected(new Set())}>
-                Clear selection
-              </button>
+        {view === 'models' ? (
+          <Models
+            items={models.items}
+            loading={models.loading}
+            error={models.error}
+            onOpen={setOpenId}
+            onRetry={models.reload}
+            announce={setAnnounce}
+          />
+        ) : (
+          <>
+            <div class="toolbar">
+              <p class="count" aria-live="polite">
+                {stale
+                  ? 'Results may be out of date'
+                  : `${page.totalIsLowerBound ? `${page.total.toLocaleString()}+` : page.total.toLocaleString()} ${page.total === 1 ? 'asset' : 'assets'}`}
+                {!stale && query && ` matching “${query}”`}
+                {!stale && tagFilter.length > 0 && ` tagged ${tagFilter.join(tagMode === 'all' ? ' + ' : ' or ')}`}
+              </p>
+              <label for="sort" class="sr-only">
+                Sort
+              </label>
+              <select
+                id="sort"
+                value={sort}
+                onChange={(e) => setSort((e.target as HTMLSelectElement).value as SortKey)}
+              >
+                {Object.entries(SORTS).map(([k, v]) => (
+                  <option key={k} value={k}>
+                    {v}
+                  </option>
+                ))}
+              </select>
+              {page.items.length > 0 && (
+                <button
+                  type="button"
+                  class="link"
+                  onClick={() => setSelected(allShownSelected ? new Set() : new Set(page.items.map((a) => a.id)))}
+                  aria-label={allShownSelected ? 'Select none' : `Select all ${page.items.length} shown`}
+                >
+                  {allShownSelected ? 'Select none' : `Select all (${page.items.length})`}
+                </button>
+              )}
+              {selected.size > 0 && (
+                <SelectionBar
+                  count={selected.size}
+                  canExport={!!features?.startExport}
+                  onExport={async () => {
+                    const ids = [...selected];
+                    if (await startExport({ assetIds: ids, namingStrategy: 'preserve' }))
+                      setAnnounce(`Exporting ${ids.length} assets…`);
+                  }}
+                  onAddTags={(tags) => bulkTags([...selected], tags, true)}
+                  onRemoveTags={(tags) => bulkTags([...selected], tags, false)}
+                  onDelete={() => deleteAssets([...selected])}
+                  onClear={() => setSelected(new Set())}
+                />
+              )}
             </div>
-          )}
-        </div>
-        {error && (
-          <p class="error banner" role="alert">
-            {error}
-          </p>
+            {(error || offline) && (
+              <div class="error banner" role="alert">
+                <span>
+                  {offline
+                    ? 'You are offline. What is shown may be out of date.'
+                    : `The assets could not be loaded: ${error}`}
+                </span>
+                <button type="button" onClick={refresh}>
+                  Retry
+                </button>
+              </div>
+            )}
+            {!loading && !stale && features && page.items.length === 0 && (
+              <div class="empty">
+                {filtered ? (
+                  <>
+                    <p>
+                      No assets match{query ? ` “${query}”` : ''}
+                      {tagFilter.length ? ` tagged ${tagFilter.join(tagMode === 'all' ? ' + ' : ' or ')}` : ''}.
+                    </p>
+                    <button
+                      type="button"
+                      onClick={() => {
+                        setSearch('');
+                        setTagFilter([]);
+                      }}
+                    >
+                      Clear search and tags
+                    </button>
+                  </>
+                ) : (
+                  <>
+                    <p>No assets yet.</p>
+                    <p class="muted">Drop files here to upload them, or download a model by URL in Activity.</p>
+                  </>
+                )}
+              </div>
+            )}
+            <Grid
+              api={api}
+              access={access}
+              items={page.items}
+              selected={selected}
+              openId={openId}
+              hasMore={page.hasMore && !stale}
+              loading={loading}
+              stale={stale}
+              onOpen={setOpenId}
+              onToggle={toggle}
+              onMore={() => void loadPage(false)}
+              scrollRoot={scrollRoot}
+            />
+          </>
         )}
-        {!loading && page.items.length === 0 && !error && (
-          <div class="empty">
-            <p>{query || tagFilter.length ? 'No assets match.' : 'No assets yet.'}</p>
-            <p class="muted">Drop files here to upload them, or download a model by URL below.</p>
-          </div>
-        )}
-        <Grid
-          api={api}
-          access={access}
-          items={page.items}
-          selected={selected}
-          openId={openId}
-          hasMore={page.hasMore}
-          loading={loading}
-          onOpen={setOpenId}
-          onToggle={toggle}
-          onMore={() => void loadPage(false)}
-          scrollRoot={scrollRoot}
-        />
       </main>
 
       {open && features && (
@@ -357,24 +592,66 @@ function Browser({ api, onSignOut }: { api: Api; onSignOut(): void }) {
           onClose={() => setOpenId(undefined)}
           onSaved={(a) => {
             setPage((p) => ({ ...p, items: p.items.map((x) => (x.id === a.id ? a : x)) }));
+            models.setItems((m) => m.map((x) => (x.id === a.id ? a : x)));
             void loadFacets();
           }}
-          onTag={(t) => setTagFilter([t])}
+          onTag={(t) => {
+            setView('assets');
+            setTagFilter([t]);
+          }}
+          onView={() =>
+            setViewing(
+              Math.max(
+                0,
+                shownItems.findIndex((a) => a.id === open.id),
+              ),
+            )
+          }
+          onDelete={() => deleteAssets([open.id])}
+        />
+      )}
+
+      {viewing !== undefined && shownItems[viewing] && (
+        <Viewer
+          api={api}
+          items={shownItems}
+          index={viewing}
+          onIndex={(i) => {
+            setViewing(i);
+            setOpenId(shownItems[i]!.id);
+          }}
+          onClose={() => setViewing(undefined)}
         />
       )}
 
       <Activity
+        open={activityOpen}
+        onToggle={setActivityOpen}
         uploads={uploads}
         tasks={tasks}
-        exports={exports}
         onCancelTask={cancelTask}
+        onRetryTask={retryTask}
+        onSaveExport={saveExport}
         onStartDownload={startDownload}
         onClearUploads={clearFinished}
       />
 
+      {pendingFiles && (
+        <UploadDialog
+          files={pendingFiles}
+          proposed={tagFilter}
+          onCancel={() => setPendingFiles(undefined)}
+          onUpload={(tags) => {
+            addFiles(pendingFiles, tags);
+            setPendingFiles(undefined);
+            setActivityOpen(true);
+          }}
+        />
+      )}
+
       {dragging && (
         <div class="dropzone" aria-hidden="true">
-          <p>Drop files to upload{tagFilter.length ? ` (tagged ${tagFilter.join(', ')})` : ''}</p>
+          <p>Drop files to upload</p>
         </div>
       )}
       <div class="sr-only" role="status" aria-live="polite">

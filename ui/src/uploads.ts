@@ -32,7 +32,11 @@ async function uploadTus(api: Api, file: File, tags: string[], update: Update): 
       chunkSize: CHUNK,
       retryDelays: [0, 1000, 3000, 5000],
       removeFingerprintOnSuccess: true,
-      metadata: { filename: file.name, ...(tags.length ? { tags: JSON.stringify(tags) } : {}), ...(file.type ? { mime_type: file.type } : {}) },
+      metadata: {
+        filename: file.name,
+        ...(tags.length ? { tags: JSON.stringify(tags) } : {}),
+        ...(file.type ? { mime_type: file.type } : {}),
+      },
       onProgress: (sent) => update({ sent }),
       onAfterResponse: (_req, res) => {
         const id = res.getHeader('Asset-Id');
@@ -42,7 +46,8 @@ async function uploadTus(api: Api, file: File, tags: string[], update: Update): 
         const status = err.originalResponse?.getStatus() ?? 0;
         return status === 0 || status === 423 || status >= 500;
       },
-      onSuccess: () => (assetId ? resolve(assetId) : reject(new ApiError('the upload ended without an asset', 'NO_ASSET', 0))),
+      onSuccess: () =>
+        assetId ? resolve(assetId) : reject(new ApiError('the upload ended without an asset', 'NO_ASSET', 0)),
       onError: (error) => {
         const err = error as DetailedError;
         const status = err.originalResponse?.getStatus() ?? 0;
@@ -67,7 +72,8 @@ function uploadGraphql(api: Api, file: File, tags: string[], update: Update): Pr
     form.append(
       'operations',
       JSON.stringify({
-        query: 'mutation($file: Upload!, $input: UploadAssetInput) { uploadAsset(file: $file, input: $input) { asset { id } } }',
+        query:
+          'mutation($file: Upload!, $input: UploadAssetInput) { uploadAsset(file: $file, input: $input) { asset { id } } }',
         variables: { file: null, input: tags.length ? { tags } : null },
       }),
     );
@@ -75,7 +81,8 @@ function uploadGraphql(api: Api, file: File, tags: string[], update: Update): Pr
     form.append('0', file, file.name);
     const xhr = new XMLHttpRequest();
     xhr.open('POST', '/graphql');
-    for (const [k, v] of Object.entries(api.headers({ 'Apollo-Require-Preflight': 'true' }))) xhr.setRequestHeader(k, v);
+    for (const [k, v] of Object.entries(api.headers({ 'Apollo-Require-Preflight': 'true' })))
+      xhr.setRequestHeader(k, v);
     xhr.upload.onprogress = (e) => update({ sent: e.loaded });
     xhr.onerror = () => reject(new ApiError('network error', 'NETWORK', 0));
     xhr.onabort = () => reject(new ApiError('cancelled', 'CANCELLED', 0));
@@ -84,7 +91,14 @@ function uploadGraphql(api: Api, file: File, tags: string[], update: Update): Pr
         const body = JSON.parse(xhr.responseText);
         const id = body.data?.uploadAsset?.asset?.id;
         if (id) resolve(id);
-        else reject(new ApiError(body.errors?.[0]?.message ?? `answered ${xhr.status}`, body.errors?.[0]?.extensions?.code ?? 'ERROR', xhr.status));
+        else
+          reject(
+            new ApiError(
+              body.errors?.[0]?.message ?? `answered ${xhr.status}`,
+              body.errors?.[0]?.extensions?.code ?? 'ERROR',
+              xhr.status,
+            ),
+          );
       } catch {
         reject(new ApiError(`answered ${xhr.status}`, 'ERROR', xhr.status));
       }

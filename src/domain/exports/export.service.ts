@@ -12,7 +12,13 @@ import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { sameExportKey } from '../tasks/export-request';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
-import { NAMING_STRATEGIES, type ExportFailedAsset, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
+import {
+  NAMING_STRATEGIES,
+  type ExportFailedAsset,
+  type ExportRequest,
+  type NamingStrategy,
+  type Task,
+} from '../tasks/task.types';
 import { memberPaths } from './archive-names';
 import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
@@ -23,7 +29,8 @@ const HMAC_SECRET = 'export_url_hmac';
 /** Signed and presigned URLs live this long (never past the archive's expiry). */
 const URL_TTL_SECONDS = 3600;
 
-const invalid = (message: string, field?: string) => new DomainError('INVALID_BODY', message, field ? { field } : undefined);
+const invalid = (message: string, field?: string) =>
+  new DomainError('INVALID_BODY', message, field ? { field } : undefined);
 /** The name as an answer repeats it: a long one (up to the URL's limit) is shortened. */
 const shown = (name: string) => (name.length > 120 ? `${name.slice(0, 100)}…(${name.length} characters)` : name);
 const notFound = (name: string) => new DomainError('EXPORT_NOT_FOUND', `export ${shown(name)} not found`);
@@ -69,7 +76,8 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
   if (jobIds) out.jobIds = jobIds;
   const filters = body.job_asset_name_filters;
   if (filters !== undefined && filters !== null) {
-    if (typeof filters !== 'object' || Array.isArray(filters)) throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
+    if (typeof filters !== 'object' || Array.isArray(filters))
+      throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
     const f: Record<string, string[]> = {};
     for (const [job, names] of Object.entries(filters)) {
       // An empty list would select nothing or everything; both upstream APIs refuse it.
@@ -77,14 +85,19 @@ export function validateExportRequest(body: Record<string, unknown>): ExportRequ
         throw invalid('job_asset_name_filters maps job ids to non-empty lists of names', 'job_asset_name_filters');
       }
       // Stored in the task's row (JSON): GraphQL's JSON scalar reaches here without the REST body's text check.
-      if (!names.every(isStorableText)) throw invalid('job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates', 'job_asset_name_filters');
+      if (!names.every(isStorableText))
+        throw invalid(
+          'job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates',
+          'job_asset_name_filters',
+        );
       // De-duplicated, first-seen order kept, as ComfyUI's export keeps them.
       f[job.toLowerCase()] = [...new Set(names as string[])];
     }
     out.jobAssetNameFilters = f;
   }
   if (body.include_previews !== undefined && body.include_previews !== null) {
-    if (typeof body.include_previews !== 'boolean') throw invalid('include_previews must be a boolean', 'include_previews');
+    if (typeof body.include_previews !== 'boolean')
+      throw invalid('include_previews must be a boolean', 'include_previews');
     out.includePreviews = body.include_previews;
   }
   if (body.naming_strategy !== undefined && body.naming_strategy !== null) {
@@ -143,10 +156,19 @@ export class ExportService {
         async (tx) => {
           // Identical requests that all missed the look-up above (sent at the same instant) take turns here; the
           // first inserts, the others find its task (read after the lock, so they see it committed).
-          await tasks.lockExportIdentity(ownerId, idempotencyKey ? `key:${idempotencyKey}` : `request:${sameExportKey(request)}`, tx);
-          const existing = idempotencyKey ? await tasks.findByIdempotencyKey(ownerId, idempotencyKey, tx) : await tasks.findActiveExport(ownerId, request, tx);
+          await tasks.lockExportIdentity(
+            ownerId,
+            idempotencyKey ? `key:${idempotencyKey}` : `request:${sameExportKey(request)}`,
+            tx,
+          );
+          const existing = idempotencyKey
+            ? await tasks.findByIdempotencyKey(ownerId, idempotencyKey, tx)
+            : await tasks.findActiveExport(ownerId, request, tx);
           if (existing) return { task: existing, created: false };
-          const t = await tasks.insertExport({ id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) }, tx);
+          const t = await tasks.insertExport(
+            { id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) },
+            tx,
+          );
           await queue.send(EXPORT_JOB, { taskId: id }, { tx });
           return { task: t, created: true };
         },
@@ -176,13 +198,22 @@ export class ExportService {
     const selected = await this.select(task.ownerId, task.exportRequest);
     const members = selected.members.slice(0, MAX_EXPORT_ASSETS);
     // As ComfyUI's export lists them: first the requested ids that name nothing, then what could not be read.
-    const failedAssets: ExportFailedAsset[] = selected.missing.slice(0, MAX_FAILED_LISTED).map((assetId) => ({ assetId, error: 'not_found' }));
+    const failedAssets: ExportFailedAsset[] = selected.missing
+      .slice(0, MAX_FAILED_LISTED)
+      .map((assetId) => ({ assetId, error: 'not_found' }));
     const listed = () => (failedAssets.length > 0 ? { failedAssets } : {});
     const none = { success: false, assetId: null, assetHash: null, filename: null, bytesDownloaded: 0, bytesTotal: 0 };
     if (members.length === 0) {
       // Ids of no asset of this owner, jobs without outputs: as ComfyUI's export reports it, a completion without
       // success or archive (an empty ZIP would download as if something were in it).
-      await tasks.complete(taskId, { ...none, error: NOTHING_TO_EXPORT, assetsTotal: 0, assetsAttempted: 0, assetsFailed: 0, ...listed() });
+      await tasks.complete(taskId, {
+        ...none,
+        error: NOTHING_TO_EXPORT,
+        assetsTotal: 0,
+        assetsAttempted: 0,
+        assetsFailed: 0,
+        ...listed(),
+      });
       return;
     }
     const paths = memberPaths(members, task.exportRequest.namingStrategy);
@@ -213,7 +244,12 @@ export class ExportService {
           log.warn('export left out an asset whose content could not be read', { asset_id: a.id, err });
           failed++;
           if (failedAssets.length < MAX_FAILED_LISTED) {
-            failedAssets.push({ assetId: a.id, error: 'fetch_failed', ...(a.promptId ? { jobId: a.promptId } : {}), assetName: a.name });
+            failedAssets.push({
+              assetId: a.id,
+              error: 'fetch_failed',
+              ...(a.promptId ? { jobId: a.promptId } : {}),
+              assetName: a.name,
+            });
           }
           continue;
         }
@@ -236,7 +272,10 @@ export class ExportService {
     };
     try {
       // The store removes what it wrote when the archive stream fails (a read error, a cancel, a short blob).
-      const size = await blobs.writeObject(objectName(exportName), zipArchive(entries(), { forceZip64: this.deps.forceZip64 === true }));
+      const size = await blobs.writeObject(
+        objectName(exportName),
+        zipArchive(entries(), { forceZip64: this.deps.forceZip64 === true }),
+      );
       if (cancelled) throw new Error('export cancelled');
       const done = await this.deps.transactions.run(async (tx) => {
         const ok = await tasks.complete(
@@ -259,7 +298,13 @@ export class ExportService {
         );
         if (ok) {
           await repo.insertArchive(
-            { name: exportName, ownerId: task.ownerId, taskId, size, expiresAt: new Date(Date.now() + this.deps.ttlSeconds * 1000) },
+            {
+              name: exportName,
+              ownerId: task.ownerId,
+              taskId,
+              size,
+              expiresAt: new Date(Date.now() + this.deps.ttlSeconds * 1000),
+            },
             tx,
           );
         }
@@ -271,13 +316,23 @@ export class ExportService {
       await blobs.deleteObject(objectName(exportName)).catch(() => undefined);
       if (err instanceof NothingReadable) {
         // No archive, a completion without success (ComfyUI's answer).
-        await tasks.complete(taskId, { ...none, error: NOTHING_EXPORTED, assetsTotal: members.length, assetsAttempted: attempted, assetsFailed: failed, ...listed() });
+        await tasks.complete(taskId, {
+          ...none,
+          error: NOTHING_EXPORTED,
+          assetsTotal: members.length,
+          assetsAttempted: attempted,
+          assetsFailed: failed,
+          ...listed(),
+        });
         return;
       }
       const current = await tasks.find(undefined, taskId);
       if (current && isActive(current.status)) {
         log.warn('export failed', { err });
-        await tasks.fail({ id: taskId }, `export failed: ${(err as Error).message}`, { bytes: sent, total: sum(members) });
+        await tasks.fail({ id: taskId }, `export failed: ${(err as Error).message}`, {
+          bytes: sent,
+          total: sum(members),
+        });
       }
     } finally {
       clearInterval(ticker);
@@ -286,25 +341,40 @@ export class ExportService {
 
   /** GET /api/assets/exports/{name}: a short-lived URL (S3 presigned; else signed by this service). */
   async url(principal: Principal, name: string, baseUrl: string): Promise<{ url: string; expiresAt: Date }> {
-    if (!EXPORT_NAME.test(name)) throw new DomainError('INVALID_EXPORT_NAME', 'an export name is <letters, digits, _ or ->.zip', { export_name: shown(name) });
+    if (!EXPORT_NAME.test(name))
+      throw new DomainError('INVALID_EXPORT_NAME', 'an export name is <letters, digits, _ or ->.zip', {
+        export_name: shown(name),
+      });
     const archive = await this.archive(name);
     if (!archive || archive.ownerId !== principal.ownerId) throw notFound(name);
     const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
     const seconds = Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000));
     if (this.deps.blobs.presignedObjectUrl) {
-      const url = await this.deps.blobs.presignedObjectUrl(objectName(name), { fileName: name, contentType: 'application/zip', expiresInSeconds: seconds });
+      const fileName = downloadNameOf(archive.createdAt);
+      const url = await this.deps.blobs.presignedObjectUrl(objectName(name), {
+        fileName,
+        contentType: 'application/zip',
+        expiresInSeconds: seconds,
+      });
       return { url, expiresAt };
     }
     const expires = Math.floor(expiresAt.getTime() / 1000);
     const signature = await this.sign(name, expires);
-    return { url: `${baseUrl}/api/assets/exports/${encodeURIComponent(name)}/download?expires=${expires}&signature=${signature}`, expiresAt };
+    return {
+      url: `${baseUrl}/api/assets/exports/${encodeURIComponent(name)}/download?expires=${expires}&signature=${signature}`,
+      expiresAt,
+    };
   }
 
   /**
    * The archive behind a signed URL: FORBIDDEN for a bad or outdated signature, NOT_FOUND once it expired. `open`
    * reads it whole or one byte range.
    */
-  async openSigned(name: string, expires: string, signature: string): Promise<{ size: number; open(range?: { start: number; end: number }): Promise<Readable> }> {
+  async openSigned(
+    name: string,
+    expires: string,
+    signature: string,
+  ): Promise<{ size: number; fileName: string; open(range?: { start: number; end: number }): Promise<Readable> }> {
     // Only the form this service writes (`0123` or `1e9` would sign the same text as `123` / `1000000000`).
     const at = /^[1-9][0-9]{0,15}$/.test(expires) ? Number(expires) : NaN;
     const expected = Number.isSafeInteger(at) ? await this.sign(name, at) : '';
@@ -315,7 +385,8 @@ export class ExportService {
     if (at * 1000 < Date.now()) throw new DomainError('FORBIDDEN', 'this URL has expired; ask for a new one');
     const archive = await this.archive(name);
     if (!archive) throw notFound(name);
-    return { size: archive.size, open: (range) => this.deps.blobs.readObject(objectName(name), range) };
+    const open = (range?: { start: number; end: number }) => this.deps.blobs.readObject(objectName(name), range);
+    return { size: archive.size, fileName: downloadNameOf(archive.createdAt), open };
   }
 
   /** Removes archives past their TTL; returns how many. */
@@ -346,7 +417,10 @@ export class ExportService {
    * The assets of a request in archive order (named assets and job outputs, filtered by name, then previews), and the
    * requested asset ids that name no asset of this owner.
    */
-  private async select(ownerId: string, req: ExportRequest): Promise<{ members: ExportableAsset[]; missing: string[] }> {
+  private async select(
+    ownerId: string,
+    req: ExportRequest,
+  ): Promise<{ members: ExportableAsset[]; missing: string[] }> {
     const { repo } = this.deps;
     const picked = await repo.selectAssets(ownerId, req.assetIds ?? [], req.jobIds ?? [], MAX_EXPORT_ASSETS + 1);
     const named = new Set(req.assetIds ?? []);
@@ -373,3 +447,12 @@ export class ExportService {
 }
 
 const sum = (assets: ExportableAsset[]): number => assets.reduce((n, a) => n + a.size, 0);
+
+/**
+ * The name a saved archive gets (Content-Disposition): when it was made, in UTC (`assets-2026-11-27-1530.zip`), which
+ * says more to a person than the archive's id.
+ */
+export function downloadNameOf(createdAt: Date | undefined): string {
+  const t = (createdAt ?? new Date()).toISOString();
+  return `assets-${t.slice(0, 10)}-${t.slice(11, 13)}${t.slice(14, 16)}.zip`;
+}

@@ -15,14 +15,23 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
     handle(async (req, res) => {
       const request = validateExportRequest(req.body as Record<string, unknown>);
       const task = await deps.exports.start(principalOf(res), request, req.get('idempotency-key') ?? null);
-      const message = task.status === 'created' ? 'export queued' : task.status === 'running' ? 'export in progress' : `export ${task.status}`;
+      const message =
+        task.status === 'created'
+          ? 'export queued'
+          : task.status === 'running'
+            ? 'export in progress'
+            : `export ${task.status}`;
       res.status(202).location(`/api/tasks/${task.id}`).json({ task_id: task.id, status: task.status, message });
     }),
   );
   r.get(
     '/assets/exports/:export_name',
     handle(async (req, res) => {
-      const { url, expiresAt } = await deps.exports.url(principalOf(res), req.params.export_name as string, baseUrlOf(req, deps.publicUrl));
+      const { url, expiresAt } = await deps.exports.url(
+        principalOf(res),
+        req.params.export_name as string,
+        baseUrlOf(req, deps.publicUrl),
+      );
       res.set('Cache-Control', 'no-store').json({ url, expires_at: expiresAt.toISOString() });
     }),
   );
@@ -50,7 +59,7 @@ export function exportDownloadRouter(deps: { exports: ExportService }): Router {
       if (range === 'unsatisfiable') throw unsatisfiable(archive.size);
       res.set({
         'Content-Type': 'application/zip',
-        'Content-Disposition': contentDisposition('attachment', name),
+        'Content-Disposition': contentDisposition('attachment', archive.fileName),
         'Accept-Ranges': 'bytes',
         'Cache-Control': 'private, no-store',
         ETag: etag,

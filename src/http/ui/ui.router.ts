@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Router } from 'express';
+import { FAVICON } from '../shared/favicon';
 import { htmlPage } from '../shared/html-page';
 
 /**
@@ -22,6 +23,14 @@ export function uiRouter(opts: { dir?: string } = {}): Router {
     htmlPage(res, b?.csp ?? cspOf(undefined));
     if (!b) res.status(503).send(NOT_BUILT);
     else res.send(b.page);
+  });
+  // The page's icon (a browser asks for one on every page; without it, a 404 each time).
+  r.get('/ui/favicon.svg', (_req, res) => {
+    res
+      .set('Cache-Control', 'public, max-age=86400')
+      .set('X-Content-Type-Options', 'nosniff')
+      .type('image/svg+xml')
+      .send(FAVICON);
   });
   r.get('/ui/assets/:file', (req, res, next) => {
     const b = load();
@@ -60,10 +69,19 @@ function readBuilt(dir: string | undefined): Built | undefined {
   try {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as Manifest;
     const files = new Set(fs.readdirSync(dir).filter((f) => f !== 'manifest.json'));
-    if (![manifest.script, manifest.style, ...(manifest.preload ?? [])].every((f) => files.has(f)) || typeof manifest.boot !== 'string') return undefined;
+    if (
+      ![manifest.script, manifest.style, ...(manifest.preload ?? [])].every((f) => files.has(f)) ||
+      typeof manifest.boot !== 'string'
+    )
+      return undefined;
     // `</` cannot end the script element early: the same text in JavaScript.
     const boot = manifest.boot.replace(/<\//g, '<\\/');
-    return { dir, files, page: page(manifest, boot), csp: cspOf(crypto.createHash('sha256').update(boot).digest('base64')) };
+    return {
+      dir,
+      files,
+      page: page(manifest, boot),
+      csp: cspOf(crypto.createHash('sha256').update(boot).digest('base64')),
+    };
   } catch {
     return undefined;
   }
@@ -86,9 +104,11 @@ function findBuiltDir(): string | undefined {
   return undefined;
 }
 
-// Images are object URLs of bytes fetched with the key (blob:); the export archive link is a plain navigation.
+// Images and the viewer's media are object URLs of bytes fetched with the key (blob:) or this service's signed URLs;
+// the export archive link is a plain navigation.
 const cspOf = (bootSha256: string | undefined) =>
-  `default-src 'self'; script-src 'self'${bootSha256 ? ` 'sha256-${bootSha256}'` : ''}; style-src 'self'; img-src 'self' blob: data:; connect-src 'self'; ` +
+  `default-src 'self'; script-src 'self'${bootSha256 ? ` 'sha256-${bootSha256}'` : ''}; style-src 'self'; img-src 'self' blob: data:; ` +
+  "media-src 'self' blob:; connect-src 'self'; " +
   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'";
 
 const escapeAttr = (s: string) => s.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -101,6 +121,7 @@ const page = (m: Manifest, boot: string) => `<!doctype html>
 <script>${boot}</script>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Assets</title>
+<link rel="icon" href="/ui/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/ui/assets/${escapeAttr(m.style)}">
 <script type="module" src="/ui/assets/${escapeAttr(m.script)}"></script>
 ${(m.preload ?? []).map((f) => `<link rel="modulepreload" href="/ui/assets/${escapeAttr(f)}">\n`).join('')}</head>

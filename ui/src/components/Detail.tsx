@@ -1,7 +1,8 @@
 import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, assetFields, type Api, type Asset, type Features } from '../api';
-import { formatBytes, formatDate, kindOf, parseTags } from '../format';
+import { ApiError, assetFields, assetUrl, type Api, type Asset, type Features } from '../api';
+import { copyText } from '../copy';
+import { formatBytes, formatDate, kindOf, modelFolderOf, parseTags } from '../format';
 import { KindIcon } from './icons';
 import { saveWithKey } from './useObjectUrl';
 import { useThumbnail, type ThumbnailAccess } from './useThumbnail';
@@ -17,15 +18,21 @@ interface DetailProps {
   onClose(): void;
   onSaved(a: Asset): void;
   onTag(tag: string): void;
+  onView(): void;
+  onDelete(): Promise<void>;
 }
 
-/** The right-hand drawer: every field of one asset, its derived metadata, and the editable name/tags/user metadata. */
-export function Detail({ api, access, features, asset, onClose, onSaved, onTag }: DetailProps) {
+/**
+ * The details sheet (beside the grid on wide screens, over it on narrow ones): what the asset is first (preview,
+ * actions, tags, fields, derived metadata), then the editable name, tags and user metadata.
+ */
+export function Detail({ api, access, features, asset, onClose, onSaved, onTag, onView, onDelete }: DetailProps) {
   const [name, setName] = useState(asset.name);
   const [tags, setTags] = useState(asset.tags.join(', '));
   const [meta, setMeta] = useState(JSON.stringify(asset.userMetadata, null, 2));
   const [status, setStatus] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
   const [busy, setBusy] = useState(false);
+  const [confirming, setConfirming] = useState(false);
   const heading = useRef<HTMLHeadingElement>(null);
   const thumb = useThumbnail(api, access, asset.thumbnailUrl);
   const kind = kindOf(asset);
@@ -37,8 +44,29 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag }
   }, [asset.id, asset.updatedAt]);
   useEffect(() => {
     setStatus(undefined);
+    setConfirming(false);
     heading.current?.focus();
   }, [asset.id]);
+
+  async function copy(what: string, text: string) {
+    try {
+      await copyText(text);
+      setStatus({ kind: 'ok', text: `Copied ${what}.` });
+    } catch (err) {
+      setStatus({ kind: 'error', text: `Could not copy: ${(err as Error).message}` });
+    }
+  }
+
+  async function remove() {
+    setBusy(true);
+    try {
+      await onDelete();
+    } catch (err) {
+      setStatus({ kind: 'error', text: `Delete failed: ${(err as Error).message}` });
+      setBusy(false);
+      setConfirming(false);
+    }
+  }
 
   async function save(e: Event) {
     e.preventDefault();
@@ -70,7 +98,11 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag }
 
   async function download() {
     try {
-      await saveWithKey(api, `/api/assets/${asset.id}/content?disposition=attachment`, asset.name.slice(asset.name.lastIndexOf('/') + 1));
+      await saveWithKey(
+        api,
+        `/api/assets/${asset.id}/content?disposition=attachment`,
+        asset.name.slice(asset.name.lastIndexOf('/') + 1),
+      );
     } catch (err) {
       setStatus({ kind: 'error', text: `Download failed: ${(err as Error).message}` });
     }
@@ -79,6 +111,13 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag }
   const fields: [string, string | undefined | null][] = [
     ['ID', asset.id],
     ['Type', asset.mimeType],
+    ['Base model', typeof asset.metadata?.base_model === 'string' ? asset.metadata.base_model : undefined],
+    [
+      'Model folder',
+      asset.tags.includes('models') || asset.tags.some((t) => t.startsWith('model_type:'))
+        ? modelFolderOf(asset.tags)
+        : undefined,
+    ],
     ['Size', `${formatBytes(asset.size)} (${asset.size.toLocaleString()} bytes)`],
     ['Hash', asset.assetHash],
     ['Created', formatDate(asset.createdAt)],
@@ -96,50 +135,64 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag }
         <h2 id="detail-title" tabIndex={-1} ref={heading} title={asset.name}>
           {asset.name}
         </h2>
-        <button type="button" class="icon-button" onClick={onClose} aria-label="Close details (Escape)">
+        <button type="button" class="icon-button close-button" onClick={onClose} aria-label="Close details (Escape)">
           ×
         </button>
       </div>
-      <div class="drawer-preview">
-        {thumb.src ? <img src={thumb.src} alt={`Thumbnail of ${asset.name}`} onError={thumb.onError} /> : <KindIcon kind={kind} size={72} />}
-      </div>
+      <button type="button" class="drawer-preview" onClick={onView} aria-label={`View ${asset.name}`}>
+        {thumb.src ? <img src={thumb.src} alt="" onError={thumb.onError} /> : <KindIcon kind={kind} size={72} />}
+      </button>
       <div class="drawer-actions">
-        <button type="button" class="primary" onClick={download} aria-describedby={asset.size > LARGE ? 'download-note' : undefined}>
+        <button type="button" class="primary" onClick={onView}>
+          View
+        </button>
+        <button type="button" onClick={download} aria-describedby={asset.size > LARGE ? 'download-note' : undefined}>
           Download
         </button>
+        <button type="button" onClick={() => copy('the id', asset.id)}>
+          Copy ID
+        </button>
+        <button type="button" onClick={() => copy('the URL', assetUrl(asset))}>
+          Copy URL
+        </button>
+        {asset.loaderPath && (
+          <button type="button" onClick={() => copy('the loader path', asset.loaderPath!)}>
+            Copy loader path
+          </button>
+        )}
+        {!confirming ? (
+          <button
+            type="button"
+            class="danger"
+            onClick={() => setConfirming(true)}
+            disabled={asset.isImmutable}
+            title={asset.isImmutable ? 'This asset is immutable' : undefined}
+          >
+            Delete
+          </button>
+        ) : (
+          <span class="confirm" role="group" aria-label="Confirm delete">
+            <span>Delete this asset?</span>
+            <button type="button" class="danger-solid" onClick={remove} disabled={busy}>
+              Delete
+            </button>
+            <button type="button" onClick={() => setConfirming(false)}>
+              Keep
+            </button>
+          </span>
+        )}
       </div>
-      {asset.size > LARGE && (
-        <p id="download-note" class="help">
-          The browser holds the whole file in memory before saving it; for big models the command-line client (<code>assets pull</code>) resumes and
-          streams to disk.
+      {status && (
+        <p class={status.kind === 'ok' ? 'ok' : 'error'} role={status.kind === 'ok' ? 'status' : 'alert'}>
+          {status.text}
         </p>
       )}
-
-      <form class="edit" onSubmit={save}>
-        <fieldset disabled={busy || asset.isImmutable}>
-          <legend>Edit</legend>
-          <label for="edit-name">Name</label>
-          <input id="edit-name" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} required maxLength={512} />
-          <label for="edit-tags">Tags</label>
-          <input id="edit-tags" value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} aria-describedby="edit-tags-help" />
-          <p id="edit-tags-help" class="help">
-            Comma-separated.
-          </p>
-          <label for="edit-meta">User metadata (JSON object)</label>
-          <textarea id="edit-meta" rows={5} spellcheck={false} value={meta} onInput={(e) => setMeta((e.target as HTMLTextAreaElement).value)} />
-          <div class="row">
-            <button type="submit" class="primary">
-              {busy ? 'Saving…' : 'Save'}
-            </button>
-            {status && (
-              <span class={status.kind === 'ok' ? 'ok' : 'error'} role={status.kind === 'ok' ? 'status' : 'alert'}>
-                {status.text}
-              </span>
-            )}
-          </div>
-          {asset.isImmutable && <p class="help">This asset is immutable.</p>}
-        </fieldset>
-      </form>
+      {asset.size > LARGE && (
+        <p id="download-note" class="help">
+          The browser holds the whole file in memory before saving it; for big models the command-line client (
+          <code>assets pull</code>) resumes and streams to disk.
+        </p>
+      )}
 
       {asset.tags.length > 0 && (
         <section>
@@ -192,6 +245,44 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag }
           </dl>
         </section>
       )}
+
+      <form class="edit" onSubmit={save}>
+        <fieldset disabled={busy || asset.isImmutable}>
+          <legend>Edit</legend>
+          <label for="edit-name">Name</label>
+          <input
+            id="edit-name"
+            value={name}
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+            required
+            maxLength={512}
+          />
+          <label for="edit-tags">Tags</label>
+          <input
+            id="edit-tags"
+            value={tags}
+            onInput={(e) => setTags((e.target as HTMLInputElement).value)}
+            aria-describedby="edit-tags-help"
+          />
+          <p id="edit-tags-help" class="help">
+            Comma-separated.
+          </p>
+          <label for="edit-meta">User metadata (JSON object)</label>
+          <textarea
+            id="edit-meta"
+            rows={5}
+            spellcheck={false}
+            value={meta}
+            onInput={(e) => setMeta((e.target as HTMLTextAreaElement).value)}
+          />
+          <div class="row">
+            <button type="submit" class="primary">
+              {busy ? 'Saving…' : 'Save'}
+            </button>
+          </div>
+          {asset.isImmutable && <p class="help">This asset is immutable.</p>}
+        </fieldset>
+      </form>
     </aside>
   );
 }

@@ -1,4 +1,4 @@
-import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api, Asset } from '../api';
 import { baseName, formatBytes, kindOf } from '../format';
 import { KindIcon } from './icons';
@@ -16,6 +16,8 @@ interface GridProps {
   onToggle(index: number, shift: boolean): void;
   onMore(): void;
   scrollRoot: HTMLElement | null;
+  /** The grid's results may be out of date (the last request failed): shown dimmed. */
+  stale?: boolean;
 }
 
 export function Grid(p: GridProps) {
@@ -23,6 +25,9 @@ export function Grid(p: GridProps) {
   const grid = useRef<HTMLUListElement>(null);
   const more = useRef(p.onMore);
   more.current = p.onMore;
+  // One tab stop for the whole grid (a roving tabindex): Tab enters at the last tile focused, arrows move within.
+  const [current, setCurrent] = useState(0);
+  const tabStop = Math.min(current, Math.max(0, p.items.length - 1));
 
   // When the first tiles are in the document (the benchmark and the UI test read it).
   const marked = useRef(false);
@@ -48,7 +53,14 @@ export function Grid(p: GridProps) {
     const i = tiles.indexOf(document.activeElement as HTMLElement);
     if (i < 0) return;
     const cols = Math.max(1, getComputedStyle(grid.current!).gridTemplateColumns.split(' ').length);
-    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, ArrowDown: i + cols, ArrowUp: i - cols, Home: 0, End: tiles.length - 1 }[e.key];
+    const to = {
+      ArrowRight: i + 1,
+      ArrowLeft: i - 1,
+      ArrowDown: i + cols,
+      ArrowUp: i - cols,
+      Home: 0,
+      End: tiles.length - 1,
+    }[e.key];
     if (to !== undefined) {
       e.preventDefault();
       tiles[Math.min(tiles.length - 1, Math.max(0, to))]?.focus();
@@ -60,7 +72,7 @@ export function Grid(p: GridProps) {
 
   return (
     <>
-      <ul class="grid" ref={grid} onKeyDown={onKeyDown} aria-label="Assets">
+      <ul class={`grid${p.stale ? ' stale' : ''}`} ref={grid} onKeyDown={onKeyDown} aria-label="Assets">
         {p.items.map((a, i) => (
           <Tile
             key={a.id}
@@ -70,6 +82,8 @@ export function Grid(p: GridProps) {
             selected={p.selected.has(a.id)}
             open={p.openId === a.id}
             selecting={p.selected.size > 0}
+            tabStop={i === tabStop}
+            onFocus={() => setCurrent(i)}
             onOpen={() => p.onOpen(a.id)}
             onToggle={(shift) => p.onToggle(i, shift)}
           />
@@ -85,14 +99,37 @@ export function Grid(p: GridProps) {
   );
 }
 
-function Tile(p: { api: Api; access: ThumbnailAccess; asset: Asset; selected: boolean; open: boolean; selecting: boolean; onOpen(): void; onToggle(shift: boolean): void }) {
+interface TileProps {
+  api: Api;
+  access: ThumbnailAccess;
+  asset: Asset;
+  selected: boolean;
+  open: boolean;
+  selecting: boolean;
+  tabStop: boolean;
+  onFocus(): void;
+  onOpen(): void;
+  onToggle(shift: boolean): void;
+}
+
+function Tile(p: TileProps) {
   const a = p.asset;
   const kind = kindOf(a);
   const thumb = useThumbnail(p.api, p.access, a.thumbnailUrl);
   const label = baseName(a.name);
   return (
-    <li class={`tile${p.selected ? ' selected' : ''}${p.open ? ' open' : ''}${p.selecting ? ' selecting' : ''}`} data-id={a.id}>
-      <button type="button" class="tile-main" data-asset-id={a.id} onClick={p.onOpen} aria-label={`${a.name}, ${a.mimeType}, ${formatBytes(a.size)}`}>
+    <li
+      class={`tile${p.selected ? ' selected' : ''}${p.open ? ' open' : ''}${p.selecting ? ' selecting' : ''}`}
+      data-id={a.id}
+    >
+      <button
+        type="button"
+        class="tile-main"
+        data-asset-id={a.id}
+        tabIndex={p.tabStop ? 0 : -1}
+        onFocus={p.onFocus}
+        onClick={p.onOpen}
+      >
         <span class="thumb">
           {thumb.src ? (
             <img src={thumb.src} alt="" draggable={false} onError={thumb.onError} />
@@ -107,11 +144,13 @@ function Tile(p: { api: Api; access: ThumbnailAccess; asset: Asset; selected: bo
         </span>
         <span class="tile-meta">
           {a.mimeType.split(';')[0]} · {formatBytes(a.size)}
+          {p.selected && <span class="sr-only">, selected</span>}
         </span>
       </button>
       <input
         type="checkbox"
         class="tile-check"
+        tabIndex={-1}
         checked={p.selected}
         aria-label={`Select ${a.name}`}
         onClick={(e) => {

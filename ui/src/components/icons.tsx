@@ -13,7 +13,14 @@ const PATHS: Record<Kind, string> = {
 export function KindIcon({ kind, size = 40 }: { kind: Kind; size?: number }) {
   return (
     <svg width={size} height={size} viewBox="0 0 24 24" aria-hidden="true" class={`kind-icon kind-${kind}`}>
-      <path d={PATHS[kind]} fill="none" stroke="currentColor" stroke-width="1.5" stroke-linejoin="round" stroke-linecap="round" />
+      <path
+        d={PATHS[kind]}
+        fill="none"
+        stroke="currentColor"
+        stroke-width="1.5"
+        stroke-linejoin="round"
+        stroke-linecap="round"
+      />
     </svg>
   );
 }

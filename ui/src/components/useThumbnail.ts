@@ -13,13 +13,16 @@ export type ThumbnailAccess = { token: string; expiresAt: number } | null | unde
 export function useThumbnailAccess(api: Api): ThumbnailAccess {
   // The page's head may have it already (then the first render's <img> elements have their URLs).
   const [first] = useState(() => api.grantNow());
-  const [access, setAccess] = useState<ThumbnailAccess>(first && { token: first.access, expiresAt: Date.parse(first.expires_at) });
+  const [access, setAccess] = useState<ThumbnailAccess>(
+    first && { token: first.access, expiresAt: Date.parse(first.expires_at) },
+  );
   const had = useRef(!!first);
   // A layout effect, like the first page's request: asked for right after the first render, not after its paint.
   useLayoutEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const next = (expiresAt: number) => (timer = setTimeout(ask, Math.max(60_000, expiresAt - Date.now() - 5 * 60_000)));
+    const next = (expiresAt: number) =>
+      (timer = setTimeout(ask, Math.max(60_000, expiresAt - Date.now() - 5 * 60_000)));
     const ask = () =>
       api.grant().then(
         (g) => {
@@ -50,7 +53,11 @@ export function useThumbnailAccess(api: Api): ThumbnailAccess {
  * The `src` of a thumbnail: with a grant, the thumbnail URL itself plus `?access=` (the browser fetches it natively,
  * in parallel, and caches it); without one, or when that URL fails, fetched with the key header into an object URL.
  */
-export function useThumbnail(api: Api, access: ThumbnailAccess, url: string | null | undefined): { src?: string; onError?(): void } {
+export function useThumbnail(
+  api: Api,
+  access: ThumbnailAccess,
+  url: string | null | undefined,
+): { src?: string; onError?(): void } {
   const [keyed, setKeyed] = useState(false);
   const viaKey = !!url && (access === null || keyed);
   const fetched = useObjectUrl(api, viaKey ? withoutGrant(url) : null);

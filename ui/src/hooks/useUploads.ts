@@ -6,10 +6,10 @@ import { uploadFile, type UploadState } from '../uploads';
 const PARALLEL = 3;
 
 /**
- * Uploads of this page: files dropped anywhere on the window or picked with the file input, each with its progress.
- * Files get `tags` (the tag filter in force when they were added).
+ * Uploads of this page, each with its progress. Files dropped anywhere on the window go to `onDropped` first (the
+ * page asks which tags they get); `addFiles` uploads them with the tags chosen.
  */
-export function useUploads(api: Api, tags: string[], onUploaded: (name: string) => void) {
+export function useUploads(api: Api, onUploaded: (name: string) => void, onDropped: (files: File[]) => void) {
   const [uploads, setUploads] = useState<UploadState[]>([]);
   const [dragging, setDragging] = useState(false);
   const queue = useRef<{ file: File; key: string; tags: string[] }[]>([]);
@@ -17,7 +17,8 @@ export function useUploads(api: Api, tags: string[], onUploaded: (name: string) 
   const uploaded = useRef(onUploaded);
   uploaded.current = onUploaded;
 
-  const patch = (key: string, p: Partial<UploadState>) => setUploads((us) => us.map((u) => (u.key === key ? { ...u, ...p } : u)));
+  const patch = (key: string, p: Partial<UploadState>) =>
+    setUploads((us) => us.map((u) => (u.key === key ? { ...u, ...p } : u)));
 
   const pump = useCallback(() => {
     while (running.current < PARALLEL && queue.current.length) {
@@ -29,7 +30,12 @@ export function useUploads(api: Api, tags: string[], onUploaded: (name: string) 
             patch(key, { status: 'done', assetId, sent: file.size, cancel: undefined });
             uploaded.current(file.name);
           },
-          (err: Error) => patch(key, { status: err instanceof ApiError && err.code === 'CANCELLED' ? 'cancelled' : 'failed', error: err.message, cancel: undefined }),
+          (err: Error) =>
+            patch(key, {
+              status: err instanceof ApiError && err.code === 'CANCELLED' ? 'cancelled' : 'failed',
+              error: err.message,
+              cancel: undefined,
+            }),
         )
         .finally(() => {
           running.current--;
@@ -38,16 +44,25 @@ export function useUploads(api: Api, tags: string[], onUploaded: (name: string) 
     }
   }, [api]);
 
-  const addFiles = (files: FileList | File[] | null | undefined) => {
+  const addFiles = (files: FileList | File[] | null | undefined, tags: string[]) => {
     const list = [...(files ?? [])];
     if (!list.length) return;
     const added = list.map((file, i) => ({ file, key: `${Date.now()}-${i}-${file.name}`, tags }));
-    setUploads((us) => [...added.map(({ file, key }) => ({ key, name: file.name, size: file.size, sent: 0, status: 'uploading' as const })), ...us]);
+    setUploads((us) => [
+      ...added.map(({ file, key }) => ({
+        key,
+        name: file.name,
+        size: file.size,
+        sent: 0,
+        status: 'uploading' as const,
+      })),
+      ...us,
+    ]);
     queue.current.push(...added);
     pump();
   };
-  const addRef = useRef(addFiles);
-  addRef.current = addFiles;
+  const dropped = useRef(onDropped);
+  dropped.current = onDropped;
 
   // Drag and drop anywhere on the page (the overlay shows while files are dragged over it).
   useEffect(() => {
@@ -72,7 +87,7 @@ export function useUploads(api: Api, tags: string[], onUploaded: (name: string) 
       e.preventDefault();
       depth = 0;
       setDragging(false);
-      addRef.current(e.dataTransfer!.files);
+      if (e.dataTransfer!.files.length) dropped.current([...e.dataTransfer!.files]);
     };
     window.addEventListener('dragenter', enter);
     window.addEventListener('dragover', over);
