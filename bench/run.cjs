@@ -15,19 +15,24 @@ const BENCHES = {
   listing: 'GET /api/assets?include_tags=..&limit=100 with 100k assets; EXPLAIN',
   download: 'download task of 1 GiB from a local server vs curl -o',
   content: 'GET /api/assets/{id}/content of 1 GiB vs bare node:http + fs.createReadStream',
-  graphql: 'GraphQL asset(id) vs REST GET /api/assets/{id}; --list: assets(limit: 50) with previews vs GET /api/assets?limit=50',
+  graphql:
+    'GraphQL asset(id) vs REST GET /api/assets/{id}; --list: assets(limit: 50) with previews vs GET /api/assets?limit=50',
   startup: 'node dist/src/main.js to /readyz 200, cold and warm',
   's3-vs-fs-upload': 'upload throughput to the S3 store (Ceph RGW) vs the disk store; S3 peak RSS',
   s3: 'on Ceph RGW: upload of 1 GiB vs a bare SDK Upload; content served vs a bare SDK GetObject piped to node:http',
   thumbnails: 'thumbnails of 1,000 uploaded 1024x1024 PNGs through the service vs sharp alone',
   grid: 'the asset browser in headless Chromium: navigation to 100 thumbnails shown, vs a static page of the same 100 images',
-  'grid-thumbs': 'the grid\'s 100 signed thumbnail URLs over 6 connections: wall time and time to first byte vs a static server of the same bytes; --prof',
+  'grid-thumbs':
+    "the grid's 100 signed thumbnail URLs over 6 connections: wall time and time to first byte vs a static server of the same bytes; --prof",
   'tus-upload': 'tus upload in 64 MiB PATCHes vs multipart of the same size (BENCH_TUS_MIB); peak RSS',
   export: 'bulk export ZIP of N MiB of assets vs cat of the blobs + fsync (BENCH_EXPORT_MIB)',
-  'zip-writer': 'export archive writers on the same files: yazl vs zip-writer.ts vs a plain copy (BENCH_ZIP_MIB); peak RSS',
-  memory: 'the service\'s resident memory: idle, peak during a multipart and a tus upload (BENCH_MEMORY_MIB); --also=<dist> compares a build',
+  'zip-writer':
+    'export archive writers on the same files: yazl vs zip-writer.ts vs a plain copy (BENCH_ZIP_MIB); peak RSS',
+  memory:
+    "the service's resident memory: idle, peak during a multipart and a tus upload (BENCH_MEMORY_MIB); --also=<dist> compares a build",
   cli: 'assets push vs curl -F; re-push of a stored tree vs BLAKE3 hashing (0 bytes sent); assets pull vs curl -o',
-  import: 'POST /api/assets/seed of 10,000 small images vs copy+fsync+INSERT; second import; assets push vs curl -F | xargs -P 4; --models: vs cp -r + sync',
+  import:
+    'POST /api/assets/seed of 10,000 small images vs copy+fsync+INSERT; second import; assets push vs curl -F | xargs -P 4; --models: vs cp -r + sync',
 };
 
 // Figures that are scripts of their own (their own options, no --smoke sizes): run as a child process.
@@ -39,9 +44,13 @@ const SCRIPTS = {
 
 function runChild(name, rest) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(__dirname, 'figures', `${name}.cjs`), ...rest], { stdio: 'inherit' });
+    const child = spawn(process.execPath, [path.join(__dirname, 'figures', `${name}.cjs`), ...rest], {
+      stdio: 'inherit',
+    });
     child.on('error', reject);
-    child.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${name} ended with ${signal ?? code}`))));
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${name} ended with ${signal ?? code}`)),
+    );
   });
 }
 

@@ -16,7 +16,14 @@ const OUT = path.join(ROOT, 'dist', 'ui');
 async function buildUi({ outDir = OUT, minify = true } = {}) {
   fs.rmSync(outDir, { recursive: true, force: true });
   // What the page's bundle and its inline head script share.
-  const common = { absWorkingDir: ROOT, bundle: true, platform: 'browser', target: ['chrome110', 'firefox110', 'safari16'], minify, logLevel: 'warning' };
+  const common = {
+    absWorkingDir: ROOT,
+    bundle: true,
+    platform: 'browser',
+    target: ['chrome110', 'firefox110', 'safari16'],
+    minify,
+    logLevel: 'warning',
+  };
   const result = await esbuild.build({
     ...common,
     entryPoints: { app: 'ui/src/main.tsx' },
@@ -49,7 +56,8 @@ async function buildUi({ outDir = OUT, minify = true } = {}) {
     style: outputs.find((f) => /^app-.*\.css$/.test(f)),
     boot: boot.outputFiles[0]?.text.trim(),
   };
-  if (!manifest.script || !manifest.style || !manifest.boot) throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
+  if (!manifest.script || !manifest.style || !manifest.boot)
+    throw new Error(`build-ui: missing outputs in ${outputs.join(', ')}`);
   fs.writeFileSync(path.join(outDir, 'manifest.json'), JSON.stringify(manifest) + '\n');
   return manifest;
 }

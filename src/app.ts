@@ -65,7 +65,10 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   });
   // The route table of the two hottest reads runs in the same layer, right after the first steps: one layer less for
   // every request to walk.
-  const hot = hotRoutes([hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))], c.requestAuth);
+  const hot = hotRoutes(
+    [hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))],
+    c.requestAuth,
+  );
   const cors = corsStep(c.config.corsOrigins);
   app.use((req, res, next) => {
     for (const step of first) step(req, res);
@@ -147,7 +150,10 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
  * instead of objects whose prototype changed under it. The app serves any other server the same way.
  */
 export function requestPrototypesOf(app: Express): Pick<http.ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
-  return { IncomingMessage: onPrototype(http.IncomingMessage, app.request), ServerResponse: onPrototype(http.ServerResponse, app.response) };
+  return {
+    IncomingMessage: onPrototype(http.IncomingMessage, app.request),
+    ServerResponse: onPrototype(http.ServerResponse, app.response),
+  };
 }
 
 /**
@@ -177,10 +183,12 @@ async function readiness(c: Container): Promise<Record<'database' | 'storage' | 
   const check = (fn: () => Promise<unknown>) =>
     new Promise<'ok' | 'unavailable'>((resolve) => {
       const timer = setTimeout(() => resolve('unavailable'), READINESS_CHECK_MS);
-      fn().then(
-        (v) => resolve(v === false ? 'unavailable' : 'ok'),
-        () => resolve('unavailable'),
-      ).finally(() => clearTimeout(timer));
+      fn()
+        .then(
+          (v) => resolve(v === false ? 'unavailable' : 'ok'),
+          () => resolve('unavailable'),
+        )
+        .finally(() => clearTimeout(timer));
     });
   const [database, storage, queue] = await Promise.all([
     check(() => c.database.ping()),

@@ -148,7 +148,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     const raw = optional(name);
     if (raw === undefined) return [];
     const out: BootstrapKey[] = [];
-    for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    for (const entry of raw
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean)) {
       const i = entry.indexOf(':');
       const owner = i >= 0 ? entry.slice(0, i).trim() : 'default';
       const key = i >= 0 ? entry.slice(i + 1).trim() : entry;
@@ -164,7 +167,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   };
 
   const logLevel = str('LOG_LEVEL', 'info').toLowerCase() as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
+  if (!LOG_LEVELS.includes(logLevel))
+    problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
 
   const backend = str('STORAGE_BACKEND', 'fs').toLowerCase();
   let storage: StorageConfig = { backend: 'fs' };
@@ -193,13 +197,17 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   }
 
   const role = str('ROLE', 'all').toLowerCase();
-  if (!['all', 'api', 'worker'].includes(role)) problems.push(`ROLE=${JSON.stringify(env.ROLE)}: expected all, api or worker`);
+  if (!['all', 'api', 'worker'].includes(role))
+    problems.push(`ROLE=${JSON.stringify(env.ROLE)}: expected all, api or worker`);
 
   /** `*`, or comma-separated origins (`scheme://host[:port]`, as a browser sends them in `Origin`). */
   const origins = (name: string): '*' | string[] => {
     const raw = optional(name);
     if (raw === undefined) return [];
-    const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
+    const entries = raw
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
     if (entries.length === 1 && entries[0] === '*') return '*';
     const out: string[] = [];
     for (const entry of entries) {
@@ -266,12 +274,17 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
 /** `models=/srv/comfyui/models,input=/srv/comfyui/input`: each name once, each folder an absolute path. */
 function parseImportRoots(raw: string | undefined, owner: string | undefined, problems: string[]): ImportRootsConfig {
   const roots: Partial<Record<ImportRootName, string>> = {};
-  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const i = entry.indexOf('=');
     const name = (i >= 0 ? entry.slice(0, i) : '').trim() as ImportRootName;
     const dir = i >= 0 ? entry.slice(i + 1).trim() : '';
     if (!IMPORT_ROOT_NAMES.includes(name)) {
-      problems.push(`IMPORT_ROOTS: ${JSON.stringify(entry)} must be <name>=<folder> with a name of ${IMPORT_ROOT_NAMES.join(', ')}`);
+      problems.push(
+        `IMPORT_ROOTS: ${JSON.stringify(entry)} must be <name>=<folder> with a name of ${IMPORT_ROOT_NAMES.join(', ')}`,
+      );
     } else if (roots[name] !== undefined) {
       problems.push(`IMPORT_ROOTS: ${name} is named twice`);
     } else if (!path.isAbsolute(dir)) {

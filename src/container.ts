@@ -82,7 +82,10 @@ export async function createBlobStore(config: Config, ingestWorkers: IngestWorke
 export async function buildContainer(config: Config, logger: Logger, databaseUrl: string): Promise<Container> {
   const database = createDatabase(databaseUrl, config.databasePoolSize, {
     logger,
-    timeouts: { statementTimeoutMs: config.databaseStatementTimeoutMs, connectTimeoutMs: config.databaseConnectTimeoutMs },
+    timeouts: {
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+    },
   });
   const ingestWorkers = new IngestWorkers();
   const blobStore = await createBlobStore(config, ingestWorkers);
@@ -125,12 +128,26 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
     meter: metrics,
   });
-  const assets = new AssetService(database.transactions, new AssetRepository(database.prisma, database.pool), content, queue);
+  const assets = new AssetService(
+    database.transactions,
+    new AssetRepository(database.prisma, database.pool),
+    content,
+    queue,
+  );
 
   const uploadRepo = new UploadRepository(database.prisma);
-  const uploads = new UploadService(uploadRepo, new UploadLeases(uploadRepo, logger), blobStore, ingestWorkers, content, assets, logger, {
-    expirySeconds: config.uploadExpirySeconds,
-  });
+  const uploads = new UploadService(
+    uploadRepo,
+    new UploadLeases(uploadRepo, logger),
+    blobStore,
+    ingestWorkers,
+    content,
+    assets,
+    logger,
+    {
+      expirySeconds: config.uploadExpirySeconds,
+    },
+  );
 
   const exportService = new ExportService({
     transactions: database.transactions,
@@ -185,7 +202,18 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   });
   if (config.role !== 'api') imports.startSweeping();
 
-  registerJobs(queue, { config, logger, blobStore, content, assets, thumbnails, uploads, exports: exportService, downloadJob, imports });
+  registerJobs(queue, {
+    config,
+    logger,
+    blobStore,
+    content,
+    assets,
+    thumbnails,
+    uploads,
+    exports: exportService,
+    downloadJob,
+    imports,
+  });
 
   return {
     config,

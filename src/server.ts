@@ -38,7 +38,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await container.queue.start({ workers: config.role !== 'api' });
     if (config.role !== 'api') logger.info('workers started', { role: config.role });
     // Blobs a crash left without a row: reconciled now, in the background (safe beside other instances).
-    const reconciling = container.content.reconcileAtStart().catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
+    const reconciling = container.content
+      .reconcileAtStart()
+      .catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
     let server: http.Server | undefined;
     let url: string | undefined;
     const guard = new RequestGuard(config.bodyIdleTimeoutMs, config.sendIdleTimeoutMs, {
@@ -48,7 +50,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     if (config.role !== 'worker') {
       const app = await createApp(container, { guard });
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000, ...requestPrototypesOf(app) }, app);
+      server = http.createServer(
+        { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000, ...requestPrototypesOf(app) },
+        app,
+      );
       answerClientErrors(server, guard);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);

@@ -7,7 +7,20 @@
 // Printed: the valid client's req/s and p99 in both phases, and the flood's req/s and status mix.
 const path = require('node:path');
 const crypto = require('node:crypto');
-const { KEY, benchTmp, rmrf, startPostgres, spawnService, uploadMultipart, cannon, parseArgs, printResult, log, runScript, onCleanup } = require('../lib/common.cjs');
+const {
+  KEY,
+  benchTmp,
+  rmrf,
+  startPostgres,
+  spawnService,
+  uploadMultipart,
+  cannon,
+  parseArgs,
+  printResult,
+  log,
+  runScript,
+  onCleanup,
+} = require('../lib/common.cjs');
 const { cycling } = require('./graphql.cjs');
 
 async function main() {
@@ -17,7 +30,11 @@ async function main() {
   const rate = Number(args.opts.rate ?? 1000);
   const dir = benchTmp('auth-flood');
   const pg = await startPostgres(path.join(dir, 'postgres'));
-  const svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, ...(mainFile ? { main: path.resolve(mainFile) } : {}) });
+  const svc = await spawnService({
+    dataDir: path.join(dir, 'data'),
+    databaseUrl: pg.url,
+    ...(mainFile ? { main: path.resolve(mainFile) } : {}),
+  });
   const stop = async () => {
     await svc.stop().catch(() => undefined);
     await pg.stop().catch(() => undefined);
@@ -28,7 +45,8 @@ async function main() {
     const ids = [];
     for (let i = 0; i < 20; i++) {
       const up = await uploadMultipart(svc.url, 1024 + i, { fileName: `f${i}.bin` });
-      if (up.status !== 201 && up.status !== 200) throw new Error(`upload: ${up.status} ${JSON.stringify(up.body)}\n${svc.logs()}`);
+      if (up.status !== 201 && up.status !== 200)
+        throw new Error(`upload: ${up.status} ${JSON.stringify(up.body)}\n${svc.logs()}`);
       ids.push(up.body.id);
     }
     const probe = await fetch(`${svc.url}/api/assets/${ids[0]}`, { headers: { 'x-api-key': KEY } });
@@ -36,7 +54,9 @@ async function main() {
     const valid = () => cannon({ ...cycling(svc.url, ids, 'rest'), duration: seconds, connections: 8 });
     await cannon({ ...cycling(svc.url, ids, 'rest'), duration: 2, connections: 8 }); // warm-up
     const alone = await valid();
-    log(`valid client alone: ${alone.rps.toFixed(0)} req/s, p99 ${alone.p99} ms, non-2xx ${alone.non2xx}, errors ${alone.errors}`);
+    log(
+      `valid client alone: ${alone.rps.toFixed(0)} req/s, p99 ${alone.p99} ms, non-2xx ${alone.non2xx}, errors ${alone.errors}`,
+    );
     const statuses = {};
     const flood = require('autocannon')({
       url: svc.url,
@@ -46,19 +66,30 @@ async function main() {
       requests: [
         {
           method: 'GET',
-          setupRequest: (req) => ({ ...req, path: `/api/assets/${ids[0]}`, headers: { 'x-api-key': `random-${crypto.randomBytes(12).toString('hex')}` } }),
+          setupRequest: (req) => ({
+            ...req,
+            path: `/api/assets/${ids[0]}`,
+            headers: { 'x-api-key': `random-${crypto.randomBytes(12).toString('hex')}` },
+          }),
         },
       ],
     });
     flood.on('response', (_client, status) => (statuses[status] = (statuses[status] ?? 0) + 1));
     const [during, floodRes] = await Promise.all([valid(), flood]);
-    log(`valid client under the flood: ${during.rps.toFixed(0)} req/s, p99 ${during.p99} ms; flood ${floodRes.requests.average.toFixed(0)} req/s ${JSON.stringify(statuses)}`);
+    log(
+      `valid client under the flood: ${during.rps.toFixed(0)} req/s, p99 ${during.p99} ms; flood ${floodRes.requests.average.toFixed(0)} req/s ${JSON.stringify(statuses)}`,
+    );
     printResult('auth-flood', {
       build: mainFile ?? 'dist',
       seconds,
       flood_rate: rate,
       valid_alone: { rps: Math.round(alone.rps), p99_ms: alone.p99, non2xx: alone.non2xx, errors: alone.errors },
-      valid_under_flood: { rps: Math.round(during.rps), p99_ms: during.p99, non2xx: during.non2xx, errors: during.errors },
+      valid_under_flood: {
+        rps: Math.round(during.rps),
+        p99_ms: during.p99,
+        non2xx: during.non2xx,
+        errors: during.errors,
+      },
       flood: { rps: Math.round(floodRes.requests.average), statuses },
       p99_ratio: Math.round((during.p99 / Math.max(1, alone.p99)) * 10) / 10,
     });

@@ -14,7 +14,24 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { blake3File, offPageBuffer } = require('../lib/blake3-file.cjs');
 const { deleteAndSettle } = require('../lib/tus-client.cjs');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, now, median, r2, r3, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  KEY,
+  DIST,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  startStack,
+  writePatternFile,
+  freshen,
+  requestJson,
+  now,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 const CLI = path.join(DIST, 'cli', 'assets', 'main.js');
 
@@ -94,7 +111,9 @@ async function run(args) {
       if (p.out.bytes_sent !== size) throw new Error(`push sent ${p.out.bytes_sent} of ${size} bytes`);
       push.push(p.seconds);
       await del(p.out.files[0].asset_id);
-      log(`  push ${fileMiB} MiB round ${i + 1}: curl -F ${c.seconds.toFixed(2)} s, assets push ${p.seconds.toFixed(2)} s, ratio ${(c.seconds / p.seconds).toFixed(3)}`);
+      log(
+        `  push ${fileMiB} MiB round ${i + 1}: curl -F ${c.seconds.toFixed(2)} s, assets push ${p.seconds.toFixed(2)} s, ratio ${(c.seconds / p.seconds).toFixed(3)}`,
+      );
     }
 
     // 3 (set up here). pull of one stored file vs curl -o of its content route.
@@ -111,7 +130,9 @@ async function run(args) {
       if (p.out.bytes_received !== size) throw new Error(`pull received ${p.out.bytes_received} of ${size} bytes`);
       pull.push(p.seconds);
       rmrf(pullDir);
-      log(`  pull ${fileMiB} MiB round ${i + 1}: curl -o ${c.seconds.toFixed(2)} s, assets pull ${p.seconds.toFixed(2)} s, ratio ${(c.seconds / p.seconds).toFixed(3)}`);
+      log(
+        `  pull ${fileMiB} MiB round ${i + 1}: curl -o ${c.seconds.toFixed(2)} s, assets pull ${p.seconds.toFixed(2)} s, ratio ${(c.seconds / p.seconds).toFixed(3)}`,
+      );
     }
 
     // 2. push of an already stored tree vs hashing it.
@@ -131,7 +152,9 @@ async function run(args) {
       const p = cli(url, cache, ['push', tree, '--comfyui']);
       if (p.out.bytes_sent !== 0) throw new Error(`re-push sent ${p.out.bytes_sent} bytes`);
       again.push(p.seconds);
-      log(`  re-push ${treeFiles} x ${treeMiB} MiB round ${i + 1}: hashing ${h.toFixed(2)} s, assets push ${p.seconds.toFixed(2)} s (0 bytes sent), ratio ${(h / p.seconds).toFixed(3)}`);
+      log(
+        `  re-push ${treeFiles} x ${treeMiB} MiB round ${i + 1}: hashing ${h.toFixed(2)} s, assets push ${p.seconds.toFixed(2)} s (0 bytes sent), ratio ${(h / p.seconds).toFixed(3)}`,
+      );
     }
 
     const ratios = (base, xs) => xs.map((x, i) => base[i] / x);

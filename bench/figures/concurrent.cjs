@@ -1,11 +1,27 @@
 'use strict';
 // Figure 3: 8 clients uploading 256 MiB each at once (aggregate MB/s) against one client uploading 256 MiB alone,
 // on the same service, interleaved A B A B. Also the service's peak RSS during the concurrent rounds.
-const { MiB, startStack, uploadMultipart, requestJson, memoryOf, resetPeak, median, now, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  startStack,
+  uploadMultipart,
+  requestJson,
+  memoryOf,
+  resetPeak,
+  median,
+  now,
+  r2,
+  r3,
+  mbps,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 async function uploadAll(url, clients, size) {
   const t0 = now();
-  const res = await Promise.all(Array.from({ length: clients }, (_, i) => uploadMultipart(url, size, { fileName: `c${i}.bin` })));
+  const res = await Promise.all(
+    Array.from({ length: clients }, (_, i) => uploadMultipart(url, size, { fileName: `c${i}.bin` })),
+  );
   const seconds = now() - t0;
   for (const r of res) if (r.status !== 201) throw new Error(`upload answered ${r.status}: ${JSON.stringify(r.body)}`);
   // Free the disk for the next round (grace 0: the GC job removes the blobs).
@@ -25,7 +41,9 @@ async function run(args) {
     for (let i = 0; i < rounds; i++) {
       single.push(await uploadAll(stack.svc.url, 1, size));
       multi.push(await uploadAll(stack.svc.url, clients, size));
-      log(`  round ${i + 1}: single ${single[i].toFixed(0)} MB/s, ${clients} concurrent ${multi[i].toFixed(0)} MB/s aggregate`);
+      log(
+        `  round ${i + 1}: single ${single[i].toFixed(0)} MB/s, ${clients} concurrent ${multi[i].toFixed(0)} MB/s aggregate`,
+      );
     }
     const ratio = median(multi.map((m, i) => m / single[i]));
     printResult('concurrent', {

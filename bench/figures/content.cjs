@@ -7,15 +7,34 @@
 // bench/ab.cjs's `content` kind runs the same phases for two builds.
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { MiB, GiB, KEY, startStack, spawnHelper, uploadMultipart, cannon, cpuMicros, now, median, r2, r3, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  GiB,
+  KEY,
+  startStack,
+  spawnHelper,
+  uploadMultipart,
+  cannon,
+  cpuMicros,
+  now,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 const BURST_SECONDS = 15;
 
 function curl(url, headers = []) {
   const t0 = now();
-  const r = spawnSync('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...headers.flatMap((h) => ['-H', h]), url], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    'curl',
+    ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', ...headers.flatMap((h) => ['-H', h]), url],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`curl failed: ${r.stderr}`);
   return { seconds: now() - t0, bytes: Number(r.stdout) };
 }
@@ -36,7 +55,8 @@ async function seedContent(svcUrl, dataDir, smoke) {
   const hex = up.body.asset_hash.slice('blake3:'.length);
   const file = path.join(dataDir, 'blobs', hex.slice(0, 2), hex.slice(2, 4), hex);
   const ids = [];
-  for (let i = 0; i < (smoke ? 5 : 50); i++) ids.push((await uploadMultipart(svcUrl, 1024 + i, { fileName: `m${i}.bin` })).body.id);
+  for (let i = 0; i < (smoke ? 5 : 50); i++)
+    ids.push((await uploadMultipart(svcUrl, 1024 + i, { fileName: `m${i}.bin` })).body.id);
   const bare = await spawnHelper('blob-server.cjs', [], { FILE: file });
   return { size, route: `/api/assets/${up.body.id}/content`, ids, bare };
 }
@@ -107,7 +127,12 @@ async function run(args) {
       size_bytes: seed.size,
       rounds,
       fresh: { ...fs, bare_mib_s: bare(fresh.bare) },
-      after_metadata_burst: { ...as, bare_mib_s: bare(after.bare), burst_seconds: args.smoke ? 1 : BURST_SECONDS, burst_rps: Math.round(burst.rps) },
+      after_metadata_burst: {
+        ...as,
+        bare_mib_s: bare(after.bare),
+        burst_seconds: args.smoke ? 1 : BURST_SECONDS,
+        burst_rps: Math.round(burst.rps),
+      },
       target: 1.0,
       met: fs.ratio_to_bare >= 1 && as.ratio_to_bare >= 1,
     });

@@ -8,7 +8,21 @@ const { spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MiB, GiB, startStack, spawnHelper, requestJson, sleep, now, median, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  GiB,
+  startStack,
+  spawnHelper,
+  requestJson,
+  sleep,
+  now,
+  median,
+  r2,
+  r3,
+  mbps,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 function curl(url, dir, { fsync }) {
   const file = path.join(dir, `curl-${crypto.randomBytes(4).toString('hex')}.bin`);
@@ -33,7 +47,8 @@ async function viaTask(svcUrl, url, size) {
     const t = await requestJson(svcUrl, 'GET', `/api/tasks/${id}`);
     if (t.body.status === 'completed') {
       const seconds = now() - t0;
-      if (t.body.result.bytes_downloaded !== size) throw new Error(`task stored ${t.body.result.bytes_downloaded} bytes of ${size}`);
+      if (t.body.result.bytes_downloaded !== size)
+        throw new Error(`task stored ${t.body.result.bytes_downloaded} bytes of ${size}`);
       await requestJson(svcUrl, 'DELETE', `/api/assets/${t.body.result.asset_id}`);
       const at = (k) => Date.parse(t.body[k]) / 1000;
       return { seconds, queued: at('started_at') - at('create_time'), running: at('completed_at') - at('started_at') };

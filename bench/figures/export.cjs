@@ -10,12 +10,30 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { MiB, startStack, spawnService, requestJson, memoryOf, resetPeak, median, r2, r3, mbps, now, sleep, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  startStack,
+  spawnService,
+  requestJson,
+  memoryOf,
+  resetPeak,
+  median,
+  r2,
+  r3,
+  mbps,
+  now,
+  sleep,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 const { uploadTus } = require('../lib/tus-client.cjs');
 
 async function exportOnce(baseUrl, ids) {
   const t0 = now();
-  const started = await requestJson(baseUrl, 'POST', '/api/assets/export', { asset_ids: ids, naming_strategy: 'asset_id' });
+  const started = await requestJson(baseUrl, 'POST', '/api/assets/export', {
+    asset_ids: ids,
+    naming_strategy: 'asset_id',
+  });
   if (started.status !== 202) throw new Error(`export answered ${started.status}: ${JSON.stringify(started.body)}`);
   for (;;) {
     const t = await requestJson(baseUrl, 'GET', `/api/tasks/${started.body.task_id}`);
@@ -70,7 +88,9 @@ async function run(args) {
       return { mbps: mbps(bytes, e.seconds), peakRss: peak, peakIsOfExport: reset };
     };
     const cat = [];
-    const runs = new Map((builds.length ? builds : ['dist']).map((b) => [b, { mbps: [], ratios: [], peakRss: [], peakIsOfExport: true }]));
+    const runs = new Map(
+      (builds.length ? builds : ['dist']).map((b) => [b, { mbps: [], ratios: [], peakRss: [], peakIsOfExport: true }]),
+    );
     if (builds.length) await stack.svc.stop();
     for (let i = 0; i < rounds; i++) {
       const c = catOnce(stack.dataDir, files);
@@ -80,7 +100,12 @@ async function run(args) {
       // Builds take turns in the order A B, then B A, so none always runs right after cat.
       for (const [build, r] of i % 2 ? [...runs].reverse() : [...runs]) {
         const svc = builds.length
-          ? await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { MAX_UPLOAD_BYTES: String(each * 2) }, main: path.resolve(build, 'src', 'main.js') })
+          ? await spawnService({
+              dataDir: stack.dataDir,
+              databaseUrl: stack.databaseUrl,
+              env: { MAX_UPLOAD_BYTES: String(each * 2) },
+              main: path.resolve(build, 'src', 'main.js'),
+            })
           : stack.svc;
         try {
           if (builds.length) await exportOnce(svc.url, warmUp);
@@ -89,7 +114,9 @@ async function run(args) {
           r.ratios.push(e.mbps / b);
           r.peakRss.push(e.peakRss);
           r.peakIsOfExport &&= e.peakIsOfExport;
-          line.push(`${build} ${e.mbps.toFixed(0)} MB/s (ratio ${(e.mbps / b).toFixed(3)}, peak RSS ${(e.peakRss / MiB).toFixed(0)} MiB)`);
+          line.push(
+            `${build} ${e.mbps.toFixed(0)} MB/s (ratio ${(e.mbps / b).toFixed(3)}, peak RSS ${(e.peakRss / MiB).toFixed(0)} MiB)`,
+          );
         } finally {
           if (builds.length) await svc.stop();
         }

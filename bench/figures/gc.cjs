@@ -8,7 +8,20 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
-const { DIST, benchTmp, rmrf, startPostgres, spawnService, parseArgs, printResult, log, runScript, onCleanup, sleep, now } = require('../lib/common.cjs');
+const {
+  DIST,
+  benchTmp,
+  rmrf,
+  startPostgres,
+  spawnService,
+  parseArgs,
+  printResult,
+  log,
+  runScript,
+  onCleanup,
+  sleep,
+  now,
+} = require('../lib/common.cjs');
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
@@ -18,7 +31,11 @@ async function main() {
   const dir = benchTmp('gc');
   const dataDir = path.join(dir, 'data');
   const pg = await startPostgres(path.join(dir, 'postgres'));
-  const svc = await spawnService({ dataDir, databaseUrl: pg.url, ...(mainFile ? { main: path.resolve(mainFile) } : {}) });
+  const svc = await spawnService({
+    dataDir,
+    databaseUrl: pg.url,
+    ...(mainFile ? { main: path.resolve(mainFile) } : {}),
+  });
   const db = new Client({ connectionString: pg.url });
   await db.connect();
   const stop = async () => {
@@ -46,19 +63,34 @@ async function main() {
     const queue = await JobQueue.create(pg.url, createLogger('warn'));
     await queue.raw.start();
     const t0 = now();
-    for (let i = 0; i < n; i += 1000) await queue.raw.insert(CONTENT_GC_JOB, hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })));
+    for (let i = 0; i < n; i += 1000)
+      await queue.raw.insert(
+        CONTENT_GC_JOB,
+        hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })),
+      );
     await queue.raw.stop({ graceful: false, close: true });
     let left = n;
     while (now() - t0 < limit) {
-      left = (await db.query('SELECT count(*)::int AS n FROM content WHERE blake3 = ANY($1::text[])', [hexes])).rows[0].n;
-      const blobsLeft = left === 0 ? hexes.filter((h) => fs.existsSync(path.join(blobs, h.slice(0, 2), h.slice(2, 4), h))).length : left;
+      left = (await db.query('SELECT count(*)::int AS n FROM content WHERE blake3 = ANY($1::text[])', [hexes])).rows[0]
+        .n;
+      const blobsLeft =
+        left === 0
+          ? hexes.filter((h) => fs.existsSync(path.join(blobs, h.slice(0, 2), h.slice(2, 4), h))).length
+          : left;
       if (blobsLeft === 0) break;
       await sleep(250);
     }
     const seconds = Math.round((now() - t0) * 10) / 10;
     const reclaimed = n - left;
     log(`${reclaimed} of ${n} contents reclaimed in ${seconds} s`);
-    printResult('gc', { build: mainFile ?? 'dist', count: n, reclaimed, seconds, per_second: Math.round(reclaimed / seconds), finished: left === 0 });
+    printResult('gc', {
+      build: mainFile ?? 'dist',
+      count: n,
+      reclaimed,
+      seconds,
+      per_second: Math.round(reclaimed / seconds),
+      finished: left === 0,
+    });
   } finally {
     forget();
     await stop();

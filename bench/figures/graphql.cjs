@@ -1,7 +1,19 @@
 'use strict';
 // Figure 7: GraphQL `asset(id)` (every scalar field of the REST body) against REST GET /api/assets/{id} on the same
 // service and assets, 64 connections, interleaved A B A B: req/s ratio and latency.
-const { KEY, startStack, spawnService, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('../lib/common.cjs');
+const {
+  KEY,
+  startStack,
+  spawnService,
+  uploadMultipart,
+  cannon,
+  cannonWithCpu,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 const QUERY = `query Bench($id: ID!) { asset(id: $id) { id name size assetHash mimeType tags userMetadata previewUrl previewId
   promptId createdAt updatedAt lastAccessTime isImmutable } }`;
@@ -108,7 +120,9 @@ async function run(args) {
       headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
       body: JSON.stringify(list ? { query: LIST_QUERY } : { query: QUERY, variables: { id: ids[0] } }),
     }).then((r) => r.json());
-    const ok = list ? check.data?.assets?.items?.length === Math.min(50, ids.length) && check.data.assets.items[0].preview : check.data?.asset?.id === ids[0];
+    const ok = list
+      ? check.data?.assets?.items?.length === Math.min(50, ids.length) && check.data.assets.items[0].preview
+      : check.data?.asset?.id === ids[0];
     if (!ok) throw new Error(`GraphQL answered ${JSON.stringify(check).slice(0, 500)}`);
     const gql = cycling(url, ids, list ? 'graphql-list' : 'graphql');
     const rest = cycling(url, ids, list ? 'rest-list' : 'rest');
@@ -131,12 +145,19 @@ async function run(args) {
       g.push(await measured(gql));
       r.push(await measured(rest));
       const cpu = (x) => `${x.cpuUs.toFixed(0)} µs service / ${x.clientCpuUs.toFixed(0)} µs client CPU per request`;
-      log(`  round ${i + 1}: GraphQL ${g[i].rps.toFixed(0)} req/s p50 ${g[i].p50} p99 ${g[i].p99} ms ${cpu(g[i])}; REST ${r[i].rps.toFixed(0)} req/s p50 ${r[i].p50} p99 ${r[i].p99} ms ${cpu(r[i])}`);
-      if (!g[i].ok || !r[i].ok) throw new Error(`non-2xx, errors or GraphQL errors during the run: GraphQL ${JSON.stringify(g[i])}, REST ${JSON.stringify(r[i])}`);
+      log(
+        `  round ${i + 1}: GraphQL ${g[i].rps.toFixed(0)} req/s p50 ${g[i].p50} p99 ${g[i].p99} ms ${cpu(g[i])}; REST ${r[i].rps.toFixed(0)} req/s p50 ${r[i].p50} p99 ${r[i].p99} ms ${cpu(r[i])}`,
+      );
+      if (!g[i].ok || !r[i].ok)
+        throw new Error(
+          `non-2xx, errors or GraphQL errors during the run: GraphQL ${JSON.stringify(g[i])}, REST ${JSON.stringify(r[i])}`,
+        );
     }
     printResult(list ? 'graphql-list' : 'graphql', {
       process: fresh ? 'fresh (after seeding)' : 'the seeding process',
-      workload: list ? 'assets(limit: 50) with previews vs GET /api/assets?limit=50' : 'asset(id) vs GET /api/assets/{id}',
+      workload: list
+        ? 'assets(limit: 50) with previews vs GET /api/assets?limit=50'
+        : 'asset(id) vs GET /api/assets/{id}',
       connections,
       duration_s: duration,
       rounds,
@@ -154,7 +175,13 @@ async function run(args) {
 
 function summary(xs) {
   const m = (f) => median(xs.map(f));
-  return { rps: r2(m((x) => x.rps)), p50_ms: m((x) => x.p50), p99_ms: m((x) => x.p99), service_cpu_us_per_request: Math.round(m((x) => x.cpuUs)), client_cpu_us_per_request: Math.round(m((x) => x.clientCpuUs)) };
+  return {
+    rps: r2(m((x) => x.rps)),
+    p50_ms: m((x) => x.p50),
+    p99_ms: m((x) => x.p99),
+    service_cpu_us_per_request: Math.round(m((x) => x.cpuUs)),
+    client_cpu_us_per_request: Math.round(m((x) => x.clientCpuUs)),
+  };
 }
 
 module.exports = { run, cycling, seedPreviews };

@@ -12,7 +12,20 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { KEY, cpuMicros, benchTmp, rmrf, startStack, spawnHelper, spawnService, median, percentile, r3, log, printResult } = require('../lib/common.cjs');
+const {
+  KEY,
+  cpuMicros,
+  benchTmp,
+  rmrf,
+  startStack,
+  spawnHelper,
+  spawnService,
+  median,
+  percentile,
+  r3,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 const { seed } = require('./grid.cjs');
 
 const CONNECTIONS = 6;
@@ -29,7 +42,11 @@ async function fetchAll(urls) {
         ttfb.push(Number(process.hrtime.bigint() - t0) / 1e6);
         let bytes = 0;
         res.on('data', (d) => (bytes += d.length));
-        res.on('end', () => (res.statusCode === 200 && bytes > 0 ? resolve() : reject(new Error(`${url}: ${res.statusCode}, ${bytes} bytes`))));
+        res.on('end', () =>
+          res.statusCode === 200 && bytes > 0
+            ? resolve()
+            : reject(new Error(`${url}: ${res.statusCode}, ${bytes} bytes`)),
+        );
       });
       req.on('error', reject);
     });
@@ -62,7 +79,8 @@ function topSelf(file, n = 25) {
   const parent = new Map();
   for (const x of prof.nodes) for (const c of x.children ?? []) parent.set(c, x.id);
   const inRoute = (id) => {
-    for (let x = id; x !== undefined; x = parent.get(x)) if (/thumbnail\.router\.js$/.test(byId.get(x).callFrame.url)) return true;
+    for (let x = id; x !== undefined; x = parent.get(x))
+      if (/thumbnail\.router\.js$/.test(byId.get(x).callFrame.url)) return true;
     return false;
   };
   const self = new Map();
@@ -96,7 +114,11 @@ async function run(args) {
     };
     const pids = { service: stack.svc.pid, static: baseline.pid };
     if (args.opts.also) {
-      const also = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, main: path.resolve(String(args.opts.also), 'src', 'main.js') });
+      const also = await spawnService({
+        dataDir: stack.dataDir,
+        databaseUrl: stack.databaseUrl,
+        main: path.resolve(String(args.opts.also), 'src', 'main.js'),
+      });
       extra.push(also);
       targets.also = await signedUrls(also.url, tiles);
       pids.also = also.pid;
@@ -114,7 +136,9 @@ async function run(args) {
         res[name].ttfb50.push(median(ttfb));
         res[name].ttfb90.push(percentile(ttfb, 90));
       }
-      log(`  round ${r + 1}: ${names.map((n) => `${n} ${res[n].wall[r].toFixed(1)} ms (ttfb p50 ${res[n].ttfb50[r].toFixed(2)}, p90 ${res[n].ttfb90[r].toFixed(2)})`).join('; ')}`);
+      log(
+        `  round ${r + 1}: ${names.map((n) => `${n} ${res[n].wall[r].toFixed(1)} ms (ttfb p50 ${res[n].ttfb50[r].toFixed(2)}, p90 ${res[n].ttfb90[r].toFixed(2)})`).join('; ')}`,
+      );
     }
     const summary = (n) => ({
       wall_ms_median: r3(median(res[n].wall)),
@@ -128,13 +152,19 @@ async function run(args) {
     let profile;
     if (args.opts.prof) {
       const profDir = path.join(dir, 'prof');
-      const svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] });
+      const svc = await spawnService({
+        dataDir: stack.dataDir,
+        databaseUrl: stack.databaseUrl,
+        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+      });
       const urls = await signedUrls(svc.url, tiles);
       for (let r = 0; r < rounds; r++) await fetchAll(urls);
       await svc.stop();
       const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
       const { total, top } = topSelf(path.join(profDir, file));
-      log(`  profile of the service (${rounds} x ${tiles} thumbnails; from its first thumbnail request, idle left out): ${total.toFixed(0)} ms sampled (${((total * 1000) / (rounds * tiles)).toFixed(0)} µs a request); top self times:`);
+      log(
+        `  profile of the service (${rounds} x ${tiles} thumbnails; from its first thumbnail request, idle left out): ${total.toFixed(0)} ms sampled (${((total * 1000) / (rounds * tiles)).toFixed(0)} µs a request); top self times:`,
+      );
       for (const [k, ms] of top) log(`    ${ms.toFixed(1).padStart(8)} ms  ${k}`);
       profile = top.slice(0, 10).map(([k, ms]) => `${ms.toFixed(0)} ms ${k}`);
     }

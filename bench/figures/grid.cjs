@@ -20,7 +20,19 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const sharp = require('sharp');
-const { KEY, benchTmp, rmrf, startStack, spawnHelper, spawnService, median, r3, log, printResult, sleep } = require('../lib/common.cjs');
+const {
+  KEY,
+  benchTmp,
+  rmrf,
+  startStack,
+  spawnHelper,
+  spawnService,
+  median,
+  r3,
+  log,
+  printResult,
+  sleep,
+} = require('../lib/common.cjs');
 
 let TILES = 100;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -35,10 +47,21 @@ async function picture(i) {
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="1024" height="1024">
     <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="hsl(${h1},70%,60%)"/><stop offset="1" stop-color="hsl(${h2},60%,30%)"/></linearGradient></defs>
     <rect width="1024" height="1024" fill="url(#g)"/>${shapes}</svg>`;
-  const grain = await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 12 } } })
+  const grain = await sharp({
+    create: {
+      width: 1024,
+      height: 1024,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 12 },
+    },
+  })
     .png()
     .toBuffer();
-  return sharp(Buffer.from(svg)).composite([{ input: grain, blend: 'overlay' }]).png({ compressionLevel: 1 }).toBuffer();
+  return sharp(Buffer.from(svg))
+    .composite([{ input: grain, blend: 'overlay' }])
+    .png({ compressionLevel: 1 })
+    .toBuffer();
 }
 
 /** Uploads `n` generated PNGs, waits for their thumbnails and copies their bytes into `dir`; the mean size. */
@@ -46,7 +69,11 @@ async function seed(url, dir, n = TILES) {
   for (let i = 0; i < n; i++) {
     const form = new FormData();
     form.append('tags', 'renders');
-    form.append('file', new Blob([await picture(i)], { type: 'image/png' }), `render_${String(i).padStart(3, '0')}.png`);
+    form.append(
+      'file',
+      new Blob([await picture(i)], { type: 'image/png' }),
+      `render_${String(i).padStart(3, '0')}.png`,
+    );
     const res = await fetch(`${url}/api/assets`, { method: 'POST', headers: { 'x-api-key': KEY }, body: form });
     if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${await res.text()}`);
   }
@@ -85,14 +112,29 @@ function untilShown({ sel, count }) {
         const start = (xs) => Math.round(Math.min(1e9, ...xs.map((e) => e.startTime)));
         // Where the time went, in ms after navigation start: the script loaded, GraphQL answered, thumbnails asked and
         // got. ttfb: the median of the thumbnails' request-to-first-byte (the server's answer time, queueing included).
-        const ttfb = thumbs.map((e) => e.responseStart - e.requestStart).sort((a, b) => a - b)[Math.floor(thumbs.length / 2)] ?? -1;
-        const access = res.filter((e) => /\/thumbnail-access$/.test(e.name)).map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`);
-        const marks = ['ui:run', 'ui:first-page', 'ui:tiles'].map((m) => performance.getEntriesByName(m)[0]).filter(Boolean);
+        const ttfb =
+          thumbs.map((e) => e.responseStart - e.requestStart).sort((a, b) => a - b)[Math.floor(thumbs.length / 2)] ??
+          -1;
+        const access = res
+          .filter((e) => /\/thumbnail-access$/.test(e.name))
+          .map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`);
+        const marks = ['ui:run', 'ui:first-page', 'ui:tiles']
+          .map((m) => performance.getEntriesByName(m)[0])
+          .filter(Boolean);
         const phases =
-          `script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res.filter((e) => /\/graphql$/.test(e.name)).map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`).join('/')}` +
+          `script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res
+            .filter((e) => /\/graphql$/.test(e.name))
+            .map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`)
+            .join('/')}` +
           `${access.length ? `, access ${access.join('/')}` : ''}` +
           `${marks.map((m) => `, ${m.name.slice(3)} ${Math.round(m.startTime)}`).join('')}, thumbnails ${start(thumbs)}-${end(thumbs)} (${thumbs.length} requests, ttfb ${Math.round(ttfb)})`;
-        resolve({ ms: performance.now(), fetched: end(thumbs), thumbs: thumbs.length, phases, cached: thumbs.filter((e) => e.transferSize === 0).length });
+        resolve({
+          ms: performance.now(),
+          fetched: end(thumbs),
+          thumbs: thumbs.length,
+          phases,
+          cached: thumbs.filter((e) => e.transferSize === 0).length,
+        });
       } else requestAnimationFrame(check);
     };
     check();
@@ -142,12 +184,16 @@ function profileLines(profile, untilMs) {
   const lines = [];
   for (const [b, m] of [...buckets.entries()].sort((x, y) => x[0] - y[0])) {
     const busy = [...m.values()].reduce((x, y) => x + y, 0);
-    const top = [...m.entries()].sort((x, y) => y[1] - x[1]).slice(0, 3).map(([k, ms]) => `${k} ${ms.toFixed(1)}`);
+    const top = [...m.entries()]
+      .sort((x, y) => y[1] - x[1])
+      .slice(0, 3)
+      .map(([k, ms]) => `${k} ${ms.toFixed(1)}`);
     lines.push(`${String(b * 50).padStart(5)} ms: busy ${busy.toFixed(1).padStart(5)} ms  ${top.join(' | ')}`);
   }
   const total = [...self.values()].reduce((x, y) => x + y, 0);
   lines.push(`self time, ${total.toFixed(0)} ms busy in all:`);
-  for (const [k, ms] of [...self.entries()].sort((x, y) => y[1] - x[1]).slice(0, 20)) lines.push(`${ms.toFixed(1).padStart(7)} ms  ${k}`);
+  for (const [k, ms] of [...self.entries()].sort((x, y) => y[1] - x[1]).slice(0, 20))
+    lines.push(`${ms.toFixed(1).padStart(7)} ms  ${k}`);
   return lines;
 }
 
@@ -165,20 +211,42 @@ async function run(args) {
     log(`  uploading ${TILES} 1024x1024 PNGs and waiting for their thumbnails`);
     const thumbBytes = await seed(stack.svc.url, dir);
     baseline = await spawnHelper('thumb-page-server.cjs', [dir]);
-    if (args.opts.dist) other = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, main: path.resolve(String(args.opts.dist), 'src', 'main.js') });
+    if (args.opts.dist)
+      other = await spawnService({
+        dataDir: stack.dataDir,
+        databaseUrl: stack.databaseUrl,
+        main: path.resolve(String(args.opts.dist), 'src', 'main.js'),
+      });
     const svcUrl = (other ?? stack.svc).url;
-    if (args.opts.also) also = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, main: path.resolve(String(args.opts.also), 'src', 'main.js') });
+    if (args.opts.also)
+      also = await spawnService({
+        dataDir: stack.dataDir,
+        databaseUrl: stack.databaseUrl,
+        main: path.resolve(String(args.opts.also), 'src', 'main.js'),
+      });
     // A build measured beside this one must serve its own page: main's build before 2026-11-23 looked for dist/ui by
     // walking up from its directory, so a copy inside a checkout (`.ab-main`) served that checkout's dist/ui.
-    for (const [dist, svc] of [[args.opts.dist, other], [args.opts.also, also]]) {
+    for (const [dist, svc] of [
+      [args.opts.dist, other],
+      [args.opts.also, also],
+    ]) {
       if (!svc) continue;
       const want = JSON.parse(fs.readFileSync(path.resolve(String(dist), 'ui', 'manifest.json'), 'utf8')).script;
       const html = await (await fetch(`${svc.url}/ui`)).text();
-      if (!html.includes(want)) throw new Error(`${dist}: its service does not serve its own page (${want}); copy the build to a directory named dist (e.g. .ab-x/dist)`);
+      if (!html.includes(want))
+        throw new Error(
+          `${dist}: its service does not serve its own page (${want}); copy the build to a directory named dist (e.g. .ab-x/dist)`,
+        );
     }
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu', '--disable-component-update', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-gpu',
+        '--disable-component-update',
+        '--no-first-run',
+      ],
     });
     const targets = {
       service: { url: `${svcUrl}/ui?pageSize=${TILES}`, sel: '.tile img' },
@@ -198,7 +266,9 @@ async function run(args) {
         const errors = (page.__errors = []);
         page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
         page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
-        page.on('requestfailed', (r) => errors.push(`failed: ${r.url().replace(/\?.*$/, '')} ${r.failure()?.errorText}`));
+        page.on('requestfailed', (r) =>
+          errors.push(`failed: ${r.url().replace(/\?.*$/, '')} ${r.failure()?.errorText}`),
+        );
       }
       await page.goto(t.url, { waitUntil: 'commit', timeout: LIMIT_MS });
       let timer;
@@ -206,8 +276,13 @@ async function run(args) {
       const got = await Promise.race([page.evaluate(untilShown, { sel: t.sel, count: TILES }), late]);
       clearTimeout(timer);
       if (got === 'late') {
-        const state = await Promise.race([page.evaluate(stateOf, { sel: t.sel }), sleep(5000).then(() => 'the page does not answer')]);
-        throw new Error(`${name}: not every thumbnail shown after ${LIMIT_MS} ms: ${JSON.stringify(state)}; ${page.__errors.slice(0, 10).join('; ') || 'no page errors'}`);
+        const state = await Promise.race([
+          page.evaluate(stateOf, { sel: t.sel }),
+          sleep(5000).then(() => 'the page does not answer'),
+        ]);
+        throw new Error(
+          `${name}: not every thumbnail shown after ${LIMIT_MS} ms: ${JSON.stringify(state)}; ${page.__errors.slice(0, 10).join('; ') || 'no page errors'}`,
+        );
       }
       return got;
     };
@@ -230,7 +305,8 @@ async function run(args) {
         const first = await shown(c, targets[name], name);
         const again = await shown(c, targets[name], name);
         await c.close();
-        if (first.thumbs < TILES) throw new Error(`${name}: only ${first.thumbs} thumbnail requests in the page's Resource Timing`);
+        if (first.thumbs < TILES)
+          throw new Error(`${name}: only ${first.thumbs} thumbnail requests in the page's Resource Timing`);
         res[name].fetched.push(first.fetched);
         res[name].shown.push(first.ms);
         res[name].reloadFetched.push(again.fetched);
@@ -242,7 +318,12 @@ async function run(args) {
         `  round ${r + 1}, first load, fetched / shown (ms after navigation): ` +
           names.map((n) => `${label[n]} ${res[n].fetched[r]} / ${res[n].shown[r].toFixed(0)}`).join('; ') +
           `\n    reload: ` +
-          names.map((n) => `${label[n]} ${res[n].reloadFetched[r] < 0 ? '(memory cache)' : res[n].reloadFetched[r]} / ${res[n].reload[r].toFixed(0)}`).join('; ') +
+          names
+            .map(
+              (n) =>
+                `${label[n]} ${res[n].reloadFetched[r] < 0 ? '(memory cache)' : res[n].reloadFetched[r]} / ${res[n].reload[r].toFixed(0)}`,
+            )
+            .join('; ') +
           ` (this build: ${cached[r]} thumbnails from the cache)`,
       );
       for (const n of names) log(`    ${label[n]}, first load: ${res[n].phases[r]}`);
@@ -257,7 +338,13 @@ async function run(args) {
       // -1: no thumbnail in the reload's Resource Timing (all from the renderer's memory cache)
       reload_fetched_ms_median: Math.round(median(res[n].reloadFetched)),
       reload_shown_ms_median: Math.round(median(res[n].reload)),
-      ...(n === 'baseline' ? {} : { fetched_ratio: r3(ratio(n, 'fetched')), shown_ratio: r3(ratio(n, 'shown')), reload_shown_ratio: r3(ratio(n, 'reload')) }),
+      ...(n === 'baseline'
+        ? {}
+        : {
+            fetched_ratio: r3(ratio(n, 'fetched')),
+            shown_ratio: r3(ratio(n, 'shown')),
+            reload_shown_ratio: r3(ratio(n, 'reload')),
+          }),
     });
     // --prof: one more first load of this build's page under Chromium's JavaScript sampling profiler (CDP): where the
     // renderer's main thread spends the time from navigation to the last thumbnail shown, per 50 ms and per function.

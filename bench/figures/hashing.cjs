@@ -9,7 +9,24 @@
 // `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { DIST, MiB, GiB, ddWrite, benchTmp, rmrf, now, median, r2, r3, mbps, uploadMultipart, spawnHelper, onCleanup, log, printResult } = require('../lib/common.cjs');
+const {
+  DIST,
+  MiB,
+  GiB,
+  ddWrite,
+  benchTmp,
+  rmrf,
+  now,
+  median,
+  r2,
+  r3,
+  mbps,
+  uploadMultipart,
+  spawnHelper,
+  onCleanup,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 function hashThroughput(kind, data, total, chunk) {
   const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));
@@ -62,7 +79,9 @@ async function run(args) {
   hashThroughput('both', data, 16 * MiB, chunk); // warm-up (loads the addon, JITs the loop)
   for (let i = 0; i < rounds; i++) {
     for (const k of ['both', 'blake3', 'sha256']) speeds[k].push(hashThroughput(k, data, total, chunk));
-    log(`  hash round ${i + 1}: both ${speeds.both[i].toFixed(0)}, blake3 ${speeds.blake3[i].toFixed(0)}, sha256 ${speeds.sha256[i].toFixed(0)} MB/s`);
+    log(
+      `  hash round ${i + 1}: both ${speeds.both[i].toFixed(0)}, blake3 ${speeds.blake3[i].toFixed(0)}, sha256 ${speeds.sha256[i].toFixed(0)} MB/s`,
+    );
   }
   const ideal = speeds.blake3.map((b, i) => 1 / (1 / b + 1 / speeds.sha256[i]));
   const hashing = {

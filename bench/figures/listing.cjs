@@ -13,8 +13,26 @@
 //   flock -s /tmp/heavy.lock npm run bench -- listing --seed-only && flock -x /tmp/heavy.lock npm run bench -- listing
 const fs = require('node:fs');
 const path = require('node:path');
-const { ROOT, DIST, KEY, OWNER, startStack, startPostgres, spawnService, benchTmp, rmrf, onCleanup, spawnHelper, cannon, requestJson, median, r2, r3, log, printResult } =
-  require('../lib/common.cjs');
+const {
+  ROOT,
+  DIST,
+  KEY,
+  OWNER,
+  startStack,
+  startPostgres,
+  spawnService,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  spawnHelper,
+  cannon,
+  requestJson,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 /** Bump when seed() changes: a kept cluster with another marker is seeded again from scratch. */
 const SEED_VERSION = 'listing-seed-2';
@@ -34,9 +52,15 @@ async function coldRuns(databaseUrl, svcUrl, baseUrl, query, n) {
   const times = { service: [], baseline: [] };
   try {
     for (let i = 0; i < n; i++) {
-      for (const [who, url] of [['service', svcUrl], ['baseline', baseUrl]]) {
+      for (const [who, url] of [
+        ['service', svcUrl],
+        ['baseline', baseUrl],
+      ]) {
         // Both counters, as a change of a matched column moves them: no cached count, facet or page is current.
-        await c.query('UPDATE asset_owner_stats SET version = version + 1, rows_version = rows_version + 1 WHERE owner_id = $1', [OWNER]);
+        await c.query(
+          'UPDATE asset_owner_stats SET version = version + 1, rows_version = rows_version + 1 WHERE owner_id = $1',
+          [OWNER],
+        );
         const t0 = process.hrtime.bigint();
         const r = await requestJson(url, 'GET', query);
         times[who].push(Number(process.hrtime.bigint() - t0) / 1e6);
@@ -73,7 +97,10 @@ async function seed(databaseUrl, rows) {
     // What autovacuum does to an insert-only table soon after such a load (autovacuum_vacuum_insert_threshold), done
     // here so every run starts from the same state: the visibility map set (index-only scans skip the heap).
     await c.query('VACUUM (ANALYZE) asset');
-    const n = await c.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE owner_id = $1 AND tags @> ARRAY['models','loras'])::int AS m FROM asset`, [OWNER]);
+    const n = await c.query(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE owner_id = $1 AND tags @> ARRAY['models','loras'])::int AS m FROM asset`,
+      [OWNER],
+    );
     return n.rows[0];
   } finally {
     await c.end();
@@ -88,10 +115,16 @@ async function cursorAt(databaseUrl, depth, tags) {
   await c.connect();
   try {
     const where = tags ? `AND tags @> ARRAY['models','loras']` : '';
-    const r = await c.query(`SELECT created_at, id::text AS id FROM asset WHERE owner_id = $1 ${where}
-      ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`, [OWNER, depth]);
+    const r = await c.query(
+      `SELECT created_at, id::text AS id FROM asset WHERE owner_id = $1 ${where}
+      ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
+      [OWNER, depth],
+    );
     const row = r.rows[0];
-    return { cursor: encodeCursor('created_at', 'desc', { value: row.created_at.toISOString(), id: row.id }), position: { value: row.created_at.toISOString(), id: row.id } };
+    return {
+      cursor: encodeCursor('created_at', 'desc', { value: row.created_at.toISOString(), id: row.id }),
+      position: { value: row.created_at.toISOString(), id: row.id },
+    };
   } finally {
     await c.end();
   }
@@ -108,10 +141,13 @@ async function cursorsFrom(databaseUrl, depth, n, step, tags) {
   await c.connect();
   try {
     const where = tags ? `AND tags @> ARRAY['models','loras']` : '';
-    const r = await c.query(`SELECT created_at, id FROM (
+    const r = await c.query(
+      `SELECT created_at, id FROM (
         SELECT created_at, id::text AS id, row_number() OVER (ORDER BY created_at DESC, id DESC) AS rn FROM (
           SELECT created_at, id FROM asset WHERE owner_id = $1 ${where} ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT $3) AS w) AS x
-      WHERE rn % $4 = 1 ORDER BY rn`, [OWNER, depth, n * step, step]);
+      WHERE rn % $4 = 1 ORDER BY rn`,
+      [OWNER, depth, n * step, step],
+    );
     return r.rows.map((row) => encodeCursor('created_at', 'desc', { value: row.created_at.toISOString(), id: row.id }));
   } finally {
     await c.end();
@@ -130,7 +166,8 @@ async function plans(databaseUrl, deep, deepTagged) {
     client.query = (...args) => {
       const [first, second] = args;
       if (typeof first === 'string') captured.push({ text: first, values: Array.isArray(second) ? second : [] });
-      else if (first && typeof first === 'object' && 'text' in first) captured.push({ text: first.text, values: first.values ?? [] });
+      else if (first && typeof first === 'object' && 'text' in first)
+        captured.push({ text: first.text, values: first.values ?? [] });
       return query(...args);
     };
   });
@@ -138,7 +175,14 @@ async function plans(databaseUrl, deep, deepTagged) {
   await explainer.connect();
   try {
     const repo = new AssetRepository(db.prisma, db.pool);
-    const q = (includeTags) => ({ includeTags, excludeTags: [], limit: 100, offset: 0, sort: 'created_at', order: 'desc' });
+    const q = (includeTags) => ({
+      includeTags,
+      excludeTags: [],
+      limit: 100,
+      offset: 0,
+      sort: 'created_at',
+      order: 'desc',
+    });
     // GET /api/assets' own statement (pageTextIfChanged: columns as PostgreSQL prints them); GraphQL's `list` differs
     // in its columns only.
     const page = (tags, after) => repo.pageTextIfChanged(OWNER, q(tags), after, undefined);
@@ -177,7 +221,10 @@ async function plans(databaseUrl, deep, deepTagged) {
 async function seededStack(rows, persist, serviceOpts = {}) {
   if (!persist) {
     const stack = await startStack({ prefix: 'listing' });
-    return { stack, counts: await seed(stack.databaseUrl, rows).catch(async (err) => (await stack.stop(), Promise.reject(err))) };
+    return {
+      stack,
+      counts: await seed(stack.databaseUrl, rows).catch(async (err) => (await stack.stop(), Promise.reject(err))),
+    };
   }
   const { migrate } = require(path.join(DIST, 'infra', 'migrate.js'));
   const { createLogger } = require(path.join(DIST, 'infra', 'logger.js'));
@@ -248,9 +295,12 @@ async function startJobsSettled(databaseUrl, since) {
     for (;;) {
       // The job this start sent (sendAtStart), finished; or, after a minute, none of this start pending. Jobs of
       // earlier starts are not waited for: one whose process was killed stays \`active\` until it expires (6 h).
-      const r = await c.query(`SELECT count(*) FILTER (WHERE state IN ('created', 'retry', 'active'))::int AS pending,
+      const r = await c.query(
+        `SELECT count(*) FILTER (WHERE state IN ('created', 'retry', 'active'))::int AS pending,
           count(*) FILTER (WHERE state IN ('completed', 'failed'))::int AS done
-        FROM pgboss.job WHERE name = 'metadata.backfill' AND created_on >= $1`, [since]);
+        FROM pgboss.job WHERE name = 'metadata.backfill' AND created_on >= $1`,
+        [since],
+      );
       if (r.rows[0].pending === 0 && (r.rows[0].done > 0 || Date.now() - t0 > 60_000)) break;
       if (Date.now() - t0 > 15 * 60_000) throw new Error('the metadata backfill did not finish within 15 minutes');
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -266,7 +316,10 @@ async function countRows(databaseUrl) {
   const c = new Client({ connectionString: databaseUrl });
   await c.connect();
   try {
-    const n = await c.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE owner_id = $1 AND tags @> ARRAY['models','loras'])::int AS m FROM asset`, [OWNER]);
+    const n = await c.query(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE owner_id = $1 AND tags @> ARRAY['models','loras'])::int AS m FROM asset`,
+      [OWNER],
+    );
     return n.rows[0];
   } finally {
     await c.end();
@@ -288,7 +341,14 @@ async function run(args) {
     // A repeated request (the same URL every time) is answered by the service from its page cache while the owner's
     // rows are unchanged; the `*_distinct` requests are 1,000 different cursor pages in turn (77 MB of answers, more
     // than the 32 MiB cache holds, so every one is read from the database: the cost of a page nobody asked for yet).
-    const distinct = (tags) => cursorsFrom(stack.databaseUrl, tags ? Math.floor(depth / 5) : depth, args.smoke ? 5 : 1000, args.smoke ? 10 : 100, tags);
+    const distinct = (tags) =>
+      cursorsFrom(
+        stack.databaseUrl,
+        tags ? Math.floor(depth / 5) : depth,
+        args.smoke ? 5 : 1000,
+        args.smoke ? 10 : 100,
+        tags,
+      );
     const requests = {
       first_page: '/api/assets?limit=100',
       first_page_tagged: `/api/assets?${TAGS}&limit=100`,
@@ -304,7 +364,10 @@ async function run(args) {
     const load = (base, query) => {
       if (typeof query === 'string') return { url: base + query };
       let i = 0;
-      return { url: base, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: query[i++ % query.length] }) }] };
+      return {
+        url: base,
+        requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: query[i++ % query.length] }) }],
+      };
     };
     // `--only=a,b`: a subset of the requests (one-off runs while iterating).
     const only = typeof args.opts.only === 'string' ? args.opts.only.split(',') : undefined;
@@ -323,16 +386,29 @@ async function run(args) {
         for (let i = 0; i < rounds; i++) {
           s.push(await cannon({ ...load(stack.svc.url, query), headers, duration, connections }));
           b.push(await cannon({ ...load(base.url, query), headers, duration, connections }));
-          log(`  ${name} c=${connections} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms; baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`);
+          log(
+            `  ${name} c=${connections} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms; baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`,
+          );
           if (!s[i].ok || !b[i].ok) throw new Error(`non-2xx or errors during the ${name} run`);
         }
         levels[`connections_${connections}`] = {
-          service: { rps: r2(median(s.map((x) => x.rps))), p50_ms: median(s.map((x) => x.p50)), p99_ms: median(s.map((x) => x.p99)) },
-          baseline: { rps: r2(median(b.map((x) => x.rps))), p50_ms: median(b.map((x) => x.p50)), p99_ms: median(b.map((x) => x.p99)) },
+          service: {
+            rps: r2(median(s.map((x) => x.rps))),
+            p50_ms: median(s.map((x) => x.p50)),
+            p99_ms: median(s.map((x) => x.p99)),
+          },
+          baseline: {
+            rps: r2(median(b.map((x) => x.rps))),
+            p50_ms: median(b.map((x) => x.p50)),
+            p99_ms: median(b.map((x) => x.p99)),
+          },
           ratio_median: r3(median(s.map((x, i) => x.rps / b[i].rps))),
         };
       }
-      results[name] = { query: typeof query === 'string' ? query : `${query.length} URLs, e.g. ${query[0]}`, ...levels };
+      results[name] = {
+        query: typeof query === 'string' ? query : `${query.length} URLs, e.g. ${query[0]}`,
+        ...levels,
+      };
     }
     // Answers a warm instance serves from its cache of counts: their cost when cold, i.e. each request right after
     // the owner's version moved (what any change of the owner's assets, on any instance, does).
@@ -347,7 +423,10 @@ async function run(args) {
     const coldResults = {};
     for (const [name, query] of Object.entries(coldRequests)) {
       if (only && !only.includes(name)) continue;
-      coldResults[name] = { query, ...(await coldRuns(stack.databaseUrl, stack.svc.url, base.url, query, args.smoke ? 3 : 30)) };
+      coldResults[name] = {
+        query,
+        ...(await coldRuns(stack.databaseUrl, stack.svc.url, base.url, query, args.smoke ? 3 : 30)),
+      };
       log(`  ${name} cold (c=1, after a version change): ${JSON.stringify(coldResults[name])}`);
     }
     const explained = await plans(stack.databaseUrl, deep.position, deepTagged.position);
@@ -371,12 +450,15 @@ async function run(args) {
             tagged_p99_c16: r3(p99('deep_cursor_page_tagged', 16) / Math.max(p99('first_page_tagged', 16), 0.001)),
           },
       // Read from the database (no cached page), one at a time.
-      cold_deep_vs_first: coldResults.first_page && coldResults.deep_cursor_page
-        ? {
-            untagged_p50_c1: r3(coldResults.deep_cursor_page.service.p50_ms / coldResults.first_page.service.p50_ms),
-            tagged_p50_c1: r3(coldResults.deep_cursor_page_tagged.service.p50_ms / coldResults.first_page_tagged.service.p50_ms),
-          }
-        : undefined,
+      cold_deep_vs_first:
+        coldResults.first_page && coldResults.deep_cursor_page
+          ? {
+              untagged_p50_c1: r3(coldResults.deep_cursor_page.service.p50_ms / coldResults.first_page.service.p50_ms),
+              tagged_p50_c1: r3(
+                coldResults.deep_cursor_page_tagged.service.p50_ms / coldResults.first_page_tagged.service.p50_ms,
+              ),
+            }
+          : undefined,
       uses_index: /Index/.test(planText) && !/Seq Scan on (asset|content)\b/.test(planText),
       plans: explained,
     });
@@ -397,7 +479,9 @@ function keptListingDir() {
  * `created_at desc` walk 500,000 rows deep (tagged: 100,000 matches of models,loras deep), decoded.
  */
 async function keptListing({ pages, tagged }) {
-  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => undefined } : await startPostgres(path.join(keptListingDir(), 'postgres'));
+  const pg = process.env.DATABASE_URL
+    ? { url: process.env.DATABASE_URL, stop: async () => undefined }
+    : await startPostgres(path.join(keptListingDir(), 'postgres'));
   const forget = onCleanup(() => pg.stop());
   const stop = async () => {
     forget();
@@ -405,7 +489,9 @@ async function keptListing({ pages, tagged }) {
   };
   try {
     const { decodeCursor } = require(path.join(DIST, 'domain', 'assets', 'cursor.js'));
-    const cursors = (await cursorsFrom(pg.url, tagged ? 100_000 : 500_000, pages, 100, tagged)).map((c) => decodeCursor(c, 'created_at', 'desc'));
+    const cursors = (await cursorsFrom(pg.url, tagged ? 100_000 : 500_000, pages, 100, tagged)).map((c) =>
+      decodeCursor(c, 'created_at', 'desc'),
+    );
     return { url: pg.url, cursors, stop };
   } catch (err) {
     await stop();

@@ -7,12 +7,27 @@
 // What the figures are made of (BENCHMARKS.md, "Fifth stop: the service's resident memory"): the code and heap
 // of what the process loads at start, then V8's young generation, which any long upload grows to its maximum.
 const path = require('node:path');
-const { MiB, startStack, uploadMultipart, memoryOf, median, r2, r3, log, printResult, sleep } = require('../lib/common.cjs');
+const {
+  MiB,
+  startStack,
+  uploadMultipart,
+  memoryOf,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+  sleep,
+} = require('../lib/common.cjs');
 const { uploadTus, deleteAndSettle } = require('../lib/tus-client.cjs');
 
 /** One fresh database and service of `main`: RSS idle, peak during the multipart upload, then during the tus upload. */
 async function measure(main, size, label) {
-  const stack = await startStack({ prefix: `memory-${label}`, main, env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) } });
+  const stack = await startStack({
+    prefix: `memory-${label}`,
+    main,
+    env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) },
+  });
   const { svc, dataDir } = stack;
   try {
     await sleep(2000);
@@ -48,16 +63,28 @@ async function run(args) {
     for (const [k, main] of order) {
       const m = await measure(main, size, k);
       for (const f of ['idle', 'multipart', 'tus']) res[k][f].push(m[f] / 1e6);
-      log(`  round ${i + 1} ${k === 'this' ? 'this build' : args.opts.also}: RSS idle ${(m.idle / 1e6).toFixed(0)} MB, peak during multipart ${(m.multipart / 1e6).toFixed(0)} MB, during tus ${(m.tus / 1e6).toFixed(0)} MB`);
+      log(
+        `  round ${i + 1} ${k === 'this' ? 'this build' : args.opts.also}: RSS idle ${(m.idle / 1e6).toFixed(0)} MB, peak during multipart ${(m.multipart / 1e6).toFixed(0)} MB, during tus ${(m.tus / 1e6).toFixed(0)} MB`,
+      );
     }
   }
-  const summary = (k) => ({ idle_mb: r2(median(res[k].idle)), multipart_peak_mb: r2(median(res[k].multipart)), tus_peak_mb: r2(median(res[k].tus)) });
+  const summary = (k) => ({
+    idle_mb: r2(median(res[k].idle)),
+    multipart_peak_mb: r2(median(res[k].multipart)),
+    tus_peak_mb: r2(median(res[k].tus)),
+  });
   const ratio = (f) => r3(median(res.this[f].map((x, i) => x / res.also[f][i])));
   printResult('memory', {
     size_mib: size / MiB,
     rounds,
     this_build: summary('this'),
-    ...(args.opts.also ? { also: String(args.opts.also), also_build: summary('also'), this_over_also: { idle: ratio('idle'), multipart: ratio('multipart'), tus: ratio('tus') } } : {}),
+    ...(args.opts.also
+      ? {
+          also: String(args.opts.also),
+          also_build: summary('also'),
+          this_over_also: { idle: ratio('idle'), multipart: ratio('multipart'), tus: ratio('tus') },
+        }
+      : {}),
   });
 }
 

@@ -2,7 +2,19 @@
 const path = require('node:path');
 // Figure 4: GET /api/assets/{id} and HEAD /api/assets/hash/{hash}, 64 connections (autocannon), against a bare
 // node:http + pg server running the same indexed SELECT on the same PostgreSQL, interleaved A B A B.
-const { KEY, startStack, spawnHelper, uploadMultipart, cannon, cannonWithCpu, median, r2, r3, log, printResult } = require('../lib/common.cjs');
+const {
+  KEY,
+  startStack,
+  spawnHelper,
+  uploadMultipart,
+  cannon,
+  cannonWithCpu,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 const ASSETS = 50;
 
@@ -66,11 +78,16 @@ async function compare(name, svcOpts, baseOpts, { rounds, duration, connections,
       `  ${name} round ${i + 1}: service ${s[i].rps.toFixed(0)} req/s p50 ${s[i].p50} p99 ${s[i].p99} ms ${s[i].cpuUs.toFixed(0)} µs CPU/req; ` +
         `baseline ${b[i].rps.toFixed(0)} req/s p50 ${b[i].p50} p99 ${b[i].p99} ms`,
     );
-    if (!s[i].ok || !b[i].ok) throw new Error(`${name}: non-2xx or errors (service ${JSON.stringify(s[i])}, baseline ${JSON.stringify(b[i])})`);
+    if (!s[i].ok || !b[i].ok)
+      throw new Error(`${name}: non-2xx or errors (service ${JSON.stringify(s[i])}, baseline ${JSON.stringify(b[i])})`);
   }
   const ratio = median(s.map((x, i) => x.rps / b[i].rps));
   const p99 = median(s.map((x) => x.p99));
-  const summary = (xs) => ({ rps: r2(median(xs.map((x) => x.rps))), p50_ms: median(xs.map((x) => x.p50)), p99_ms: median(xs.map((x) => x.p99)) });
+  const summary = (xs) => ({
+    rps: r2(median(xs.map((x) => x.rps))),
+    p50_ms: median(xs.map((x) => x.p50)),
+    p99_ms: median(xs.map((x) => x.p99)),
+  });
   return {
     service: { ...summary(s), cpu_us_per_request: r2(median(s.map((x) => x.cpuUs))) },
     baseline: summary(b),
@@ -101,7 +118,12 @@ async function run(args) {
     const byId = ids.map((id) => `/api/assets/${id}`);
     const byHash = hashes.map((h) => `/api/assets/hash/${h}`);
     const opts = { rounds, duration, connections, warm: !args.smoke, pid: stack.svc.pid };
-    const get = await compare('GET /api/assets/{id}', cycling(stack.svc.url, 'GET', byId, headers), cycling(base.url, 'GET', byId, headers), opts);
+    const get = await compare(
+      'GET /api/assets/{id}',
+      cycling(stack.svc.url, 'GET', byId, headers),
+      cycling(base.url, 'GET', byId, headers),
+      opts,
+    );
     teachAutocannonHead();
     skipBodies = true;
     const head = await compare(

@@ -38,7 +38,8 @@ async function run(args) {
 
   const once = async (svc, bytes) => {
     const res = await c.uploadMultipart(svc.url, bytes);
-    if (res.status !== 201 || res.body.size !== bytes) throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
+    if (res.status !== 201 || res.body.size !== bytes)
+      throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
     // Free the space for the next round (grace 0: the GC job removes the blob).
     await c.requestJson(svc.url, 'DELETE', `/api/assets/${res.body.id}`);
     return c.mbps(bytes, res.seconds);
@@ -51,7 +52,7 @@ async function run(args) {
   const raw = async (bytes) => {
     const src = c.randomPattern();
     async function* body() {
-      for (let sent = 0; sent < bytes; ) {
+      for (let sent = 0; sent < bytes;) {
         const n = Math.min(MiB, bytes - sent);
         yield src.subarray(sent % src.length, (sent % src.length) + n);
         sent += n;
@@ -59,7 +60,12 @@ async function run(args) {
     }
     const { Readable } = require('node:stream');
     const t0 = c.now();
-    await new Upload({ client, params: { Bucket: 'bench', Key: 'raw/tmp', Body: Readable.from(body()) }, partSize: 8 * MiB, queueSize: 4 }).done();
+    await new Upload({
+      client,
+      params: { Bucket: 'bench', Key: 'raw/tmp', Body: Readable.from(body()) },
+      partSize: 8 * MiB,
+      queueSize: 4,
+    }).done();
     const t1 = c.now();
     await client.send(new CopyObjectCommand({ Bucket: 'bench', Key: 'raw/copy', CopySource: 'bench/raw/tmp' }));
     const t2 = c.now();
@@ -85,7 +91,9 @@ async function run(args) {
     const before = c.memoryOf(s3Svc.pid);
     const peakMbps = await once(s3Svc, peakSize);
     const after = c.memoryOf(s3Svc.pid);
-    c.log(`  ${peakSize / MiB} MiB to s3: ${peakMbps.toFixed(0)} MB/s, VmHWM ${(after.hwm / 1e6).toFixed(0)} MB (RSS before ${(before.rss / 1e6).toFixed(0)} MB)`);
+    c.log(
+      `  ${peakSize / MiB} MiB to s3: ${peakMbps.toFixed(0)} MB/s, VmHWM ${(after.hwm / 1e6).toFixed(0)} MB (RSS before ${(before.rss / 1e6).toFixed(0)} MB)`,
+    );
     c.printResult('s3-vs-fs-upload', {
       size_mib: size / MiB,
       rounds,
@@ -102,7 +110,8 @@ async function run(args) {
       s3_service_peak_rss_mb: c.r2(after.hwm / 1e6),
       s3_service_rss_before_mb: c.r2(before.rss / 1e6),
       peak_rss_during: `one ${peakSize / MiB} MiB upload to S3 (VmHWM of the service process${reset ? ', reset before it' : ', since start'})`,
-      notes: 'Ceph RGW 16 (one memstore OSD, in memory) is the S3 endpoint; the S3 figure includes the multipart upload to a temporary key and the server-side copy to the content key',
+      notes:
+        'Ceph RGW 16 (one memstore OSD, in memory) is the S3 endpoint; the S3 figure includes the multipart upload to a temporary key and the server-side copy to the content key',
     });
   } finally {
     await s3Svc.stop().catch(() => undefined);

@@ -4,7 +4,19 @@
 // Baseline in the same run: a process that only starts the same embedded PostgreSQL (cold: initdb) and runs
 // SELECT 1 — the floor the service's own start-up (migrations, pg-boss, GraphQL schema, HTTP) adds to.
 const path = require('node:path');
-const { benchTmp, rmrf, spawnService, spawnHelper, now, median, r2, r3, log, printResult, onCleanup } = require('../lib/common.cjs');
+const {
+  benchTmp,
+  rmrf,
+  spawnService,
+  spawnHelper,
+  now,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+  onCleanup,
+} = require('../lib/common.cjs');
 
 async function timeService(dataDir) {
   const svc = await spawnService({ dataDir });

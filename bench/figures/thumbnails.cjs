@@ -14,19 +14,46 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Client } = require('pg');
 const sharp = require('sharp');
-const { configureSharp, sharpInputOptions, thumbnailPipeline } = require('../../dist/src/domain/thumbnails/thumbnail.service.js');
-const { KEY, benchTmp, rmrf, now, startStack, spawnService, median, r2, r3, log, printResult, sleep } = require('../lib/common.cjs');
+const {
+  configureSharp,
+  sharpInputOptions,
+  thumbnailPipeline,
+} = require('../../dist/src/domain/thumbnails/thumbnail.service.js');
+const {
+  KEY,
+  benchTmp,
+  rmrf,
+  now,
+  startStack,
+  spawnService,
+  median,
+  r2,
+  r3,
+  log,
+  printResult,
+  sleep,
+} = require('../lib/common.cjs');
 
 async function makeImages(dir, count) {
   const files = [];
-  const base = await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+  const base = await sharp({
+    create: {
+      width: 1024,
+      height: 1024,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 40 },
+    },
+  })
     .raw()
     .toBuffer();
   for (let i = 0; i < count; i++) {
     // A different first row per image: distinct content, the same decoding work.
     base.writeUInt32LE(i, 0);
     const file = path.join(dir, `img-${i}.png`);
-    await sharp(base, { raw: { width: 1024, height: 1024, channels: 3 } }).png({ compressionLevel: 1 }).toFile(file);
+    await sharp(base, { raw: { width: 1024, height: 1024, channels: 3 } })
+      .png({ compressionLevel: 1 })
+      .toFile(file);
     files.push(file);
   }
   return files;
@@ -45,7 +72,11 @@ async function uploadAll(stack, files) {
     const form = new FormData();
     form.append('tags', 'bench');
     form.append('file', new Blob([fs.readFileSync(f)]), path.basename(f));
-    const res = await fetch(`${stack.svc.url}/api/assets`, { method: 'POST', headers: { 'x-api-key': KEY }, body: form });
+    const res = await fetch(`${stack.svc.url}/api/assets`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY },
+      body: form,
+    });
     const body = await res.json();
     if (res.status !== 201) throw new Error(`upload answered ${res.status}: ${JSON.stringify(body)}`);
   }
@@ -63,10 +94,18 @@ async function throughService(stack, db, count, nodeArgs = [], main = undefined)
   for (const file of walk(path.join(stack.dataDir, 'blobs'))) if (file.endsWith('.thumbnail.webp')) fs.rmSync(file);
   const t0 = now();
   const spawnedAt = Date.now();
-  const worker = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: { CONTENT_GC_GRACE_SECONDS: '0' }, nodeArgs, main });
+  const worker = await spawnService({
+    dataDir: stack.dataDir,
+    databaseUrl: stack.databaseUrl,
+    env: { CONTENT_GC_GRACE_SECONDS: '0' },
+    nodeArgs,
+    main,
+  });
   try {
     for (;;) {
-      const { rows } = await db.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status <> 'ready')::int AS failed FROM thumbnail`);
+      const { rows } = await db.query(
+        `SELECT count(*)::int AS n, count(*) FILTER (WHERE status <> 'ready')::int AS failed FROM thumbnail`,
+      );
       if (rows[0].failed > 0) throw new Error(`${rows[0].failed} thumbnails failed`);
       if (rows[0].n >= count) break;
       await sleep(20);
@@ -74,8 +113,14 @@ async function throughService(stack, db, count, nodeArgs = [], main = undefined)
     const seconds = now() - t0;
     // Where the time went: the process's start (spawn to /readyz), the wait for the first thumbnail's row, and the
     // steady rate from the first row to the last (`created_at`: the start of each row's transaction).
-    const { rows } = await db.query(`SELECT extract(epoch FROM min(created_at))::float8 * 1000 AS first, extract(epoch FROM max(created_at))::float8 * 1000 AS last FROM thumbnail`);
-    const phases = { ready_s: r2(worker.readySeconds), first_s: r2((rows[0].first - spawnedAt) / 1000), steady_per_s: r2((count - 1) / ((rows[0].last - rows[0].first) / 1000)) };
+    const { rows } = await db.query(
+      `SELECT extract(epoch FROM min(created_at))::float8 * 1000 AS first, extract(epoch FROM max(created_at))::float8 * 1000 AS last FROM thumbnail`,
+    );
+    const phases = {
+      ready_s: r2(worker.readySeconds),
+      first_s: r2((rows[0].first - spawnedAt) / 1000),
+      steady_per_s: r2((count - 1) / ((rows[0].last - rows[0].first) / 1000)),
+    };
     return { seconds, phases };
   } finally {
     await worker.stop();
@@ -110,7 +155,12 @@ async function run(args) {
     for (let i = 0; i < rounds; i++) {
       const alone = await sharpAlone(files);
       // --cpu-prof=<dir>: the worker service writes a V8 CPU profile there (one per round).
-      const { seconds: svc, phases } = await throughService(stack, db, count, args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : []);
+      const { seconds: svc, phases } = await throughService(
+        stack,
+        db,
+        count,
+        args.opts['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(String(args.opts['cpu-prof']))}`] : [],
+      );
       aloneRates.push(count / alone);
       svcRates.push(count / svc);
       ratios.push(alone / svc);
@@ -120,7 +170,9 @@ async function run(args) {
         alsoRatios.push(alone / t);
         other = `, ${args.opts.also} ${(count / t).toFixed(1)}/s (ratio ${(alone / t).toFixed(3)}; ${JSON.stringify(p)})`;
       }
-      log(`  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)} (${JSON.stringify(phases)})${other}`);
+      log(
+        `  round ${i + 1}: sharp alone ${(count / alone).toFixed(1)}/s, service ${(count / svc).toFixed(1)}/s, ratio ${(alone / svc).toFixed(3)} (${JSON.stringify(phases)})${other}`,
+      );
     }
     printResult('thumbnails', {
       images: count,
@@ -130,7 +182,9 @@ async function run(args) {
       sharp_alone_per_second_median: r2(median(aloneRates)),
       ratio_median: r3(median(ratios)),
       ratios: ratios.map(r3),
-      ...(also ? { also: String(args.opts.also), also_ratio_median: r3(median(alsoRatios)), also_ratios: alsoRatios.map(r3) } : {}),
+      ...(also
+        ? { also: String(args.opts.also), also_ratio_median: r3(median(alsoRatios)), also_ratios: alsoRatios.map(r3) }
+        : {}),
       target: 0.8,
       met: median(ratios) >= 0.8,
     });

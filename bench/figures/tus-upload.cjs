@@ -8,14 +8,31 @@
 // Each upload starts once the blob of the one before it is removed and the disk synced (deleteAndSettle;
 // BENCH_TUS_SETTLE=0 deletes and goes on at once, as before 2026-11-23, when the previous round's removal ran inside
 // the next upload).
-const { MiB, percentile, startStack, uploadMultipart, memoryOf, resetPeak, cpuMicros, median, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  percentile,
+  startStack,
+  uploadMultipart,
+  memoryOf,
+  resetPeak,
+  cpuMicros,
+  median,
+  r2,
+  r3,
+  mbps,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 const { uploadTus, deleteAndSettle } = require('../lib/tus-client.cjs');
 
 async function run(args) {
   const size = (args.smoke ? 8 : Number(process.env.BENCH_TUS_MIB ?? 256)) * MiB;
   const patchSize = (args.smoke ? 2 : Number(process.env.BENCH_TUS_PATCH_MIB ?? 64)) * MiB;
   const rounds = args.rounds ?? (args.smoke ? 1 : 3);
-  const stack = await startStack({ prefix: 'tus', env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) } });
+  const stack = await startStack({
+    prefix: 'tus',
+    env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) },
+  });
   try {
     const tus = [];
     const multi = [];
@@ -61,7 +78,11 @@ async function run(args) {
       multipart_mbps_median: r2(median(multi)),
       ratio_median: r3(median(ratios)),
       ratios: ratios.map(r3),
-      patch_tail_ms: { p50: r2(median(tails) * 1000), p90: r2(percentile(tails, 90) * 1000), max: r2(Math.max(...tails) * 1000) },
+      patch_tail_ms: {
+        p50: r2(median(tails) * 1000),
+        p90: r2(percentile(tails, 90) * 1000),
+        max: r2(Math.max(...tails) * 1000),
+      },
       service_cpu_s_per_gib: { multipart: r2(median(cpuMulti)), tus: r2(median(cpuTus)) },
       target: 0.85,
       met: median(ratios) >= 0.85,

@@ -1,7 +1,22 @@
 'use strict';
 // Figure 1: multipart upload ingest over loopback (hash + write + fsync + commit) against `dd bs=1M conv=fsync` of
 // the same size on the same disk, interleaved A B A B; plus the service's peak RSS (VmHWM) during the largest upload.
-const { MiB, GiB, startStack, uploadMultipart, requestJson, ddWrite, memoryOf, resetPeak, median, r2, r3, mbps, log, printResult } = require('../lib/common.cjs');
+const {
+  MiB,
+  GiB,
+  startStack,
+  uploadMultipart,
+  requestJson,
+  ddWrite,
+  memoryOf,
+  resetPeak,
+  median,
+  r2,
+  r3,
+  mbps,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 async function run(args) {
   const sizes = args.smoke ? [4 * MiB] : [GiB, 4 * GiB];
@@ -24,7 +39,9 @@ async function run(args) {
         up.push(got);
         dd.push(base.mbps);
         ratios.push(got / base.mbps);
-        log(`  ${size / MiB} MiB round ${i + 1}: dd ${base.mbps.toFixed(0)} MB/s, upload ${got.toFixed(0)} MB/s, ratio ${(got / base.mbps).toFixed(3)}`);
+        log(
+          `  ${size / MiB} MiB round ${i + 1}: dd ${base.mbps.toFixed(0)} MB/s, upload ${got.toFixed(0)} MB/s, ratio ${(got / base.mbps).toFixed(3)}`,
+        );
         // Free the disk for the next round (grace 0: the GC job removes the blob).
         await requestJson(stack.svc.url, 'DELETE', `/api/assets/${res.body.id}`);
       }

@@ -13,7 +13,22 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { Writable } = require('node:stream');
 const { pipeline } = require('node:stream/promises');
-const { DIST, MiB, benchTmp, rmrf, onCleanup, memoryOf, resetPeak, median, r2, r3, mbps, now, log, printResult } = require('../lib/common.cjs');
+const {
+  DIST,
+  MiB,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  memoryOf,
+  resetPeak,
+  median,
+  r2,
+  r3,
+  mbps,
+  now,
+  log,
+  printResult,
+} = require('../lib/common.cjs');
 
 const open = (file) => fs.createReadStream(file, { highWaterMark: 256 * 1024 });
 
@@ -77,7 +92,9 @@ function writers(files, each) {
       const zip = new ZipStream({ store: true });
       const done = pipeline(zip, w);
       for (const f of files) {
-        await new Promise((resolve, reject) => zip.entry(open(f), { name: path.basename(f), store: true }, (err) => (err ? reject(err) : resolve())));
+        await new Promise((resolve, reject) =>
+          zip.entry(open(f), { name: path.basename(f), store: true }, (err) => (err ? reject(err) : resolve())),
+        );
       }
       zip.finish();
       await done;
@@ -89,7 +106,10 @@ function writers(files, each) {
 /** CRC-32 alone over the same 256 KiB buffer: Node's zlib.crc32 vs buffer-crc32 (yazl's) [vs crc-32 (zip-stream's)]. */
 function crcSpeeds(mib, zsDir) {
   const zlib = require('node:zlib');
-  const impls = { 'zlib.crc32': (b, c) => zlib.crc32(b, c), 'buffer-crc32': (b, c) => require('buffer-crc32').unsigned(b, c) };
+  const impls = {
+    'zlib.crc32': (b, c) => zlib.crc32(b, c),
+    'buffer-crc32': (b, c) => require('buffer-crc32').unsigned(b, c),
+  };
   if (zsDir) {
     const crc32 = require(require.resolve('crc-32', { paths: [zsDir] })); // installed beside zip-stream, its dependency
     impls['crc-32'] = (b, c) => crc32.buf(b, c) >>> 0;

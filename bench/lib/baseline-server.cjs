@@ -37,7 +37,10 @@ const PAGE_COLUMNS = `id, name, size, content_hash AS "blake3", mime_type AS "mi
 const AS_TEXT = { getTypeParser: () => (v) => v };
 
 /** A UTC timestamp as PostgreSQL prints it as toISOString prints it (AssetRepository's isoOf, its common case). */
-const isoOf = (t) => (t.length === 23 ? `${t.slice(0, 10)}T${t.slice(11)}Z` : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`);
+const isoOf = (t) =>
+  t.length === 23
+    ? `${t.slice(0, 10)}T${t.slice(11)}Z`
+    : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
 
 /** One asset's JSON as the service's assetPageText prints it (loader_path: the bench's names are safe paths). */
 function assetText(a, urls) {
@@ -88,10 +91,18 @@ const server = http.createServer(async (req, res) => {
     const u = new URL(req.url, 'http://x');
     let m;
     if (req.method === 'GET' && (m = /^\/api\/assets\/([0-9a-f-]{36})$/.exec(u.pathname))) {
-      const { rows } = await pool.query({ name: 'by_id', text: `SELECT ${COLUMNS} FROM asset WHERE id = $1 AND owner_id = $2`, values: [m[1], OWNER] });
+      const { rows } = await pool.query({
+        name: 'by_id',
+        text: `SELECT ${COLUMNS} FROM asset WHERE id = $1 AND owner_id = $2`,
+        values: [m[1], OWNER],
+      });
       rows[0] ? send(res, 200, asJson(rows[0])) : send(res, 404, { code: 'ASSET_NOT_FOUND' });
     } else if (req.method === 'HEAD' && (m = /^\/api\/assets\/hash\/blake3:([0-9a-f]{64})$/.exec(u.pathname))) {
-      const { rows } = await pool.query({ name: 'exists', text: 'SELECT 1 FROM content WHERE blake3 = $1 LIMIT 1', values: [m[1]] });
+      const { rows } = await pool.query({
+        name: 'exists',
+        text: 'SELECT 1 FROM content WHERE blake3 = $1 LIMIT 1',
+        values: [m[1]],
+      });
       res.writeHead(rows.length ? 200 : 404).end();
     } else if (req.method === 'GET' && u.pathname === '/api/assets') {
       // The statement AssetRepository.pageTextIfChanged sends for these requests (GET /api/assets, created_at desc),
@@ -109,8 +120,12 @@ const server = http.createServer(async (req, res) => {
       const page = (form) => {
         const values = [OWNER, tags, OWNER, OWNER];
         const cond = ['owner_id = $4'];
-        if (tags.length) cond.push(`${form === 'commonTags' ? "coalesce(tags, '{}')" : 'tags'} @> $${values.push(tags)}::text[]`);
-        if (cursor) cond.push(`(created_at, asset.id) < ($${values.push(cursor.v)}::timestamptz, $${values.push(cursor.id)}::uuid)`);
+        if (tags.length)
+          cond.push(`${form === 'commonTags' ? "coalesce(tags, '{}')" : 'tags'} @> $${values.push(tags)}::text[]`);
+        if (cursor)
+          cond.push(
+            `(created_at, asset.id) < ($${values.push(cursor.v)}::timestamptz, $${values.push(cursor.id)}::uuid)`,
+          );
         const named = form !== 'planned';
         const l = `$${values.push(limit + 1)}`;
         const o = `$${values.push(0)}`;
@@ -118,7 +133,12 @@ const server = http.createServer(async (req, res) => {
           FROM (${tags.length ? STATS_COMMON : STATS_SERVICE}) AS s LEFT JOIN LATERAL (
             SELECT ${PAGE_COLUMNS} FROM asset WHERE ${form === 'commonTags' ? 's.common AND ' : ''}${cond.join(' AND ')}
             ORDER BY created_at DESC, asset.id DESC ${named ? `LIMIT (SELECT ${l}::bigint) OFFSET (SELECT ${o}::bigint)` : `LIMIT ${l} OFFSET ${o}`}) AS p ON true`;
-        return pool.query({ name: named ? `page_${form}_${cursor ? 'after' : 'first'}` : undefined, text, values, types: AS_TEXT });
+        return pool.query({
+          name: named ? `page_${form}_${cursor ? 'after' : 'first'}` : undefined,
+          text,
+          values,
+          types: AS_TEXT,
+        });
       };
       const hint = tags.join(',');
       let form = tags.length === 0 ? 'owner' : commonTags.get(hint) ? 'commonTags' : 'planned';
@@ -138,8 +158,11 @@ const server = http.createServer(async (req, res) => {
         const key = `count ${tags}`;
         n = cached(key, head.ownerVersion);
         if (n === undefined) {
-          const r = await pool.query(`SELECT (SELECT count(*) FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT 10001) AS m) AS n,
-            (SELECT version FROM asset_owner_stats WHERE owner_id = $1) AS version`, tags.length ? [OWNER, tags] : [OWNER]);
+          const r = await pool.query(
+            `SELECT (SELECT count(*) FROM (SELECT 1 FROM asset WHERE ${countCond} LIMIT 10001) AS m) AS n,
+            (SELECT version FROM asset_owner_stats WHERE owner_id = $1) AS version`,
+            tags.length ? [OWNER, tags] : [OWNER],
+          );
           n = Number(r.rows[0].n);
           cache.set(key, { version: String(r.rows[0].version), value: n });
         }
@@ -148,7 +171,11 @@ const server = http.createServer(async (req, res) => {
       const more = found.length > limit;
       const items = found.slice(0, limit);
       const last = items[items.length - 1];
-      const next = more ? Buffer.from(JSON.stringify({ s: 'created_at', o: 'desc', v: isoOf(last.createdAt), id: last.id })).toString('base64url') : undefined;
+      const next = more
+        ? Buffer.from(JSON.stringify({ s: 'created_at', o: 'desc', v: isoOf(last.createdAt), id: last.id })).toString(
+            'base64url',
+          )
+        : undefined;
       const urls = JSON.stringify(`http://${req.headers.host}/api/assets/`).slice(0, -1);
       let assets = '';
       for (const a of items) assets += (assets ? ',' : '') + assetText(a, urls);
@@ -161,11 +188,18 @@ const server = http.createServer(async (req, res) => {
         [OWNER],
       );
       const n = rows.length ? Number(rows[0].total) : 0;
-      send(res, 200, { tags: rows.map((r) => ({ name: r.name, count: r.count })), total: n, has_more: rows.length < n });
+      send(res, 200, {
+        tags: rows.map((r) => ({ name: r.name, count: r.count })),
+        total: n,
+        has_more: rows.length < n,
+      });
     } else if (req.method === 'GET' && u.pathname === '/api/assets/tags/refine') {
       const tags = (u.searchParams.get('include_tags') || '').split(',').filter(Boolean);
       if (tags.length === 0) {
-        const { rows } = await pool.query('SELECT tag AS name, count FROM asset_tag_count WHERE owner_id = $1 AND count > 0 ORDER BY count DESC, tag ASC LIMIT 100', [OWNER]);
+        const { rows } = await pool.query(
+          'SELECT tag AS name, count FROM asset_tag_count WHERE owner_id = $1 AND count > 0 ORDER BY count DESC, tag ASC LIMIT 100',
+          [OWNER],
+        );
         send(res, 200, { tag_counts: Object.fromEntries(rows.map((r) => [r.name, Number(r.count)])) });
         return;
       }
@@ -174,12 +208,15 @@ const server = http.createServer(async (req, res) => {
       const v = await pool.query('SELECT version FROM asset_owner_stats WHERE owner_id = $1', [OWNER]);
       let body = cached(key, v.rows[0]?.version ?? '0');
       if (!body) {
-        const { rows } = await pool.query(`
+        const { rows } = await pool.query(
+          `
           WITH m AS (SELECT tags FROM asset WHERE owner_id = $1 AND tags @> $2::text[] ORDER BY created_at DESC, id DESC LIMIT 10001),
                f AS (SELECT t AS name, count(*) AS count FROM (SELECT tags FROM m LIMIT 10000) AS s, unnest(s.tags) AS t
                      GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT 100)
           SELECT f.name, f.count, (SELECT count(*) FROM m) AS matched, (SELECT version FROM asset_owner_stats WHERE owner_id = $1) AS version
-          FROM (SELECT 1) AS one LEFT JOIN f ON true ORDER BY f.count DESC, f.name ASC`, [OWNER, tags]);
+          FROM (SELECT 1) AS one LEFT JOIN f ON true ORDER BY f.count DESC, f.name ASC`,
+          [OWNER, tags],
+        );
         const found = rows.filter((r) => r.name !== null);
         body = {
           tag_counts: Object.fromEntries(found.map((r) => [r.name, Number(r.count)])),

@@ -14,7 +14,7 @@ function blake3File(file, buf = offPageBuffer()) {
   const h = new Blake3Hasher();
   const fd = fs.openSync(file, 'r');
   try {
-    for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) h.update(buf.subarray(0, n));
+    for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0;) h.update(buf.subarray(0, n));
   } finally {
     fs.closeSync(fd);
   }

@@ -11,7 +11,15 @@ const { isMainThread } = require('node:worker_threads');
 
 if (isMainThread && /main\.js$/.test(process.argv[1] ?? '') && process.env.CENSUS_OUT) {
   const pool = require(path.join(path.dirname(process.argv[1]), 'infra', 'blob-store', 'ingest-pool.js'));
-  const census = { chunks: 0, bytes: 0, joinedChunks: 0, joinedBytes: 0, byBufferKiB: {}, peakArrayBuffersMiB: 0, peakExternalMiB: 0 };
+  const census = {
+    chunks: 0,
+    bytes: 0,
+    joinedChunks: 0,
+    joinedBytes: 0,
+    byBufferKiB: {},
+    peakArrayBuffersMiB: 0,
+    peakExternalMiB: 0,
+  };
   const write = pool.IngestJob.prototype.write;
   pool.IngestJob.prototype.write = function (chunk) {
     census.chunks++;

@@ -95,7 +95,8 @@ const mbps = (bytes, seconds) => bytes / seconds / 1e6;
 async function waitReady(url, { timeoutMs = 120_000, intervalMs = 20, child } = {}) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child && child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode} before it was ready`);
+    if (child && child.exitCode !== null)
+      throw new Error(`the service exited with code ${child.exitCode} before it was ready`);
     const ok = await new Promise((resolve) => {
       const req = http.get(url, (res) => {
         res.resume();
@@ -177,7 +178,10 @@ function stopChild(child, signal = 'SIGTERM', graceMs = 30_000) {
 
 /** Spawns a helper script of bench/lib that prints `ready <port>`; resolves with its URL and a stop(). */
 async function spawnHelper(script, args = [], env = {}) {
-  const child = spawn(process.execPath, [path.join(__dirname, script), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(__dirname, script), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const forget = onCleanup(() => stopChild(child));
   const port = await new Promise((resolve, reject) => {
     let out = '';
@@ -206,7 +210,13 @@ async function startStack({ env = {}, nodeArgs = [], prefix = 'svc', main } = {}
   const pg = await startPostgres(path.join(dir, 'postgres'));
   let svc;
   try {
-    svc = await spawnService({ dataDir: path.join(dir, 'data'), databaseUrl: pg.url, env, nodeArgs, ...(main ? { main } : {}) });
+    svc = await spawnService({
+      dataDir: path.join(dir, 'data'),
+      databaseUrl: pg.url,
+      env,
+      nodeArgs,
+      ...(main ? { main } : {}),
+    });
   } catch (err) {
     await pg.stop().catch(() => undefined);
     rmrf(dir);
@@ -359,7 +369,11 @@ function requestJson(baseUrl, method, pathname, body, { key = KEY, headers = {} 
         port: u.port,
         path: u.pathname + u.search,
         method,
-        headers: { 'x-api-key': key, ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}), ...headers },
+        headers: {
+          'x-api-key': key,
+          ...(data ? { 'content-type': 'application/json', 'content-length': data.length } : {}),
+          ...headers,
+        },
       },
       (res) => {
         const parts = [];
@@ -386,7 +400,9 @@ function ddWrite(dir, size) {
   const file = path.join(dir, `dd-${crypto.randomBytes(4).toString('hex')}`);
   const count = Math.max(1, Math.round(size / MiB));
   const t0 = now();
-  const r = spawnSync('dd', ['if=/dev/zero', `of=${file}`, 'bs=1M', `count=${count}`, 'conv=fsync'], { encoding: 'utf8' });
+  const r = spawnSync('dd', ['if=/dev/zero', `of=${file}`, 'bs=1M', `count=${count}`, 'conv=fsync'], {
+    encoding: 'utf8',
+  });
   const seconds = now() - t0;
   fs.rmSync(file, { force: true });
   if (r.status !== 0) throw new Error(`dd failed: ${r.stderr}`);
@@ -445,7 +461,9 @@ function machineFacts() {
   const cpus = os.cpus();
   let disk = '';
   try {
-    const df = spawnSync('df', ['-h', '--output=source,fstype,size,avail', os.tmpdir()], { encoding: 'utf8' }).stdout.trim().split('\n')[1];
+    const df = spawnSync('df', ['-h', '--output=source,fstype,size,avail', os.tmpdir()], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')[1];
     disk = df ? df.replace(/\s+/g, ' ') : '';
   } catch {
     // ignore

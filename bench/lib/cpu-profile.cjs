@@ -7,9 +7,12 @@ function summarize(profile, top, print = console.log, requests = 0) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map();
   const dt = profile.timeDeltas;
-  for (let i = 0; i < profile.samples.length; i++) self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + (dt[i] ?? 0));
+  for (let i = 0; i < profile.samples.length; i++)
+    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + (dt[i] ?? 0));
   const total = [...self.values()].reduce((a, b) => a + b, 0);
-  const idle = [...self].filter(([id]) => byId.get(id).callFrame.functionName === '(idle)').reduce((a, [, v]) => a + v, 0);
+  const idle = [...self]
+    .filter(([id]) => byId.get(id).callFrame.functionName === '(idle)')
+    .reduce((a, [, v]) => a + v, 0);
   const busy = total - idle;
   const fns = new Map();
   const pkgs = new Map();
@@ -21,8 +24,13 @@ function summarize(profile, top, print = console.log, requests = 0) {
     const p = pkgOf(functionName, url);
     pkgs.set(p, (pkgs.get(p) ?? 0) + t);
   }
-  const pct = (t) => ((100 * t) / busy).toFixed(1).padStart(5) + ' %' + (requests ? (t / requests).toFixed(1).padStart(8) + ' µs/req' : '');
-  const perRequest = requests ? `; ${requests} requests, ${(busy / requests).toFixed(0)} µs busy per request (start-up included)` : '';
+  const pct = (t) =>
+    ((100 * t) / busy).toFixed(1).padStart(5) +
+    ' %' +
+    (requests ? (t / requests).toFixed(1).padStart(8) + ' µs/req' : '');
+  const perRequest = requests
+    ? `; ${requests} requests, ${(busy / requests).toFixed(0)} µs busy per request (start-up included)`
+    : '';
   print(`busy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled${perRequest}`);
   print('\nself time by package:');
   for (const [p, t] of [...pkgs].sort((a, b) => b[1] - a[1]).slice(0, 30)) print(`${pct(t)}  ${p}`);

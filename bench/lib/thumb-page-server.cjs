@@ -25,7 +25,13 @@ http
       res.writeHead(404).end();
       return;
     }
-    res.writeHead(200, { 'content-type': 'image/webp', 'content-length': data.length, 'cache-control': 'private, max-age=31536000, immutable' }).end(data);
+    res
+      .writeHead(200, {
+        'content-type': 'image/webp',
+        'content-length': data.length,
+        'cache-control': 'private, max-age=31536000, immutable',
+      })
+      .end(data);
   })
   .listen(0, '127.0.0.1', function () {
     process.stdout.write(`ready ${this.address().port}\n`);

@@ -64,7 +64,11 @@ function patch(baseUrl, id, offset, length, unique, agent) {
 /** POST /api/uploads of an upload of `size` bytes; resolves with its id and the creation's answer. */
 async function createTus(baseUrl, size, fileName = 'bench.bin') {
   const created = await requestJson(baseUrl, 'POST', '/api/uploads', undefined, {
-    headers: { 'tus-resumable': '1.0.0', 'upload-length': String(size), 'upload-metadata': `filename ${Buffer.from(fileName).toString('base64')}` },
+    headers: {
+      'tus-resumable': '1.0.0',
+      'upload-length': String(size),
+      'upload-metadata': `filename ${Buffer.from(fileName).toString('base64')}`,
+    },
   });
   if (created.status !== 201) throw new Error(`tus create answered ${created.status}: ${JSON.stringify(created.body)}`);
   return { id: created.headers.location.split('/').pop(), created };
@@ -78,7 +82,8 @@ async function uploadTus(baseUrl, size, patchSize) {
   const t0 = now();
   const { id, created } = await createTus(baseUrl, size);
   const unique = crypto.randomBytes(16);
-  const agent = process.env.BENCH_TUS_NEW_CONNECTIONS === '1' ? false : new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const agent =
+    process.env.BENCH_TUS_NEW_CONNECTIONS === '1' ? false : new http.Agent({ keepAlive: true, maxSockets: 1 });
   let offset = 0;
   let last;
   const tails = [];

@@ -14,7 +14,20 @@
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const { blake3File } = require('../lib/blake3-file.cjs');
-const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('../lib/common.cjs');
+const {
+  MiB,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  writePatternFile,
+  now,
+  median,
+  r3,
+  log,
+  printResult,
+  parseArgs,
+  runScript,
+} = require('../lib/common.cjs');
 
 function hashOnce(file, variant) {
   const [kib, skew] = variant.split('+').map(Number);
@@ -64,13 +77,16 @@ async function main() {
     for (let i = 0; i < rounds; i++) {
       const order = i % 2 ? [...reads].reverse() : reads;
       const got = new Map(order.map((r) => [r, hashInChild(file, r)]));
-      if (new Set([...got.values()].map((g) => g.hex)).size !== 1) throw new Error('the read sizes disagree on the hash');
+      if (new Set([...got.values()].map((g) => g.hex)).size !== 1)
+        throw new Error('the read sizes disagree on the hash');
       const base = got.get(BASE);
       for (const r of reads) {
         const g = got.get(r);
         per.get(r).push(g.seconds / base.seconds);
         cpuPer.get(r).push((g.user + g.sys) / (base.user + base.sys));
-        log(`round ${i + 1}: ${r}: ${g.seconds.toFixed(3)} s (user ${g.user.toFixed(2)}, sys ${g.sys.toFixed(2)}), time ${(g.seconds / base.seconds).toFixed(3)}, CPU ${((g.user + g.sys) / (base.user + base.sys)).toFixed(3)} of ${BASE}`);
+        log(
+          `round ${i + 1}: ${r}: ${g.seconds.toFixed(3)} s (user ${g.user.toFixed(2)}, sys ${g.sys.toFixed(2)}), time ${(g.seconds / base.seconds).toFixed(3)}, CPU ${((g.user + g.sys) / (base.user + base.sys)).toFixed(3)} of ${BASE}`,
+        );
       }
     }
     printResult('cli-hash', {
@@ -91,6 +107,5 @@ if (require.main === module) {
     const done = (r) => process.stdout.write(JSON.stringify(r), () => process.exit(0));
     if (variant.startsWith('cli@')) hashWithCli(file, variant.slice(4)).then(done);
     else done(hashOnce(file, variant));
-  }
-  else runScript(main);
+  } else runScript(main);
 }

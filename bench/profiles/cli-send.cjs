@@ -10,7 +10,20 @@
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { MiB, benchTmp, rmrf, onCleanup, writePatternFile, now, median, r3, log, printResult, parseArgs, runScript } = require('../lib/common.cjs');
+const {
+  MiB,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  writePatternFile,
+  now,
+  median,
+  r3,
+  log,
+  printResult,
+  parseArgs,
+  runScript,
+} = require('../lib/common.cjs');
 
 const BASE = '8192+0:async';
 
@@ -25,7 +38,13 @@ async function send(port, file, variant) {
   const pool = [0, 1].map(() => Buffer.allocUnsafeSlow(READ + skew).subarray(skew));
   const c0 = process.cpuUsage();
   const t0 = now();
-  const req = http.request({ host: '127.0.0.1', port, method: 'PATCH', path: '/', headers: { 'content-length': size } });
+  const req = http.request({
+    host: '127.0.0.1',
+    port,
+    method: 'PATCH',
+    path: '/',
+    headers: { 'content-length': size },
+  });
   const done = new Promise((resolve, reject) => {
     req.on('error', reject);
     req.on('response', (res) => {
@@ -39,7 +58,10 @@ async function send(port, file, variant) {
   while (pos < size) {
     while (pool.length === 0) await new Promise((r) => (wake = r));
     const buf = pool.pop();
-    const n = mode === 'sync' ? fs.readSync(fh.fd, buf, 0, Math.min(READ, size - pos), pos) : (await fh.read(buf, 0, Math.min(READ, size - pos), pos)).bytesRead;
+    const n =
+      mode === 'sync'
+        ? fs.readSync(fh.fd, buf, 0, Math.min(READ, size - pos), pos)
+        : (await fh.read(buf, 0, Math.min(READ, size - pos), pos)).bytesRead;
     pos += n;
     req.write(buf.subarray(0, n), () => {
       pool.push(buf);
@@ -67,7 +89,11 @@ function sink() {
 function runVariant(port, file, variant) {
   if (variant === 'curl') {
     const t0 = now();
-    const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', 'curl', '-sS', '--fail', '-o', '/dev/null', '-T', file, `http://127.0.0.1:${port}/`], { encoding: 'utf8' });
+    const r = spawnSync(
+      '/usr/bin/time',
+      ['-f', 'CPU %U %S', 'curl', '-sS', '--fail', '-o', '/dev/null', '-T', file, `http://127.0.0.1:${port}/`],
+      { encoding: 'utf8' },
+    );
     if (r.status !== 0) throw new Error(`curl failed: ${r.stderr}`);
     const m = /CPU ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
     return { seconds: now() - t0, user: Number(m[1]), sys: Number(m[2]) };
@@ -80,7 +106,10 @@ function runVariant(port, file, variant) {
 async function main() {
   const { opts, rounds = 3 } = parseArgs(process.argv.slice(2));
   const size = Number(opts.mib ?? 1024) * MiB;
-  const variants = ['curl', ...String(opts.variants ?? '8192+0:async,8192+64:async,1024+64:async,256+64:sync').split(',')];
+  const variants = [
+    'curl',
+    ...String(opts.variants ?? '8192+0:async,8192+64:async,1024+64:async,256+64:sync').split(','),
+  ];
   if (!variants.includes(BASE)) variants.push(BASE);
   const work = benchTmp('cli-send');
   const srv = spawn(process.execPath, [__filename, 'sink'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -103,10 +132,16 @@ async function main() {
         const g = got.get(v);
         const rel = (g.user + g.sys) / (base.user + base.sys);
         cpuPer.get(v).push(rel);
-        log(`round ${i + 1}: ${v}: ${g.seconds.toFixed(3)} s, CPU per GiB ${((g.user + g.sys) / gib).toFixed(2)} s (user ${(g.user / gib).toFixed(2)}, sys ${(g.sys / gib).toFixed(2)}), CPU ${rel.toFixed(3)} of ${BASE}`);
+        log(
+          `round ${i + 1}: ${v}: ${g.seconds.toFixed(3)} s, CPU per GiB ${((g.user + g.sys) / gib).toFixed(2)} s (user ${(g.user / gib).toFixed(2)}, sys ${(g.sys / gib).toFixed(2)}), CPU ${rel.toFixed(3)} of ${BASE}`,
+        );
       }
     }
-    printResult('cli-send', { mib: size / MiB, rounds, cpu_vs_base: Object.fromEntries(variants.map((v) => [v, r3(median(cpuPer.get(v)))])) });
+    printResult('cli-send', {
+      mib: size / MiB,
+      rounds,
+      cpu_vs_base: Object.fromEntries(variants.map((v) => [v, r3(median(cpuPer.get(v)))])),
+    });
   } finally {
     forget();
     srv.kill();
@@ -115,7 +150,10 @@ async function main() {
 }
 
 if (require.main === module) {
-  if (process.argv[2] === 'send') send(Number(process.argv[3]), process.argv[4], process.argv[5]).catch((err) => (console.error(err), process.exit(1)));
+  if (process.argv[2] === 'send')
+    send(Number(process.argv[3]), process.argv[4], process.argv[5]).catch(
+      (err) => (console.error(err), process.exit(1)),
+    );
   else if (process.argv[2] === 'sink') sink();
   else runScript(main);
 }

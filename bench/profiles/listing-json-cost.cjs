@@ -68,7 +68,14 @@ async function main() {
   try {
     const base = 'http://127.0.0.1:8080';
     const repo = new AssetRepository(db.prisma, db.pool);
-    const q = { includeTags: tagged ? ['models', 'loras'] : [], excludeTags: [], limit: LIMIT, offset: 0, sort: 'created_at', order: 'desc' };
+    const q = {
+      includeTags: tagged ? ['models', 'loras'] : [],
+      excludeTags: [],
+      limit: LIMIT,
+      offset: 0,
+      sort: 'created_at',
+      order: 'desc',
+    };
     const backend = Number((await db.pool.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
     const text = textVariant(db.pool, OWNER, tagged, base);
     const variants = {
@@ -82,14 +89,21 @@ async function main() {
       const { AssetRepository: OtherRepository } = require(path.join(other, 'domain', 'assets', 'asset.repository.js'));
       const { assetPageText: otherPageText } = require(path.join(other, 'http', 'rest', 'asset.presenter.js'));
       const otherRepo = new OtherRepository(db.prisma, db.pool);
-      variants.text_ab = async (after) => otherPageText(await otherRepo.pageTextIfChanged(OWNER, q, after, undefined), base);
+      variants.text_ab = async (after) =>
+        otherPageText(await otherRepo.pageTextIfChanged(OWNER, q, after, undefined), base);
     }
     // --only=a,b: a subset of the variants (object is always run: the ratios are to it).
-    if (typeof opts.only === 'string') for (const k of Object.keys(variants)) if (k !== 'object' && !opts.only.split(',').includes(k)) delete variants[k];
+    if (typeof opts.only === 'string')
+      for (const k of Object.keys(variants))
+        if (k !== 'object' && !opts.only.split(',').includes(k)) delete variants[k];
     // The same page from each: text byte-identical to object; textsql the same assets.
     const o = await variants.object(cursors[0]);
-    for (const k of ['text', 'text_ab']) if (variants[k] && (await variants[k](cursors[0])) !== o) throw new Error(`${k} differs from object`);
-    if (variants.textsql && JSON.stringify(JSON.parse(await variants.textsql(cursors[0])).assets) !== JSON.stringify(JSON.parse(o).assets)) {
+    for (const k of ['text', 'text_ab'])
+      if (variants[k] && (await variants[k](cursors[0])) !== o) throw new Error(`${k} differs from object`);
+    if (
+      variants.textsql &&
+      JSON.stringify(JSON.parse(await variants.textsql(cursors[0])).assets) !== JSON.stringify(JSON.parse(o).assets)
+    ) {
       throw new Error('textsql differs from object');
     }
     const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
@@ -105,13 +119,17 @@ async function main() {
         const service = (u.user + u.system) / cursors.length;
         const postgres = (cpuMicros(backend) - b0) / cursors.length;
         results[name].push({ service, postgres, sum: service + postgres, wall });
-        log(`  round ${round + 1} ${name.padEnd(6)}: service ${service.toFixed(0)} µs, postgres ${postgres.toFixed(0)} µs, sum ${(service + postgres).toFixed(0)} µs, wall ${wall.toFixed(0)} µs per page`);
+        log(
+          `  round ${round + 1} ${name.padEnd(6)}: service ${service.toFixed(0)} µs, postgres ${postgres.toFixed(0)} µs, sum ${(service + postgres).toFixed(0)} µs, wall ${wall.toFixed(0)} µs per page`,
+        );
       }
     }
     const med = (name, k) => median(results[name].map((r) => r[k]));
     for (const name of Object.keys(variants)) {
       const ratios = results[name].map((r, i) => r.sum / results.object[i].sum);
-      log(`${name.padEnd(6)} median: service ${med(name, 'service').toFixed(0)} µs, postgres ${med(name, 'postgres').toFixed(0)} µs, sum ${med(name, 'sum').toFixed(0)} µs per page; sum / object's in the same round: ${ratios.map((x) => x.toFixed(2)).join(', ')}`);
+      log(
+        `${name.padEnd(6)} median: service ${med(name, 'service').toFixed(0)} µs, postgres ${med(name, 'postgres').toFixed(0)} µs, sum ${med(name, 'sum').toFixed(0)} µs per page; sum / object's in the same round: ${ratios.map((x) => x.toFixed(2)).join(', ')}`,
+      );
     }
   } finally {
     await db.close();

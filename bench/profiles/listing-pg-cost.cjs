@@ -76,7 +76,8 @@ async function main() {
       return v;
     };
     const where = `owner_id = $1 ${tagged ? 'AND tags @> $4::text[]' : ''} AND (created_at, asset.id) < ($2::timestamptz, $3::uuid)`;
-    const pageOf = (columns) => `SELECT ${columns} FROM asset WHERE ${where} ORDER BY created_at DESC, asset.id DESC LIMIT ${LIMIT + 1}`;
+    const pageOf = (columns) =>
+      `SELECT ${columns} FROM asset WHERE ${where} ORDER BY created_at DESC, asset.id DESC LIMIT ${LIMIT + 1}`;
     const pageValues = (after) => (tagged ? [OWNER, after.value, after.id, tags] : [OWNER, after.value, after.id]);
     const TEXT = `id::text AS "id", name, to_json(name)::text AS "nameJson", size::text AS "sizeText",
       content_hash::text AS "blake3", to_json(mime_type)::text AS "mimeTypeJson", coalesce(array_to_json(tags)::text, '[]') AS "tagsJson",
@@ -118,27 +119,43 @@ async function main() {
       // both arrays per row).
       any_filter: (after) => ({
         name: 'cost_any_filter',
-        text: svc.text.replace(/coalesce\(tags, '\{\}'\) @> \$(\d+)::text\[\]/, (m, n) => `($${n}::text[])[1] = ANY(tags) AND ($${n}::text[])[2] = ANY(tags)`),
+        text: svc.text.replace(
+          /coalesce\(tags, '\{\}'\) @> \$(\d+)::text\[\]/,
+          (m, n) => `($${n}::text[])[1] = ANY(tags) AND ($${n}::text[])[2] = ANY(tags)`,
+        ),
         values: svcValues(after),
       }),
       // The service's statement with only the page's columns in its output.
-      no_head: (after) => ({ name: unnamedTagged('cost_no_head'), text: svc.text.replace(/^SELECT .*?, p\.\*/s, 'SELECT p.*'), values: svcValues(after) }),
+      no_head: (after) => ({
+        name: unnamedTagged('cost_no_head'),
+        text: svc.text.replace(/^SELECT .*?, p\.\*/s, 'SELECT p.*'),
+        values: svcValues(after),
+      }),
       // The page alone, inside the same lateral join over one row (no owner's counts).
-      page_lateral: (after) => ({ name: unnamedTagged('cost_page_lateral'), text: `SELECT p.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (${pageOf(TEXT)}) AS p ON true`, values: pageValues(after) }),
+      page_lateral: (after) => ({
+        name: unnamedTagged('cost_page_lateral'),
+        text: `SELECT p.* FROM (SELECT 1) AS one LEFT JOIN LATERAL (${pageOf(TEXT)}) AS p ON true`,
+        values: pageValues(after),
+      }),
       // The page alone with LIMIT and OFFSET as parameters (as the service sends them).
-      page_params: (after) => ({ name: unnamedTagged('cost_page_params'), text: pageOf(TEXT).replace(`LIMIT ${LIMIT + 1}`, `LIMIT $${tagged ? 5 : 4} OFFSET $${tagged ? 6 : 5}`), values: [...pageValues(after), LIMIT + 1, 0] }),
+      page_params: (after) => ({
+        name: unnamedTagged('cost_page_params'),
+        text: pageOf(TEXT).replace(`LIMIT ${LIMIT + 1}`, `LIMIT $${tagged ? 5 : 4} OFFSET $${tagged ? 6 : 5}`),
+        values: [...pageValues(after), LIMIT + 1, 0],
+      }),
     };
     for (const k of Object.keys(variants)) if (only && !only.includes(k) && k !== 'service') delete variants[k];
     const raw = { getTypeParser: () => (v) => v };
     const client = await db.pool.connect();
     try {
       // --plan-cache-mode=force_generic_plan|force_custom_plan: how named statements are planned (default auto).
-      if (opts['plan-cache-mode']) await client.query(`SET plan_cache_mode = ${String(opts['plan-cache-mode']).replace(/[^a-z_]/g, '')}`);
+      if (opts['plan-cache-mode'])
+        await client.query(`SET plan_cache_mode = ${String(opts['plan-cache-mode']).replace(/[^a-z_]/g, '')}`);
       const backend = Number((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
       log(`  service statement (${svc.name ? 'named' : 'unnamed'}): ${svc.text.replace(/\s+/g, ' ')}`);
       for (const [name, fn] of Object.entries(variants)) {
         const n = (await client.query({ ...fn(cursors[0]), types: raw })).rows.length;
-        if (n !== LIMIT + 1 && name !== "scan_505") throw new Error(`${name}: ${n} rows`);
+        if (n !== LIMIT + 1 && name !== 'scan_505') throw new Error(`${name}: ${n} rows`);
       }
       const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
       for (let round = 0; round < rounds; round++) {
@@ -150,12 +167,16 @@ async function main() {
           const wall = Number(process.hrtime.bigint() - t0) / 1e3 / cursors.length;
           const postgres = (cpuMicros(backend) - b0) / cursors.length;
           results[name].push({ postgres, wall });
-          log(`  round ${round + 1} ${name.padEnd(8)}: postgres ${postgres.toFixed(0)} µs, wall ${wall.toFixed(0)} µs per page`);
+          log(
+            `  round ${round + 1} ${name.padEnd(8)}: postgres ${postgres.toFixed(0)} µs, wall ${wall.toFixed(0)} µs per page`,
+          );
         }
       }
       for (const name of Object.keys(variants)) {
         const ratios = results[name].map((r, i) => r.postgres / results.service[i].postgres);
-        log(`${name.padEnd(8)} median: postgres ${median(results[name].map((r) => r.postgres)).toFixed(0)} µs, wall ${median(results[name].map((r) => r.wall)).toFixed(0)} µs per page; postgres / service's in the same round: ${ratios.map((x) => x.toFixed(2)).join(', ')}`);
+        log(
+          `${name.padEnd(8)} median: postgres ${median(results[name].map((r) => r.postgres)).toFixed(0)} µs, wall ${median(results[name].map((r) => r.wall)).toFixed(0)} µs per page; postgres / service's in the same round: ${ratios.map((x) => x.toFixed(2)).join(', ')}`,
+        );
       }
     } finally {
       client.release();

@@ -13,7 +13,23 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MiB, KEY, DIST, benchTmp, rmrf, onCleanup, startStack, writePatternFile, freshen, requestJson, cpuMicros, now, log, parseArgs, runScript } = require('../lib/common.cjs');
+const {
+  MiB,
+  KEY,
+  DIST,
+  benchTmp,
+  rmrf,
+  onCleanup,
+  startStack,
+  writePatternFile,
+  freshen,
+  requestJson,
+  cpuMicros,
+  now,
+  log,
+  parseArgs,
+  runScript,
+} = require('../lib/common.cjs');
 const { top } = require('./profile-rest.cjs');
 
 const cpu = (t) => `CPU ${t.cpu.toFixed(2)} s: user ${t.user.toFixed(2)}, sys ${t.sys.toFixed(2)}`;
@@ -39,11 +55,21 @@ function meminfo() {
 function timed(cmd, args, env) {
   spawnSync('sync'); // as bench/figures/cli.cjs: no run pays for an earlier one's writeback
   const t0 = now();
-  const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', cmd, ...args], { env, encoding: 'utf8', maxBuffer: 64 * MiB });
+  const r = spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', cmd, ...args], {
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 * MiB,
+  });
   const seconds = now() - t0;
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   const m = /CPU ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
-  return { seconds, cpu: m ? Number(m[1]) + Number(m[2]) : NaN, user: m ? Number(m[1]) : NaN, sys: m ? Number(m[2]) : NaN, stdout: r.stdout };
+  return {
+    seconds,
+    cpu: m ? Number(m[1]) + Number(m[2]) : NaN,
+    user: m ? Number(m[1]) : NaN,
+    sys: m ? Number(m[2]) : NaN,
+    stdout: r.stdout,
+  };
 }
 
 async function main() {
@@ -56,8 +82,19 @@ async function main() {
   const forget = onCleanup(() => rmrf(work));
   const stack = await startStack({ prefix: 'profile-cli', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
   const url = stack.svc.url;
-  const env = { PATH: process.env.PATH, ASSETS_URL: url, ASSETS_API_KEY: KEY, XDG_CACHE_HOME: path.join(work, 'cache'), HOME: work };
-  const cliArgs = (args, prof, main = cliMain) => [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), main, ...args, '--json'];
+  const env = {
+    PATH: process.env.PATH,
+    ASSETS_URL: url,
+    ASSETS_API_KEY: KEY,
+    XDG_CACHE_HOME: path.join(work, 'cache'),
+    HOME: work,
+  };
+  const cliArgs = (args, prof, main = cliMain) => [
+    ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+    main,
+    ...args,
+    '--json',
+  ];
   try {
     const file = path.join(work, 'one', 'model.safetensors');
     writePatternFile(file, size);
@@ -66,7 +103,8 @@ async function main() {
     let assetId;
     if (kind === 'pull') {
       freshen(file);
-      assetId = JSON.parse(timed(process.execPath, cliArgs(['push', file, '--tag', 'profile-pull']), env).stdout).files[0].asset_id;
+      assetId = JSON.parse(timed(process.execPath, cliArgs(['push', file, '--tag', 'profile-pull']), env).stdout)
+        .files[0].asset_id;
     }
     for (let i = 0; i < rounds; i++) {
       const prof = i === rounds - 1;
@@ -87,26 +125,43 @@ async function main() {
         const curlSvc = (cpuMicros(stack.svc.pid) - s0) / 1e6;
         await del((await requestJson(url, 'GET', '/api/assets?limit=1&sort=created_at&order=desc')).body.assets[0].id);
         const h = timed(process.execPath, [HASH_ONE, file], env);
-        log(`push ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}; service CPU ${curlSvc.toFixed(2)} s); native BLAKE3 alone ${h.seconds.toFixed(2)} s (${cpu(h)})`);
+        log(
+          `push ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}; service CPU ${curlSvc.toFixed(2)} s); native BLAKE3 alone ${h.seconds.toFixed(2)} s (${cpu(h)})`,
+        );
         const variants = String(opts.cli ?? '').split('|');
         for (const [v, extra] of variants.entries()) {
           freshen(file);
           // `@DIR` in a variant: the CLI of that build (another dist dir under a checkout), e.g. `--cli=|@.ab-new`.
           const words = extra.split(' ').filter(Boolean);
-          const build = words[0]?.startsWith('@') ? path.join(path.resolve(words.shift().slice(1)), 'src', 'cli', 'assets', 'main.js') : cliMain;
-          const args = ['push', file, '--timings', ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : []), ...words];
+          const build = words[0]?.startsWith('@')
+            ? path.join(path.resolve(words.shift().slice(1)), 'src', 'cli', 'assets', 'main.js')
+            : cliMain;
+          const args = [
+            'push',
+            file,
+            '--timings',
+            ...(opts.chunk !== undefined ? ['--chunk-size', String(opts.chunk)] : []),
+            ...words,
+          ];
           s0 = cpuMicros(stack.svc.pid);
           p = timed(process.execPath, cliArgs(args, prof && v === variants.length - 1, build), env);
           const svc = (cpuMicros(stack.svc.pid) - s0) / 1e6;
           const res = JSON.parse(p.stdout).files[0];
           await del(res.asset_id);
-          log(`  assets push ${extra || '(defaults)'}: ${p.seconds.toFixed(2)} s (${cpu(p)}; service CPU ${svc.toFixed(2)} s), ratio ${(c.seconds / p.seconds).toFixed(3)}; phases (ms) ${JSON.stringify(res.timings)}`);
+          log(
+            `  assets push ${extra || '(defaults)'}: ${p.seconds.toFixed(2)} s (${cpu(p)}; service CPU ${svc.toFixed(2)} s), ratio ${(c.seconds / p.seconds).toFixed(3)}; phases (ms) ${JSON.stringify(res.timings)}`,
+          );
         }
         continue;
       }
-      log(`${kind} ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}), assets ${p.seconds.toFixed(2)} s (${cpu(p)}), ratio ${(c.seconds / p.seconds).toFixed(3)}`);
+      log(
+        `${kind} ${size / MiB} MiB round ${i + 1}: curl ${c.seconds.toFixed(2)} s (${cpu(c)}), assets ${p.seconds.toFixed(2)} s (${cpu(p)}), ratio ${(c.seconds / p.seconds).toFixed(3)}`,
+      );
     }
-    const prof = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(profDir, f))[0];
+    const prof = fs
+      .readdirSync(profDir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((f) => path.join(profDir, f))[0];
     log(`profile: ${prof}`);
     for (const line of top(prof, Number(opts.top ?? 25))) log(line);
   } finally {

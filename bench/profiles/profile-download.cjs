@@ -13,7 +13,18 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { MiB, GiB, startStack, spawnService, spawnHelper, cpuMicros, mbps, log, parseArgs, runScript } = require('../lib/common.cjs');
+const {
+  MiB,
+  GiB,
+  startStack,
+  spawnService,
+  spawnHelper,
+  cpuMicros,
+  mbps,
+  log,
+  parseArgs,
+  runScript,
+} = require('../lib/common.cjs');
 const { summarize } = require('../lib/cpu-profile.cjs');
 const { viaTask } = require('../figures/download.cjs');
 
@@ -24,7 +35,10 @@ const { viaTask } = require('../figures/download.cjs');
 function gcSummary(lines) {
   const byIsolate = new Map();
   for (const line of lines) {
-    const m = /^\[(\d+):(0x[0-9a-f]+)(?::\d+)?\]\s+\d+ ms: ([A-Za-z -]+?) (?:\(reduce\) )?[\d.]+ \([\d.]+\) -> [\d.]+ \([\d.]+\) MB,(?: pooled: [\d.]+ MB,)? ([\d.]+) \/ ([\d.]+) ms/.exec(line);
+    const m =
+      /^\[(\d+):(0x[0-9a-f]+)(?::\d+)?\]\s+\d+ ms: ([A-Za-z -]+?) (?:\(reduce\) )?[\d.]+ \([\d.]+\) -> [\d.]+ \([\d.]+\) MB,(?: pooled: [\d.]+ MB,)? ([\d.]+) \/ ([\d.]+) ms/.exec(
+        line,
+      );
     if (!m) continue;
     const iso = byIsolate.get(m[2]) ?? new Map();
     byIsolate.set(m[2], iso);
@@ -56,9 +70,20 @@ async function main() {
     const nodeArgs = ['--trace-gc', ...extra, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
     const censusOut = path.join(profDir, 'census.json');
     const svcEnv = args.opts.census
-      ? { ...env, CENSUS_OUT: censusOut, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '..', 'lib', 'chunk-census.cjs')}`.trim() }
+      ? {
+          ...env,
+          CENSUS_OUT: censusOut,
+          NODE_OPTIONS:
+            `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '..', 'lib', 'chunk-census.cjs')}`.trim(),
+        }
       : env;
-    svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, env: svcEnv, nodeArgs, main: path.join(dist, 'src', 'main.js') });
+    svc = await spawnService({
+      dataDir: stack.dataDir,
+      databaseUrl: stack.databaseUrl,
+      env: svcEnv,
+      nodeArgs,
+      main: path.join(dist, 'src', 'main.js'),
+    });
     let buffered = '';
     svc.child.stdout.on('data', (d) => {
       buffered += d;
@@ -73,16 +98,25 @@ async function main() {
       const t = await viaTask(svc.url, url, size);
       const cpu = (cpuMicros(svc.pid) - before) / 1e6;
       cpuTotal += cpu;
-      log(`round ${i + 1}: ${mbps(size, t.seconds).toFixed(0)} MB/s, service CPU ${((cpu * GiB) / size).toFixed(2)} s/GiB`);
+      log(
+        `round ${i + 1}: ${mbps(size, t.seconds).toFixed(0)} MB/s, service CPU ${((cpu * GiB) / size).toFixed(2)} s/GiB`,
+      );
     }
     log(`service CPU ${((cpuTotal * GiB) / (size * rounds)).toFixed(2)} s/GiB over ${rounds} rounds`);
     if (args.opts.census) {
       await new Promise((r) => setTimeout(r, 1500)); // its last write
       const c = JSON.parse(fs.readFileSync(censusOut, 'utf8'));
-      const sizes = Object.entries(c.byBufferKiB).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, n]) => `${k} KiB: ${n}`);
-      log(`chunks to the ingest pool: ${c.chunks} (${(c.bytes / MiB).toFixed(0)} MiB); in buffers above 64 KiB (joined reads): ${c.joinedChunks} (${(c.joinedBytes / MiB).toFixed(0)} MiB)`);
+      const sizes = Object.entries(c.byBufferKiB)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 8)
+        .map(([k, n]) => `${k} KiB: ${n}`);
+      log(
+        `chunks to the ingest pool: ${c.chunks} (${(c.bytes / MiB).toFixed(0)} MiB); in buffers above 64 KiB (joined reads): ${c.joinedChunks} (${(c.joinedBytes / MiB).toFixed(0)} MiB)`,
+      );
       log(`  by buffer size: ${sizes.join(', ')}`);
-      log(`  main thread peak: ArrayBuffers ${c.peakArrayBuffersMiB.toFixed(0)} MiB, external memory ${c.peakExternalMiB.toFixed(0)} MiB`);
+      log(
+        `  main thread peak: ArrayBuffers ${c.peakArrayBuffersMiB.toFixed(0)} MiB, external memory ${c.peakExternalMiB.toFixed(0)} MiB`,
+      );
     }
     await svc.stop();
     svc = undefined;
@@ -98,7 +132,10 @@ async function main() {
   }
   if (!prof) return;
   // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread.
-  const files = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).sort((a, b) => Number(a.split('.')[4]) - Number(b.split('.')[4]));
+  const files = fs
+    .readdirSync(profDir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort((a, b) => Number(a.split('.')[4]) - Number(b.split('.')[4]));
   for (const f of files) {
     log(`\n== thread ${f.split('.')[4]}: ${path.join(profDir, f)}`);
     summarize(JSON.parse(fs.readFileSync(path.join(profDir, f), 'utf8')), top, log);

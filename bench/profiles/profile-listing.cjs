@@ -39,7 +39,10 @@ function selfCpu() {
 function load(base, query) {
   if (typeof query === 'string') return { url: base + query };
   let i = 0;
-  return { url: base, requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: query[i++ % query.length] }) }] };
+  return {
+    url: base,
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: query[i++ % query.length] }) }],
+  };
 }
 
 async function measure(url, query, duration, serverPid, postmaster) {
@@ -71,7 +74,10 @@ function top(profileFile, n) {
     self.set(key, (self.get(key) ?? 0) + 1);
     total++;
   }
-  return [...self].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, c]) => `${((100 * c) / total).toFixed(1).padStart(5)} %  ${k}`);
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, c]) => `${((100 * c) / total).toFixed(1).padStart(5)} %  ${k}`);
 }
 
 async function main() {
@@ -85,7 +91,11 @@ async function main() {
   const { stack } = await seededStack(2_000_000, true, serviceOpts);
   let base;
   try {
-    const keep = path.join(process.env.BENCH_DATA || path.join(__dirname, '..', '..', '.bench-data'), 'listing', 'postgres');
+    const keep = path.join(
+      process.env.BENCH_DATA || path.join(__dirname, '..', '..', '.bench-data'),
+      'listing',
+      'postgres',
+    );
     const postmaster = Number(fs.readFileSync(path.join(keep, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const deep = await cursorAt(stack.databaseUrl, 500_000, false);
     const deepTagged = await cursorAt(stack.databaseUrl, 100_000, true);
@@ -99,8 +109,12 @@ async function main() {
       refine: '/api/assets/tags/refine',
       refine_tagged: `/api/assets/tags/refine?${TAGS}`,
       // 1,000 cursor pages no instance read before (listing.cjs): each one read from the database.
-      deep_cursor_pages_distinct: (await cursorsFrom(stack.databaseUrl, 500_000, 1000, 100, false)).map((c) => `/api/assets?limit=100&after=${c}`),
-      deep_cursor_pages_distinct_tagged: (await cursorsFrom(stack.databaseUrl, 100_000, 1000, 100, true)).map((c) => `/api/assets?${TAGS}&limit=100&after=${c}`),
+      deep_cursor_pages_distinct: (await cursorsFrom(stack.databaseUrl, 500_000, 1000, 100, false)).map(
+        (c) => `/api/assets?limit=100&after=${c}`,
+      ),
+      deep_cursor_pages_distinct_tagged: (await cursorsFrom(stack.databaseUrl, 100_000, 1000, 100, true)).map(
+        (c) => `/api/assets?${TAGS}&limit=100&after=${c}`,
+      ),
     };
     const only = typeof opts.only === 'string' ? opts.only.split(',') : undefined;
     base = await spawnHelper('baseline-server.cjs', [], { DATABASE_URL: stack.databaseUrl });
@@ -116,7 +130,8 @@ async function main() {
   }
   if (profDir) {
     const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-    if (file) log(`profile ${path.join(profDir, file)}\n${top(path.join(profDir, file), Number(opts.top ?? 40)).join('\n')}`);
+    if (file)
+      log(`profile ${path.join(profDir, file)}\n${top(path.join(profDir, file), Number(opts.top ?? 40)).join('\n')}`);
   }
 }
 

@@ -22,7 +22,16 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { KEY, startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('../lib/common.cjs');
+const {
+  KEY,
+  startStack,
+  spawnService,
+  uploadMultipart,
+  cannon,
+  log,
+  parseArgs,
+  runScript,
+} = require('../lib/common.cjs');
 const { teachAutocannonHead, skipHeadBodies } = require('../figures/metadata.cjs');
 
 /** The function's key: name, file (node_modules and dist prefixes cut) and line. */
@@ -39,7 +48,8 @@ function groupOf(f) {
     const rest = url.slice(nm + 13).split('/');
     return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
   }
-  if (url.startsWith('node:')) return url.startsWith('node:internal') ? url.replace(/^node:internal\/([\w]+).*$/, 'node:internal/$1') : url;
+  if (url.startsWith('node:'))
+    return url.startsWith('node:internal') ? url.replace(/^node:internal\/([\w]+).*$/, 'node:internal/$1') : url;
   const m = /\/(src\/.*)$/.exec(url);
   return m ? m[1] : url;
 }
@@ -56,7 +66,10 @@ function top(profileFile, n) {
     self.set(key, (self.get(key) ?? 0) + c);
     total += c;
   }
-  return [...self].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, c]) => `${((100 * c) / total).toFixed(1).padStart(5)} %  ${k}`);
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([k, c]) => `${((100 * c) / total).toFixed(1).padStart(5)} %  ${k}`);
 }
 
 /**
@@ -119,7 +132,12 @@ function diffTable(a, b, nA, nB, n) {
     return { k, ua, ub, d: ub - ua };
   });
   rows.sort((x, y) => Math.abs(y.d) - Math.abs(x.d));
-  return rows.slice(0, n).map((r) => `${r.ua.toFixed(2).padStart(8)} ${r.ub.toFixed(2).padStart(8)} ${(r.d >= 0 ? '+' : '') + r.d.toFixed(2).padStart(7)}  ${r.k}`);
+  return rows
+    .slice(0, n)
+    .map(
+      (r) =>
+        `${r.ua.toFixed(2).padStart(8)} ${r.ub.toFixed(2).padStart(8)} ${(r.d >= 0 ? '+' : '') + r.d.toFixed(2).padStart(7)}  ${r.k}`,
+    );
 }
 
 async function seed(stack) {
@@ -138,11 +156,20 @@ function loadOf(kind, url, { ids, hashes }) {
   let i = 0;
   const paths = kind === 'head' ? hashes.map((h) => `/api/assets/hash/${h}`) : ids.map((id) => `/api/assets/${id}`);
   const method = kind === 'head' ? 'HEAD' : 'GET';
-  return { url, headers: { 'x-api-key': KEY }, connections: 64, requests: [{ method, setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length] }) }] };
+  return {
+    url,
+    headers: { 'x-api-key': KEY },
+    connections: 64,
+    requests: [{ method, setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length] }) }],
+  };
 }
 
 const newestProfile = (dir) =>
-  fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(dir, f))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
 
 async function compare(kinds, dirs, { duration, rounds, topN, interval }) {
   const stack = await startStack({ prefix: 'profile-ab' });
@@ -199,11 +226,19 @@ async function compare(kinds, dirs, { duration, rounds, topN, interval }) {
       prof[k] = selfTimeIn(file, windows[k]);
     }
     const [nA, nB] = [requests.A, requests.B];
-    log(`\nrequests: A ${nA}, B ${nB}; req/s per round A ${rps.A.map((x) => x.toFixed(0)).join(' ')}, B ${rps.B.map((x) => x.toFixed(0)).join(' ')}`);
-    log(`profiled CPU per request (µs): A ${(prof.A.total / nA).toFixed(1)}, B ${(prof.B.total / nB).toFixed(1)}, B/A ${(prof.B.total / nB / (prof.A.total / nA)).toFixed(3)}`);
+    log(
+      `\nrequests: A ${nA}, B ${nB}; req/s per round A ${rps.A.map((x) => x.toFixed(0)).join(' ')}, B ${rps.B.map((x) => x.toFixed(0)).join(' ')}`,
+    );
+    log(
+      `profiled CPU per request (µs): A ${(prof.A.total / nA).toFixed(1)}, B ${(prof.B.total / nB).toFixed(1)}, B/A ${(prof.B.total / nB / (prof.A.total / nA)).toFixed(3)}`,
+    );
     const per = (k, n) =>
       Object.entries(counters[k])
-        .map(([c, v]) => (c === 'scavenges' || c === 'markCompacts' ? `${c} per 10k ${((1e4 * v) / n).toFixed(2)}` : `${c} ${(v / n).toFixed(2)}`))
+        .map(([c, v]) =>
+          c === 'scavenges' || c === 'markCompacts'
+            ? `${c} per 10k ${((1e4 * v) / n).toFixed(2)}`
+            : `${c} ${(v / n).toFixed(2)}`,
+        )
         .join(', ');
     log(`per request (/proc): A ${per('A', nA)}; B ${per('B', nB)}`);
     log(`\nby group: µs per request  A        B     B-A`);
@@ -225,7 +260,11 @@ async function main() {
     const [a, b] = String(opts.compare).split(',');
     if (!a || !b) throw new Error('--compare=DIR_A,DIR_B');
     const [kindA, kindB = kindA] = kind.split(',');
-    await compare({ A: kindA, B: kindB }, { A: a, B: b }, { duration, rounds: rounds ?? 4, topN: Number(opts.top ?? 40), interval: Number(opts.interval ?? 250) });
+    await compare(
+      { A: kindA, B: kindB },
+      { A: a, B: b },
+      { duration, rounds: rounds ?? 4, topN: Number(opts.top ?? 40), interval: Number(opts.interval ?? 250) },
+    );
     return;
   }
   const dir = process.env.BENCH_PROFILE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'prof-'));

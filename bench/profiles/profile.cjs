@@ -24,10 +24,16 @@ async function main() {
   let requests = 0;
   try {
     const ids = [];
-    for (let i = 0; i < 50; i++) ids.push((await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `p${i}.bin` })).body.id);
+    for (let i = 0; i < 50; i++)
+      ids.push((await uploadMultipart(stack.svc.url, 1024 + i, { fileName: `p${i}.bin` })).body.id);
     if (kind.endsWith('-list')) await seedPreviews(stack.svc.url, ids);
     await stack.svc.stop();
-    svc = await spawnService({ dataDir: stack.dataDir, databaseUrl: stack.databaseUrl, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`], main: path.join(dist, 'src', 'main.js') });
+    svc = await spawnService({
+      dataDir: stack.dataDir,
+      databaseUrl: stack.databaseUrl,
+      nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+      main: path.join(dist, 'src', 'main.js'),
+    });
     const warm = await cannon({ ...cycling(svc.url, ids, kind), duration: 2, connections: 64 });
     const r = await cannon({ ...cycling(svc.url, ids, kind), duration, connections: 64 });
     log(`${kind}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} p99 ${r.p99} ms (under the profiler), ok=${r.ok}`);

@@ -11,7 +11,10 @@ const { createTus, patch } = require('../lib/tus-client.cjs');
 async function main() {
   const { opts } = parseArgs(process.argv.slice(2));
   const n = Number(opts.n ?? 30);
-  const stack = await startStack({ prefix: 'tus-create', ...(opts.dist ? { main: path.resolve(String(opts.dist), 'src', 'main.js') } : {}) });
+  const stack = await startStack({
+    prefix: 'tus-create',
+    ...(opts.dist ? { main: path.resolve(String(opts.dist), 'src', 'main.js') } : {}),
+  });
   try {
     const post = [];
     const first = [];

@@ -25,7 +25,10 @@ const path = require('node:path');
 
 const MiB = 1 << 20;
 const args = Object.fromEntries(
-  process.argv.slice(2).map((a, i, all) => (a.startsWith('--') ? [a.slice(2), all[i + 1]] : undefined)).filter(Boolean),
+  process.argv
+    .slice(2)
+    .map((a, i, all) => (a.startsWith('--') ? [a.slice(2), all[i + 1]] : undefined))
+    .filter(Boolean),
 );
 const total = Number(args.mib ?? 1024) * MiB;
 const patch = Number(args.patch ?? 64) * MiB;
@@ -71,7 +74,12 @@ class Syncer {
     }
     if (this.running) return;
     const every = this.left <= this.tailFrom ? this.tailEvery : this.n;
-    if (this.kind === 'first' && this.count > 0 ? this.since <= 0 : this.since < (this.count === 0 ? Math.min(this.first, every) : every)) return;
+    if (
+      this.kind === 'first' && this.count > 0
+        ? this.since <= 0
+        : this.since < (this.count === 0 ? Math.min(this.first, every) : every)
+    )
+      return;
     this.since = 0;
     this.count++;
     this.running = this.fh.datasync().finally(() => {
@@ -214,7 +222,9 @@ function patched(policy) {
 }
 
 (async () => {
-  console.log(`disk: ${total / MiB} MiB, PATCHes of ${patch / MiB} MiB, pace ${pace / 1e6} MB/s, gap ${gap} ms, ${rounds} rounds`);
+  console.log(
+    `disk: ${total / MiB} MiB, PATCHes of ${patch / MiB} MiB, pace ${pace / 1e6} MB/s, gap ${gap} ms, ${rounds} rounds`,
+  );
   const res = Object.fromEntries(policies.map((p) => [p, []]));
   for (let r = 0; r < rounds; r++) {
     const m = await streamed();
@@ -224,7 +234,9 @@ function patched(policy) {
       const t = await patched(p);
       const tb = total / t.secs / 1e6;
       res[p].push(tb / mb);
-      line.push(`${p} ${tb.toFixed(0)} MB/s ${(tb / mb).toFixed(3)} (tail p50 ${(t.tailP50 * 1000).toFixed(0)} ms, ${t.syncs} syncs)`);
+      line.push(
+        `${p} ${tb.toFixed(0)} MB/s ${(tb / mb).toFixed(3)} (tail p50 ${(t.tailP50 * 1000).toFixed(0)} ms, ${t.syncs} syncs)`,
+      );
     }
     console.log(line.join('; '));
   }

@@ -21,7 +21,12 @@ async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { owner: { type: 'string' }, admin: { type: 'boolean', default: false }, label: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      owner: { type: 'string' },
+      admin: { type: 'boolean', default: false },
+      label: { type: 'string' },
+      help: { type: 'boolean' },
+    },
   });
   const [command, arg] = positionals;
   if (values.help || !command || !['create', 'list', 'revoke'].includes(command)) {
@@ -33,7 +38,12 @@ async function main(argv: string[]): Promise<number> {
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl;
   if (!url) {
-    embedded = await startEmbeddedPostgres({ dir: path.join(config.dataDir, 'postgres'), database: 'assets', logger, reuseRunning: true });
+    embedded = await startEmbeddedPostgres({
+      dir: path.join(config.dataDir, 'postgres'),
+      database: 'assets',
+      logger,
+      reuseRunning: true,
+    });
     url = embedded.url;
   }
   const db = createDatabase(url, 2);
@@ -47,7 +57,9 @@ async function main(argv: string[]): Promise<number> {
       }
       const { key, info } = await keys.create({ owner: values.owner, admin: values.admin, label: values.label });
       process.stdout.write(`${key}\n`);
-      process.stderr.write(`created key ${info.id} for owner ${info.ownerId}${info.isAdmin ? ' (admin)' : ''}; it is shown only once\n`);
+      process.stderr.write(
+        `created key ${info.id} for owner ${info.ownerId}${info.isAdmin ? ' (admin)' : ''}; it is shown only once\n`,
+      );
     } else if (command === 'list') {
       for (const k of await keys.list()) {
         process.stdout.write(

@@ -63,7 +63,8 @@ export const isDomainError = (e: unknown): e is DomainError => e instanceof Doma
  * Failures of this service's own stores (the blob store or the database unreachable, a disk full), not answers about
  * the request: work that hit one is kept and tried again (a download's bytes, a finished upload's part).
  */
-export const isOwnStoreFailure = (e: unknown): boolean => e instanceof DomainError && (e.code === 'SERVICE_UNAVAILABLE' || e.code === 'INSUFFICIENT_STORAGE');
+export const isOwnStoreFailure = (e: unknown): boolean =>
+  e instanceof DomainError && (e.code === 'SERVICE_UNAVAILABLE' || e.code === 'INSUFFICIENT_STORAGE');
 
 /**
  * A row with the same key exists already: a unique violation, translated by the repository that wrote the row. It

@@ -21,7 +21,8 @@ const refused = (code: InputErrorCode, where: string, what: string) =>
   new DomainError(code, `${where} ${what}`, code === 'INVALID_QUERY' ? { parameter: where } : { field: where });
 
 export function assertStorableText(value: string, where: string, code: InputErrorCode = 'INVALID_BODY'): string {
-  if (!isStorableText(value)) throw refused(code, where, 'must not contain NUL characters or unpaired UTF-16 surrogates');
+  if (!isStorableText(value))
+    throw refused(code, where, 'must not contain NUL characters or unpaired UTF-16 surrogates');
   return value;
 }
 
@@ -36,7 +37,9 @@ export function idempotencyKeyOf(raw: string | null | undefined): string | null 
   if (raw == null) return null;
   const key = assertStorableText(raw, 'idempotency_key').trim();
   if (key.length > MAX_IDEMPOTENCY_KEY) {
-    throw new DomainError('INVALID_BODY', `the idempotency key is longer than ${MAX_IDEMPOTENCY_KEY} characters`, { field: 'idempotency_key' });
+    throw new DomainError('INVALID_BODY', `the idempotency key is longer than ${MAX_IDEMPOTENCY_KEY} characters`, {
+      field: 'idempotency_key',
+    });
   }
   return key || null;
 }
@@ -47,7 +50,12 @@ export function idempotencyKeyOf(raw: string | null | undefined): string | null 
  * storable text. A scalar is depth 0, `{}` or `[]` depth 1. Dates (GraphQL arguments) must lie in the years
  * 0001–9999; promises (GraphQL uploads) are left alone.
  */
-export function assertJsonInput(value: unknown, where: string, code: InputErrorCode = 'INVALID_BODY', maxDepth = MAX_JSON_DEPTH): void {
+export function assertJsonInput(
+  value: unknown,
+  where: string,
+  code: InputErrorCode = 'INVALID_BODY',
+  maxDepth = MAX_JSON_DEPTH,
+): void {
   const stack: { v: unknown; depth: number }[] = [{ v: value, depth: 0 }];
   while (stack.length > 0) {
     const { v, depth } = stack.pop()!;
@@ -60,7 +68,8 @@ export function assertJsonInput(value: unknown, where: string, code: InputErrorC
       continue;
     }
     if (v === null || typeof v !== 'object' || typeof (v as { then?: unknown }).then === 'function') continue;
-    if (depth + 1 > maxDepth) throw refused(code, where, `must not nest JSON values more than ${MAX_JSON_DEPTH} levels deep`);
+    if (depth + 1 > maxDepth)
+      throw refused(code, where, `must not nest JSON values more than ${MAX_JSON_DEPTH} levels deep`);
     if (Array.isArray(v)) {
       for (const item of v) stack.push({ v: item, depth: depth + 1 });
     } else {
@@ -73,8 +82,13 @@ export function assertJsonInput(value: unknown, where: string, code: InputErrorC
 }
 
 /** A JSON object (not an array or a scalar) obeying `assertJsonInput`. */
-export function assertJsonObject(value: unknown, where: string, code: InputErrorCode = 'INVALID_BODY'): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw refused(code, where, 'must be a JSON object');
+export function assertJsonObject(
+  value: unknown,
+  where: string,
+  code: InputErrorCode = 'INVALID_BODY',
+): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw refused(code, where, 'must be a JSON object');
   assertJsonInput(value, where, code);
   return value as Record<string, unknown>;
 }
@@ -97,6 +111,7 @@ const YEAR_10000 = 253_402_300_800_000;
 /** A date a query can hold: in the years 0001–9999 (PostgreSQL and ISO 8601's four-digit years). */
 export function assertQueryDate(d: Date, where: string, code: InputErrorCode = 'INVALID_QUERY'): Date {
   const t = d.getTime();
-  if (Number.isNaN(t) || t < YEAR_ONE || t >= YEAR_10000) throw refused(code, where, 'must be a date in the years 0001–9999');
+  if (Number.isNaN(t) || t < YEAR_ONE || t >= YEAR_10000)
+    throw refused(code, where, 'must be a date in the years 0001–9999');
   return d;
 }

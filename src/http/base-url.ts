@@ -7,7 +7,10 @@ import type { Links } from '../domain/assets/asset.types';
  * one, else the request's own: `Host`, and `X-Forwarded-Proto` / `X-Forwarded-Host` only behind a trusted proxy.
  * Shared by the REST routers and GraphQL so every transport writes the same URLs.
  */
-export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | undefined; trustProxy: boolean }): string {
+export function baseUrlOf(
+  req: http.IncomingMessage,
+  cfg: { publicUrl: string | undefined; trustProxy: boolean },
+): string {
   if (cfg.publicUrl) return cfg.publicUrl;
   let proto = (req.socket as TLSSocket).encrypted ? 'https' : 'http';
   let host = first(req.headers.host);
@@ -17,7 +20,8 @@ export function baseUrlOf(req: http.IncomingMessage, cfg: { publicUrl: string | 
     host = first(req.headers['x-forwarded-host']) ?? host;
   }
   // A host header is a name and an optional port; anything else (or none, HTTP/1.0) falls back to the socket.
-  if (!host || !/^[A-Za-z0-9.\-[\]:]+$/.test(host)) host = `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? ''}`;
+  if (!host || !/^[A-Za-z0-9.\-[\]:]+$/.test(host))
+    host = `${req.socket.localAddress ?? '127.0.0.1'}:${req.socket.localPort ?? ''}`;
   return `${proto}://${host}`;
 }
 

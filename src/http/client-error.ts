@@ -45,7 +45,10 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
  * say, whose Location the client never learns. Bytes that break the body of the request being read (a malformed
  * chunk) are that request's fault: refused at once, as before.
  */
-export function answerClientErrors(server: Server, requests: { answering(socket: Duplex): { req: IncomingMessage; res: ServerResponse } | undefined }): void {
+export function answerClientErrors(
+  server: Server,
+  requests: { answering(socket: Duplex): { req: IncomingMessage; res: ServerResponse } | undefined },
+): void {
   // The parser, once it has refused, refuses every later chunk of the connection again (and its head timer may
   // fire too): one answer per connection, and its close stays the lingering one of answerClientError.
   const refused = new WeakSet<Duplex>();
@@ -55,7 +58,8 @@ export function answerClientErrors(server: Server, requests: { answering(socket:
     // The connection's latest request still being answered, as the pipeline's request guard tracks it (the server
     // keeps one request listener: the app).
     const current = requests.answering(socket);
-    const after = current && current.req.complete && !current.res.writableFinished && err.code !== 'ECONNRESET' && socket.writable;
+    const after =
+      current && current.req.complete && !current.res.writableFinished && err.code !== 'ECONNRESET' && socket.writable;
     if (after) current.res.once('close', () => answerClientError(err, socket));
     else answerClientError(err, socket);
   });

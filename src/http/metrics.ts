@@ -20,7 +20,10 @@ export function routeLabel(res: Response, template: string): void {
  * `close` listener and a label lookup; the template strings are computed once per route, on the first request (every
  * route is registered by then).
  */
-export function observeRequests(app: Express, opts: { metrics?: Metrics; accessLog?: Logger }): ((req: Request, res: Response) => void) | undefined {
+export function observeRequests(
+  app: Express,
+  opts: { metrics?: Metrics; accessLog?: Logger },
+): ((req: Request, res: Response) => void) | undefined {
   const { metrics, accessLog } = opts;
   if (!metrics && !accessLog) return undefined;
   let templates: WeakMap<object, string> | undefined;
@@ -90,13 +93,20 @@ export function metricsHandler(metrics: Metrics, token: string | undefined): Req
   return (req, res, next) => {
     if (expected) {
       const m = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '');
-      const given = crypto.createHash('sha256').update(m ? m[1]!.trim() : '').digest();
+      const given = crypto
+        .createHash('sha256')
+        .update(m ? m[1]!.trim() : '')
+        .digest();
       if (!m || !crypto.timingSafeEqual(given, expected)) {
         res.set('WWW-Authenticate', 'Bearer realm="metrics"');
         next(new DomainError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>'));
         return;
       }
-    } else if (!isLoopback(req.socket.remoteAddress) || req.get('forwarded') !== undefined || req.get('x-forwarded-for') !== undefined) {
+    } else if (
+      !isLoopback(req.socket.remoteAddress) ||
+      req.get('forwarded') !== undefined ||
+      req.get('x-forwarded-for') !== undefined
+    ) {
       next(new DomainError('FORBIDDEN', 'GET /metrics answers loopback clients only unless METRICS_TOKEN is set'));
       return;
     }

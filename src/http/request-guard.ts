@@ -71,7 +71,15 @@ export class RequestGuard {
   private track(req: http.IncomingMessage, res: http.ServerResponse): void {
     const now = Date.now();
     const bytes = req.socket.bytesRead;
-    this.inFlight.set(req, { res, bytes, since: now, windowBytes: bytes, windowSince: now, sent: req.socket.bytesWritten, sentSince: now });
+    this.inFlight.set(req, {
+      res,
+      bytes,
+      since: now,
+      windowBytes: bytes,
+      windowSince: now,
+      sent: req.socket.bytesWritten,
+      sentSince: now,
+    });
     this.latest.set(req.socket, req);
     // A response closes once: `on` spares the wrapper `once` makes per request.
     res.on('close', () => this.inFlight.delete(req));
@@ -95,7 +103,13 @@ export class RequestGuard {
         t.since = now;
       } else if (this.bodyIdleTimeoutMs > 0 && now - t.since >= this.bodyIdleTimeoutMs) {
         this.inFlight.delete(req);
-        answerAndClose(t.res, new DomainError('REQUEST_TIMEOUT', `the request body sent no byte for ${Math.round(this.bodyIdleTimeoutMs / 1000)} s`));
+        answerAndClose(
+          t.res,
+          new DomainError(
+            'REQUEST_TIMEOUT',
+            `the request body sent no byte for ${Math.round(this.bodyIdleTimeoutMs / 1000)} s`,
+          ),
+        );
         continue;
       }
       this.checkRate(req, t, bytes, now);
@@ -141,7 +155,10 @@ export class RequestGuard {
     if (sent !== t.sent || (waiting === 0 && !t.res.writableNeedDrain)) {
       t.sent = sent;
       t.sentSince = now;
-    } else if (now - t.sentSince >= this.sendIdleTimeoutMs + Math.max(0, waiting - READ_SIZE) / SLOWEST_READER_BYTES_PER_MS) {
+    } else if (
+      now - t.sentSince >=
+      this.sendIdleTimeoutMs + Math.max(0, waiting - READ_SIZE) / SLOWEST_READER_BYTES_PER_MS
+    ) {
       this.inFlight.delete(req);
       socket.destroy();
     }
@@ -158,7 +175,10 @@ export class RequestGuard {
   abortAll(): void {
     for (const [req, t] of this.inFlight) {
       this.inFlight.delete(req);
-      answerAndClose(t.res, new DomainError('SERVICE_UNAVAILABLE', 'the service is shutting down; retry later', { retry_after: 5 }));
+      answerAndClose(
+        t.res,
+        new DomainError('SERVICE_UNAVAILABLE', 'the service is shutting down; retry later', { retry_after: 5 }),
+      );
     }
   }
 
@@ -181,7 +201,12 @@ function answerAndClose(res: http.ServerResponse, err: DomainError): void {
   const r = errorResponse(err);
   const text = JSON.stringify(r.body);
   try {
-    res.writeHead(r.status, { ...r.headers, Connection: 'close', 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    res.writeHead(r.status, {
+      ...r.headers,
+      Connection: 'close',
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(text),
+    });
     // Node forgets a request once its answer is finished: destroy it ourselves, so the handler still reading the
     // body sees it aborted and removes what it wrote.
     res.end(text, () => res.req.destroy());

@@ -47,7 +47,8 @@ export async function startEmbeddedPostgres(opts: {
   /** Connect to the cluster when a live service already runs it (operator commands), instead of failing. */
   reuseRunning?: boolean;
 }): Promise<EmbeddedDatabase> {
-  const urlFor = (port: number) => `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(opts.database)}`;
+  const urlFor = (port: number) =>
+    `postgresql://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(opts.database)}`;
   // Which process runs this cluster; beside the data directory, which PostgreSQL owns.
   const ownerFile = `${opts.dir}.service.pid`;
   const running = runningCluster(opts.dir);
@@ -56,7 +57,9 @@ export async function startEmbeddedPostgres(opts: {
     const ownerAlive = owner !== undefined && owner !== process.pid && isProcessAlive(owner);
     if (ownerAlive && opts.reuseRunning) return { url: urlFor(running.port), stop: async () => undefined };
     if (ownerAlive) {
-      throw new Error(`the embedded PostgreSQL under ${opts.dir} is in use by process ${owner} (is the service already running with this DATA_DIR?)`);
+      throw new Error(
+        `the embedded PostgreSQL under ${opts.dir} is in use by process ${owner} (is the service already running with this DATA_DIR?)`,
+      );
     }
     // Left behind by a service that was killed: adopt it.
     opts.logger.warn('adopting an embedded PostgreSQL left running by a previous process', { pid: running.pid });
@@ -79,7 +82,14 @@ export async function startEmbeddedPostgres(opts: {
     try {
       execFileSync(
         path.join(bin, 'initdb'),
-        [`--pgdata=${opts.dir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'],
+        [
+          `--pgdata=${opts.dir}`,
+          '--auth=scram-sha-256',
+          `--username=${USER}`,
+          `--pwfile=${pwfile}`,
+          '--encoding=UTF8',
+          '--locale=C',
+        ],
         { ...(ids ?? {}), stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } },
       );
     } catch (err) {
@@ -96,7 +106,18 @@ export async function startEmbeddedPostgres(opts: {
   const child = spawn(
     path.join(bin, 'postgres'),
     [
-      ...['-D', opts.dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+      ...[
+        '-D',
+        opts.dir,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        '-c',
+        'max_connections=300',
+      ],
       // The cluster lives on local disk under DATA_DIR and its hot pages stay cached, so an index page costs about as
       // much as a sequential one. With the default 4.0 the planner counted a tag filter (GET /api/assets total) with a
       // Seq Scan instead of the faster GIN bitmap scan (`npm run bench -- listing`).
@@ -133,7 +154,11 @@ export async function startEmbeddedPostgres(opts: {
   };
 }
 
-async function stopPostmaster(pid: number, opts: { dir: string; persistent?: boolean }, ownerFile: string): Promise<void> {
+async function stopPostmaster(
+  pid: number,
+  opts: { dir: string; persistent?: boolean },
+  ownerFile: string,
+): Promise<void> {
   // SIGINT is PostgreSQL's "fast" shutdown: sessions end, a checkpoint is written, the server exits.
   signal(pid, 'SIGINT');
   const deadline = Date.now() + 30_000;
@@ -153,7 +178,8 @@ async function waitUntilReady(url: string, exited: () => boolean, logFile: strin
       await c.query('SELECT 1');
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`PostgreSQL did not become ready: ${(err as Error).message}\n${tail(logFile)}`);
+      if (Date.now() > deadline)
+        throw new Error(`PostgreSQL did not become ready: ${(err as Error).message}\n${tail(logFile)}`);
       await sleep(50);
     } finally {
       await c.end().catch(() => undefined);
@@ -182,7 +208,9 @@ export function binDir(): string {
     const candidate = path.join(dir, pkg, 'native', 'bin');
     if (fs.existsSync(path.join(candidate, 'postgres'))) return candidate;
   }
-  throw new Error(`no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg}); set DATABASE_URL instead`);
+  throw new Error(
+    `no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${pkg}); set DATABASE_URL instead`,
+  );
 }
 
 /**
@@ -208,7 +236,10 @@ function makeTraversable(dir: string, ids: { uid: number; gid: number }, logger:
     }
     if (d === path.dirname(d)) break;
   }
-  if (changed.length > 0) logger.warn(`made directories searchable (o+x) for the ${USER} user that runs the embedded PostgreSQL`, { dirs: changed });
+  if (changed.length > 0)
+    logger.warn(`made directories searchable (o+x) for the ${USER} user that runs the embedded PostgreSQL`, {
+      dirs: changed,
+    });
 }
 
 /** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user, creating it if needed. */

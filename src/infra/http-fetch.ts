@@ -17,7 +17,10 @@ export class FetchError extends Error {
 
 class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS';
-  constructor(readonly host: string, readonly address: string) {
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
     super(`${host} resolves to ${address}, a loopback, private, link-local or metadata address`);
     this.name = 'BlockedAddressError';
   }
@@ -56,10 +59,27 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 function blockList(): net.BlockList {
   const b = new net.BlockList();
   for (const [a, p] of [
-    ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-    ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-  ] as const) b.addSubnet(a, p, 'ipv4');
-  for (const [a, p] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) b.addSubnet(a, p, 'ipv6');
+    ['0.0.0.0', 8],
+    ['10.0.0.0', 8],
+    ['100.64.0.0', 10],
+    ['127.0.0.0', 8],
+    ['169.254.0.0', 16],
+    ['172.16.0.0', 12],
+    ['192.0.0.0', 24],
+    ['192.168.0.0', 16],
+    ['198.18.0.0', 15],
+    ['224.0.0.0', 4],
+    ['240.0.0.0', 4],
+  ] as const)
+    b.addSubnet(a, p, 'ipv4');
+  for (const [a, p] of [
+    ['::', 128],
+    ['::1', 128],
+    ['fc00::', 7],
+    ['fe80::', 10],
+    ['ff00::', 8],
+  ] as const)
+    b.addSubnet(a, p, 'ipv6');
   return b;
 }
 const BLOCKED = blockList();
@@ -87,7 +107,8 @@ const guardedLookup: net.LookupFunction = (hostname, options, callback) => {
     const list = addresses as dns.LookupAddress[];
     const bad = list.find((a) => isBlockedAddress(a.address));
     if (bad) return callback(new BlockedAddressError(hostname, bad.address), '', 0);
-    if ((options as dns.LookupOptions).all) (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+    if ((options as dns.LookupOptions).all)
+      (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
     else callback(null, list[0]!.address, list[0]!.family);
   });
 };
@@ -120,7 +141,8 @@ export class HttpFetcher {
     let method = o.method ?? 'GET';
     const redirects: Hop[] = [];
     for (;;) {
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new FetchError('network', `cannot fetch ${url.protocol} URLs`);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new FetchError('network', `cannot fetch ${url.protocol} URLs`);
       const dispatcher = this.dispatcherFor(url);
       const headers: Record<string, string> = { 'user-agent': 'asset-service', ...o.headers };
       if (o.auth && url.origin === o.auth.origin) Object.assign(headers, o.auth.headers);
@@ -140,12 +162,19 @@ export class HttpFetcher {
       }
       const location = res.headers.location;
       if (o.follow === false || !REDIRECTS.has(res.statusCode) || typeof location !== 'string') {
-        return { status: res.statusCode, headers: res.headers, body: res.body as FetchResponse['body'], url, redirects };
+        return {
+          status: res.statusCode,
+          headers: res.headers,
+          body: res.body as FetchResponse['body'],
+          url,
+          redirects,
+        };
       }
       res.body.resume();
       res.body.on('error', () => undefined);
       redirects.push({ url, status: res.statusCode, headers: res.headers });
-      if (redirects.length > MAX_REDIRECTS) throw new FetchError('redirects', `more than ${MAX_REDIRECTS} redirects from ${start.origin}`);
+      if (redirects.length > MAX_REDIRECTS)
+        throw new FetchError('redirects', `more than ${MAX_REDIRECTS} redirects from ${start.origin}`);
       try {
         url = new URL(location, url);
       } catch {
@@ -164,7 +193,10 @@ export class HttpFetcher {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     // The lookup hook never runs for an IP literal, so those are checked here.
     if (net.isIP(host) && isBlockedAddress(host)) {
-      throw new FetchError('blocked', `refused to connect to ${url.host}: a loopback, private, link-local or metadata address (DOWNLOAD_BLOCK_PRIVATE_NETWORKS)`);
+      throw new FetchError(
+        'blocked',
+        `refused to connect to ${url.host}: a loopback, private, link-local or metadata address (DOWNLOAD_BLOCK_PRIVATE_NETWORKS)`,
+      );
     }
     return this.guarded;
   }
@@ -174,11 +206,17 @@ function translate(err: unknown, url: URL, signal?: AbortSignal): FetchError {
   if (signal?.aborted) return new FetchError('aborted', 'the request was aborted', { cause: err });
   for (let e: unknown = err, i = 0; e && i < 5; e = (e as { cause?: unknown }).cause, i++) {
     if (e instanceof BlockedAddressError) {
-      return new FetchError('blocked', `refused to connect to ${url.host}: ${e.message} (DOWNLOAD_BLOCK_PRIVATE_NETWORKS)`, { cause: err });
+      return new FetchError(
+        'blocked',
+        `refused to connect to ${url.host}: ${e.message} (DOWNLOAD_BLOCK_PRIVATE_NETWORKS)`,
+        { cause: err },
+      );
     }
   }
   const code = (err as { code?: string }).code;
-  return new FetchError('network', `${url.host}: ${(err as Error).message ?? String(err)}${code ? ` (${code})` : ''}`, { cause: err });
+  return new FetchError('network', `${url.host}: ${(err as Error).message ?? String(err)}${code ? ` (${code})` : ''}`, {
+    cause: err,
+  });
 }
 
 export const headerText = (h: string | string[] | undefined): string | undefined => (Array.isArray(h) ? h[0] : h);

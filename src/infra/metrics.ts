@@ -69,13 +69,33 @@ export class Metrics implements TransferMeter {
       this.registry,
     );
     this.bytes = {
-      uploaded: new Counter({ name: 'assets_uploaded_bytes_total', help: 'Bytes received from clients into the content ingest (uploads).', registers }),
-      downloaded: new Counter({ name: 'assets_downloaded_bytes_total', help: 'Bytes fetched from providers (download tasks and URL uploads).', registers }),
-      served: new Counter({ name: 'assets_served_bytes_total', help: 'Content bytes sent to clients (GET /api/assets/{id}/content).', registers }),
+      uploaded: new Counter({
+        name: 'assets_uploaded_bytes_total',
+        help: 'Bytes received from clients into the content ingest (uploads).',
+        registers,
+      }),
+      downloaded: new Counter({
+        name: 'assets_downloaded_bytes_total',
+        help: 'Bytes fetched from providers (download tasks and URL uploads).',
+        registers,
+      }),
+      served: new Counter({
+        name: 'assets_served_bytes_total',
+        help: 'Content bytes sent to clients (GET /api/assets/{id}/content).',
+        registers,
+      }),
     };
     this.inFlight = {
-      upload: new Gauge({ name: 'assets_uploads_in_flight', help: 'Uploads whose bytes are being received by this process.', registers }),
-      download: new Gauge({ name: 'assets_downloads_in_flight', help: 'Downloads from providers being received by this process.', registers }),
+      upload: new Gauge({
+        name: 'assets_uploads_in_flight',
+        help: 'Uploads whose bytes are being received by this process.',
+        registers,
+      }),
+      download: new Gauge({
+        name: 'assets_downloads_in_flight',
+        help: 'Downloads from providers being received by this process.',
+        registers,
+      }),
     };
     this.sourceErrors = new Counter({
       name: 'assets_metrics_source_errors_total',

@@ -7,7 +7,6 @@ import type { Logger } from './logger';
 /** Prisma's own advisory lock key for migrations, so `prisma migrate deploy` and this runner exclude each other. */
 const MIGRATION_LOCK_KEY = 72707369;
 
-
 export interface Migration {
   name: string;
   sql: string;
@@ -80,7 +79,10 @@ export async function migrate(databaseUrl: string, logger: Logger): Promise<stri
           [id, m.checksum, m.name],
         );
         await client.query(m.sql);
-        await client.query('UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1', [id]);
+        await client.query(
+          'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
+          [id],
+        );
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');

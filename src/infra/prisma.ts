@@ -42,13 +42,17 @@ export class Transactions {
   ): Promise<T> {
     const maxWait = opts.maxWaitMs ?? this.maxWaitMs;
     const limit = opts.statementTimeoutMs;
-    return this.prisma.$transaction(async (tx) => {
-      if (limit !== undefined) await tx.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(limit)))}, true)`;
-      return fn(tx as unknown as Transaction);
-    }, {
-      ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
-      ...(maxWait !== undefined ? { maxWait } : {}),
-    });
+    return this.prisma.$transaction(
+      async (tx) => {
+        if (limit !== undefined)
+          await tx.$queryRaw`SELECT set_config('statement_timeout', ${String(Math.max(1, Math.floor(limit)))}, true)`;
+        return fn(tx as unknown as Transaction);
+      },
+      {
+        ...(opts.timeoutMs !== undefined ? { timeout: opts.timeoutMs } : {}),
+        ...(maxWait !== undefined ? { maxWait } : {}),
+      },
+    );
   }
 }
 
@@ -122,7 +126,16 @@ export function translateDbError(err: unknown, health?: DatabaseHealth): unknown
   return err;
 }
 
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 /** Prisma's codes for "cannot reach / lost / timed out waiting for" the database. */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
@@ -133,7 +146,8 @@ function sqlStateKind(code: string): 'unavailable' | 'full' | undefined {
   if (code === '53100') return 'full';
   // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now; 57014: statement timeout;
   // 53300: too many connections; 53200: out of memory.
-  if (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '57014' || code === '53300' || code === '53200') return 'unavailable';
+  if (code.startsWith('08') || /^57P0[123]$/.test(code) || code === '57014' || code === '53300' || code === '53200')
+    return 'unavailable';
   return undefined;
 }
 
@@ -153,7 +167,8 @@ export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefine
       if (state) return sqlStateKind(state);
     }
     if (typeof o.code === 'string') {
-      if (SOCKET_CODES.has(o.code) || PRISMA_CODES.has(o.code) || o.code === 'SERVICE_UNAVAILABLE') return 'unavailable';
+      if (SOCKET_CODES.has(o.code) || PRISMA_CODES.has(o.code) || o.code === 'SERVICE_UNAVAILABLE')
+        return 'unavailable';
       if (o.code === 'INSUFFICIENT_STORAGE') return 'full';
       if (/^[0-9A-Z]{5}$/.test(o.code)) {
         const k = sqlStateKind(o.code);
@@ -227,7 +242,7 @@ function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
         args[args.length - 1] = (err: unknown, res: unknown) => last(err ? translate(err) : err, res);
         return (super.query as (...a: unknown[]) => unknown)(...args);
       }
-      return ((super.query as (...a: unknown[]) => Promise<unknown>)(...args)).catch((err: unknown) => {
+      return (super.query as (...a: unknown[]) => Promise<unknown>)(...args).catch((err: unknown) => {
         throw translate(err);
       });
     }
@@ -244,7 +259,11 @@ function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
   return new GuardedPool({ ...config, Client: GuardedClient } as PoolConfig);
 }
 
-export function createDatabase(url: string, poolSize: number, opts: { logger?: Logger; timeouts?: DatabaseTimeouts } = {}): Database {
+export function createDatabase(
+  url: string,
+  poolSize: number,
+  opts: { logger?: Logger; timeouts?: DatabaseTimeouts } = {},
+): Database {
   const t = opts.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
   const health = new DatabaseHealth(opts.logger);
   const pool = guardedPool(
@@ -255,7 +274,9 @@ export function createDatabase(url: string, poolSize: number, opts: { logger?: L
       connectionTimeoutMillis: t.connectTimeoutMs,
       // The server cancels a statement after statement_timeout; a server that does not answer at all (frozen) is cut
       // by the client a second later. Statements are short: long transfers never hold a statement open.
-      ...(t.statementTimeoutMs > 0 ? { statement_timeout: t.statementTimeoutMs, query_timeout: t.statementTimeoutMs + 1_000 } : {}),
+      ...(t.statementTimeoutMs > 0
+        ? { statement_timeout: t.statementTimeoutMs, query_timeout: t.statementTimeoutMs + 1_000 }
+        : {}),
     },
     health,
   );
@@ -306,7 +327,11 @@ function withTranslatedTransactions(prisma: PrismaClient, health: DatabaseHealth
 export function pgErrorCode(err: unknown): string | undefined {
   let e: unknown = err;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: string; kind?: string } } } };
+    const o = e as {
+      code?: unknown;
+      cause?: unknown;
+      meta?: { driverAdapterError?: { cause?: { originalCode?: string; kind?: string } } };
+    };
     const original = o.meta?.driverAdapterError?.cause?.originalCode;
     if (original) return original;
     if (typeof o.code === 'string' && /^[0-9A-Z]{5}$/.test(o.code)) return o.code;

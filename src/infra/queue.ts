@@ -97,7 +97,11 @@ export class JobQueue {
       if (def.cron) await this.boss.schedule(def.name, def.cron, {}, { singletonKey: def.name });
       const workerId = await this.boss.work<object>(
         def.name,
-        { localConcurrency: def.concurrency ?? 1, batchSize: def.handleBatch ? (def.batchSize ?? 100) : 1, pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1 },
+        {
+          localConcurrency: def.concurrency ?? 1,
+          batchSize: def.handleBatch ? (def.batchSize ?? 100) : 1,
+          pollingIntervalSeconds: def.pollingIntervalSeconds ?? 1,
+        },
         async (jobs) => {
           // A worker that found a job looks for the next one as soon as it is done, instead of after its polling
           // interval: a backlog (thumbnails of a bulk upload, GC after a mass delete) drains at the speed of the
@@ -115,7 +119,11 @@ export class JobQueue {
           for (const job of jobs) {
             const log = this.logger.child({ job: def.name, job_id: job.id });
             try {
-              await def.handler(job.data ?? {}, { id: job.id, retryCount: (job as { retryCount?: number }).retryCount ?? 0, signal: job.signal });
+              await def.handler(job.data ?? {}, {
+                id: job.id,
+                retryCount: (job as { retryCount?: number }).retryCount ?? 0,
+                signal: job.signal,
+              });
             } catch (err) {
               // A database outage is logged once by DatabaseHealth; here only the job's name and the message.
               log.warn('job failed', { err: classifyDbError(err) === 'unavailable' ? (err as Error).message : err });
@@ -172,7 +180,13 @@ export class JobQueue {
   async depths(): Promise<{ queue: string; queued: number; active: number; deferred: number; failed: number }[]> {
     if (!this.started) return [];
     const queues = await this.boss.getQueues([...this.definitions.keys()]);
-    return queues.map((q) => ({ queue: q.name, queued: q.queuedCount, active: q.activeCount, deferred: q.deferredCount, failed: q.failedCount }));
+    return queues.map((q) => ({
+      queue: q.name,
+      queued: q.queuedCount,
+      active: q.activeCount,
+      deferred: q.deferredCount,
+      failed: q.failedCount,
+    }));
   }
 
   /** Readiness: the queue's own connection pool reaches its schema. */
@@ -209,7 +223,8 @@ export function positionalSql(text: string, values: readonly unknown[]): Prisma.
   for (const m of text.matchAll(/\$(\d+)/g)) {
     strings.push(text.slice(last, m.index));
     const i = Number(m[1]) - 1;
-    if (i < 0 || i >= values.length) throw new Error(`the job queue's SQL names parameter $${m[1]} of ${values.length}`);
+    if (i < 0 || i >= values.length)
+      throw new Error(`the job queue's SQL names parameter $${m[1]} of ${values.length}`);
     params.push(values[i]);
     last = m.index + m[0].length;
   }

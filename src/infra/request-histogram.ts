@@ -104,7 +104,9 @@ export class OperationHistogram extends KeptHistogram {
   observe(operation: string, ok: boolean, seconds: number): void {
     let byOutcome = this.byOperation.get(operation);
     if (byOutcome === undefined) this.byOperation.set(operation, (byOutcome = {}));
-    const s = ok ? (byOutcome.ok ??= this.newSeries({ operation, outcome: 'ok' })) : (byOutcome.error ??= this.newSeries({ operation, outcome: 'error' }));
+    const s = ok
+      ? (byOutcome.ok ??= this.newSeries({ operation, outcome: 'ok' }))
+      : (byOutcome.error ??= this.newSeries({ operation, outcome: 'error' }));
     this.record(s, seconds);
   }
 

@@ -19,12 +19,17 @@ export interface CliChild {
 
 /** Starts `node dist/src/cli/assets/main.js ...args` with only the given environment (plus PATH). */
 export function startCli(args: string[], env: Record<string, string>): CliChild {
-  const proc = spawn(process.execPath, [CLI_MAIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI_MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const done = new Promise<CliRun>((resolve) => proc.on('close', (code) => resolve({ code, stdout: out, stderr: err })));
+  const done = new Promise<CliRun>((resolve) =>
+    proc.on('close', (code) => resolve({ code, stdout: out, stderr: err })),
+  );
   return { proc, stdout: () => out, stderr: () => err, done };
 }
 

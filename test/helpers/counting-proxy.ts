@@ -76,9 +76,13 @@ export class CountingProxy {
   }
 
   private meter(rec: ProxiedRequest, direction: 'in' | 'out'): Transform {
-    const rule = this.cutRule?.direction === direction && this.cutRule.match(rec.method, rec.path) ? this.cutRule : undefined;
+    const rule =
+      this.cutRule?.direction === direction && this.cutRule.match(rec.method, rec.path) ? this.cutRule : undefined;
     const throttle = direction === 'in' ? this.throttleIn : undefined;
-    const stall = this.stallRule?.direction === direction && this.stallRule.match(rec.method, rec.path) ? this.stallRule : undefined;
+    const stall =
+      this.stallRule?.direction === direction && this.stallRule.match(rec.method, rec.path)
+        ? this.stallRule
+        : undefined;
     let fired = false;
     const t: Transform = new Transform({
       transform: (chunk: Buffer, _enc, cb) => {
@@ -120,13 +124,17 @@ export class CountingProxy {
     if (this.notFound?.(rec.method, rec.path)) {
       rec.status = 404;
       req.resume();
-      return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"NOT_FOUND","message":"no such route"}');
+      return void res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"code":"NOT_FOUND","message":"no such route"}');
     }
     const refused = this.refuse?.(rec.method, rec.path);
     if (refused !== undefined) {
       rec.status = refused;
       req.resume();
-      return void res.writeHead(refused, { 'content-type': 'text/html' }).end('<html><body>Request refused by the gateway</body></html>');
+      return void res
+        .writeHead(refused, { 'content-type': 'text/html' })
+        .end('<html><body>Request refused by the gateway</body></html>');
     }
     const up = http.request(this.target + req.url, { method: req.method, headers: req.headers });
     this.upstreams.add(up);

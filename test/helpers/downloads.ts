@@ -5,7 +5,12 @@ import { json, KEYS, waitFor, type TestService } from './harness';
 type Json = any;
 
 /** POST /api/assets/download as `key` (alice by default). */
-export function startDownload(svc: { fetch: TestService['fetch'] }, body: Record<string, unknown>, key: string = KEYS.alice, headers: Record<string, string> = {}) {
+export function startDownload(
+  svc: { fetch: TestService['fetch'] },
+  body: Record<string, unknown>,
+  key: string = KEYS.alice,
+  headers: Record<string, string> = {},
+) {
   return svc.fetch('/api/assets/download', {
     method: 'POST',
     key,
@@ -14,7 +19,11 @@ export function startDownload(svc: { fetch: TestService['fetch'] }, body: Record
   });
 }
 
-export async function getTask(svc: { fetch: TestService['fetch'] }, id: string, key: string = KEYS.alice): Promise<Json> {
+export async function getTask(
+  svc: { fetch: TestService['fetch'] },
+  id: string,
+  key: string = KEYS.alice,
+): Promise<Json> {
   const res = await svc.fetch(`/api/tasks/${id}`, { key });
   if (res.status !== 200) throw new Error(`GET /api/tasks/${id}: ${res.status} ${await res.text()}`);
   return json(res);

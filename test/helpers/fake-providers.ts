@@ -85,7 +85,16 @@ export class FakeCdn {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = new URL(req.url!, 'http://x').pathname;
-    const rec: CdnRequest = { method: req.method!, path, headers: req.headers, status: 0, start: 0, bytesSent: 0, aborted: false, done: false };
+    const rec: CdnRequest = {
+      method: req.method!,
+      path,
+      headers: req.headers,
+      status: 0,
+      start: 0,
+      bytesSent: 0,
+      aborted: false,
+      done: false,
+    };
     this.requests.push(rec);
     const file = this.files.get(decodeURIComponent(path.replace(/^\/files\//, '')));
     const answer = (status: number, headers: Record<string, string> = {}, body = '') => {
@@ -97,17 +106,29 @@ export class FakeCdn {
     if (loop) return answer(302, { location: `/loop/${Number(loop[1]) + 1}` });
     if (!file || !path.startsWith('/files/')) return answer(404, {}, 'no such file');
     if (file.rejectAuthorization && req.headers.authorization) {
-      return answer(400, { 'content-type': 'application/xml' }, '<Error><Code>InvalidArgument</Code><Message>Only one auth mechanism allowed</Message></Error>');
+      return answer(
+        400,
+        { 'content-type': 'application/xml' },
+        '<Error><Code>InvalidArgument</Code><Message>Only one auth mechanism allowed</Message></Error>',
+      );
     }
     if (req.method === 'GET') file.gets++;
     if (file.failFirst && req.method === 'GET' && file.gets <= file.failFirst.times) {
-      return answer(file.failFirst.status, file.failFirst.retryAfter ? { 'retry-after': file.failFirst.retryAfter } : {}, 'try later');
+      return answer(
+        file.failFirst.status,
+        file.failFirst.retryAfter ? { 'retry-after': file.failFirst.retryAfter } : {},
+        'try later',
+      );
     }
     const etag = file.etag ?? `"${crypto.createHash('md5').update(file.data).digest('hex')}"`;
     const size = file.data.length;
     let start = 0;
     let status = 200;
-    const headers: Record<string, string> = { etag, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' };
+    const headers: Record<string, string> = {
+      etag,
+      'accept-ranges': 'bytes',
+      'content-type': 'application/octet-stream',
+    };
     if (file.contentDisposition) headers['content-disposition'] = file.contentDisposition;
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     const ifRange = req.headers['if-range'];
@@ -130,10 +151,22 @@ export class FakeCdn {
       if (!res.writableFinished) rec.aborted = true;
     });
     const dropAt = file.dropAfter !== undefined && file.gets === 1 ? file.dropAfter : undefined;
-    this.send(res, rec, file.data.subarray(start), file.throttle, dropAt === undefined ? undefined : Math.max(0, dropAt - start));
+    this.send(
+      res,
+      rec,
+      file.data.subarray(start),
+      file.throttle,
+      dropAt === undefined ? undefined : Math.max(0, dropAt - start),
+    );
   }
 
-  private send(res: http.ServerResponse, rec: CdnRequest, data: Buffer, throttle: number | undefined, dropAfter: number | undefined): void {
+  private send(
+    res: http.ServerResponse,
+    rec: CdnRequest,
+    data: Buffer,
+    throttle: number | undefined,
+    dropAfter: number | undefined,
+  ): void {
     const slice = throttle ? 16 * 1024 : 256 * 1024;
     const delay = throttle ? (slice / throttle) * 1000 : 0;
     let off = 0;
@@ -224,13 +257,20 @@ export class FakeHuggingFace {
         .end('gated');
     }
     const f = this.files.get(`${repo}/${file}`);
-    if (!f) return void res.writeHead(404, { 'x-error-code': 'EntryNotFound', 'x-error-message': 'Entry not found' }).end();
+    if (!f)
+      return void res.writeHead(404, { 'x-error-code': 'EntryNotFound', 'x-error-message': 'Entry not found' }).end();
     if (!f.cdnKey && !f.location) {
-      return void res.writeHead(200, { 'content-length': String(f.data!.length), etag: '"gitsha1"' }).end(req.method === 'HEAD' ? undefined : f.data);
+      return void res
+        .writeHead(200, { 'content-length': String(f.data!.length), etag: '"gitsha1"' })
+        .end(req.method === 'HEAD' ? undefined : f.data);
     }
     const sha = f.sha256 ?? crypto.createHash('sha256').update(f.data!).digest('hex');
-    const linked = f.hideHash ? {} : { 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(f.data!.length), etag: `"${sha}"` };
-    res.writeHead(302, { location: f.location ?? `${this.cdn.url}/files/${f.cdnKey}?X-Amz-Signature=fake`, ...linked }).end();
+    const linked = f.hideHash
+      ? {}
+      : { 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(f.data!.length), etag: `"${sha}"` };
+    res
+      .writeHead(302, { location: f.location ?? `${this.cdn.url}/files/${f.cdnKey}?X-Amz-Signature=fake`, ...linked })
+      .end();
   }
 }
 
@@ -283,13 +323,20 @@ export class FakeCivitai {
     if (img) {
       const image = this.versions.get(img[1]!)?.image;
       if (!image) return void res.writeHead(404).end();
-      return void res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(image.length) }).end(image);
+      return void res
+        .writeHead(200, { 'content-type': 'image/png', 'content-length': String(image.length) })
+        .end(image);
     }
     const model = /^\/api\/v1\/models\/(\d+)$/.exec(url.pathname);
     if (model) {
-      const ids = [...this.versions].filter(([, v]) => v.modelId === Number(model[1])).map(([id]) => ({ id: Number(id), name: `v${id}` }));
-      if (ids.length === 0) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"No model with id"}');
-      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: Number(model[1]), name: 'A model', modelVersions: ids.reverse() }));
+      const ids = [...this.versions]
+        .filter(([, v]) => v.modelId === Number(model[1]))
+        .map(([id]) => ({ id: Number(id), name: `v${id}` }));
+      if (ids.length === 0)
+        return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"No model with id"}');
+      return void res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ id: Number(model[1]), name: 'A model', modelVersions: ids.reverse() }));
     }
     const api = /^\/api\/v1\/model-versions\/(\d+)$/.exec(url.pathname);
     const dl = /^\/api\/download\/models\/(\d+)$/.exec(url.pathname);
@@ -302,7 +349,14 @@ export class FakeCivitai {
         model: { name: v.modelName ?? 'A model', type: v.modelType ?? 'Checkpoint' },
         images: v.image ? [{ url: `${this.url}/images/${api[1]}.png`, type: 'image' }] : [],
         files: [
-          { id: 1, name: 'other.pt', type: 'Training Data', primary: false, hashes: { SHA256: 'AB'.repeat(32) }, metadata: {} },
+          {
+            id: 1,
+            name: 'other.pt',
+            type: 'Training Data',
+            primary: false,
+            hashes: { SHA256: 'AB'.repeat(32) },
+            metadata: {},
+          },
           {
             id: 2,
             name: v.name,
@@ -323,7 +377,11 @@ export class FakeCivitai {
       return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"Unauthorized"}');
     }
     const disposition = encodeURIComponent(`attachment; filename="${v.name}"`);
-    res.writeHead(307, { location: `${this.cdn.url}/files/${v.cdnKey}?response-content-disposition=${disposition}&X-Amz-Signature=sig` }).end();
+    res
+      .writeHead(307, {
+        location: `${this.cdn.url}/files/${v.cdnKey}?response-content-disposition=${disposition}&X-Amz-Signature=sig`,
+      })
+      .end();
   }
 }
 
@@ -344,7 +402,12 @@ export async function startFakeProviders(): Promise<FakeProviders> {
     cdn,
     hf,
     civitai,
-    env: { HF_ENDPOINT: hf.url, CIVITAI_ENDPOINT: civitai.url, HF_TOKEN: 'hf-token-1', CIVITAI_API_TOKEN: civitai.token },
+    env: {
+      HF_ENDPOINT: hf.url,
+      CIVITAI_ENDPOINT: civitai.url,
+      HF_TOKEN: 'hf-token-1',
+      CIVITAI_API_TOKEN: civitai.token,
+    },
     close: async () => {
       await Promise.all([cdn.close(), hf.close(), civitai.close()]);
     },

@@ -17,7 +17,12 @@ export default async function globalSetup(): Promise<void> {
   letPostgresReachItsBinaries();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-pg-'));
   fs.chmodSync(dir, 0o755);
-  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'data'), database: 'template_assets', logger, persistent: false });
+  const pg = await startEmbeddedPostgres({
+    dir: path.join(dir, 'data'),
+    database: 'template_assets',
+    logger,
+    persistent: false,
+  });
   await migrate(pg.url, logger);
   const queue = await JobQueue.create(pg.url, logger);
   await queue.start({ workers: false });
@@ -25,7 +30,9 @@ export default async function globalSetup(): Promise<void> {
   // A template must have no other connections while it is cloned.
   const admin = new Client({ connectionString: pg.url.replace(/\/template_assets$/, '/postgres') });
   await admin.connect();
-  await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'template_assets' AND pid <> pg_backend_pid()`);
+  await admin.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'template_assets' AND pid <> pg_backend_pid()`,
+  );
   await admin.end();
   process.env.TEST_PG_TEMPLATE_URL = pg.url;
   // The run's shared state for the workers: the Ceph RGW the first S3 test starts (helpers/rgw.ts) lives here.

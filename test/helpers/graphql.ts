@@ -12,7 +12,12 @@ export interface GqlResult {
 }
 
 /** POSTs a GraphQL operation as JSON with a key (alice's by default; null for none). */
-export async function gql(svc: TestService, query: string, variables: Record<string, unknown> = {}, opts: { key?: string | null; headers?: Record<string, string> } = {}): Promise<GqlResult> {
+export async function gql(
+  svc: TestService,
+  query: string,
+  variables: Record<string, unknown> = {},
+  opts: { key?: string | null; headers?: Record<string, string> } = {},
+): Promise<GqlResult> {
   const res = await svc.fetch('/graphql', {
     method: 'POST',
     key: opts.key,
@@ -33,7 +38,8 @@ export async function gqlUpload(
   const form = new FormData();
   form.append('operations', JSON.stringify({ query, variables: { ...variables, file: null } }));
   form.append('map', JSON.stringify(file === undefined ? {} : { '0': ['variables.file'] }));
-  if (file !== undefined) form.append('0', new Blob([typeof file === 'string' ? Buffer.from(file) : file]), opts.fileName ?? 'file.bin');
+  if (file !== undefined)
+    form.append('0', new Blob([typeof file === 'string' ? Buffer.from(file) : file]), opts.fileName ?? 'file.bin');
   const res = await svc.fetch('/graphql', {
     method: 'POST',
     key: opts.key,

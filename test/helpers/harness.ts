@@ -44,7 +44,13 @@ export interface TestService extends RunningService {
  */
 export async function startTestService(
   env: Record<string, string> = {},
-  opts: { databaseUrl?: string; dataDir?: string; validateResponses?: boolean; logger?: Logger; /** receives the service's log lines */ log?: (line: string) => void } = {},
+  opts: {
+    databaseUrl?: string;
+    dataDir?: string;
+    validateResponses?: boolean;
+    logger?: Logger;
+    /** receives the service's log lines */ log?: (line: string) => void;
+  } = {},
 ): Promise<TestService> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-data-'));
@@ -83,13 +89,19 @@ export async function startTestService(
  * A media URL (`preview_url`, `thumbnail_url`) as the service gives it to `owner`: with the owner's read grant of the
  * current window (MEDIA_URL_GRANTS, on by default; every instance on one database mints the same token).
  */
-export const granted = (svc: RunningService, url: string, owner = 'alice'): string => `${url}?access=${svc.container.grants.mint(owner).token}`;
+export const granted = (svc: RunningService, url: string, owner = 'alice'): string =>
+  `${url}?access=${svc.container.grants.mint(owner).token}`;
 
 /** A multipart body for POST /api/assets. */
-export function uploadForm(file: Buffer | string | undefined, fields: Record<string, string | string[]> = {}, fileName = 'file.bin'): FormData {
+export function uploadForm(
+  file: Buffer | string | undefined,
+  fields: Record<string, string | string[]> = {},
+  fileName = 'file.bin',
+): FormData {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) for (const one of Array.isArray(v) ? v : [v]) form.append(k, one);
-  if (file !== undefined) form.append('file', new Blob([typeof file === 'string' ? Buffer.from(file) : file]), fileName);
+  if (file !== undefined)
+    form.append('file', new Blob([typeof file === 'string' ? Buffer.from(file) : file]), fileName);
   return form;
 }
 
@@ -101,7 +113,10 @@ export function blake3Of(buf: Buffer): string {
 export const sha256Of = (buf: Buffer): string => 'sha256:' + crypto.createHash('sha256').update(buf).digest('hex');
 
 /** Polls `check` until it returns a value other than undefined (never a fixed sleep). */
-export async function waitFor<T>(check: () => Promise<T | undefined>, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
   for (;;) {
     const v = await check();

@@ -9,7 +9,9 @@ import fc from 'fast-check';
 /** Runs per property: a bounded number in CI, more with FUZZ_RUNS (e.g. FUZZ_RUNS=10000). */
 export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS) > 0 ? Number(process.env.FUZZ_RUNS) : 60;
 /** FUZZ_SEED replays the runs of a failure's `seed` (fast-check prints it). */
-export const FUZZ_SEED: { seed?: number } = Number(process.env.FUZZ_SEED) ? { seed: Number(process.env.FUZZ_SEED) } : {};
+export const FUZZ_SEED: { seed?: number } = Number(process.env.FUZZ_SEED)
+  ? { seed: Number(process.env.FUZZ_SEED) }
+  : {};
 
 /** What PostgreSQL or a header cannot take, weighted up; then separators, escapes and other odd characters. */
 const special = fc.oneof(
@@ -17,8 +19,32 @@ const special = fc.oneof(
   {
     weight: 1,
     arbitrary: fc.constantFrom(
-      '\u0001', '\u001f', '\u007f', '\u0085', '\u2028', '\ufeff', '\ufffd',
-      ',', ';', '%', '"', "'", '\\', '/', '{', '}', '[', ']', '\r\n', '\t', ' ', '..', '%00', '\\u0000', '😀', 'é',
+      '\u0001',
+      '\u001f',
+      '\u007f',
+      '\u0085',
+      '\u2028',
+      '\ufeff',
+      '\ufffd',
+      ',',
+      ';',
+      '%',
+      '"',
+      "'",
+      '\\',
+      '/',
+      '{',
+      '}',
+      '[',
+      ']',
+      '\r\n',
+      '\t',
+      ' ',
+      '..',
+      '%00',
+      '\\u0000',
+      '😀',
+      'é',
     ),
   },
 );
@@ -38,7 +64,9 @@ const plain = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz01
  */
 export const plausibleText: fc.Arbitrary<string> = fc
   .tuple(plain, fc.array(fc.tuple(fc.nat(), special), { maxLength: 2 }))
-  .map(([text, inserts]) => inserts.reduce((t, [at, u]) => t.slice(0, at % (t.length + 1)) + u + t.slice(at % (t.length + 1)), text));
+  .map(([text, inserts]) =>
+    inserts.reduce((t, [at, u]) => t.slice(0, at % (t.length + 1)) + u + t.slice(at % (t.length + 1)), text),
+  );
 
 export const hostileText: fc.Arbitrary<string> = fc.oneof(
   { weight: 5, arbitrary: plausibleText },
@@ -48,11 +76,15 @@ export const hostileText: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Usually a valid value, sometimes a hostile one of the same type, rarely any JSON at all. */
-export const mostly = <T>(valid: fc.Arbitrary<T>, hostile: fc.Arbitrary<unknown> = hostileText): fc.Arbitrary<unknown> =>
+export const mostly = <T>(
+  valid: fc.Arbitrary<T>,
+  hostile: fc.Arbitrary<unknown> = hostileText,
+): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 5, arbitrary: valid }, { weight: 4, arbitrary: hostile }, { weight: 1, arbitrary: hostileJson });
 
 /** JSON text nested `depth` levels, as text (JSON.stringify would recurse). */
-export const deepJsonText = (depth: number, open = '{"a":', close = '}') => open.repeat(depth) + '1' + close.repeat(depth);
+export const deepJsonText = (depth: number, open = '{"a":', close = '}') =>
+  open.repeat(depth) + '1' + close.repeat(depth);
 
 export const hostileNumber: fc.Arbitrary<number | string> = fc.oneof(
   fc.integer({ min: 0, max: 100 }),
@@ -62,7 +94,15 @@ export const hostileNumber: fc.Arbitrary<number | string> = fc.oneof(
   fc.constantFrom('1e400', '-0', '0x10', '1.5', '', ' 1', '+1', '01', '9'.repeat(40), 'NaN', 'Infinity'),
 );
 
-const EDGE_DATES = ['-271821-04-20T00:00:00Z', '+275760-09-13T00:00:00Z', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '+010000-01-01T00:00:00Z', '2024-02-30', 'yesterday'];
+const EDGE_DATES = [
+  '-271821-04-20T00:00:00Z',
+  '+275760-09-13T00:00:00Z',
+  '0000-01-01T00:00:00Z',
+  '9999-12-31T23:59:59.999Z',
+  '+010000-01-01T00:00:00Z',
+  '2024-02-30',
+  'yesterday',
+];
 export const hostileDate: fc.Arbitrary<string> = fc.oneof(
   fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
   fc.constantFrom(...EDGE_DATES),
@@ -83,7 +123,9 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>(
   ),
 })).value;
 
-export const hostileObject: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(hostileText, hostileJson, { maxKeys: 6 });
+export const hostileObject: fc.Arbitrary<Record<string, unknown>> = fc.dictionary(hostileText, hostileJson, {
+  maxKeys: 6,
+});
 
 /** JSON text: a hostile value, an object, or one nested 1–12,000 levels (objects or arrays). */
 export const hostileJsonText: fc.Arbitrary<string> = fc.oneof(

@@ -20,7 +20,8 @@ addFormats(ajv);
 ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
 ajv.addSchema({ ...doc, $id: DOC_ID });
 
-const pointer = (parts: string[]) => parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
+const pointer = (parts: string[]) =>
+  parts.map((p) => encodeURIComponent(p.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
 const cache = new Map<string, ValidateFunction>();
 
 function compile(parts: string[]): ValidateFunction {
@@ -42,7 +43,9 @@ function templateOf(method: string, pathname: string): string | undefined {
   const m = method.toLowerCase();
   const candidates = Object.keys(doc.paths);
   candidates.sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0));
-  const matching = candidates.filter((t) => new RegExp('^' + t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/}]+\}/g, '[^/]+') + '$').test(pathname));
+  const matching = candidates.filter((t) =>
+    new RegExp('^' + t.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/}]+\}/g, '[^/]+') + '$').test(pathname),
+  );
   const literal = matching.find((t) => !t.includes('{'));
   if (literal) return doc.paths[literal][m] ? literal : undefined;
   return matching.find((t) => doc.paths[t][m]);
@@ -65,7 +68,10 @@ export function validateResponse(method: string, pathname: string, status: numbe
   let parts = ['paths', template, m, 'responses', String(status)];
   let resp = entry;
   if (typeof entry.$ref === 'string') {
-    parts = entry.$ref.slice(2).split('/').map((p: string) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    parts = entry.$ref
+      .slice(2)
+      .split('/')
+      .map((p: string) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     resp = parts.reduce((n: Doc, p: string) => n[p], doc);
   }
   const schema = resp.content?.['application/json']?.schema;
@@ -97,7 +103,9 @@ export async function validatedFetch(method: string, url: string, res: Response)
   if (!type.startsWith('application/json') || method === 'HEAD') {
     // Every error of a documented route has the {code, message} body (a 416 or a tus protocol error included).
     if (method !== 'HEAD' && res.status >= 400 && (templateOf(method, pathname) || res.status === 405)) {
-      throw new Error(`${method} ${pathname} ${res.status}: an error answer without the JSON {code, message} body (${type || 'no Content-Type'})`);
+      throw new Error(
+        `${method} ${pathname} ${res.status}: an error answer without the JSON {code, message} body (${type || 'no Content-Type'})`,
+      );
     }
     return res;
   }
@@ -114,7 +122,9 @@ export function requestBodyErrors(method: string, template: string, body: unknow
   const m = method.toLowerCase();
   const content = doc.paths[template]?.[m]?.requestBody?.content;
   if (!content?.['application/json']) throw new Error(`${method} ${template} documents no JSON request body`);
-  const validate = annotationsOnly.compile({ $ref: `${DOC_ID}#/${pointer(['paths', template, m, 'requestBody', 'content', 'application/json', 'schema'])}` });
+  const validate = annotationsOnly.compile({
+    $ref: `${DOC_ID}#/${pointer(['paths', template, m, 'requestBody', 'content', 'application/json', 'schema'])}`,
+  });
   return validate(body) ? undefined : (validate.errors ?? []);
 }
 

@@ -38,17 +38,31 @@ export async function ownPostgres(): Promise<OwnPostgres> {
   if (ids) fs.chownSync(dir, ids.uid, ids.gid);
   const pw = path.join(root, 'pw');
   fs.writeFileSync(pw, 'postgres\n', { mode: 0o644 });
-  execFileSync(path.join(binDir(), 'initdb'), [`--pgdata=${dir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pw}`, '--locale=C', '--encoding=UTF8'], {
-    ...(ids ?? {}),
-    stdio: 'ignore',
-    env: { ...process.env, LC_ALL: 'C' },
-  });
+  execFileSync(
+    path.join(binDir(), 'initdb'),
+    [
+      `--pgdata=${dir}`,
+      '--auth=scram-sha-256',
+      '--username=postgres',
+      `--pwfile=${pw}`,
+      '--locale=C',
+      '--encoding=UTF8',
+    ],
+    {
+      ...(ids ?? {}),
+      stdio: 'ignore',
+      env: { ...process.env, LC_ALL: 'C' },
+    },
+  );
   const port = await freePort();
   const base = `postgresql://postgres:postgres@127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   const pids = (): number[] => {
     if (!child?.pid) return [];
-    const kids = execFileSync('sh', ['-c', `pgrep -P ${child.pid} || true`], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    const kids = execFileSync('sh', ['-c', `pgrep -P ${child.pid} || true`], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
     return [child.pid, ...kids];
   };
   const signal = (sig: NodeJS.Signals) => {
@@ -71,11 +85,15 @@ export async function ownPostgres(): Promise<OwnPostgres> {
     start: async () => {
       const log = fs.openSync(path.join(root, 'log'), 'a');
       if (ids) fs.fchownSync(log, ids.uid, ids.gid);
-      child = spawn(path.join(binDir(), 'postgres'), ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], {
-        ...(ids ?? {}),
-        stdio: ['ignore', log, log],
-        env: { ...process.env, LC_ALL: 'C' },
-      });
+      child = spawn(
+        path.join(binDir(), 'postgres'),
+        ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+        {
+          ...(ids ?? {}),
+          stdio: ['ignore', log, log],
+          env: { ...process.env, LC_ALL: 'C' },
+        },
+      );
       fs.closeSync(log);
       await waitFor(
         async () => {

@@ -292,7 +292,8 @@ export function prismaDdl(schema: PrismaSchema): string[] {
     return map ? str(positional(map)!) : f.name;
   };
   const out: string[] = [];
-  for (const e of schema.enums) out.push(`CREATE TYPE ${q(e.dbName)} AS ENUM (${e.values.map((v) => lit(v.dbName)).join(', ')})`);
+  for (const e of schema.enums)
+    out.push(`CREATE TYPE ${q(e.dbName)} AS ENUM (${e.values.map((v) => lit(v.dbName)).join(', ')})`);
 
   const indexes: string[] = [];
   const foreignKeys: string[] = [];
@@ -308,14 +309,17 @@ export function prismaDdl(schema: PrismaSchema): string[] {
         const fields = named(rel, 'fields');
         if (!fields) {
           const back = related.fields.find((x) => x.type === m.name);
-          if (f.list && back?.list) throw new Error(`implicit many-to-many ${m.name}.${f.name} is not supported by this parser`);
+          if (f.list && back?.list)
+            throw new Error(`implicit many-to-many ${m.name}.${f.name} is not supported by this parser`);
           continue; // the other side holds the foreign key
         }
         const refs = named(rel, 'references');
         if (fields.kind !== 'list' || refs?.kind !== 'list') throw new Error(`bad @relation on ${m.name}.${f.name}`);
         const fkCols = fields.items.map((v) => columnOf(m, identName(v)));
         const refCols = refs.items.map((v) => columnOf(related, identName(v)));
-        const onDelete = identName(named(rel, 'onDelete') ?? { kind: 'ident', name: f.optional ? 'SetNull' : 'Restrict' });
+        const onDelete = identName(
+          named(rel, 'onDelete') ?? { kind: 'ident', name: f.optional ? 'SetNull' : 'Restrict' },
+        );
         const onUpdate = identName(named(rel, 'onUpdate') ?? { kind: 'ident', name: 'Cascade' });
         const map = named(rel, 'map');
         const name = map ? str(map) : pgName(`${table}_${fkCols.join('_')}_fkey`);
@@ -348,7 +352,9 @@ export function prismaDdl(schema: PrismaSchema): string[] {
       const unique = attr(f.attrs, 'unique');
       if (unique) {
         const map = named(unique, 'map');
-        indexes.push(`CREATE UNIQUE INDEX ${q(map ? str(map) : pgName(`${table}_${col}_key`))} ON ${q(table)}(${q(col)})`);
+        indexes.push(
+          `CREATE UNIQUE INDEX ${q(map ? str(map) : pgName(`${table}_${col}_key`))} ON ${q(table)}(${q(col)})`,
+        );
       }
     }
     for (const a of m.attrs) {
@@ -366,7 +372,9 @@ export function prismaDdl(schema: PrismaSchema): string[] {
         const name = map ? str(map) : pgName(`${table}_${colPart}_${unique ? 'key' : 'idx'}`);
         const type = named(a, 'type');
         const using = type ? ` USING ${identName(type).toUpperCase()}` : '';
-        indexes.push(`CREATE ${unique ? 'UNIQUE ' : ''}INDEX ${q(name)} ON ${q(table)}${using} (${keys.map((k) => k.sql).join(', ')})`);
+        indexes.push(
+          `CREATE ${unique ? 'UNIQUE ' : ''}INDEX ${q(name)} ON ${q(table)}${using} (${keys.map((k) => k.sql).join(', ')})`,
+        );
       } else {
         throw new Error(`@@${a.name} on ${m.name} is not supported by this parser`);
       }

@@ -22,11 +22,22 @@ export function rawRequest(
   path: string,
   headers: [string, string][],
   body: Buffer = Buffer.alloc(0),
-  opts: { timeoutMs?: number; /** no `Connection: close` (the server then closes when it is done with what it got) */ keepAlive?: boolean } = {},
+  opts: {
+    timeoutMs?: number;
+    /** no `Connection: close` (the server then closes when it is done with what it got) */ keepAlive?: boolean;
+  } = {},
 ): Promise<RawAnswer> {
   const url = new URL(baseUrl);
-  const lines = [`${method} ${path} HTTP/1.1`, `Host: ${url.host}`, ...(opts.keepAlive ? [] : ['Connection: close']), ...headers.map(([k, v]) => `${k}: ${v}`)];
-  if (!headers.some(([k]) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding') && (body.length > 0 || method !== 'GET')) {
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    `Host: ${url.host}`,
+    ...(opts.keepAlive ? [] : ['Connection: close']),
+    ...headers.map(([k, v]) => `${k}: ${v}`),
+  ];
+  if (
+    !headers.some(([k]) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding') &&
+    (body.length > 0 || method !== 'GET')
+  ) {
     lines.push(`Content-Length: ${body.length}`);
   }
   const head = Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'utf8');
@@ -68,7 +79,11 @@ function parseAnswer(all: Buffer, head: boolean): RawAnswer {
   let rest: Buffer = Buffer.alloc(0);
   if (head || status === 204 || status === 304) [body, rest] = [Buffer.alloc(0), body];
   else if (headers['transfer-encoding']?.some((v) => /chunked/i.test(v))) body = dechunk(body);
-  else if (headers['content-length']) [body, rest] = [body.subarray(0, Number(headers['content-length'][0])), body.subarray(Number(headers['content-length'][0]))];
+  else if (headers['content-length'])
+    [body, rest] = [
+      body.subarray(0, Number(headers['content-length'][0])),
+      body.subarray(Number(headers['content-length'][0])),
+    ];
   return { status, headers, body, rest };
 }
 

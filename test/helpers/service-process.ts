@@ -22,7 +22,10 @@ export interface ServiceProcess {
  * Starts `node dist/src/main.js [--role ROLE]` with `env` (plus test keys and JSON logs) and waits until it is ready:
  * /readyz for roles with HTTP, the job workers' first log line otherwise.
  */
-export async function spawnService(env: Record<string, string>, opts: { role?: 'all' | 'api' | 'worker' } = {}): Promise<ServiceProcess> {
+export async function spawnService(
+  env: Record<string, string>,
+  opts: { role?: 'all' | 'api' | 'worker' } = {},
+): Promise<ServiceProcess> {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first (npm test does)`);
   const port = await freePort();
   const args = opts.role ? [MAIN, '--role', opts.role] : [MAIN];

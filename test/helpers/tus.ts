@@ -6,7 +6,10 @@ import { KEYS } from './harness';
  * A TCP proxy in front of the service that cuts the first `cuts` connections carrying more than `afterBytes` bytes
  * from the client (both sockets destroyed mid-request): a dropped connection.
  */
-export async function startCuttingProxy(target: string, opts: { afterBytes: number; cuts?: number }): Promise<{ url: string; cutsDone(): number; stop(): Promise<void> }> {
+export async function startCuttingProxy(
+  target: string,
+  opts: { afterBytes: number; cuts?: number },
+): Promise<{ url: string; cutsDone(): number; stop(): Promise<void> }> {
   const t = new URL(target);
   let cutsLeft = opts.cuts ?? 1;
   let cutsDone = 0;
@@ -62,7 +65,16 @@ export interface TusResult {
 export function tusUpload(
   endpoint: string,
   data: Buffer,
-  opts: { key?: string; metadata?: Record<string, string>; chunkSize?: number; uploadUrl?: string; retryDelays?: number[]; overridePatchMethod?: boolean; onUrl?: (url: string) => void; onChunkComplete?: (accepted: number) => void } = {},
+  opts: {
+    key?: string;
+    metadata?: Record<string, string>;
+    chunkSize?: number;
+    uploadUrl?: string;
+    retryDelays?: number[];
+    overridePatchMethod?: boolean;
+    onUrl?: (url: string) => void;
+    onChunkComplete?: (accepted: number) => void;
+  } = {},
 ): Promise<TusResult> {
   return new Promise((resolve, reject) => {
     const upload = new tus.Upload(data, {
@@ -87,7 +99,12 @@ export function tusUpload(
  * Uploads `data` in 1 MiB chunks without retries and calls `kill` (SIGKILL of the serving process) once `killAt`
  * bytes are acknowledged; the upload then fails. Resolves with the upload's URL and the last acknowledged offset.
  */
-export async function tusUploadUntilKilled(endpoint: string, data: Buffer, killAt: number, kill: () => Promise<void>): Promise<{ url: string; acknowledged: number }> {
+export async function tusUploadUntilKilled(
+  endpoint: string,
+  data: Buffer,
+  killAt: number,
+  kill: () => Promise<void>,
+): Promise<{ url: string; acknowledged: number }> {
   let url = '';
   let acknowledged = 0;
   let killed: Promise<void> | undefined;

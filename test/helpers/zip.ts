@@ -13,7 +13,9 @@ export interface ZipMember {
 export async function readZip(file: string): Promise<ZipMember[]> {
   const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(file, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (err, z) => (err ? reject(err) : resolve(z!))),
+    yauzl.open(file, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (err, z) =>
+      err ? reject(err) : resolve(z!),
+    ),
   );
   const out: ZipMember[] = [];
   try {

@@ -9,7 +9,8 @@ jest.mock('../helpers/harness', () => {
   const actual = jest.requireActual('../helpers/harness');
   return {
     ...actual,
-    startTestService: (env: Record<string, string> = {}, opts?: unknown) => actual.startTestService({ ...mockS3Env, ...env }, opts),
+    startTestService: (env: Record<string, string> = {}, opts?: unknown) =>
+      actual.startTestService({ ...mockS3Env, ...env }, opts),
   };
 });
 

@@ -1,5 +1,14 @@
 import crypto from 'node:crypto';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, type TestService, granted } from '../helpers/harness';
+import {
+  blake3Of,
+  json,
+  KEYS,
+  sha256Of,
+  startTestService,
+  uploadForm,
+  type TestService,
+  granted,
+} from '../helpers/harness';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -13,7 +22,12 @@ afterAll(async () => {
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(64)]);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-async function upload(body: Buffer | string, fields: Record<string, string | string[]> = {}, name = 'file.bin', key: string = KEYS.alice) {
+async function upload(
+  body: Buffer | string,
+  fields: Record<string, string | string[]> = {},
+  name = 'file.bin',
+  key: string = KEYS.alice,
+) {
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
   return { status: res.status, body: await json(res) };
 }
@@ -23,14 +37,35 @@ const unique = (label = 'x') => `${label}-${crypto.randomUUID()}`;
 describe('POST /api/assets (multipart)', () => {
   test('201 with the full asset shape, then 200 for the same content', async () => {
     const content = unique('first');
-    const first = await upload(content, { tags: 'Models, loras,models, ', user_metadata: '{"k":"v"}', name: 'my model' }, 'm.safetensors');
+    const first = await upload(
+      content,
+      { tags: 'Models, loras,models, ', user_metadata: '{"k":"v"}', name: 'my model' },
+      'm.safetensors',
+    );
     expect(first.status).toBe(201);
     const a = first.body;
     expect(Object.keys(a).sort()).toEqual(
       [
-        'id', 'name', 'size', 'asset_hash', 'mime_type', 'tags', 'user_metadata', 'preview_id', 'prompt_id',
-        'created_at', 'updated_at', 'last_access_time', 'is_immutable', 'created_new',
-        'hash', 'display_name', 'job_id', 'metadata', 'loader_path', 'short_url',
+        'id',
+        'name',
+        'size',
+        'asset_hash',
+        'mime_type',
+        'tags',
+        'user_metadata',
+        'preview_id',
+        'prompt_id',
+        'created_at',
+        'updated_at',
+        'last_access_time',
+        'is_immutable',
+        'created_new',
+        'hash',
+        'display_name',
+        'job_id',
+        'metadata',
+        'loader_path',
+        'short_url',
       ].sort(),
     );
     expect(a).toMatchObject({
@@ -58,7 +93,12 @@ describe('POST /api/assets (multipart)', () => {
 
     const again = await upload(content, { tags: 'other', name: 'ignored' });
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ id: a.id, created_new: false, name: 'my model', tags: ['Models', 'loras', 'models'] });
+    expect(again.body).toMatchObject({
+      id: a.id,
+      created_new: false,
+      name: 'my model',
+      tags: ['Models', 'loras', 'models'],
+    });
   });
 
   test('name defaults to the file name; MIME from magic bytes, else extension, else octet-stream', async () => {
@@ -124,7 +164,10 @@ describe('POST /api/assets (multipart)', () => {
     const stored = await upload(bytes, {}, 'orig.bin', KEYS.bob);
     expect(stored.status).toBe(201);
     // Alice names the content by hash only.
-    const byHash = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(undefined, { hash: blake3Of(bytes), tags: 'x' }) });
+    const byHash = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(undefined, { hash: blake3Of(bytes), tags: 'x' }),
+    });
     expect(byHash.status).toBe(201);
     expect((await json(byHash)).asset_hash).toBe(blake3Of(bytes));
     // Carol-like second owner via admin key: hash (sha256) before the file, matching file.
@@ -136,14 +179,23 @@ describe('POST /api/assets (multipart)', () => {
     expect(withFile.status).toBe(201);
     // A file that does not match the declared hash: 400 and nothing kept.
     const other = Buffer.from(unique('mismatch'));
-    const mismatch = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(other, { hash: blake3Of(bytes) }) });
+    const mismatch = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(other, { hash: blake3Of(bytes) }),
+    });
     expect(mismatch.status).toBe(400);
     expect((await json(mismatch)).code).toBe('HASH_MISMATCH');
-    const mismatchNew = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(other, { hash: blake3Of(Buffer.from('nope')) }) });
+    const mismatchNew = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(other, { hash: blake3Of(Buffer.from('nope')) }),
+    });
     expect((await json(mismatchNew)).code).toBe('HASH_MISMATCH');
     expect((await svc.fetch(`/api/assets/hash/${blake3Of(other)}`, { method: 'HEAD' })).status).toBe(404);
     // Unknown hash and no file.
-    const missing = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(undefined, { hash: blake3Of(Buffer.from(unique())) }) });
+    const missing = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(undefined, { hash: blake3Of(Buffer.from(unique())) }),
+    });
     expect(missing.status).toBe(400);
     expect((await json(missing)).code).toBe('MISSING_FILE');
   });
@@ -166,19 +218,41 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     const res = await svc.fetch(`/api/assets/${a.id}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'renamed', tags: [' X ', 'y', 'x'], mime_type: 'Text/Plain', preview_id: p.id, user_metadata: { n: 1 } }),
+      body: JSON.stringify({
+        name: 'renamed',
+        tags: [' X ', 'y', 'x'],
+        mime_type: 'Text/Plain',
+        preview_id: p.id,
+        user_metadata: { n: 1 },
+      }),
     });
     expect(res.status).toBe(200);
     const r = await json(res);
     // The whole asset, as GET answers it.
-    expect(r).toMatchObject({ id: a.id, name: 'renamed', tags: ['X', 'y', 'x'], mime_type: 'text/plain', user_metadata: { n: 1 }, asset_hash: a.asset_hash });
-    expect(r).toMatchObject({ size: a.size, created_at: a.created_at, preview_id: p.id, preview_url: granted(svc, `${svc.url}/api/assets/${p.id}/content`) });
+    expect(r).toMatchObject({
+      id: a.id,
+      name: 'renamed',
+      tags: ['X', 'y', 'x'],
+      mime_type: 'text/plain',
+      user_metadata: { n: 1 },
+      asset_hash: a.asset_hash,
+    });
+    expect(r).toMatchObject({
+      size: a.size,
+      created_at: a.created_at,
+      preview_id: p.id,
+      preview_url: granted(svc, `${svc.url}/api/assets/${p.id}/content`),
+    });
     expect('created_new' in r).toBe(false);
     expect(new Date(r.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(a.updated_at).getTime());
     const got = await json(await svc.fetch(`/api/assets/${a.id}`));
     expect(got.preview_id).toBe(p.id);
     // preview_id null clears it.
-    await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"preview_id":null}' });
+    await svc.fetch(`/api/assets/${a.id}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{"preview_id":null}',
+    });
     expect((await json(await svc.fetch(`/api/assets/${a.id}`))).preview_id).toBeNull();
   });
 
@@ -208,7 +282,11 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     for (const [body, status, code] of cases) {
       const res = await put(body);
       const b = await json(res);
-      expect({ body: body.slice(0, 40), status: res.status, code: b.code }).toEqual({ body: body.slice(0, 40), status, code });
+      expect({ body: body.slice(0, 40), status: res.status, code: b.code }).toEqual({
+        body: body.slice(0, 40),
+        status,
+        code,
+      });
       expect(typeof b.message).toBe('string');
     }
     const wrongType = await put('name=x', 'application/x-www-form-urlencoded');
@@ -222,10 +300,16 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     const blocked = await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' });
     expect(blocked.status).toBe(409);
     expect((await json(blocked)).code).toBe('ASSET_IMMUTABLE');
-    const put = await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"name":"n"}' });
+    const put = await svc.fetch(`/api/assets/${a.id}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"n"}',
+    });
     expect(put.status).toBe(409);
     expect((await json(await svc.fetch(`/api/assets/${a.id}`))).is_immutable).toBe(true);
-    await expect(svc.container.assets.setImmutable({ ownerId: 'alice', isAdmin: false, keyId: 't' }, a.id, false)).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(
+      svc.container.assets.setImmutable({ ownerId: 'alice', isAdmin: false, keyId: 't' }, a.id, false),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' });
     await svc.container.assets.setImmutable({ ownerId: 'admin', isAdmin: true, keyId: 't' }, a.id, false);
     expect((await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
     const gone = await svc.fetch(`/api/assets/${a.id}`);
@@ -241,7 +325,11 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
       ['DELETE', '/api/assets/xyz'],
       ['GET', '/api/assets/zzz/content'],
     ] as const) {
-      const res = await svc.fetch(path, { method, headers: { 'content-type': 'application/json' }, body: method === 'PUT' ? '{"name":"a"}' : undefined });
+      const res = await svc.fetch(path, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: method === 'PUT' ? '{"name":"a"}' : undefined,
+      });
       expect([path, res.status, (await json(res)).code]).toEqual([path, 400, 'INVALID_ID']);
     }
   });
@@ -258,7 +346,12 @@ describe('owner isolation', () => {
       const res = await svc.fetch(path, { method, key: KEYS.bob });
       expect([path, res.status, (await json(res)).code]).toEqual([path, 404, 'ASSET_NOT_FOUND']);
     }
-    const put = await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', key: KEYS.bob, headers: { 'content-type': 'application/json' }, body: '{"name":"x"}' });
+    const put = await svc.fetch(`/api/assets/${a.id}`, {
+      method: 'PUT',
+      key: KEYS.bob,
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"x"}',
+    });
     expect(put.status).toBe(404);
     const list = await json(await svc.fetch('/api/assets?limit=500', { key: KEYS.bob }));
     expect(list.assets.map((x: { id: string }) => x.id)).not.toContain(a.id);
@@ -292,10 +385,13 @@ describe('authentication', () => {
         expect(await json(res)).toMatchObject({ code: 'UNAUTHORIZED' });
       }
     }
-    expect((await svc.fetch(`/api/assets/hash/${blake3Of(Buffer.from('x'))}`, { method: 'HEAD', key: null })).status).toBe(401);
+    expect(
+      (await svc.fetch(`/api/assets/hash/${blake3Of(Buffer.from('x'))}`, { method: 'HEAD', key: null })).status,
+    ).toBe(401);
     const bearer = await svc.fetch('/api/tags', { key: null, headers: { authorization: `Bearer ${KEYS.alice}` } });
     expect(bearer.status).toBe(200);
-    for (const open of ['/healthz', '/readyz', '/openapi.yaml']) expect((await svc.fetch(open, { key: null })).status).toBe(200);
+    for (const open of ['/healthz', '/readyz', '/openapi.yaml'])
+      expect((await svc.fetch(open, { key: null })).status).toBe(200);
   });
 });
 
@@ -304,12 +400,23 @@ describe('from-hash and hash checks', () => {
     const bytes = Buffer.from(unique('fh'));
     await upload(bytes, {}, 'original-name.txt', KEYS.bob);
     const post = (body: unknown, key: string = KEYS.alice) =>
-      svc.fetch('/api/assets/from-hash', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      svc.fetch('/api/assets/from-hash', {
+        method: 'POST',
+        key,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const created = await post({ hash: sha256Of(bytes), tags: ['Models'], user_metadata: { a: 1 } });
     expect(created.status).toBe(201);
     const c = await json(created);
     // Never bob's upload file name: the first 16 hex of the BLAKE3.
-    expect(c).toMatchObject({ created_new: true, name: blake3Of(bytes).slice(7, 23), mime_type: 'text/plain', tags: ['Models'], user_metadata: { a: 1 } });
+    expect(c).toMatchObject({
+      created_new: true,
+      name: blake3Of(bytes).slice(7, 23),
+      mime_type: 'text/plain',
+      tags: ['Models'],
+      user_metadata: { a: 1 },
+    });
     const again = await post({ hash: blake3Of(bytes), tags: ['other'], name: 'x' });
     expect(again.status).toBe(200);
     expect(await json(again)).toMatchObject({ id: c.id, created_new: false });
@@ -327,7 +434,11 @@ describe('from-hash and hash checks', () => {
       { hash: blake3Of(bytes), tags: ['a'], user_metadata: [] },
     ]) {
       const res = await post(body);
-      expect([JSON.stringify(body).slice(0, 30), res.status, (await json(res)).code]).toEqual([JSON.stringify(body).slice(0, 30), 400, 'INVALID_BODY']);
+      expect([JSON.stringify(body).slice(0, 30), res.status, (await json(res)).code]).toEqual([
+        JSON.stringify(body).slice(0, 30),
+        400,
+        'INVALID_BODY',
+      ]);
     }
   });
 
@@ -360,7 +471,9 @@ describe('content', () => {
     expect(full.headers.get('accept-ranges')).toBe('bytes');
     const cd = full.headers.get('content-disposition')!;
     // attachment by default; inline on request.
-    expect(cd).toMatch(/^attachment; filename="weird _name____.bin"; filename\*=UTF-8''weird%20%22name%22%0D%0A%E2%82%AC.bin$/);
+    expect(cd).toMatch(
+      /^attachment; filename="weird _name____.bin"; filename\*=UTF-8''weird%20%22name%22%0D%0A%E2%82%AC.bin$/,
+    );
     expect((await svc.fetch(url + '?disposition=inline')).headers.get('content-disposition')).toMatch(/^inline; /);
     expect((await svc.fetch(url + '?disposition=bogus')).headers.get('content-disposition')).toMatch(/^attachment; /);
     expect((await svc.fetch(url, { headers: { 'if-none-match': `"${a.asset_hash}"` } })).status).toBe(304);
@@ -399,12 +512,16 @@ describe('content', () => {
     expect(res.headers.get('content-type')).toBe('application/octet-stream');
     const { body: svg } = await upload('<svg xmlns="http://www.w3.org/2000/svg"></svg>', {}, 'a.svg');
     expect(svg.mime_type).toBe('image/svg+xml');
-    expect((await svc.fetch(`/api/assets/${svg.id}/content`)).headers.get('content-disposition')).toMatch(/^attachment;/);
+    expect((await svc.fetch(`/api/assets/${svg.id}/content`)).headers.get('content-disposition')).toMatch(
+      /^attachment;/,
+    );
     // Even when inline is asked for.
     const inline = await svc.fetch(`/api/assets/${svg.id}/content?disposition=inline`);
     expect(inline.headers.get('content-disposition')).toMatch(/^attachment;/);
     expect(inline.headers.get('content-type')).toBe('application/octet-stream');
-    expect((await svc.fetch(`/api/assets/${svg.id}/content`, { method: 'HEAD' })).headers.get('content-type')).toBe('application/octet-stream');
+    expect((await svc.fetch(`/api/assets/${svg.id}/content`, { method: 'HEAD' })).headers.get('content-type')).toBe(
+      'application/octet-stream',
+    );
   });
 });
 
@@ -413,7 +530,16 @@ describe('listing and tags', () => {
     const tag = `list-${crypto.randomBytes(4).toString('hex')}`;
     const made = [];
     for (let i = 0; i < 5; i++) {
-      const { body } = await upload(`${tag}-${i}-${'z'.repeat(i)}`, { tags: [tag, i % 2 ? 'odd' : 'even'], user_metadata: JSON.stringify({ i, group: i < 3 ? 'a' : 'b', nested: { v: i } }), name: `${tag}-n${i}` }, 'f.txt', KEYS.bob);
+      const { body } = await upload(
+        `${tag}-${i}-${'z'.repeat(i)}`,
+        {
+          tags: [tag, i % 2 ? 'odd' : 'even'],
+          user_metadata: JSON.stringify({ i, group: i < 3 ? 'a' : 'b', nested: { v: i } }),
+          name: `${tag}-n${i}`,
+        },
+        'f.txt',
+        KEYS.bob,
+      );
       made.push(body);
     }
     const list = async (qs: string) => {
@@ -434,7 +560,9 @@ describe('listing and tags', () => {
     expect((await list(`include_tags=${tag}&include_tags=ODD`)).total).toBe(0);
     expect((await list(`include_tags=${tag}&exclude_tags=odd`)).total).toBe(3);
     expect((await list(`include_tags=${tag}&metadata_filter=${encodeURIComponent('{"group":"a"}')}`)).total).toBe(3);
-    expect((await list(`include_tags=${tag}&metadata_filter=${encodeURIComponent('{"nested":{"v":4}}')}`)).total).toBe(1);
+    expect((await list(`include_tags=${tag}&metadata_filter=${encodeURIComponent('{"nested":{"v":4}}')}`)).total).toBe(
+      1,
+    );
     expect((await list(`include_tags=${tag}&name_contains=${tag.toUpperCase()}-N3`)).total).toBe(1);
     expect((await list(`name_contains=%25`)).total).toBe(0);
     const page = await list(`include_tags=${tag}&limit=2&offset=2&sort=name&order=asc`);
@@ -442,7 +570,17 @@ describe('listing and tags', () => {
     expect(page).toMatchObject({ total: 5, has_more: true });
     const bySize = await list(`include_tags=${tag}&sort=size&order=desc&limit=1`);
     expect(bySize.assets[0].id).toBe(made[4].id);
-    for (const qs of ['limit=0', 'limit=501', 'limit=x', 'offset=-1', 'sort=bogus', 'order=up', 'metadata_filter=nope', 'metadata_filter=[1]', 'limit=1&limit=2']) {
+    for (const qs of [
+      'limit=0',
+      'limit=501',
+      'limit=x',
+      'offset=-1',
+      'sort=bogus',
+      'order=up',
+      'metadata_filter=nope',
+      'metadata_filter=[1]',
+      'limit=1&limit=2',
+    ]) {
       const res = await svc.fetch(`/api/assets?${qs}`);
       expect([qs, res.status, (await json(res)).code]).toEqual([qs, 400, 'INVALID_QUERY']);
     }
@@ -454,7 +592,14 @@ describe('listing and tags', () => {
     await upload(unique(), { tags: [`${p}-a`, `${p}-b`] }, 'f', key);
     await upload(unique(), { tags: [`${p}-a`] }, 'f', key);
     const res = await svc.fetch(`/api/tags?prefix=${p}`, { key });
-    expect(await json(res)).toEqual({ tags: [{ name: `${p}-a`, count: 2 }, { name: `${p}-b`, count: 1 }], total: 2, has_more: false });
+    expect(await json(res)).toEqual({
+      tags: [
+        { name: `${p}-a`, count: 2 },
+        { name: `${p}-b`, count: 1 },
+      ],
+      total: 2,
+      has_more: false,
+    });
     // Read as tags are stored: leading blanks dropped, case kept (another case is another prefix).
     expect(await json(await svc.fetch(`/api/tags?prefix=${encodeURIComponent(`  ${p}-b`)}`, { key }))).toEqual({
       tags: [{ name: `${p}-b`, count: 1 }],

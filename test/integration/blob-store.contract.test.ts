@@ -31,7 +31,11 @@ const backends: Backend[] = [
       const workers = new IngestWorkers();
       const store = new FsBlobStore(dir, workers);
       await store.init();
-      return { store, reopen: () => new FsBlobStore(dir, workers), teardown: async () => fs.rmSync(dir, { recursive: true, force: true }) };
+      return {
+        store,
+        reopen: () => new FsBlobStore(dir, workers),
+        teardown: async () => fs.rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
   {
@@ -43,7 +47,15 @@ const backends: Backend[] = [
       // part (5 MiB, which RGW enforces as AWS does), since a committed partial is copied part by part.
       const make = () =>
         new S3BlobStore(
-          { backend: 's3', bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: 'pfx', presignedDownloads: true },
+          {
+            backend: 's3',
+            bucket: s3.bucket,
+            endpoint: s3.endpoint,
+            region: 'us-east-1',
+            forcePathStyle: true,
+            prefix: 'pfx',
+            presignedDownloads: true,
+          },
           { partSize: 5 * MiB, queueSize: 2, maxSingleCopyBytes: 4 * MiB, copyPartSize: 5 * MiB, segmentSize: 5 * MiB },
         );
       const store = make();
@@ -60,7 +72,12 @@ const backends: Backend[] = [
   },
 ];
 
-const hex = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex').replace(/^(.{64}).*$/, '$1');
+const hex = (b: Buffer) =>
+  crypto
+    .createHash('sha256')
+    .update(b)
+    .digest('hex')
+    .replace(/^(.{64}).*$/, '$1');
 async function* chunks(buf: Buffer, size = 64 * 1024): AsyncIterable<Buffer> {
   for (let i = 0; i < buf.length; i += size) yield buf.subarray(i, i + size);
 }
@@ -99,8 +116,12 @@ describe.each(backends)('$name blob store', (backend) => {
     await store.commit(temp, h);
     expect(await store.exists(h)).toBe(true);
     expect((await collect(await store.read(h))).equals(data)).toBe(true);
-    expect((await collect(await store.read(h, { start: 1000, end: 1999 }))).equals(data.subarray(1000, 2000))).toBe(true);
-    expect((await collect(await store.read(h, { start: data.length - 1, end: data.length - 1 }))).equals(data.subarray(-1))).toBe(true);
+    expect((await collect(await store.read(h, { start: 1000, end: 1999 }))).equals(data.subarray(1000, 2000))).toBe(
+      true,
+    );
+    expect(
+      (await collect(await store.read(h, { start: data.length - 1, end: data.length - 1 }))).equals(data.subarray(-1)),
+    ).toBe(true);
     await store.delete(h);
     expect(await store.exists(h)).toBe(false);
     await expect(store.read(h)).rejects.toBeInstanceOf(BlobNotFoundError);
@@ -273,7 +294,9 @@ describe.each(backends)('$name blob store', (backend) => {
     expect(await store.writeObject('exports/a.zip', chunks(data))).toBe(data.length);
     expect(await store.objectSize('exports/a.zip')).toBe(data.length);
     expect((await collect(await store.readObject('exports/a.zip'))).equals(data)).toBe(true);
-    expect((await collect(await store.readObject('exports/a.zip', { start: 10, end: 19 }))).equals(data.subarray(10, 20))).toBe(true);
+    expect(
+      (await collect(await store.readObject('exports/a.zip', { start: 10, end: 19 }))).equals(data.subarray(10, 20)),
+    ).toBe(true);
     await expect(store.writeObject('exports/b.zip', failingAfter(data, 200_000))).rejects.toThrow();
     expect(await store.objectSize('exports/b.zip')).toBeUndefined();
     await store.deleteObject('exports/a.zip');
@@ -292,7 +315,15 @@ describe('s3 only', () => {
   let store: S3BlobStore;
   beforeAll(async () => {
     s3 = await startS3Server();
-    store = new S3BlobStore({ backend: 's3', bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: true });
+    store = new S3BlobStore({
+      backend: 's3',
+      bucket: s3.bucket,
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      prefix: '',
+      presignedDownloads: true,
+    });
   });
   afterAll(async () => {
     await store?.close();
@@ -305,17 +336,32 @@ describe('s3 only', () => {
     await store.commit(await store.writeTemp(chunks(data)), h);
     expect(store.contentKey(h)).toBe(`${h.slice(0, 2)}/${h.slice(2, 4)}/${h}`);
     expect(await s3.objectKeys()).toContain(`${h.slice(0, 2)}/${h.slice(2, 4)}/${h}`);
-    const url = await store.presignedUrl(h, { fileName: 'grüße "x".txt', contentType: 'text/plain', expiresInSeconds: 60, disposition: 'inline' });
+    const url = await store.presignedUrl(h, {
+      fileName: 'grüße "x".txt',
+      contentType: 'text/plain',
+      expiresInSeconds: 60,
+      disposition: 'inline',
+    });
     expect(url).toContain('X-Amz-Signature=');
     const res = await fetch(url);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('presigned hello');
     expect(res.headers.get('content-type')).toBe('text/plain');
-    expect(res.headers.get('content-disposition')).toBe(`inline; filename="gr__e _x_.txt"; filename*=UTF-8''gr%C3%BC%C3%9Fe%20%22x%22.txt`);
+    expect(res.headers.get('content-disposition')).toBe(
+      `inline; filename="gr__e _x_.txt"; filename*=UTF-8''gr%C3%BC%C3%9Fe%20%22x%22.txt`,
+    );
   });
 
   test('ping fails for a missing bucket', async () => {
-    const other = new S3BlobStore({ backend: 's3', bucket: 'no-such-bucket', endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, prefix: '', presignedDownloads: false });
+    const other = new S3BlobStore({
+      backend: 's3',
+      bucket: 'no-such-bucket',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      prefix: '',
+      presignedDownloads: false,
+    });
     await expect(other.ping()).rejects.toBeDefined();
     await other.close();
   });

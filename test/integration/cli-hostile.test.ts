@@ -55,7 +55,9 @@ interface FakeAsset {
 }
 
 /** A server that answers what a broken or hostile one would; `handler` decides each answer. */
-async function fakeServer(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ url: string; hits: string[]; close(): Promise<void> }> {
+async function fakeServer(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<{ url: string; hits: string[]; close(): Promise<void> }> {
   const hits: string[] = [];
   const server = http.createServer((req, res) => {
     hits.push(`${req.method} ${req.url}`);
@@ -100,10 +102,18 @@ const listing =
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"NOT_FOUND","message":"no such route"}');
   };
 
-async function pullFrom(url: string, name: string, extra: string[] = []): Promise<{ r: CliRun; dir: string; out: any }> {
+async function pullFrom(
+  url: string,
+  name: string,
+  extra: string[] = [],
+): Promise<{ r: CliRun; dir: string; out: any }> {
   const parent = fs.mkdtempSync(path.join(work, `${name}-`));
   const dir = path.join(parent, 'target');
-  const r = await runCli(['pull', dir, '--json', '--timeout', '2', ...extra], { ASSETS_URL: url, ASSETS_API_KEY: 'k', HOME: work });
+  const r = await runCli(['pull', dir, '--json', '--timeout', '2', ...extra], {
+    ASSETS_URL: url,
+    ASSETS_API_KEY: 'k',
+    HOME: work,
+  });
   noStackTrace(r);
   let out: any;
   try {
@@ -150,14 +160,17 @@ describe('pull from a hostile server', () => {
       expect(long.path.endsWith('.bin')).toBe(true);
       const files = tree(dir);
       expect(files.filter((f) => f.endsWith('.part'))).toEqual([]);
-      for (const f of files.filter((f) => !f.endsWith('/'))) expect(blake3Of(fs.readFileSync(path.join(dir, f)))).toBe(blake3Of(CONTENT));
-      expect(files).toEqual(expect.arrayContaining(['x', 'evil', 'b', 'nulbyte', 'dir/', 'dir/inner', 'same', 'ok.txt', assets[3]!.id]));
+      for (const f of files.filter((f) => !f.endsWith('/')))
+        expect(blake3Of(fs.readFileSync(path.join(dir, f)))).toBe(blake3Of(CONTENT));
+      expect(files).toEqual(
+        expect.arrayContaining(['x', 'evil', 'b', 'nulbyte', 'dir/', 'dir/inner', 'same', 'ok.txt', assets[3]!.id]),
+      );
     } finally {
       await fake.close();
     }
   });
 
-  test('a folder already at an asset\'s path is not replaced, and a .part that is a symlink is not written through', async () => {
+  test("a folder already at an asset's path is not replaced, and a .part that is a symlink is not written through", async () => {
     const fake = await fakeServer(listing([fakeAsset('folder'), fakeAsset('linked.bin')]));
     try {
       const parent = fs.mkdtempSync(path.join(work, 'existing-'));
@@ -221,12 +234,18 @@ describe('pull from a hostile server', () => {
       ['text/html', '<html><body>Sign in to the proxy</body></html>'],
       ['application/json', '{"assets": [1, 2'],
       ['application/json', '{"assets": [{"id": 5, "name": null, "size": "big"}], "has_more": false}'],
-      ['application/json', '{"assets": [{"id": "../../etc", "name": "x", "size": 1, "asset_hash": "blake3:00", "tags": []}]}'],
+      [
+        'application/json',
+        '{"assets": [{"id": "../../etc", "name": "x", "size": 1, "asset_hash": "blake3:00", "tags": []}]}',
+      ],
     ];
     for (const [type, body] of answers) {
       const fake = await fakeServer((_req, res) => res.writeHead(200, { 'content-type': type }).end(body));
       try {
-        for (const args of [['ls', '--json'], ['get', crypto.randomUUID(), '--json']]) {
+        for (const args of [
+          ['ls', '--json'],
+          ['get', crypto.randomUUID(), '--json'],
+        ]) {
           const r = await runCli([...args, '--timeout', '2'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
           noStackTrace(r);
           expect([r.code, JSON.parse(r.stdout).error.code]).toEqual([1, 'INVALID_RESPONSE']);
@@ -247,11 +266,17 @@ describe('pull from a hostile server', () => {
     const fake = await fakeServer((req, res) => {
       const isContent = req.url!.includes('/content');
       const n = isContent ? ++contents : ++listings;
-      if (n === 1) return void res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"code":"RATE_LIMITED","message":"slow down"}');
-      if (n === 2) return void res.writeHead(503, { 'retry-after': '0', 'content-type': 'text/html' }).end('<b>busy</b>');
+      if (n === 1)
+        return void res
+          .writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' })
+          .end('{"code":"RATE_LIMITED","message":"slow down"}');
+      if (n === 2)
+        return void res.writeHead(503, { 'retry-after': '0', 'content-type': 'text/html' }).end('<b>busy</b>');
       listing([asset])(req, res);
     });
-    const broken = await fakeServer((_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad Gateway</h1>'));
+    const broken = await fakeServer((_req, res) =>
+      res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad Gateway</h1>'),
+    );
     try {
       const { r, out } = await pullFrom(fake.url, 'retry');
       expect(r.code).toBe(0);
@@ -275,7 +300,10 @@ describe('pull from a hostile server', () => {
         const range = /bytes=(\d+)-/.exec(req.headers.range ?? '');
         const from = range ? Number(range[1]) : 0;
         if (!resets) {
-          res.writeHead(range ? 206 : 200, { 'content-length': CONTENT.length - from, ...(range ? { 'content-range': `bytes ${from}-${CONTENT.length - 1}/${CONTENT.length}` } : {}) });
+          res.writeHead(range ? 206 : 200, {
+            'content-length': CONTENT.length - from,
+            ...(range ? { 'content-range': `bytes ${from}-${CONTENT.length - 1}/${CONTENT.length}` } : {}),
+          });
           return void res.end(CONTENT.subarray(from));
         }
         res.writeHead(200, { 'content-length': CONTENT.length });
@@ -284,7 +312,10 @@ describe('pull from a hostile server', () => {
       }),
     );
     const stall = await fakeServer(() => undefined); // never answers
-    const stallBody = await fakeServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' }).write('{"assets":['));
+    const stallBody = await fakeServer(
+      (_req, res) =>
+        void res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' }).write('{"assets":['),
+    );
     try {
       const first = await pullFrom(fake.url, 'reset');
       expect(first.r.code).toBe(1);
@@ -293,7 +324,10 @@ describe('pull from a hostile server', () => {
       resets = false;
       const again = await runCli(['pull', first.dir, '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
       expect(again.code).toBe(0);
-      expect(JSON.parse(again.stdout).files[0]).toMatchObject({ action: 'downloaded', bytes_received: CONTENT.length - 10 });
+      expect(JSON.parse(again.stdout).files[0]).toMatchObject({
+        action: 'downloaded',
+        bytes_received: CONTENT.length - 10,
+      });
       expect(fs.readFileSync(path.join(first.dir, 'cut.bin')).equals(CONTENT)).toBe(true);
 
       for (const s of [stall, stallBody]) {
@@ -303,7 +337,12 @@ describe('pull from a hostile server', () => {
         expect(JSON.parse(r.stdout).error.message).toMatch(/no answer in time/);
       }
       // A stalled content body (after its head): the raw socket reader gives up too.
-      const stalledContent = await fakeServer(listing([fakeAsset('stalled.bin')], (_req, res) => void res.writeHead(200, { 'content-length': CONTENT.length }).write(CONTENT.subarray(0, 5))));
+      const stalledContent = await fakeServer(
+        listing(
+          [fakeAsset('stalled.bin')],
+          (_req, res) => void res.writeHead(200, { 'content-length': CONTENT.length }).write(CONTENT.subarray(0, 5)),
+        ),
+      );
       try {
         const { r, out } = await pullFrom(stalledContent.url, 'stalled', ['--timeout', '0.5']);
         expect(r.code).toBe(1);
@@ -324,8 +363,12 @@ describe('more from a hostile server', () => {
     const name = 'evil\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202Etxt.exe';
     const asset = fakeAsset(name);
     const fake = await fakeServer((req, res) => {
-      if (req.url!.startsWith(`/api/assets/${asset.id}`) && !req.url!.includes('/content')) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asset));
-      listing([asset], (_q, r) => void r.writeHead(500, { 'content-type': 'text/plain' }).end('\u001b[31mboom\u001b[0m'))(req, res);
+      if (req.url!.startsWith(`/api/assets/${asset.id}`) && !req.url!.includes('/content'))
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asset));
+      listing(
+        [asset],
+        (_q, r) => void r.writeHead(500, { 'content-type': 'text/plain' }).end('\u001b[31mboom\u001b[0m'),
+      )(req, res);
     });
     try {
       const env = { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' };
@@ -352,7 +395,9 @@ describe('more from a hostile server', () => {
   test('a listing whose cursor never moves is refused instead of listed for ever', async () => {
     const asset = fakeAsset('loop.bin');
     const fake = await fakeServer((_req, res) =>
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ assets: [asset], total: 1e9, has_more: true, next_cursor: 'same' })),
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ assets: [asset], total: 1e9, has_more: true, next_cursor: 'same' })),
     );
     try {
       const { r, out } = await pullFrom(fake.url, 'cursor');
@@ -363,15 +408,19 @@ describe('more from a hostile server', () => {
     }
   });
 
-  test('download: a task whose status is not one of the contract\'s is refused instead of followed for ever', async () => {
+  test("download: a task whose status is not one of the contract's is refused instead of followed for ever", async () => {
     const taskId = crypto.randomUUID();
     const fake = await fakeServer((req, res) => {
-      const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const send = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (req.url === '/api/assets/download') return void send(202, { task_id: taskId, status: 'created' });
       send(200, { id: taskId, task_name: 'download_file', status: 'thinking', progress: { bytes_total: -1 } });
     });
     try {
-      const r = await runCli(['download', 'https://huggingface.co/a/b/resolve/main/c.bin', '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
+      const r = await runCli(['download', 'https://huggingface.co/a/b/resolve/main/c.bin', '--json'], {
+        ASSETS_URL: fake.url,
+        ASSETS_API_KEY: 'k',
+      });
       noStackTrace(r);
       expect([r.code, JSON.parse(r.stdout).error.code]).toEqual([1, 'INVALID_RESPONSE']);
     } finally {
@@ -392,19 +441,28 @@ describe('more from a hostile server', () => {
         req.resume();
         req.on('end', () => {
           const tus = { 'tus-resumable': '1.0.0' };
-          if (req.method === 'OPTIONS') return void res.writeHead(204, { ...tus, 'tus-version': '1.0.0', 'tus-max-size': '999999999' }).end();
+          if (req.method === 'OPTIONS')
+            return void res.writeHead(204, { ...tus, 'tus-version': '1.0.0', 'tus-max-size': '999999999' }).end();
           if (req.method === 'HEAD' && req.url!.startsWith('/api/assets/hash/')) return void res.writeHead(404).end();
           if (req.method === 'POST') return void res.writeHead(201, { ...tus, location: '/api/uploads/abc' }).end();
           if (req.method === 'PATCH') {
             patches++;
             return void res.writeHead(204, { ...tus, 'upload-offset': offset }).end();
           }
-          if (req.method === 'HEAD') return void res.writeHead(200, { ...tus, 'upload-offset': '0', 'upload-length': '1000', 'cache-control': 'no-store' }).end();
+          if (req.method === 'HEAD')
+            return void res
+              .writeHead(200, { ...tus, 'upload-offset': '0', 'upload-length': '1000', 'cache-control': 'no-store' })
+              .end();
           res.writeHead(404).end();
         });
       });
       try {
-        const r = await runCli(['push', file, '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k', HOME: work, XDG_CACHE_HOME: path.join(work, `tus-cache-${code}-${offset}`) });
+        const r = await runCli(['push', file, '--json'], {
+          ASSETS_URL: fake.url,
+          ASSETS_API_KEY: 'k',
+          HOME: work,
+          XDG_CACHE_HOME: path.join(work, `tus-cache-${code}-${offset}`),
+        });
         noStackTrace(r);
         expect([r.code, JSON.parse(r.stdout).files[0].error.code]).toEqual([1, code]);
         expect(patches).toBeLessThanOrEqual(3);
@@ -433,10 +491,16 @@ describe('more from a hostile server', () => {
       req.resume();
       if (req.method === 'OPTIONS') return void res.writeHead(204, { 'tus-resumable': '1.0.0' }).end();
       if (req.method === 'HEAD') return void res.writeHead(200).end();
-      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ ...fakeAsset('claimed.bin'), created_new: true }));
+      res
+        .writeHead(201, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ...fakeAsset('claimed.bin'), created_new: true }));
     });
     try {
-      const r = await runCli(['push', file, '--tag', 'x', '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k', HOME: work });
+      const r = await runCli(['push', file, '--tag', 'x', '--json'], {
+        ASSETS_URL: fake.url,
+        ASSETS_API_KEY: 'k',
+        HOME: work,
+      });
       noStackTrace(r);
       expect([r.code, JSON.parse(r.stdout).files[0].error.code]).toEqual([1, 'HASH_MISMATCH']);
     } finally {
@@ -447,10 +511,19 @@ describe('more from a hostile server', () => {
   test('export: an archive download that breaks off leaves neither the file nor a .part', async () => {
     const taskId = crypto.randomUUID();
     const fake = await fakeServer((req, res) => {
-      const send = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-      if (req.url === '/api/assets/export') return void send(202, { task_id: taskId, status: 'created', message: 'export queued' });
-      if (req.url === `/api/tasks/${taskId}`) return void send(200, { id: taskId, task_name: 'export_assets', status: 'completed', result: { export_name: 'x.zip' } });
-      if (req.url === '/api/assets/exports/x.zip') return void send(200, { url: `http://${req.headers.host}/dl`, expires_at: new Date().toISOString() });
+      const send = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/api/assets/export')
+        return void send(202, { task_id: taskId, status: 'created', message: 'export queued' });
+      if (req.url === `/api/tasks/${taskId}`)
+        return void send(200, {
+          id: taskId,
+          task_name: 'export_assets',
+          status: 'completed',
+          result: { export_name: 'x.zip' },
+        });
+      if (req.url === '/api/assets/exports/x.zip')
+        return void send(200, { url: `http://${req.headers.host}/dl`, expires_at: new Date().toISOString() });
       if (req.url === '/dl') {
         res.writeHead(200, { 'content-type': 'application/zip', 'content-length': 100_000 });
         res.write(Buffer.alloc(1000));
@@ -460,7 +533,10 @@ describe('more from a hostile server', () => {
     });
     try {
       const dir = fs.mkdtempSync(path.join(work, 'export-'));
-      const r = await runCli(['export', crypto.randomUUID(), path.join(dir, 'out.zip'), '--json'], { ASSETS_URL: fake.url, ASSETS_API_KEY: 'k' });
+      const r = await runCli(['export', crypto.randomUUID(), path.join(dir, 'out.zip'), '--json'], {
+        ASSETS_URL: fake.url,
+        ASSETS_API_KEY: 'k',
+      });
       noStackTrace(r);
       expect([r.code, JSON.parse(r.stdout).error.code]).toEqual([1, 'NETWORK']);
       expect(fs.readdirSync(dir)).toEqual([]);
@@ -485,7 +561,9 @@ describe('against the real service', () => {
   });
 
   const assetsNamed = async (name: string): Promise<any[]> =>
-    (await json(await svc.fetch(`/api/assets?limit=500&name_contains=${encodeURIComponent(name)}`))).assets.filter((a: any) => a.name === name);
+    (await json(await svc.fetch(`/api/assets?limit=500&name_contains=${encodeURIComponent(name)}`))).assets.filter(
+      (a: any) => a.name === name,
+    );
 
   test('FIFOs, sockets, symlink loops and dangling links in a pushed tree: skipped or listed as failed, the rest pushed, nothing hangs', async () => {
     const dir = path.join(work, 'specials');
@@ -498,7 +576,10 @@ describe('against the real service', () => {
     fs.symlinkSync('/nonexistent/target', path.join(dir, 'dangling'));
     fs.symlinkSync('..', path.join(dir, 'sub', 'up'));
     // A file name that is not UTF-8 (Latin-1 bytes), and names with a line break and a terminal escape.
-    fs.writeFileSync(Buffer.concat([Buffer.from(dir + '/'), Buffer.from([0x6c, 0xe4, 0x74, 0x69, 0x6e]), Buffer.from('.bin')]), 'latin-1 name');
+    fs.writeFileSync(
+      Buffer.concat([Buffer.from(dir + '/'), Buffer.from([0x6c, 0xe4, 0x74, 0x69, 0x6e]), Buffer.from('.bin')]),
+      'latin-1 name',
+    );
     fs.writeFileSync(path.join(dir, 'new\nline \u001b[31m.bin'), crypto.randomBytes(100));
     const socket = net.createServer().listen(path.join(dir, 'sock'));
     try {
@@ -514,7 +595,10 @@ describe('against the real service', () => {
       expect(by('good.bin').action).toBe('uploaded');
       expect(by('also.bin').action).toBe('uploaded');
       expect(by('new\nline \u001b[31m.bin').action).toBe('uploaded');
-      expect(out.files.find((x: any) => x.file.includes('\ufffd'))).toMatchObject({ action: 'failed', error: { code: 'INVALID_FILE_NAME' } });
+      expect(out.files.find((x: any) => x.file.includes('\ufffd'))).toMatchObject({
+        action: 'failed',
+        error: { code: 'INVALID_FILE_NAME' },
+      });
       expect(r.stderr).not.toMatch(/\u001b/);
       expect(out.files).toHaveLength(8); // the dangling link is nothing; sub/up (a loop back) is walked once
       expect(out.failed).toBe(3);
@@ -577,7 +661,11 @@ describe('against the real service', () => {
     noStackTrace(r);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout).files[0]).toMatchObject({ action: 'failed', error: { code: 'FILE_CHANGED' } });
-    expect(proxy.requests.slice(from).filter((q) => q.method === 'PATCH' || (q.method === 'POST' && q.path.startsWith('/api/uploads')))).toEqual([]);
+    expect(
+      proxy.requests
+        .slice(from)
+        .filter((q) => q.method === 'PATCH' || (q.method === 'POST' && q.path.startsWith('/api/uploads'))),
+    ).toEqual([]);
     expect(await assetsNamed('grows.bin')).toEqual([]);
 
     // Rewritten in place (same size) while its upload runs: the bytes sent are not those hashed; the service
@@ -620,7 +708,10 @@ describe('against the real service', () => {
         ['first.bin', 400 * 1024],
         ['second.bin', 900 * 1024],
       ] as const) {
-        const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(size), { name, tags: tag }) });
+        const res = await svc.fetch('/api/assets', {
+          method: 'POST',
+          body: uploadForm(crypto.randomBytes(size), { name, tags: tag }),
+        });
         expect(res.status).toBe(201);
       }
       const r = await runCli(['pull', '--tag', tag, mnt, '--json', '--concurrency', '1'], env);
@@ -655,7 +746,12 @@ describe('against the real service', () => {
     expect([usage.code, JSON.parse(usage.stdout).error.code]).toEqual([2, 'USAGE']);
     const noKey = await runCli(['ls', '--json'], { ...env, ASSETS_API_KEY: 'wrong' });
     expect([noKey.code, JSON.parse(noKey.stdout).error.code]).toEqual([1, 'UNAUTHORIZED']);
-    const a = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name: 'to-remove.bin' }) }));
+    const a = await json(
+      await svc.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(crypto.randomBytes(100), { name: 'to-remove.bin' }),
+      }),
+    );
     const rm = await runCli(['rm', a.id, '--json'], env);
     expect([rm.code, JSON.parse(rm.stdout)]).toEqual([0, { deleted: a.id }]);
   });

@@ -41,7 +41,12 @@ afterAll(async () => {
 const UPLOAD_PATH = /^\/api\/(assets|uploads)(\/[0-9a-f-]*)?(\?|$)/;
 /** Requests that carry file bytes (multipart POST /api/assets, tus POST/PATCH /api/uploads) since `from`. */
 const uploadRequests = (from: number) =>
-  proxy.requests.slice(from).filter((r) => (r.method === 'POST' || r.method === 'PATCH') && UPLOAD_PATH.test(r.path) && !r.path.startsWith('/api/assets/'));
+  proxy.requests
+    .slice(from)
+    .filter(
+      (r) =>
+        (r.method === 'POST' || r.method === 'PATCH') && UPLOAD_PATH.test(r.path) && !r.path.startsWith('/api/assets/'),
+    );
 
 function write(root: string, rel: string, data: Buffer): void {
   const abs = path.join(root, ...rel.split('/'));
@@ -52,9 +57,15 @@ function write(root: string, rel: string, data: Buffer): void {
 const fileHash = (file: string): string => blake3Of(fs.readFileSync(file));
 
 /** `strace <args>` with only the given environment (plus PATH): the files a command opens. */
-function runStrace(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runStrace(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const proc = spawn('strace', args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('strace', args, {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -101,8 +112,13 @@ describe('push and pull of a ComfyUI tree', () => {
     const assets = await listAll();
     const named = new Map(assets.map((a) => [a.name, a]));
     // ComfyUI's model_type: tags (its `model_type` mode lists the asset under its folder) beside the plain folder name.
-    expect(named.get('SDXL/base.safetensors')).toMatchObject({ tags: ['models', 'model_type:checkpoints', 'checkpoints', 'Team-X'], size: 3 * MiB });
-    expect(named.get('style ünï 🎨 v2.safetensors')).toMatchObject({ tags: ['models', 'model_type:loras', 'loras', 'Team-X'] });
+    expect(named.get('SDXL/base.safetensors')).toMatchObject({
+      tags: ['models', 'model_type:checkpoints', 'checkpoints', 'Team-X'],
+      size: 3 * MiB,
+    });
+    expect(named.get('style ünï 🎨 v2.safetensors')).toMatchObject({
+      tags: ['models', 'model_type:loras', 'loras', 'Team-X'],
+    });
     const byType = await listAll('&tags_all=model_type:loras');
     expect(byType.map((x) => x.name).sort()).toEqual(expect.arrayContaining(['style ünï 🎨 v2.safetensors']));
     expect(named.get('empty.png')).toMatchObject({ tags: ['input', 'team-x'], size: 0 });
@@ -120,13 +136,24 @@ describe('push and pull of a ComfyUI tree', () => {
     expect([a.action, b.action].sort()).toEqual(['from_hash', 'uploaded']);
     // ... and adds its folder's tag to that asset.
     const dup = assets.find((x) => x.id === a.asset_id);
-    expect(dup.tags).toEqual(expect.arrayContaining(['models', 'loras', 'vae', 'model_type:loras', 'model_type:vae', 'team-x']));
+    expect(dup.tags).toEqual(
+      expect.arrayContaining(['models', 'loras', 'vae', 'model_type:loras', 'model_type:vae', 'team-x']),
+    );
     expect(dup.tags[1]).toBe(dup.name === 'copy a.safetensors' ? 'model_type:loras' : 'model_type:vae');
     // ... and both paths are kept with it, for pull.
-    expect([...dup.metadata.paths].sort()).toEqual(['models/loras/copy a.safetensors', 'models/vae/copy b.safetensors']);
+    expect([...dup.metadata.paths].sort()).toEqual([
+      'models/loras/copy a.safetensors',
+      'models/vae/copy b.safetensors',
+    ]);
     expect(assets).toHaveLength(5);
     // Each distinct content was sent once.
-    expect(new Set(uploadRequests(from).filter((q) => q.method === 'POST').map((q) => q.path)).size).toBeGreaterThan(0);
+    expect(
+      new Set(
+        uploadRequests(from)
+          .filter((q) => q.method === 'POST')
+          .map((q) => q.path),
+      ).size,
+    ).toBeGreaterThan(0);
     expect(out.bytes_sent).toBe(3 * MiB + 700 * KiB + 300 * KiB + 50 * KiB);
   });
 
@@ -138,7 +165,11 @@ describe('push and pull of a ComfyUI tree', () => {
     expect(out.bytes_sent).toBe(0);
     // Every hash came from the hash cache: no file was opened.
     expect(out.files_hashed).toBe(0);
-    expect(out.files.filter((f: { action: string }) => f.action !== 'skipped').every((f: { action: string }) => f.action === 'from_hash')).toBe(true);
+    expect(
+      out.files
+        .filter((f: { action: string }) => f.action !== 'skipped')
+        .every((f: { action: string }) => f.action === 'from_hash'),
+    ).toBe(true);
     expect(uploadRequests(from)).toEqual([]);
     expect(proxy.requests.slice(from).reduce((s, q) => s + q.bytesIn, 0)).toBeLessThan(8 * KiB);
     expect(await listAll()).toHaveLength(5);
@@ -184,10 +215,30 @@ describe('push and pull of a ComfyUI tree', () => {
   test('a re-push of the unchanged tree opens none of its files; an edited file is hashed and sent again', async () => {
     const log = path.join(work, 'strace.log');
     const node = process.execPath;
-    const traced = await runStrace(['-f', '-e', 'trace=open,openat,openat2', '-o', log, node, CLI_MAIN, 'push', comfy, '--comfyui', '--tag', 'team-x', '--json'], env);
+    const traced = await runStrace(
+      [
+        '-f',
+        '-e',
+        'trace=open,openat,openat2',
+        '-o',
+        log,
+        node,
+        CLI_MAIN,
+        'push',
+        comfy,
+        '--comfyui',
+        '--tag',
+        'team-x',
+        '--json',
+      ],
+      env,
+    );
     expect(traced.code).toBe(0);
     expect(JSON.parse(traced.stdout)).toMatchObject({ files_hashed: 0, bytes_sent: 0 });
-    const lines = fs.readFileSync(log, 'utf8').split('\n').filter((l) => l.includes(comfy + path.sep));
+    const lines = fs
+      .readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(comfy + path.sep));
     // The trace sees the folders walked (so it would see a file opened), and no file.
     expect(lines.some((l) => l.includes('O_DIRECTORY'))).toBe(true);
     expect(lines.filter((l) => !l.includes('O_DIRECTORY'))).toEqual([]);
@@ -198,7 +249,10 @@ describe('push and pull of a ComfyUI tree', () => {
     write(comfy, rel, edited);
     const again = JSON.parse((await runCli(['push', comfy, '--comfyui', '--tag', 'team-x', '--json'], env)).stdout);
     expect(again.files_hashed).toBe(1);
-    expect(again.files.find((f: { file: string }) => f.file.endsWith('ComfyUI_00001_.png'))).toMatchObject({ action: 'uploaded', hash: blake3Of(edited) });
+    expect(again.files.find((f: { file: string }) => f.file.endsWith('ComfyUI_00001_.png'))).toMatchObject({
+      action: 'uploaded',
+      hash: blake3Of(edited),
+    });
     write(comfy, rel, TREE[rel]!);
   });
 });
@@ -206,7 +260,10 @@ describe('push and pull of a ComfyUI tree', () => {
 describe('interruptions', () => {
   test('a pull cut mid-file keeps its .part; the next run continues it with Range and checks the hash', async () => {
     const data = bytes(12 * MiB, 21);
-    const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(data, { tags: 'bigpull', name: 'big/pull.bin' }, 'pull.bin') });
+    const up = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(data, { tags: 'bigpull', name: 'big/pull.bin' }, 'pull.bin'),
+    });
     expect(up.status).toBe(201);
     const dest = path.join(work, 'pull-cut');
     proxy.cutRule = { direction: 'out', afterBytes: 5 * MiB, match: (m, p) => m === 'GET' && p.endsWith('/content') };
@@ -226,7 +283,10 @@ describe('interruptions', () => {
     expect(get.headers.range).toBe(`bytes=${kept}-`);
     expect(get.status).toBe(206);
     expect(get.bytesOut).toBe(data.length - kept);
-    expect(JSON.parse(second.stdout).files[0]).toMatchObject({ action: 'downloaded', bytes_received: data.length - kept });
+    expect(JSON.parse(second.stdout).files[0]).toMatchObject({
+      action: 'downloaded',
+      bytes_received: data.length - kept,
+    });
     expect(fileHash(path.join(dest, 'big', 'pull.bin'))).toBe(blake3Of(data));
     expect(fs.existsSync(part)).toBe(false);
   });
@@ -235,7 +295,8 @@ describe('interruptions', () => {
     const dir = path.join(work, 'push-cut');
     const data = bytes(12 * MiB, 22);
     write(dir, 'cut.bin', data);
-    const isUpload = (m: string, p: string) => m === 'PATCH' || (m === 'POST' && /^\/api\/(assets|uploads)(\?|$)/.test(p));
+    const isUpload = (m: string, p: string) =>
+      m === 'PATCH' || (m === 'POST' && /^\/api\/(assets|uploads)(\?|$)/.test(p));
     proxy.cutRule = { direction: 'in', afterBytes: 5 * MiB, match: isUpload };
     const first = await runCli(['push', dir, '--json'], env);
     proxy.restore();
@@ -264,7 +325,9 @@ describe('interruptions', () => {
     proxy.throttleIn = 4 * MiB;
     let from = proxy.requests.length;
     const child = startCli(['push', dir], env);
-    await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 2 * MiB ? true : undefined), { timeoutMs: 30_000 });
+    await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 2 * MiB ? true : undefined), {
+      timeoutMs: 30_000,
+    });
     child.proc.kill('SIGKILL');
     await child.done;
     proxy.throttleIn = undefined;
@@ -295,11 +358,15 @@ describe('interruptions', () => {
     expect(posts).toHaveLength(1);
     expect(posts[0]!.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
     expect(posts[0]!.bytesIn).toBeGreaterThan(data.length);
-    expect(await json(await svc.fetch(`/api/assets/${f.asset_id}`))).toMatchObject({ name: 'sub dir/old.bin', tags: ['old'], asset_hash: blake3Of(data) });
+    expect(await json(await svc.fetch(`/api/assets/${f.asset_id}`))).toMatchObject({
+      name: 'sub dir/old.bin',
+      tags: ['old'],
+      asset_hash: blake3Of(data),
+    });
   });
 });
 
-test('a gateway that refuses OPTIONS with a page of its own (403) does not stop a push: only the service\'s refusal of the key does', async () => {
+test("a gateway that refuses OPTIONS with a page of its own (403) does not stop a push: only the service's refusal of the key does", async () => {
   const dir = path.join(work, 'gateway');
   const data = bytes(256 * KiB, 27);
   write(dir, 'behind-gateway.bin', data);
@@ -315,8 +382,10 @@ test('a gateway that refuses OPTIONS with a page of its own (403) does not stop 
 });
 
 describe('large files: the hash first, then the bytes', () => {
-  const patches = (from: number) => proxy.requests.slice(from).filter((q) => q.method === 'PATCH' && q.path.startsWith('/api/uploads/'));
-  const hashHeads = (from: number) => proxy.requests.slice(from).filter((q) => q.method === 'HEAD' && q.path.startsWith('/api/assets/hash/'));
+  const patches = (from: number) =>
+    proxy.requests.slice(from).filter((q) => q.method === 'PATCH' && q.path.startsWith('/api/uploads/'));
+  const hashHeads = (from: number) =>
+    proxy.requests.slice(from).filter((q) => q.method === 'HEAD' && q.path.startsWith('/api/assets/hash/'));
 
   test('a push killed mid-upload resumes from the service offset: no new upload, no byte before the offset sent again', async () => {
     const dir = path.join(work, 'big-kill');
@@ -325,7 +394,9 @@ describe('large files: the hash first, then the bytes', () => {
     proxy.throttleIn = 4 * MiB;
     let from = proxy.requests.length;
     const child = startCli(['push', dir, '--tag', 'big'], env);
-    await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 6 * MiB ? true : undefined), { timeoutMs: 30_000 });
+    await waitFor(async () => (uploadRequests(from).reduce((s, q) => s + q.bytesIn, 0) >= 6 * MiB ? true : undefined), {
+      timeoutMs: 30_000,
+    });
     child.proc.kill('SIGKILL');
     await child.done;
     proxy.throttleIn = undefined;
@@ -334,7 +405,9 @@ describe('large files: the hash first, then the bytes', () => {
     expect(posts).toHaveLength(1);
     expect(hashHeads(from).map((q) => q.path)).toEqual([`/api/assets/hash/${blake3Of(data)}`]);
     expect(proxy.requests.indexOf(hashHeads(from)[0]!)).toBeLessThan(proxy.requests.indexOf(posts[0]!));
-    const meta = String(posts[0]!.headers['upload-metadata']).split(',').find((kv) => kv.startsWith('hash '));
+    const meta = String(posts[0]!.headers['upload-metadata'])
+      .split(',')
+      .find((kv) => kv.startsWith('hash '));
     expect(Buffer.from(meta!.slice(5), 'base64').toString()).toBe(blake3Of(data));
 
     from = proxy.requests.length;
@@ -353,7 +426,10 @@ describe('large files: the hash first, then the bytes', () => {
 
   test('content stored under another name is created by hash: no upload request, 0 bytes sent', async () => {
     const data = bytes(16 * MiB, 32);
-    const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(data, { name: 'first name.bin' }, 'first name.bin') });
+    const up = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(data, { name: 'first name.bin' }, 'first name.bin'),
+    });
     expect(up.status).toBe(201);
     const stored = await json(up);
     const dir = path.join(work, 'stored-elsewhere');
@@ -379,14 +455,22 @@ describe('commands, exit codes and --json', () => {
     expect(missing.stderr).toContain('no such file or folder');
     const version = await runCli(['--version'], env);
     expect(version.code).toBe(0);
-    expect(version.stdout.trim()).toBe((JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version);
+    expect(version.stdout.trim()).toBe(
+      (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string })
+        .version,
+    );
     const help = await runCli(['pull', '--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--comfyui');
     // The package's bin (what `npx assets` runs).
     const { execFileSync } = await import('node:child_process');
     const bin = path.join(__dirname, '..', '..', 'bin', 'assets.cjs');
-    expect(execFileSync(bin, ['--help'], { encoding: 'utf8', env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` } })).toMatch(/^Usage: assets/);
+    expect(
+      execFileSync(bin, ['--help'], {
+        encoding: 'utf8',
+        env: { PATH: `${path.dirname(process.execPath)}:${process.env.PATH}` },
+      }),
+    ).toMatch(/^Usage: assets/);
     // Output into a pipe whose reader is gone (`assets ls | head`): a quiet end, not an EPIPE stack trace.
     const { spawn } = await import('node:child_process');
     const child = spawn(process.execPath, [bin, 'ls', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -443,7 +527,11 @@ describe('commands, exit codes and --json', () => {
     const all = await runCli(['--page-size', '2', 'ls', '--limit', '1000', '--json'], env);
     const expected = (await listAll()).map((a) => a.id).sort();
     expect(expected.length).toBeGreaterThan(4);
-    expect(JSON.parse(all.stdout).assets.map((a: { id: string }) => a.id).sort()).toEqual(expected);
+    expect(
+      JSON.parse(all.stdout)
+        .assets.map((a: { id: string }) => a.id)
+        .sort(),
+    ).toEqual(expected);
     // Pages by `after=<next_cursor>` where the service sends cursors, else by offset.
     const pages = proxy.requests.slice(from).filter((q) => q.method === 'GET' && q.path.startsWith('/api/assets?'));
     expect(pages.length).toBe(Math.ceil(expected.length / 2));
@@ -456,7 +544,11 @@ describe('commands, exit codes and --json', () => {
     const r = await runCli(['download', url, '--tag', 'models', '--tag', 'unet', '--json'], env);
     expect(r.stderr).not.toMatch(/failed/);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ name: 'model.safetensors', asset_hash: blake3Of(data), tags: ['models', 'unet'] });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      name: 'model.safetensors',
+      asset_hash: blake3Of(data),
+      tags: ['models', 'unet'],
+    });
     const again = await runCli(['download', url, '--json'], env);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).asset_hash).toBe(blake3Of(data));
@@ -471,7 +563,10 @@ describe('commands, exit codes and --json', () => {
     const files = { 'exp one.safetensors': bytes(200 * KiB, 61), 'exp two ü.bin': bytes(10 * KiB, 62) };
     const ids: string[] = [];
     for (const [name, data] of Object.entries(files)) {
-      const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(data, { tags: 'exp', name }, name) });
+      const res = await svc.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(data, { tags: 'exp', name }, name),
+      });
       ids.push((await json(res)).id);
     }
     const members = async (zip: string): Promise<Record<string, string>> => {
@@ -548,7 +643,22 @@ describe('on a terminal', () => {
       Object.entries({ ...env, TERM: 'xterm-256color' })
         .map(([k, v]) => `${k}=${q(v)}`)
         .join(' ') + ` ${q(process.execPath)} ${q(CLI_MAIN)} push ${q(dir)}; echo CLI-EXIT=$?; sleep 120`;
-    tmux('new-session', '-d', '-s', 'cli', '-x', '150', '-y', '30', 'env', '-i', `PATH=${process.env.PATH}`, 'sh', '-c', command);
+    tmux(
+      'new-session',
+      '-d',
+      '-s',
+      'cli',
+      '-x',
+      '150',
+      '-y',
+      '30',
+      'env',
+      '-i',
+      `PATH=${process.env.PATH}`,
+      'sh',
+      '-c',
+      command,
+    );
     try {
       const screens: string[] = [];
       const final = await waitFor(
@@ -560,7 +670,9 @@ describe('on a terminal', () => {
         { timeoutMs: 60_000, intervalMs: 100, what: 'the push in tmux to end' },
       );
       // While sending: a bar per file being uploaded and the total, with a rate and an ETA.
-      const during = screens.find((s) => /↑ first model\.safetensors\s.*\d+% \|.*\/s \| ETA/.test(s) && /total\s.*\d+%/.test(s));
+      const during = screens.find(
+        (s) => /↑ first model\.safetensors\s.*\d+% \|.*\/s \| ETA/.test(s) && /total\s.*\d+%/.test(s),
+      );
       expect(during).toBeDefined();
       expect(final).toContain('CLI-EXIT=0');
       expect(final).toMatch(/total\s+█+ 100% \| 12\.0 MiB\/12\.0 MiB/);
@@ -576,7 +688,11 @@ describe('on a terminal', () => {
 describe('untagged files', () => {
   test('an untagged file whose content is stored is created by hash, 0 bytes sent (from-hash needs a tag; the CLI names the hash in an upload without a file part)', async () => {
     const data = Buffer.from(`stored by someone else ${process.hrtime.bigint()} ${Math.random()}`);
-    const other = await svc.fetch('/api/assets', { method: 'POST', key: KEYS.bob, body: uploadForm(data, {}, 'theirs.bin') });
+    const other = await svc.fetch('/api/assets', {
+      method: 'POST',
+      key: KEYS.bob,
+      body: uploadForm(data, {}, 'theirs.bin'),
+    });
     expect(other.status).toBe(201);
     const dir = path.join(work, 'untagged');
     fs.mkdirSync(dir, { recursive: true });

@@ -7,7 +7,17 @@
 import crypto from 'node:crypto';
 import { Client } from 'pg';
 import { gql } from '../helpers/graphql';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService, granted } from '../helpers/harness';
+import {
+  blake3Of,
+  json,
+  KEYS,
+  sha256Of,
+  startTestService,
+  uploadForm,
+  waitFor,
+  type TestService,
+  granted,
+} from '../helpers/harness';
 import { validateSchema } from '../helpers/openapi-validator';
 
 const CAROL = 'carol-key-0001';
@@ -32,7 +42,12 @@ afterAll(async () => {
 
 type Json = any;
 
-async function upload(body: Buffer | string, fields: Record<string, string | string[]> = {}, name = 'file.bin', key: string = KEYS.alice): Promise<Json> {
+async function upload(
+  body: Buffer | string,
+  fields: Record<string, string | string[]> = {},
+  name = 'file.bin',
+  key: string = KEYS.alice,
+): Promise<Json> {
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
   expect([200, 201]).toContain(res.status);
   return json(res);
@@ -44,7 +59,12 @@ const get = async (path: string, key: string = KEYS.alice) => {
 };
 
 const sendJson = async (method: string, path: string, body: unknown, key: string = KEYS.alice) => {
-  const res = await svc.fetch(path, { method, key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await svc.fetch(path, {
+    method,
+    key,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await json(res) };
 };
 
@@ -64,7 +84,10 @@ function png(width: number, height: number): Buffer {
 /** A safetensors file: 8-byte header length, the JSON header with `__metadata__` first, then the tensor bytes. */
 function safetensors(metadata: Record<string, unknown>, tensorBytes = 64): Buffer {
   const header = Buffer.from(
-    JSON.stringify({ __metadata__: metadata, w: { dtype: 'F16', shape: [tensorBytes / 2], data_offsets: [0, tensorBytes] } }),
+    JSON.stringify({
+      __metadata__: metadata,
+      w: { dtype: 'F16', shape: [tensorBytes / 2], data_offsets: [0, tensorBytes] },
+    }),
   );
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(header.length));
@@ -83,7 +106,11 @@ describe('the null rule and the fields Comfy clients read', () => {
   test('a list page mixing an image with a preview and a model without one: no null but preview_id/prompt_id/job_id', async () => {
     const image = await upload(png(640, 480), { tags: 'output' }, 'ComfyUI_0001.png', CAROL);
     const model = await upload(
-      safetensors({ ss_base_model_version: 'sdxl_base_v1-0', ss_tag_frequency: JSON.stringify({ '10_x': { mychar: 9, smile: 3 } }), n: '1' }),
+      safetensors({
+        ss_base_model_version: 'sdxl_base_v1-0',
+        ss_tag_frequency: JSON.stringify({ '10_x': { mychar: 9, smile: 3 } }),
+        n: '1',
+      }),
       { tags: 'models,loras', name: 'SDXL/my-lora.safetensors' },
       'my-lora.safetensors',
       CAROL,
@@ -125,8 +152,18 @@ describe('the null rule and the fields Comfy clients read', () => {
     const put = await sendJson('PUT', `/api/assets/${model.id}`, { user_metadata: { v: 1 } }, CAROL);
     expect(put.status).toBe(200);
     expect(nulls(put.body)).toEqual([]);
-    expect(put.body).toMatchObject({ ...mdl, user_metadata: { v: 1 }, updated_at: put.body.updated_at, last_access_time: put.body.last_access_time });
-    const fromHash = await sendJson('POST', '/api/assets/from-hash', { hash: image.asset_hash, tags: ['copy'] }, KEYS.bob);
+    expect(put.body).toMatchObject({
+      ...mdl,
+      user_metadata: { v: 1 },
+      updated_at: put.body.updated_at,
+      last_access_time: put.body.last_access_time,
+    });
+    const fromHash = await sendJson(
+      'POST',
+      '/api/assets/from-hash',
+      { hash: image.asset_hash, tags: ['copy'] },
+      KEYS.bob,
+    );
     expect(fromHash.status).toBe(201);
     expect(nulls(fromHash.body)).toEqual([]);
     expect(fromHash.body.metadata).toMatchObject({ format: 'png', width: 640, height: 480 });
@@ -150,9 +187,14 @@ describe('the null rule and the fields Comfy clients read', () => {
 
   test('preview_url is built from the request Host; X-Forwarded-* are ignored without TRUST_PROXY', async () => {
     const image = await upload(png(2, 2), {}, 'p.png');
-    const res = await svc.fetch(`/api/assets?limit=1`, { headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } });
+    const res = await svc.fetch(`/api/assets?limit=1`, {
+      headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+    });
     const page = await json(res);
-    expect(page.assets[0]).toMatchObject({ id: image.id, preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`) });
+    expect(page.assets[0]).toMatchObject({
+      id: image.id,
+      preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`),
+    });
   });
 
   test('existing assets get metadata from the backfill job, once, from the first bytes of their blob', async () => {
@@ -165,7 +207,13 @@ describe('the null rule and the fields Comfy clients read', () => {
     expect(await svc.container.assets.backfillMetadata()).toBeGreaterThanOrEqual(2);
     expect(await svc.container.assets.backfillMetadata()).toBe(0);
     const after = (await get(`/api/assets/${image.id}`)).body;
-    expect(after.metadata).toEqual({ filename: 'old.png', content_length: image.size, format: 'png', width: 33, height: 44 });
+    expect(after.metadata).toEqual({
+      filename: 'old.png',
+      content_length: image.size,
+      format: 'png',
+      width: 33,
+      height: 44,
+    });
   });
 });
 
@@ -200,23 +248,29 @@ describe('cursor paging', () => {
     throw new Error('no last page');
   }
 
-  test.each(SORTS.flatMap((s) => (['asc', 'desc'] as const).map((o) => [s, o] as const)))('sort=%s order=%s: pages joined are the whole list', async (sort, order) => {
-    const all = (await get(`/api/assets?sort=${sort}&order=${order}&limit=500`, DAVE)).body.assets as Json[];
-    expect(all).toHaveLength(ids.length);
-    // Ties broken by id in the same direction.
-    const key = (a: Json) => (sort === 'size' ? String(a.size).padStart(6, '0') : sort === 'name' ? a.name : a[sort]);
-    const expected = [...all].sort((a, b) => {
-      const c = key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-      return order === 'asc' ? c : -c;
-    });
-    expect(all.map((a) => a.id)).toEqual(expected.map((a) => a.id));
-    for (const limit of [1, 3, 5]) expect(await walk(`sort=${sort}&order=${order}`, limit)).toEqual(all.map((a) => a.id));
-  });
+  test.each(SORTS.flatMap((s) => (['asc', 'desc'] as const).map((o) => [s, o] as const)))(
+    'sort=%s order=%s: pages joined are the whole list',
+    async (sort, order) => {
+      const all = (await get(`/api/assets?sort=${sort}&order=${order}&limit=500`, DAVE)).body.assets as Json[];
+      expect(all).toHaveLength(ids.length);
+      // Ties broken by id in the same direction.
+      const key = (a: Json) => (sort === 'size' ? String(a.size).padStart(6, '0') : sort === 'name' ? a.name : a[sort]);
+      const expected = [...all].sort((a, b) => {
+        const c = key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+        return order === 'asc' ? c : -c;
+      });
+      expect(all.map((a) => a.id)).toEqual(expected.map((a) => a.id));
+      for (const limit of [1, 3, 5])
+        expect(await walk(`sort=${sort}&order=${order}`, limit)).toEqual(all.map((a) => a.id));
+    },
+  );
 
   test('rows deleted between pages (the boundary row included) are neither repeated nor skipped', async () => {
     const extra: string[] = [];
     for (let i = 0; i < 6; i++) extra.push((await upload(unique(`d${i}`), {}, `d${i}.bin`, DAVE)).id);
-    const all = ((await get('/api/assets?sort=created_at&order=desc&limit=500', DAVE)).body.assets as Json[]).map((a) => a.id);
+    const all = ((await get('/api/assets?sort=created_at&order=desc&limit=500', DAVE)).body.assets as Json[]).map(
+      (a) => a.id,
+    );
     const deleted = new Set<string>();
     const seen = await walk('sort=created_at&order=desc', 4, async (page) => {
       for (const victim of [page[page.length - 1].id, all[all.indexOf(page[page.length - 1].id) + 2]]) {
@@ -240,7 +294,11 @@ describe('cursor paging', () => {
     const forged = Buffer.from(JSON.stringify({ s: 'name', o: 'asc', v: 5, id: 'x' })).toString('base64url');
     for (const bad of ['not!a!cursor', 'eyJ4IjoxfQ', forged, 'A'.repeat(3000)]) {
       const r = await get(`/api/assets?sort=name&order=asc&after=${bad}`, DAVE);
-      expect([bad.slice(0, 20), r.status, r.body.code]).toEqual([bad.slice(0, 20), 400, bad.length > 2048 ? expect.any(String) : 'INVALID_CURSOR']);
+      expect([bad.slice(0, 20), r.status, r.body.code]).toEqual([
+        bad.slice(0, 20),
+        400,
+        bad.length > 2048 ? expect.any(String) : 'INVALID_CURSOR',
+      ]);
     }
   });
 
@@ -280,7 +338,10 @@ describe('filters', () => {
       idOf[(await upload(unique(label), { user_metadata: JSON.stringify(um), name: label }, 'f.bin', HANK)).id] = label;
     }
     const match = async (filter: unknown) => {
-      const r = await get(`/api/assets?limit=500&sort=name&order=asc&metadata_filter=${encodeURIComponent(JSON.stringify(filter))}`, HANK);
+      const r = await get(
+        `/api/assets?limit=500&sort=name&order=asc&metadata_filter=${encodeURIComponent(JSON.stringify(filter))}`,
+        HANK,
+      );
       expect(r.status).toBe(200);
       return r.body.assets.map((a: Json) => idOf[a.id]);
     };
@@ -307,7 +368,8 @@ describe('filters', () => {
     const a = await upload(body, { tags: 'x,y' }, 'a.bin', GINA);
     const b = await upload(unique(), { tags: 'y,z' }, 'b.bin', GINA);
     const c = await upload(unique(), { tags: 'z' }, 'c.bin', GINA);
-    const ids = async (qs: string) => ((await get(`/api/assets?sort=name&order=asc&${qs}`, GINA)).body.assets as Json[]).map((x) => x.id).sort();
+    const ids = async (qs: string) =>
+      ((await get(`/api/assets?sort=name&order=asc&${qs}`, GINA)).body.assets as Json[]).map((x) => x.id).sort();
     expect(await ids('tags_all=y,x')).toEqual([a.id]);
     expect(await ids('tags_any=x&tags_any=z')).toEqual([a.id, b.id, c.id].sort());
     expect(await ids('tags_none=x')).toEqual([b.id, c.id].sort());
@@ -334,22 +396,37 @@ describe('filters', () => {
     expect(await ids(`hash=${a.hash}`)).toEqual([a.id]);
   });
 
-  test('a tag filter holds up to 100 tags (ComfyUI\'s cap, counted once normalised); 101 is 400 INVALID_TAG_FILTER', async () => {
+  test("a tag filter holds up to 100 tags (ComfyUI's cap, counted once normalised); 101 is 400 INVALID_TAG_FILTER", async () => {
     const tags = (n: number) => Array.from({ length: n }, (_, i) => `cap-${i}`).join(',');
     for (const route of ['/api/assets', '/api/assets/tags/refine']) {
       for (const name of ['include_tags', 'tags_all', 'tags_any', 'tags_none', 'exclude_tags']) {
         expect([route, name, (await get(`${route}?${name}=${tags(100)}`, GINA)).status]).toEqual([route, name, 200]);
         // Duplicates and blank variants count once, as the filter is normalised first; another case is another tag.
-        expect([route, name, (await get(`${route}?${name}=${tags(100)},%20cap-0,cap-1`, GINA)).status]).toEqual([route, name, 200]);
+        expect([route, name, (await get(`${route}?${name}=${tags(100)},%20cap-0,cap-1`, GINA)).status]).toEqual([
+          route,
+          name,
+          200,
+        ]);
         const cased = await get(`${route}?${name}=${tags(100)},CAP-0`, GINA);
-        expect([route, name, cased.status, cased.body.details]).toEqual([route, name, 400, { parameter: name, count: 101, max: 100 }]);
+        expect([route, name, cased.status, cased.body.details]).toEqual([
+          route,
+          name,
+          400,
+          { parameter: name, count: 101, max: 100 },
+        ]);
         const r = await get(`${route}?${name}=${tags(101)}`, GINA);
-        expect([route, name, r.status, r.body.code, r.body.details]).toEqual([route, name, 400, 'INVALID_TAG_FILTER', { parameter: name, count: 101, max: 100 }]);
+        expect([route, name, r.status, r.body.code, r.body.details]).toEqual([
+          route,
+          name,
+          400,
+          'INVALID_TAG_FILTER',
+          { parameter: name, count: 101, max: 100 },
+        ]);
       }
     }
   });
 
-  test('contradicting tag filters are 400 INVALID_TAG_FILTER with ComfyUI\'s details; legacy include/exclude overlap is an empty page', async () => {
+  test("contradicting tag filters are 400 INVALID_TAG_FILTER with ComfyUI's details; legacy include/exclude overlap is an empty page", async () => {
     const a = await upload(unique('tf'), { tags: 'tf-a,tf-x' }, 'a.bin', GINA);
     const b = await upload(unique('tf'), { tags: 'tf-a,tf-y' }, 'b.bin', GINA);
     for (const [qs, details] of [
@@ -357,19 +434,36 @@ describe('filters', () => {
       ['exclude_tags=tf-x&tags_none=tf-y', { parameters: ['exclude_tags', 'tags_none'] }],
       ['tags_all=tf-x&tags_none=tf-x', { parameters: ['tags_all', 'tags_none'], conflicting_tags: ['tf-x'] }],
       ['include_tags=tf-x&tags_none=tf-x', { parameters: ['include_tags', 'tags_none'], conflicting_tags: ['tf-x'] }],
-      ['tags_all=tf-a,tf-x,tf-y&tags_none=tf-y,TF-X,tf-x', { parameters: ['tags_all', 'tags_none'], conflicting_tags: ['tf-x', 'tf-y'] }],
+      [
+        'tags_all=tf-a,tf-x,tf-y&tags_none=tf-y,TF-X,tf-x',
+        { parameters: ['tags_all', 'tags_none'], conflicting_tags: ['tf-x', 'tf-y'] },
+      ],
       // Old names only, but tags_any is a new name: the rule applies.
-      ['include_tags=tf-x&exclude_tags=tf-x&tags_any=tf-a', { parameters: ['include_tags', 'exclude_tags'], conflicting_tags: ['tf-x'] }],
+      [
+        'include_tags=tf-x&exclude_tags=tf-x&tags_any=tf-a',
+        { parameters: ['include_tags', 'exclude_tags'], conflicting_tags: ['tf-x'] },
+      ],
     ] as const) {
       for (const route of ['/api/assets', '/api/assets/tags/refine']) {
         const r = await get(`${route}?${qs}`, GINA);
-        expect([route, qs, r.status, r.body.code, r.body.details]).toEqual([route, qs, 400, 'INVALID_TAG_FILTER', details]);
+        expect([route, qs, r.status, r.body.code, r.body.details]).toEqual([
+          route,
+          qs,
+          400,
+          'INVALID_TAG_FILTER',
+          details,
+        ]);
         expect(r.body.message).toEqual(expect.any(String));
       }
     }
     // Exact spelling: TF-X is not tf-x, so no conflict.
-    expect(await ((qs: string) => get(`/api/assets?${qs}`, GINA).then((r) => (r.body.assets as Json[]).map((x) => x.id)))('tags_all=tf-x&tags_none=TF-X')).toEqual([a.id]);
-    const ids = async (qs: string) => ((await get(`/api/assets?${qs}`, GINA)).body.assets as Json[]).map((x) => x.id).sort();
+    expect(
+      await ((qs: string) => get(`/api/assets?${qs}`, GINA).then((r) => (r.body.assets as Json[]).map((x) => x.id)))(
+        'tags_all=tf-x&tags_none=TF-X',
+      ),
+    ).toEqual([a.id]);
+    const ids = async (qs: string) =>
+      ((await get(`/api/assets?${qs}`, GINA)).body.assets as Json[]).map((x) => x.id).sort();
     expect(await ids('include_tags=tf-x&exclude_tags=tf-x')).toEqual([]);
     expect(await ids('tags_any=tf-x,tf-y&tags_none=tf-x')).toEqual([b.id]);
     expect(await ids('tags_all=tf-a&tags_none=tf-y')).toEqual([a.id]);
@@ -424,19 +518,35 @@ describe('tags', () => {
     const a = await upload(unique('tags'), { tags: 'b,a' });
     const add = await sendJson('POST', `/api/assets/${a.id}/tags`, { tags: [' C ', 'a', 'c', 'D'] });
     // Case kept (contract 2): C and c are two tags.
-    expect(add).toEqual({ status: 200, body: { added: ['C', 'D', 'c'], already_present: ['a'], total_tags: ['b', 'a', 'C', 'c', 'D'] } });
+    expect(add).toEqual({
+      status: 200,
+      body: { added: ['C', 'D', 'c'], already_present: ['a'], total_tags: ['b', 'a', 'C', 'c', 'D'] },
+    });
     const rm = await sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: ['A', 'zz', 'D', 'c'] });
-    expect(rm).toEqual({ status: 200, body: { removed: ['D', 'c'], not_present: ['A', 'zz'], total_tags: ['b', 'a', 'C'] } });
+    expect(rm).toEqual({
+      status: 200,
+      body: { removed: ['D', 'c'], not_present: ['A', 'zz'], total_tags: ['b', 'a', 'C'] },
+    });
     expect(await tagsOf(a.id)).toEqual(['b', 'a', 'C']);
     for (const body of [{}, { tags: [] }, { tags: [' '] }, { tags: 'a' }, { tags: [1] }]) {
       for (const method of ['POST', 'DELETE']) {
         const r = await sendJson(method, `/api/assets/${a.id}/tags`, body);
-        expect([method, JSON.stringify(body), r.status, r.body.code]).toEqual([method, JSON.stringify(body), 400, 'INVALID_BODY']);
+        expect([method, JSON.stringify(body), r.status, r.body.code]).toEqual([
+          method,
+          JSON.stringify(body),
+          400,
+          'INVALID_BODY',
+        ]);
       }
     }
     expect((await sendJson('POST', `/api/assets/${crypto.randomUUID()}/tags`, { tags: ['x'] })).status).toBe(404);
     expect((await sendJson('POST', `/api/assets/${a.id}/tags`, { tags: ['x'] }, KEYS.bob)).status).toBe(404);
-    const set = await gql(svc, 'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: true) { id } }', { id: a.id }, { key: KEYS.admin });
+    const set = await gql(
+      svc,
+      'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: true) { id } }',
+      { id: a.id },
+      { key: KEYS.admin },
+    );
     expect(set.errors).toBeUndefined();
     expect((await sendJson('POST', `/api/assets/${a.id}/tags`, { tags: ['x'] })).body.code).toBe('ASSET_IMMUTABLE');
     expect((await sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: ['b'] })).status).toBe(409);
@@ -444,16 +554,23 @@ describe('tags', () => {
 
   test('20 concurrent adds and then 20 concurrent mixed edits on one asset lose nothing; GET /api/tags stays exact', async () => {
     const a = await upload(unique('race'), { tags: 'base' });
-    const adds = await Promise.all(Array.from({ length: 20 }, (_, i) => sendJson('POST', `/api/assets/${a.id}/tags`, { tags: [`t${i}`] })));
+    const adds = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => sendJson('POST', `/api/assets/${a.id}/tags`, { tags: [`t${i}`] })),
+    );
     expect(adds.every((r) => r.status === 200)).toBe(true);
     expect([...(await tagsOf(a.id))].sort()).toEqual(['base', ...Array.from({ length: 20 }, (_, i) => `t${i}`)].sort());
     const mixed = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        i % 2 === 0 ? sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: [`t${i}`] }) : sendJson('POST', `/api/assets/${a.id}/tags`, { tags: [`u${i}`] }),
+        i % 2 === 0
+          ? sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: [`t${i}`] })
+          : sendJson('POST', `/api/assets/${a.id}/tags`, { tags: [`u${i}`] }),
       ),
     );
     expect(mixed.every((r) => r.status === 200)).toBe(true);
-    const expected = ['base', ...Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? [] : [`t${i}`, `u${i}`])).flat()].sort();
+    const expected = [
+      'base',
+      ...Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? [] : [`t${i}`, `u${i}`])).flat(),
+    ].sort();
     expect([...(await tagsOf(a.id))].sort()).toEqual(expected);
 
     // The maintained counts equal a recount of every asset of this owner.
@@ -481,7 +598,9 @@ describe('tags', () => {
       ['f-one', 1],
       ['f-two', 1],
     ]);
-    expect((await get('/api/assets/tags/refine?tags_any=other&limit=1', CAROL)).body).toEqual({ tag_counts: { other: 1 } });
+    expect((await get('/api/assets/tags/refine?tags_any=other&limit=1', CAROL)).body).toEqual({
+      tag_counts: { other: 1 },
+    });
     expect((await get('/api/assets/tags/refine?limit=0', CAROL)).status).toBe(400);
     // No filter: every asset of the owner, the same counts as GET /api/tags (read from the maintained table).
     const all = (await get('/api/assets/tags/refine?limit=1000', CAROL)).body.tag_counts;
@@ -492,10 +611,21 @@ describe('tags', () => {
 
 describe('GraphQL: the same through the same services', () => {
   test('hash, displayName, jobId, loaderPath, metadata; assets(after) → nextCursor; tag mutations; tagCounts', async () => {
-    const m = await upload(safetensors({ 'modelspec.architecture': 'flux-1-dev', 'modelspec.trigger_phrase': 'a, b' }), { tags: 'models,loras', name: 'gq/l.safetensors' }, 'l.safetensors', DAVE);
+    const m = await upload(
+      safetensors({ 'modelspec.architecture': 'flux-1-dev', 'modelspec.trigger_phrase': 'a, b' }),
+      { tags: 'models,loras', name: 'gq/l.safetensors' },
+      'l.safetensors',
+      DAVE,
+    );
     const q = `query($id: ID!) { asset(id: $id) { hash assetHash displayName jobId loaderPath metadata previewUrl } }`;
     const one = (await gql(svc, q, { id: m.id }, { key: DAVE })).data.asset;
-    expect(one).toMatchObject({ hash: m.asset_hash, displayName: 'gq/l.safetensors', jobId: null, loaderPath: 'gq/l.safetensors', previewUrl: null });
+    expect(one).toMatchObject({
+      hash: m.asset_hash,
+      displayName: 'gq/l.safetensors',
+      jobId: null,
+      loaderPath: 'gq/l.safetensors',
+      previewUrl: null,
+    });
     expect(one.metadata).toMatchObject({ format: 'safetensors', base_model: 'flux-1-dev', trained_words: ['a', 'b'] });
 
     const page = `query($after: String) { assets(limit: 4, sort: name, order: asc, after: $after) { items { id } hasMore nextCursor totalIsLowerBound total } }`;
@@ -508,16 +638,42 @@ describe('GraphQL: the same through the same services', () => {
       after = p.nextCursor;
       expect(p.hasMore).toBe(after !== null);
     } while (after);
-    const rest = ((await get('/api/assets?sort=name&order=asc&limit=500', DAVE)).body.assets as Json[]).map((a) => a.id);
+    const rest = ((await get('/api/assets?sort=name&order=asc&limit=500', DAVE)).body.assets as Json[]).map(
+      (a) => a.id,
+    );
     expect(seen).toEqual(rest);
-    const bad = await gql(svc, `{ assets(sort: size, after: "${(await get('/api/assets?sort=name&limit=1', DAVE)).body.next_cursor}") { total } }`, {}, { key: DAVE });
+    const bad = await gql(
+      svc,
+      `{ assets(sort: size, after: "${(await get('/api/assets?sort=name&limit=1', DAVE)).body.next_cursor}") { total } }`,
+      {},
+      { key: DAVE },
+    );
     expect(bad.code).toBe('INVALID_CURSOR');
 
-    const add = await gql(svc, 'mutation($id: ID!) { addAssetTags(id: $id, tags: ["New", "loras"]) { added alreadyPresent totalTags } }', { id: m.id }, { key: DAVE });
-    expect(add.data.addAssetTags).toEqual({ added: ['New'], alreadyPresent: ['loras'], totalTags: ['models', 'loras', 'New'] });
-    const rm = await gql(svc, 'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["New", "new"]) { removed notPresent totalTags } }', { id: m.id }, { key: DAVE });
+    const add = await gql(
+      svc,
+      'mutation($id: ID!) { addAssetTags(id: $id, tags: ["New", "loras"]) { added alreadyPresent totalTags } }',
+      { id: m.id },
+      { key: DAVE },
+    );
+    expect(add.data.addAssetTags).toEqual({
+      added: ['New'],
+      alreadyPresent: ['loras'],
+      totalTags: ['models', 'loras', 'New'],
+    });
+    const rm = await gql(
+      svc,
+      'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["New", "new"]) { removed notPresent totalTags } }',
+      { id: m.id },
+      { key: DAVE },
+    );
     expect(rm.data.removeAssetTags).toEqual({ removed: ['New'], notPresent: ['new'], totalTags: ['models', 'loras'] });
-    const facets = await gql(svc, '{ tagCounts(filter: { includeTags: ["loras"] }) { name count } }', {}, { key: DAVE });
+    const facets = await gql(
+      svc,
+      '{ tagCounts(filter: { includeTags: ["loras"] }) { name count } }',
+      {},
+      { key: DAVE },
+    );
     expect(facets.data.tagCounts).toEqual([
       { name: 'loras', count: 1 },
       { name: 'models', count: 1 },
@@ -536,17 +692,32 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
   });
 
   const start = async (body: unknown, key: string = KEYS.alice) => {
-    const res = await api.fetch('/api/assets/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await api.fetch('/api/assets/export', {
+      method: 'POST',
+      key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: await json(res) };
   };
 
   test('the same request while its export is queued answers that task; another owner, request or a finished export starts anew', async () => {
     const [a, b, job] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
-    const body = { asset_ids: [a, b], job_ids: [job], job_asset_name_filters: { [job]: ['x.png', 'y.png'] }, include_previews: true, naming_strategy: 'preserve' };
+    const body = {
+      asset_ids: [a, b],
+      job_ids: [job],
+      job_asset_name_filters: { [job]: ['x.png', 'y.png'] },
+      include_previews: true,
+      naming_strategy: 'preserve',
+    };
     const first = await start(body);
     expect(first.status).toBe(202);
     // Ids and names in another order, a filter of a job not asked for: the same archive.
-    const again = await start({ ...body, asset_ids: [b, a], job_asset_name_filters: { [job]: ['y.png', 'x.png'], [crypto.randomUUID()]: ['z.png'] } });
+    const again = await start({
+      ...body,
+      asset_ids: [b, a],
+      job_asset_name_filters: { [job]: ['y.png', 'x.png'], [crypto.randomUUID()]: ['z.png'] },
+    });
     expect(again).toEqual(first);
     expect((await start(body, KEYS.bob)).body.task_id).not.toBe(first.body.task_id);
     expect((await start({ ...body, include_previews: false })).body.task_id).not.toBe(first.body.task_id);
@@ -584,7 +755,13 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     const started = await start({ job_ids: [job] });
     expect(started.status).toBe(202);
     const task = await json(await api.fetch(`/api/tasks/${started.body.task_id}`));
-    expect(task.payload).toEqual({ job_ids: [job], asset_ids: [], naming_strategy: 'group_by_job_time', job_asset_name_filters: {}, include_previews: false });
+    expect(task.payload).toEqual({
+      job_ids: [job],
+      asset_ids: [],
+      naming_strategy: 'group_by_job_time',
+      job_asset_name_filters: {},
+      include_previews: false,
+    });
 
     const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
     expect(empty.status).toBe(400);
@@ -626,7 +803,10 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
   });
 
   test('a selection of nothing completes as ComfyUI reports it: success false, an error, no archive', async () => {
-    const started = await sendJson('POST', '/api/assets/export', { asset_ids: [crypto.randomUUID()], job_ids: [crypto.randomUUID()] });
+    const started = await sendJson('POST', '/api/assets/export', {
+      asset_ids: [crypto.randomUUID()],
+      job_ids: [crypto.randomUUID()],
+    });
     expect(started.status).toBe(202);
     const task = await waitFor(
       async () => {
@@ -635,10 +815,17 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
       },
       { what: 'the export task' },
     );
-    expect(task).toMatchObject({ status: 'completed', result: { success: false, error: 'No valid assets to export', assets_total: 0 } });
+    expect(task).toMatchObject({
+      status: 'completed',
+      result: { success: false, error: 'No valid assets to export', assets_total: 0 },
+    });
     expect(task.result.export_name).toBeUndefined();
     expect(task.error_message).toBeUndefined();
     const q = 'query($id: ID!) { task(id: $id) { result { success exportName error } } }';
-    expect((await gql(svc, q, { id: task.id })).data.task.result).toEqual({ success: false, exportName: null, error: 'No valid assets to export' });
+    expect((await gql(svc, q, { id: task.id })).data.task.result).toEqual({
+      success: false,
+      exportName: null,
+      error: 'No valid assets to export',
+    });
   });
 });

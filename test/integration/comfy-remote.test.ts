@@ -13,7 +13,10 @@ let svc: TestService;
 beforeAll(async () => {
   fake = await startFakeProviders();
   // No Civitai token: early-access models need one. MAX_UPLOAD_BYTES small enough to test FILE_TOO_LARGE.
-  svc = await startTestService({ ...fake.env, CIVITAI_API_TOKEN: '', MAX_UPLOAD_BYTES: String(3 * 1024 * 1024) }, { validateResponses: true });
+  svc = await startTestService(
+    { ...fake.env, CIVITAI_API_TOKEN: '', MAX_UPLOAD_BYTES: String(3 * 1024 * 1024) },
+    { validateResponses: true },
+  );
 });
 afterAll(async () => {
   await svc?.stop();
@@ -50,7 +53,13 @@ test('Civitai: file name, size, model type → tags, name, preview image as a da
   let id = 7100;
   for (const [modelType, folder] of cases) {
     const data = bytes(2048, id);
-    const url = fake.civitai.add(++id, { data, name: `m-${id}.safetensors`, modelType, modelName: 'Great model', image });
+    const url = fake.civitai.add(++id, {
+      data,
+      name: `m-${id}.safetensors`,
+      modelType,
+      modelName: 'Great model',
+      image,
+    });
     const { status, body } = await remote(url);
     expect([modelType, status]).toEqual([modelType, 200]);
     expect(body).toMatchObject({
@@ -72,7 +81,10 @@ test('Civitai: a model page URL as users paste it (?modelVersionId=) is that ver
   const data = bytes(4096, 7150);
   const download = fake.civitai.add(7150, { data, name: 'paged.safetensors', modelType: 'LORA', modelName: 'Paged' });
   const before = cdnGets();
-  for (const page of [`${fake.civitai.url}/models/880?modelVersionId=7150`, `${fake.civitai.url}/models/880/paged-lora?modelVersionId=7150`]) {
+  for (const page of [
+    `${fake.civitai.url}/models/880?modelVersionId=7150`,
+    `${fake.civitai.url}/models/880/paged-lora?modelVersionId=7150`,
+  ]) {
     const { status, body } = await remote(page);
     expect([page, status]).toEqual([page, 200]);
     expect(body).toMatchObject({
@@ -94,18 +106,35 @@ test('Civitai: a model page without a version is its newest version (the models 
   for (const page of [`${fake.civitai.url}/models/881`, `${fake.civitai.url}/models/881/some-model`]) {
     const { status, body } = await remote(page);
     expect([page, status]).toEqual([page, 200]);
-    expect(body).toMatchObject({ final_url: `${fake.civitai.url}/api/download/models/7161`, filename: 'new.safetensors', content_length: 2000, tags: ['models', 'model_type:checkpoints', 'checkpoints'] });
+    expect(body).toMatchObject({
+      final_url: `${fake.civitai.url}/api/download/models/7161`,
+      filename: 'new.safetensors',
+      content_length: 2000,
+      tags: ['models', 'model_type:checkpoints', 'checkpoints'],
+    });
   }
-  expect(await remote(`${fake.civitai.url}/models/882`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
-  expect(await remote(`${fake.civitai.url}/models/881?modelVersionId=abc`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
-  expect(await remote(`${fake.civitai.url}/user/someone`)).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(await remote(`${fake.civitai.url}/models/882`)).toMatchObject({
+    status: 404,
+    body: { code: 'SOURCE_NOT_FOUND' },
+  });
+  expect(await remote(`${fake.civitai.url}/models/881?modelVersionId=abc`)).toMatchObject({
+    status: 400,
+    body: { code: 'SOURCE_NOT_ALLOWED' },
+  });
+  expect(await remote(`${fake.civitai.url}/user/someone`)).toMatchObject({
+    status: 400,
+    body: { code: 'SOURCE_NOT_ALLOWED' },
+  });
   expect(cdnGets()).toBe(before);
 });
 
 test('Civitai: early access without a token → 403; unknown version → 404; a non-model file → FORMAT_NOT_ALLOWED', async () => {
   const early = fake.civitai.add(7201, { data: bytes(100, 1), name: 'e.safetensors', earlyAccess: true });
   expect(await remote(early)).toMatchObject({ status: 403, body: { code: 'SOURCE_AUTH_REQUIRED' } });
-  expect(await remote(`${fake.civitai.url}/api/download/models/999999`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
+  expect(await remote(`${fake.civitai.url}/api/download/models/999999`)).toMatchObject({
+    status: 404,
+    body: { code: 'SOURCE_NOT_FOUND' },
+  });
   const zip = fake.civitai.add(7202, { data: bytes(100, 2), name: 'poses.zip', modelType: 'Poses' });
   const { status, body } = await remote(zip);
   expect(status).toBe(200);
@@ -129,7 +158,9 @@ test('Hugging Face: HEAD only (size from X-Linked-Size), folder → tags; gated 
   });
   expect('preview_image' in body).toBe(false);
   expect(cdnGets()).toBe(before);
-  expect(fake.hf.requests.filter((r) => r.path.endsWith('loras/style.safetensors')).map((r) => r.method)).toEqual(['HEAD']);
+  expect(fake.hf.requests.filter((r) => r.path.endsWith('loras/style.safetensors')).map((r) => r.method)).toEqual([
+    'HEAD',
+  ]);
 
   const plain = await remote(fake.hf.lfs('org/repo/readme-image.png', bytes(10, 10)));
   expect(plain.body.validation.errors).toEqual([expect.objectContaining({ code: 'FORMAT_NOT_ALLOWED' })]);
@@ -137,14 +168,27 @@ test('Hugging Face: HEAD only (size from X-Linked-Size), folder → tags; gated 
 
   fake.hf.gated.set('org/gated', 'another-token');
   fake.hf.lfs('org/gated/model.safetensors', bytes(10, 11));
-  expect(await remote(`${fake.hf.url}/org/gated/resolve/main/model.safetensors`)).toMatchObject({ status: 403, body: { code: 'SOURCE_AUTH_REQUIRED' } });
-  expect(await remote(`${fake.hf.url}/org/repo/resolve/main/nope.safetensors`)).toMatchObject({ status: 404, body: { code: 'SOURCE_NOT_FOUND' } });
-  expect(await remote('https://example.com/model.safetensors')).toMatchObject({ status: 400, body: { code: 'SOURCE_NOT_ALLOWED' } });
+  expect(await remote(`${fake.hf.url}/org/gated/resolve/main/model.safetensors`)).toMatchObject({
+    status: 403,
+    body: { code: 'SOURCE_AUTH_REQUIRED' },
+  });
+  expect(await remote(`${fake.hf.url}/org/repo/resolve/main/nope.safetensors`)).toMatchObject({
+    status: 404,
+    body: { code: 'SOURCE_NOT_FOUND' },
+  });
+  expect(await remote('https://example.com/model.safetensors')).toMatchObject({
+    status: 400,
+    body: { code: 'SOURCE_NOT_ALLOWED' },
+  });
 });
 
 test('GraphQL remoteMetadata answers the same', async () => {
   const url = fake.civitai.add(7301, { data: bytes(1024, 12), name: 'g.safetensors', modelType: 'VAE' });
-  const r = await gql(svc, 'query($u: String!) { remoteMetadata(url: $u) { contentLength finalUrl filename tags validation { isValid errors { code } } } }', { u: url });
+  const r = await gql(
+    svc,
+    'query($u: String!) { remoteMetadata(url: $u) { contentLength finalUrl filename tags validation { isValid errors { code } } } }',
+    { u: url },
+  );
   expect(r.data.remoteMetadata).toEqual({
     contentLength: 1024,
     finalUrl: url,

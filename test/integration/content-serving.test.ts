@@ -25,7 +25,10 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function body(id: string, headers: Record<string, string> = {}): Promise<{ status: number; bytes: Buffer; headers: Headers }> {
+async function body(
+  id: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; bytes: Buffer; headers: Headers }> {
   const res = await svc.fetch(`/api/assets/${id}/content`, { headers });
   return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()), headers: res.headers };
 }
@@ -51,7 +54,9 @@ function leaveAfter(id: string, after: number): Promise<number> {
 test('many bodies at once through the same read buffers, every byte as stored', async () => {
   const pool = (svc.container.blobStore as FsBlobStore).readBuffers;
   const before = pool.allocated;
-  const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => files[i % 2]!).map(async (f) => ({ f, r: await body(f.id) })));
+  const answers = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => files[i % 2]!).map(async (f) => ({ f, r: await body(f.id) })),
+  );
   for (const { f, r } of answers) {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-length')).toBe(String(f.bytes.length));

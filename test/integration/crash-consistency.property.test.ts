@@ -80,7 +80,10 @@ interface Workload {
 }
 
 const CONTENTS = 6;
-const tagsArb = fc.uniqueArray(fc.constantFrom('a', 'b', 'c', 'models', 'loras', 'input'), { minLength: 1, maxLength: 3 });
+const tagsArb = fc.uniqueArray(fc.constantFrom('a', 'b', 'c', 'models', 'loras', 'input'), {
+  minLength: 1,
+  maxLength: 3,
+});
 const contentArb = fc.nat({ max: CONTENTS - 1 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('upload' as const), content: contentArb, tags: tagsArb }) },
@@ -116,7 +119,10 @@ const workloadArb: fc.Arbitrary<Workload> = fc.record({
       ops: fc.array(opArb, { minLength: 4, maxLength: 14 }),
       killAfterOps: fc.nat({ max: 10 }),
       // Mostly at once; sometimes late enough (GC jobs are due 1 s after a delete) for the kill to meet a collection.
-      killDelayMs: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 400 }) }, { weight: 1, arbitrary: fc.integer({ min: 800, max: 2500 }) }),
+      killDelayMs: fc.oneof(
+        { weight: 3, arbitrary: fc.integer({ min: 0, max: 400 }) },
+        { weight: 1, arbitrary: fc.integer({ min: 800, max: 2500 }) },
+      ),
     }),
     { minLength: 2, maxLength: 3 },
   ),
@@ -162,7 +168,13 @@ class Model {
       known.tagsKnown &&= isNew;
       return;
     }
-    this.assets.set(id, { hash, deleteAsked: false, deleteAcked: false, tagChoices: new Set([tagKey(tags)]), tagsKnown: isNew });
+    this.assets.set(id, {
+      hash,
+      deleteAsked: false,
+      deleteAcked: false,
+      tagChoices: new Set([tagKey(tags)]),
+      tagsKnown: isNew,
+    });
   }
 
   /** An asset id for a delete or an edit: any the client has heard of, deleted ones too (their 404 is fine). */
@@ -209,7 +221,13 @@ const parse = (body: Buffer): any => JSON.parse(body.toString());
 const STATS: Record<string, number> = {};
 const count = (key: string) => (STATS[key] = (STATS[key] ?? 0) + 1);
 afterAll(() => {
-  if (process.env.CRASH_STATS) console.log(Object.entries(STATS).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${n}\t${k}`).join('\n'));
+  if (process.env.CRASH_STATS)
+    console.log(
+      Object.entries(STATS)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, n]) => `${n}\t${k}`)
+        .join('\n'),
+    );
 });
 
 async function runOp(model: Model, svc: ServiceProcess, op: Op, datas: Buffer[]): Promise<void> {
@@ -217,10 +235,14 @@ async function runOp(model: Model, svc: ServiceProcess, op: Op, datas: Buffer[])
   switch (op.kind) {
     case 'upload': {
       const data = datas[op.content]!;
-      const r = await call(model, svc, 'upload', what, '/api/assets', { method: 'POST', body: uploadForm(data, { tags: JSON.stringify(op.tags) }, `c${op.content}.bin`) });
+      const r = await call(model, svc, 'upload', what, '/api/assets', {
+        method: 'POST',
+        body: uploadForm(data, { tags: JSON.stringify(op.tags) }, `c${op.content}.bin`),
+      });
       if (r?.status !== 200 && r?.status !== 201) return;
       const asset = parse(r.body);
-      if (asset.asset_hash !== blake3Of(data)) model.failures.push(`${what}: answered asset_hash ${asset.asset_hash}, sent ${blake3Of(data)}`);
+      if (asset.asset_hash !== blake3Of(data))
+        model.failures.push(`${what}: answered asset_hash ${asset.asset_hash}, sent ${blake3Of(data)}`);
       model.created(asset.id, asset.asset_hash, op.tags, r.status === 201);
       return;
     }
@@ -262,11 +284,20 @@ async function runOp(model: Model, svc: ServiceProcess, op: Op, datas: Buffer[])
   }
 }
 
-async function runTus(model: Model, svc: ServiceProcess, op: Extract<Op, { kind: 'tus' }>, data: Buffer): Promise<void> {
+async function runTus(
+  model: Model,
+  svc: ServiceProcess,
+  op: Extract<Op, { kind: 'tus' }>,
+  data: Buffer,
+): Promise<void> {
   const what = JSON.stringify(op);
   const created = await call(model, svc, 'tus POST', what, '/api/uploads', {
     method: 'POST',
-    headers: { ...TUS, 'Upload-Length': String(data.length), 'Upload-Metadata': tusMetadata({ filename: `c${op.content}.bin`, tags: JSON.stringify(op.tags) }) },
+    headers: {
+      ...TUS,
+      'Upload-Length': String(data.length),
+      'Upload-Metadata': tusMetadata({ filename: `c${op.content}.bin`, tags: JSON.stringify(op.tags) }),
+    },
   });
   if (created?.status !== 201) return;
   const id = created.headers.get('location')!.split('/').pop()!;
@@ -293,7 +324,10 @@ async function runTus(model: Model, svc: ServiceProcess, op: Extract<Op, { kind:
   }
   if (op.terminateAfter === undefined || up.assetId) return;
   up.terminateAsked = true;
-  const r = await call(model, svc, 'tus DELETE', `${what} of ${id}`, `/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
+  const r = await call(model, svc, 'tus DELETE', `${what} of ${id}`, `/api/uploads/${id}`, {
+    method: 'DELETE',
+    headers: TUS,
+  });
   if (r?.status === 204) up.terminateAcked = true;
 }
 
@@ -365,9 +399,12 @@ function diskView(dataDir: string): StoreView {
  */
 function s3View(s3: TestS3Server): StoreView {
   return {
-    blobs: async () => new Set((await s3.objectKeys()).flatMap((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(k)?.[1] ?? [])),
+    blobs: async () =>
+      new Set((await s3.objectKeys()).flatMap((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/.exec(k)?.[1] ?? [])),
     partSize: async (id) => {
-      const res = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `.partial/upload-${id}/` }));
+      const res = await s3.client.send(
+        new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `.partial/upload-${id}/` }),
+      );
       return (res.Contents ?? []).filter((o) => /\/\d{16}$/.test(o.Key ?? '')).reduce((n, o) => n + (o.Size ?? 0), 0);
     },
     strayTemps: async () => [],
@@ -382,7 +419,8 @@ async function contentRows(stack: Stack): Promise<Set<string>> {
 async function checkContent(model: Model, svc: ServiceProcess, id: string, hash: string): Promise<void> {
   const r = await call(model, svc, 'check GET content', id, `/api/assets/${id}/content`);
   if (r && r.status !== 200) model.failures.push(`invariant 2: content of ${id} answered ${r.status}`);
-  else if (r && blake3Of(r.body) !== hash) model.failures.push(`invariant 2: content of ${id} has ${blake3Of(r.body)}, its asset_hash is ${hash}`);
+  else if (r && blake3Of(r.body) !== hash)
+    model.failures.push(`invariant 2: content of ${id} has ${blake3Of(r.body)}, its asset_hash is ${hash}`);
 }
 
 async function checkAssets(model: Model, svc: ServiceProcess): Promise<void> {
@@ -392,7 +430,13 @@ async function checkAssets(model: Model, svc: ServiceProcess): Promise<void> {
   const listed = new Map<string, any>();
   let after: string | undefined;
   for (let page = 0; page < 100; page++) {
-    const r = await call(model, svc, 'check GET /api/assets', `after ${after}`, `/api/assets?limit=500${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+    const r = await call(
+      model,
+      svc,
+      'check GET /api/assets',
+      `after ${after}`,
+      `/api/assets?limit=500${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+    );
     if (r?.status !== 200) {
       model.failures.push(`invariant 2: the listing answered ${r?.status ?? 'nothing'}`);
       return;
@@ -418,36 +462,56 @@ async function checkAssets(model: Model, svc: ServiceProcess): Promise<void> {
       continue;
     }
     const asset = parse(r.body);
-    if (asset.asset_hash !== m.hash) model.failures.push(`invariant 1: asset ${id} has asset_hash ${asset.asset_hash}, acknowledged ${m.hash}`);
+    if (asset.asset_hash !== m.hash)
+      model.failures.push(`invariant 1: asset ${id} has asset_hash ${asset.asset_hash}, acknowledged ${m.hash}`);
     if (!listed.has(id)) model.failures.push(`invariant 2: asset ${id} exists but is not listed`);
     if (m.tagsKnown && !m.tagChoices.has(tagKey(asset.tags))) {
-      model.failures.push(`invariant 1: asset ${id} has tags ${JSON.stringify(asset.tags)}, none of those sent (${[...m.tagChoices].join(' ')})`);
+      model.failures.push(
+        `invariant 1: asset ${id} has tags ${JSON.stringify(asset.tags)}, none of those sent (${[...m.tagChoices].join(' ')})`,
+      );
     }
     await checkContent(model, svc, id, m.hash);
   }
 }
 
 /** 3: every upload the client knows of; unfinished ones are finished here (and become assets of the model). */
-async function checkUpload(model: Model, svc: ServiceProcess, stack: Stack, id: string, up: UploadModel): Promise<void> {
+async function checkUpload(
+  model: Model,
+  svc: ServiceProcess,
+  stack: Stack,
+  id: string,
+  up: UploadModel,
+): Promise<void> {
   const head = await call(model, svc, 'check HEAD upload', id, `/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
   if (!head) return;
   if (up.terminateAcked || (up.terminateAsked && head.status === 404)) {
-    if (head.status !== 404) model.failures.push(`invariant 3: upload ${id} was terminated (204) but HEAD answers ${head.status}`);
+    if (head.status !== 404)
+      model.failures.push(`invariant 3: upload ${id} was terminated (204) but HEAD answers ${head.status}`);
     model.uploads.delete(id);
     return;
   }
   if (head.status !== 200) {
-    model.failures.push(`invariant 3: upload ${id} (acknowledged offset ${up.acked} of ${up.data.length}) answers HEAD ${head.status}`);
+    model.failures.push(
+      `invariant 3: upload ${id} (acknowledged offset ${up.acked} of ${up.data.length}) answers HEAD ${head.status}`,
+    );
     model.uploads.delete(id);
     return;
   }
   const offset = Number(head.headers.get('upload-offset'));
   let assetId = head.headers.get('asset-id') ?? undefined;
-  if (offset < up.acked) model.failures.push(`invariant 3: upload ${id} reports offset ${offset}, ${up.acked} were acknowledged`);
-  count(assetId ? 'upload found finished' : offset > up.acked ? 'upload found past its acknowledged offset' : 'upload found at its acknowledged offset');
+  if (offset < up.acked)
+    model.failures.push(`invariant 3: upload ${id} reports offset ${offset}, ${up.acked} were acknowledged`);
+  count(
+    assetId
+      ? 'upload found finished'
+      : offset > up.acked
+        ? 'upload found past its acknowledged offset'
+        : 'upload found at its acknowledged offset',
+  );
   if (!assetId) {
     const stored = await stack.store.partSize(id);
-    if (offset > stored) model.failures.push(`invariant 3: upload ${id} reports offset ${offset}, its part holds ${stored} bytes`);
+    if (offset > stored)
+      model.failures.push(`invariant 3: upload ${id} reports offset ${offset}, its part holds ${stored} bytes`);
     const r = await call(model, svc, 'check PATCH the rest', `${id} from ${offset}`, `/api/uploads/${id}`, {
       method: 'PATCH',
       headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
@@ -456,7 +520,9 @@ async function checkUpload(model: Model, svc: ServiceProcess, stack: Stack, id: 
     if (!r) return;
     assetId = r.headers.get('asset-id') ?? undefined;
     if (r.status !== 204 || !assetId) {
-      model.failures.push(`invariant 3: finishing upload ${id} from offset ${offset} answered ${r.status} ${r.body.toString().slice(0, 200)}`);
+      model.failures.push(
+        `invariant 3: finishing upload ${id} from offset ${offset} answered ${r.status} ${r.body.toString().slice(0, 200)}`,
+      );
       model.uploads.delete(id);
       return;
     }
@@ -466,13 +532,20 @@ async function checkUpload(model: Model, svc: ServiceProcess, stack: Stack, id: 
   // A finished upload names its asset for good, deleted or not: the model follows the asset from here on.
   model.uploads.delete(id);
   if (model.assets.get(assetId)?.deleteAsked) return;
-  const asset = await call(model, svc, 'check GET upload asset', `${assetId} of upload ${id}`, `/api/assets/${assetId}`);
+  const asset = await call(
+    model,
+    svc,
+    'check GET upload asset',
+    `${assetId} of upload ${id}`,
+    `/api/assets/${assetId}`,
+  );
   if (asset?.status !== 200) {
     if (asset) model.failures.push(`invariant 3: the asset ${assetId} of upload ${id} answers ${asset.status}`);
     return;
   }
   const hash = parse(asset.body).asset_hash;
-  if (hash !== blake3Of(up.data)) model.failures.push(`invariant 3: upload ${id} made asset ${assetId} of ${hash}, sent ${blake3Of(up.data)}`);
+  if (hash !== blake3Of(up.data))
+    model.failures.push(`invariant 3: upload ${id} made asset ${assetId} of ${hash}, sent ${blake3Of(up.data)}`);
   if (!model.assets.has(assetId)) model.created(assetId, hash, [], false);
 }
 
@@ -480,7 +553,8 @@ async function checkUpload(model: Model, svc: ServiceProcess, stack: Stack, id: 
 async function check(model: Model, svc: ServiceProcess, stack: Stack): Promise<void> {
   // 4: start-up removed every temporary of a dead process before the service answered ready.
   const stray = await stack.store.strayTemps(svc.proc.pid!);
-  if (stray.length > 0) model.failures.push(`invariant 4: blobs/.tmp holds temporaries of dead processes: ${stray.join(', ')}`);
+  if (stray.length > 0)
+    model.failures.push(`invariant 4: blobs/.tmp holds temporaries of dead processes: ${stray.join(', ')}`);
 
   // 5: after the background reconciliation, before any request of ours makes content. A GC job of the new process may
   // be between a row's delete and its blob's (the blob goes after the row), hence the wait for blobs without rows;
@@ -501,13 +575,20 @@ async function check(model: Model, svc: ServiceProcess, stack: Stack): Promise<v
     },
     { timeoutMs: 10_000, what: 'blobs without content rows to go' },
   ).catch(() => undefined);
-  if (rowsMissing.length > 0) model.failures.push(`invariant 5: blob files without a content row: ${rowsMissing.join(', ')}`);
+  if (rowsMissing.length > 0)
+    model.failures.push(`invariant 5: blob files without a content row: ${rowsMissing.join(', ')}`);
   const unmarked = await stack.db.query<{ blake3: string }>(
     `SELECT blake3 FROM content c WHERE orphaned_at IS NULL AND NOT EXISTS (SELECT 1 FROM asset a WHERE a.content_hash = c.blake3)`,
   );
-  if (unmarked.rows.length > 0) model.failures.push(`invariant 5: content no asset uses, never marked orphaned: ${unmarked.rows.map((r) => r.blake3).join(', ')}`);
+  if (unmarked.rows.length > 0)
+    model.failures.push(
+      `invariant 5: content no asset uses, never marked orphaned: ${unmarked.rows.map((r) => r.blake3).join(', ')}`,
+    );
 
-  await Promise.all([checkAssets(model, svc), ...[...model.uploads].map(([id, up]) => checkUpload(model, svc, stack, id, up))]);
+  await Promise.all([
+    checkAssets(model, svc),
+    ...[...model.uploads].map(([id, up]) => checkUpload(model, svc, stack, id, up)),
+  ]);
 }
 
 // ---- the property -------------------------------------------------------------------------------------------------
@@ -530,7 +611,13 @@ async function crashRun(workload: Workload, s3?: TestS3Server): Promise<void> {
   dirs.push(dataDir);
   const databaseUrl = await createTestDatabase();
   // GC at once (grace 0) so its row-then-blob deletes run beside the workload; no free-space floor on a small disk.
-  const env = { ...s3?.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0', STORAGE_MIN_FREE_BYTES: '0' };
+  const env = {
+    ...s3?.env,
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    CONTENT_GC_GRACE_SECONDS: '0',
+    STORAGE_MIN_FREE_BYTES: '0',
+  };
   const db = new Client({ connectionString: databaseUrl });
   await db.connect();
   const stack: Stack = { env, dataDir, db, store: s3 ? s3View(s3) : diskView(dataDir) };
@@ -545,7 +632,9 @@ async function crashRun(workload: Workload, s3?: TestS3Server): Promise<void> {
       svc = await start(stack);
       await check(model, svc, stack);
       if (model.failures.length > 0) {
-        throw new Error(`after the crash of round ${i + 1}:\n  ${model.failures.join('\n  ')}\nworkload: ${JSON.stringify(workload)}`);
+        throw new Error(
+          `after the crash of round ${i + 1}:\n  ${model.failures.join('\n  ')}\nworkload: ${JSON.stringify(workload)}`,
+        );
       }
     }
   } finally {

@@ -63,7 +63,9 @@ async function expectEveryRouteUnavailable(): Promise<void> {
   await expectUnavailable(await svc.fetch(`/api/assets/${known.id}`));
   await expectUnavailable(await svc.fetch(`/api/assets/${known.id}/`)); // the same through Express
   await expectUnavailable(await svc.fetch('/api/tags'));
-  await expectUnavailable(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(5000)) }));
+  await expectUnavailable(
+    await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(5000)) }),
+  );
   const head = await svc.fetch(`/api/assets/hash/${known.hash}`, { method: 'HEAD' });
   expect(head.status).toBe(503);
   const gql = await svc.fetch('/graphql', {
@@ -75,15 +77,24 @@ async function expectEveryRouteUnavailable(): Promise<void> {
   const ready = await fetch(`${svc.url}/readyz`);
   expect(ready.status).toBe(503);
   const body = await json(ready);
-  expect(body).toEqual({ status: 'unavailable', checks: { database: 'unavailable', storage: 'ok', queue: 'unavailable' } });
+  expect(body).toEqual({
+    status: 'unavailable',
+    checks: { database: 'unavailable', storage: 'ok', queue: 'unavailable' },
+  });
 }
 
 /** Ready again; and the blobs of the uploads refused during the outage are gone once rows can be checked. */
 async function expectRecovered(): Promise<void> {
-  await waitFor(async () => ((await fetch(`${svc.url}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, what: 'readiness' });
+  await waitFor(async () => ((await fetch(`${svc.url}/readyz`)).status === 200 ? true : undefined), {
+    timeoutMs: 30_000,
+    what: 'readiness',
+  });
   expect((await svc.fetch(`/api/assets/${known.id}`)).status).toBe(200);
   expect((await svc.fetch('/api/assets')).status).toBe(200);
-  await waitFor(async () => (blobFiles().blobs.length === 1 ? true : undefined), { timeoutMs: 20_000, what: 'refused blobs to be removed' });
+  await waitFor(async () => (blobFiles().blobs.length === 1 ? true : undefined), {
+    timeoutMs: 20_000,
+    what: 'refused blobs to be removed',
+  });
   expect(blobFiles()).toEqual({ blobs: [known.hash.slice(7)], temps: [] });
 }
 
@@ -134,7 +145,11 @@ test('an outage in the middle of an upload of new content: 503, and its blob and
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const req = http.request(`${svc.url}/api/assets`, {
     method: 'POST',
-    headers: { 'x-api-key': KEYS.alice, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + bytes.length + tail.length) },
+    headers: {
+      'x-api-key': KEYS.alice,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(head.length + bytes.length + tail.length),
+    },
   });
   const answer = new Promise<number>((resolve, reject) => {
     req.on('error', reject);
@@ -160,7 +175,9 @@ test('a connection broken while GC holds a content session lock fails that step,
   const hex = 'ab'.repeat(32);
   // The repository's session lock (GC, orphan blob removal), reached directly: its connection is terminated by the
   // server while it is checked out and idle (the blob step), which makes pg emit 'error' on the client.
-  const repo = (svc.container.content as unknown as { repo: { withSessionLock<T>(h: string, fn: () => Promise<T>): Promise<T> } }).repo;
+  const repo = (
+    svc.container.content as unknown as { repo: { withSessionLock<T>(h: string, fn: () => Promise<T>): Promise<T> } }
+  ).repo;
   const admin = new Client({ connectionString: pg.url });
   await admin.connect();
   try {
@@ -174,7 +191,9 @@ test('a connection broken while GC holds a content session lock fails that step,
     });
     expect(result).toBe('blob step done');
     // The session lock died with its connection; nothing holds it now, and the service goes on answering.
-    const free = await admin.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = $1 AND granted', ['advisory']);
+    const free = await admin.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = $1 AND granted', [
+      'advisory',
+    ]);
     expect(free.rows[0].n).toBe(0);
     expect((await svc.fetch(`/api/assets/${known.id}`)).status).toBe(200);
   } finally {
@@ -187,19 +206,33 @@ test('an outage in the middle of a tus PATCH: 503 {code, message}, HEAD never ah
   const MiB = 1024 * 1024;
   const bytes = crypto.randomBytes(3 * MiB);
   const tus = { 'Tus-Resumable': '1.0.0' };
-  const created = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...tus, 'Upload-Length': String(bytes.length) } });
+  const created = await svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { ...tus, 'Upload-Length': String(bytes.length) },
+  });
   expect(created.status).toBe(201);
   const id = created.headers.get('location')!.split('/').pop()!;
   const part = path.join(svc.dataDir, 'blobs', '.partial', `upload-${id}`);
   const partSize = () => (fs.existsSync(part) ? fs.statSync(part).size : 0);
-  const headOffset = async () => Number((await svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: tus })).headers.get('upload-offset'));
+  const headOffset = async () =>
+    Number((await svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: tus })).headers.get('upload-offset'));
   const patch = (offset: number, body: Buffer) =>
-    svc.fetch(`/api/uploads/${id}`, { method: 'PATCH', headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' }, body });
+    svc.fetch(`/api/uploads/${id}`, {
+      method: 'PATCH',
+      headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+      body,
+    });
   expect((await patch(0, bytes.subarray(0, MiB))).status).toBe(204);
 
   const req = http.request(`${svc.url}/api/uploads/${id}`, {
     method: 'PATCH',
-    headers: { ...tus, 'x-api-key': KEYS.alice, 'Upload-Offset': String(MiB), 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(2 * MiB) },
+    headers: {
+      ...tus,
+      'x-api-key': KEYS.alice,
+      'Upload-Offset': String(MiB),
+      'Content-Type': 'application/offset+octet-stream',
+      'Content-Length': String(2 * MiB),
+    },
   });
   const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.on('error', reject);
@@ -220,7 +253,10 @@ test('an outage in the middle of a tus PATCH: 503 {code, message}, HEAD never ah
   expect([headDuring.status, headDuring.headers.get('retry-after')]).toEqual([503, '5']);
 
   await pg.start();
-  await waitFor(async () => ((await fetch(`${svc.url}/readyz`)).status === 200 ? true : undefined), { timeoutMs: 30_000, what: 'readiness' });
+  await waitFor(async () => ((await fetch(`${svc.url}/readyz`)).status === 200 ? true : undefined), {
+    timeoutMs: 30_000,
+    what: 'readiness',
+  });
   // The offset of the refused PATCH could not be recorded: HEAD still says where the last answered PATCH left it,
   // which the part holds (the bytes past it are cut back by the next PATCH).
   const offset = await headOffset();

@@ -106,7 +106,10 @@ test('two worker processes on one database: each download job runs once', async 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-two-'));
   const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir };
   const [a, b] = await Promise.all([spawnService(env), spawnService(env)]);
-  const files = Array.from({ length: 8 }, (_, i) => ({ data: bytes(400 * 1024 + i, 40 + i), path: `org/two/f${i}.bin` }));
+  const files = Array.from({ length: 8 }, (_, i) => ({
+    data: bytes(400 * 1024 + i, 40 + i),
+    path: `org/two/f${i}.bin`,
+  }));
   const taskIds: string[] = [];
   for (const [i, f] of files.entries()) {
     const url = fake.hf.lfs(f.path, f.data, { throttle: MiB });

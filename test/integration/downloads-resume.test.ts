@@ -86,7 +86,9 @@ test('5xx and 429 are retried with backoff, honouring Retry-After', async () => 
   expect(reqs.map((r) => r.status)).toEqual([503, 503, 200]);
   expect(Date.now() - started).toBeGreaterThanOrEqual(1800);
 
-  const url429 = fake.hf.lfs('org/retry/limited.bin', bytes(1000, 26), { failFirst: { status: 429, times: 1, retryAfter: '1' } });
+  const url429 = fake.hf.lfs('org/retry/limited.bin', bytes(1000, 26), {
+    failFirst: { status: 429, times: 1, retryAfter: '1' },
+  });
   const t2 = await waitTask(svc, (await json(await startDownload(svc, { source_url: url429 }))).task_id);
   expect(t2.status).toBe('completed');
 });
@@ -106,7 +108,10 @@ test('cancel stops the transfer within a second and removes its partial file', a
   expect('result' in cancelled).toBe(false);
   expect(cancelled.error_message).toMatch(/cancelled/);
   expect(cancelled.completed_at).toMatch(/Z$/);
-  await waitFor(async () => (partialFiles(svc.dataDir).length === 0 && gets(key)[0]!.aborted ? true : undefined), { timeoutMs: 1000, intervalMs: 20 });
+  await waitFor(async () => (partialFiles(svc.dataDir).length === 0 && gets(key)[0]!.aborted ? true : undefined), {
+    timeoutMs: 1000,
+    intervalMs: 20,
+  });
   expect(Date.now() - t0).toBeLessThan(1500);
   expect(fake.cdn.bytesSent(key)).toBeLessThan(data.length);
   // Cancelling a finished task is 409 TASK_NOT_CANCELLABLE; the task stays as it was.
@@ -139,9 +144,15 @@ test('an endless redirect chain fails after 10 hops; an error body is never stor
   expect(fake.cdn.requests.filter((r) => r.path.startsWith('/loop/')).length).toBe(10);
 
   const failing = fake.hf.lfs('org/loop/err.bin', bytes(10, 31), { failFirst: { status: 500, times: 100 } });
-  const sync = await svc.fetch('/api/assets', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: failing }) });
+  const sync = await svc.fetch('/api/assets', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url: failing }),
+  });
   expect(sync.status).toBe(422);
-  expect((await svc.fetch(`/api/assets/hash/${blake3Of(Buffer.from('try later'))}`, { method: 'HEAD' })).status).toBe(404);
+  expect((await svc.fetch(`/api/assets/hash/${blake3Of(Buffer.from('try later'))}`, { method: 'HEAD' })).status).toBe(
+    404,
+  );
   expect(partialFiles(svc.dataDir)).toEqual([]);
 });
 
@@ -160,7 +171,9 @@ describe('with DOWNLOAD_BLOCK_PRIVATE_NETWORKS on (the default)', () => {
     expect(res.status).toBe(202);
     const task = await waitTask(guarded, (await json(res)).task_id);
     expect(task.status).toBe('failed');
-    expect(task.error_message).toMatch(/^DOWNLOAD_FAILED: refused to connect to 127\.0\.0\.1:\d+: a loopback, private, link-local or metadata address/);
+    expect(task.error_message).toMatch(
+      /^DOWNLOAD_FAILED: refused to connect to 127\.0\.0\.1:\d+: a loopback, private, link-local or metadata address/,
+    );
     expect(fake.cdn.requestsFor(fake.hf.cdnKeyOf('org/blocked/f.bin'))).toHaveLength(0);
 
     const sync = await guarded.fetch('/api/assets', {
@@ -179,7 +192,9 @@ test('the hashing worker dying mid-download: the hash state is rebuilt from the 
   const key = fake.hf.cdnKeyOf('org/resume/worker-dies.safetensors');
   const { task_id } = await json(await startDownload(svc, { source_url: url }));
   await waitTask(svc, task_id, { until: (t) => t.progress.bytes_downloaded >= MiB, timeoutMs: 30_000 });
-  const pool = svc.container.ingestWorkers as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> };
+  const pool = svc.container.ingestWorkers as unknown as {
+    workers: Array<{ worker: { terminate(): Promise<number> } } | undefined>;
+  };
   await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
   const task = await waitTask(svc, task_id, { timeoutMs: 30_000 });
   expect(task.status).toBe('completed');

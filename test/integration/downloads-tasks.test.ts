@@ -13,8 +13,15 @@ beforeAll(async () => {
   svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false' }, { validateResponses: true });
   for (let i = 0; i < 5; i++) {
     const failing = i === 1 || i === 3;
-    const url = fake.hf.lfs(`org/list/f${i}.bin`, bytes(2000 + i, 100 + i), {}, failing ? { sha256: 'ef'.repeat(32) } : {});
-    const res = await startDownload(svc, { source_url: url, tags: [`t${i}`] }, KEYS.alice, { 'idempotency-key': `key-${i}` });
+    const url = fake.hf.lfs(
+      `org/list/f${i}.bin`,
+      bytes(2000 + i, 100 + i),
+      {},
+      failing ? { sha256: 'ef'.repeat(32) } : {},
+    );
+    const res = await startDownload(svc, { source_url: url, tags: [`t${i}`] }, KEYS.alice, {
+      'idempotency-key': `key-${i}`,
+    });
     expect(res.status).toBe(202);
     ids.push((await json(res)).task_id);
     if (i === 2) {
@@ -83,7 +90,15 @@ test('pagination: offset and limit, has_more', async () => {
 });
 
 test('bad query parameters: 400 INVALID_QUERY', async () => {
-  for (const q of ['?limit=0', '?limit=101', '?offset=-1', '?status=bogus', '?sort_order=up', '?created_after=yesterday', '?limit=abc']) {
+  for (const q of [
+    '?limit=0',
+    '?limit=101',
+    '?offset=-1',
+    '?status=bogus',
+    '?sort_order=up',
+    '?created_after=yesterday',
+    '?limit=abc',
+  ]) {
     const r = await list(q);
     expect([q, r.status, r.body.code]).toEqual([q, 400, 'INVALID_QUERY']);
   }

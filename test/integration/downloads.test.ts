@@ -1,6 +1,15 @@
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { COMPLETED_TASK_KEYS, partialFiles, startDownload, waitTask } from '../helpers/downloads';
-import { blake3Of, json, KEYS, sha256Of, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import {
+  blake3Of,
+  json,
+  KEYS,
+  sha256Of,
+  startTestService,
+  uploadForm,
+  waitFor,
+  type TestService,
+} from '../helpers/harness';
 
 let fake: FakeProviders;
 let svc: TestService;
@@ -24,7 +33,11 @@ describe('Hugging Face', () => {
     const data = bytes(1.5 * MiB, 1);
     const url = fake.hf.lfs('org/model-a/unet/weights.safetensors', data);
     const blobUrl = url.replace('/resolve/', '/blob/') + '?download=true';
-    const res = await startDownload(svc, { source_url: blobUrl, tags: ['Models', 'checkpoints'], user_metadata: { k: 1 } });
+    const res = await startDownload(svc, {
+      source_url: blobUrl,
+      tags: ['Models', 'checkpoints'],
+      user_metadata: { k: 1 },
+    });
     expect(res.status).toBe(202);
     const started = await json(res);
     expect(Object.keys(started).sort()).toEqual(['message', 'status', 'task_id']);
@@ -41,7 +54,12 @@ describe('Hugging Face', () => {
       payload: { source_url: url, tags: ['Models', 'checkpoints'], user_metadata: { k: 1 }, preview_id: null },
       status: 'completed',
       progress: { bytes_downloaded: data.length, bytes_total: data.length, progress: 1 },
-      result: { success: true, asset_hash: blake3Of(data), filename: 'weights.safetensors', bytes_downloaded: data.length },
+      result: {
+        success: true,
+        asset_hash: blake3Of(data),
+        filename: 'weights.safetensors',
+        bytes_downloaded: data.length,
+      },
     });
     expect('error_message' in task).toBe(false);
     for (const k of ['create_time', 'update_time', 'started_at', 'completed_at']) expect(task[k]).toMatch(ISO);
@@ -55,7 +73,12 @@ describe('Hugging Face', () => {
       tags: ['Models', 'checkpoints'],
       user_metadata: { k: 1, source_url: url },
       // Derived while the bytes streamed in: the file name, length, format and the download's source.
-      metadata: { filename: 'weights.safetensors', content_length: data.length, source_url: url, format: 'safetensors' },
+      metadata: {
+        filename: 'weights.safetensors',
+        content_length: data.length,
+        source_url: url,
+        format: 'safetensors',
+      },
     });
     const content = Buffer.from(await (await svc.fetch(`/api/assets/${asset.id}/content`)).arrayBuffer());
     expect(content.equals(data)).toBe(true);
@@ -76,7 +99,12 @@ describe('Hugging Face', () => {
     const bobs = await startDownload(svc, { source_url: url, tags: ['bob'] }, KEYS.bob);
     expect(bobs.status).toBe(200);
     const bobAsset = await json(bobs);
-    expect(bobAsset).toMatchObject({ created_new: true, asset_hash: blake3Of(data), tags: ['bob'], name: 'weights.safetensors' });
+    expect(bobAsset).toMatchObject({
+      created_new: true,
+      asset_hash: blake3Of(data),
+      tags: ['bob'],
+      name: 'weights.safetensors',
+    });
     expect(bobAsset.id).not.toBe(asset.id);
     expect(fake.cdn.requestsFor(fake.hf.cdnKeyOf('org/model-a/unet/weights.safetensors'))).toHaveLength(1);
   });
@@ -88,7 +116,12 @@ describe('Hugging Face', () => {
     const url = fake.hf.lfs('org/model-b/model.bin', data);
     const res = await startDownload(svc, { source_url: url, tags: ['x'] }, KEYS.bob);
     expect(res.status).toBe(200);
-    expect(await json(res)).toMatchObject({ created_new: true, asset_hash: blake3Of(data), name: 'model.bin', tags: ['x'] });
+    expect(await json(res)).toMatchObject({
+      created_new: true,
+      asset_hash: blake3Of(data),
+      name: 'model.bin',
+      tags: ['x'],
+    });
     expect(fake.cdn.requestsFor(fake.hf.cdnKeyOf('org/model-b/model.bin'))).toHaveLength(0);
     // Alice uploaded it herself: her existing asset comes back.
     const alice = await startDownload(svc, { source_url: url });
@@ -115,7 +148,8 @@ describe('Hugging Face', () => {
     const url = fake.hf.lfs('org/model-d/slow.safetensors', data, { throttle: 1 * MiB });
     const { task_id } = await json(await startDownload(svc, { source_url: url }));
     const running = await waitTask(svc, task_id, {
-      until: (t) => t.status === 'running' && t.progress.bytes_downloaded > 0 && t.progress.bytes_downloaded < data.length,
+      until: (t) =>
+        t.status === 'running' && t.progress.bytes_downloaded > 0 && t.progress.bytes_downloaded < data.length,
     });
     expect(running.progress.bytes_total).toBe(data.length);
     expect(running.progress.progress).toBeGreaterThan(0);
@@ -124,7 +158,9 @@ describe('Hugging Face', () => {
     // Not there yet: left out, never null.
     expect('completed_at' in running).toBe(false);
     expect('result' in running).toBe(false);
-    const later = await waitTask(svc, task_id, { until: (t) => t.status !== 'running' || t.progress.bytes_downloaded > running.progress.bytes_downloaded });
+    const later = await waitTask(svc, task_id, {
+      until: (t) => t.status !== 'running' || t.progress.bytes_downloaded > running.progress.bytes_downloaded,
+    });
     expect(later.progress.bytes_downloaded).toBeGreaterThan(running.progress.bytes_downloaded);
     expect((await waitTask(svc, task_id)).status).toBe('completed');
   });
@@ -168,7 +204,10 @@ describe('Civitai', () => {
   test('a model page URL (?modelVersionId=), as the ComfyUI import wizard sends it, downloads that version', async () => {
     const data = bytes(64 * 1024, 9);
     fake.civitai.add(150, { data, name: 'from_page.safetensors' });
-    const res = await startDownload(svc, { source_url: `${fake.civitai.url}/models/77/some-lora?modelVersionId=150`, tags: ['models', 'loras'] });
+    const res = await startDownload(svc, {
+      source_url: `${fake.civitai.url}/models/77/some-lora?modelVersionId=150`,
+      tags: ['models', 'loras'],
+    });
     expect(res.status).toBe(202);
     const task = await waitTask(svc, (await json(res)).task_id);
     expect(task.status).toBe('completed');
@@ -176,17 +215,28 @@ describe('Civitai', () => {
     expect(task.result).toMatchObject({ asset_hash: blake3Of(data), filename: 'from_page.safetensors' });
     // Without a version: the model's newest one.
     fake.civitai.add(151, { data: bytes(32 * 1024, 10), name: 'newest.safetensors', modelId: 78 });
-    const latest = await startDownload(svc, { source_url: `${fake.civitai.url}/models/78/some-lora`, tags: ['models', 'loras'] });
+    const latest = await startDownload(svc, {
+      source_url: `${fake.civitai.url}/models/78/some-lora`,
+      tags: ['models', 'loras'],
+    });
     expect(latest.status).toBe(202);
     const t2 = await waitTask(svc, (await json(latest)).task_id);
-    expect([t2.status, t2.payload.source_url, t2.result?.filename]).toEqual(['completed', `${fake.civitai.url}/api/download/models/151`, 'newest.safetensors']);
+    expect([t2.status, t2.payload.source_url, t2.result?.filename]).toEqual([
+      'completed',
+      `${fake.civitai.url}/api/download/models/151`,
+      'newest.safetensors',
+    ]);
     // A retry with the same Idempotency-Key is the first task, even once the model page no longer resolves.
     fake.civitai.add(152, { data: bytes(32 * 1024, 11), name: 'keyed.safetensors', modelId: 79 });
-    const keyed = await startDownload(svc, { source_url: `${fake.civitai.url}/models/79` }, KEYS.alice, { 'idempotency-key': 'model-page-79' });
+    const keyed = await startDownload(svc, { source_url: `${fake.civitai.url}/models/79` }, KEYS.alice, {
+      'idempotency-key': 'model-page-79',
+    });
     expect(keyed.status).toBe(202);
     const first = (await json(keyed)).task_id;
     fake.civitai.versions.delete('152');
-    const again = await startDownload(svc, { source_url: `${fake.civitai.url}/models/79` }, KEYS.alice, { 'idempotency-key': 'model-page-79' });
+    const again = await startDownload(svc, { source_url: `${fake.civitai.url}/models/79` }, KEYS.alice, {
+      'idempotency-key': 'model-page-79',
+    });
     expect([again.status, (await json(again)).task_id]).toEqual([202, first]);
   });
 
@@ -200,7 +250,9 @@ describe('Civitai', () => {
     expect(task.payload.source_url).toBe(`${fake.civitai.url}/api/download/models/101?type=Model&format=SafeTensor`);
     expect(task.result).toMatchObject({ asset_hash: blake3Of(data), filename: 'dreamy_v2.safetensors' });
     const calls = fake.civitai.requests.filter((r) => r.path.endsWith('/101'));
-    expect(calls.map((r) => r.path)).toEqual(expect.arrayContaining(['/api/v1/model-versions/101', '/api/download/models/101']));
+    expect(calls.map((r) => r.path)).toEqual(
+      expect.arrayContaining(['/api/v1/model-versions/101', '/api/download/models/101']),
+    );
     expect(calls.every((r) => r.authorization === `Bearer ${fake.civitai.token}`)).toBe(true);
     const cdn = fake.cdn.requestsFor(fake.civitai.versions.get('101')!.cdnKey);
     expect(cdn.map((r) => [r.status, r.headers.authorization])).toEqual([[200, undefined]]);
@@ -230,16 +282,29 @@ describe('Civitai', () => {
 
 describe('requests', () => {
   test('only the configured providers: 400 SOURCE_NOT_ALLOWED; bad bodies: 400', async () => {
-    for (const source_url of ['https://example.com/a.bin', 'ftp://x/y', `${fake.hf.url}/org/model-a`, `${fake.civitai.url}/user/5`, 'not a url']) {
+    for (const source_url of [
+      'https://example.com/a.bin',
+      'ftp://x/y',
+      `${fake.hf.url}/org/model-a`,
+      `${fake.civitai.url}/user/5`,
+      'not a url',
+    ]) {
       const res = await startDownload(svc, { source_url });
       expect([source_url, res.status, (await json(res)).code]).toEqual([source_url, 400, 'SOURCE_NOT_ALLOWED']);
     }
     expect((await startDownload(svc, {})).status).toBe(400);
     const badTags = await startDownload(svc, { source_url: `${fake.hf.url}/o/r/resolve/main/f`, tags: 'x' });
     expect(await json(badTags)).toMatchObject({ code: 'INVALID_BODY' });
-    const badPreview = await startDownload(svc, { source_url: `${fake.hf.url}/o/r/resolve/main/f`, preview_id: crypto.randomUUID() });
+    const badPreview = await startDownload(svc, {
+      source_url: `${fake.hf.url}/o/r/resolve/main/f`,
+      preview_id: crypto.randomUUID(),
+    });
     expect(await json(badPreview)).toMatchObject({ code: 'INVALID_PREVIEW_ID' });
-    const text = await svc.fetch('/api/assets/download', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    const text = await svc.fetch('/api/assets/download', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
     expect(text.status).toBe(415);
   });
 
@@ -260,12 +325,16 @@ describe('requests', () => {
     expect((await svc.fetch(`/api/assets/${tb.result.asset_id}`, { key: KEYS.bob })).status).toBe(200);
     expect((await svc.fetch(`/api/assets/${tb.result.asset_id}`)).status).toBe(404);
     expect(await json(await svc.fetch(`/api/assets/${ta.result.asset_id}`))).toMatchObject({ tags: ['a'] });
-    expect(fake.cdn.requestsFor(fake.hf.cdnKeyOf('org/shared/big.safetensors')).filter((r) => r.method === 'GET')).toHaveLength(1);
+    expect(
+      fake.cdn.requestsFor(fake.hf.cdnKeyOf('org/shared/big.safetensors')).filter((r) => r.method === 'GET'),
+    ).toHaveLength(1);
   });
 
   test('Idempotency-Key: the same key answers with the same task', async () => {
     const url = fake.hf.lfs('org/idem/f.bin', bytes(64 * 1024, 11), { throttle: 256 * 1024 });
-    const first = await json(await startDownload(svc, { source_url: url }, KEYS.alice, { 'idempotency-key': 'job-42' }));
+    const first = await json(
+      await startDownload(svc, { source_url: url }, KEYS.alice, { 'idempotency-key': 'job-42' }),
+    );
     const task = await waitTask(svc, first.task_id);
     expect(task.idempotency_key).toBe('job-42');
     const again = await startDownload(svc, { source_url: url }, KEYS.alice, { 'idempotency-key': 'job-42' });
@@ -281,7 +350,13 @@ describe('POST /api/assets with a JSON url', () => {
     const res = await postJson('/api/assets', { url, tags: ['Sync'], user_metadata: { a: 1 } });
     expect(res.status).toBe(201);
     const asset = await json(res);
-    expect(asset).toMatchObject({ created_new: true, name: 'sync.safetensors', asset_hash: blake3Of(data), tags: ['Sync'], size: data.length });
+    expect(asset).toMatchObject({
+      created_new: true,
+      name: 'sync.safetensors',
+      asset_hash: blake3Of(data),
+      tags: ['Sync'],
+      size: data.length,
+    });
     expect(asset.user_metadata).toMatchObject({ a: 1 });
     const again = await postJson('/api/assets', { url, name: 'other' });
     expect(again.status).toBe(200);

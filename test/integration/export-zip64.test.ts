@@ -54,12 +54,10 @@ async function sparseAsset(size: number, name: string): Promise<{ id: string; ha
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.closeSync(fs.openSync(file, 'w'));
   fs.truncateSync(file, size);
-  await db.query(`INSERT INTO content (blake3, sha256, size, mime_type, first_name) VALUES ($1, $2, $3, 'application/octet-stream', $4) ON CONFLICT DO NOTHING`, [
-    blake3,
-    sha.digest('hex'),
-    size,
-    name,
-  ]);
+  await db.query(
+    `INSERT INTO content (blake3, sha256, size, mime_type, first_name) VALUES ($1, $2, $3, 'application/octet-stream', $4) ON CONFLICT DO NOTHING`,
+    [blake3, sha.digest('hex'), size, name],
+  );
   const res = await svc.fetch('/api/assets/from-hash', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -69,49 +67,61 @@ async function sparseAsset(size: number, name: string): Promise<{ id: string; ha
   return { id: (await json(res)).id, hash: `blake3:${blake3}` };
 }
 
-test(BIG > 0 ? `a member of ${BIG} bytes: ZIP64 archive read back member by member` : 'ZIP64 records (forced at a small size) read back member by member', async () => {
-  const members = BIG > 0 ? [await sparseAsset(BIG, 'big.bin'), await sparseAsset(1000, 'small.bin')] : [await sparseAsset(3 * MiB, 'a.bin'), await sparseAsset(5, 'b.bin')];
-  const started = await json(
-    await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: members.map((m) => m.id) }) }),
-  );
-  const c = svc.container;
-  const exporter = new ExportService({
-    transactions: c.database.transactions,
-    repo: new ExportRepository(c.database.prisma),
-    secrets: new ServerSecretRepository(c.database.prisma),
-    tasks: new TaskRepository(c.database.prisma, c.database.transactions),
-    blobs: c.blobStore,
-    queue: c.queue,
-    logger: c.logger,
-    ttlSeconds: 3600,
-    forceZip64: BIG === 0,
-  });
-  await exporter.run(started.task_id);
-  const task = await json(await svc.fetch(`/api/tasks/${started.task_id}`));
-  expect(task.status).toBe('completed');
-  const { url } = await json(await svc.fetch(`/api/assets/exports/${task.result.export_name}`));
-  const file = path.join(tmp, 'archive.zip');
-  const res = await fetch(url);
-  expect(res.status).toBe(200);
-  await pipeline(res.body as unknown as NodeJS.ReadableStream, fs.createWriteStream(file));
-  expect(fs.statSync(file).size).toBe(task.result.bytes_total);
+test(
+  BIG > 0
+    ? `a member of ${BIG} bytes: ZIP64 archive read back member by member`
+    : 'ZIP64 records (forced at a small size) read back member by member',
+  async () => {
+    const members =
+      BIG > 0
+        ? [await sparseAsset(BIG, 'big.bin'), await sparseAsset(1000, 'small.bin')]
+        : [await sparseAsset(3 * MiB, 'a.bin'), await sparseAsset(5, 'b.bin')];
+    const started = await json(
+      await svc.fetch('/api/assets/export', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ asset_ids: members.map((m) => m.id) }),
+      }),
+    );
+    const c = svc.container;
+    const exporter = new ExportService({
+      transactions: c.database.transactions,
+      repo: new ExportRepository(c.database.prisma),
+      secrets: new ServerSecretRepository(c.database.prisma),
+      tasks: new TaskRepository(c.database.prisma, c.database.transactions),
+      blobs: c.blobStore,
+      queue: c.queue,
+      logger: c.logger,
+      ttlSeconds: 3600,
+      forceZip64: BIG === 0,
+    });
+    await exporter.run(started.task_id);
+    const task = await json(await svc.fetch(`/api/tasks/${started.task_id}`));
+    expect(task.status).toBe('completed');
+    const { url } = await json(await svc.fetch(`/api/assets/exports/${task.result.export_name}`));
+    const file = path.join(tmp, 'archive.zip');
+    const res = await fetch(url);
+    expect(res.status).toBe(200);
+    await pipeline(res.body as unknown as NodeJS.ReadableStream, fs.createWriteStream(file));
+    expect(fs.statSync(file).size).toBe(task.result.bytes_total);
 
-  // The ZIP64 end of central directory record and its locator are there.
-  const fd = fs.openSync(file, 'r');
-  const tailLen = Math.min(fs.statSync(file).size, 64 * 1024);
-  const tail = Buffer.alloc(tailLen);
-  fs.readSync(fd, tail, 0, tailLen, fs.statSync(file).size - tailLen);
-  fs.closeSync(fd);
-  expect(tail.includes(Buffer.from([0x50, 0x4b, 0x06, 0x06]))).toBe(true);
-  expect(tail.includes(Buffer.from([0x50, 0x4b, 0x06, 0x07]))).toBe(true);
+    // The ZIP64 end of central directory record and its locator are there.
+    const fd = fs.openSync(file, 'r');
+    const tailLen = Math.min(fs.statSync(file).size, 64 * 1024);
+    const tail = Buffer.alloc(tailLen);
+    fs.readSync(fd, tail, 0, tailLen, fs.statSync(file).size - tailLen);
+    fs.closeSync(fd);
+    expect(tail.includes(Buffer.from([0x50, 0x4b, 0x06, 0x06]))).toBe(true);
+    expect(tail.includes(Buffer.from([0x50, 0x4b, 0x06, 0x07]))).toBe(true);
 
-  const read = await readZip(file);
-  expect(read.map((m) => m.name)).toEqual(BIG > 0 ? ['big.bin', 'small.bin'] : ['a.bin', 'b.bin']);
-  read.forEach((m, i) => expect(m.blake3).toBe(members[i]!.hash));
-  // yauzl does not check CRC-32s; Info-ZIP's unzip does, where it is installed.
-  try {
-    execFileSync('unzip', ['-tqq', file]);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-});
+    const read = await readZip(file);
+    expect(read.map((m) => m.name)).toEqual(BIG > 0 ? ['big.bin', 'small.bin'] : ['a.bin', 'b.bin']);
+    read.forEach((m, i) => expect(m.blake3).toBe(members[i]!.hash));
+    // yauzl does not check CRC-32s; Info-ZIP's unzip does, where it is installed.
+    try {
+      execFileSync('unzip', ['-tqq', file]);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  },
+);

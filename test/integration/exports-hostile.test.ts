@@ -37,7 +37,11 @@ async function upload(name: string, bytes = crypto.randomBytes(100 + Math.floor(
 }
 
 async function exportTask(assetIds: string[]) {
-  const res = await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: assetIds }) });
+  const res = await svc.fetch('/api/assets/export', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ asset_ids: assetIds }),
+  });
   expect(res.status).toBe(202);
   const { task_id } = await json(res);
   return waitFor(
@@ -87,7 +91,9 @@ test('names that would not extract (a file beside its own folder, too long, devi
   for (const p of paths) {
     for (const seg of p.split('/')) {
       expect(Buffer.byteLength(seg)).toBeLessThanOrEqual(240);
-      expect(seg).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069<>:"|?*\\]|[. ]$|^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/i);
+      expect(seg).not.toMatch(
+        /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069<>:"|?*\\]|[. ]$|^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/i,
+      );
     }
     // No member is another's folder.
     expect(paths.some((q) => key(q).startsWith(key(p) + '/'))).toBe(false);
@@ -123,7 +129,11 @@ test('the signed URL: an ETag, If-Range honoured only with it, HEAD without a bo
     expect(Buffer.from(await res.arrayBuffer()).equals(whole)).toBe(true);
   }
   const head = await fetch(url, { method: 'HEAD' });
-  expect([head.status, head.headers.get('content-length'), head.headers.get('etag')]).toEqual([200, String(whole.length), etag]);
+  expect([head.status, head.headers.get('content-length'), head.headers.get('etag')]).toEqual([
+    200,
+    String(whole.length),
+    etag,
+  ]);
   expect((await head.arrayBuffer()).byteLength).toBe(0);
 
   const u = new URL(url);
@@ -137,7 +147,10 @@ test('the signed URL: an ETag, If-Range honoured only with it, HEAD without a bo
 });
 
 test('the store failing mid-archive (ENOSPC) fails the task and leaves no archive, no temporary, no record', async () => {
-  const assets = [await upload('one.bin', crypto.randomBytes(300_000)), await upload('two.bin', crypto.randomBytes(300_000))];
+  const assets = [
+    await upload('one.bin', crypto.randomBytes(300_000)),
+    await upload('two.bin', crypto.randomBytes(300_000)),
+  ];
   const exportsDir = path.join(svc.dataDir, 'blobs', '.objects', 'exports');
   const archives = () => (fs.existsSync(exportsDir) ? fs.readdirSync(exportsDir).sort() : []);
   const before = { archives: archives(), records: await svc.container.database.prisma.exportArchive.count() };
@@ -150,7 +163,12 @@ test('the store failing mid-archive (ENOSPC) fails the task and leaves no archiv
         for await (const chunk of src) {
           yield chunk;
           written += chunk.length;
-          if (written > 200_000) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+          if (written > 200_000)
+            throw Object.assign(new Error('ENOSPC: no space left on device, write'), {
+              code: 'ENOSPC',
+              errno: -28,
+              syscall: 'write',
+            });
         }
       })(),
     ),
@@ -168,7 +186,11 @@ test('the store failing mid-archive (ENOSPC) fails the task and leaves no archiv
 test('GraphQL startExport refuses what REST refuses: a NUL or lone surrogate in job_asset_name_filters is INVALID_BODY, not INTERNAL', async () => {
   const job = crypto.randomUUID();
   for (const name of ['a\u0000b', 'lone \ud800 surrogate']) {
-    const res = await gql(svc, `mutation($f: JSON) { startExport(input: { jobIds: ["${job}"], jobAssetNameFilters: $f }) { id } }`, { f: { [job]: [name] } });
+    const res = await gql(
+      svc,
+      `mutation($f: JSON) { startExport(input: { jobIds: ["${job}"], jobAssetNameFilters: $f }) { id } }`,
+      { f: { [job]: [name] } },
+    );
     expect(res.errors?.[0]?.extensions?.code).toBe('INVALID_BODY');
     const rest = await svc.fetch('/api/assets/export', {
       method: 'POST',
@@ -194,7 +216,11 @@ test('an Idempotency-Key over 255 characters is 400 INVALID_BODY (was a database
   });
   expect(ok.status).toBe(202);
   // GraphQL's key is any string: a NUL is refused as such (the same rule as a download's key), not as a long key.
-  const nul = await gql(svc, `mutation($k: String) { startExport(input: { assetIds: ["${a.id}"], idempotencyKey: $k }) { id } }`, { k: 'a\u0000b' });
+  const nul = await gql(
+    svc,
+    `mutation($k: String) { startExport(input: { assetIds: ["${a.id}"], idempotencyKey: $k }) { id } }`,
+    { k: 'a\u0000b' },
+  );
   expect(nul.errors?.[0]?.extensions?.code).toBe('INVALID_BODY');
   expect(nul.errors?.[0]?.message).toMatch(/NUL/);
 });
@@ -205,11 +231,19 @@ test('a selection of nothing (unknown or foreign ids, duplicates of them, jobs w
     return fs.existsSync(d) ? fs.readdirSync(d) : [];
   };
   // The earlier tests' exports finished first: only this test's could add an archive.
-  await waitFor(async () => (await svc.container.database.prisma.task.count({ where: { status: { in: ['created', 'running'] } } })) === 0 || undefined);
+  await waitFor(
+    async () =>
+      (await svc.container.database.prisma.task.count({ where: { status: { in: ['created', 'running'] } } })) === 0 ||
+      undefined,
+  );
   const before = archives(svc.dataDir);
   const unknown = crypto.randomUUID();
   for (const body of [{ asset_ids: [unknown, unknown, unknown.toUpperCase()] }, { job_ids: [crypto.randomUUID()] }]) {
-    const res = await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await svc.fetch('/api/assets/export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(202);
     const { task_id } = await json(res);
     let t: any;
@@ -217,16 +251,30 @@ test('a selection of nothing (unknown or foreign ids, duplicates of them, jobs w
       await new Promise((r) => setTimeout(r, 50));
       t = await json(await svc.fetch(`/api/tasks/${task_id}`));
     }
-    expect([t.status, t.result?.success, t.result?.error, t.result?.export_name]).toEqual(['completed', false, 'No valid assets to export', undefined]);
+    expect([t.status, t.result?.success, t.result?.error, t.result?.export_name]).toEqual([
+      'completed',
+      false,
+      'No valid assets to export',
+      undefined,
+    ]);
   }
   expect(archives(svc.dataDir)).toEqual(before);
 
   // Deleted between the request and its job: an API-only instance takes the request, its job is run here by hand.
   const api = await startTestService({ ROLE: 'api' });
   try {
-    const a = await json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(500), { name: 'gone.bin' }) }));
+    const a = await json(
+      await api.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(crypto.randomBytes(500), { name: 'gone.bin' }),
+      }),
+    );
     const started = await json(
-      await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [a.id] }) }),
+      await api.fetch('/api/assets/export', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ asset_ids: [a.id] }),
+      }),
     );
     expect((await api.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
     await api.container.exports.run(started.task_id);

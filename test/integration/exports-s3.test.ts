@@ -24,11 +24,18 @@ afterAll(async () => {
 test('export to S3: presigned URL, members equal to the blobs, removed after the TTL', async () => {
   const assets = [];
   for (const name of ['one.bin', 'two.bin']) {
-    const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(300_000), { name }) });
+    const res = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(crypto.randomBytes(300_000), { name }),
+    });
     assets.push(await json(res));
   }
   const started = await json(
-    await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: assets.map((a) => a.id) }) }),
+    await svc.fetch('/api/assets/export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ asset_ids: assets.map((a) => a.id) }),
+    }),
   );
   const task = await waitFor(async () => {
     const t = await json(await svc.fetch(`/api/tasks/${started.task_id}`));
@@ -36,7 +43,7 @@ test('export to S3: presigned URL, members equal to the blobs, removed after the
   });
   expect(task.status).toBe('completed');
   const key = `.objects/exports/${task.result.export_name}`;
-  expect((await s3.objectKeys())).toContain(key);
+  expect(await s3.objectKeys()).toContain(key);
   const { url } = await json(await svc.fetch(`/api/assets/exports/${task.result.export_name}`));
   expect(url.startsWith(s3.endpoint)).toBe(true);
   expect(url).toContain('X-Amz-Signature=');
@@ -47,13 +54,19 @@ test('export to S3: presigned URL, members equal to the blobs, removed after the
   const members = await readZip(file);
   expect(members.map((m) => [m.name, m.blake3])).toEqual(assets.map((a) => [a.name, a.asset_hash]));
 
-  await waitFor(async () => ((await svc.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined), { timeoutMs: 10_000 });
+  await waitFor(
+    async () => ((await svc.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined),
+    { timeoutMs: 10_000 },
+  );
   expect(await svc.container.exports.sweepExpired()).toBeGreaterThanOrEqual(1);
-  expect((await s3.objectKeys())).not.toContain(key);
+  expect(await s3.objectKeys()).not.toContain(key);
 });
 
 test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB parts went up) leaves no object and no pending multipart upload', async () => {
-  const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(20 * 1024 * 1024), { name: 'big.bin' }) });
+  const res = await svc.fetch('/api/assets', {
+    method: 'POST',
+    body: uploadForm(crypto.randomBytes(20 * 1024 * 1024), { name: 'big.bin' }),
+  });
   const asset = await json(res);
   const store = svc.container.blobStore;
   const original = store.read.bind(store);
@@ -72,7 +85,11 @@ test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB pa
   });
   const exportsBefore = (await s3.objectKeys()).filter((k) => k.startsWith('.objects/exports/'));
   const started = await json(
-    await svc.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [asset.id] }) }),
+    await svc.fetch('/api/assets/export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ asset_ids: [asset.id] }),
+    }),
   );
   const task = await waitFor(async () => {
     const t = await json(await svc.fetch(`/api/tasks/${started.task_id}`));
@@ -81,5 +98,5 @@ test('an export failing mid-archive on S3 (a blob read breaks after two 8 MiB pa
   expect(task.status).toBe('failed');
   expect(task.error_message).toMatch(/EIO/);
   expect((await s3.objectKeys()).filter((k) => k.startsWith('.objects/exports/'))).toEqual(exportsBefore);
-  expect((await s3.pendingUploads())).toBe(0);
+  expect(await s3.pendingUploads()).toBe(0);
 });

@@ -28,14 +28,28 @@ const archivesIn = (s: TestService): string[] => {
   return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
 };
 
-async function upload(name: string, fields: Record<string, string> = {}, key: string = KEYS.alice, bytes = crypto.randomBytes(1000 + Math.floor(Math.random() * 5000))) {
-  const res = await svc.fetch('/api/assets', { method: 'POST', key, body: uploadForm(bytes, { name, ...fields }, 'f.bin') });
+async function upload(
+  name: string,
+  fields: Record<string, string> = {},
+  key: string = KEYS.alice,
+  bytes = crypto.randomBytes(1000 + Math.floor(Math.random() * 5000)),
+) {
+  const res = await svc.fetch('/api/assets', {
+    method: 'POST',
+    key,
+    body: uploadForm(bytes, { name, ...fields }, 'f.bin'),
+  });
   expect(res.status).toBe(201);
   return json(res);
 }
 
 async function startExport(body: Record<string, unknown>, key: string = KEYS.alice) {
-  const res = await svc.fetch('/api/assets/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await svc.fetch('/api/assets/export', {
+    method: 'POST',
+    key,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: await json(res) };
 }
 
@@ -93,7 +107,14 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
     uncompressed_size: assets.reduce((n, a) => n + a.size, 0),
   });
   expect(task.progress.bytes_downloaded).toBe(assets.reduce((n, a) => n + a.size, 0));
-  expect(members.map((m) => m.name)).toEqual(['etc/passwd', 'abs/model.bin', 'a_b.txt', 'dup.txt', 'dup (2).txt', 'SDXL/base.safetensors']);
+  expect(members.map((m) => m.name)).toEqual([
+    'etc/passwd',
+    'abs/model.bin',
+    'a_b.txt',
+    'dup.txt',
+    'dup (2).txt',
+    'SDXL/base.safetensors',
+  ]);
   for (const [i, m] of members.entries()) {
     expect(m.compressionMethod).toBe(0);
     expect(m.blake3).toBe(assets[i].asset_hash);
@@ -105,7 +126,11 @@ test('an archive of the selected assets: stored members, bytes equal to the blob
   expect(part.headers.get('content-range')).toBe(`bytes 100-199/${whole.length}`);
   expect(Buffer.from(await part.arrayBuffer()).equals(whole.subarray(100, 200))).toBe(true);
   const past = await fetch(url, { headers: { range: `bytes=${whole.length}-` } });
-  expect([past.status, past.headers.get('content-range'), past.headers.get('content-type')]).toEqual([416, `bytes */${whole.length}`, 'application/json; charset=utf-8']);
+  expect([past.status, past.headers.get('content-range'), past.headers.get('content-type')]).toEqual([
+    416,
+    `bytes */${whole.length}`,
+    'application/json; charset=utf-8',
+  ]);
   expect((await json(past)).code).toBe('RANGE_NOT_SATISFIABLE');
   try {
     execFileSync('unzip', ['-tq', file]);
@@ -130,7 +155,9 @@ test('unicode names (UTF-8 in the archive) and zero-byte assets; unzip -t checks
   ]);
   try {
     execFileSync('unzip', ['-tqq', file]);
-    expect(execFileSync('unzip', ['-Z1', file], { encoding: 'utf8' }).trim().split('\n')).toEqual(members.map((m) => m.name));
+    expect(execFileSync('unzip', ['-Z1', file], { encoding: 'utf8' }).trim().split('\n')).toEqual(
+      members.map((m) => m.name),
+    );
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -142,7 +169,14 @@ test("1,000 outputs of one job in one archive (the frontend's download selected)
   const hashes = new Map<string, string>();
   for (let i = 0; i < 1000; i += 10) {
     const batch = await Promise.all(
-      Array.from({ length: 10 }, (_, k) => upload(`ComfyUI_${String(i + k).padStart(5, '0')}_.png`, { prompt_id: job }, KEYS.alice, crypto.randomBytes(64 + ((i + k) % 200)))),
+      Array.from({ length: 10 }, (_, k) =>
+        upload(
+          `ComfyUI_${String(i + k).padStart(5, '0')}_.png`,
+          { prompt_id: job },
+          KEYS.alice,
+          crypto.randomBytes(64 + ((i + k) % 200)),
+        ),
+      ),
     );
     for (const a of batch) {
       ids.push(a.id);
@@ -177,8 +211,18 @@ test('assets left out are listed in failed_assets as ComfyUI lists them: not_fou
   fs.rmSync(blobFile(unreadable));
   fs.symlinkSync(blobFile(unreadable), blobFile(unreadable));
   try {
-    const { task, members } = await exportAndRead({ asset_ids: [unknown, kept.id, lost.id, bobs.id, unreadable.id], naming_strategy: 'preserve' });
-    expect(task.result).toMatchObject({ success: true, assets_total: 3, assets_attempted: 3, assets_failed: 2, assets_succeeded: 1, uncompressed_size: kept.size });
+    const { task, members } = await exportAndRead({
+      asset_ids: [unknown, kept.id, lost.id, bobs.id, unreadable.id],
+      naming_strategy: 'preserve',
+    });
+    expect(task.result).toMatchObject({
+      success: true,
+      assets_total: 3,
+      assets_attempted: 3,
+      assets_failed: 2,
+      assets_succeeded: 1,
+      uncompressed_size: kept.size,
+    });
     expect(task.result.failed_assets).toEqual([
       { asset_id: unknown, error: 'not_found' },
       { asset_id: bobs.id, error: 'not_found' },
@@ -230,7 +274,8 @@ test('a store short of descriptors (EMFILE) fails the export instead of leaving 
   const store = svc.container.blobStore;
   const read = store.read.bind(store);
   const spy = jest.spyOn(store, 'read').mockImplementation(async (hex: string, ...rest: unknown[]) => {
-    if (hex === b.asset_hash.slice('blake3:'.length)) throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    if (hex === b.asset_hash.slice('blake3:'.length))
+      throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
     return (read as (...args: unknown[]) => ReturnType<typeof store.read>)(hex, ...rest);
   });
   const before = archivesIn(svc);
@@ -288,7 +333,12 @@ test('naming strategies: group_by_job_id, group_by_job_time, asset_id; job filte
   const byId = await exportAndRead({ asset_ids: [b.id], naming_strategy: 'asset_id' });
   expect(byId.members.map((m) => m.name)).toEqual([`${b.id}-other.png`]);
 
-  const filtered = await exportAndRead({ job_ids: [job], job_asset_name_filters: { [job]: ['out.png'] }, include_previews: true, naming_strategy: 'preserve' });
+  const filtered = await exportAndRead({
+    job_ids: [job],
+    job_asset_name_filters: { [job]: ['out.png'] },
+    include_previews: true,
+    naming_strategy: 'preserve',
+  });
   expect(filtered.members.map((m) => m.name)).toEqual(['out.png', 'thumb.png']);
   expect(filtered.members[1]!.blake3).toBe(preview.asset_hash);
 });
@@ -334,7 +384,13 @@ test('a tampered or outdated signed URL is refused; the download needs no key bu
 });
 
 test('bad requests are 400 before any task', async () => {
-  for (const body of [{}, { asset_ids: [] }, { asset_ids: ['nope'] }, { asset_ids: [crypto.randomUUID()], naming_strategy: 'flat' }, { job_ids: [crypto.randomUUID()], include_previews: 'yes' }]) {
+  for (const body of [
+    {},
+    { asset_ids: [] },
+    { asset_ids: ['nope'] },
+    { asset_ids: [crypto.randomUUID()], naming_strategy: 'flat' },
+    { job_ids: [crypto.randomUUID()], include_previews: 'yes' },
+  ]) {
     const res = await startExport(body);
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('INVALID_BODY');
@@ -343,20 +399,34 @@ test('bad requests are 400 before any task', async () => {
 
 test('GraphQL startExport returns the task; its result carries exportName', async () => {
   const a = await upload('gql.bin');
-  const res = await gql(svc, `mutation($ids: [ID!]) { startExport(input: { assetIds: $ids, namingStrategy: "asset_id" }) { id taskName status } }`, { ids: [a.id] });
+  const res = await gql(
+    svc,
+    `mutation($ids: [ID!]) { startExport(input: { assetIds: $ids, namingStrategy: "asset_id" }) { id taskName status } }`,
+    { ids: [a.id] },
+  );
   expect(res.errors).toBeUndefined();
   const started = res.data.startExport;
   expect(started.taskName).toBe('export_assets');
   await finished(started.id);
-  const t = await gql(svc, `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal assetsSucceeded exportSize uncompressedSize } } }`, { id: started.id });
+  const t = await gql(
+    svc,
+    `query($id: ID!) { task(id: $id) { status exportRequest { assetIds jobIds namingStrategy } result { exportName assetsTotal bytesTotal assetsSucceeded exportSize uncompressedSize } } }`,
+    { id: started.id },
+  );
   expect(t.data.task.status).toBe('completed');
   // What the export was asked for (the download-shaped payload has nothing of it).
   expect(t.data.task.exportRequest).toEqual({ assetIds: [a.id], jobIds: null, namingStrategy: 'asset_id' });
   expect(t.data.task.result.exportName).toMatch(/\.zip$/);
   expect(t.data.task.result.assetsTotal).toBe(1);
-  expect(t.data.task.result).toMatchObject({ assetsSucceeded: 1, exportSize: t.data.task.result.bytesTotal, uncompressedSize: a.size });
+  expect(t.data.task.result).toMatchObject({
+    assetsSucceeded: 1,
+    exportSize: t.data.task.result.bytesTotal,
+    uncompressedSize: a.size,
+  });
   // Nothing left out: an empty list (REST leaves failed_assets out, as ComfyUI does).
-  const failed = await gql(svc, `query($id: ID!) { task(id: $id) { result { failedAssets { assetId } } } }`, { id: started.id });
+  const failed = await gql(svc, `query($id: ID!) { task(id: $id) { result { failedAssets { assetId } } } }`, {
+    id: started.id,
+  });
   expect(failed.data.task.result.failedAssets).toEqual([]);
 });
 
@@ -364,8 +434,14 @@ test('a task cancelled before its job ran leaves no archive', async () => {
   // A service without job workers (and its own database), so the job cannot start before the cancel.
   const api = await startTestService({ ROLE: 'api' });
   try {
-    const a = await json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name: 'c.bin' }) }));
-    const res = await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [a.id] }) });
+    const a = await json(
+      await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name: 'c.bin' }) }),
+    );
+    const res = await api.fetch('/api/assets/export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ asset_ids: [a.id] }),
+    });
     const { task_id } = await json(res);
     expect((await api.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' })).status).toBe(200);
     await api.container.exports.run(task_id);
@@ -382,15 +458,25 @@ test('an asset deleted before the job ran is a not_found failed asset; the other
   // No job workers here, so the deletion lands between the request and the job.
   const api = await startTestService({ ROLE: 'api' });
   try {
-    const up = async (name: string) => json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name }) }));
+    const up = async (name: string) =>
+      json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name }) }));
     const [stays, goes] = [await up('stays.bin'), await up('goes.bin')];
-    const res = await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [stays.id, goes.id] }) });
+    const res = await api.fetch('/api/assets/export', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ asset_ids: [stays.id, goes.id] }),
+    });
     const { task_id } = await json(res);
     expect((await api.fetch(`/api/assets/${goes.id}`, { method: 'DELETE' })).status).toBe(204);
     await api.container.exports.run(task_id);
     const t = await json(await api.fetch(`/api/tasks/${task_id}`));
     expect(t.status).toBe('completed');
-    expect(t.result).toMatchObject({ success: true, assets_total: 1, assets_failed: 0, failed_assets: [{ asset_id: goes.id, error: 'not_found' }] });
+    expect(t.result).toMatchObject({
+      success: true,
+      assets_total: 1,
+      assets_failed: 0,
+      failed_assets: [{ asset_id: goes.id, error: 'not_found' }],
+    });
   } finally {
     await api.stop();
   }
@@ -399,9 +485,18 @@ test('an asset deleted before the job ran is a not_found failed asset; the other
 test('a task cancelled while its archive is written leaves nothing', async () => {
   const api = await startTestService({ ROLE: 'api' });
   try {
-    const a = await json(await api.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(256 * 1024), { name: 'slow.bin' }) }));
+    const a = await json(
+      await api.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(crypto.randomBytes(256 * 1024), { name: 'slow.bin' }),
+      }),
+    );
     const { task_id } = await json(
-      await api.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [a.id] }) }),
+      await api.fetch('/api/assets/export', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ asset_ids: [a.id] }),
+      }),
     );
     const c = api.container;
     // A blob store whose reads trickle (4 KiB every 5 ms), so the cancel lands mid-archive.
@@ -422,7 +517,7 @@ test('a task cancelled while its archive is written leaves nothing', async () =>
     const exporter = new ExportService({
       transactions: c.database.transactions,
       repo: new ExportRepository(c.database.prisma),
-    secrets: new ServerSecretRepository(c.database.prisma),
+      secrets: new ServerSecretRepository(c.database.prisma),
       tasks: new TaskRepository(c.database.prisma, c.database.transactions),
       blobs: slow,
       queue: c.queue,
@@ -431,7 +526,9 @@ test('a task cancelled while its archive is written leaves nothing', async () =>
       progressIntervalMs: 20,
     });
     const running = exporter.run(task_id);
-    await waitFor(async () => ((await json(await api.fetch(`/api/tasks/${task_id}`))).progress.bytes_downloaded > 0 ? true : undefined));
+    await waitFor(async () =>
+      (await json(await api.fetch(`/api/tasks/${task_id}`))).progress.bytes_downloaded > 0 ? true : undefined,
+    );
     expect((await api.fetch(`/api/tasks/${task_id}`, { method: 'DELETE' })).status).toBe(200);
     await running;
     const t = await json(await api.fetch(`/api/tasks/${task_id}`));
@@ -454,10 +551,17 @@ describe('expiry', () => {
   });
 
   test('an expired export is 404 and the sweep removes its archive', async () => {
-    const up = await short.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(100), { name: 'x' }) });
+    const up = await short.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(crypto.randomBytes(100), { name: 'x' }),
+    });
     const asset = await json(up);
     const started = await json(
-      await short.fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ asset_ids: [asset.id] }) }),
+      await short.fetch('/api/assets/export', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ asset_ids: [asset.id] }),
+      }),
     );
     const task = await waitFor(async () => {
       const t = await json(await short.fetch(`/api/tasks/${started.task_id}`));
@@ -465,7 +569,9 @@ describe('expiry', () => {
     });
     const archive = path.join(short.dataDir, 'blobs', '.objects', 'exports', task.result.export_name);
     expect(fs.existsSync(archive)).toBe(true);
-    await waitFor(async () => ((await short.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined));
+    await waitFor(async () =>
+      (await short.fetch(`/api/assets/exports/${task.result.export_name}`)).status === 404 ? true : undefined,
+    );
     expect(await short.container.exports.sweepExpired()).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(archive)).toBe(false);
   });
@@ -497,5 +603,11 @@ test("the task's payload is the export request as sent (snake_case, validated an
 
   // Left out by the client: the defaults, every field present, as ComfyUI's export task shows its payload.
   const minimal = await finished((await startExport({ asset_ids: [a.id] })).body.task_id);
-  expect(minimal.payload).toEqual({ job_ids: [], asset_ids: [a.id], naming_strategy: 'group_by_job_time', job_asset_name_filters: {}, include_previews: false });
+  expect(minimal.payload).toEqual({
+    job_ids: [],
+    asset_ids: [a.id],
+    naming_strategy: 'group_by_job_time',
+    job_asset_name_filters: {},
+    include_previews: false,
+  });
 });

@@ -44,7 +44,10 @@ afterAll(async () => {
 const start = () => spawnService({ DATA_DIR: dataDir, STORAGE_MIN_FREE_BYTES: '0', DATABASE_URL: '' });
 
 function databaseUrl(): string {
-  const port = fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3]!.trim();
+  const port = fs
+    .readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
+    .split('\n')[3]!
+    .trim();
   return `postgresql://postgres:postgres@127.0.0.1:${port}/assets`;
 }
 
@@ -63,7 +66,9 @@ async function expectConsistent(s: ServiceProcess): Promise<void> {
   try {
     await waitFor(
       async () => {
-        const rows = (await db.query<{ blake3: string }>('SELECT blake3 FROM content ORDER BY blake3')).rows.map((r) => r.blake3.trim());
+        const rows = (await db.query<{ blake3: string }>('SELECT blake3 FROM content ORDER BY blake3')).rows.map((r) =>
+          r.blake3.trim(),
+        );
         return JSON.stringify(rows) === JSON.stringify(blobsOnDisk()) ? true : undefined;
       },
       { timeoutMs: 20_000, what: 'blobs and content rows to agree' },
@@ -139,7 +144,10 @@ test('a full filesystem (tmpfs of 8 MiB): 507 INSUFFICIENT_STORAGE, nothing kept
     console.log('fault-processes: no tmpfs, nothing to do here');
     return;
   }
-  const res = await svc!.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(12 * 1024 * 1024)) });
+  const res = await svc!.fetch('/api/assets', {
+    method: 'POST',
+    body: uploadForm(crypto.randomBytes(12 * 1024 * 1024)),
+  });
   expect(res.status).toBe(507);
   expect(((await res.json()) as { code: string }).code).toBe('INSUFFICIENT_STORAGE');
   await expectConsistent(svc!);

@@ -16,7 +16,10 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000', SEND_IDLE_TIMEOUT_MS: '1000' }, { validateResponses: true });
+  svc = await startTestService(
+    { BODY_IDLE_TIMEOUT_MS: '1000', SEND_IDLE_TIMEOUT_MS: '1000' },
+    { validateResponses: true },
+  );
 });
 afterAll(async () => {
   await svc?.stop();
@@ -45,15 +48,18 @@ function partialUpload(url: string, bytes: Buffer, sent: number, key: string = K
   socket.on('error', () => undefined);
   let raw = '';
   socket.on('data', (d: Buffer) => (raw += d.toString('latin1')));
-  const response = new Promise<{ status: number; headers: Record<string, string>; body: string; at: number }>((resolve) => {
-    socket.once('close', () => {
-      const [headText = '', body = ''] = raw.split('\r\n\r\n', 2);
-      const [statusLine = '', ...headerLines] = headText.split('\r\n');
-      const headers: Record<string, string> = {};
-      for (const l of headerLines) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
-      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, body, at: Date.now() });
-    });
-  });
+  const response = new Promise<{ status: number; headers: Record<string, string>; body: string; at: number }>(
+    (resolve) => {
+      socket.once('close', () => {
+        const [headText = '', body = ''] = raw.split('\r\n\r\n', 2);
+        const [statusLine = '', ...headerLines] = headText.split('\r\n');
+        const headers: Record<string, string> = {};
+        for (const l of headerLines)
+          headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+        resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, body, at: Date.now() });
+      });
+    },
+  );
   socket.write(
     `POST /api/assets HTTP/1.1\r\nHost: ${u.host}\r\nx-api-key: ${key}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\n` +
       `content-length: ${head.length + bytes.length + tail.length}\r\n\r\n`,
@@ -73,7 +79,10 @@ function partialUpload(url: string, bytes: Buffer, sent: number, key: string = K
 describe('a refused create of new content leaves nothing', () => {
   test('INVALID_PREVIEW_ID', async () => {
     const bytes = crypto.randomBytes(4000);
-    const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { preview_id: crypto.randomUUID() }) });
+    const res = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(bytes, { preview_id: crypto.randomUUID() }),
+    });
     expect(res.status).toBe(400);
     expect((await json(res)).code).toBe('INVALID_PREVIEW_ID');
     expect(hasBlob(bytes)).toBe(false);
@@ -82,7 +91,11 @@ describe('a refused create of new content leaves nothing', () => {
 
   test('ID_CONFLICT', async () => {
     const id = crypto.randomUUID();
-    const theirs = await svc.fetch('/api/assets', { method: 'POST', key: KEYS.bob, body: uploadForm(crypto.randomBytes(100), { id }) });
+    const theirs = await svc.fetch('/api/assets', {
+      method: 'POST',
+      key: KEYS.bob,
+      body: uploadForm(crypto.randomBytes(100), { id }),
+    });
     expect(theirs.status).toBe(201);
     const bytes = crypto.randomBytes(4000);
     const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { id }) });
@@ -119,7 +132,12 @@ describe('a refused create of new content leaves nothing', () => {
 
 test("content whose blob is gone: 500 INTERNAL as JSON, not typed or named as the asset's file", async () => {
   const bytes = crypto.randomBytes(64);
-  const a = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes, { name: 'lost.html', mime_type: 'text/html' }) }));
+  const a = await json(
+    await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(bytes, { name: 'lost.html', mime_type: 'text/html' }),
+    }),
+  );
   const h = a.asset_hash.slice(7);
   fs.rmSync(path.join(svc.dataDir, 'blobs', h.slice(0, 2), h.slice(2, 4), h));
   const res = await svc.fetch(`/api/assets/${a.id}/content`);
@@ -130,10 +148,17 @@ test("content whose blob is gone: 500 INTERNAL as JSON, not typed or named as th
 });
 
 describe('a full blob store', () => {
-  const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+  const enospc = () =>
+    Object.assign(new Error('ENOSPC: no space left on device, write'), {
+      code: 'ENOSPC',
+      errno: -28,
+      syscall: 'write',
+    });
 
   test('ENOSPC while the bytes are written: 507 INSUFFICIENT_STORAGE, nothing kept', async () => {
-    const store = svc.container.blobStore as unknown as { writeTempHashed: (src: AsyncIterable<Buffer>) => Promise<unknown> };
+    const store = svc.container.blobStore as unknown as {
+      writeTempHashed: (src: AsyncIterable<Buffer>) => Promise<unknown>;
+    };
     jest.spyOn(store, 'writeTempHashed').mockImplementationOnce(async (src) => {
       for await (const chunk of src) void chunk;
       throw enospc();
@@ -147,7 +172,9 @@ describe('a full blob store', () => {
   });
 
   test('EDQUOT while the blob is put in place: 507, nothing kept', async () => {
-    jest.spyOn(svc.container.blobStore, 'commit').mockRejectedValueOnce(Object.assign(new Error('EDQUOT: disk quota exceeded, link'), { code: 'EDQUOT' }));
+    jest
+      .spyOn(svc.container.blobStore, 'commit')
+      .mockRejectedValueOnce(Object.assign(new Error('EDQUOT: disk quota exceeded, link'), { code: 'EDQUOT' }));
     const bytes = crypto.randomBytes(50_000);
     const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes) });
     expect(res.status).toBe(507);
@@ -156,11 +183,17 @@ describe('a full blob store', () => {
   });
 
   test('/readyz fails its storage check below the free-space floor', async () => {
-    expect(await json(await fetch(`${svc.url}/readyz`))).toEqual({ status: 'ok', checks: { database: 'ok', storage: 'ok', queue: 'ok' } });
+    expect(await json(await fetch(`${svc.url}/readyz`))).toEqual({
+      status: 'ok',
+      checks: { database: 'ok', storage: 'ok', queue: 'ok' },
+    });
     jest.spyOn(svc.container.blobStore, 'freeBytes').mockResolvedValue(1024);
     const res = await fetch(`${svc.url}/readyz`);
     expect(res.status).toBe(503);
-    expect(await json(res)).toEqual({ status: 'unavailable', checks: { database: 'ok', storage: 'unavailable', queue: 'ok' } });
+    expect(await json(res)).toEqual({
+      status: 'unavailable',
+      checks: { database: 'ok', storage: 'unavailable', queue: 'ok' },
+    });
   });
 });
 
@@ -247,7 +280,11 @@ describe('time limits and early answers', () => {
   });
 
   test('an error to a request without a body keeps the connection', async () => {
-    for (const res of [await svc.fetch(`/api/nothing-here`), await svc.fetch(`/api/assets/${crypto.randomUUID()}`), await svc.fetch('/api/assets', { key: 'bad-key-0000' })]) {
+    for (const res of [
+      await svc.fetch(`/api/nothing-here`),
+      await svc.fetch(`/api/assets/${crypto.randomUUID()}`),
+      await svc.fetch('/api/assets', { key: 'bad-key-0000' }),
+    ]) {
       expect(res.status).toBeGreaterThanOrEqual(400);
       expect(res.headers.get('connection')).not.toBe('close');
     }
@@ -262,9 +299,13 @@ describe('time limits and early answers', () => {
     }
     await new Promise((r) => setTimeout(r, 600));
     up.end();
-    await waitFor(async () => ((await svc.fetch(`/api/assets/hash/${blake3Of(bytes)}`, { method: 'HEAD' })).status === 200 ? true : undefined), {
-      what: 'the slow upload to be stored',
-    });
+    await waitFor(
+      async () =>
+        (await svc.fetch(`/api/assets/hash/${blake3Of(bytes)}`, { method: 'HEAD' })).status === 200 ? true : undefined,
+      {
+        what: 'the slow upload to be stored',
+      },
+    );
     up.close();
   });
 });
@@ -273,7 +314,10 @@ describe('a client that stops reading its answer', () => {
   const size = 64 * 1024 * 1024; // far more than the two kernels' socket buffers hold
   let id: string;
   beforeAll(async () => {
-    const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(size), {}, 'big.bin') });
+    const res = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(crypto.randomBytes(size), {}, 'big.bin'),
+    });
     expect(res.status).toBe(201);
     id = ((await res.json()) as { id: string }).id;
   });
@@ -284,7 +328,9 @@ describe('a client that stops reading its answer', () => {
     const socket = net.connect(Number(u.port), u.hostname);
     socket.on('error', () => undefined);
     await new Promise((r) => socket.once('connect', r));
-    socket.write(`GET /api/assets/${id}/content HTTP/1.1\r\nHost: ${u.host}\r\nx-api-key: ${KEYS.alice}\r\nConnection: close\r\n\r\n`);
+    socket.write(
+      `GET /api/assets/${id}/content HTTP/1.1\r\nHost: ${u.host}\r\nx-api-key: ${KEYS.alice}\r\nConnection: close\r\n\r\n`,
+    );
     let got = 0;
     let ended: 'end' | 'close' | undefined;
     socket.on('end', () => (ended ??= 'end'));
@@ -334,16 +380,27 @@ describe('content garbage collection in batches', () => {
         [hexes],
       );
       // What n asset deletions enqueue: one GC job each, due at the end of the grace period.
-      await svc.container.queue.raw.insert(CONTENT_GC_JOB, hexes.map((blake3) => ({ data: { blake3 } })));
+      await svc.container.queue.raw.insert(
+        CONTENT_GC_JOB,
+        hexes.map((blake3) => ({ data: { blake3 } })),
+      );
       const t = Date.now();
       await waitFor(
-        async () => ((await db.query(`SELECT count(*)::int AS n FROM content WHERE blake3 = ANY($1::text[])`, [hexes])).rows[0].n === 0 ? true : undefined),
+        async () =>
+          (await db.query(`SELECT count(*)::int AS n FROM content WHERE blake3 = ANY($1::text[])`, [hexes])).rows[0]
+            .n === 0
+            ? true
+            : undefined,
         { timeoutMs: 30_000, intervalMs: 200, what: 'the contents to be collected' },
       );
-      await waitFor(async () => (hexes.some((h) => fs.existsSync(path.join(root, h.slice(0, 2), h.slice(2, 4), h))) ? undefined : true), {
-        timeoutMs: 10_000,
-        what: 'the blobs to be removed',
-      });
+      await waitFor(
+        async () =>
+          hexes.some((h) => fs.existsSync(path.join(root, h.slice(0, 2), h.slice(2, 4), h))) ? undefined : true,
+        {
+          timeoutMs: 10_000,
+          what: 'the blobs to be removed',
+        },
+      );
       console.log(`content GC: ${n} contents reclaimed in ${((Date.now() - t) / 1000).toFixed(1)} s`);
     } finally {
       await db.end();
@@ -370,7 +427,11 @@ describe('rate limits', () => {
     for (const res of [
       await r.fetch(`/api/assets/${id}`),
       await r.fetch('/api/assets'),
-      await r.fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ assets { total } }' }) }),
+      await r.fetch('/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ assets { total } }' }),
+      }),
     ]) {
       expect(res.status).toBe(429);
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -382,11 +443,16 @@ describe('rate limits', () => {
 
   test('failed authentications per client address: 429 before any lookup; valid keys from that address still pass', async () => {
     const lookups = jest.spyOn(r.container.apiKeys, 'authenticate');
-    const from = (addr: string, key: string | null, p = '/api/tags') => r.fetch(p, { key, headers: { 'x-forwarded-for': `203.0.113.9, ${addr}` } });
+    const from = (addr: string, key: string | null, p = '/api/tags') =>
+      r.fetch(p, { key, headers: { 'x-forwarded-for': `203.0.113.9, ${addr}` } });
     for (let i = 0; i < 5; i++) expect((await from('10.1.1.1', `random-${crypto.randomUUID()}`)).status).toBe(401);
     const calls = lookups.mock.calls.length;
     for (let i = 0; i < 20; i++) {
-      const res = await from('10.1.1.1', `random-${crypto.randomUUID()}`, i % 2 ? '/api/tags' : `/api/assets/${crypto.randomUUID()}`);
+      const res = await from(
+        '10.1.1.1',
+        `random-${crypto.randomUUID()}`,
+        i % 2 ? '/api/tags' : `/api/assets/${crypto.randomUUID()}`,
+      );
       expect(res.status).toBe(429);
       expect(res.headers.get('ratelimit-policy')).toBe('"auth-failures";q=5;w=60');
     }

@@ -22,7 +22,9 @@ function post(body: Buffer, opts: { chunked: boolean; type?: string }): Promise<
     const req = http.request(url, { method: 'POST', headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+      );
     });
     req.on('error', reject);
     if (opts.chunked) {
@@ -36,7 +38,10 @@ function post(body: Buffer, opts: { chunked: boolean; type?: string }): Promise<
 const QUERY = '{ assets(limit: 1) { total } }';
 const BODIES: Array<[string, Buffer]> = [
   ['an operation', Buffer.from(JSON.stringify({ query: QUERY }))],
-  ['an operation after a UTF-8 BOM', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ query: QUERY }))])],
+  [
+    'an operation after a UTF-8 BOM',
+    Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ query: QUERY }))]),
+  ],
   ['an operation after whitespace', Buffer.from(`\n\t ${JSON.stringify({ query: QUERY })}`)],
   ['not JSON', Buffer.from('{"query": ')],
   ['a JSON string', Buffer.from('"{ assets { total } }"')],
@@ -44,7 +49,10 @@ const BODIES: Array<[string, Buffer]> = [
   ['only whitespace', Buffer.from('   ')],
   ['an empty object', Buffer.from('{}')],
   ['an array (a batch)', Buffer.from(JSON.stringify([{ query: QUERY }]))],
-  ['invalid UTF-8 inside a string', Buffer.concat([Buffer.from('{"query":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')])],
+  [
+    'invalid UTF-8 inside a string',
+    Buffer.concat([Buffer.from('{"query":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]),
+  ],
 ];
 
 test.each(BODIES)('%s: the same answer with a Content-Length as chunked', async (_name, body) => {
@@ -55,7 +63,11 @@ test.each(BODIES)('%s: the same answer with a Content-Length as chunked', async 
 
 test('the charset parameter and its case: the same answer as body-parser', async () => {
   const body = Buffer.from(JSON.stringify({ query: QUERY }));
-  for (const type of ['application/json; charset=utf-8', 'Application/JSON; Charset="UTF-8"', 'application/json; charset=latin1']) {
+  for (const type of [
+    'application/json; charset=utf-8',
+    'Application/JSON; Charset="UTF-8"',
+    'application/json; charset=latin1',
+  ]) {
     expect(await post(body, { chunked: false, type })).toEqual(await post(body, { chunked: true, type }));
   }
   expect((await post(body, { chunked: false, type: 'application/json; charset=utf-8' })).status).toBe(200);
@@ -64,5 +76,7 @@ test('the charset parameter and its case: the same answer as body-parser', async
 test('not JSON: 400 INVALID_JSON in the GraphQL error shape', async () => {
   const r = await post(Buffer.from('{"query": '), { chunked: false });
   expect(r.status).toBe(400);
-  expect((r.body as { errors: Array<{ extensions: { code: string } }> }).errors[0]!.extensions.code).toBe('INVALID_JSON');
+  expect((r.body as { errors: Array<{ extensions: { code: string } }> }).errors[0]!.extensions.code).toBe(
+    'INVALID_JSON',
+  );
 });

@@ -7,7 +7,15 @@
  */
 import crypto from 'node:crypto';
 import { Client } from 'pg';
-import { createTestDatabase, json, KEYS, startTestService, uploadForm, type TestService, granted } from '../helpers/harness';
+import {
+  createTestDatabase,
+  json,
+  KEYS,
+  startTestService,
+  uploadForm,
+  type TestService,
+  granted,
+} from '../helpers/harness';
 
 type Json = any;
 
@@ -32,7 +40,11 @@ afterAll(async () => {
 });
 
 async function create(svc: TestService, key: string, tags: string[]): Promise<Json> {
-  const res = await svc.fetch('/api/assets', { method: 'POST', key, body: uploadForm(Buffer.from(crypto.randomUUID()), { tags: tags.join(',') }) });
+  const res = await svc.fetch('/api/assets', {
+    method: 'POST',
+    key,
+    body: uploadForm(Buffer.from(crypto.randomUUID()), { tags: tags.join(',') }),
+  });
   expect(res.status).toBe(201);
   return json(res);
 }
@@ -53,7 +65,12 @@ async function list(svc: TestService, limit = 10, key: string = KEYS.alice): Pro
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ query: LIST, operationName: 'Kept', variables: { limit } }),
   });
-  return { status: res.status, type: res.headers.get('content-type'), length: res.headers.get('content-length'), text: await res.text() };
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    length: res.headers.get('content-length'),
+    text: await res.text(),
+  };
 }
 
 /** Enough requests for the lane to know the text and keep its answer (kept from the second lane answer on). */
@@ -94,10 +111,18 @@ test('the answer is kept: a change that does not move the rows version is not se
 test('a change made through the other instance is seen at once', async () => {
   await warm(a);
   await warm(b);
-  const res = await b.fetch(`/api/assets/${ids[0]}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'renamed on b' }) });
+  const res = await b.fetch(`/api/assets/${ids[0]}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'renamed on b' }),
+  });
   expect(res.status).toBe(200);
   expect(item(await list(a), ids[0]!).name).toBe('renamed on b');
-  const added = await b.fetch(`/api/assets/${ids[1]}/tags`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tags: ['from-b'] }) });
+  const added = await b.fetch(`/api/assets/${ids[1]}/tags`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tags: ['from-b'] }),
+  });
   expect(added.status).toBe(200);
   expect(item(await list(a), ids[1]!).tags).toContain('from-b');
   expect(item(await list(b), ids[1]!).tags).toContain('from-b');

@@ -16,9 +16,15 @@ const ids: string[] = [];
 beforeAll(async () => {
   svc = await startTestService();
   for (let i = 0; i < 3; i++) {
-    const r = await gqlUpload(svc, UPLOAD, { input: { tags: ['lane', `n${i}`], userMetadata: { i, nested: { a: [1, 'two'] } } } }, `lane ${i} ${Math.random()}`, {
-      fileName: `lane-${i}.bin`,
-    });
+    const r = await gqlUpload(
+      svc,
+      UPLOAD,
+      { input: { tags: ['lane', `n${i}`], userMetadata: { i, nested: { a: [1, 'two'] } } } },
+      `lane ${i} ${Math.random()}`,
+      {
+        fileName: `lane-${i}.bin`,
+      },
+    );
     if (r.errors) throw new Error(JSON.stringify(r.errors));
     ids.push(r.data.uploadAsset.asset.id);
   }
@@ -45,7 +51,12 @@ interface Answer {
 
 function post(body: Json, headers: Record<string, string> = {}): Promise<Answer> {
   const text = Buffer.from(JSON.stringify(body));
-  const all: Record<string, string> = { 'x-api-key': KEYS.alice, 'content-type': 'application/json', 'content-length': String(text.length), ...headers };
+  const all: Record<string, string> = {
+    'x-api-key': KEYS.alice,
+    'content-type': 'application/json',
+    'content-length': String(text.length),
+    ...headers,
+  };
   for (const [k, v] of Object.entries(all)) if (v === '') delete all[k];
   return new Promise((resolve, reject) => {
     const req = http.request(new URL('/graphql', svc.url), { method: 'POST', headers: all }, (res) => {
@@ -63,7 +74,10 @@ function post(body: Json, headers: Record<string, string> = {}): Promise<Answer>
 }
 
 /** Sends `body` to Apollo and to the lane; returns both answers and whether the lane answered the second. */
-async function bothWays(body: Json, headers: Record<string, string> = {}): Promise<{ apollo: Answer; lane: Answer; laneAnswered: boolean }> {
+async function bothWays(
+  body: Json,
+  headers: Record<string, string> = {},
+): Promise<{ apollo: Answer; lane: Answer; laneAnswered: boolean }> {
   await post(body, headers); // Apollo runs it first: the lane knows only texts Apollo has validated and run.
   const apollo = await post({ ...body, extensions: {} }, headers);
   const viaApollo = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
@@ -81,23 +95,47 @@ const LIST = `query List($limit: Int! = 20, $tags: [String!]) {
 describe('the lane answers as Apollo does', () => {
   const cases: Array<[string, () => Json, boolean]> = [
     ['asset(id), every field', () => ({ query: ASSET, variables: { id: ids[0] } }), true],
-    ['asset(id) of an unknown id: ASSET_NOT_FOUND, data null', () => ({ query: ASSET, variables: { id: '00000000-0000-4000-8000-000000000000' } }), true],
+    [
+      'asset(id) of an unknown id: ASSET_NOT_FOUND, data null',
+      () => ({ query: ASSET, variables: { id: '00000000-0000-4000-8000-000000000000' } }),
+      true,
+    ],
     ['asset(id) of a malformed id', () => ({ query: ASSET, variables: { id: 'not-a-uuid' } }), true],
     ['a page with previews, limit left to its default', () => ({ query: LIST, variables: { tags: ['lane'] } }), true],
     ['a page, variables null', () => ({ query: LIST, variables: null }), true],
     ['a page, no variables member', () => ({ query: LIST }), true],
     ['a page, limit 0 (the argument validator)', () => ({ query: LIST, variables: { limit: 0 } }), true],
-    ['a page, limit of the wrong type (variable coercion)', () => ({ query: LIST, variables: { limit: 'ten' } }), false],
+    [
+      'a page, limit of the wrong type (variable coercion)',
+      () => ({ query: LIST, variables: { limit: 'ten' } }),
+      false,
+    ],
     ['a page, a null for the non-null variable', () => ({ query: LIST, variables: { limit: null } }), false],
-    ['a literal query with an operation name', () => ({ query: '{ a: assets(limit: 1) { total } b: contentExists(hash: "sha256:00") }', operationName: null }), true],
+    [
+      'a literal query with an operation name',
+      () => ({ query: '{ a: assets(limit: 1) { total } b: contentExists(hash: "sha256:00") }', operationName: null }),
+      true,
+    ],
     ['a bad hash literal', () => ({ query: '{ contentExists(hash: "md5:00") }' }), true],
     [
       'two operations, one chosen by name',
-      () => ({ query: `query A { assets(limit: 1) { total } } query B($id: ID!) { asset(id: $id) { id name } }`, operationName: 'B', variables: { id: ids[1] } }),
+      () => ({
+        query: `query A { assets(limit: 1) { total } } query B($id: ID!) { asset(id: $id) { id name } }`,
+        operationName: 'B',
+        variables: { id: ids[1] },
+      }),
       true,
     ],
-    ['two operations, none chosen', () => ({ query: `query A { assets(limit: 1) { total } } query B { tagCounts { name count } }` }), false],
-    ['an operation name that is not in the document', () => ({ query: `query A { assets(limit: 1) { total } }`, operationName: 'Z' }), false],
+    [
+      'two operations, none chosen',
+      () => ({ query: `query A { assets(limit: 1) { total } } query B { tagCounts { name count } }` }),
+      false,
+    ],
+    [
+      'an operation name that is not in the document',
+      () => ({ query: `query A { assets(limit: 1) { total } }`, operationName: 'Z' }),
+      false,
+    ],
     ['tag facets and __typename', () => ({ query: '{ __typename tagCounts(limit: 5) { name count } }' }), true],
   ];
 
@@ -145,7 +183,10 @@ describe('the lane answers as Apollo does', () => {
   test('an operation name the document does not have: 400 INVALID_BODY (the executor ran its only operation before)', async () => {
     const r = await post({ query: `query A { assets(limit: 1) { total } }`, operationName: 'Z' });
     expect(r.status).toBe(400);
-    expect(JSON.parse(r.text).errors[0].extensions).toEqual({ code: 'INVALID_BODY', details: { reason: 'OPERATION_RESOLUTION_FAILURE' } });
+    expect(JSON.parse(r.text).errors[0].extensions).toEqual({
+      code: 'INVALID_BODY',
+      details: { reason: 'OPERATION_RESOLUTION_FAILURE' },
+    });
   });
 
   test('other bodies go to Apollo: a batch, a persisted-query extension, a text Apollo has not seen', async () => {
@@ -154,7 +195,9 @@ describe('the lane answers as Apollo does', () => {
     const r = await post({ query: fresh });
     expect(r.status).toBe(200);
     expect(known.mock.results.every((x) => x.value === undefined)).toBe(true);
-    expect((await post({ query: fresh, extensions: { persistedQuery: { version: 1, sha256Hash: 'x' } } })).text).toContain('"errors"');
+    expect(
+      (await post({ query: fresh, extensions: { persistedQuery: { version: 1, sha256Hash: 'x' } } })).text,
+    ).toContain('"errors"');
     expect((await post([{ query: fresh }] as Json)).status).toBeGreaterThanOrEqual(400);
     expect(known.mock.results.filter((x) => x.value !== undefined)).toHaveLength(0);
   });

@@ -22,11 +22,23 @@ async function stored(id: string, key: string): Promise<Json> {
   const a = await json(await svc.fetch(`/api/assets/${id}`, { key }));
   const { id: own, created_at, updated_at, last_access_time, ...rest } = a;
   const mine = (url: string | undefined) => url?.replace(own, 'self').replace(/\?access=[\w.-]+$/, '?access=grant');
-  return { ...rest, preview_id: rest.preview_id === own ? 'self' : rest.preview_id, preview_url: mine(rest.preview_url) ?? null, short_url: mine(rest.short_url) };
+  return {
+    ...rest,
+    preview_id: rest.preview_id === own ? 'self' : rest.preview_id,
+    preview_url: mine(rest.preview_url) ?? null,
+    short_url: mine(rest.short_url),
+  };
 }
 
 /** The same metadata as REST multipart fields and as the GraphQL input. */
-function both(meta: { name?: string; tags?: unknown[]; userMetadata?: unknown; mimeType?: string; previewId?: string; id?: string }) {
+function both(meta: {
+  name?: string;
+  tags?: unknown[];
+  userMetadata?: unknown;
+  mimeType?: string;
+  previewId?: string;
+  id?: string;
+}) {
   const fields: Record<string, string> = {};
   if (meta.name !== undefined) fields.name = meta.name;
   if (meta.tags !== undefined) fields.tags = JSON.stringify(meta.tags);
@@ -45,8 +57,16 @@ async function restUpload(content: Buffer, fields: Record<string, string>, key: 
 
 test('upload: same bytes and metadata through REST (alice) and GraphQL (bob) store the same asset', async () => {
   const cases = [
-    { content: Buffer.from(`model ${crypto.randomUUID()}`), fileName: 'weights.safetensors', meta: { tags: [' Models ', 'models', 'LoRAs', ''], userMetadata: { base: 'sdxl', n: 1 } } },
-    { content: Buffer.concat([PNG, crypto.randomBytes(8)]), fileName: 'pic.png', meta: { name: ' My picture ', tags: ['Output'] } },
+    {
+      content: Buffer.from(`model ${crypto.randomUUID()}`),
+      fileName: 'weights.safetensors',
+      meta: { tags: [' Models ', 'models', 'LoRAs', ''], userMetadata: { base: 'sdxl', n: 1 } },
+    },
+    {
+      content: Buffer.concat([PNG, crypto.randomBytes(8)]),
+      fileName: 'pic.png',
+      meta: { name: ' My picture ', tags: ['Output'] },
+    },
     { content: Buffer.from('plain'), fileName: 'a.txt', meta: { mimeType: 'Application/X-Custom' } },
   ];
   for (const c of cases) {
@@ -59,9 +79,15 @@ test('upload: same bytes and metadata through REST (alice) and GraphQL (bob) sto
 
     // Uploading again dedupes the same way through both.
     const rest2 = await restUpload(c.content, { name: 'other' }, KEYS.alice, 'x');
-    const graph2 = await gqlUpload(svc, UPLOAD, { input: { name: 'other' } }, c.content, { key: KEYS.bob, fileName: 'x' });
+    const graph2 = await gqlUpload(svc, UPLOAD, { input: { name: 'other' } }, c.content, {
+      key: KEYS.bob,
+      fileName: 'x',
+    });
     expect([rest2.status, rest2.body.created_new, rest2.body.id]).toEqual([200, false, rest.body.id]);
-    expect([graph2.data.uploadAsset.createdNew, graph2.data.uploadAsset.asset.id]).toEqual([false, graph.data.uploadAsset.asset.id]);
+    expect([graph2.data.uploadAsset.createdNew, graph2.data.uploadAsset.asset.id]).toEqual([
+      false,
+      graph.data.uploadAsset.asset.id,
+    ]);
   }
 });
 
@@ -87,10 +113,15 @@ test('invalid uploads are refused with the same code through both', async () => 
     expect(rest.code).toMatch(/^(INVALID_BODY|PAYLOAD_TOO_LARGE|INVALID_PREVIEW_ID)$/);
   }
   // 64 tags that normalise to fewer are fine through both (blanks and exact repeats; another case is another tag).
-  const dupTags = [...Array.from({ length: 64 }, (_, i) => `T${i}`), ...Array.from({ length: 10 }, (_, i) => ` T${i} `)];
+  const dupTags = [
+    ...Array.from({ length: 64 }, (_, i) => `T${i}`),
+    ...Array.from({ length: 10 }, (_, i) => ` T${i} `),
+  ];
   const ok = both({ tags: dupTags });
   expect((await restUpload(Buffer.from(`a ${crypto.randomUUID()}`), ok.fields, KEYS.alice, 'f')).status).toBe(201);
-  expect((await gqlUpload(svc, UPLOAD, { input: ok.input }, `b ${crypto.randomUUID()}`)).data.uploadAsset.asset.tags).toHaveLength(64);
+  expect(
+    (await gqlUpload(svc, UPLOAD, { input: ok.input }, `b ${crypto.randomUUID()}`)).data.uploadAsset.asset.tags,
+  ).toHaveLength(64);
 });
 
 test('from-hash: the same asset through both; the same codes for unknown and malformed hashes', async () => {
@@ -99,11 +130,23 @@ test('from-hash: the same asset through both; the same codes for unknown and mal
   const hash = 'sha256:' + crypto.createHash('sha256').update(content).digest('hex');
   const body = { hash, tags: ['Shared', 'shared'], user_metadata: { from: 'hash' } };
   const m = `mutation($i: CreateAssetFromHashInput!) { createAssetFromHash(input: $i) { createdNew asset { id } } }`;
-  const rest = await svc.fetch('/api/assets/from-hash', { method: 'POST', key: KEYS.alice, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const rest = await svc.fetch('/api/assets/from-hash', {
+    method: 'POST',
+    key: KEYS.alice,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const restBody = await json(rest);
-  const graph = await gql(svc, m, { i: { hash, tags: body.tags, userMetadata: body.user_metadata } }, { key: KEYS.bob });
+  const graph = await gql(
+    svc,
+    m,
+    { i: { hash, tags: body.tags, userMetadata: body.user_metadata } },
+    { key: KEYS.bob },
+  );
   expect([rest.status, graph.data.createAssetFromHash.createdNew]).toEqual([201, true]);
-  expect(await stored(graph.data.createAssetFromHash.asset.id, KEYS.bob)).toEqual(await stored(restBody.id, KEYS.alice));
+  expect(await stored(graph.data.createAssetFromHash.asset.id, KEYS.bob)).toEqual(
+    await stored(restBody.id, KEYS.alice),
+  );
 
   const cases: [string, string[], string?][] = [
     ['blake3:' + '0'.repeat(64), ['x']],
@@ -113,7 +156,11 @@ test('from-hash: the same asset through both; the same codes for unknown and mal
     [hash, ['x'.repeat(200)]],
   ];
   for (const [h, tags, name] of cases) {
-    const r = await svc.fetch('/api/assets/from-hash', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ hash: h, tags, name }) });
+    const r = await svc.fetch('/api/assets/from-hash', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ hash: h, tags, name }),
+    });
     const g = await gql(svc, m, { i: { hash: h, tags, name } });
     expect({ h, tags, name, code: g.code }).toEqual({ h, tags, name, code: (await json(r)).code });
     expect(g.code).toMatch(/^(CONTENT_NOT_FOUND|INVALID_BODY)$/);
@@ -123,12 +170,38 @@ test('from-hash: the same asset through both; the same codes for unknown and mal
 test('update: the same change through PUT and updateAsset stores the same result; errors agree', async () => {
   const content = Buffer.concat([PNG, crypto.randomBytes(8)]);
   const a = (await restUpload(content, { tags: 'a' }, KEYS.alice, 'u.png')).body;
-  const b = (await gqlUpload(svc, UPLOAD, { input: { tags: ['a'] } }, content, { key: KEYS.bob, fileName: 'u.png' })).data.uploadAsset.asset;
-  const change = { name: ' New name ', tags: ['Z', 'y', 'z'], mime_type: 'image/x-test', user_metadata: { v: 2 }, preview_id: null };
-  const put = await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', key: KEYS.alice, headers: { 'content-type': 'application/json' }, body: JSON.stringify(change) });
+  const b = (await gqlUpload(svc, UPLOAD, { input: { tags: ['a'] } }, content, { key: KEYS.bob, fileName: 'u.png' }))
+    .data.uploadAsset.asset;
+  const change = {
+    name: ' New name ',
+    tags: ['Z', 'y', 'z'],
+    mime_type: 'image/x-test',
+    user_metadata: { v: 2 },
+    preview_id: null,
+  };
+  const put = await svc.fetch(`/api/assets/${a.id}`, {
+    method: 'PUT',
+    key: KEYS.alice,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(change),
+  });
   expect(put.status).toBe(200);
   const m = 'mutation($id: ID!, $i: UpdateAssetInput!) { updateAsset(id: $id, input: $i) { id } }';
-  const g = await gql(svc, m, { id: b.id, i: { name: change.name, tags: change.tags, mimeType: change.mime_type, userMetadata: change.user_metadata, previewId: null } }, { key: KEYS.bob });
+  const g = await gql(
+    svc,
+    m,
+    {
+      id: b.id,
+      i: {
+        name: change.name,
+        tags: change.tags,
+        mimeType: change.mime_type,
+        userMetadata: change.user_metadata,
+        previewId: null,
+      },
+    },
+    { key: KEYS.bob },
+  );
   expect(g.errors).toBeUndefined();
   expect(await stored(b.id, KEYS.bob)).toEqual(await stored(a.id, KEYS.alice));
 
@@ -140,32 +213,72 @@ test('update: the same change through PUT and updateAsset stores the same result
     [{ preview_id: crypto.randomUUID() }, { previewId: crypto.randomUUID() }],
   ];
   for (const [restBody, input] of errors) {
-    const r = await json(await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', key: KEYS.alice, headers: { 'content-type': 'application/json' }, body: JSON.stringify(restBody) }));
+    const r = await json(
+      await svc.fetch(`/api/assets/${a.id}`, {
+        method: 'PUT',
+        key: KEYS.alice,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(restBody),
+      }),
+    );
     if (input === undefined) {
       // A non-list `tags` cannot even be expressed in GraphQL ([String!]); the schema refuses it as INVALID_BODY too.
       expect(r.code).toBe('INVALID_BODY');
-      expect((await gql(svc, `mutation($id: ID!) { updateAsset(id: $id, input: {tags: 5}) { id } }`, { id: b.id }, { key: KEYS.bob })).code).toBe('INVALID_BODY');
+      expect(
+        (
+          await gql(
+            svc,
+            `mutation($id: ID!) { updateAsset(id: $id, input: {tags: 5}) { id } }`,
+            { id: b.id },
+            { key: KEYS.bob },
+          )
+        ).code,
+      ).toBe('INVALID_BODY');
       continue;
     }
     const gr = await gql(svc, m, { id: b.id, i: input }, { key: KEYS.bob });
     expect({ restBody, code: gr.code }).toEqual({ restBody, code: r.code });
   }
   // Another owner's asset does not exist, through both.
-  const other = await json(await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', key: KEYS.bob, headers: { 'content-type': 'application/json' }, body: '{"name":"x"}' }));
+  const other = await json(
+    await svc.fetch(`/api/assets/${a.id}`, {
+      method: 'PUT',
+      key: KEYS.bob,
+      headers: { 'content-type': 'application/json' },
+      body: '{"name":"x"}',
+    }),
+  );
   expect((await gql(svc, m, { id: a.id, i: { name: 'x' } }, { key: KEYS.bob })).code).toBe(other.code);
 });
 
 test('list and tags: the same query through both gives the same page', async () => {
   const tag = `par-${Date.now()}`;
   for (const name of ['delta', 'Alpha', 'charlie', 'bravo']) {
-    await restUpload(Buffer.from(`${name} ${crypto.randomUUID()}`), { name, tags: `${tag},${name.toLowerCase()}`, user_metadata: JSON.stringify({ group: name.length % 2 }) }, KEYS.alice, name);
+    await restUpload(
+      Buffer.from(`${name} ${crypto.randomUUID()}`),
+      { name, tags: `${tag},${name.toLowerCase()}`, user_metadata: JSON.stringify({ group: name.length % 2 }) },
+      KEYS.alice,
+      name,
+    );
   }
   const queries: [string, Json][] = [
-    [`include_tags=${tag}&sort=name&order=asc&limit=2&offset=1`, { filter: { includeTags: [tag] }, sort: 'name', order: 'asc', limit: 2, offset: 1 }],
-    [`include_tags=${tag}&exclude_tags=bravo&sort=size&order=desc`, { filter: { includeTags: [tag], excludeTags: ['bravo'] }, sort: 'size', order: 'desc' }],
-    [`tags_all=${tag}&tags_any=alpha,delta&tags_none=delta`, { filter: { tagsAll: [tag], tagsAny: ['alpha', 'delta'], tagsNone: ['delta'] } }],
+    [
+      `include_tags=${tag}&sort=name&order=asc&limit=2&offset=1`,
+      { filter: { includeTags: [tag] }, sort: 'name', order: 'asc', limit: 2, offset: 1 },
+    ],
+    [
+      `include_tags=${tag}&exclude_tags=bravo&sort=size&order=desc`,
+      { filter: { includeTags: [tag], excludeTags: ['bravo'] }, sort: 'size', order: 'desc' },
+    ],
+    [
+      `tags_all=${tag}&tags_any=alpha,delta&tags_none=delta`,
+      { filter: { tagsAll: [tag], tagsAny: ['alpha', 'delta'], tagsNone: ['delta'] } },
+    ],
     [`include_tags=${tag}&name_contains=ALP`, { filter: { includeTags: [tag], nameContains: 'ALP' } }],
-    [`include_tags=${tag}&metadata_filter=${encodeURIComponent('{"group":1}')}&sort=name&order=asc`, { filter: { includeTags: [tag], metadataFilter: { group: 1 } }, sort: 'name', order: 'asc' }],
+    [
+      `include_tags=${tag}&metadata_filter=${encodeURIComponent('{"group":1}')}&sort=name&order=asc`,
+      { filter: { includeTags: [tag], metadataFilter: { group: 1 } }, sort: 'name', order: 'asc' },
+    ],
   ];
   const q = `query($filter: AssetFilter, $sort: AssetSort! = created_at, $order: SortOrder! = desc, $limit: Int! = 20, $offset: Int! = 0) {
     assets(filter: $filter, sort: $sort, order: $order, limit: $limit, offset: $offset) { items { id } total hasMore } }`;
@@ -182,7 +295,12 @@ test('list and tags: the same query through both gives the same page', async () 
   }
   for (const order of ['count_desc', 'name_asc']) {
     const rest = await json(await svc.fetch(`/api/tags?prefix=${tag.slice(0, 4)}&order=${order}&limit=3`));
-    const graph = (await gql(svc, `{ tags(prefix: "${tag.slice(0, 4)}", order: ${order}, limit: 3) { items { name count } total hasMore } }`)).data.tags;
+    const graph = (
+      await gql(
+        svc,
+        `{ tags(prefix: "${tag.slice(0, 4)}", order: ${order}, limit: 3) { items { name count } total hasMore } }`,
+      )
+    ).data.tags;
     expect(graph).toEqual({ items: rest.tags, total: rest.total, hasMore: rest.has_more });
   }
 });
@@ -206,8 +324,18 @@ test('tag filters: the same cap through both (100 tags once normalised; 101 is I
     const rest = await svc.fetch(`/api/assets?${spelled.map((t) => `${param}=${encodeURIComponent(t)}`).join('&')}`);
     expect([field, ok.errors, rest.status]).toEqual([field, undefined, 200]);
     const over = await gql(svc, q, { f: { [field]: distinct(101) } });
-    const restOver = await json(await svc.fetch(`/api/assets?${distinct(101).map((t) => `${param}=${t}`).join('&')}`));
-    expect([field, over.code, over.errors?.[0]?.extensions?.details]).toEqual([field, restOver.code, { parameter: field, count: 101, max: 100 }]);
+    const restOver = await json(
+      await svc.fetch(
+        `/api/assets?${distinct(101)
+          .map((t) => `${param}=${t}`)
+          .join('&')}`,
+      ),
+    );
+    expect([field, over.code, over.errors?.[0]?.extensions?.details]).toEqual([
+      field,
+      restOver.code,
+      { parameter: field, count: 101, max: 100 },
+    ]);
     expect(restOver.details).toEqual({ parameter: param, count: 101, max: 100 });
     expect(restOver.code).toBe('INVALID_TAG_FILTER');
   }
@@ -215,14 +343,35 @@ test('tag filters: the same cap through both (100 tags once normalised; 101 is I
 
 test('immutability and delete: the same answers through both', async () => {
   const a = (await restUpload(Buffer.from(`imm ${crypto.randomUUID()}`), {}, KEYS.alice, 'i')).body;
-  await gql(svc, 'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: true) { id } }', { id: a.id }, { key: KEYS.admin });
-  const put = await svc.fetch(`/api/assets/${a.id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"name":"x"}' });
+  await gql(
+    svc,
+    'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: true) { id } }',
+    { id: a.id },
+    { key: KEYS.admin },
+  );
+  const put = await svc.fetch(`/api/assets/${a.id}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: '{"name":"x"}',
+  });
   const del = await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' });
-  expect([put.status, (await json(put)).code, del.status, (await json(del)).code]).toEqual([409, 'ASSET_IMMUTABLE', 409, 'ASSET_IMMUTABLE']);
-  expect((await gql(svc, 'mutation($id: ID!) { updateAsset(id: $id, input: {name: "x"}) { id } }', { id: a.id })).code).toBe('ASSET_IMMUTABLE');
+  expect([put.status, (await json(put)).code, del.status, (await json(del)).code]).toEqual([
+    409,
+    'ASSET_IMMUTABLE',
+    409,
+    'ASSET_IMMUTABLE',
+  ]);
+  expect(
+    (await gql(svc, 'mutation($id: ID!) { updateAsset(id: $id, input: {name: "x"}) { id } }', { id: a.id })).code,
+  ).toBe('ASSET_IMMUTABLE');
   expect((await gql(svc, 'mutation($id: ID!) { deleteAsset(id: $id) }', { id: a.id })).code).toBe('ASSET_IMMUTABLE');
 
-  await gql(svc, 'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: false) { id } }', { id: a.id }, { key: KEYS.admin });
+  await gql(
+    svc,
+    'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: false) { id } }',
+    { id: a.id },
+    { key: KEYS.admin },
+  );
   expect((await gql(svc, 'mutation($id: ID!) { deleteAsset(id: $id) }', { id: a.id })).data.deleteAsset).toBe(true);
   const gone = await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' });
   expect([gone.status, (await json(gone)).code]).toEqual([404, 'ASSET_NOT_FOUND']);

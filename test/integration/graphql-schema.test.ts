@@ -15,8 +15,28 @@ test('schema.graphql is up to date with the code (regenerate: npm run schema:emi
 
 test('the schema has the asset, task and export operations', async () => {
   const schema = await buildGraphQLSchema();
-  expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual(['asset', 'assets', 'contentExists', 'jobAssets', 'remoteMetadata', 'tagCounts', 'tags', 'task', 'tasks']);
-  expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual(
-    ['addAssetPaths', 'addAssetTags', 'cancelTask', 'createAssetFromHash', 'deleteAsset', 'removeAssetTags', 'setAssetImmutable', 'startDownload', 'startExport', 'updateAsset', 'uploadAsset'],
-  );
+  expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual([
+    'asset',
+    'assets',
+    'contentExists',
+    'jobAssets',
+    'remoteMetadata',
+    'tagCounts',
+    'tags',
+    'task',
+    'tasks',
+  ]);
+  expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual([
+    'addAssetPaths',
+    'addAssetTags',
+    'cancelTask',
+    'createAssetFromHash',
+    'deleteAsset',
+    'removeAssetTags',
+    'setAssetImmutable',
+    'startDownload',
+    'startExport',
+    'updateAsset',
+    'uploadAsset',
+  ]);
 });

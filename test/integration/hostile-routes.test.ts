@@ -31,25 +31,44 @@ test('a POST standing for a HEAD (X-HTTP-Method-Override) that fails gets its JS
   const { id } = await createUpload(`filename ${b64('a.bin')}`);
   for (const headers of [
     [['X-HTTP-Method-Override', 'HEAD']], // no Tus-Resumable: 412
-    [['X-HTTP-Method-Override', 'HEAD'], ['Tus-Resumable', '1.0.0'], ['X-API-Key', KEYS.bob]], // another owner's: 404
+    [
+      ['X-HTTP-Method-Override', 'HEAD'],
+      ['Tus-Resumable', '1.0.0'],
+      ['X-API-Key', KEYS.bob],
+    ], // another owner's: 404
   ] as [string, string][][]) {
-    const res = await rawRequest(svc.url, 'POST', `/api/uploads/${id}`, [['X-API-Key', KEYS.alice], ...headers], Buffer.from('abc'));
+    const res = await rawRequest(
+      svc.url,
+      'POST',
+      `/api/uploads/${id}`,
+      [['X-API-Key', KEYS.alice], ...headers],
+      Buffer.from('abc'),
+    );
     expect(res.status).toBeGreaterThanOrEqual(400);
     // As announced: a client on a kept-alive connection would otherwise read the next answer as this one's body.
     expect(res.body.length).toBe(Number(res.headers['content-length']?.[0]));
     expect(JSON.parse(res.body.toString())).toEqual({ code: expect.any(String), message: expect.any(String) });
   }
   // The override still answers as HEAD when it succeeds.
-  const ok = await rawRequest(svc.url, 'POST', `/api/uploads/${id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['X-HTTP-Method-Override', 'HEAD']]);
+  const ok = await rawRequest(svc.url, 'POST', `/api/uploads/${id}`, [
+    ['X-API-Key', KEYS.alice],
+    ['Tus-Resumable', '1.0.0'],
+    ['X-HTTP-Method-Override', 'HEAD'],
+  ]);
   expect(ok.status).toBe(200);
   expect(ok.headers['upload-offset']).toEqual(['0']);
   expect(ok.body.length).toBe(0);
 });
 
 test('Upload-Metadata keys that name a property of every object (__proto__, constructor, ...) are ignored, not a 400; an empty header is no metadata', async () => {
-  const created = await createUpload(`__proto__ ${b64('{"x":1}')},constructor,filename ${b64('a.bin')},hasOwnProperty ${b64('x')},toString ${b64('y')},filetype ${b64('text/plain')}`);
+  const created = await createUpload(
+    `__proto__ ${b64('{"x":1}')},constructor,filename ${b64('a.bin')},hasOwnProperty ${b64('x')},toString ${b64('y')},filetype ${b64('text/plain')}`,
+  );
   expect(created).toMatchObject({ status: 201 });
-  const head = await rawRequest(svc.url, 'HEAD', `/api/uploads/${created.id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
+  const head = await rawRequest(svc.url, 'HEAD', `/api/uploads/${created.id}`, [
+    ['X-API-Key', KEYS.alice],
+    ['Tus-Resumable', '1.0.0'],
+  ]);
   expect(head.status).toBe(200);
   // Neither stored nor echoed; the other keys are.
   expect(head.headers['upload-metadata']).toEqual([`filename ${b64('a.bin')},filetype ${b64('text/plain')}`]);
@@ -59,19 +78,36 @@ test('Upload-Metadata keys that name a property of every object (__proto__, cons
   // Only those keys: the upload has no other metadata.
   const only = await createUpload(`__proto__ ${b64('x')}`);
   expect(only.status).toBe(201);
-  const bare = await rawRequest(svc.url, 'HEAD', `/api/uploads/${only.id}`, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
+  const bare = await rawRequest(svc.url, 'HEAD', `/api/uploads/${only.id}`, [
+    ['X-API-Key', KEYS.alice],
+    ['Tus-Resumable', '1.0.0'],
+  ]);
   expect(bare.headers['upload-metadata']).toBeUndefined();
   // Still tus metadata: a broken value, a repeated key or a key with a space is refused, whatever the key.
-  for (const bad of [`__proto__ !!!!`, `constructor ${b64('a')},constructor ${b64('b')}`, `filename ${b64('a')},filename`, `__proto__ YQ== x`]) {
+  for (const bad of [
+    `__proto__ !!!!`,
+    `constructor ${b64('a')},constructor ${b64('b')}`,
+    `filename ${b64('a')},filename`,
+    `__proto__ YQ== x`,
+  ]) {
     const refused = await createUpload(bad);
-    expect({ bad, status: refused.status, body: JSON.parse(refused.body) }).toEqual({ bad, status: 400, body: { code: 'INVALID_BODY', message: 'Upload-Metadata is not valid tus metadata' } });
+    expect({ bad, status: refused.status, body: JSON.parse(refused.body) }).toEqual({
+      bad,
+      status: 400,
+      body: { code: 'INVALID_BODY', message: 'Upload-Metadata is not valid tus metadata' },
+    });
   }
   // The asset made from such an upload is an ordinary one.
   const res = await rawRequest(
     svc.url,
     'PATCH',
     `/api/uploads/${created.id}`,
-    [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['Upload-Offset', '0'], ['Content-Type', 'application/offset+octet-stream']],
+    [
+      ['X-API-Key', KEYS.alice],
+      ['Tus-Resumable', '1.0.0'],
+      ['Upload-Offset', '0'],
+      ['Content-Type', 'application/offset+octet-stream'],
+    ],
     Buffer.from('0123456789'),
   );
   expect(res.status).toBe(204);
@@ -86,33 +122,84 @@ test('bytes that are not HTTP after a request (a body longer than its Content-Le
     svc.url,
     'POST',
     '/api/uploads',
-    [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['Upload-Length', '27'], ['Content-Length', '0']],
+    [
+      ['X-API-Key', KEYS.alice],
+      ['Tus-Resumable', '1.0.0'],
+      ['Upload-Length', '27'],
+      ['Content-Length', '0'],
+    ],
     Buffer.from('X'),
   );
   expect(res.status).toBe(201);
-  const head = await rawRequest(svc.url, 'HEAD', new URL(res.headers.location![0]!).pathname, [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0']]);
+  const head = await rawRequest(svc.url, 'HEAD', new URL(res.headers.location![0]!).pathname, [
+    ['X-API-Key', KEYS.alice],
+    ['Tus-Resumable', '1.0.0'],
+  ]);
   expect(head.headers['upload-offset']).toEqual(['0']);
   // On a kept-alive connection, the refusal follows the answer.
-  const both = await rawRequest(svc.url, 'GET', '/api/assets?limit=1', [['X-API-Key', KEYS.alice], ['Content-Length', '0']], Buffer.from('\u0001 / HTTP/1.1\r\n\r\n'), { keepAlive: true });
+  const both = await rawRequest(
+    svc.url,
+    'GET',
+    '/api/assets?limit=1',
+    [
+      ['X-API-Key', KEYS.alice],
+      ['Content-Length', '0'],
+    ],
+    Buffer.from('\u0001 / HTTP/1.1\r\n\r\n'),
+    { keepAlive: true },
+  );
   expect(both.status).toBe(200);
   expect(both.rest.toString()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*"code":"INVALID_REQUEST"/);
 });
 
 test('a chunked body that turns out not to be HTTP is refused at once (400), not after the body times out', async () => {
   for (const [method, path, headers] of [
-    ['PATCH', 'upload', [['Tus-Resumable', '1.0.0'], ['Upload-Offset', '0'], ['Content-Type', 'application/offset+octet-stream']]],
+    [
+      'PATCH',
+      'upload',
+      [
+        ['Tus-Resumable', '1.0.0'],
+        ['Upload-Offset', '0'],
+        ['Content-Type', 'application/offset+octet-stream'],
+      ],
+    ],
     ['POST', '/api/assets', [['Content-Type', 'multipart/form-data; boundary=x']]],
   ] as [string, string, [string, string][]][]) {
-    const target = path === 'upload' ? new URL((await rawRequest(svc.url, 'POST', '/api/uploads', [['X-API-Key', KEYS.alice], ['Tus-Resumable', '1.0.0'], ['Upload-Length', '100']])).headers.location![0]!).pathname : path;
-    const res = await rawRequest(svc.url, method, target, [['X-API-Key', KEYS.alice], ...headers, ['Transfer-Encoding', 'chunked']], Buffer.from('4\r\nabcd\r\nzz\r\n'), { timeoutMs: 10_000 });
-    expect({ method, status: res.status, code: JSON.parse(res.body.toString()).code }).toEqual({ method, status: 400, code: expect.any(String) });
+    const target =
+      path === 'upload'
+        ? new URL(
+            (
+              await rawRequest(svc.url, 'POST', '/api/uploads', [
+                ['X-API-Key', KEYS.alice],
+                ['Tus-Resumable', '1.0.0'],
+                ['Upload-Length', '100'],
+              ])
+            ).headers.location![0]!,
+          ).pathname
+        : path;
+    const res = await rawRequest(
+      svc.url,
+      method,
+      target,
+      [['X-API-Key', KEYS.alice], ...headers, ['Transfer-Encoding', 'chunked']],
+      Buffer.from('4\r\nabcd\r\nzz\r\n'),
+      { timeoutMs: 10_000 },
+    );
+    expect({ method, status: res.status, code: JSON.parse(res.body.toString()).code }).toEqual({
+      method,
+      status: 400,
+      code: expect.any(String),
+    });
   }
 });
 
 test('a tus creation pipelined behind an answer still being sent is kept: its 201 names an upload that exists', async () => {
   // A GET of 32 MiB the client does not read yet holds the connection's first answer; the creation sent right after
   // it on the same connection is answered once that one is done, and its answer has no socket until then.
-  const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(32 * 1024 * 1024), {}, 'big.bin') });
+  const up = await svc.fetch('/api/assets', {
+    method: 'POST',
+    body: uploadForm(crypto.randomBytes(32 * 1024 * 1024), {}, 'big.bin'),
+  });
   expect(up.status).toBe(201);
   const { id } = (await up.json()) as { id: string };
   const u = new URL(svc.url);

@@ -86,7 +86,9 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
     // The temp directory is replaced by a file: opening the temporary fails in the worker.
     fs.rmSync(path.join(dir, '.tmp'), { recursive: true });
     fs.writeFileSync(path.join(dir, '.tmp'), 'not a directory');
-    await expect(store.writeTempHashed(owned(crypto.randomBytes(2 * MiB)), { ownsChunks: true })).rejects.toThrow(/ENOTDIR/);
+    await expect(store.writeTempHashed(owned(crypto.randomBytes(2 * MiB)), { ownsChunks: true })).rejects.toThrow(
+      /ENOTDIR/,
+    );
     fs.rmSync(path.join(dir, '.tmp'));
     fs.mkdirSync(path.join(dir, '.tmp'));
     // The worker is still usable afterwards.
@@ -101,7 +103,8 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
       for await (const c of owned(data)) {
         if ((n += c.length) === 4 * MiB) {
           // Kill the worker under the running job (the pool's first worker serves the first job).
-          const w = (store as unknown as { workers: { workers: Array<{ worker: { terminate(): Promise<number> } }> } }).workers.workers;
+          const w = (store as unknown as { workers: { workers: Array<{ worker: { terminate(): Promise<number> } }> } })
+            .workers.workers;
           await Promise.all(w.filter(Boolean).map((x) => x.worker.terminate()));
         }
         yield c;
@@ -117,7 +120,9 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
     const file = crypto.randomBytes(8 * MiB);
     const boundary = 'test-boundary-1234';
     const body = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="tags"\r\n\r\nmodels\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="w.bin"\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="tags"\r\n\r\nmodels\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="w.bin"\r\n\r\n`,
+      ),
       file,
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
@@ -152,11 +157,19 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     const got = await new Promise<string>((resolve, reject) => {
-      const req = http.request({ port, host: '127.0.0.1', method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } }, (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => resolve(text));
-      });
+      const req = http.request(
+        {
+          port,
+          host: '127.0.0.1',
+          method: 'POST',
+          headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve(text));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -198,7 +211,11 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
       expect(session.usable).toBe(true);
     }
     expect(fs.readFileSync(path.join(dir, partial.key)).equals(data)).toBe(true);
-    expect(await session.digest()).toEqual({ blake3: hexOf(blake3Of(data)), sha256: hexOf(sha256Of(data)), size: data.length });
+    expect(await session.digest()).toEqual({
+      blake3: hexOf(blake3Of(data)),
+      sha256: hexOf(sha256Of(data)),
+      size: data.length,
+    });
     expect(session.usable).toBe(false);
     expect(store.ingestStats.transferredBytes).toBeGreaterThan(0.9 * data.length);
   });
@@ -232,7 +249,8 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
     fs.chmodSync(path.join(dir, '.partial', 'upload-s3'), 0o400);
     const p = await store.openPartial('upload-s3');
     const attempt = p.appendHashed!(owned(crypto.randomBytes(MiB)), session, { ownsChunks: true });
-    if (process.getuid?.() === 0) await attempt; // root opens it anyway
+    if (process.getuid?.() === 0)
+      await attempt; // root opens it anyway
     else await expect(attempt).rejects.toThrow(/EACCES/);
     if (process.getuid?.() !== 0) expect(session.usable).toBe(false);
 

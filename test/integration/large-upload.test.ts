@@ -35,23 +35,39 @@ test('1 GiB streamed upload: correct hash, peak RSS under 300 MB', async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-large-'));
   const port = await freePort();
   child = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), API_KEYS: `alice:${KEYS.alice}`, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      API_KEYS: `alice:${KEYS.alice}`,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(async () => ((await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), { timeoutMs: 60_000, what: 'the service' });
+  await waitFor(
+    async () => ((await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
+    { timeoutMs: 60_000, what: 'the service' },
+  );
 
   const block = crypto.randomBytes(1024 * 1024);
   const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
   const hasher = new Blake3Hasher();
   const boundary = 'bigUploadBoundary';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.safetensors"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.safetensors"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const started = process.hrtime.bigint();
   const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     const req = http.request(`${base}/api/assets`, {
       method: 'POST',
-      headers: { 'x-api-key': KEYS.alice, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + SIZE + tail.length) },
+      headers: {
+        'x-api-key': KEYS.alice,
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': String(head.length + SIZE + tail.length),
+      },
     });
     req.on('error', reject);
     req.on('response', (r) => {
@@ -85,6 +101,8 @@ test('1 GiB streamed upload: correct hash, peak RSS under 300 MB', async () => {
   expect(asset.asset_hash).toBe('blake3:' + hasher.digest('hex'));
   expect(asset.mime_type).toBe('application/x-safetensors');
   const peak = peakRssBytes(child.pid!);
-  process.stdout.write(`1 GiB upload: ${(SIZE / 1e6 / seconds).toFixed(0)} MB/s, service peak RSS ${(peak / 1e6).toFixed(0)} MB\n`);
+  process.stdout.write(
+    `1 GiB upload: ${(SIZE / 1e6 / seconds).toFixed(0)} MB/s, service peak RSS ${(peak / 1e6).toFixed(0)} MB\n`,
+  );
   expect(peak).toBeLessThan(300 * 1000 * 1000);
 }, 300_000);

@@ -36,10 +36,14 @@ function start(env: Record<string, string>) {
 }
 
 async function ready(port: number): Promise<void> {
-  await waitFor(async () => ((await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), {
-    timeoutMs: 90_000,
-    what: 'the service to be ready',
-  });
+  await waitFor(
+    async () =>
+      (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined,
+    {
+      timeoutMs: 90_000,
+      what: 'the service to be ready',
+    },
+  );
 }
 
 test('zero-setup start, graceful shutdown with an upload in flight, data kept across restarts', async () => {
@@ -59,7 +63,11 @@ test('zero-setup start, graceful shutdown with an upload in flight, data kept ac
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const req = http.request(`http://127.0.0.1:${port}/api/assets`, {
     method: 'POST',
-    headers: { 'x-api-key': KEY, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + bytes.length + tail.length) },
+    headers: {
+      'x-api-key': KEY,
+      'content-type': `multipart/form-data; boundary=${boundary}`,
+      'content-length': String(head.length + bytes.length + tail.length),
+    },
   });
   const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.on('error', reject);
@@ -71,9 +79,13 @@ test('zero-setup start, graceful shutdown with an upload in flight, data kept ac
   });
   req.write(head);
   req.write(bytes.subarray(0, 1024 * 1024));
-  await waitFor(async () => (fs.readdirSync(path.join(dataDir, 'blobs', '.tmp')).length > 0 ? true : undefined), { what: 'the upload to start' });
+  await waitFor(async () => (fs.readdirSync(path.join(dataDir, 'blobs', '.tmp')).length > 0 ? true : undefined), {
+    what: 'the upload to start',
+  });
   first.child.kill('SIGTERM');
-  await waitFor(async () => (first.output().includes('shutting down') ? true : undefined), { what: 'shutdown to begin' });
+  await waitFor(async () => (first.output().includes('shutting down') ? true : undefined), {
+    what: 'shutdown to begin',
+  });
   req.end(Buffer.concat([bytes.subarray(1024 * 1024), tail]));
   const res = await response;
   expect(res.status).toBe(201);

@@ -36,18 +36,35 @@ const get = async (svc: TestService, path: string) => {
   return json(res);
 };
 const sendJson = async (svc: TestService, method: string, path: string, body: unknown) => {
-  const res = await svc.fetch(path, { method, key: LENA, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await svc.fetch(path, {
+    method,
+    key: LENA,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   expect(res.status).toBe(200);
   return json(res);
 };
 const create = async (svc: TestService, tags: string[]) => {
-  const res = await svc.fetch('/api/assets', { method: 'POST', key: LENA, body: uploadForm(Buffer.from(crypto.randomUUID()), { tags: tags.join(',') }) });
+  const res = await svc.fetch('/api/assets', {
+    method: 'POST',
+    key: LENA,
+    body: uploadForm(Buffer.from(crypto.randomUUID()), { tags: tags.join(',') }),
+  });
   expect(res.status).toBe(201);
   return json(res);
 };
 
 /** The filters checked: each path of the total (maintained, bound, counted) and of the facets. */
-const FILTERS = ['', 'include_tags=p', 'include_tags=p,q', 'exclude_tags=q', 'tags_any=q,r', 'include_tags=p&exclude_tags=r', 'name_contains=file'];
+const FILTERS = [
+  '',
+  'include_tags=p',
+  'include_tags=p,q',
+  'exclude_tags=q',
+  'tags_any=q,r',
+  'include_tags=p&exclude_tags=r',
+  'name_contains=file',
+];
 
 /**
  * What a recount of the rows says for a filter: the total, and the facets (of the newest 10,000 matches when
@@ -63,7 +80,8 @@ async function truth(qs: string): Promise<{ total: number; facets: Record<string
     [list('include_tags'), list('exclude_tags'), list('tags_any'), p.get('name_contains')],
   );
   const facets: Record<string, number> = {};
-  for (const row of qs === '' ? r.rows : r.rows.slice(0, 10_000)) for (const t of row.tags) facets[t] = (facets[t] ?? 0) + 1;
+  for (const row of qs === '' ? r.rows : r.rows.slice(0, 10_000))
+    for (const t of row.tags) facets[t] = (facets[t] ?? 0) + 1;
   return { total: r.rows.length, facets };
 }
 
@@ -86,7 +104,8 @@ async function expectExact(): Promise<void> {
     const all = await truth('');
     expect(Object.fromEntries(tags.tags.map((x: Json) => [x.name, x.count]))).toEqual(all.facets);
   }
-  const stats = await db.query(`SELECT s.owner_id, s.asset_count::int AS n, (SELECT count(*)::int FROM asset a WHERE a.owner_id = s.owner_id) AS recount
+  const stats =
+    await db.query(`SELECT s.owner_id, s.asset_count::int AS n, (SELECT count(*)::int FROM asset a WHERE a.owner_id = s.owner_id) AS recount
     FROM asset_owner_stats s`);
   for (const r of stats.rows) expect({ owner: r.owner_id, n: r.n }).toEqual({ owner: r.owner_id, n: r.recount });
   const tagCounts = await db.query(`SELECT c.owner_id, c.tag, c.count FROM asset_tag_count c FULL JOIN (
@@ -106,12 +125,24 @@ test('totals, tag counts and facets stay exact through concurrent creates, delet
   await holder.connect();
   await holder.query('BEGIN');
   await holder.query(`SELECT 1 FROM asset_owner_stats WHERE owner_id = 'lena' FOR UPDATE`);
-  const released = new Promise((resolve) => setTimeout(resolve, 3000)).then(() => holder.query('COMMIT')).finally(() => holder.end());
+  const released = new Promise((resolve) => setTimeout(resolve, 3000))
+    .then(() => holder.query('COMMIT'))
+    .finally(() => holder.end());
   await Promise.all([
     released,
-    ...made.slice(0, 8).map((x, i) => (i % 2 ? a : b).fetch(`/api/assets/${x.id}`, { method: 'DELETE', key: LENA }).then((r) => expect(r.status).toBe(204))),
-    ...made.slice(8, 16).map((x, i) => sendJson(i % 2 ? b : a, 'POST', `/api/assets/${x.id}/tags`, { tags: ['q', `n${i}`] })),
-    ...made.slice(16, 24).map((x, i) => sendJson(i % 2 ? a : b, 'DELETE', `/api/assets/${x.id}/tags`, { tags: ['p', 'r'] })),
+    ...made
+      .slice(0, 8)
+      .map((x, i) =>
+        (i % 2 ? a : b)
+          .fetch(`/api/assets/${x.id}`, { method: 'DELETE', key: LENA })
+          .then((r) => expect(r.status).toBe(204)),
+      ),
+    ...made
+      .slice(8, 16)
+      .map((x, i) => sendJson(i % 2 ? b : a, 'POST', `/api/assets/${x.id}/tags`, { tags: ['q', `n${i}`] })),
+    ...made
+      .slice(16, 24)
+      .map((x, i) => sendJson(i % 2 ? a : b, 'DELETE', `/api/assets/${x.id}/tags`, { tags: ['p', 'r'] })),
     ...made.slice(24, 28).map((x, i) => sendJson(i % 2 ? b : a, 'PUT', `/api/assets/${x.id}`, { tags: ['r', 'file'] })),
     ...Array.from({ length: 10 }, (_, i) => create(i % 2 ? b : a, pick(i + 1))),
   ]);
@@ -132,10 +163,26 @@ test('a page an instance answered again from its cache follows every change of t
   expect(JSON.stringify(await page(b)).replaceAll(b.url, a.url)).toEqual(JSON.stringify(first));
   const x = first.assets[0];
   const changes: [string, () => Promise<unknown>, (asset: Json) => unknown][] = [
-    ['PUT mime_type on the other instance', () => sendJson(b, 'PUT', `/api/assets/${x.id}`, { mime_type: 'text/x-changed' }), (y) => y.mime_type],
-    ['last_access_time', () => db.query(`UPDATE asset SET last_access_time = '2030-01-01Z' WHERE id = $1`, [x.id]), (y) => y.last_access_time],
-    ['has_thumbnail', () => db.query('UPDATE asset SET has_thumbnail = true WHERE id = $1', [x.id]), (y) => y.thumbnail_url],
-    ['metadata', () => db.query(`UPDATE asset SET metadata = '{"format": "changed"}' WHERE id = $1`, [x.id]), (y) => y.metadata],
+    [
+      'PUT mime_type on the other instance',
+      () => sendJson(b, 'PUT', `/api/assets/${x.id}`, { mime_type: 'text/x-changed' }),
+      (y) => y.mime_type,
+    ],
+    [
+      'last_access_time',
+      () => db.query(`UPDATE asset SET last_access_time = '2030-01-01Z' WHERE id = $1`, [x.id]),
+      (y) => y.last_access_time,
+    ],
+    [
+      'has_thumbnail',
+      () => db.query('UPDATE asset SET has_thumbnail = true WHERE id = $1', [x.id]),
+      (y) => y.thumbnail_url,
+    ],
+    [
+      'metadata',
+      () => db.query(`UPDATE asset SET metadata = '{"format": "changed"}' WHERE id = $1`, [x.id]),
+      (y) => y.metadata,
+    ],
     ['preview_id', () => sendJson(a, 'PUT', `/api/assets/${x.id}`, { preview_id: x.id }), (y) => y.preview_id],
   ];
   for (const [what, change, field] of changes) {

@@ -53,19 +53,38 @@ afterAll(async () => {
   await db?.close();
 });
 
-const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => ({ includeTags: [], excludeTags: [], limit: 7, offset: 0, sort: 'created_at', order: 'desc', ...q });
+const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => ({
+  includeTags: [],
+  excludeTags: [],
+  limit: 7,
+  offset: 0,
+  sort: 'created_at',
+  order: 'desc',
+  ...q,
+});
 
 type Walked = { pages: unknown[]; named: number; unnamed: number };
 
 /** Every page of `q` by cursor, each read by `seen` (which keeps what it learnt) and by a fresh repository. */
-async function walk(seen: AssetRepository, q: AssetListQuery, read: 'text' | 'objects'): Promise<{ seen: Walked; fresh: Walked }> {
-  const out = { seen: { pages: [] as unknown[], named: 0, unnamed: 0 }, fresh: { pages: [] as unknown[], named: 0, unnamed: 0 } };
+async function walk(
+  seen: AssetRepository,
+  q: AssetListQuery,
+  read: 'text' | 'objects',
+): Promise<{ seen: Walked; fresh: Walked }> {
+  const out = {
+    seen: { pages: [] as unknown[], named: 0, unnamed: 0 },
+    fresh: { pages: [] as unknown[], named: 0, unnamed: 0 },
+  };
   let after: CursorPosition | undefined;
   for (let i = 0; i < 200; i++) {
     const pages = [];
-    for (const [repo, into] of [[seen, out.seen], [new AssetRepository(db.prisma, db.pool), out.fresh]] as const) {
+    for (const [repo, into] of [
+      [seen, out.seen],
+      [new AssetRepository(db.prisma, db.pool), out.fresh],
+    ] as const) {
       sent = [];
-      const page = read === 'text' ? await repo.pageTextIfChanged(OWNER, q, after, undefined) : await repo.list(OWNER, q, after);
+      const page =
+        read === 'text' ? await repo.pageTextIfChanged(OWNER, q, after, undefined) : await repo.list(OWNER, q, after);
       for (const s of sent) s.name ? into.named++ : into.unnamed++;
       into.pages.push(page);
       pages.push(page);
@@ -77,30 +96,38 @@ async function walk(seen: AssetRepository, q: AssetListQuery, read: 'text' | 'ob
   throw new Error('the walk did not end');
 }
 
-const sorts = (['created_at', 'updated_at', 'name', 'size'] as const).flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const));
+const sorts = (['created_at', 'updated_at', 'name', 'size'] as const).flatMap((sort) =>
+  (['asc', 'desc'] as const).map((order) => [sort, order] as const),
+);
 
 test('the counts say which tags are common', async () => {
-  const { rows } = await sql.query(`SELECT tag, count, (SELECT asset_count FROM asset_owner_stats WHERE owner_id = $1) AS total
-    FROM asset_tag_count WHERE owner_id = $1 ORDER BY tag`, [OWNER]);
+  const { rows } = await sql.query(
+    `SELECT tag, count, (SELECT asset_count FROM asset_owner_stats WHERE owner_id = $1) AS total
+    FROM asset_tag_count WHERE owner_id = $1 ORDER BY tag`,
+    [OWNER],
+  );
   const share = Object.fromEntries(rows.map((r) => [r.tag, r.count / Number(r.total)]));
   expect(share.common).toBeGreaterThan(0.9);
   expect(share.common * share.third).toBeGreaterThan(COMMON_SHARE);
   expect(share.rare).toBeLessThan(COMMON_SHARE);
 });
 
-test.each(sorts)('common include tags: the named statement gives the planned one\'s pages (sort=%s %s)', async (sort, order) => {
-  for (const tags of [['common'], ['third', 'common']]) {
-    for (const read of ['text', 'objects'] as const) {
-      const seen = new AssetRepository(db.prisma, db.pool);
-      const { seen: a, fresh: b } = await walk(seen, listQuery({ includeTags: tags, sort, order }), read);
-      expect(a.pages.length).toBeGreaterThan(5);
-      expect(a.pages).toEqual(b.pages);
-      // The first page planned, every later one named; the fresh repository planned every page.
-      expect({ named: a.named, unnamed: a.unnamed }).toEqual({ named: a.pages.length - 1, unnamed: 1 });
-      expect({ named: b.named, unnamed: b.unnamed }).toEqual({ named: 0, unnamed: b.pages.length });
+test.each(sorts)(
+  "common include tags: the named statement gives the planned one's pages (sort=%s %s)",
+  async (sort, order) => {
+    for (const tags of [['common'], ['third', 'common']]) {
+      for (const read of ['text', 'objects'] as const) {
+        const seen = new AssetRepository(db.prisma, db.pool);
+        const { seen: a, fresh: b } = await walk(seen, listQuery({ includeTags: tags, sort, order }), read);
+        expect(a.pages.length).toBeGreaterThan(5);
+        expect(a.pages).toEqual(b.pages);
+        // The first page planned, every later one named; the fresh repository planned every page.
+        expect({ named: a.named, unnamed: a.unnamed }).toEqual({ named: a.pages.length - 1, unnamed: 1 });
+        expect({ named: b.named, unnamed: b.unnamed }).toEqual({ named: 0, unnamed: b.pages.length });
+      }
     }
-  }
-});
+  },
+);
 
 test.each(sorts)('rare include tags stay with the planned statement (sort=%s %s)', async (sort, order) => {
   for (const tags of [['rare'], ['third', 'rare'], ['absent']]) {
@@ -119,7 +146,9 @@ test('offset pages (no cursor) of common tags are the same by either statement',
     sent = [];
     const a = await seen.pageTextIfChanged(OWNER, q(offset), undefined, undefined);
     expect(sent.map((s) => Boolean(s.name))).toEqual([true]);
-    expect(a).toEqual(await new AssetRepository(db.prisma, db.pool).pageTextIfChanged(OWNER, q(offset), undefined, undefined));
+    expect(a).toEqual(
+      await new AssetRepository(db.prisma, db.pool).pageTextIfChanged(OWNER, q(offset), undefined, undefined),
+    );
   }
 });
 
@@ -127,9 +156,17 @@ test('tags that stop being common between two pages: the named statement reads n
   const seen = new AssetRepository(db.prisma, db.pool);
   const q = listQuery({ includeTags: ['third'] });
   const first = await seen.pageTextIfChanged(OWNER, q, undefined, undefined);
-  const second = await seen.pageTextIfChanged(OWNER, q, decodeCursor(first!.nextCursor!, 'created_at', 'desc'), undefined);
+  const second = await seen.pageTextIfChanged(
+    OWNER,
+    q,
+    decodeCursor(first!.nextCursor!, 'created_at', 'desc'),
+    undefined,
+  );
   // Most `third` tags removed (the last test of this file): the rest is under COMMON_SHARE of the owner's assets.
-  await sql.query(`UPDATE asset SET tags = array_remove(tags, 'third') WHERE owner_id = $1 AND 'third' = ANY(tags) AND size % 5 <> 0`, [OWNER]);
+  await sql.query(
+    `UPDATE asset SET tags = array_remove(tags, 'third') WHERE owner_id = $1 AND 'third' = ANY(tags) AND size % 5 <> 0`,
+    [OWNER],
+  );
   const after = decodeCursor(second!.nextCursor!, 'created_at', 'desc');
   sent = [];
   const third = await seen.pageTextIfChanged(OWNER, q, after, undefined);

@@ -57,9 +57,16 @@ async function insertAssets(): Promise<void> {
       `INSERT INTO content (blake3, sha256, size, mime_type, first_name) VALUES ($1, $2, $3, 'application/octet-stream', 'f')`,
       [hex, crypto.createHash('sha256').update(`s${i}`).digest('hex'), i],
     );
-    const tags = i % 9 === 8 ? null : i % 3 === 0 ? ['models', 'loras', 'tag ü'] : i % 3 === 1 ? ['models'] : ['output', 'q"t'];
+    const tags =
+      i % 9 === 8 ? null : i % 3 === 0 ? ['models', 'loras', 'tag ü'] : i % 3 === 1 ? ['models'] : ['output', 'q"t'];
     const metadata =
-      i % 5 === 0 ? null : i % 5 === 1 ? { filename: NAMES[i % NAMES.length], content_length: i, format: 'safetensors' } : i % 5 === 2 ? { width: 512, height: 512, safetensors: { ss_base: 'sd, xl: 1' } } : {};
+      i % 5 === 0
+        ? null
+        : i % 5 === 1
+          ? { filename: NAMES[i % NAMES.length], content_length: i, format: 'safetensors' }
+          : i % 5 === 2
+            ? { width: 512, height: 512, safetensors: { ss_base: 'sd, xl: 1' } }
+            : {};
     await db.query(
       `INSERT INTO asset (id, owner_id, name, content_hash, size, mime_type, tags, user_metadata, preview_id, prompt_id, is_immutable,
          created_at, updated_at, last_access_time, metadata, has_thumbnail)
@@ -87,7 +94,8 @@ async function insertAssets(): Promise<void> {
     );
   }
   // Previews (another asset of the owner), once every row exists.
-  for (let i = 0; i < rows; i += 4) await db.query(`UPDATE asset SET preview_id = $2 WHERE id = $1`, [ids[i], ids[(i + 1) % rows]]);
+  for (let i = 0; i < rows; i += 4)
+    await db.query(`UPDATE asset SET preview_id = $2 WHERE id = $1`, [ids[i], ids[(i + 1) % rows]]);
   // A jsonb null where the object path prints `{}` (user_metadata) or leaves the field out (metadata).
   await db.query(`UPDATE asset SET user_metadata = 'null'::jsonb, metadata = 'null'::jsonb WHERE id = $1`, [ids[5]]);
 }
@@ -103,12 +111,25 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const query = (q: Partial<AssetListQuery>): AssetListQuery => ({ includeTags: [], excludeTags: [], limit: 7, offset: 0, sort: 'created_at', order: 'desc', ...q });
+const query = (q: Partial<AssetListQuery>): AssetListQuery => ({
+  includeTags: [],
+  excludeTags: [],
+  limit: 7,
+  offset: 0,
+  sort: 'created_at',
+  order: 'desc',
+  ...q,
+});
 
 /** What the object path answers for this query (the bytes GET /api/assets sent before the JSON path). */
 async function objectPath(q: AssetListQuery): Promise<string> {
   // The route's links: its base and alice's read grant of this window (media URLs carry it).
-  return JSON.stringify(assetPageJson(await svc.container.assets.list(alice, q), { base: svc.url, access: svc.container.grants.mint('alice').token }));
+  return JSON.stringify(
+    assetPageJson(await svc.container.assets.list(alice, q), {
+      base: svc.url,
+      access: svc.container.grants.mint('alice').token,
+    }),
+  );
 }
 
 function urlOf(q: AssetListQuery): string {
@@ -156,7 +177,12 @@ test('filtered pages, an offset page, a page past the end and an empty page are 
   expect(await walk(query({ includeTags: ['models'] }))).toBeGreaterThan(0);
   expect(await walk(query({ excludeTags: ['models'], sort: 'name', order: 'asc' }))).toBeGreaterThan(0);
   expect(await walk(query({ nameContains: 'ü', sort: 'size', limit: 3 }))).toBeGreaterThan(0);
-  for (const q of [query({ offset: 5 }), query({ offset: 1000 }), query({ includeTags: ['nothing-has-this'] }), query({ limit: 500 })]) {
+  for (const q of [
+    query({ offset: 5 }),
+    query({ offset: 1000 }),
+    query({ includeTags: ['nothing-has-this'] }),
+    query({ limit: 500 }),
+  ]) {
     expect((await served(q)).text).toBe(await objectPath(q));
   }
 });

@@ -23,7 +23,15 @@ const external = Object.values(os.networkInterfaces())
 
 beforeAll(async () => {
   fake = await startFakeProviders();
-  svc = await startTestService({ ...fake.env, DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false', LOG_LEVEL: 'info', HOST: external ? '0.0.0.0' : '127.0.0.1' }, { log: (l) => logLines.push(l) });
+  svc = await startTestService(
+    {
+      ...fake.env,
+      DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false',
+      LOG_LEVEL: 'info',
+      HOST: external ? '0.0.0.0' : '127.0.0.1',
+    },
+    { log: (l) => logLines.push(l) },
+  );
   svc.url = svc.url.replace('0.0.0.0', '127.0.0.1');
 });
 afterAll(async () => {
@@ -50,7 +58,10 @@ describe('after known traffic', () => {
   beforeAll(async () => {
     before = await scrape();
     for (const [i, n] of sizes.entries()) {
-      const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(n), {}, `f${i}.bin`) });
+      const res = await svc.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(crypto.randomBytes(n), {}, `f${i}.bin`),
+      });
       expect(res.status).toBe(201);
       ids.push((await json(res)).id);
     }
@@ -61,12 +72,15 @@ describe('after known traffic', () => {
       requestId = res.headers.get('x-request-id')!;
       await res.arrayBuffer();
     }
-    for (const id of ids.slice(0, 2)) expect((await (await svc.fetch(`/api/assets/${id}/content`)).arrayBuffer()).byteLength).toBeGreaterThan(0);
+    for (const id of ids.slice(0, 2))
+      expect((await (await svc.fetch(`/api/assets/${id}/content`)).arrayBuffer()).byteLength).toBeGreaterThan(0);
     expect((await svc.fetch(`/api/assets/${crypto.randomUUID()}`)).status).toBe(404);
     // A malformed id (the route matched, its error handled after leaving the /api router).
     expect((await svc.fetch('/api/assets/not-a-uuid')).status).toBe(400);
     expect((await svc.fetch('/api/no-such-route')).status).toBe(404);
-    expect((await gql(svc, 'query OneAsset($id: ID!) { asset(id: $id) { id size } }', { id: ids[0] })).status).toBe(200);
+    expect((await gql(svc, 'query OneAsset($id: ID!) { asset(id: $id) { id size } }', { id: ids[0] })).status).toBe(
+      200,
+    );
     expect((await gql(svc, '{ assets(limit: 5) { total } }')).status).toBe(200);
     expect((await gql(svc, 'query Broken { asset(id: "x") { nope } }')).status).toBe(400);
     after = await scrape();
@@ -85,7 +99,9 @@ describe('after known traffic', () => {
     // The scrape before this one is counted too, on its own route.
     expect(delta({ method: 'GET', route: '/metrics', status: '200' })).toBe(1);
     const buckets = samplesOf(after, `${HTTP}_bucket`, { method: 'POST', route: '/api/assets', status: '201' });
-    expect(buckets.find((b) => b.labels.le === '+Inf')?.value).toBe(count(after, { method: 'POST', route: '/api/assets', status: '201' }));
+    expect(buckets.find((b) => b.labels.le === '+Inf')?.value).toBe(
+      count(after, { method: 'POST', route: '/api/assets', status: '201' }),
+    );
     expect(valueOf(after, `${HTTP}_sum`, { method: 'POST', route: '/api/assets', status: '201' })).toBeGreaterThan(0);
     // Never a raw path or an id in a label.
     for (const s of samplesOf(after, `${HTTP}_count`)) expect(s.labels.route).toMatch(/^(\/[\w:./-]*|unmatched)$/);
@@ -114,18 +130,29 @@ describe('after known traffic', () => {
     expect(valueOf(after, 'assets_db_pool_connections', { state: 'in_use' })).toBeGreaterThanOrEqual(0);
     expect(valueOf(after, 'assets_db_pool_waiting_requests')).toBe(0);
     expect(valueOf(after, 'assets_metrics_source_errors_total', { source: 'tasks' }) ?? 0).toBe(0);
-    for (const name of ['nodejs_eventloop_lag_p99_seconds', 'process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+    for (const name of [
+      'nodejs_eventloop_lag_p99_seconds',
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(samplesOf(after, name).length).toBeGreaterThan(0);
     }
     expect(after.types.get('nodejs_gc_duration_seconds')).toBe('histogram');
 
     // A deleted asset's content waits for collection: the backlog shows it with its bytes.
-    const gcBefore = { n: valueOf(after, 'assets_content_gc_backlog_contents')!, bytes: valueOf(after, 'assets_content_gc_backlog_bytes')! };
+    const gcBefore = {
+      n: valueOf(after, 'assets_content_gc_backlog_contents')!,
+      bytes: valueOf(after, 'assets_content_gc_backlog_bytes')!,
+    };
     expect((await svc.fetch(`/api/assets/${ids[2]}`, { method: 'DELETE' })).status).toBe(204);
-    await waitFor(async () => {
-      const e = await scrape();
-      return valueOf(e, 'assets_content_gc_backlog_contents') === gcBefore.n + 1 ? e : undefined;
-    }, { what: 'the GC backlog to grow' }).then((e) => expect(valueOf(e, 'assets_content_gc_backlog_bytes')).toBe(gcBefore.bytes + sizes[2]!));
+    await waitFor(
+      async () => {
+        const e = await scrape();
+        return valueOf(e, 'assets_content_gc_backlog_contents') === gcBefore.n + 1 ? e : undefined;
+      },
+      { what: 'the GC backlog to grow' },
+    ).then((e) => expect(valueOf(e, 'assets_content_gc_backlog_bytes')).toBe(gcBefore.bytes + sizes[2]!));
   });
 
   test('one access-log line per request: route template, method, status, duration and request id', () => {
@@ -145,7 +172,9 @@ test('a download task: bytes downloaded and tasks by status', async () => {
   expect(res.status).toBe(202);
   expect((await waitTask(svc, (await json(res)).task_id)).status).toBe('completed');
   const after = await scrape();
-  expect((valueOf(after, 'assets_downloaded_bytes_total') ?? 0) - (valueOf(before, 'assets_downloaded_bytes_total') ?? 0)).toBe(size);
+  expect(
+    (valueOf(after, 'assets_downloaded_bytes_total') ?? 0) - (valueOf(before, 'assets_downloaded_bytes_total') ?? 0),
+  ).toBe(size);
   expect(valueOf(after, 'assets_tasks', { task_name: 'download_file', status: 'completed' })).toBe(1);
   expect(valueOf(after, 'assets_downloads_in_flight')).toBe(0);
   expect(valueOf(after, 'assets_uploaded_bytes_total')).toBe(valueOf(before, 'assets_uploaded_bytes_total'));
@@ -153,8 +182,14 @@ test('a download task: bytes downloaded and tasks by status', async () => {
 
 test('many different ids make one label set', async () => {
   const before = count(await scrape(), { method: 'GET', route: '/api/assets/:id', status: '404' });
-  await Promise.all(Array.from({ length: 25 }, () => svc.fetch(`/api/assets/${crypto.randomUUID()}`).then((r) => r.arrayBuffer())));
-  await Promise.all(Array.from({ length: 5 }, () => svc.fetch(`/api/assets/${crypto.randomUUID()}/content`).then((r) => r.arrayBuffer())));
+  await Promise.all(
+    Array.from({ length: 25 }, () => svc.fetch(`/api/assets/${crypto.randomUUID()}`).then((r) => r.arrayBuffer())),
+  );
+  await Promise.all(
+    Array.from({ length: 5 }, () =>
+      svc.fetch(`/api/assets/${crypto.randomUUID()}/content`).then((r) => r.arrayBuffer()),
+    ),
+  );
   const e = await scrape();
   expect(count(e, { method: 'GET', route: '/api/assets/:id', status: '404' }) - before).toBe(25);
   expect(count(e, { method: 'GET', route: '/api/assets/:id/content', status: '404' })).toBe(5);
@@ -178,32 +213,45 @@ describe('access', () => {
     expect(proxied.status).toBe(403);
     expect(await proxied.json()).toMatchObject({ code: 'FORBIDDEN', message: expect.any(String) });
     if (external) {
-      const remote = await fetch(svc.url.replace('127.0.0.1', external) + '/metrics', { headers: { 'x-api-key': KEYS.alice } });
+      const remote = await fetch(svc.url.replace('127.0.0.1', external) + '/metrics', {
+        headers: { 'x-api-key': KEYS.alice },
+      });
       expect(remote.status).toBe(403);
       expect((await json(remote)).code).toBe('FORBIDDEN');
     } else {
-      console.log('metrics.test: this machine has no non-loopback IPv4 address; remote access checked through isLoopback only');
+      console.log(
+        'metrics.test: this machine has no non-loopback IPv4 address; remote access checked through isLoopback only',
+      );
     }
-    expect([isLoopback('127.0.0.1'), isLoopback('::1'), isLoopback('::ffff:127.0.0.1'), isLoopback('10.0.0.1'), isLoopback('::ffff:10.0.0.1'), isLoopback(undefined)]).toEqual([
-      true,
-      true,
-      true,
-      false,
-      false,
-      false,
-    ]);
+    expect([
+      isLoopback('127.0.0.1'),
+      isLoopback('::1'),
+      isLoopback('::ffff:127.0.0.1'),
+      isLoopback('10.0.0.1'),
+      isLoopback('::ffff:10.0.0.1'),
+      isLoopback(undefined),
+    ]).toEqual([true, true, true, false, false, false]);
   });
 
   test('with METRICS_TOKEN: the bearer token, from anywhere; access log off at LOG_LEVEL=warn', async () => {
     const lines: string[] = [];
-    const s = await startTestService({ METRICS_TOKEN: 'metrics-secret-1', LOG_LEVEL: 'warn' }, { log: (l) => lines.push(l) });
+    const s = await startTestService(
+      { METRICS_TOKEN: 'metrics-secret-1', LOG_LEVEL: 'warn' },
+      { log: (l) => lines.push(l) },
+    );
     try {
       const none = await fetch(s.url + '/metrics');
       expect(none.status).toBe(401);
       expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
       expect(await none.json()).toMatchObject({ code: 'UNAUTHORIZED' });
       expect((await fetch(s.url + '/metrics', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
-      expect((await fetch(s.url + '/metrics', { headers: { 'x-api-key': KEYS.alice, authorization: `Bearer ${KEYS.alice}` } })).status).toBe(401);
+      expect(
+        (
+          await fetch(s.url + '/metrics', {
+            headers: { 'x-api-key': KEYS.alice, authorization: `Bearer ${KEYS.alice}` },
+          })
+        ).status,
+      ).toBe(401);
       await scrape(s, { headers: { authorization: 'Bearer metrics-secret-1', 'x-forwarded-for': '203.0.113.9' } });
       expect((await s.fetch('/api/assets')).status).toBe(200);
       expect(lines.filter((l) => l.includes('"msg":"request"'))).toEqual([]);

@@ -76,16 +76,24 @@ describe('the dashboard', () => {
     expect(used.size).toBeGreaterThan(10);
     expect([...used].filter((n) => !exposed.has(n)).sort()).toEqual([]);
     // The parser finds what it should (and so cannot pass by finding nothing).
-    expect(metricNamesIn('histogram_quantile(0.99, sum by (le, route) (rate(a_b_bucket{instance=~"$instance", x="y{z}"}[$__rate_interval])))')).toEqual(['a_b_bucket']);
+    expect(
+      metricNamesIn(
+        'histogram_quantile(0.99, sum by (le, route) (rate(a_b_bucket{instance=~"$instance", x="y{z}"}[$__rate_interval])))',
+      ),
+    ).toEqual(['a_b_bucket']);
   });
 
   test('is provisioned against the provisioned Prometheus data source', () => {
     const dashboard = JSON.parse(read(DASHBOARD)) as { uid: string; panels: { datasource?: { uid: string } }[] };
-    const sources = YAML.parse(read('deploy/grafana/provisioning/datasources/prometheus.yml')) as { datasources: { uid: string; url: string }[] };
+    const sources = YAML.parse(read('deploy/grafana/provisioning/datasources/prometheus.yml')) as {
+      datasources: { uid: string; url: string }[];
+    };
     const uids = new Set(sources.datasources.map((d) => d.uid));
     for (const p of dashboard.panels) if (p.datasource) expect(uids.has(p.datasource.uid)).toBe(true);
     expect(sources.datasources[0]!.url).toBe('http://prometheus:9090');
-    const providers = YAML.parse(read('deploy/grafana/provisioning/dashboards/asset-service.yml')) as { providers: { options: { path: string } }[] };
+    const providers = YAML.parse(read('deploy/grafana/provisioning/dashboards/asset-service.yml')) as {
+      providers: { options: { path: string } }[];
+    };
     const compose = YAML.parse(read('docker-compose.yml'));
     const grafanaMounts: string[] = compose.services.grafana.volumes;
     expect(grafanaMounts).toContain(`./deploy/grafana/dashboards:${providers.providers[0]!.options.path}:ro`);
@@ -109,7 +117,10 @@ describe('docker-compose.yml', () => {
     const prom = YAML.parse(read('deploy/prometheus.yml'));
     const job = prom.scrape_configs[0];
     expect(job.metrics_path).toBe('/metrics');
-    expect(compose.services.prometheus.configs).toContainEqual({ source: 'metrics_token', target: job.authorization.credentials_file });
+    expect(compose.services.prometheus.configs).toContainEqual({
+      source: 'metrics_token',
+      target: job.authorization.credentials_file,
+    });
     expect(compose.configs.metrics_token.content).toBe(compose.services.assets.environment.METRICS_TOKEN);
     expect(job.dns_sd_configs[0].names).toEqual(['assets']);
   });
@@ -123,7 +134,11 @@ describe('docker-compose.yml', () => {
       );
       return;
     }
-    const res = spawnSync('docker', ['compose', '-f', 'docker-compose.yml', '--profile', 'monitoring', 'config', '--quiet'], { cwd: ROOT, encoding: 'utf8' });
+    const res = spawnSync(
+      'docker',
+      ['compose', '-f', 'docker-compose.yml', '--profile', 'monitoring', 'config', '--quiet'],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     expect({ status: res.status, stderr: res.stderr }).toEqual({ status: 0, stderr: '' });
   });
 });

@@ -48,7 +48,11 @@ async function fsCluster(): Promise<Cluster> {
   });
   const root = path.join(dataDir, 'blobs');
   const walk = (dir: string, rel = ''): string[] =>
-    fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name), `${rel}${e.name}/`) : [`${rel}${e.name}`])) : [];
+    fs.existsSync(dir)
+      ? fs
+          .readdirSync(dir, { withFileTypes: true })
+          .flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name), `${rel}${e.name}/`) : [`${rel}${e.name}`]))
+      : [];
   return {
     db,
     env: { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0' },
@@ -73,7 +77,10 @@ async function s3Cluster(): Promise<Cluster> {
     // Each process gets its own DATA_DIR here: on S3 nothing but the bucket and the database is shared.
     env: { ...s3.env, S3_PREFIX: 'mi', DATABASE_URL: databaseUrl, DATA_DIR: dataDir, CONTENT_GC_GRACE_SECONDS: '0' },
     blobs: async () => (await s3.objectKeys()).flatMap((k) => BLOB_KEY.exec(k)?.[1] ?? []),
-    temporaries: async () => [...(await s3.objectKeys()).filter((k) => /^mi\/\.(tmp|partial)\//.test(k)), ...Array.from({ length: (await s3.pendingUploads()) }, () => 'upload')],
+    temporaries: async () => [
+      ...(await s3.objectKeys()).filter((k) => /^mi\/\.(tmp|partial)\//.test(k)),
+      ...Array.from({ length: await s3.pendingUploads() }, () => 'upload'),
+    ],
   };
 }
 
@@ -84,11 +91,13 @@ async function upload(p: ServiceProcess, body: Buffer, key: string) {
 
 /** No blob without a content row, no content row without its blob, no temporaries. */
 async function checkFinalState(c: Cluster, expected: { contents: number; assets: number }): Promise<void> {
-  const rows = (await c.db.query<{ blake3: string }>('SELECT blake3 FROM content')).rows.map((r) => r.blake3.trim()).sort();
+  const rows = (await c.db.query<{ blake3: string }>('SELECT blake3 FROM content')).rows
+    .map((r) => r.blake3.trim())
+    .sort();
   expect(rows).toHaveLength(expected.contents);
   expect((await c.blobs()).sort()).toEqual(rows);
   expect(Number((await c.db.query('SELECT count(*) AS n FROM asset')).rows[0].n)).toBe(expected.assets);
-  expect((await c.temporaries())).toEqual([]);
+  expect(await c.temporaries()).toEqual([]);
 }
 
 /**
@@ -99,7 +108,12 @@ async function concurrentUploads(c: Cluster, a: ServiceProcess, b: ServiceProces
   const shared = Array.from({ length: 4 }, (_, i) => crypto.randomBytes(50_000 + i));
   const distinct = Array.from({ length: 8 }, (_, i) => crypto.randomBytes(i === 0 ? 9 * MiB : 20_000 + i));
   const results = await Promise.all([
-    ...shared.flatMap((buf) => [upload(a, buf, KEYS.alice), upload(b, buf, KEYS.alice), upload(a, buf, KEYS.bob), upload(b, buf, KEYS.bob)]),
+    ...shared.flatMap((buf) => [
+      upload(a, buf, KEYS.alice),
+      upload(b, buf, KEYS.alice),
+      upload(a, buf, KEYS.bob),
+      upload(b, buf, KEYS.bob),
+    ]),
     ...distinct.map((buf, i) => upload(i % 2 ? a : b, buf, KEYS.alice)),
   ]);
   for (const [i, buf] of shared.entries()) {
@@ -122,7 +136,10 @@ async function concurrentUploads(c: Cluster, a: ServiceProcess, b: ServiceProces
   const [aa, , ab] = results;
   expect((await a.fetch(`/api/assets/${aa!.body.id}`, { method: 'DELETE', key: KEYS.alice })).status).toBe(204);
   expect((await b.fetch(`/api/assets/${ab!.body.id}`, { method: 'DELETE', key: KEYS.bob })).status).toBe(204);
-  await waitFor(async () => ((await c.blobs()).length === 11 ? true : undefined), { timeoutMs: 60_000, what: 'GC of the deleted content' });
+  await waitFor(async () => ((await c.blobs()).length === 11 ? true : undefined), {
+    timeoutMs: 60_000,
+    what: 'GC of the deleted content',
+  });
   await checkFinalState(c, { contents: 11, assets: 14 });
 }
 
@@ -136,9 +153,13 @@ describe('disk store shared by processes with different roles', () => {
     // The GC jobs ran on the worker, never on an api-only process. The blob goes before the worker's log line reaches
     // this process through its stdout pipe: wait for the line.
     const gcLines = () => w.logs().filter((l) => l.msg === 'removed unreferenced content');
-    await waitFor(async () => (gcLines().length > 0 ? true : undefined), { timeoutMs: 10_000, what: "the worker's GC log line" });
+    await waitFor(async () => (gcLines().length > 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: "the worker's GC log line",
+    });
     expect(gcLines()).toHaveLength(1);
-    for (const p of [a, b]) expect(p.logs().some((l) => l.msg === 'removed unreferenced content' || l.msg === 'workers started')).toBe(false);
+    for (const p of [a, b])
+      expect(p.logs().some((l) => l.msg === 'removed unreferenced content' || l.msg === 'workers started')).toBe(false);
   });
 });
 
@@ -149,7 +170,11 @@ describe('exports across processes', () => {
     const body = JSON.stringify({ asset_ids: [crypto.randomUUID()], job_ids: [crypto.randomUUID()] });
     const answers = await Promise.all(
       Array.from({ length: 16 }, async (_, i) => {
-        const res = await (i % 2 ? a : b).fetch('/api/assets/export', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        const res = await (i % 2 ? a : b).fetch('/api/assets/export', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
         expect(res.status).toBe(202);
         return (await json(res)).task_id as string;
       }),
@@ -179,7 +204,10 @@ describe('S3 bucket shared by two processes', () => {
     const res = await startDownload(a, { source_url: url });
     expect(res.status).toBe(202);
     const { task_id } = await json(res);
-    await waitTask(a, task_id, { until: (t) => t.status === 'running' && t.progress.bytes_downloaded >= MiB, timeoutMs: 60_000 });
+    await waitTask(a, task_id, {
+      until: (t) => t.status === 'running' && t.progress.bytes_downloaded >= MiB,
+      timeoutMs: 60_000,
+    });
     const started = (p: ServiceProcess) => p.logs().some((l) => l.msg === 'download started');
     const [first, other] = started(a) ? [a, b] : [b, a];
     expect(started(first)).toBe(true);

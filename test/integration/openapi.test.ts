@@ -35,7 +35,8 @@ const isGraphqlPath = (p: string) => p === '/graphql' || p.startsWith('/graphql/
 function operations(): { path: string; method: string; op: Doc; pathItem: Doc }[] {
   const out: { path: string; method: string; op: Doc; pathItem: Doc }[] = [];
   for (const [p, item] of Object.entries<Doc>(doc.paths ?? {})) {
-    for (const m of HTTP_METHODS) if (item[m]) out.push({ path: p, method: m.toUpperCase(), op: item[m], pathItem: item });
+    for (const m of HTTP_METHODS)
+      if (item[m]) out.push({ path: p, method: m.toUpperCase(), op: item[m], pathItem: item });
   }
   return out;
 }
@@ -51,7 +52,8 @@ function undeclared(op: Doc, method: string, code: string): string | undefined {
   if (method === 'HEAD') return undefined;
   const schema = resolve(response).content?.['application/json']?.schema;
   if (!schema) return `${status} declares no JSON error body for ${code}`;
-  const codes: string[] | undefined = schema.allOf?.map(resolve).find((s: Doc) => s.properties?.code?.enum)?.properties.code.enum;
+  const codes: string[] | undefined = schema.allOf?.map(resolve).find((s: Doc) => s.properties?.code?.enum)?.properties
+    .code.enum;
   return codes && !codes.includes(code) ? `${status} does not list ${code}` : undefined;
 }
 
@@ -66,7 +68,8 @@ function deref(ref: string): Doc {
   }
   return node;
 }
-const resolve = (node: Doc): Doc => (node && typeof node === 'object' && typeof node.$ref === 'string' ? resolve(deref(node.$ref)) : node);
+const resolve = (node: Doc): Doc =>
+  node && typeof node === 'object' && typeof node.$ref === 'string' ? resolve(deref(node.$ref)) : node;
 
 describe('openapi.yaml is valid OpenAPI 3.1', () => {
   test('top level', () => {
@@ -120,8 +123,10 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
         if (!decl || decl.required !== true) problems.push(`${where}: path parameter ${name} not declared as required`);
       }
       for (const x of params) {
-        if (x.in === 'path' && !p.includes(`{${x.name}}`)) problems.push(`${where}: declares path parameter ${x.name} not in the path`);
-        if (!['path', 'query', 'header', 'cookie'].includes(x.in)) problems.push(`${where}: parameter ${x.name} in ${x.in}`);
+        if (x.in === 'path' && !p.includes(`{${x.name}}`))
+          problems.push(`${where}: declares path parameter ${x.name} not in the path`);
+        if (!['path', 'query', 'header', 'cookie'].includes(x.in))
+          problems.push(`${where}: parameter ${x.name} in ${x.in}`);
         if (!x.schema && !x.content) problems.push(`${where}: parameter ${x.name} has no schema`);
       }
       if (op.requestBody && !resolve(op.requestBody).content) problems.push(`${where}: requestBody without content`);
@@ -137,7 +142,9 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     const problems: string[] = [];
     for (const { path: p, method, op } of operations()) {
       const effective: Doc[] = op.security ?? doc.security;
-      for (const req of effective) for (const name of Object.keys(req)) if (!schemes[name]) problems.push(`${method} ${p}: unknown scheme ${name}`);
+      for (const req of effective)
+        for (const name of Object.keys(req))
+          if (!schemes[name]) problems.push(`${method} ${p}: unknown scheme ${name}`);
       const open = effective.length === 0;
       // The disk store's signed export URLs: the signature is the credential.
       if (op['x-signed-url'] === true && open) continue;
@@ -161,17 +168,20 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
         if (!schema || !/^[45]/.test(status) || !p.startsWith('/api/')) continue;
         // ComfyUI's seed answers 409 {"status": "already_running"}, which its frontend reads.
         if (resolve(r)['x-comfyui-answer'] === true) continue;
-        const codes: string[] | undefined = schema.allOf?.find((s: Doc) => s.properties?.code?.enum)?.properties.code.enum;
+        const codes: string[] | undefined = schema.allOf?.find((s: Doc) => s.properties?.code?.enum)?.properties.code
+          .enum;
         if (!codes) {
           problems.push(`${method} ${p} ${status}: error response without a code enum`);
           continue;
         }
-        if (resolve(schema.allOf[0]) !== resolve(doc.components.schemas.Error)) problems.push(`${method} ${p} ${status}: not the Error schema`);
+        if (resolve(schema.allOf[0]) !== resolve(doc.components.schemas.Error))
+          problems.push(`${method} ${p} ${status}: not the Error schema`);
         for (const code of codes) {
           checked++;
           const expected = STATUS_OF[code as keyof typeof STATUS_OF];
           if (expected === undefined) problems.push(`${method} ${p} ${status}: unknown code ${code}`);
-          else if (String(expected) !== status) problems.push(`${method} ${p}: ${code} is ${expected} in STATUS_OF, documented under ${status}`);
+          else if (String(expected) !== status)
+            problems.push(`${method} ${p}: ${code} is ${expected} in STATUS_OF, documented under ${status}`);
         }
       }
     }
@@ -207,7 +217,9 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     const created = schemas.AssetCreated.allOf;
     expect(resolve(created[0])).toBe(resolve(schemas.Asset));
     expect(created[1].required).toEqual(['created_new']);
-    expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(Object.keys(assetJson(asset, { base: 'http://h', access: 'grant' }, true)).sort());
+    expect([...props(schemas.Asset), ...Object.keys(created[1].properties)].sort()).toEqual(
+      Object.keys(assetJson(asset, { base: 'http://h', access: 'grant' }, true)).sort(),
+    );
     // The null rule: no optional field is nullable except these.
     const nullable = Object.entries<Doc>(resolve(schemas.Asset).properties)
       .filter(([, p]) => Array.isArray(p.type) && p.type.includes('null'))
@@ -216,7 +228,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect(nullable).toEqual(['job_id', 'preview_id', 'prompt_id']);
   });
 
-  test('no schema of openapi.yaml allows null except preview_id, prompt_id, job_id and JobOutputAsset\'s output fields', () => {
+  test("no schema of openapi.yaml allows null except preview_id, prompt_id, job_id and JobOutputAsset's output fields", () => {
     const found: string[] = [];
     (function walk(n: Doc, where: string) {
       if (Array.isArray(n)) n.forEach((x, i) => walk(x, `${where}/${i}`));
@@ -226,7 +238,8 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       }
     })(doc, '');
     // Comfy Cloud's JobOutputAsset makes node_id, output_key and output_index nullable (contract 3.7).
-    const allowed = /\/(preview_id|prompt_id|job_id)$|^\/components\/schemas\/JobOutputAsset\/properties\/(node_id|output_key|output_index)$/;
+    const allowed =
+      /\/(preview_id|prompt_id|job_id)$|^\/components\/schemas\/JobOutputAsset\/properties\/(node_id|output_key|output_index)$/;
     expect(found.filter((w) => !allowed.test(w))).toEqual([]);
   });
 
@@ -243,16 +256,29 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       startedAt: new Date(),
       completedAt: new Date(),
       progress: { bytesDownloaded: 1, bytesTotal: 1, progress: 1 },
-      result: { success: true, assetId: '00000000-0000-4000-8000-000000000002', assetHash: 'blake3:' + 'a'.repeat(64), filename: 'f', bytesDownloaded: 1 },
+      result: {
+        success: true,
+        assetId: '00000000-0000-4000-8000-000000000002',
+        assetHash: 'blake3:' + 'a'.repeat(64),
+        filename: 'f',
+        bytesDownloaded: 1,
+      },
       errorMessage: 'e',
     }) as Record<string, Record<string, unknown>>;
     const schema = resolve(doc.components.schemas.Task);
     const keys = (o: object) => Object.keys(o).sort();
     // Every optional field present: the schema lists exactly these; only the always-present ones are required.
     expect(keys(schema.properties)).toEqual(keys(task));
-    expect([...schema.required].sort()).toEqual(
-      ['create_time', 'id', 'idempotency_key', 'payload', 'progress', 'status', 'task_name', 'update_time'],
-    );
+    expect([...schema.required].sort()).toEqual([
+      'create_time',
+      'id',
+      'idempotency_key',
+      'payload',
+      'progress',
+      'status',
+      'task_name',
+      'update_time',
+    ]);
     expect(keys(schema.properties.payload.anyOf[0].properties)).toEqual(keys(task.payload!));
     expect(keys(schema.properties.progress.properties)).toEqual(keys(task.progress!));
     expect(keys(schema.properties.result.oneOf[0].properties)).toEqual(keys(task.result!));
@@ -265,11 +291,17 @@ test('the route walker sees nested routers, mount paths and mounted middleware',
   const a = express();
   a.get('/up', (_q, r) => void r.end());
   const inner = express.Router();
-  inner.route('/tasks/:task_id').get((_q, r) => void r.end()).delete((_q, r) => void r.end());
+  inner
+    .route('/tasks/:task_id')
+    .get((_q, r) => void r.end())
+    .delete((_q, r) => void r.end());
   const api = express.Router();
   api.use((_q, _r, n) => n());
   api.use(inner);
-  api.use('/nested', express.Router().post('/:id/x', (_q, r) => void r.end()));
+  api.use(
+    '/nested',
+    express.Router().post('/:id/x', (_q, r) => void r.end()),
+  );
   a.use('/api', api);
   a.use('/graphql', (_q, r) => void r.end());
   a.get('/graphql/{*rest}', (_q, r) => void r.end());
@@ -322,7 +354,9 @@ describe('openapi.yaml lists exactly the routes the app serves', () => {
     const key = (r: Served) => `${r.method} ${r.path}`;
     const served = servedRoutes(app, isGraphqlPath);
     // Sanity check of the walker itself: routes of the app root, of /api and of the routers mounted under it.
-    expect(served.map(key)).toEqual(expect.arrayContaining(['GET /healthz', 'GET /api/assets/{id}', 'HEAD /api/assets/{id}/content']));
+    expect(served.map(key)).toEqual(
+      expect.arrayContaining(['GET /healthz', 'GET /api/assets/{id}', 'HEAD /api/assets/{id}/content']),
+    );
     const servedSet = new Set(served.map(key));
     const documented = new Set(operations().map((o) => `${o.method} ${o.path}`));
     const undocumented = [...servedSet].filter((r) => !documented.has(r)).sort();

@@ -17,7 +17,10 @@ const logLines: string[] = [];
 let asset: { id: string; hash: string; sha256: string };
 
 beforeAll(async () => {
-  svc = await startTestService({ LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: String(LIMIT) }, { log: (l) => logLines.push(l), validateResponses: true });
+  svc = await startTestService(
+    { LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+    { log: (l) => logLines.push(l), validateResponses: true },
+  );
   const bytes = Buffer.from(`pipeline ${crypto.randomUUID()}`);
   const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(bytes) });
   expect(up.status).toBe(201);
@@ -46,24 +49,27 @@ describe('the hot routes pass every step of the pipeline, once', () => {
   ];
   let remaining = LIMIT - 1; // the upload above was alice's first request
 
-  test.each(spellings)('%s: request id, one rate-limit point, one access-log line with the route template', async (_name, method, path, status) => {
-    const requestId = `pipe-${crypto.randomUUID()}`;
-    const res = await svc.fetch(path(), { method, headers: { 'x-request-id': requestId } });
-    await res.arrayBuffer();
-    expect(res.status).toBe(status);
-    expect(res.headers.get('x-request-id')).toBe(requestId);
-    // The limiter counted this request exactly once (a second authentication would take two points).
-    remaining -= 1;
-    expect(res.headers.get('ratelimit-policy')).toBe(`"per-key";q=${LIMIT};w=60`);
-    expect(res.headers.get('ratelimit')).toMatch(new RegExp(`^"per-key";r=${remaining};t=\\d+$`));
-    const lines = accessLines(requestId);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({
-      method,
-      status,
-      route: method === 'GET' ? '/api/assets/:id' : '/api/assets/hash/:hash',
-    });
-  });
+  test.each(spellings)(
+    '%s: request id, one rate-limit point, one access-log line with the route template',
+    async (_name, method, path, status) => {
+      const requestId = `pipe-${crypto.randomUUID()}`;
+      const res = await svc.fetch(path(), { method, headers: { 'x-request-id': requestId } });
+      await res.arrayBuffer();
+      expect(res.status).toBe(status);
+      expect(res.headers.get('x-request-id')).toBe(requestId);
+      // The limiter counted this request exactly once (a second authentication would take two points).
+      remaining -= 1;
+      expect(res.headers.get('ratelimit-policy')).toBe(`"per-key";q=${LIMIT};w=60`);
+      expect(res.headers.get('ratelimit')).toMatch(new RegExp(`^"per-key";r=${remaining};t=\\d+$`));
+      const lines = accessLines(requestId);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({
+        method,
+        status,
+        route: method === 'GET' ? '/api/assets/:id' : '/api/assets/hash/:hash',
+      });
+    },
+  );
 
   test('past the limit, both routes answer 429 from the rate-limit step, before the route runs', async () => {
     for (;;) {
@@ -95,7 +101,11 @@ test('the route table and the routers give the same answers (canonical spellings
     });
     return { status: res.status, headers, body: await res.text() };
   };
-  const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(Buffer.from(`bob ${crypto.randomUUID()}`)), key: KEYS.bob });
+  const up = await svc.fetch('/api/assets', {
+    method: 'POST',
+    body: uploadForm(Buffer.from(`bob ${crypto.randomUUID()}`)),
+    key: KEYS.bob,
+  });
   const bobs = ((await up.json()) as { id: string }).id;
   const unknown = crypto.randomUUID();
   const pairs: Array<[string, string, string, (string | null)?]> = [
@@ -130,18 +140,30 @@ test('an unexpected error on the hot route is rendered by the error step: 500 IN
     child: () => logger,
   } as unknown as Logger;
   const real = svc.container.assets;
-  const assets = Object.assign(Object.create(real) as typeof real, { get: () => Promise.reject(new Error('database on fire')) });
+  const assets = Object.assign(Object.create(real) as typeof real, {
+    get: () => Promise.reject(new Error('database on fire')),
+  });
   const app = await createApp({ ...svc.container, assets, logger, metrics: undefined });
   const server = http.createServer(app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/assets/${asset.id}`, { headers: { 'x-api-key': KEYS.bob } });
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/assets/${asset.id}`, {
+      headers: { 'x-api-key': KEYS.bob },
+    });
     expect(res.status).toBe(500);
     const body = (await res.json()) as { code: string; message: string; details: { request_id: string } };
-    expect(body).toEqual({ code: 'INTERNAL', message: 'internal error', details: { request_id: res.headers.get('x-request-id') } });
+    expect(body).toEqual({
+      code: 'INTERNAL',
+      message: 'internal error',
+      details: { request_id: res.headers.get('x-request-id') },
+    });
     expect(JSON.stringify(body)).not.toContain('on fire');
     expect(logged).toHaveLength(1);
-    expect(logged[0]![1]).toMatchObject({ request_id: body.details.request_id, method: 'GET', path: `/api/assets/${asset.id}` });
+    expect(logged[0]![1]).toMatchObject({
+      request_id: body.details.request_id,
+      method: 'GET',
+      path: `/api/assets/${asset.id}`,
+    });
   } finally {
     await new Promise<void>((r) => server.close(() => r()));
   }
@@ -188,7 +210,11 @@ test("the server builds requests and responses on the app's prototypes, so Expre
   server.prependListener('request', probe);
   try {
     // The admin's key: alice's and bob's requests are counted by the rate limit of the tests above.
-    const up = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(Buffer.from(`proto ${crypto.randomUUID()}`)), key: KEYS.admin });
+    const up = await svc.fetch('/api/assets', {
+      method: 'POST',
+      body: uploadForm(Buffer.from(`proto ${crypto.randomUUID()}`)),
+      key: KEYS.admin,
+    });
     expect(up.status).toBe(201);
     const res = await svc.fetch(`/api/assets/${((await up.json()) as { id: string }).id}`, { key: KEYS.admin });
     expect(res.status).toBe(200);

@@ -78,7 +78,11 @@ async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; nodes
     const json = await explainer.query({ text: `EXPLAIN (FORMAT JSON) ${s.text}`, values: s.values });
     const text = await explainer.query({ text: `EXPLAIN ${s.text}`, values: s.values });
     const plan = (json.rows[0]['QUERY PLAN'] as { Plan: PlanNode }[])[0]!.Plan;
-    out.push({ sql: s.text.replace(/\s+/g, ' '), nodes: flatten(plan), text: text.rows.map((r) => r['QUERY PLAN']).join('\n') });
+    out.push({
+      sql: s.text.replace(/\s+/g, ' '),
+      nodes: flatten(plan),
+      text: text.rows.map((r) => r['QUERY PLAN']).join('\n'),
+    });
   }
   if (process.env.SHOW_PLANS) for (const p of out) console.log(`${p.sql}\n${p.text}`);
   return out;
@@ -88,7 +92,9 @@ async function plansOf(fn: () => Promise<unknown>): Promise<{ sql: string; nodes
 function expectIndexed(plans: { sql: string; nodes: PlanNode[]; text: string }[], opts: { noSort?: boolean } = {}) {
   for (const p of plans) {
     const ctx = `${p.sql}\n${p.text}`;
-    const seq = p.nodes.filter((n) => n['Node Type'] === 'Seq Scan' && ['asset', 'content'].includes(n['Relation Name'] ?? ''));
+    const seq = p.nodes.filter(
+      (n) => n['Node Type'] === 'Seq Scan' && ['asset', 'content'].includes(n['Relation Name'] ?? ''),
+    );
     expect({ seqScans: seq.map((n) => n['Relation Name']), plan: ctx }).toEqual({ seqScans: [], plan: ctx });
     // A statement that reads neither (the owner's one-row version in asset_owner_stats, a table the planner may
     // scan whole while it is a page or two) has nothing to check here.
@@ -102,11 +108,15 @@ function expectIndexed(plans: { sql: string; nodes: PlanNode[]; text: string }[]
   }
 }
 
-const indexNames = (plans: { nodes: PlanNode[] }[]) => plans.flatMap((p) => p.nodes.map((n) => n['Index Name']).filter(Boolean));
+const indexNames = (plans: { nodes: PlanNode[] }[]) =>
+  plans.flatMap((p) => p.nodes.map((n) => n['Index Name']).filter(Boolean));
 
 async function anAsset(): Promise<{ id: string; blake3: string; sha256: string }> {
-  const r = await explainer.query(`SELECT a.id::text AS id, c.blake3, c.sha256 FROM asset a JOIN content c ON c.blake3 = a.content_hash
-    WHERE a.owner_id = $1 LIMIT 1`, [OWNER]);
+  const r = await explainer.query(
+    `SELECT a.id::text AS id, c.blake3, c.sha256 FROM asset a JOIN content c ON c.blake3 = a.content_hash
+    WHERE a.owner_id = $1 LIMIT 1`,
+    [OWNER],
+  );
   return r.rows[0];
 }
 
@@ -175,7 +185,9 @@ test('an unfiltered list and a one-tag list take their total from the maintained
   for (const q of [listQuery({}), listQuery({ includeTags: ['tag5'] }), listQuery({ excludeTags: ['tag5'] })]) {
     const plans = await plansOf(() => assets.list(OWNER, q));
     const readingAsset = plans.filter((p) => p.nodes.some((n) => n['Relation Name'] === 'asset'));
-    expect(readingAsset.map((p) => p.sql)).toEqual([expect.stringMatching(/ORDER BY created_at DESC, asset\.id DESC LIMIT/)]);
+    expect(readingAsset.map((p) => p.sql)).toEqual([
+      expect.stringMatching(/ORDER BY created_at DESC, asset\.id DESC LIMIT/),
+    ]);
     expect(plans.some((p) => /FROM asset_owner_stats|JOIN asset_owner_stats/.test(p.sql))).toBe(true);
   }
 });
@@ -214,13 +226,22 @@ test("an owner's tag counts use an index", async () => {
 });
 
 /** The boundary of a cursor page deep in one owner's list (the 60th row of that sort). */
-async function boundary(sort: 'name' | 'created_at' | 'updated_at' | 'size'): Promise<{ value: string | number; id: string }> {
-  const r = await explainer.query(`SELECT ${sort} AS v, id::text AS id FROM asset WHERE owner_id = $1 ORDER BY ${sort}, id OFFSET 60 LIMIT 1`, [OWNER]);
+async function boundary(
+  sort: 'name' | 'created_at' | 'updated_at' | 'size',
+): Promise<{ value: string | number; id: string }> {
+  const r = await explainer.query(
+    `SELECT ${sort} AS v, id::text AS id FROM asset WHERE owner_id = $1 ORDER BY ${sort}, id OFFSET 60 LIMIT 1`,
+    [OWNER],
+  );
   const v = r.rows[0].v;
   return { value: v instanceof Date ? v.toISOString() : sort === 'size' ? Number(v) : v, id: r.rows[0].id };
 }
 
-test.each((['name', 'created_at', 'updated_at', 'size'] as const).flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const)))(
+test.each(
+  (['name', 'created_at', 'updated_at', 'size'] as const).flatMap((sort) =>
+    (['asc', 'desc'] as const).map((order) => [sort, order] as const),
+  ),
+)(
   'a cursor page sorted by %s %s starts inside the (owner, column, id) index: no Sort, no scan of the rows before it',
   async (sort, order) => {
     const assets = new AssetRepository(db.prisma);
@@ -229,7 +250,9 @@ test.each((['name', 'created_at', 'updated_at', 'size'] as const).flatMap((sort)
     expectIndexed(plans, { noSort: true });
     const page = plans.find((p) => /ORDER BY/i.test(p.sql))!;
     // The row comparison is an Index Cond of the sort index, so the scan starts at the cursor.
-    expect({ plan: page.text }).toEqual({ plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)) });
+    expect({ plan: page.text }).toEqual({
+      plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)),
+    });
     expect(indexNames([page])).toContain(`asset_owner_id_${sort}_id_idx`);
   },
 );
@@ -245,7 +268,9 @@ test('a count the maintained counts cannot answer stops after 10,001 rows (a Lim
 test('tags_any, tags_none and hash filters use indexes', async () => {
   const assets = new AssetRepository(db.prisma);
   const a = await anAsset();
-  expectIndexed(await plansOf(() => assets.list(OWNER, listQuery({ anyTags: ['tag5', 'tag6'], excludeTags: ['tag7'] }))));
+  expectIndexed(
+    await plansOf(() => assets.list(OWNER, listQuery({ anyTags: ['tag5', 'tag6'], excludeTags: ['tag7'] }))),
+  );
   const byBlake3 = await plansOf(() => assets.list(OWNER, listQuery({ hash: { algorithm: 'blake3', hex: a.blake3 } })));
   expectIndexed(byBlake3);
   expect(indexNames(byBlake3).some((n) => /^asset_(owner_id_)?content_hash_/.test(n!))).toBe(true);
@@ -257,7 +282,9 @@ test('tags_any, tags_none and hash filters use indexes', async () => {
 test('the refine facets and the null/object metadata_filter terms read one owner through an index', async () => {
   const assets = new AssetRepository(db.prisma);
   expectIndexed(await plansOf(() => assets.tagFacets(OWNER, { includeTags: ['models'], excludeTags: [] }, 100)));
-  expectIndexed(await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: [5, null], kind: { a: 1 } } }))));
+  expectIndexed(
+    await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: [5, null], kind: { a: 1 } } }))),
+  );
 });
 
 test('GET /api/tags reads the maintained counts table by owner', async () => {
@@ -282,20 +309,32 @@ test('the metadata backfill walks the primary key in order: no Sort of the remai
   const assets = new AssetRepository(db.prisma);
   const plans = await plansOf(() => assets.fillMissingMetadata('00000000-0000-0000-0000-000000000000', 500));
   const walk = plans.find((p) => /ORDER BY/i.test(p.sql))!;
-  expect({ sorts: walk.nodes.filter((n) => /Sort/.test(n['Node Type'])).map((n) => n['Node Type']), plan: walk.text }).toEqual({ sorts: [], plan: walk.text });
+  expect({
+    sorts: walk.nodes.filter((n) => /Sort/.test(n['Node Type'])).map((n) => n['Node Type']),
+    plan: walk.text,
+  }).toEqual({ sorts: [], plan: walk.text });
   expect(indexNames([walk])).toContain('asset_pkey');
 });
 
-test.each((['name', 'created_at', 'updated_at', 'size', 'last_access_time'] as const).flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const)))(
+test.each(
+  (['name', 'created_at', 'updated_at', 'size', 'last_access_time'] as const).flatMap((sort) =>
+    (['asc', 'desc'] as const).map((order) => [sort, order] as const),
+  ),
+)(
   "GET /api/assets' statement (columns as text, pageTextIfChanged) sorted by %s %s is read in index order, from the cursor on",
   async (sort, order) => {
     const assets = new AssetRepository(db.prisma, db.pool);
-    expectIndexed(await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined)), { noSort: true });
+    expectIndexed(
+      await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined)),
+      { noSort: true },
+    );
     if (sort === 'last_access_time') return;
     const after = await boundary(sort);
     const plans = await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), after, undefined));
     expectIndexed(plans, { noSort: true });
-    expect({ plan: plans[0]!.text }).toEqual({ plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)) });
+    expect({ plan: plans[0]!.text }).toEqual({
+      plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)),
+    });
   },
 );
 
@@ -320,7 +359,10 @@ test("GET /api/assets' named page statement keeps its generic plan: it is not pl
     // Two statements (first page, cursor page); PostgreSQL tries five custom plans before it compares.
     expect(rows).toHaveLength(2);
     const cursorPage = rows.find((r) => /ROW|\) < \(/.test(r.statement))!;
-    expect({ generic: Number(cursorPage.generic_plans), custom: Number(cursorPage.custom_plans) }).toEqual({ generic: 7, custom: 5 });
+    expect({ generic: Number(cursorPage.generic_plans), custom: Number(cursorPage.custom_plans) }).toEqual({
+      generic: 7,
+      custom: 5,
+    });
   } finally {
     await one.close();
     await explainer.query(`UPDATE asset SET owner_id = 'owner' || (size % ${OWNERS})`);
@@ -351,10 +393,17 @@ test("common include tags: the named page statement's generic plan is the sort i
       `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%coalesce(tags%'`,
     );
     expect(rows).toHaveLength(1);
-    expect({ generic: Number(rows[0]!.generic_plans), custom: Number(rows[0]!.custom_plans) }).toEqual({ generic: 7, custom: 5 });
+    expect({ generic: Number(rows[0]!.generic_plans), custom: Number(rows[0]!.custom_plans) }).toEqual({
+      generic: 7,
+      custom: 5,
+    });
     // The generic plan itself, on the connection that holds the statement.
     const lit = (v: unknown): string =>
-      Array.isArray(v) ? `ARRAY[${v.map(lit).join(',')}]::text[]` : typeof v === 'number' ? String(v) : `'${String(v).replace(/'/g, "''")}'`;
+      Array.isArray(v)
+        ? `ARRAY[${v.map(lit).join(',')}]::text[]`
+        : typeof v === 'number'
+          ? String(v)
+          : `'${String(v).replace(/'/g, "''")}'`;
     const conn = await one.pool.connect();
     try {
       await conn.query('SET plan_cache_mode = force_generic_plan');
@@ -362,10 +411,14 @@ test("common include tags: the named page statement's generic plan is the sort i
       const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
       if (process.env.SHOW_PLANS) console.log(text);
       expect({ plan: text }).toEqual({
-        plan: expect.stringMatching(/Index Scan Backward using asset_owner_id_created_at_id_idx on asset[^\n]*\n\s+Index Cond: \(\(owner_id = \$\d+\) AND \(ROW\(created_at, id\) < ROW\(/),
+        plan: expect.stringMatching(
+          /Index Scan Backward using asset_owner_id_created_at_id_idx on asset[^\n]*\n\s+Index Cond: \(\(owner_id = \$\d+\) AND \(ROW\(created_at, id\) < ROW\(/,
+        ),
       });
       // The tags as an InitPlan: unknown to custom plans too, so their estimate is the generic plan's, which is kept.
-      expect({ plan: text }).toEqual({ plan: expect.stringMatching(/Filter: \(COALESCE\(tags, '\{\}'::text\[\]\) @> \(InitPlan \d+\)\.col1\)/) });
+      expect({ plan: text }).toEqual({
+        plan: expect.stringMatching(/Filter: \(COALESCE\(tags, '\{\}'::text\[\]\) @> \(InitPlan \d+\)\.col1\)/),
+      });
       expect({ plan: text }).toEqual({ plan: expect.stringMatching(/One-Time Filter/) });
       expect({ plan: text }).toEqual({ plan: expect.not.stringMatching(/asset_tags_idx|Sort|Seq Scan on asset\b/) });
     } finally {

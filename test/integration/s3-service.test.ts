@@ -1,7 +1,16 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { Client } from 'pg';
-import { blake3Of, createTestDatabase, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import {
+  blake3Of,
+  createTestDatabase,
+  json,
+  KEYS,
+  startTestService,
+  uploadForm,
+  waitFor,
+  type TestService,
+} from '../helpers/harness';
 import { CountingProxy } from '../helpers/counting-proxy';
 import { startS3Server, type TestS3Server } from '../helpers/rgw';
 
@@ -20,10 +29,17 @@ afterAll(async () => {
 
 const unique = (label = 'x') => Buffer.from(`${label}-${crypto.randomUUID()}`);
 const hexOf = (b: Buffer) => blake3Of(b).slice('blake3:'.length);
-const contentKeys = async () => (await s3.objectKeys()).filter((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/.test(k));
+const contentKeys = async () =>
+  (await s3.objectKeys()).filter((k) => /^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}$/.test(k));
 const tempKeys = async () => (await s3.objectKeys()).filter((k) => k.startsWith('.tmp/') || k.startsWith('.partial/'));
 
-async function upload(svc: TestService, body: Buffer, fields: Record<string, string> = {}, key: string = KEYS.alice, name = 'f.bin') {
+async function upload(
+  svc: TestService,
+  body: Buffer,
+  fields: Record<string, string> = {},
+  key: string = KEYS.alice,
+  name = 'f.bin',
+) {
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
   return { status: res.status, body: await json(res) };
 }
@@ -63,12 +79,26 @@ describe('one instance on S3', () => {
     expect(Buffer.from(await direct.arrayBuffer()).equals(bytes)).toBe(true);
     expect(direct.headers.get('content-type')).toBe('text/plain');
     // attachment by default; inline when asked for.
-    expect(direct.headers.get('content-disposition')).toBe(`attachment; filename="hello.txt"; filename*=UTF-8''hello.txt`);
-    const inline = await fetch((await svc.fetch(`/api/assets/${a.id}/content?disposition=inline`, { redirect: 'manual' })).headers.get('location')!);
+    expect(direct.headers.get('content-disposition')).toBe(
+      `attachment; filename="hello.txt"; filename*=UTF-8''hello.txt`,
+    );
+    const inline = await fetch(
+      (await svc.fetch(`/api/assets/${a.id}/content?disposition=inline`, { redirect: 'manual' })).headers.get(
+        'location',
+      )!,
+    );
     expect(inline.headers.get('content-disposition')).toBe(`inline; filename="hello.txt"; filename*=UTF-8''hello.txt`);
     // Active content stays an attachment on the bucket's origin too.
-    const { body: h } = await upload(svc, Buffer.from(`<!DOCTYPE html><p>${crypto.randomUUID()}`), {}, KEYS.alice, 'x.html');
-    const html = await fetch((await svc.fetch(`/api/assets/${h.id}/content`, { redirect: 'manual' })).headers.get('location')!);
+    const { body: h } = await upload(
+      svc,
+      Buffer.from(`<!DOCTYPE html><p>${crypto.randomUUID()}`),
+      {},
+      KEYS.alice,
+      'x.html',
+    );
+    const html = await fetch(
+      (await svc.fetch(`/api/assets/${h.id}/content`, { redirect: 'manual' })).headers.get('location')!,
+    );
     expect(html.headers.get('content-disposition')).toMatch(/^attachment; /);
     expect(html.headers.get('content-type')).toBe('application/octet-stream');
     // HEAD and conditional requests are still answered by the service.
@@ -80,10 +110,12 @@ describe('one instance on S3', () => {
     const { status, body: a } = await upload(svc, bytes);
     expect(status).toBe(201);
     expect(a.asset_hash).toBe(blake3Of(bytes));
-    const part = await svc.fetch(`/api/assets/${a.id}/content`, { headers: { range: `bytes=${8 * MiB - 3}-${8 * MiB + 2}` } });
+    const part = await svc.fetch(`/api/assets/${a.id}/content`, {
+      headers: { range: `bytes=${8 * MiB - 3}-${8 * MiB + 2}` },
+    });
     expect(part.status).toBe(206);
     expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(8 * MiB - 3, 8 * MiB + 3))).toBe(true);
-    expect((await tempKeys())).toEqual([]);
+    expect(await tempKeys()).toEqual([]);
   });
 
   test('a client that disconnects mid-upload leaves no temporary object or multipart upload', async () => {
@@ -91,36 +123,55 @@ describe('one instance on S3', () => {
     const url = new URL('/api/assets', svc.url);
     const req = http.request(url, {
       method: 'POST',
-      headers: { 'x-api-key': KEYS.alice, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+      headers: {
+        'x-api-key': KEYS.alice,
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'transfer-encoding': 'chunked',
+      },
     });
     req.on('error', () => undefined);
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`);
-    for (let i = 0; i < 12; i++) await new Promise<void>((resolve) => req.write(crypto.randomBytes(MiB), () => resolve()));
+    for (let i = 0; i < 12; i++)
+      await new Promise<void>((resolve) => req.write(crypto.randomBytes(MiB), () => resolve()));
     // Wait until the service has begun a multipart upload, then vanish.
-    await waitFor(async () => ((await s3.pendingUploads()) > 0 ? true : undefined), { what: 'a multipart upload to begin' });
+    await waitFor(async () => ((await s3.pendingUploads()) > 0 ? true : undefined), {
+      what: 'a multipart upload to begin',
+    });
     req.destroy();
-    await waitFor(async () => ((await tempKeys()).length === 0 && (await s3.pendingUploads()) === 0 ? true : undefined), { what: 'no temporaries' });
+    await waitFor(
+      async () => ((await tempKeys()).length === 0 && (await s3.pendingUploads()) === 0 ? true : undefined),
+      { what: 'no temporaries' },
+    );
   });
 
   test('delete + GC removes the row and the blob; from-hash then answers 404', async () => {
     const bytes = unique('gc');
     const { body: a } = await upload(svc, bytes);
     const key = `${hexOf(bytes).slice(0, 2)}/${hexOf(bytes).slice(2, 4)}/${hexOf(bytes)}`;
-    expect((await s3.objectKeys())).toContain(key);
+    expect(await s3.objectKeys()).toContain(key);
     expect((await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
-    await waitFor(async () => (!(await s3.objectKeys()).includes(key) ? true : undefined), { what: 'the blob to be collected' });
+    await waitFor(async () => (!(await s3.objectKeys()).includes(key) ? true : undefined), {
+      what: 'the blob to be collected',
+    });
     expect((await svc.fetch(`/api/assets/hash/${blake3Of(bytes)}`, { method: 'HEAD' })).status).toBe(404);
     expect((await fromHash(svc, blake3Of(bytes), KEYS.bob)).status).toBe(404);
     // Uploading it again stores it anew.
     const again = await upload(svc, bytes, {}, KEYS.bob);
     expect(again.status).toBe(201);
-    expect((await s3.objectKeys())).toContain(key);
+    expect(await s3.objectKeys()).toContain(key);
   });
 
   test('the orphan sweeper removes blobs without a content row, and only those', async () => {
     const { blobStore, content } = svc.container;
     const stray = unique('stray');
-    await blobStore.commit(await blobStore.writeTemp((async function* () { yield stray; })()), hexOf(stray));
+    await blobStore.commit(
+      await blobStore.writeTemp(
+        (async function* () {
+          yield stray;
+        })(),
+      ),
+      hexOf(stray),
+    );
     const kept = unique('kept');
     await upload(svc, kept);
     expect(await content.sweepOrphanBlobs(3600_000)).toBe(0); // too young
@@ -154,7 +205,9 @@ describe('the store unreachable', () => {
         expect([res.status, res.headers.get('retry-after'), body.code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
         expect(JSON.stringify(body)).not.toMatch(/ECONN|127\.0\.0\.1|at .*\.js/);
       };
-      await unavailable(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('during'), {}, 'f.bin') }));
+      await unavailable(
+        await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('during'), {}, 'f.bin') }),
+      );
       await unavailable(await svc.fetch(`/api/assets/${stored.body.id}/content`));
       const gone = await svc.fetch('/readyz', { key: null });
       expect([gone.status, (await json(gone)).checks?.storage]).toEqual([503, 'unavailable']);
@@ -165,7 +218,7 @@ describe('the store unreachable', () => {
     expect((await upload(svc, after)).status).toBe(201);
     const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
     expect(Buffer.from(await content.arrayBuffer())).toEqual(before);
-    expect((await tempKeys())).toEqual([]);
+    expect(await tempKeys()).toEqual([]);
   });
 });
 
@@ -181,27 +234,30 @@ describe('the store failing on its side', () => {
     await proxy?.close();
   });
 
-  test.each([500, 502, 504])('every store request answered %i (after the SDK retries): uploads and content answer 503 with Retry-After, nothing kept', async (status) => {
-    const before = unique('before');
-    const stored = await upload(svc, before);
-    expect(stored.status).toBe(201);
-    const temps = (await tempKeys()).length;
-    proxy.refuse = () => status;
-    try {
-      for (const res of [
-        await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('during'), {}, 'f.bin') }),
-        await svc.fetch(`/api/assets/${stored.body.id}/content`),
-      ]) {
-        const body = await json(res);
-        expect([res.status, res.headers.get('retry-after'), body.code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+  test.each([500, 502, 504])(
+    'every store request answered %i (after the SDK retries): uploads and content answer 503 with Retry-After, nothing kept',
+    async (status) => {
+      const before = unique('before');
+      const stored = await upload(svc, before);
+      expect(stored.status).toBe(201);
+      const temps = (await tempKeys()).length;
+      proxy.refuse = () => status;
+      try {
+        for (const res of [
+          await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(unique('during'), {}, 'f.bin') }),
+          await svc.fetch(`/api/assets/${stored.body.id}/content`),
+        ]) {
+          const body = await json(res);
+          expect([res.status, res.headers.get('retry-after'), body.code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+        }
+      } finally {
+        proxy.refuse = undefined;
       }
-    } finally {
-      proxy.refuse = undefined;
-    }
-    const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
-    expect(Buffer.from(await content.arrayBuffer()).equals(before)).toBe(true);
-    expect((await tempKeys()).length).toBe(temps);
-  });
+      const content = await svc.fetch(`/api/assets/${stored.body.id}/content`);
+      expect(Buffer.from(await content.arrayBuffer()).equals(before)).toBe(true);
+      expect((await tempKeys()).length).toBe(temps);
+    },
+  );
 
   test('501 (a feature the store lacks) is not taken for an outage: no 503 with Retry-After for a retry that cannot help', async () => {
     proxy.refuse = () => 501;
@@ -228,15 +284,22 @@ describe('the store silent half-way through a body', () => {
     await proxy?.close();
   });
 
-  test("content whose store stops sending is cut after S3_TIMEOUT_MS, not held for ever; the next request is served", async () => {
+  test('content whose store stops sending is cut after S3_TIMEOUT_MS, not held for ever; the next request is served', async () => {
     const bytes = Buffer.concat([unique('stall'), crypto.randomBytes(4 * MiB)]);
     const stored = await upload(svc, bytes);
     expect(stored.status).toBe(201);
-    proxy.stallRule = { direction: 'out', afterBytes: MiB, match: (method, p) => method === 'GET' && /\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}(\?|$)/.test(p) };
+    proxy.stallRule = {
+      direction: 'out',
+      afterBytes: MiB,
+      match: (method, p) => method === 'GET' && /\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{64}(\?|$)/.test(p),
+    };
     const res = await svc.fetch(`/api/assets/${stored.body.id}/content`, { signal: AbortSignal.timeout(30_000) });
     expect(res.status).toBe(200);
     // The client's own 30 s limit would end it as a TimeoutError; the service's cut ends it as a terminated body.
-    const err = await res.arrayBuffer().then(() => undefined, (e: Error) => e);
+    const err = await res.arrayBuffer().then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(err?.name).toBe('TypeError');
     proxy.stallRule = undefined;
     const again = await svc.fetch(`/api/assets/${stored.body.id}/content`);
@@ -268,7 +331,9 @@ describe('two instances on one database and one bucket: GC vs concurrent referen
     );
     const keys = new Set((await contentKeys()).map((k) => k.slice(6)));
     for (const r of rows.rows) expect([r.blake3.trim(), keys.has(r.blake3.trim())]).toEqual([r.blake3.trim(), true]);
-    const dangling = await db.query('SELECT 1 FROM asset a WHERE NOT EXISTS (SELECT 1 FROM content c WHERE c.blake3 = a.content_hash)');
+    const dangling = await db.query(
+      'SELECT 1 FROM asset a WHERE NOT EXISTS (SELECT 1 FROM content c WHERE c.blake3 = a.content_hash)',
+    );
     expect(dangling.rowCount).toBe(0);
   }
 
@@ -283,7 +348,9 @@ describe('two instances on one database and one bucket: GC vs concurrent referen
       const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
       const [gc, ref] = await Promise.all([
         delay(i % 4).then(() => b.container.content.collect(hex)),
-        delay((i >> 2) % 3).then(() => (i % 2 === 0 ? upload(a, bytes, {}, KEYS.bob) : fromHash(a, blake3Of(bytes), KEYS.bob))),
+        delay((i >> 2) % 3).then(() =>
+          i % 2 === 0 ? upload(a, bytes, {}, KEYS.bob) : fromHash(a, blake3Of(bytes), KEYS.bob),
+        ),
       ]);
       if (gc) outcomes.collected++;
       if (ref.status === 201 || ref.status === 200) {
@@ -334,6 +401,6 @@ describe('two instances on one database and one bucket: GC vs concurrent referen
     }
     expect(await b.container.blobStore.exists(hex)).toBe(true);
     await checkInvariant();
-    expect((await tempKeys())).toEqual([]);
+    expect(await tempKeys()).toEqual([]);
   });
 });

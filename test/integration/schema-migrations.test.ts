@@ -52,11 +52,21 @@ async function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promis
  */
 async function introspect(c: Client): Promise<Map<string, string>> {
   const facts = new Map<string, string>();
-  const tables = await c.query<{ t: string }>(`SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  const tables = await c.query<{
+    t: string;
+  }>(`SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> '_prisma_migrations'`);
   for (const { t } of tables.rows) facts.set(`table ${t}`, 'exists');
 
-  const columns = await c.query<{ t: string; col: string; type: string; notnull: boolean; dflt: string | null; identity: string; generated: string }>(
+  const columns = await c.query<{
+    t: string;
+    col: string;
+    type: string;
+    notnull: boolean;
+    dflt: string | null;
+    identity: string;
+    generated: string;
+  }>(
     `SELECT c.relname AS t, a.attname AS col, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS notnull,
        pg_get_expr(d.adbin, d.adrelid) AS dflt, a.attidentity AS identity, a.attgenerated AS generated
      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -70,7 +80,15 @@ async function introspect(c: Client): Promise<Map<string, string>> {
     );
   }
 
-  const indexes = await c.query<{ name: string; t: string; unique: boolean; primary: boolean; method: string; keys: string[]; pred: string | null }>(
+  const indexes = await c.query<{
+    name: string;
+    t: string;
+    unique: boolean;
+    primary: boolean;
+    method: string;
+    keys: string[];
+    pred: string | null;
+  }>(
     `SELECT i.relname AS name, t.relname AS t, ix.indisunique AS unique, ix.indisprimary AS primary, am.amname AS method,
        pg_get_expr(ix.indpred, ix.indrelid) AS pred,
        ARRAY(SELECT pg_get_indexdef(ix.indexrelid, k, true)
@@ -85,7 +103,10 @@ async function introspect(c: Client): Promise<Map<string, string>> {
   );
   for (const r of indexes.rows) {
     const kind = r.primary ? 'PRIMARY KEY' : r.unique ? 'UNIQUE' : 'INDEX';
-    facts.set(`index ${r.name}`, `${kind} ON ${r.t} USING ${r.method} (${r.keys.join(', ')})${r.pred ? ` WHERE ${r.pred}` : ''}`);
+    facts.set(
+      `index ${r.name}`,
+      `${kind} ON ${r.t} USING ${r.method} (${r.keys.join(', ')})${r.pred ? ` WHERE ${r.pred}` : ''}`,
+    );
   }
 
   const constraints = await c.query<{ name: string; t: string; def: string }>(
@@ -174,7 +195,9 @@ describe('the Prisma schema parser', () => {
   test('refuses what it does not understand', () => {
     expect(() => parsePrismaSchema('view V {\n id Int @id\n}')).toThrow(/does not know "view"/);
     expect(() => parsePrismaSchema('model M {\n x Unsupported("tsvector")\n}')).toThrow(/unsupported field type/);
-    expect(() => prismaDdl(parsePrismaSchema('model A {\n id Int @id\n bs B[]\n}\nmodel B {\n id Int @id\n as A[]\n}'))).toThrow(/many-to-many/);
+    expect(() =>
+      prismaDdl(parsePrismaSchema('model A {\n id Int @id\n bs B[]\n}\nmodel B {\n id Int @id\n as A[]\n}')),
+    ).toThrow(/many-to-many/);
   });
 });
 
@@ -202,7 +225,11 @@ describe('src/infra/migrate.ts', () => {
     .readdirSync(MIGRATIONS_DIR)
     .filter((d) => fs.existsSync(path.join(MIGRATIONS_DIR, d, 'migration.sql')))
     .sort();
-  const checksum = (name: string) => crypto.createHash('sha256').update(fs.readFileSync(path.join(MIGRATIONS_DIR, name, 'migration.sql'))).digest('hex');
+  const checksum = (name: string) =>
+    crypto
+      .createHash('sha256')
+      .update(fs.readFileSync(path.join(MIGRATIONS_DIR, name, 'migration.sql')))
+      .digest('hex');
 
   test('records _prisma_migrations as prisma migrate deploy does, and is idempotent', async () => {
     const url = await createEmptyDatabase();
@@ -217,19 +244,50 @@ describe('src/infra/migrate.ts', () => {
       expect(cols.rows).toEqual([
         { column_name: 'id', data_type: 'character varying', len: 36, is_nullable: 'NO', column_default: null },
         { column_name: 'checksum', data_type: 'character varying', len: 64, is_nullable: 'NO', column_default: null },
-        { column_name: 'finished_at', data_type: 'timestamp with time zone', len: null, is_nullable: 'YES', column_default: null },
-        { column_name: 'migration_name', data_type: 'character varying', len: 255, is_nullable: 'NO', column_default: null },
+        {
+          column_name: 'finished_at',
+          data_type: 'timestamp with time zone',
+          len: null,
+          is_nullable: 'YES',
+          column_default: null,
+        },
+        {
+          column_name: 'migration_name',
+          data_type: 'character varying',
+          len: 255,
+          is_nullable: 'NO',
+          column_default: null,
+        },
         { column_name: 'logs', data_type: 'text', len: null, is_nullable: 'YES', column_default: null },
-        { column_name: 'rolled_back_at', data_type: 'timestamp with time zone', len: null, is_nullable: 'YES', column_default: null },
-        { column_name: 'started_at', data_type: 'timestamp with time zone', len: null, is_nullable: 'NO', column_default: 'now()' },
+        {
+          column_name: 'rolled_back_at',
+          data_type: 'timestamp with time zone',
+          len: null,
+          is_nullable: 'YES',
+          column_default: null,
+        },
+        {
+          column_name: 'started_at',
+          data_type: 'timestamp with time zone',
+          len: null,
+          is_nullable: 'NO',
+          column_default: 'now()',
+        },
         { column_name: 'applied_steps_count', data_type: 'integer', len: null, is_nullable: 'NO', column_default: '0' },
       ]);
-      const pk = await c.query(`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = '_prisma_migrations'::regclass AND contype = 'p'`);
+      const pk = await c.query(
+        `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = '_prisma_migrations'::regclass AND contype = 'p'`,
+      );
       expect(pk.rows).toEqual([{ def: 'PRIMARY KEY (id)' }]);
       const rows = await c.query(`SELECT * FROM _prisma_migrations ORDER BY migration_name`);
       expect(rows.rows.map((r) => r.migration_name)).toEqual(files);
       for (const r of rows.rows) {
-        expect(r).toMatchObject({ checksum: checksum(r.migration_name), logs: null, rolled_back_at: null, applied_steps_count: 1 });
+        expect(r).toMatchObject({
+          checksum: checksum(r.migration_name),
+          logs: null,
+          rolled_back_at: null,
+          applied_steps_count: 1,
+        });
         expect(r.id).toMatch(/^[0-9a-f-]{36}$/);
         expect(r.finished_at).toBeInstanceOf(Date);
         expect(r.finished_at.getTime()).toBeGreaterThanOrEqual(r.started_at.getTime());

@@ -114,7 +114,10 @@ test.each([
   const data = crypto.randomBytes(3 * 1024 * KiB + 123);
   Object.assign(file, { data, etag: '"r1"', dropAfter: 1024 * KiB + 7 });
   const name = `resumed-${crypto.randomBytes(4).toString('hex')}`;
-  const t = new SourceTransfer({ fetcher, blobs: blobs(), hashers: workers }, { url: new URL(`${base}/f`), partialName: name, validator: null, maxBytes: 1 << 30 });
+  const t = new SourceTransfer(
+    { fetcher, blobs: blobs(), hashers: workers },
+    { url: new URL(`${base}/f`), partialName: name, validator: null, maxBytes: 1 << 30 },
+  );
   const before = store.ingestStats.transferredBytes;
   try {
     await expect(t.attempt()).rejects.toThrow(/connection broke/);

@@ -29,17 +29,28 @@ afterAll(async () => {
 });
 
 /** A gradient image (so each one is different content), in the given format. */
-async function image(width: number, height: number, format: 'png' | 'jpeg' | 'webp' | 'gif' | 'avif' | 'tiff', seed = 0): Promise<Buffer> {
+async function image(
+  width: number,
+  height: number,
+  format: 'png' | 'jpeg' | 'webp' | 'gif' | 'avif' | 'tiff',
+  seed = 0,
+): Promise<Buffer> {
   const raw = Buffer.alloc(width * height * 3);
   for (let i = 0; i < width * height; i++) {
     raw[i * 3] = (i * 7 + seed) & 0xff;
     raw[i * 3 + 1] = ((i / width) * 3 + seed * 13) & 0xff;
     raw[i * 3 + 2] = seed & 0xff;
   }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).toFormat(format).toBuffer();
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .toFormat(format)
+    .toBuffer();
 }
 
-async function upload(data: Buffer, name: string, key: string = KEYS.alice): Promise<{ id: string; status: number; body: Record<string, unknown> }> {
+async function upload(
+  data: Buffer,
+  name: string,
+  key: string = KEYS.alice,
+): Promise<{ id: string; status: number; body: Record<string, unknown> }> {
   const res = await svc.fetch('/api/assets', { method: 'POST', key, body: uploadForm(data, { tags: 'output' }, name) });
   const body = await json(res);
   return { id: body.id, status: res.status, body };
@@ -49,15 +60,17 @@ const getAsset = async (id: string, key: string = KEYS.alice) => json(await svc.
 
 /** Waits until the asset shows its thumbnail_url, and returns the thumbnail response. */
 async function thumbnailOf(id: string, key: string = KEYS.alice): Promise<Response> {
-  const url = await waitFor(async () => (await getAsset(id, key)).thumbnail_url as string | undefined, { what: `thumbnail of ${id}`, timeoutMs: 30_000 });
+  const url = await waitFor(async () => (await getAsset(id, key)).thumbnail_url as string | undefined, {
+    what: `thumbnail of ${id}`,
+    timeoutMs: 30_000,
+  });
   expect(url).toMatch(new RegExp(`/api/assets/${id}/thumbnail\\?access=[\\w.-]+$`));
   return svc.fetch(`/api/assets/${id}/thumbnail`, { key });
 }
 
 const thumbnailRow = async (blake3: string) =>
   (await db.query('SELECT status, width, height, error FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0] as
-    | { status: string; width: number; height: number; error: string | null }
-    | undefined;
+    { status: string; width: number; height: number; error: string | null } | undefined;
 
 test('a PNG gets a 512 px WebP thumbnail with immutable caching; If-None-Match answers 304', async () => {
   const { id, status, body } = await upload(await image(1024, 768, 'png'), 'big.png');
@@ -78,15 +91,18 @@ test('a PNG gets a 512 px WebP thumbnail with immutable caching; If-None-Match a
   expect([head.status, head.headers.get('etag')]).toEqual([200, etag]);
 });
 
-test.each(['jpeg', 'webp', 'gif', 'avif', 'tiff'] as const)('a %s image gets a thumbnail; a tall one keeps its aspect', async (format) => {
-  const { id } = await upload(await image(300, 900, format, format.length), `tall.${format}`);
-  const res = await thumbnailOf(id);
-  expect(res.status).toBe(200);
-  const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
-  expect([meta.format, meta.width, meta.height]).toEqual(['webp', 171, 512]);
-});
+test.each(['jpeg', 'webp', 'gif', 'avif', 'tiff'] as const)(
+  'a %s image gets a thumbnail; a tall one keeps its aspect',
+  async (format) => {
+    const { id } = await upload(await image(300, 900, format, format.length), `tall.${format}`);
+    const res = await thumbnailOf(id);
+    expect(res.status).toBe(200);
+    const meta = await sharp(Buffer.from(await res.arrayBuffer())).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 171, 512]);
+  },
+);
 
-test('a thumbnail access grant reads this owner\'s thumbnails without the key (<img src>), nothing else, until it expires', async () => {
+test("a thumbnail access grant reads this owner's thumbnails without the key (<img src>), nothing else, until it expires", async () => {
   const { id, body } = await upload(await image(640, 480, 'png', 77), 'granted.png');
   const keyed = await thumbnailOf(id);
   const bytes = Buffer.from(await keyed.arrayBuffer());
@@ -104,22 +120,37 @@ test('a thumbnail access grant reads this owner\'s thumbnails without the key (<
 
   const signed = `/api/assets/${id}/thumbnail?access=${encodeURIComponent(grant.access)}`;
   const res = await svc.fetch(signed, { key: null });
-  expect([res.status, res.headers.get('content-type'), res.headers.get('etag')]).toEqual([200, 'image/webp', `"thumbnail-${body.asset_hash}"`]);
+  expect([res.status, res.headers.get('content-type'), res.headers.get('etag')]).toEqual([
+    200,
+    'image/webp',
+    `"thumbnail-${body.asset_hash}"`,
+  ]);
   expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
-  expect((await svc.fetch(signed, { key: null, headers: { 'if-none-match': res.headers.get('etag')! } })).status).toBe(304);
+  expect((await svc.fetch(signed, { key: null, headers: { 'if-none-match': res.headers.get('etag')! } })).status).toBe(
+    304,
+  );
   expect((await svc.fetch(signed, { key: null, method: 'HEAD' })).status).toBe(200);
 
   // Only media (thumbnails, content), only this owner's: bob's grant does not find alice's asset; metadata needs a key.
   const bobs = (await json(await svc.fetch('/api/thumbnail-access', { key: KEYS.bob }))).access;
   const other = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bobs)}`, { key: null });
   expect([other.status, (await json(other)).code]).toEqual([404, 'ASSET_NOT_FOUND']);
-  expect((await svc.fetch(`/api/assets/${id}/content?access=${encodeURIComponent(grant.access)}`, { key: null })).status).toBe(200);
-  expect((await svc.fetch(`/api/assets/${id}?access=${encodeURIComponent(grant.access)}`, { key: null })).status).toBe(401);
+  expect(
+    (await svc.fetch(`/api/assets/${id}/content?access=${encodeURIComponent(grant.access)}`, { key: null })).status,
+  ).toBe(200);
+  expect((await svc.fetch(`/api/assets/${id}?access=${encodeURIComponent(grant.access)}`, { key: null })).status).toBe(
+    401,
+  );
 
   // Tampered with (another owner named under alice's signature), malformed, or expired: 403 FORBIDDEN.
   const [exp, , sig] = grant.access.split('.');
   const expired = svc.container.grants.sign('alice', Math.floor(Date.now() / 1000) - 60).token;
-  for (const bad of [`${exp}.${Buffer.from('bob').toString('base64url')}.${sig}`, 'nonsense', `${grant.access}x`, expired]) {
+  for (const bad of [
+    `${exp}.${Buffer.from('bob').toString('base64url')}.${sig}`,
+    'nonsense',
+    `${grant.access}x`,
+    expired,
+  ]) {
     const r = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bad)}`, { key: null });
     expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
   }
@@ -166,7 +197,12 @@ function bombPng(width: number, height: number): Buffer {
   ihdr.writeUInt32BE(height, 4);
   ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
   const rows = zlib.deflateSync(Buffer.alloc((width * 3 + 1) * 4)); // four rows of zeros; the rest is missing
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', rows), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', rows),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 test('a decompression bomb (50,000 × 50,000 PNG) is refused by the pixel limit, not decoded; the upload is unaffected', async () => {
@@ -177,7 +213,10 @@ test('a decompression bomb (50,000 × 50,000 PNG) is refused by the pixel limit,
   expect(status).toBe(201);
   expect(body.mime_type).toBe('image/png');
   const blake3 = String(body.asset_hash).slice('blake3:'.length);
-  const row = await waitFor(async () => thumbnailRow(blake3), { what: 'the bomb thumbnail outcome', timeoutMs: 30_000 });
+  const row = await waitFor(async () => thumbnailRow(blake3), {
+    what: 'the bomb thumbnail outcome',
+    timeoutMs: 30_000,
+  });
   expect(row.status).toBe('failed');
   expect(row.error).toMatch(/pixel limit/i);
   expect(process.memoryUsage().rss - rssBefore).toBeLessThan(500 * 1024 * 1024);
@@ -198,9 +237,15 @@ test('images whose bytes libvips refuses (a truncated PNG, a PNG with damaged pi
     const { body } = await upload(bytes, name);
     const blake3 = String(body.asset_hash).slice('blake3:'.length);
     // Retries wait 10 s: a failure recorded within 8 s is the first attempt's.
-    const row = await waitFor(async () => thumbnailRow(blake3), { what: `the ${name} thumbnail outcome`, timeoutMs: 8_000 });
+    const row = await waitFor(async () => thumbnailRow(blake3), {
+      what: `the ${name} thumbnail outcome`,
+      timeoutMs: 8_000,
+    });
     expect([name, row.status, row.error]).toEqual([name, 'failed', expect.stringMatching(/libpng/)]);
-    const job = await db.query(`SELECT retry_count FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [THUMBNAIL_JOB, blake3]);
+    const job = await db.query(`SELECT retry_count FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [
+      THUMBNAIL_JOB,
+      blake3,
+    ]);
     expect(job.rows.map((r: { retry_count: number }) => r.retry_count)).toEqual([0]);
   }
 });
@@ -208,7 +253,10 @@ test('images whose bytes libvips refuses (a truncated PNG, a PNG with damaged pi
 test('non-images get no thumbnail job and answer 404 THUMBNAIL_NOT_FOUND; other owners and bad ids as for content', async () => {
   const { id, body } = await upload(Buffer.from('not an image at all'), 'notes.txt');
   const blake3 = String(body.asset_hash).slice('blake3:'.length);
-  const jobs = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [THUMBNAIL_JOB, blake3]);
+  const jobs = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [
+    THUMBNAIL_JOB,
+    blake3,
+  ]);
   expect(jobs.rows[0].n).toBe(0);
   const res = await svc.fetch(`/api/assets/${id}/thumbnail`);
   expect([res.status, (await json(res)).code]).toEqual([404, 'THUMBNAIL_NOT_FOUND']);
@@ -234,8 +282,13 @@ test('one thumbnail per content: assets of other owners and later assets of the 
   expect(second.body.thumbnail_url).toBe(granted(svc, `${svc.url}/api/assets/${second.id}/thumbnail`, 'bob'));
   const secondThumb = await svc.fetch(`/api/assets/${second.id}/thumbnail`, { key: KEYS.bob });
   expect(Buffer.from(await secondThumb.arrayBuffer()).equals(Buffer.from(await firstThumb.arrayBuffer()))).toBe(true);
-  expect((await db.query('SELECT count(*)::int AS n FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0].n).toBe(1);
-  const made = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [THUMBNAIL_JOB, blake3]);
+  expect((await db.query('SELECT count(*)::int AS n FROM thumbnail WHERE content_hash = $1', [blake3])).rows[0].n).toBe(
+    1,
+  );
+  const made = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [
+    THUMBNAIL_JOB,
+    blake3,
+  ]);
   expect(made.rows[0].n).toBe(1);
 
   // GraphQL shows the same URL.
@@ -250,7 +303,10 @@ test('the garbage collector removes the thumbnail with its content', async () =>
   const blobFile = path.join(svc.dataDir, 'blobs', blake3.slice(0, 2), blake3.slice(2, 4), blake3);
   expect(fs.existsSync(`${blobFile}.thumbnail.webp`)).toBe(true);
   expect((await svc.fetch(`/api/assets/${id}`, { method: 'DELETE' })).status).toBe(204);
-  await waitFor(async () => (fs.existsSync(blobFile) ? undefined : true), { what: 'content collected', timeoutMs: 30_000 });
+  await waitFor(async () => (fs.existsSync(blobFile) ? undefined : true), {
+    what: 'content collected',
+    timeoutMs: 30_000,
+  });
   expect(fs.existsSync(`${blobFile}.thumbnail.webp`)).toBe(false);
   expect(await thumbnailRow(blake3)).toBeUndefined();
 });
@@ -279,12 +335,20 @@ test('on the S3 store (no local file to hand libvips) the image is read as a str
   const s3 = await startS3Server();
   const s3svc = await startTestService({ ...s3.env, CONTENT_GC_GRACE_SECONDS: '0' });
   try {
-    const res = await s3svc.fetch('/api/assets', { method: 'POST', key: KEYS.alice, body: uploadForm(await image(1024, 768, 'png', 42), { tags: 'output' }, 's3.png') });
-    const { id } = await json(res);
-    await waitFor(async () => (await json(await s3svc.fetch(`/api/assets/${id}`, { key: KEYS.alice }))).thumbnail_url as string | undefined, {
-      what: 'thumbnail on S3',
-      timeoutMs: 30_000,
+    const res = await s3svc.fetch('/api/assets', {
+      method: 'POST',
+      key: KEYS.alice,
+      body: uploadForm(await image(1024, 768, 'png', 42), { tags: 'output' }, 's3.png'),
     });
+    const { id } = await json(res);
+    await waitFor(
+      async () =>
+        (await json(await s3svc.fetch(`/api/assets/${id}`, { key: KEYS.alice }))).thumbnail_url as string | undefined,
+      {
+        what: 'thumbnail on S3',
+        timeoutMs: 30_000,
+      },
+    );
     const thumb = await s3svc.fetch(`/api/assets/${id}/thumbnail`, { key: KEYS.alice });
     const meta = await sharp(Buffer.from(await thumb.arrayBuffer())).metadata();
     expect([thumb.status, meta.format, meta.width, meta.height]).toEqual([200, 'webp', 512, 384]);
@@ -306,9 +370,28 @@ function video(width: number, height: number, colors: string[], seconds: number)
     const out = path.join(dir, 'clip.mp4');
     const inputs = colors.flatMap((c) => ['-f', 'lavfi', '-i', `color=c=${c}:s=${width}x${height}:r=10:d=${seconds}`]);
     const concat = `${colors.map((_, i) => `[${i}:v]`).join('')}concat=n=${colors.length}:v=1:a=0[v]`;
-    const r = spawnSync('ffmpeg', ['-v', 'error', ...inputs, '-filter_complex', concat, '-map', '[v]', '-c:v', 'mpeg4', '-q:v', '3', '-pix_fmt', 'yuv420p', out], {
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'ffmpeg',
+      [
+        '-v',
+        'error',
+        ...inputs,
+        '-filter_complex',
+        concat,
+        '-map',
+        '[v]',
+        '-c:v',
+        'mpeg4',
+        '-q:v',
+        '3',
+        '-pix_fmt',
+        'yuv420p',
+        out,
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     if (r.status !== 0) throw new Error(`ffmpeg could not make the test video: ${r.stderr || r.error}`);
     return fs.readFileSync(out);
   } finally {
@@ -337,21 +420,27 @@ videoTest('a video gets a 512 px WebP of its frame at 1 s (ffmpeg)', async () =>
   expect(r + g).toBeLessThan(80);
 });
 
-videoTest('a clip shorter than a second gets its first frame; a file that is no video is recorded as failed', async () => {
-  const { id } = await upload(video(300, 400, ['lime'], 0.5), 'short.mp4');
-  const webp = Buffer.from(await (await thumbnailOf(id)).arrayBuffer());
-  const meta = await sharp(webp).metadata();
-  expect([meta.width, meta.height]).toEqual([300, 400]);
-  const [r, g, b] = await middle(webp);
-  expect([r < 60, g > 200, b < 60]).toEqual([true, true, true]);
+videoTest(
+  'a clip shorter than a second gets its first frame; a file that is no video is recorded as failed',
+  async () => {
+    const { id } = await upload(video(300, 400, ['lime'], 0.5), 'short.mp4');
+    const webp = Buffer.from(await (await thumbnailOf(id)).arrayBuffer());
+    const meta = await sharp(webp).metadata();
+    expect([meta.width, meta.height]).toEqual([300, 400]);
+    const [r, g, b] = await middle(webp);
+    expect([r < 60, g > 200, b < 60]).toEqual([true, true, true]);
 
-  // An MP4 by its header (`ftyp`) with nothing decodable after it: no thumbnail, the failure kept, the upload fine.
-  const junk = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(2048, 0x5a)]);
-  const bad = await upload(junk, 'broken.mp4');
-  expect([bad.status, bad.body.mime_type]).toEqual([201, 'video/mp4']);
-  const blake3 = String(bad.body.asset_hash).slice('blake3:'.length);
-  const row = await waitFor(async () => thumbnailRow(blake3), { what: 'the broken video outcome', timeoutMs: 30_000 });
-  expect(row.status).toBe('failed');
-  expect(row.error).toMatch(/ffmpeg/);
-  expect(await getAsset(bad.id)).not.toHaveProperty('thumbnail_url');
-});
+    // An MP4 by its header (`ftyp`) with nothing decodable after it: no thumbnail, the failure kept, the upload fine.
+    const junk = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(2048, 0x5a)]);
+    const bad = await upload(junk, 'broken.mp4');
+    expect([bad.status, bad.body.mime_type]).toEqual([201, 'video/mp4']);
+    const blake3 = String(bad.body.asset_hash).slice('blake3:'.length);
+    const row = await waitFor(async () => thumbnailRow(blake3), {
+      what: 'the broken video outcome',
+      timeoutMs: 30_000,
+    });
+    expect(row.status).toBe('failed');
+    expect(row.error).toMatch(/ffmpeg/);
+    expect(await getAsset(bad.id)).not.toHaveProperty('thumbnail_url');
+  },
+);

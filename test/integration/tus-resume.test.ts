@@ -91,13 +91,17 @@ describe('disk store, a PATCH sequence across a restart', () => {
     procs.push(a);
     // `hash` (SHA-256) makes the last byte check the SHA-256 state as well as the BLAKE3 one (asset_hash).
     const meta = `filename ${Buffer.from('m.bin').toString('base64')},hash ${Buffer.from(sha256).toString('base64')}`;
-    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length), 'Upload-Metadata': meta } });
+    const created = await a.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': String(data.length), 'Upload-Metadata': meta },
+    });
     expect(created.status).toBe(201);
     const id = idOf(created.headers.get('location')!);
     await patch(a, id, 0, 1);
     await patch(a, id, 1, 3 * MiB);
     await patch(a, id, 3 * MiB, 5 * MiB + 1);
-    const rebuilt = (svc: ServiceProcess) => svc.logs().filter((l) => l.msg === 'rebuilding the hash state of a resumed upload').length;
+    const rebuilt = (svc: ServiceProcess) =>
+      svc.logs().filter((l) => l.msg === 'rebuilding the hash state of a resumed upload').length;
     expect(rebuilt(a)).toBe(0);
     await a.kill('SIGTERM');
 
@@ -114,7 +118,10 @@ describe('disk store, a PATCH sequence across a restart', () => {
 /** Two instances on one database and one blob store: half the bytes through each. */
 async function halfAndHalf(a: TestService, b: TestService) {
   const data = crypto.randomBytes(3 * MiB + 7);
-  const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+  const created = await a.fetch('/api/uploads', {
+    method: 'POST',
+    headers: { ...TUS, 'Upload-Length': String(data.length) },
+  });
   expect(created.status).toBe(201);
   const id = idOf(created.headers.get('location')!);
   const half = Math.floor(data.length / 2);
@@ -151,7 +158,10 @@ describe('two instances on one database (disk)', () => {
 
   test('a HEAD on one instance waits for a PATCH in progress on the other, which wraps up when asked', async () => {
     const data = crypto.randomBytes(16 * MiB);
-    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const created = await a.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': String(data.length) },
+    });
     const id = idOf(created.headers.get('location')!);
     // A slow client on A: 64 KiB every 50 ms, far from done when B is asked.
     let sent = 0;
@@ -170,7 +180,10 @@ describe('two instances on one database (disk)', () => {
         body,
         duplex: 'half',
       } as RequestInit)
-      .then((r) => r.headers.get('upload-offset'), () => undefined);
+      .then(
+        (r) => r.headers.get('upload-offset'),
+        () => undefined,
+      );
     await waitFor(async () => (sent >= 512 * KiB ? true : undefined));
     const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
     expect(h.status).toBe(200);
@@ -213,7 +226,9 @@ describe('S3 (Ceph RGW)', () => {
     const asset = await assetVia(a.fetch, idOf(url));
     expect(asset.asset_hash).toBe(blake3Of(data));
     expect((await s3.objectKeys()).filter((k) => k.startsWith('.partial/'))).toEqual([]);
-    expect((await s3.objectKeys())).toContain(`${blake3Of(data).slice(7, 9)}/${blake3Of(data).slice(9, 11)}/${blake3Of(data).slice(7)}`);
+    expect(await s3.objectKeys()).toContain(
+      `${blake3Of(data).slice(7, 9)}/${blake3Of(data).slice(9, 11)}/${blake3Of(data).slice(7)}`,
+    );
   });
 
   test('one instance continues an upload the other started', async () => {
@@ -222,10 +237,17 @@ describe('S3 (Ceph RGW)', () => {
 
   test('the database gone while the last PATCH makes the asset: 503, the segments stay, and the next HEAD makes the asset', async () => {
     const data = crypto.randomBytes(MiB + 17);
-    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const created = await a.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': String(data.length) },
+    });
     const id = idOf(created.headers.get('location')!);
     const assets = a.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }));
+    jest
+      .spyOn(assets, 'createWithContent')
+      .mockRejectedValueOnce(
+        new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }),
+      );
     const last = await a.fetch(`/api/uploads/${id}`, {
       method: 'PATCH',
       headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
@@ -240,10 +262,17 @@ describe('S3 (Ceph RGW)', () => {
 
   test('the store unreachable during a PATCH: 503 SERVICE_UNAVAILABLE with Retry-After, the offset does not move, and the upload resumes', async () => {
     const data = crypto.randomBytes(2 * MiB);
-    const created = await a.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const created = await a.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': String(data.length) },
+    });
     const id = idOf(created.headers.get('location')!);
     const patch = (offset: number, body: Buffer) =>
-      a.fetch(`/api/uploads/${id}`, { method: 'PATCH', headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' }, body });
+      a.fetch(`/api/uploads/${id}`, {
+        method: 'PATCH',
+        headers: { ...TUS, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+        body,
+      });
     expect((await patch(0, data.subarray(0, MiB))).status).toBe(204);
     // The endpoint refuses connections: the segment being written fails, and so does the listing after it.
     const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
@@ -260,7 +289,11 @@ describe('S3 (Ceph RGW)', () => {
       }))
       .mockRejectedValueOnce(unreachable());
     const down = await patch(MiB, data.subarray(MiB));
-    expect([down.status, down.headers.get('retry-after'), (await json(down)).code]).toEqual([503, '5', 'SERVICE_UNAVAILABLE']);
+    expect([down.status, down.headers.get('retry-after'), (await json(down)).code]).toEqual([
+      503,
+      '5',
+      'SERVICE_UNAVAILABLE',
+    ]);
     const h = await b.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
     expect(h.headers.get('upload-offset')).toBe(String(MiB));
     expect((await patch(MiB, data.subarray(MiB))).status).toBe(204);

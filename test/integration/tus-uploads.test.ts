@@ -25,11 +25,21 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 const partFile = (id: string) => path.join(svc.dataDir, 'blobs', '.partial', `upload-${id}`);
 const idOf = (url: string) => url.split('/').pop()!;
 
-async function create(length: number, meta: Record<string, string> = {}, key: string = KEYS.alice, headers: Record<string, string> = {}) {
+async function create(
+  length: number,
+  meta: Record<string, string> = {},
+  key: string = KEYS.alice,
+  headers: Record<string, string> = {},
+) {
   return svc.fetch('/api/uploads', {
     method: 'POST',
     key,
-    headers: { ...TUS, 'Upload-Length': String(length), ...(Object.keys(meta).length ? { 'Upload-Metadata': tusMetadata(meta) } : {}), ...headers },
+    headers: {
+      ...TUS,
+      'Upload-Length': String(length),
+      ...(Object.keys(meta).length ? { 'Upload-Metadata': tusMetadata(meta) } : {}),
+      ...headers,
+    },
   });
 }
 async function patch(id: string, offset: number, body: Buffer, key: string = KEYS.alice) {
@@ -40,7 +50,8 @@ async function patch(id: string, offset: number, body: Buffer, key: string = KEY
     body,
   });
 }
-const head = (id: string, key: string = KEYS.alice) => svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key, headers: TUS });
+const head = (id: string, key: string = KEYS.alice) =>
+  svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key, headers: TUS });
 
 /** The next part the store opens has `change` applied (a failing or silent step of it). */
 function changeNextPart(change: (partial: PartialBlob) => Partial<PartialBlob>): void {
@@ -64,7 +75,12 @@ test('tus-js-client uploads in chunks; the asset carries the metadata and the ha
   const data = random(3 * MiB + 123);
   const { url } = await tusUpload(svc.url, data, {
     chunkSize: MiB,
-    metadata: { filename: 'model.safetensors', tags: '["models","Loras"]', user_metadata: '{"a":1}', filetype: 'application/octet-stream' },
+    metadata: {
+      filename: 'model.safetensors',
+      tags: '["models","Loras"]',
+      user_metadata: '{"a":1}',
+      filetype: 'application/octet-stream',
+    },
   });
   const { asset, created } = await assetOf(url);
   expect(created).toBe('true');
@@ -101,15 +117,25 @@ test('the final PATCH answers Asset-Id and Asset-Created; the same bytes again d
 
 test("tus-js-client's overridePatchMethod (POST with X-HTTP-Method-Override: PATCH, for proxies that drop PATCH) uploads and resumes", async () => {
   const data = random(2 * MiB + 7);
-  const { url } = await tusUpload(svc.url, data, { chunkSize: MiB, overridePatchMethod: true, metadata: { name: 'override.bin' } });
+  const { url } = await tusUpload(svc.url, data, {
+    chunkSize: MiB,
+    overridePatchMethod: true,
+    metadata: { name: 'override.bin' },
+  });
   const { asset } = await assetOf(url);
   expect(asset.asset_hash).toBe(blake3Of(data));
   // Termination through the override too; a POST to an upload without (or with another) override is 405.
   const c = await create(10);
   const id = idOf(c.headers.get('location')!);
   expect((await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: TUS })).status).toBe(405);
-  expect((await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: { ...TUS, 'X-HTTP-Method-Override': 'GET' } })).status).toBe(405);
-  expect((await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: { ...TUS, 'X-HTTP-Method-Override': 'DELETE' } })).status).toBe(204);
+  expect(
+    (await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: { ...TUS, 'X-HTTP-Method-Override': 'GET' } }))
+      .status,
+  ).toBe(405);
+  expect(
+    (await svc.fetch(`/api/uploads/${id}`, { method: 'POST', headers: { ...TUS, 'X-HTTP-Method-Override': 'DELETE' } }))
+      .status,
+  ).toBe(204);
   expect((await head(id)).status).toBe(404);
 });
 
@@ -117,7 +143,12 @@ test('creation-with-upload: one POST carries the whole file', async () => {
   const data = random(10 * KiB);
   const res = await svc.fetch('/api/uploads', {
     method: 'POST',
-    headers: { ...TUS, 'Upload-Length': String(data.length), 'Content-Type': 'application/offset+octet-stream', 'Upload-Metadata': tusMetadata({ name: 'one-shot.bin' }) },
+    headers: {
+      ...TUS,
+      'Upload-Length': String(data.length),
+      'Content-Type': 'application/offset+octet-stream',
+      'Upload-Metadata': tusMetadata({ name: 'one-shot.bin' }),
+    },
     body: data,
   });
   expect(res.status).toBe(201);
@@ -220,21 +251,42 @@ describe('refused at creation, before any byte', () => {
     ['two spaces between key and value', `name  ${b64('a')}`],
     ['a trailing comma', `name ${b64('a')},`],
   ])('Upload-Metadata with %s: 400 INVALID_BODY', async (_label, header) => {
-    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': header } });
+    const res = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': header },
+    });
     expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([400, 'INVALID_BODY', null]);
   });
 
   test('Upload-Metadata keys without a value are taken (and echoed by HEAD)', async () => {
-    const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': `flag,name ${b64('a.bin')}` } });
+    const res = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': `flag,name ${b64('a.bin')}` },
+    });
     expect(res.status).toBe(201);
     const h = await head(idOf(res.headers.get('location')!));
     expect(h.headers.get('upload-metadata')!.split(',').sort()).toEqual(['flag', `name ${b64('a.bin')}`]);
   });
 
   test('Upload-Length or Upload-Offset that is not a plain non-negative integer below 2^53: 400, never an upload', async () => {
-    for (const v of ['-1', '+5', '1e3', '0x10', '5.0', '05', '9007199254740993', '99999999999999999999', 'abc', '10, 10']) {
+    for (const v of [
+      '-1',
+      '+5',
+      '1e3',
+      '0x10',
+      '5.0',
+      '05',
+      '9007199254740993',
+      '99999999999999999999',
+      'abc',
+      '10, 10',
+    ]) {
       const res = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': v } });
-      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({ v, status: 400, code: 'INVALID_REQUEST' });
+      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({
+        v,
+        status: 400,
+        code: 'INVALID_REQUEST',
+      });
     }
     const id = idOf((await create(10)).headers.get('location')!);
     for (const v of ['-1', '+0', '1e0', '00', '9007199254740993', 'x']) {
@@ -243,7 +295,11 @@ describe('refused at creation, before any byte', () => {
         headers: { ...TUS, 'Upload-Offset': v, 'Content-Type': 'application/offset+octet-stream' },
         body: random(2),
       });
-      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({ v, status: 400, code: 'INVALID_REQUEST' });
+      expect({ v, status: res.status, code: (await json(res)).code }).toEqual({
+        v,
+        status: 400,
+        code: 'INVALID_REQUEST',
+      });
     }
     expect((await head(id)).headers.get('upload-offset')).toBe('0');
   });
@@ -262,14 +318,21 @@ describe('refused at creation, before any byte', () => {
       expect([bad.status, (await json(bad)).code]).toEqual([400, 'INVALID_REQUEST']);
     }
     // Upload-Concat (parallel uploads) is not offered either.
-    const concat = await svc.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '10', 'Upload-Concat': 'partial' } });
+    const concat = await svc.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': '10', 'Upload-Concat': 'partial' },
+    });
     expect([concat.status, (await json(concat)).code]).toEqual([501, 'NOT_IMPLEMENTED']);
   });
 
   test('no key: 401, with Tus-Resumable as every tus answer', async () => {
     const res = await create(10, {}, null as unknown as string);
     expect([res.status, res.headers.get('tus-resumable')]).toEqual([401, '1.0.0']);
-    const patched = await svc.fetch(`/api/uploads/${crypto.randomUUID()}`, { method: 'PATCH', key: null, headers: TUS });
+    const patched = await svc.fetch(`/api/uploads/${crypto.randomUUID()}`, {
+      method: 'PATCH',
+      key: null,
+      headers: TUS,
+    });
     expect([patched.status, patched.headers.get('tus-resumable')]).toEqual([401, '1.0.0']);
   });
 });
@@ -293,13 +356,23 @@ test('a matching hash and an id: idempotent by id', async () => {
   expect(first.status).toBe(201);
   const res = await svc.fetch('/api/uploads', {
     method: 'POST',
-    headers: { ...TUS, 'Upload-Length': String(data.length), 'Content-Type': 'application/offset+octet-stream', 'Upload-Metadata': tusMetadata({ hash: blake3Of(data), id: assetId }) },
+    headers: {
+      ...TUS,
+      'Upload-Length': String(data.length),
+      'Content-Type': 'application/offset+octet-stream',
+      'Upload-Metadata': tusMetadata({ hash: blake3Of(data), id: assetId }),
+    },
     body: data,
   });
   expect(res.headers.get('asset-id')).toBe(assetId);
   const again = await svc.fetch('/api/uploads', {
     method: 'POST',
-    headers: { ...TUS, 'Upload-Length': String(data.length), 'Content-Type': 'application/offset+octet-stream', 'Upload-Metadata': tusMetadata({ id: assetId }) },
+    headers: {
+      ...TUS,
+      'Upload-Length': String(data.length),
+      'Content-Type': 'application/offset+octet-stream',
+      'Upload-Metadata': tusMetadata({ id: assetId }),
+    },
     body: data,
   });
   expect(again.headers.get('asset-id')).toBe(assetId);
@@ -354,7 +427,9 @@ describe('removal: the record goes before the part', () => {
     const data = random(1000);
     const id = idOf((await create(data.length)).headers.get('location')!);
     expect((await patch(id, 0, data.subarray(0, 300))).status).toBe(204);
-    jest.spyOn(repoOf(), 'delete').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unreachable'));
+    jest
+      .spyOn(repoOf(), 'delete')
+      .mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unreachable'));
     const del = await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
     expect(del.status).toBe(503);
     // Before: the part was removed first, leaving a record whose offset named bytes that were gone (HEAD said 300,
@@ -386,7 +461,9 @@ describe('removal: the record goes before the part', () => {
   test('a zero-byte upload whose part was never made (a crash after its record): its asset is made all the same', async () => {
     // What a crash right after the creation's row leaves: the row, complete at offset 0, no part and no asset.
     const id = crypto.randomUUID();
-    await svc.container.uploads.create({ ownerId: 'alice', isAdmin: false, keyId: 'env:alice' }, id, 0, { filename: 'empty.txt' });
+    await svc.container.uploads.create({ ownerId: 'alice', isAdmin: false, keyId: 'env:alice' }, id, 0, {
+      filename: 'empty.txt',
+    });
     expect(fs.existsSync(partFile(id))).toBe(false);
     const res = await head(id);
     expect(res.status).toBe(200);
@@ -409,14 +486,22 @@ describe('the protocol edges answer as tus 1.0 says, with the usual {code, messa
         const res = await svc.fetch(p, { method: 'OPTIONS', key });
         expect(res.status).toBe(204);
         expect(res.headers.get('tus-version')).toBe('1.0.0');
-        expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual(['creation', 'creation-with-upload', 'expiration', 'termination']);
+        expect(res.headers.get('tus-extension')!.split(',').sort()).toEqual([
+          'creation',
+          'creation-with-upload',
+          'expiration',
+          'termination',
+        ]);
         expect(res.headers.get('tus-max-size')).toBe(String(64 * MiB));
       }
     }
     // A key that is sent is checked all the same (the CLI learns of a wrong key there); anything else needs the key.
     const wrong = await svc.fetch('/api/uploads', { method: 'OPTIONS', key: 'not-a-key' });
     expect([wrong.status, (await json(wrong)).code]).toEqual([401, 'UNAUTHORIZED']);
-    expect((await svc.fetch('/api/uploads', { method: 'POST', key: null, headers: { ...TUS, 'Upload-Length': '1' } })).status).toBe(401);
+    expect(
+      (await svc.fetch('/api/uploads', { method: 'POST', key: null, headers: { ...TUS, 'Upload-Length': '1' } }))
+        .status,
+    ).toBe(401);
   });
 
   test('no cross-origin: neither a preflight nor an answer carries Access-Control-Allow-Origin', async () => {
@@ -424,7 +509,11 @@ describe('the protocol edges answer as tus 1.0 says, with the usual {code, messa
     const preflight = await svc.fetch('/api/uploads', {
       method: 'OPTIONS',
       key: null,
-      headers: { ...origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'tus-resumable,upload-length,x-api-key' },
+      headers: {
+        ...origin,
+        'Access-Control-Request-Method': 'POST',
+        'Access-Control-Request-Headers': 'tus-resumable,upload-length,x-api-key',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
@@ -444,7 +533,11 @@ describe('the protocol edges answer as tus 1.0 says, with the usual {code, messa
     ];
     for (const [method, p, headers] of tries) {
       const res = await svc.fetch(p, { method, headers, body: method === 'PATCH' ? random(10) : undefined });
-      expect({ method, status: res.status, version: res.headers.get('tus-version') }).toEqual({ method, status: 412, version: '1.0.0' });
+      expect({ method, status: res.status, version: res.headers.get('tus-version') }).toEqual({
+        method,
+        status: 412,
+        version: '1.0.0',
+      });
       if (method !== 'HEAD') expect((await json(res)).code).toBe('TUS_VERSION_UNSUPPORTED');
     }
     expect((await head(id)).headers.get('upload-offset')).toBe('0');
@@ -495,7 +588,9 @@ describe('expiry', () => {
     });
     expect(patched.status).toBe(204);
     expect(fs.existsSync(part)).toBe(true);
-    await waitFor(async () => ((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status === 410 ? true : undefined));
+    await waitFor(async () =>
+      (await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status === 410 ? true : undefined,
+    );
     const late = await short.fetch(`/api/uploads/${id}`, {
       method: 'PATCH',
       headers: { ...TUS, 'Upload-Offset': '10', 'Content-Type': 'application/offset+octet-stream' },
@@ -515,7 +610,13 @@ describe('expiry', () => {
     // A PATCH whose body arrives in two halves, the upload expiring between them.
     const req = http.request(`${short.url}/api/uploads/${id}`, {
       method: 'PATCH',
-      headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': '20' },
+      headers: {
+        ...TUS,
+        'x-api-key': KEYS.alice,
+        'Upload-Offset': '0',
+        'Content-Type': 'application/offset+octet-stream',
+        'Content-Length': '20',
+      },
     });
     const answered = new Promise<number>((resolve, reject) => {
       req.on('response', (r) => {
@@ -552,7 +653,13 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
         port: u.port,
         path: u.pathname,
         method: 'PATCH',
-        headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': String(MiB), 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(7 * MiB) },
+        headers: {
+          ...TUS,
+          'x-api-key': KEYS.alice,
+          'Upload-Offset': String(MiB),
+          'Content-Type': 'application/offset+octet-stream',
+          'Content-Length': String(7 * MiB),
+        },
       },
       (res) => {
         res.resume();
@@ -561,8 +668,12 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
     );
     req.on('error', reject);
     req.write(data.subarray(MiB, 4 * MiB));
-    void waitFor(async () => (fs.statSync(partFile(id)).size >= 3 * MiB ? true : undefined), { timeoutMs: 20_000 }).then(async () => {
-      const pool = svc.container.ingestWorkers as unknown as { workers: Array<{ worker: { terminate(): Promise<number> } } | undefined> };
+    void waitFor(async () => (fs.statSync(partFile(id)).size >= 3 * MiB ? true : undefined), {
+      timeoutMs: 20_000,
+    }).then(async () => {
+      const pool = svc.container.ingestWorkers as unknown as {
+        workers: Array<{ worker: { terminate(): Promise<number> } } | undefined>;
+      };
       await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
       req.end(data.subarray(4 * MiB));
     }, reject);
@@ -582,11 +693,19 @@ describe('what tus clients, proxies and hostile input send', () => {
     const id = idOf((await create(data.length, { name: 'kept.bin' })).headers.get('location')!);
     // As translateDbError answers a database that cannot be reached, in the transaction that makes the asset.
     const assets = svc.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }));
+    jest
+      .spyOn(assets, 'createWithContent')
+      .mockRejectedValueOnce(
+        new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }),
+      );
     const last = await patch(id, 0, data);
     expect([last.status, (await json(last)).code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
     const h = await head(id);
-    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-created')]).toEqual([200, String(data.length), 'true']);
+    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-created')]).toEqual([
+      200,
+      String(data.length),
+      'true',
+    ]);
     const asset = await json(await svc.fetch(`/api/assets/${h.headers.get('asset-id')}`));
     expect([asset.asset_hash, asset.name]).toEqual([blake3Of(data), 'kept.bin']);
     // Neither the part nor the second name the asset was made from stays.
@@ -607,7 +726,11 @@ describe('what tus clients, proxies and hostile input send', () => {
     const more = await patch(id, data.length, random(1));
     expect([more.status, (await json(more)).code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
     const h = await head(id);
-    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-id')]).toEqual([200, String(data.length), first.headers.get('asset-id')]);
+    expect([h.status, h.headers.get('upload-offset'), h.headers.get('asset-id')]).toEqual([
+      200,
+      String(data.length),
+      first.headers.get('asset-id'),
+    ]);
   });
 
   test('a body without Content-Length that goes past Upload-Length: what fits is kept, then 413 (as tusd); the upload is complete', async () => {
@@ -651,7 +774,9 @@ describe('what tus clients, proxies and hostile input send', () => {
       body: random(9),
     });
     expect([tooLong.status, tooLong.headers.get('location')]).toEqual([413, null]);
-    jest.spyOn(svc.container.uploads, 'append').mockRejectedValueOnce(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+    jest
+      .spyOn(svc.container.uploads, 'append')
+      .mockRejectedValueOnce(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
     const full = await svc.fetch('/api/uploads', {
       method: 'POST',
       headers: { ...TUS, 'Upload-Length': '5', 'Content-Type': 'application/offset+octet-stream' },
@@ -665,13 +790,23 @@ describe('what tus clients, proxies and hostile input send', () => {
     const http = await import('node:http');
     const req = http.request(`${svc.url}/api/uploads`, {
       method: 'POST',
-      headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Length': String(MiB), 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(MiB) },
+      headers: {
+        ...TUS,
+        'x-api-key': KEYS.alice,
+        'Upload-Length': String(MiB),
+        'Content-Type': 'application/offset+octet-stream',
+        'Content-Length': String(MiB),
+      },
     });
     req.on('error', () => undefined);
     req.write(random(256 * KiB));
-    await waitFor(async () => ((await uploadRows()) > before ? true : undefined), { what: 'the upload to be recorded' });
+    await waitFor(async () => ((await uploadRows()) > before ? true : undefined), {
+      what: 'the upload to be recorded',
+    });
     req.destroy();
-    await waitFor(async () => ((await uploadRows()) === before && parts() === partsBefore ? true : undefined), { what: 'the cut creation to be removed' });
+    await waitFor(async () => ((await uploadRows()) === before && parts() === partsBefore ? true : undefined), {
+      what: 'the cut creation to be removed',
+    });
   });
 
   test('the disk full when a zero-byte upload makes its (empty) part at creation: 507, nothing kept', async () => {
@@ -681,7 +816,11 @@ describe('what tus clients, proxies and hostile input send', () => {
       },
     }));
     const res = await create(0);
-    expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([507, 'INSUFFICIENT_STORAGE', null]);
+    expect([res.status, (await json(res)).code, res.headers.get('location')]).toEqual([
+      507,
+      'INSUFFICIENT_STORAGE',
+      null,
+    ]);
   });
 
   test('two PATCHes at once on one upload: the first is asked to wrap up and answers what it stored, the second then 409', async () => {
@@ -690,26 +829,40 @@ describe('what tus clients, proxies and hostile input send', () => {
     const http = await import('node:http');
     const u = new URL(`/api/uploads/${id}`, svc.url);
     let second: Promise<Response> | undefined;
-    const first = await new Promise<{ status: number; offset: string | undefined; connection: string | undefined }>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: u.pathname,
-          method: 'PATCH',
-          headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(data.length) },
-        },
-        (res) => {
-          res.resume();
-          resolve({ status: res.statusCode!, offset: res.headers['upload-offset'] as string | undefined, connection: res.headers.connection });
-          req.destroy();
-        },
-      );
-      req.on('error', reject);
-      req.write(data.subarray(0, MiB)); // then it stalls
-      second = waitFor(async () => (fs.existsSync(partFile(id)) && fs.statSync(partFile(id)).size >= MiB ? true : undefined)).then(() => patch(id, 0, data));
-      second.catch(reject);
-    });
+    const first = await new Promise<{ status: number; offset: string | undefined; connection: string | undefined }>(
+      (resolve, reject) => {
+        const req = http.request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: u.pathname,
+            method: 'PATCH',
+            headers: {
+              ...TUS,
+              'x-api-key': KEYS.alice,
+              'Upload-Offset': '0',
+              'Content-Type': 'application/offset+octet-stream',
+              'Content-Length': String(data.length),
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve({
+              status: res.statusCode!,
+              offset: res.headers['upload-offset'] as string | undefined,
+              connection: res.headers.connection,
+            });
+            req.destroy();
+          },
+        );
+        req.on('error', reject);
+        req.write(data.subarray(0, MiB)); // then it stalls
+        second = waitFor(async () =>
+          fs.existsSync(partFile(id)) && fs.statSync(partFile(id)).size >= MiB ? true : undefined,
+        ).then(() => patch(id, 0, data));
+        second.catch(reject);
+      },
+    );
     expect(first).toEqual({ status: 204, offset: String(MiB), connection: 'close' });
     const late = await second!;
     expect([late.status, (await json(late)).code]).toEqual([409, 'UPLOAD_OFFSET_MISMATCH']);
@@ -717,12 +870,17 @@ describe('what tus clients, proxies and hostile input send', () => {
     expect(fs.statSync(partFile(id)).size).toBe(MiB);
     const done = await patch(id, MiB, data.subarray(MiB));
     expect(done.status).toBe(204);
-    expect((await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`))).asset_hash).toBe(blake3Of(data));
+    expect((await json(await svc.fetch(`/api/assets/${done.headers.get('asset-id')}`))).asset_hash).toBe(
+      blake3Of(data),
+    );
   });
 
   test('Content-Type is a media type: parameters and letter case do not make a PATCH (or a creation with data) fail', async () => {
     const id = idOf((await create(20)).headers.get('location')!);
-    for (const [i, type] of ['application/offset+octet-stream; charset=binary', 'Application/Offset+Octet-Stream'].entries()) {
+    for (const [i, type] of [
+      'application/offset+octet-stream; charset=binary',
+      'Application/Offset+Octet-Stream',
+    ].entries()) {
       const res = await svc.fetch(`/api/uploads/${id}`, {
         method: 'PATCH',
         headers: { ...TUS, 'Upload-Offset': String(i * 5), 'Content-Type': type },
@@ -735,7 +893,11 @@ describe('what tus clients, proxies and hostile input send', () => {
   });
 
   test('behind a chain of proxies (X-Forwarded-Proto: https, http) uploads work, and Location is the base URL the service uses everywhere', async () => {
-    const res = await create(10, {}, KEYS.alice, { 'X-Forwarded-Proto': 'https, http', 'X-Forwarded-Host': 'elsewhere.example', Forwarded: 'host=other.example;proto=https' });
+    const res = await create(10, {}, KEYS.alice, {
+      'X-Forwarded-Proto': 'https, http',
+      'X-Forwarded-Host': 'elsewhere.example',
+      Forwarded: 'host=other.example;proto=https',
+    });
     expect(res.status).toBe(201);
     // TRUST_PROXY is off here: forwarded headers are not believed, for tus as for every other URL.
     expect(res.headers.get('location')).toMatch(new RegExp(`^${svc.url}/api/uploads/[0-9a-f-]{36}$`));
@@ -748,7 +910,9 @@ describe('what tus clients, proxies and hostile input send', () => {
     expect(h.headers.get('upload-expires')).toBe(c.headers.get('upload-expires'));
     expect(h.headers.has('upload-metadata')).toBe(false);
     const withMeta = await create(10, { name: 'x.bin' });
-    expect((await head(idOf(withMeta.headers.get('location')!))).headers.get('upload-metadata')).toBe(tusMetadata({ name: 'x.bin' }));
+    expect((await head(idOf(withMeta.headers.get('location')!))).headers.get('upload-metadata')).toBe(
+      tusMetadata({ name: 'x.bin' }),
+    );
   });
 
   test('the disk full during a PATCH (a real ENOSPC): 507 INSUFFICIENT_STORAGE, the offset does not move, and the upload resumes once there is room', async () => {
@@ -781,7 +945,10 @@ describe('a client that stalls mid-PATCH', () => {
 
   test('is cut (408) and closed; HEAD reports what arrived, which is on disk, and the upload resumes from there', async () => {
     const data = random(3 * MiB);
-    const c = await slow.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': String(data.length) } });
+    const c = await slow.fetch('/api/uploads', {
+      method: 'POST',
+      headers: { ...TUS, 'Upload-Length': String(data.length) },
+    });
     const id = idOf(c.headers.get('location')!);
     const u = new URL(`/api/uploads/${id}`, slow.url);
     const http = await import('node:http');
@@ -792,7 +959,13 @@ describe('a client that stalls mid-PATCH', () => {
           port: u.port,
           path: u.pathname,
           method: 'PATCH',
-          headers: { ...TUS, 'x-api-key': KEYS.alice, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream', 'Content-Length': String(data.length) },
+          headers: {
+            ...TUS,
+            'x-api-key': KEYS.alice,
+            'Upload-Offset': '0',
+            'Content-Type': 'application/offset+octet-stream',
+            'Content-Length': String(data.length),
+          },
         },
         (res) => {
           res.resume();

@@ -8,7 +8,10 @@ import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestS
 let svc: TestService;
 let db: Client;
 beforeAll(async () => {
-  svc = await startTestService({ MAX_UPLOAD_BYTES: String(4 * 1024 * 1024), CONTENT_GC_GRACE_SECONDS: '0' }, { validateResponses: true });
+  svc = await startTestService(
+    { MAX_UPLOAD_BYTES: String(4 * 1024 * 1024), CONTENT_GC_GRACE_SECONDS: '0' },
+    { validateResponses: true },
+  );
   db = new Client({ connectionString: svc.databaseUrl });
   await db.connect();
 });
@@ -55,10 +58,16 @@ describe('concurrency', () => {
     const hash = blake3Of(bytes);
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        svc.fetch('/api/assets', { method: 'POST', key: i % 2 ? KEYS.bob : KEYS.alice, body: uploadForm(bytes, {}, `same-${i}.bin`) }).then(async (r) => ({
-          status: r.status,
-          body: await json(r),
-        })),
+        svc
+          .fetch('/api/assets', {
+            method: 'POST',
+            key: i % 2 ? KEYS.bob : KEYS.alice,
+            body: uploadForm(bytes, {}, `same-${i}.bin`),
+          })
+          .then(async (r) => ({
+            status: r.status,
+            body: await json(r),
+          })),
       ),
     );
     expect(results.filter((r) => r.status !== 200 && r.status !== 201)).toEqual([]);
@@ -75,10 +84,12 @@ describe('concurrency', () => {
     const id = crypto.randomUUID();
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(1000 + i), { id }) }).then(async (r) => ({
-          status: r.status,
-          body: await json(r),
-        })),
+        svc
+          .fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(1000 + i), { id }) })
+          .then(async (r) => ({
+            status: r.status,
+            body: await json(r),
+          })),
       ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
@@ -91,9 +102,16 @@ describe('nothing is half-written', () => {
   test('a client that disconnects mid-upload leaves no blob, no asset, no temporary', async () => {
     const before = await count('SELECT count(*) AS n FROM content');
     const boundary = 'xBOUNDARYx';
-    const req = rawUpload({ headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(3 * 1024 * 1024) } });
+    const req = rawUpload({
+      headers: {
+        'content-type': `multipart/form-data; boundary=${boundary}`,
+        'content-length': String(3 * 1024 * 1024),
+      },
+    });
     req.on('error', () => undefined);
-    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    req.write(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
     req.write(crypto.randomBytes(1024 * 1024));
     // Wait until the service is writing the temporary, then vanish.
     await waitFor(async () => (tempFiles().length > 0 ? true : undefined), { what: 'the upload to start' });
@@ -112,7 +130,9 @@ describe('nothing is half-written', () => {
     expect((await json(declared)).code).toBe('PAYLOAD_TOO_LARGE');
     // Chunked: no Content-Length, so the limit is enforced while streaming.
     const boundary = 'chunkyBoundary';
-    const req = rawUpload({ headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } });
+    const req = rawUpload({
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+    });
     const answer = responseOf(req);
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`);
     for (let i = 0; i < 5 && !req.destroyed; i++) req.write(big.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024));
@@ -135,9 +155,21 @@ describe('bad multipart input answers 4xx with {code, message}', () => {
 
   test.each([
     ['no boundary', 'x', 'multipart/form-data', 400, 'INVALID_BODY'],
-    ['truncated body', '--b\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc', 'multipart/form-data; boundary=b', 400, 'INVALID_BODY'],
+    [
+      'truncated body',
+      '--b\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc',
+      'multipart/form-data; boundary=b',
+      400,
+      'INVALID_BODY',
+    ],
     ['garbage', 'this is not multipart at all', 'multipart/form-data; boundary=b', 400, 'INVALID_BODY'],
-    ['no file part', '--b\r\nContent-Disposition: form-data; name="tags"\r\n\r\na\r\n--b--\r\n', 'multipart/form-data; boundary=b', 400, 'MISSING_FILE'],
+    [
+      'no file part',
+      '--b\r\nContent-Disposition: form-data; name="tags"\r\n\r\na\r\n--b--\r\n',
+      'multipart/form-data; boundary=b',
+      400,
+      'MISSING_FILE',
+    ],
     ['plain text', 'hello', 'text/plain', 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ['invalid json', '{"url":', 'application/json', 400, 'INVALID_JSON'],
     ['json without url', '{"name":"x"}', 'application/json', 400, 'INVALID_BODY'],
@@ -158,8 +190,15 @@ describe('bad multipart input answers 4xx with {code, message}', () => {
     ];
     const before = await count('SELECT count(*) AS n FROM content');
     for (const [fields, status, code] of cases) {
-      const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(2000), fields) });
-      expect([Object.keys(fields)[0], res.status, (await json(res)).code]).toEqual([Object.keys(fields)[0], status, code]);
+      const res = await svc.fetch('/api/assets', {
+        method: 'POST',
+        body: uploadForm(crypto.randomBytes(2000), fields),
+      });
+      expect([Object.keys(fields)[0], res.status, (await json(res)).code]).toEqual([
+        Object.keys(fields)[0],
+        status,
+        code,
+      ]);
     }
     const two = uploadForm(crypto.randomBytes(100));
     two.append('file', new Blob([crypto.randomBytes(100)]), 'second.bin');
@@ -175,12 +214,16 @@ describe('content garbage collection', () => {
     const shared = crypto.randomBytes(5000);
     const a = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(shared) }));
     const b = await json(await svc.fetch('/api/assets', { method: 'POST', key: KEYS.bob, body: uploadForm(shared) }));
-    const solo = await json(await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(5000)) }));
+    const solo = await json(
+      await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(crypto.randomBytes(5000)) }),
+    );
     expect(fs.existsSync(blobFile(solo.asset_hash))).toBe(true);
 
     expect((await svc.fetch(`/api/assets/${solo.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
-    await waitFor(async () => (fs.existsSync(blobFile(solo.asset_hash)) ? undefined : true), { what: 'the blob to be collected' });
+    await waitFor(async () => (fs.existsSync(blobFile(solo.asset_hash)) ? undefined : true), {
+      what: 'the blob to be collected',
+    });
     expect((await svc.fetch(`/api/assets/hash/${solo.asset_hash}`, { method: 'HEAD' })).status).toBe(404);
     // Still referenced by bob.
     expect(fs.existsSync(blobFile(a.asset_hash))).toBe(true);

@@ -5,7 +5,13 @@
  * of the ArgsType with an AssetFilter instance inside).
  */
 import fc from 'fast-check';
-import { byClassValidator, plainAssetsArgs, plainTagCountsArgs, plainTagsArgs, validatedBy } from '../../src/http/graphql/args-check';
+import {
+  byClassValidator,
+  plainAssetsArgs,
+  plainTagCountsArgs,
+  plainTagsArgs,
+  validatedBy,
+} from '../../src/http/graphql/args-check';
 import { AssetFilter, AssetsArgs, TagCountsArgs, TagsArgs } from '../../src/http/graphql/inputs/asset.inputs';
 
 const RUNS = { numRuns: 3000 };
@@ -32,7 +38,13 @@ const list = (maxItems: number, max: number) =>
     fc.array(fc.oneof(text(max), fc.string({ maxLength: 4 })), { maxLength: 3 }),
     fc.integer({ min: maxItems - 1, max: maxItems + 1 }).map((n) => Array.from({ length: n }, () => 'tag')),
   );
-const int = (min: number, max: number) => fc.oneof(fc.integer({ min: min - 2, max: min + 2 }), fc.integer({ min: max - 2, max: max + 2 }), fc.integer(), fc.constant(null));
+const int = (min: number, max: number) =>
+  fc.oneof(
+    fc.integer({ min: min - 2, max: min + 2 }),
+    fc.integer({ min: max - 2, max: max + 2 }),
+    fc.integer(),
+    fc.constant(null),
+  );
 const filter = fc.oneof(
   fc.constant(undefined),
   fc.constant(null),
@@ -54,10 +66,13 @@ const filter = fc.oneof(
 describe('query argument checks in code', () => {
   it('AssetsArgs: accepted in code ⇒ accepted by class-validator', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.record({ filter, limit: int(1, 500), offset: int(0, 1_000_000_000), after: text(2048) }), async (a) => {
-        const args = Object.assign(new AssetsArgs(), a);
-        if (plainAssetsArgs(args)) expect(await passes(args)).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.record({ filter, limit: int(1, 500), offset: int(0, 1_000_000_000), after: text(2048) }),
+        async (a) => {
+          const args = Object.assign(new AssetsArgs(), a);
+          if (plainAssetsArgs(args)) expect(await passes(args)).toBe(true);
+        },
+      ),
       RUNS,
     );
   });
@@ -71,17 +86,24 @@ describe('query argument checks in code', () => {
       RUNS,
     );
     await fc.assert(
-      fc.asyncProperty(fc.record({ prefix: text(1024), limit: int(1, 1000), offset: int(0, 1_000_000_000) }), async (a) => {
-        const args = Object.assign(new TagsArgs(), a);
-        if (plainTagsArgs(args)) expect(await passes(args)).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.record({ prefix: text(1024), limit: int(1, 1000), offset: int(0, 1_000_000_000) }),
+        async (a) => {
+          const args = Object.assign(new TagsArgs(), a);
+          if (plainTagsArgs(args)) expect(await passes(args)).toBe(true);
+        },
+      ),
       RUNS,
     );
   });
 
   it('the usual arguments are accepted in code; anything else gets class-validator’s own refusal', async () => {
     expect(plainAssetsArgs(Object.assign(new AssetsArgs(), { limit: 50, offset: 0 }))).toBe(true);
-    const filtered = Object.assign(new AssetsArgs(), { limit: 60, offset: 0, filter: Object.assign(new AssetFilter(), { includeTags: ['models', 'loras'], nameContains: 'x' }) });
+    const filtered = Object.assign(new AssetsArgs(), {
+      limit: 60,
+      offset: 0,
+      filter: Object.assign(new AssetFilter(), { includeTags: ['models', 'loras'], nameContains: 'x' }),
+    });
     expect(plainAssetsArgs(filtered)).toBe(true);
     const bad = Object.assign(new AssetsArgs(), { limit: 501, offset: 0 });
     expect(plainAssetsArgs(bad)).toBe(false);
@@ -90,9 +112,18 @@ describe('query argument checks in code', () => {
       .then(() => check(bad))
       .then(
         () => undefined,
-        (e: unknown) => e as { name: string; extensions: { code: string; validationErrors: Array<{ property: string; constraints: Record<string, string> }> } },
+        (e: unknown) =>
+          e as {
+            name: string;
+            extensions: {
+              code: string;
+              validationErrors: Array<{ property: string; constraints: Record<string, string> }>;
+            };
+          },
       );
     expect(err?.extensions.code).toBe('BAD_USER_INPUT');
-    expect(err?.extensions.validationErrors.map((e) => [e.property, e.constraints])).toEqual([['limit', { max: 'limit must not be greater than 500' }]]);
+    expect(err?.extensions.validationErrors.map((e) => [e.property, e.constraints])).toEqual([
+      ['limit', { max: 'limit must not be greater than 500' }],
+    ]);
   });
 });

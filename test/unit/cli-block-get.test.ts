@@ -104,12 +104,16 @@ test("the client follows a redirect to another origin (a presigned S3 URL) witho
   const seen: string[] = [];
   const service = http.createServer((req, res) => {
     seen.push(`${req.url} key=${req.headers['x-api-key'] ?? ''}`);
-    if (req.url === '/api/assets/a/content') return void res.writeHead(307, { location: '/api/assets/a/content2', 'content-length': 0 }).end();
+    if (req.url === '/api/assets/a/content')
+      return void res.writeHead(307, { location: '/api/assets/a/content2', 'content-length': 0 }).end();
     res.writeHead(302, { location: `${base}/sized`, 'content-length': 0 }).end();
   });
   await new Promise<void>((r) => service.listen(0, '127.0.0.1', () => r()));
   try {
-    const client = new ApiClient({ url: `http://127.0.0.1:${(service.address() as AddressInfo).port}`, apiKey: 'secret-key' });
+    const client = new ApiClient({
+      url: `http://127.0.0.1:${(service.address() as AddressInfo).port}`,
+      apiKey: 'secret-key',
+    });
     const body = await client.getBlocks('/api/assets/a/content', { range: 'bytes=0-' });
     expect(body.status).toBe(200);
     expect(body.headers['x-seen-key']).toBe('');

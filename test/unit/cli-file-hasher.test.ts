@@ -37,7 +37,9 @@ describe('FileHasher', () => {
       const { file, bytes } = fileOf(`f${size}`, size);
       await expect(hasher.hashFile(file, 'blake3')).resolves.toBe(b3(bytes));
       await expect(hasher.hashFile(file, 'sha256')).resolves.toBe(sha(bytes));
-      await expect(hasher.hashFile(file, 'blake3', { size: Math.floor(size / 2) })).resolves.toBe(b3(bytes.subarray(0, Math.floor(size / 2))));
+      await expect(hasher.hashFile(file, 'blake3', { size: Math.floor(size / 2) })).resolves.toBe(
+        b3(bytes.subarray(0, Math.floor(size / 2))),
+      );
     }
   });
 
@@ -47,7 +49,7 @@ describe('FileHasher', () => {
     const fd = fs.openSync(file, 'w');
     const seen: number[] = [];
     const f = hasher.follow(file, 'blake3', (n) => seen.push(n));
-    for (let at = 0; at < bytes.length; ) {
+    for (let at = 0; at < bytes.length;) {
       const n = Math.min(bytes.length - at, 1_000_003);
       fs.writeSync(fd, bytes, at, n, at);
       at += n;
@@ -61,7 +63,9 @@ describe('FileHasher', () => {
 
   it('fails a file that is shorter than it was said to be', async () => {
     const { file } = fileOf('short', 5 << 20);
-    await expect(hasher.hashFile(file, 'blake3', { size: 6 << 20 })).rejects.toMatchObject({ message: expect.stringContaining('the file ended at') });
+    await expect(hasher.hashFile(file, 'blake3', { size: 6 << 20 })).rejects.toMatchObject({
+      message: expect.stringContaining('the file ended at'),
+    });
   });
 
   it('closes what it opens, also for files dropped while a read is in flight', async () => {

@@ -2,7 +2,15 @@ import path from 'node:path';
 import { checkAsset, retryDelayMs } from '../../src/cli/assets/client';
 import type { Asset } from '../../src/cli/assets/client';
 import { planPaths } from '../../src/cli/assets/pull';
-import { comfyPlacement, comfyPlacementOf, fitSegments, pullPath, pullPaths, resolveInside, safeRelativePath } from '../../src/cli/assets/paths';
+import {
+  comfyPlacement,
+  comfyPlacementOf,
+  fitSegments,
+  pullPath,
+  pullPaths,
+  resolveInside,
+  safeRelativePath,
+} from '../../src/cli/assets/paths';
 
 describe('safeRelativePath (the loader_path rule)', () => {
   test.each([
@@ -12,15 +20,22 @@ describe('safeRelativePath (the loader_path rule)', () => {
     ['..foo/bar..', '..foo/bar..'],
   ])('%j is safe as %j', (name, want) => expect(safeRelativePath(name)).toBe(want));
 
-  test.each(['../x', 'a/../../x', '/etc/passwd', 'a\\b', 'a\u0000b', 'a\nb', '', '.', './', 'C:/x', '\u007f'])('%j is not safe', (name) =>
-    expect(safeRelativePath(name)).toBeUndefined(),
+  test.each(['../x', 'a/../../x', '/etc/passwd', 'a\\b', 'a\u0000b', 'a\nb', '', '.', './', 'C:/x', '\u007f'])(
+    '%j is not safe',
+    (name) => expect(safeRelativePath(name)).toBeUndefined(),
   );
 });
 
 describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
   test('models/<folder>/<path> → tags models, <folder>; name is the path inside the folder', () => {
-    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({ tags: ['models', 'model_type:checkpoints', 'checkpoints'], name: 'SDXL/base.safetensors' });
-    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({ tags: ['models', 'model_type:loras', 'loras'], name: 'x.safetensors' });
+    expect(comfyPlacement('models/checkpoints/SDXL/base.safetensors')).toEqual({
+      tags: ['models', 'model_type:checkpoints', 'checkpoints'],
+      name: 'SDXL/base.safetensors',
+    });
+    expect(comfyPlacement('models/LoRAs/x.safetensors')).toEqual({
+      tags: ['models', 'model_type:loras', 'loras'],
+      name: 'x.safetensors',
+    });
   });
   test('input/ and output/', () => {
     expect(comfyPlacement('input/a/b.png')).toEqual({ tags: ['input'], name: 'a/b.png' });
@@ -35,17 +50,36 @@ describe('comfyPlacement (ComfyUI asset scanner semantics)', () => {
 
 describe('comfyPlacementOf (a folder or file inside a ComfyUI tree)', () => {
   test('pushing models/loras or one model file places it as the whole tree would', () => {
-    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({ tags: ['models', 'model_type:loras', 'loras'], name: 'sub/x.safetensors', treePath: 'models/loras/sub/x.safetensors' });
-    expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({ tags: ['output'], name: 'o.png', treePath: 'output/o.png' });
-    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({ tags: ['models', 'model_type:checkpoints', 'checkpoints'], name: 'a.sft', treePath: 'models/checkpoints/a.sft' });
+    expect(comfyPlacementOf('/home/me/ComfyUI/models/loras/sub/x.safetensors', 'sub/x.safetensors')).toEqual({
+      tags: ['models', 'model_type:loras', 'loras'],
+      name: 'sub/x.safetensors',
+      treePath: 'models/loras/sub/x.safetensors',
+    });
+    expect(comfyPlacementOf('/home/me/ComfyUI/output/o.png', 'o.png')).toEqual({
+      tags: ['output'],
+      name: 'o.png',
+      treePath: 'output/o.png',
+    });
+    expect(comfyPlacementOf('/srv/ComfyUI/models/checkpoints/a.sft', 'models/checkpoints/a.sft')).toEqual({
+      tags: ['models', 'model_type:checkpoints', 'checkpoints'],
+      name: 'a.sft',
+      treePath: 'models/checkpoints/a.sft',
+    });
     expect(comfyPlacementOf('/home/me/random/x.bin', 'x.bin')).toBeUndefined();
   });
 });
 
 describe('pullPath', () => {
-  const a = (name: string, tags: string[], loader_path?: string) => ({ id: '00000000-0000-4000-8000-000000000001', name, tags, loader_path });
+  const a = (name: string, tags: string[], loader_path?: string) => ({
+    id: '00000000-0000-4000-8000-000000000001',
+    name,
+    tags,
+    loader_path,
+  });
   test('--comfyui: models/<folder>/<loader_path>, input/, output/', () => {
-    expect(pullPath(a('SDXL/base.safetensors', ['models', 'checkpoints'], 'SDXL/base.safetensors'), true)).toBe('models/checkpoints/SDXL/base.safetensors');
+    expect(pullPath(a('SDXL/base.safetensors', ['models', 'checkpoints'], 'SDXL/base.safetensors'), true)).toBe(
+      'models/checkpoints/SDXL/base.safetensors',
+    );
     expect(pullPath(a('x.bin', ['team', 'models', 'loras']), true)).toBe('models/loras/x.bin');
     expect(pullPath(a('x.bin', ['team', 'models']), true)).toBe('models/team/x.bin');
     expect(pullPath(a('in.png', ['input']), true)).toBe('input/in.png');
@@ -53,7 +87,9 @@ describe('pullPath', () => {
     expect(pullPath(a('plain.bin', []), true)).toBe('plain.bin');
   });
   test('without loader_path (an older service) the name goes through the same rule; unsafe names keep their last segment', () => {
-    expect(pullPath(a('SDXL/base.safetensors', ['models', 'checkpoints']), true)).toBe('models/checkpoints/SDXL/base.safetensors');
+    expect(pullPath(a('SDXL/base.safetensors', ['models', 'checkpoints']), true)).toBe(
+      'models/checkpoints/SDXL/base.safetensors',
+    );
     expect(pullPath(a('../../etc/passwd', ['models', 'vae']), true)).toBe('models/vae/passwd');
     expect(pullPath(a('/abs/x.bin', []), false)).toBe('x.bin');
     expect(pullPath(a('..', []), false)).toBe('00000000-0000-4000-8000-000000000001');
@@ -83,7 +119,16 @@ describe('hostile answers (issue 14)', () => {
   test('an asset the client cannot rely on is refused', () => {
     const good = { id: 'a1b2', name: 'x', size: 1, asset_hash: `blake3:${'0'.repeat(64)}`, tags: [] };
     expect(checkAsset(good)).toBe(good);
-    for (const bad of [null, 'x', { ...good, id: '../etc' }, { ...good, size: -1 }, { ...good, size: 2 ** 60 }, { ...good, asset_hash: 'blake3:00' }, { ...good, tags: [1] }, { ...good, name: 5 }]) {
+    for (const bad of [
+      null,
+      'x',
+      { ...good, id: '../etc' },
+      { ...good, size: -1 },
+      { ...good, size: 2 ** 60 },
+      { ...good, asset_hash: 'blake3:00' },
+      { ...good, tags: [1] },
+      { ...good, name: 5 },
+    ]) {
       expect(() => checkAsset(bad)).toThrow(/INVALID_RESPONSE|not an asset/);
     }
   });
@@ -97,8 +142,14 @@ describe('hostile answers (issue 14)', () => {
 });
 
 describe('planPaths (where pull writes each asset)', () => {
-  const asset = (id: string, name: string) => ({ id, name, size: 1, asset_hash: `blake3:${'0'.repeat(64)}`, tags: [] }) as unknown as Asset;
-  const assets = [asset('1', 'Model.bin'), asset('2', 'model.bin'), asset('3', 'e\u0301.bin'), asset('4', '\u00e9.bin')];
+  const asset = (id: string, name: string) =>
+    ({ id, name, size: 1, asset_hash: `blake3:${'0'.repeat(64)}`, tags: [] }) as unknown as Asset;
+  const assets = [
+    asset('1', 'Model.bin'),
+    asset('2', 'model.bin'),
+    asset('3', 'e\u0301.bin'),
+    asset('4', '\u00e9.bin'),
+  ];
   test('on a file system that tells letter case apart, names that differ only in case are two files', () => {
     expect(planPaths(assets, false, false).map((p) => p.takenBy === undefined)).toEqual([true, true, true, true]);
   });
@@ -110,13 +161,19 @@ describe('planPaths (where pull writes each asset)', () => {
 });
 
 describe('pullPaths (every recorded path of an asset)', () => {
-  const a = (paths: unknown, tags = ['models', 'model_type:loras', 'loras']) => ({ id: 'i', name: 'a.safetensors', tags, loader_path: 'a.safetensors', metadata: { paths } });
+  const a = (paths: unknown, tags = ['models', 'model_type:loras', 'loras']) => ({
+    id: 'i',
+    name: 'a.safetensors',
+    tags,
+    loader_path: 'a.safetensors',
+    metadata: { paths },
+  });
   test('with --comfyui each ComfyUI tree path as it is; without, the path inside its folder', () => {
     const asset = a(['models/loras/a.safetensors', 'models/vae/a-copy.safetensors']);
     expect(pullPaths(asset, true)).toEqual(['models/loras/a.safetensors', 'models/vae/a-copy.safetensors']);
     expect(pullPaths(asset, false)).toEqual(['a.safetensors', 'a-copy.safetensors']);
   });
-  test('unsafe recorded paths are left out; none left: the asset\'s own path', () => {
+  test("unsafe recorded paths are left out; none left: the asset's own path", () => {
     expect(pullPaths(a(['../../etc/passwd', '/abs', 7]), true)).toEqual(['models/loras/a.safetensors']);
     expect(pullPaths(a(undefined), false)).toEqual(['a.safetensors']);
   });

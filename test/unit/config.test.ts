@@ -33,8 +33,20 @@ describe('loadConfig', () => {
       trustProxy: false,
     });
     expect(
-      loadConfig({ BODY_IDLE_TIMEOUT_MS: '1000', SHUTDOWN_GRACE_MS: '500', RATE_LIMIT_PER_MINUTE: '100', TRUST_PROXY: 'true', STORAGE_MIN_FREE_BYTES: '0' }),
-    ).toMatchObject({ bodyIdleTimeoutMs: 1000, shutdownGraceMs: 500, rateLimitPerMinute: 100, trustProxy: true, storageMinFreeBytes: 0 });
+      loadConfig({
+        BODY_IDLE_TIMEOUT_MS: '1000',
+        SHUTDOWN_GRACE_MS: '500',
+        RATE_LIMIT_PER_MINUTE: '100',
+        TRUST_PROXY: 'true',
+        STORAGE_MIN_FREE_BYTES: '0',
+      }),
+    ).toMatchObject({
+      bodyIdleTimeoutMs: 1000,
+      shutdownGraceMs: 500,
+      rateLimitPerMinute: 100,
+      trustProxy: true,
+      storageMinFreeBytes: 0,
+    });
     const bad = () => loadConfig({ AUTH_FAILURES_PER_MINUTE: '0', BODY_IDLE_TIMEOUT_MS: 'soon', TRUST_PROXY: 'maybe' });
     for (const name of ['BODY_IDLE_TIMEOUT_MS', 'AUTH_FAILURES_PER_MINUTE', 'TRUST_PROXY']) expect(bad).toThrow(name);
   });
@@ -67,7 +79,17 @@ describe('loadConfig', () => {
     }
     expect(err).toBeInstanceOf(ConfigError);
     const problems = (err as ConfigError).problems.join('\n');
-    for (const name of ['PORT', 'STORAGE_BACKEND', 'MAX_UPLOAD_BYTES', 'DOWNLOAD_BLOCK_PRIVATE_NETWORKS', 'HF_ENDPOINT', 'LOG_LEVEL', 'DATABASE_URL', 'API_KEYS', 'ROLE']) {
+    for (const name of [
+      'PORT',
+      'STORAGE_BACKEND',
+      'MAX_UPLOAD_BYTES',
+      'DOWNLOAD_BLOCK_PRIVATE_NETWORKS',
+      'HF_ENDPOINT',
+      'LOG_LEVEL',
+      'DATABASE_URL',
+      'API_KEYS',
+      'ROLE',
+    ]) {
       expect(problems).toContain(name);
     }
     expect((err as ConfigError).problems).toHaveLength(9);
@@ -79,34 +101,48 @@ describe('loadConfig', () => {
       publicUrl: 'https://assets.example.com/base',
       trustProxy: true,
     });
-    expect(() => loadConfig({ PUBLIC_URL: 'assets.example.com', TRUST_PROXY: 'maybe' })).toThrow(/PUBLIC_URL[\s\S]*TRUST_PROXY/);
+    expect(() => loadConfig({ PUBLIC_URL: 'assets.example.com', TRUST_PROXY: 'maybe' })).toThrow(
+      /PUBLIC_URL[\s\S]*TRUST_PROXY/,
+    );
   });
 
   test('CORS_ORIGINS (origins or *, none by default) and MEDIA_URL_GRANTS (on by default)', () => {
     expect(loadConfig({})).toMatchObject({ corsOrigins: [], mediaUrlGrants: true });
-    expect(loadConfig({ CORS_ORIGINS: '*', MEDIA_URL_GRANTS: 'false' })).toMatchObject({ corsOrigins: '*', mediaUrlGrants: false });
-    expect(loadConfig({ CORS_ORIGINS: ' https://App.example.com , http://127.0.0.1:5173/,https://x.example:8443 ' }).corsOrigins).toEqual([
-      'https://app.example.com',
-      'http://127.0.0.1:5173',
-      'https://x.example:8443',
-    ]);
+    expect(loadConfig({ CORS_ORIGINS: '*', MEDIA_URL_GRANTS: 'false' })).toMatchObject({
+      corsOrigins: '*',
+      mediaUrlGrants: false,
+    });
+    expect(
+      loadConfig({ CORS_ORIGINS: ' https://App.example.com , http://127.0.0.1:5173/,https://x.example:8443 ' })
+        .corsOrigins,
+    ).toEqual(['https://app.example.com', 'http://127.0.0.1:5173', 'https://x.example:8443']);
     let err: unknown;
     try {
-      loadConfig({ CORS_ORIGINS: 'https://ok.example,app.example.com,https://a.example/path,ftp://f.example,*', MEDIA_URL_GRANTS: 'sometimes' });
+      loadConfig({
+        CORS_ORIGINS: 'https://ok.example,app.example.com,https://a.example/path,ftp://f.example,*',
+        MEDIA_URL_GRANTS: 'sometimes',
+      });
     } catch (e) {
       err = e;
     }
     expect(err).toBeInstanceOf(ConfigError);
     const problems = (err as ConfigError).problems;
     expect(problems.filter((p) => p.startsWith('CORS_ORIGINS'))).toHaveLength(4);
-    for (const bad of ['app.example.com', 'https://a.example/path', 'ftp://f.example', '"*"']) expect(problems.join('\n')).toContain(bad);
+    for (const bad of ['app.example.com', 'https://a.example/path', 'ftp://f.example', '"*"'])
+      expect(problems.join('\n')).toContain(bad);
     expect(problems.join('\n')).toContain('MEDIA_URL_GRANTS');
   });
 
   test('s3 needs a bucket', () => {
     expect(() => loadConfig({ STORAGE_BACKEND: 's3' })).toThrow(/S3_BUCKET/);
     const c = loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: '/assets/' });
-    expect(c.storage).toMatchObject({ backend: 's3', bucket: 'b', forcePathStyle: true, prefix: 'assets', region: 'us-east-1' });
+    expect(c.storage).toMatchObject({
+      backend: 's3',
+      bucket: 'b',
+      forcePathStyle: true,
+      prefix: 'assets',
+      region: 'us-east-1',
+    });
   });
 
   test('endpoints lose trailing slashes; mirrors allowed', () => {
@@ -115,7 +151,10 @@ describe('loadConfig', () => {
 
   test('metrics: on by default, loopback-only without METRICS_TOKEN', () => {
     expect(loadConfig({}).metrics).toEqual({ enabled: true, token: undefined });
-    expect(loadConfig({ METRICS_TOKEN: ' tok-1 ', METRICS_ENABLED: 'false' }).metrics).toEqual({ enabled: false, token: 'tok-1' });
+    expect(loadConfig({ METRICS_TOKEN: ' tok-1 ', METRICS_ENABLED: 'false' }).metrics).toEqual({
+      enabled: false,
+      token: 'tok-1',
+    });
     expect(() => loadConfig({ METRICS_ENABLED: 'maybe' })).toThrow(/METRICS_ENABLED/);
   });
 });

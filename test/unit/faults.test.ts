@@ -5,7 +5,8 @@ import { isStorageFull } from '../../src/infra/blob-store/blob-store';
 import { classifyDbError, DatabaseHealth, translateDbError, type Db } from '../../src/infra/prisma';
 
 describe('database errors are translated in one place (infra/prisma.ts)', () => {
-  const adapter = (cause: Record<string, unknown>) => Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause } } });
+  const adapter = (cause: Record<string, unknown>) =>
+    Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause } } });
   test.each([
     ['ECONNREFUSED', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })],
     ['ECONNRESET', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })],
@@ -28,7 +29,9 @@ describe('database errors are translated in one place (infra/prisma.ts)', () => 
   });
 
   test('53100 disk full → INSUFFICIENT_STORAGE (pg error and through Prisma)', () => {
-    expect((translateDbError(Object.assign(new Error('could not extend file'), { code: '53100' })) as DomainError).code).toBe('INSUFFICIENT_STORAGE');
+    expect(
+      (translateDbError(Object.assign(new Error('could not extend file'), { code: '53100' })) as DomainError).code,
+    ).toBe('INSUFFICIENT_STORAGE');
     expect(classifyDbError(adapter({ originalCode: '53100', kind: 'postgres' }))).toBe('full');
   });
 
@@ -54,7 +57,9 @@ describe('database errors are translated in one place (infra/prisma.ts)', () => 
 });
 
 test('ENOSPC and EDQUOT are recognised as a full store', () => {
-  expect(isStorageFull(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }))).toBe(true);
+  expect(isStorageFull(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }))).toBe(
+    true,
+  );
   expect(isStorageFull(Object.assign(new Error('x'), { code: 'EDQUOT' }))).toBe(true);
   expect(isStorageFull(new Error('the ingest worker stopped: ENOSPC: no space left on device'))).toBe(true);
   expect(isStorageFull(Object.assign(new Error('x'), { code: 'EACCES' }))).toBe(false);
@@ -79,7 +84,8 @@ describe('API key caches', () => {
     const f = fakeDb({ [hashKey('valid-key-0001')]: 'carol' });
     const keys = new ApiKeyService(new ApiKeyRepository(f.db), []);
     expect((await keys.authenticate('valid-key-0001')).ownerId).toBe('carol');
-    for (let i = 0; i < 5; i++) await expect(keys.authenticate('unknown-key-1')).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
+    for (let i = 0; i < 5; i++)
+      await expect(keys.authenticate('unknown-key-1')).rejects.toMatchObject({ code: 'UNAUTHORIZED' });
     expect(f.lookups()).toBe(2);
     for (let i = 0; i < 60_000; i++) await keys.authenticate(`random-${i}`).catch(() => undefined);
     const before = f.lookups();

@@ -8,9 +8,23 @@ import http from 'node:http';
 import path from 'node:path';
 import fc from 'fast-check';
 import { parse } from 'yaml';
-import { normalizeTags, validateCreateFields, validateMimeType, validateName, validateUpdateFields, validateUserMetadata } from '../../src/domain/assets/validation';
+import {
+  normalizeTags,
+  validateCreateFields,
+  validateMimeType,
+  validateName,
+  validateUpdateFields,
+  validateUserMetadata,
+} from '../../src/domain/assets/validation';
 import { DomainError } from '../../src/domain/errors';
-import { assertJsonInput, assertQueryDate, isMediaType, isStorableText, MAX_JSON_DEPTH, servableMediaType } from '../../src/domain/input';
+import {
+  assertJsonInput,
+  assertQueryDate,
+  isMediaType,
+  isStorableText,
+  MAX_JSON_DEPTH,
+  servableMediaType,
+} from '../../src/domain/input';
 import { checkDocumentText } from '../../src/http/graphql/limits';
 import { FUZZ_RUNS, FUZZ_SEED, hostileJson, hostileObject, hostileText } from '../helpers/hostile';
 
@@ -45,7 +59,10 @@ function outcome(fn: () => unknown): string {
 }
 
 test('isStorableText: exactly no NUL and no unpaired surrogate', () => {
-  fc.assert(fc.property(hostileText, (s) => isStorableText(s) === storable(s)), OPTS);
+  fc.assert(
+    fc.property(hostileText, (s) => isStorableText(s) === storable(s)),
+    OPTS,
+  );
   expect(isStorableText('😀 é')).toBe(true);
   expect(isStorableText('\ud83d')).toBe(false);
   expect(isStorableText('\ude00x')).toBe(false);
@@ -78,10 +95,16 @@ test('isMediaType: anything accepted can be sent as a Content-Type header, and a
   const documented = new RegExp(doc.components.schemas.MediaType.pattern);
   const mediaLike = fc.oneof(
     hostileText,
-    fc.tuple(hostileText, hostileText, fc.array(fc.tuple(hostileText, hostileText), { maxLength: 3 })).map(
-      ([t, s, ps]) => `${t}/${s}${ps.map(([k, v]) => `; ${k}=${v}`).join('')}`,
+    fc
+      .tuple(hostileText, hostileText, fc.array(fc.tuple(hostileText, hostileText), { maxLength: 3 }))
+      .map(([t, s, ps]) => `${t}/${s}${ps.map(([k, v]) => `; ${k}=${v}`).join('')}`),
+    fc.constantFrom(
+      'text/plain; charset="utf-8"',
+      'a/b;',
+      'a/b; c="\\"q\\""',
+      'text/plain; charset=\u0001',
+      'image/png\r\nx: y',
     ),
-    fc.constantFrom('text/plain; charset="utf-8"', 'a/b;', 'a/b; c="\\"q\\""', 'text/plain; charset=\u0001', 'image/png\r\nx: y'),
   );
   fc.assert(
     fc.property(mediaLike, (s) => {
@@ -99,7 +122,8 @@ test('isMediaType: anything accepted can be sent as a Content-Type header, and a
 test('assertQueryDate: exactly the years 0001–9999', () => {
   fc.assert(
     fc.property(fc.date(), (d) => {
-      const valid = !Number.isNaN(d.getTime()) && /^\d{4}-/.test(d.toISOString()) && !d.toISOString().startsWith('0000');
+      const valid =
+        !Number.isNaN(d.getTime()) && /^\d{4}-/.test(d.toISOString()) && !d.toISOString().startsWith('0000');
       return outcome(() => assertQueryDate(d, 'd')) === (valid ? 'ok' : 'INVALID_QUERY');
     }),
     OPTS,
@@ -111,15 +135,22 @@ test('the field validators return or throw a 400/413-class DomainError for any i
   const anything = fc.oneof(hostileText, hostileJson, hostileObject);
   fc.assert(
     fc.property(anything, (v) => {
-      for (const fn of [validateName, normalizeTags, validateMimeType, validateUserMetadata]) expect(codes).toContain(outcome(() => fn(v)));
+      for (const fn of [validateName, normalizeTags, validateMimeType, validateUserMetadata])
+        expect(codes).toContain(outcome(() => fn(v)));
     }),
     OPTS,
   );
   fc.assert(
-    fc.property(fc.dictionary(fc.constantFrom('id', 'name', 'mimeType', 'tags', 'userMetadata', 'previewId', 'promptId', 'other'), anything), (body) => {
-      expect(codes).toContain(outcome(() => validateCreateFields(body)));
-      expect(codes).toContain(outcome(() => validateUpdateFields(body)));
-    }),
+    fc.property(
+      fc.dictionary(
+        fc.constantFrom('id', 'name', 'mimeType', 'tags', 'userMetadata', 'previewId', 'promptId', 'other'),
+        anything,
+      ),
+      (body) => {
+        expect(codes).toContain(outcome(() => validateCreateFields(body)));
+        expect(codes).toContain(outcome(() => validateUpdateFields(body)));
+      },
+    ),
     OPTS,
   );
 });

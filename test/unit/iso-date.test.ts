@@ -7,7 +7,16 @@ describe('isoDateTime', () => {
   const MAX = Date.UTC(10_000, 11, 31); // after 9999-12-31
 
   it('formats every date as toISOString does (random instants of the years 0000–10000, and the edges)', () => {
-    const edges = [0, -1, 1, 999, Date.UTC(999, 11, 31, 23, 59, 59, 999), Date.UTC(1000, 0, 1), Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10_000, 0, 1)];
+    const edges = [
+      0,
+      -1,
+      1,
+      999,
+      Date.UTC(999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(1000, 0, 1),
+      Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(10_000, 0, 1),
+    ];
     const dates = edges.map((t) => new Date(t));
     for (let i = 0; i < 200_000; i++) dates.push(new Date(MIN + Math.floor(Math.random() * (MAX - MIN))));
     for (let ms = 0; ms < 1000; ms++) dates.push(new Date(Date.UTC(2026, 10, 22, 9, 5, 7, ms)));
@@ -25,7 +34,17 @@ describe('DateTimeISOScalar', () => {
     expect(DateTimeISOScalar.name).toBe(GraphQLISODateTime.name);
     expect(DateTimeISOScalar.description).toBe(GraphQLISODateTime.description);
     expect(DateTimeISOScalar.specifiedByURL).toBe(GraphQLISODateTime.specifiedByURL);
-    const values: unknown[] = [new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 6)), new Date(-62_135_596_800_000), '2026-01-02T03:04:05.006Z', 1_700_000_000_000, new Date(NaN), 'nope', true, null, {}];
+    const values: unknown[] = [
+      new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 6)),
+      new Date(-62_135_596_800_000),
+      '2026-01-02T03:04:05.006Z',
+      1_700_000_000_000,
+      new Date(NaN),
+      'nope',
+      true,
+      null,
+      {},
+    ];
     for (const v of values) {
       let mine: unknown;
       let theirs: unknown;
@@ -41,6 +60,8 @@ describe('DateTimeISOScalar', () => {
       }
       expect(mine).toEqual(theirs);
     }
-    expect(DateTimeISOScalar.parseValue('2026-01-02T03:04:05.006Z')).toEqual(GraphQLISODateTime.parseValue('2026-01-02T03:04:05.006Z'));
+    expect(DateTimeISOScalar.parseValue('2026-01-02T03:04:05.006Z')).toEqual(
+      GraphQLISODateTime.parseValue('2026-01-02T03:04:05.006Z'),
+    );
   });
 });

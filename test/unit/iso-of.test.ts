@@ -14,7 +14,9 @@ test('isoOf prints what toISOString prints, for every millisecond of a second an
   for (let ms = 0; ms < 1000; ms++) dates.push(new Date(Date.UTC(2026, 10, 23, 1, 2, 3, ms)));
   const [min, max] = [Date.UTC(1000, 0, 1), Date.UTC(9999, 11, 31, 23, 59, 59, 999)];
   for (let i = 0; i < 100_000; i++) dates.push(new Date(min + Math.floor(Math.random() * (max - min))));
-  expect(dates.filter((d) => isoOf(pgText(d)) !== d.toISOString()).map((d) => [pgText(d), isoOf(pgText(d))])).toEqual([]);
+  expect(dates.filter((d) => isoOf(pgText(d)) !== d.toISOString()).map((d) => [pgText(d), isoOf(pgText(d))])).toEqual(
+    [],
+  );
 });
 
 test('isoOf truncates digits past the millisecond, as pg truncates them', () => {

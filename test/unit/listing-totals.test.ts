@@ -35,7 +35,10 @@ test('maintained counts give the stopped count exactly, or nothing, for random t
       const pick = () => TAGS.filter(() => random() < 0.35);
       const f: AssetFilter = { includeTags: pick(), anyTags: pick(), excludeTags: pick() };
       const truth = assets.filter(
-        (s) => f.includeTags.every((t) => s.has(t)) && (f.anyTags!.length === 0 || f.anyTags!.some((t) => s.has(t))) && !f.excludeTags.some((t) => s.has(t)),
+        (s) =>
+          f.includeTags.every((t) => s.has(t)) &&
+          (f.anyTags!.length === 0 || f.anyTags!.some((t) => s.has(t))) &&
+          !f.excludeTags.some((t) => s.has(t)),
       ).length;
       const stats: OwnerStats = {
         total: n,
@@ -58,7 +61,14 @@ test('maintained counts give the stopped count exactly, or nothing, for random t
 });
 
 test('no filter, one include tag, one exclude tag, one tags_any tag: exact; other filters: counted', () => {
-  const s = (over: Partial<OwnerStats>): OwnerStats => ({ total: 500, version: '1', include: [], any: [], exclude: [], ...over });
+  const s = (over: Partial<OwnerStats>): OwnerStats => ({
+    total: 500,
+    version: '1',
+    include: [],
+    any: [],
+    exclude: [],
+    ...over,
+  });
   const f = (over: Partial<AssetFilter>): AssetFilter => ({ includeTags: [], excludeTags: [], ...over });
   expect(totalFromCounts(s({}), f({}))).toBe(500);
   expect(totalFromCounts(s({ total: 2_000_000 }), f({}))).toBe(COUNT_LIMIT + 1);
@@ -68,9 +78,13 @@ test('no filter, one include tag, one exclude tag, one tags_any tag: exact; othe
   expect(totalFromCounts(s({ any: [7, 9] }), f({ anyTags: ['x', 'y'] }))).toBeUndefined();
   expect(totalFromCounts(s({ include: [300, 300] }), f({ includeTags: ['x', 'y'] }))).toBeUndefined();
   // The benchmark's case: every asset tagged models, 200,000 of 1,000,000 also loras.
-  expect(totalFromCounts(s({ total: 1_000_000, include: [1_000_000, 200_000] }), f({ includeTags: ['models', 'loras'] }))).toBe(COUNT_LIMIT + 1);
+  expect(
+    totalFromCounts(s({ total: 1_000_000, include: [1_000_000, 200_000] }), f({ includeTags: ['models', 'loras'] })),
+  ).toBe(COUNT_LIMIT + 1);
   expect(totalFromCounts(s({ total: 1_000_000 }), f({ nameContains: 'x' }))).toBeUndefined();
-  expect(totalFromCounts(s({ total: 1_000_000, include: [1_000_000] }), f({ includeTags: ['m'], metadataFilter: { k: 1 } }))).toBeUndefined();
+  expect(
+    totalFromCounts(s({ total: 1_000_000, include: [1_000_000] }), f({ includeTags: ['m'], metadataFilter: { k: 1 } })),
+  ).toBeUndefined();
 });
 
 test('CountCache: a value is served only under the version it was stored with; least recently used go first', () => {

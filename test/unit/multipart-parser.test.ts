@@ -31,7 +31,10 @@ function parse(boundary: string, pieces: Buffer[]): Part[] | MultipartError {
 /** busboy's reading of the same body (the parser it replaced), in the same shape. */
 function parseWithBusboy(boundary: string, body: Buffer): Promise<Part[]> {
   return new Promise((resolve, reject) => {
-    const bb = busboy({ headers: { 'content-type': `multipart/form-data; boundary=${boundary}` }, defParamCharset: 'utf8' });
+    const bb = busboy({
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      defParamCharset: 'utf8',
+    });
     const parts: Part[] = [];
     bb.on('field', (name, value) => parts.push({ name, body: Buffer.from(value) }));
     bb.on('file', (name, stream, info) => {
@@ -58,7 +61,11 @@ function splitRandomly(body: Buffer, rnd: () => number): Buffer[] {
   return out;
 }
 
-function form(boundary: string, parts: Array<{ name: string; filename?: string; type?: string; body: Buffer | string }>, opts: { preamble?: string } = {}): Buffer {
+function form(
+  boundary: string,
+  parts: Array<{ name: string; filename?: string; type?: string; body: Buffer | string }>,
+  opts: { preamble?: string } = {},
+): Buffer {
   const bufs: Buffer[] = [Buffer.from(opts.preamble ?? '')];
   for (const p of parts) {
     let head = `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"`;
@@ -90,7 +97,15 @@ describe('MultipartParser', () => {
     for (let seed = 1; seed <= 60; seed++) {
       const rnd = prng(seed);
       // File bytes that keep almost matching the delimiter: CR, CRLF, CRLF--, CRLF--xYz-boundary-4 …
-      const nearMisses = ['\r', '\r\n', '\r\n-', '\r\n--', `\r\n--${boundary.slice(0, 5)}`, `\r\n--${boundary.slice(0, -1)}`, `--${boundary}`];
+      const nearMisses = [
+        '\r',
+        '\r\n',
+        '\r\n-',
+        '\r\n--',
+        `\r\n--${boundary.slice(0, 5)}`,
+        `\r\n--${boundary.slice(0, -1)}`,
+        `--${boundary}`,
+      ];
       const pieces: Buffer[] = [];
       for (let i = 0; i < 40; i++) {
         pieces.push(crypto.randomBytes(Math.floor(rnd() * 200)));
@@ -115,7 +130,8 @@ describe('MultipartParser', () => {
       const expected = await parseWithBusboy(boundary, body);
       const got = parse(boundary, splitRandomly(body, rnd));
       expect([seed, got instanceof MultipartError ? got.message : 'ok']).toEqual([seed, 'ok']);
-      const simplify = (ps: Part[]) => ps.map((p) => ({ name: p.name, filename: p.filename, body: p.body.toString('base64') }));
+      const simplify = (ps: Part[]) =>
+        ps.map((p) => ({ name: p.name, filename: p.filename, body: p.body.toString('base64') }));
       expect(simplify(got as Part[])).toEqual(simplify(expected));
       expect((got as Part[])[2]!.body.equals(file)).toBe(true);
       expect((got as Part[])[2]!.contentType).toBe('application/octet-stream');
@@ -125,9 +141,15 @@ describe('MultipartParser', () => {
 
   it('hands out views that stay valid after later chunks arrive', () => {
     const boundary = 'b0';
-    const body = form(boundary, [{ name: 'file', filename: 'a', body: 'x'.repeat(1000) + '\r\n--b' + 'y'.repeat(1000) }]);
+    const body = form(boundary, [
+      { name: 'file', filename: 'a', body: 'x'.repeat(1000) + '\r\n--b' + 'y'.repeat(1000) },
+    ]);
     const views: Buffer[] = [];
-    const p = new MultipartParser(boundary, { partBegin: () => undefined, partData: (d) => views.push(d), partEnd: () => undefined });
+    const p = new MultipartParser(boundary, {
+      partBegin: () => undefined,
+      partData: (d) => views.push(d),
+      partEnd: () => undefined,
+    });
     for (let off = 0; off < body.length; off += 7) p.write(Buffer.from(body.subarray(off, off + 7)));
     p.end();
     expect(Buffer.concat(views).toString()).toBe('x'.repeat(1000) + '\r\n--b' + 'y'.repeat(1000));
@@ -137,7 +159,9 @@ describe('MultipartParser', () => {
     const raw = Buffer.concat([
       Buffer.from('--"q b"  \t\r\nContent-Disposition: form-data; name="file"; filename="'),
       Buffer.from('模型 ✓.bin', 'utf8'),
-      Buffer.from('"\r\n\r\nabc\r\n--"q b"\r\ncontent-disposition: form-data; name=f2; filename="x.bin"; filename*=UTF-8\'\'%E2%82%AC%20rates.txt\r\n\r\n\r\n--"q b"--'),
+      Buffer.from(
+        '"\r\n\r\nabc\r\n--"q b"\r\ncontent-disposition: form-data; name=f2; filename="x.bin"; filename*=UTF-8\'\'%E2%82%AC%20rates.txt\r\n\r\n\r\n--"q b"--',
+      ),
     ]);
     const boundary = boundaryOf('multipart/form-data; boundary="\\"q b\\""');
     expect(boundary).toBe('"q b"');
@@ -149,7 +173,8 @@ describe('MultipartParser', () => {
   });
 
   it('skips parts that are not form-data and tells fields from files by the filename parameter', () => {
-    const raw = '--b\r\nContent-Type: text/plain\r\n\r\nno disposition\r\n--b\r\n\r\nno headers\r\n--b\r\nContent-Disposition: form-data; name="f"; filename=""\r\n\r\nx\r\n--b\r\nContent-Disposition: form-data; name="t"\r\n\r\ny\r\n--b--';
+    const raw =
+      '--b\r\nContent-Type: text/plain\r\n\r\nno disposition\r\n--b\r\n\r\nno headers\r\n--b\r\nContent-Disposition: form-data; name="f"; filename=""\r\n\r\nx\r\n--b\r\nContent-Disposition: form-data; name="t"\r\n\r\ny\r\n--b--';
     const parts = parse('b', [Buffer.from(raw)]) as Part[];
     expect(parts.map((p) => [p.name, p.filename, p.body.toString()])).toEqual([
       ['f', '', 'x'],
@@ -169,12 +194,16 @@ describe('MultipartParser', () => {
   });
 
   it('ignores everything after the closing boundary', () => {
-    const parts = parse('b', [Buffer.from('--b\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--b--\r\nepilogue --b\r\ngarbage')]) as Part[];
+    const parts = parse('b', [
+      Buffer.from('--b\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--b--\r\nepilogue --b\r\ngarbage'),
+    ]) as Part[];
     expect(parts.map((p) => p.body.toString())).toEqual(['1']);
   });
 
   it('reads the boundary from the Content-Type', () => {
-    expect(boundaryOf('multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW')).toBe('----WebKitFormBoundary7MA4YWxkTrZu0gW');
+    expect(boundaryOf('multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW')).toBe(
+      '----WebKitFormBoundary7MA4YWxkTrZu0gW',
+    );
     expect(boundaryOf('Multipart/Form-Data;charset=utf-8; BOUNDARY=abc')).toBe('abc');
     expect(() => boundaryOf('multipart/form-data')).toThrow(MultipartError);
     expect(() => boundaryOf('multipart/mixed; boundary=abc')).toThrow(MultipartError);

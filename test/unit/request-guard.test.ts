@@ -8,10 +8,21 @@ import { RequestGuard } from '../../src/http/request-guard';
  * one large piece gets time for its size; a client that takes nothing of a streamed answer is cut at the limit.
  */
 function exchange(waiting: number) {
-  const socket = Object.assign(new EventEmitter(), { bytesRead: 100, bytesWritten: 0, writableLength: waiting, destroyed: false, destroy: jest.fn() });
+  const socket = Object.assign(new EventEmitter(), {
+    bytesRead: 100,
+    bytesWritten: 0,
+    writableLength: waiting,
+    destroyed: false,
+    destroy: jest.fn(),
+  });
   socket.destroy.mockImplementation(() => (socket.destroyed = true));
   const req = Object.assign(new EventEmitter(), { socket, complete: true }) as unknown as http.IncomingMessage;
-  const res = Object.assign(new EventEmitter(), { req, writableNeedDrain: waiting > 0, headersSent: true, writableEnded: false }) as unknown as http.ServerResponse;
+  const res = Object.assign(new EventEmitter(), {
+    req,
+    writableNeedDrain: waiting > 0,
+    headersSent: true,
+    writableEnded: false,
+  }) as unknown as http.ServerResponse;
   return { socket, req, res };
 }
 

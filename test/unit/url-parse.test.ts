@@ -11,7 +11,10 @@ const DIST = path.join(__dirname, '..', '..', 'dist', 'src', 'http', 'graphql', 
 function run(settle: boolean): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-url-'));
   const script = path.join(dir, 'main.js');
-  fs.writeFileSync(script, `${settle ? `require(${JSON.stringify(DIST)}).settleUrlParseDeprecation();\n` : ''}require('node:url').parse('/graphql?x=1');\n`);
+  fs.writeFileSync(
+    script,
+    `${settle ? `require(${JSON.stringify(DIST)}).settleUrlParseDeprecation();\n` : ''}require('node:url').parse('/graphql?x=1');\n`,
+  );
   try {
     return spawnSync(process.execPath, [script], { encoding: 'utf8' }).stderr;
   } finally {

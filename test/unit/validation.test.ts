@@ -1,4 +1,11 @@
-import { normalizeTags, resolveTagFilter, sanitizeFileName, validateCreateFields, validateUpdateFields, validateUserMetadata } from '../../src/domain/assets/validation';
+import {
+  normalizeTags,
+  resolveTagFilter,
+  sanitizeFileName,
+  validateCreateFields,
+  validateUpdateFields,
+  validateUserMetadata,
+} from '../../src/domain/assets/validation';
 import { DomainError } from '../../src/domain/errors';
 import { parseHash } from '../../src/domain/content/hashing';
 import { detectMime, isActiveContent, sniffMime } from '../../src/domain/content/mime';
@@ -16,15 +23,27 @@ const code = (fn: () => unknown) => {
 };
 
 test('tags: trimmed, case kept, empty dropped, exact duplicates removed, first-seen order', () => {
-  expect(normalizeTags([' Models', 'loras', 'MODELS', '', '  ', 'b', 'a', 'Models'])).toEqual(['Models', 'loras', 'MODELS', 'b', 'a']);
+  expect(normalizeTags([' Models', 'loras', 'MODELS', '', '  ', 'b', 'a', 'Models'])).toEqual([
+    'Models',
+    'loras',
+    'MODELS',
+    'b',
+    'a',
+  ]);
   expect(code(() => normalizeTags('a'))).toBe('INVALID_BODY');
   expect(code(() => normalizeTags([1]))).toBe('INVALID_BODY');
   expect(code(() => normalizeTags(Array.from({ length: 65 }, (_, i) => String(i))))).toBe('INVALID_BODY');
   expect(normalizeTags(Array.from({ length: 64 }, (_, i) => String(i)))).toHaveLength(64);
   expect(code(() => normalizeTags(['x'.repeat(129)]))).toBe('INVALID_BODY');
   // Filters (REST include_tags etc., GraphQL's AssetFilter): the same normalisation, no limits (no asset carries a too-long tag).
-  const all = (values: string[]) => resolveTagFilter({ all: [{ name: 'tags_all', values, isNew: true }], any: [], none: [] }).includeTags;
-  expect(all([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200), 'loras'])).toEqual(['Models', 'loras', 'MODELS', 'x'.repeat(200)]);
+  const all = (values: string[]) =>
+    resolveTagFilter({ all: [{ name: 'tags_all', values, isNew: true }], any: [], none: [] }).includeTags;
+  expect(all([' Models', 'loras', 'MODELS', '', '  ', 'x'.repeat(200), 'loras'])).toEqual([
+    'Models',
+    'loras',
+    'MODELS',
+    'x'.repeat(200),
+  ]);
 });
 
 test('user_metadata must be an object of at most 256 KiB', () => {
@@ -36,7 +55,11 @@ test('user_metadata must be an object of at most 256 KiB', () => {
 });
 
 test('create and update fields', () => {
-  expect(validateCreateFields({ name: ' n ', mimeType: 'Image/PNG', tags: ['A'] })).toEqual({ name: 'n', mimeType: 'image/png', tags: ['A'] });
+  expect(validateCreateFields({ name: ' n ', mimeType: 'Image/PNG', tags: ['A'] })).toEqual({
+    name: 'n',
+    mimeType: 'image/png',
+    tags: ['A'],
+  });
   expect(code(() => validateUpdateFields({}))).toBe('INVALID_BODY');
   expect(code(() => validateUpdateFields({ other: 1 } as object))).toBe('INVALID_BODY');
   expect(validateUpdateFields({ previewId: null })).toEqual({ previewId: null });
@@ -46,7 +69,8 @@ test('create and update fields', () => {
 test('hash parsing', () => {
   expect(parseHash('blake3:' + 'a'.repeat(64))).toEqual({ algorithm: 'blake3', hex: 'a'.repeat(64) });
   expect(parseHash('sha256:' + '0'.repeat(64))).toEqual({ algorithm: 'sha256', hex: '0'.repeat(64) });
-  for (const bad of ['blake3:' + 'A'.repeat(64), 'blake3:' + 'a'.repeat(63), 'md5:' + 'a'.repeat(64), 5, undefined]) expect(parseHash(bad)).toBeUndefined();
+  for (const bad of ['blake3:' + 'A'.repeat(64), 'blake3:' + 'a'.repeat(63), 'md5:' + 'a'.repeat(64), 5, undefined])
+    expect(parseHash(bad)).toBeUndefined();
 });
 
 test('MIME sniffing by magic bytes, then extension', () => {
@@ -86,8 +110,12 @@ test('file names and Content-Disposition', () => {
   expect(sanitizeFileName('../../etc/passwd')).toBe('passwd');
   expect(sanitizeFileName('..')).toBeUndefined();
   expect(sanitizeFileName('a\u0001b')).toBe('ab');
-  expect(contentDisposition('attachment', 'a"b\r\nc.html')).toBe(`attachment; filename="a_b__c.html"; filename*=UTF-8''a%22b%0D%0Ac.html`);
-  expect(contentDisposition('inline', "it's (1).png")).toBe(`inline; filename="it's (1).png"; filename*=UTF-8''it%27s%20%281%29.png`);
+  expect(contentDisposition('attachment', 'a"b\r\nc.html')).toBe(
+    `attachment; filename="a_b__c.html"; filename*=UTF-8''a%22b%0D%0Ac.html`,
+  );
+  expect(contentDisposition('inline', "it's (1).png")).toBe(
+    `inline; filename="it's (1).png"; filename*=UTF-8''it%27s%20%281%29.png`,
+  );
 });
 
 test('tags form field encodings', () => {

@@ -42,7 +42,10 @@ const value = fc.oneof(
   fc.constant(null),
   fc.constant(undefined),
   fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.integer()), { maxLength: 3 }),
-  fc.dictionary(fc.constantFrom('tags', 'name', 'other'), fc.oneof(fc.string({ maxLength: 3 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 2 }))),
+  fc.dictionary(
+    fc.constantFrom('tags', 'name', 'other'),
+    fc.oneof(fc.string({ maxLength: 3 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 2 })),
+  ),
 );
 
 const variables = fc.oneof(
@@ -84,7 +87,14 @@ describe('coerceVariables', () => {
       expect('values' in r && typeof r.values.id).toBe('string');
       expect('values' in r && Object.getPrototypeOf(r.values)).toBe(null);
     }
-    for (const vars of [{ id: 1.5, s: 'b', i: 1, x: 1, b: true }, { id: 'a', s: 1, i: 1, x: 1, b: true }, { id: 'a', s: 's', i: 1.5, x: 1, b: true }, { id: 'a', s: 's', i: 2 ** 31, x: 1, b: true }, { id: 'a', s: 's', i: 1, x: '1', b: true }, { id: 'a', s: 's', i: 1, x: 1, b: 'true' }]) {
+    for (const vars of [
+      { id: 1.5, s: 'b', i: 1, x: 1, b: true },
+      { id: 'a', s: 1, i: 1, x: 1, b: true },
+      { id: 'a', s: 's', i: 1.5, x: 1, b: true },
+      { id: 'a', s: 's', i: 2 ** 31, x: 1, b: true },
+      { id: 'a', s: 's', i: 1, x: '1', b: true },
+      { id: 'a', s: 's', i: 1, x: 1, b: 'true' },
+    ]) {
       expect(byLane(all, vars)).toEqual(byGraphqlJs(all, vars));
       expect('errors' in coerceVariables(schema, all, vars)).toBe(true);
     }

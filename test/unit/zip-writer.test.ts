@@ -25,10 +25,18 @@ async function* bytesOf(buf: Buffer, chunk = 7000): AsyncGenerator<Buffer> {
 async function* sparse(size: number): AsyncGenerator<Buffer> {
   for (let left = size; left > 0; left -= ZEROS.length) yield left >= ZEROS.length ? ZEROS : ZEROS.subarray(0, left);
 }
-const entry = (name: string, bytes: Buffer): ZipEntry => ({ name, size: bytes.length, mtime: new Date('2026-05-04T03:02:01Z'), data: bytesOf(bytes) });
+const entry = (name: string, bytes: Buffer): ZipEntry => ({
+  name,
+  size: bytes.length,
+  mtime: new Date('2026-05-04T03:02:01Z'),
+  data: bytesOf(bytes),
+});
 
 /** Writes the archive to a file; chunks of ZEROS become holes (a sparse file), so a 4 GiB member costs no disk. */
-async function writeZip(entries: Iterable<ZipEntry> | AsyncIterable<ZipEntry>, opts?: { forceZip64?: boolean }): Promise<string> {
+async function writeZip(
+  entries: Iterable<ZipEntry> | AsyncIterable<ZipEntry>,
+  opts?: { forceZip64?: boolean },
+): Promise<string> {
   const file = path.join(tmp, `${crypto.randomUUID()}.zip`);
   const fh = await fs.promises.open(file, 'w');
   let at = 0;
@@ -71,9 +79,14 @@ interface Read {
  * Every member's central directory entry; the bytes (checked against the CRC-32) of those `open` accepts, else
  * `crcOk` and `sha256` are left out (reading a sparse 4 GiB member costs ~30 s here; `unzip -t` checks it).
  */
-async function readBack(file: string, open: (name: string) => boolean = () => true): Promise<{ entryCount: number; members: Partial<Read>[] }> {
+async function readBack(
+  file: string,
+  open: (name: string) => boolean = () => true,
+): Promise<{ entryCount: number; members: Partial<Read>[] }> {
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.open(file, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (err, z) => (err ? reject(err) : resolve(z!))),
+    yauzl.open(file, { lazyEntries: true, strictFileNames: true, validateEntrySizes: true }, (err, z) =>
+      err ? reject(err) : resolve(z!),
+    ),
   );
   const members: Partial<Read>[] = [];
   try {
@@ -81,7 +94,13 @@ async function readBack(file: string, open: (name: string) => boolean = () => tr
       zip.on('error', reject);
       zip.on('end', () => resolve());
       zip.on('entry', (e: yauzl.Entry) => {
-        const listed = { name: e.fileName, size: e.uncompressedSize, method: e.compressionMethod, utf8: (e.generalPurposeBitFlag & 0x800) !== 0, crc32: e.crc32 };
+        const listed = {
+          name: e.fileName,
+          size: e.uncompressedSize,
+          method: e.compressionMethod,
+          utf8: (e.generalPurposeBitFlag & 0x800) !== 0,
+          crc32: e.crc32,
+        };
         if (!open(e.fileName)) {
           members.push(listed);
           return zip.readEntry();
@@ -115,7 +134,9 @@ function unzipTest(file: string): void {
     execFileSync('unzip', ['-tqq', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw new Error(`unzip -t failed: ${(err as { stdout?: Buffer }).stdout?.toString()} ${(err as { stderr?: Buffer }).stderr?.toString()}`);
+    throw new Error(
+      `unzip -t failed: ${(err as { stdout?: Buffer }).stdout?.toString()} ${(err as { stderr?: Buffer }).stderr?.toString()}`,
+    );
   }
 }
 
@@ -143,7 +164,17 @@ test('stored members with unicode names, zero-byte members and nested paths read
   const file = await writeZip(parts.map(([n, b]) => entry(n, b)));
   const { entryCount, members } = await readBack(file);
   expect(entryCount).toBe(parts.length);
-  expect(members).toEqual(parts.map(([name, b]) => ({ name, size: b.length, method: 0, utf8: true, crc32: crc32(b), crcOk: true, sha256: sha(b) })));
+  expect(members).toEqual(
+    parts.map(([name, b]) => ({
+      name,
+      size: b.length,
+      method: 0,
+      utf8: true,
+      crc32: crc32(b),
+      crcOk: true,
+      sha256: sha(b),
+    })),
+  );
   expect(tail(file).includes(ZIP64_EOCD)).toBe(false);
   unzipTest(file);
   // Info-ZIP reads the UTF-8 names too.
@@ -171,7 +202,9 @@ test('forced ZIP64 records at small sizes read back', async () => {
   expect(t.includes(ZIP64_EOCD)).toBe(true);
   expect(t.includes(Buffer.from([0x50, 0x4b, 0x06, 0x07]))).toBe(true);
   const { members } = await readBack(file);
-  expect(members.map((m) => [m.name, m.size, m.crcOk, m.sha256])).toEqual(parts.map((b, i) => [`m${i}`, b.length, true, sha(b)]));
+  expect(members.map((m) => [m.name, m.size, m.crcOk, m.sha256])).toEqual(
+    parts.map((b, i) => [`m${i}`, b.length, true, sha(b)]),
+  );
   unzipTest(file);
 });
 
@@ -186,7 +219,9 @@ test('more than 65,535 members: ZIP64 end records, every member listed', async (
   const { entryCount, members } = await readBack(file, (name) => /^f\/(0|\d+000)\.txt$/.test(name));
   expect(entryCount).toBe(n);
   expect(members.length).toBe(n);
-  expect(members.every((m, i) => m.name === `f/${i}.txt` && m.size === (i % 1000 === 0 ? String(i).length : 0))).toBe(true);
+  expect(members.every((m, i) => m.name === `f/${i}.txt` && m.size === (i % 1000 === 0 ? String(i).length : 0))).toBe(
+    true,
+  );
   expect(members.filter((m) => m.crcOk).length).toBe(n / 1000);
   expect(members[5000]!.sha256).toBe(sha(Buffer.from('5000')));
   unzipTest(file);
@@ -218,8 +253,12 @@ test('a member whose bytes are fewer or more than its size fails the archive', a
   const run = async (entries: ZipEntry[]) => {
     for await (const _ of zipArchive(entries)) void _;
   };
-  await expect(run([{ name: 'short', size: 10, mtime: new Date(), data: bytesOf(Buffer.alloc(9)) }])).rejects.toThrow(/only 9 of its 10 bytes/);
-  await expect(run([{ name: 'long', size: 10, mtime: new Date(), data: bytesOf(Buffer.alloc(11), 4) }])).rejects.toThrow(/more than/);
+  await expect(run([{ name: 'short', size: 10, mtime: new Date(), data: bytesOf(Buffer.alloc(9)) }])).rejects.toThrow(
+    /only 9 of its 10 bytes/,
+  );
+  await expect(
+    run([{ name: 'long', size: 10, mtime: new Date(), data: bytesOf(Buffer.alloc(11), 4) }]),
+  ).rejects.toThrow(/more than/);
 });
 
 test('the archive is pulled: nothing is read ahead of what the consumer took', async () => {

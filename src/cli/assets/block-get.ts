@@ -124,7 +124,7 @@ function rawGet(url: URL, headers: Record<string, string>, idleMs: number): Prom
               return !finished;
             }
             head = parseHead(cur.toString('latin1', 0, i));
-            if (!head) return end(new Error('not an HTTP/1.1 response')), false;
+            if (!head) return (end(new Error('not an HTTP/1.1 response')), false);
             start = i + 4;
             const length = head.status === 204 || head.status === 304 ? '0' : head.headers['content-length'];
             if (head.headers['transfer-encoding'] || length === undefined || !/^\d+$/.test(length)) {
@@ -163,7 +163,8 @@ function rawGet(url: URL, headers: Record<string, string>, idleMs: number): Prom
       for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
       socket.write(lines.join('\r\n') + '\r\n\r\n');
     });
-    const broken = (): void => end(new Error(`the connection closed with ${remaining} bytes of the body still to come`));
+    const broken = (): void =>
+      end(new Error(`the connection closed with ${remaining} bytes of the body still to come`));
     socket.on('end', broken);
     socket.on('close', broken);
     socket.on('error', (err: NodeJS.ErrnoException) => end(new Error(err.code ?? err.message)));

@@ -85,7 +85,11 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 export function retryDelayMs(retryAfter: string | null | undefined, attempt: number): number {
   const fallback = 1000 * 2 ** attempt;
   if (!retryAfter) return Math.min(fallback, MAX_RETRY_WAIT_MS);
-  const secs = /^\s*\d+\s*$/.test(retryAfter) ? Number(retryAfter) * 1000 : /GMT\s*$/.test(retryAfter) ? Date.parse(retryAfter) - Date.now() : NaN;
+  const secs = /^\s*\d+\s*$/.test(retryAfter)
+    ? Number(retryAfter) * 1000
+    : /GMT\s*$/.test(retryAfter)
+      ? Date.parse(retryAfter) - Date.now()
+      : NaN;
   return Number.isFinite(secs) ? Math.max(0, Math.min(secs, MAX_RETRY_WAIT_MS)) : Math.min(fallback, MAX_RETRY_WAIT_MS);
 }
 
@@ -118,7 +122,10 @@ async function jsonAnswer<T>(res: Response, what: string): Promise<T> {
 /** An ApiError for a failure that is not an answer (refused, reset, timed out), with the cause's code. */
 export function networkError(what: string, err: unknown): ApiError {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer in time (${e.message ?? 'timeout'})` : (e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err));
+  const why =
+    e.name === 'TimeoutError' || e.name === 'AbortError'
+      ? `no answer in time (${e.message ?? 'timeout'})`
+      : (e.cause?.code ?? e.code ?? e.cause?.message ?? e.message ?? String(err));
   return new ApiError(0, 'NETWORK', `${what}: ${why}`);
 }
 
@@ -154,15 +161,22 @@ export class ApiClient {
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       const stop = new AbortController();
-      const idle = idleTimer(this.timeoutMs, () => stop.abort(new DOMException(`no byte for ${this.timeoutMs / 1000} s`, 'TimeoutError')));
+      const idle = idleTimer(this.timeoutMs, () =>
+        stop.abort(new DOMException(`no byte for ${this.timeoutMs / 1000} s`, 'TimeoutError')),
+      );
       try {
-        res = await fetch(url, { ...rest, headers, signal: init.signal ? AbortSignal.any([init.signal, stop.signal]) : stop.signal });
+        res = await fetch(url, {
+          ...rest,
+          headers,
+          signal: init.signal ? AbortSignal.any([init.signal, stop.signal]) : stop.signal,
+        });
       } catch (err) {
         idle.clear();
         // Only a failure of the network is worth another try: a TypeError of its own (a header value fetch refuses)
         // fails the same way every time.
         const network = (err as { cause?: unknown }).cause !== undefined || (err as Error).name === 'TimeoutError';
-        if (init.signal?.aborted || !network || !IDEMPOTENT.has(method) || attempt >= retries) throw networkError(`${method} ${url}`, err);
+        if (init.signal?.aborted || !network || !IDEMPOTENT.has(method) || attempt >= retries)
+          throw networkError(`${method} ${url}`, err);
         await sleep(retryDelayMs(undefined, attempt));
         continue;
       }
@@ -196,8 +210,14 @@ export class ApiClient {
    * A JSON request; a non-2xx answer throws ApiError with the service's code and message, an answer that is not JSON
    * (a proxy's HTML page) INVALID_RESPONSE, a body cut off or stalled (no byte within the timeout) NETWORK.
    */
-  async json<T>(pathname: string, init: Req & { body?: string } = {}): Promise<{ status: number; body: T; res: Response }> {
-    const res = await this.raw(pathname, init.body !== undefined ? { ...init, headers: { 'content-type': 'application/json', ...init.headers } } : init);
+  async json<T>(
+    pathname: string,
+    init: Req & { body?: string } = {},
+  ): Promise<{ status: number; body: T; res: Response }> {
+    const res = await this.raw(
+      pathname,
+      init.body !== undefined ? { ...init, headers: { 'content-type': 'application/json', ...init.headers } } : init,
+    );
     return { status: res.status, body: await jsonAnswer<T>(res, `${init.method ?? 'GET'} ${pathname}`), res };
   }
 
@@ -220,12 +240,15 @@ export class ApiClient {
       if (!REDIRECTS.has(body.status) || !location || hop === MAX_REDIRECTS) break;
       body.destroy();
       url = new URL(location, url);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError(0, 'NETWORK', `GET ${first}: redirected to ${url.protocol}`);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new ApiError(0, 'NETWORK', `GET ${first}: redirected to ${url.protocol}`);
     }
     if ((body.status >= 200 && body.status < 300) || accept.includes(body.status)) return body;
     const text = await body.text().catch(() => '');
     const retryAfter = body.headers['retry-after'];
-    throw await errorOf(new Response(text || null, { status: body.status, headers: retryAfter ? { 'retry-after': retryAfter } : {} }));
+    throw await errorOf(
+      new Response(text || null, { status: body.status, headers: retryAfter ? { 'retry-after': retryAfter } : {} }),
+    );
   }
 
   /**
@@ -237,7 +260,11 @@ export class ApiClient {
   async uploadOptions(timeoutMs = 30_000): Promise<{ maxSize?: number }> {
     let res: Response;
     try {
-      res = await this.raw('/api/uploads', { method: 'OPTIONS', headers: { 'tus-resumable': '1.0.0' }, signal: AbortSignal.timeout(timeoutMs) });
+      res = await this.raw('/api/uploads', {
+        method: 'OPTIONS',
+        headers: { 'tus-resumable': '1.0.0' },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (err) {
       if (err instanceof ApiError && err.message.includes('no answer in time')) return {};
       throw err;
@@ -268,11 +295,16 @@ export class ApiClient {
    * is created by an upload that names the stored hash and carries no file part (no byte of the file is sent).
    */
   async fromHash(input: { hash: string; name: string; tags: string[] }): Promise<Asset> {
-    if (input.tags.length > 0) return checkAsset((await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body);
+    if (input.tags.length > 0)
+      return checkAsset(
+        (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body,
+      );
     const form = new FormData();
     form.set('hash', input.hash);
     form.set('name', input.name);
-    return checkAsset(await jsonAnswer<Asset>(await this.raw('/api/assets', { method: 'POST', body: form }), 'POST /api/assets'));
+    return checkAsset(
+      await jsonAnswer<Asset>(await this.raw('/api/assets', { method: 'POST', body: form }), 'POST /api/assets'),
+    );
   }
 
   /**
@@ -285,9 +317,15 @@ export class ApiClient {
    */
   async addPaths(id: string, paths: string[]): Promise<string[] | undefined> {
     try {
-      return (await this.json<{ paths: string[] }>(`/api/assets/${encodeURIComponent(id)}/paths`, { method: 'POST', body: JSON.stringify({ paths }) })).body.paths;
+      return (
+        await this.json<{ paths: string[] }>(`/api/assets/${encodeURIComponent(id)}/paths`, {
+          method: 'POST',
+          body: JSON.stringify({ paths }),
+        })
+      ).body.paths;
     } catch (err) {
-      if (err instanceof ApiError && (err.status === 404 || err.status === 405) && err.code !== 'ASSET_NOT_FOUND') return undefined;
+      if (err instanceof ApiError && (err.status === 404 || err.status === 405) && err.code !== 'ASSET_NOT_FOUND')
+        return undefined;
       throw err;
     }
   }
@@ -295,7 +333,8 @@ export class ApiClient {
   async addTags(id: string, tags: string[]): Promise<string[]> {
     const path = `/api/assets/${encodeURIComponent(id)}`;
     try {
-      return (await this.json<{ added: string[] }>(`${path}/tags`, { method: 'POST', body: JSON.stringify({ tags }) })).body.added;
+      return (await this.json<{ added: string[] }>(`${path}/tags`, { method: 'POST', body: JSON.stringify({ tags }) }))
+        .body.added;
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 404 && err.code !== 'ASSET_NOT_FOUND')) throw err;
     }
@@ -316,7 +355,8 @@ export class ApiClient {
   async getTask(id: string): Promise<Task> {
     const task = (await this.json<Task>(`/api/tasks/${encodeURIComponent(id)}`)).body;
     // A status outside the contract's would be followed for ever (never terminal): refused here.
-    if (!isObject(task) || typeof task.id !== 'string' || !TASK_STATUSES.has(task.status as string)) throw invalidResponse(`GET /api/tasks/${id}`, 'not a task');
+    if (!isObject(task) || typeof task.id !== 'string' || !TASK_STATUSES.has(task.status as string))
+      throw invalidResponse(`GET /api/tasks/${id}`, 'not a task');
     return task;
   }
 
@@ -343,7 +383,8 @@ export class ApiClient {
       offset += page.assets.length;
       // An empty page ends the listing whatever it says, and a cursor that does not move would list for ever.
       if (page.assets.length === 0) return;
-      if (page.next_cursor !== undefined && page.next_cursor === cursor) throw invalidResponse('GET /api/assets', 'a page whose next_cursor is the one asked for');
+      if (page.next_cursor !== undefined && page.next_cursor === cursor)
+        throw invalidResponse('GET /api/assets', 'a page whose next_cursor is the one asked for');
       if (page.next_cursor !== undefined) cursor = page.next_cursor;
       else if (!page.has_more || page.assets.length === 0) return;
       else cursor = undefined;
@@ -387,7 +428,8 @@ export async function errorOf(res: Response): Promise<ApiError> {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const invalidResponse = (what: string, why: string): ApiError => new ApiError(0, 'INVALID_RESPONSE', `${what}: the service's answer is ${why}`);
+const invalidResponse = (what: string, why: string): ApiError =>
+  new ApiError(0, 'INVALID_RESPONSE', `${what}: the service's answer is ${why}`);
 
 /** The JSON of a 2xx answer; INVALID_RESPONSE (with the start of the text) when it is not JSON. */
 function parseJson<T>(text: string, status: number, what: string): T {
@@ -396,7 +438,11 @@ function parseJson<T>(text: string, status: number, what: string): T {
     return JSON.parse(text) as T;
   } catch {
     const start = text.slice(0, 80).replace(/\s+/g, ' ');
-    throw new ApiError(status, 'INVALID_RESPONSE', `${what}: the answer is not JSON (it starts ${JSON.stringify(start)}; a proxy or another server?)`);
+    throw new ApiError(
+      status,
+      'INVALID_RESPONSE',
+      `${what}: the answer is not JSON (it starts ${JSON.stringify(start)}; a proxy or another server?)`,
+    );
   }
 }
 
@@ -427,6 +473,7 @@ export function checkAsset(a: unknown): Asset {
 function checkPage(page: unknown): AssetPage {
   if (!isObject(page) || !Array.isArray(page.assets)) throw invalidResponse('GET /api/assets', 'not a page of assets');
   page.assets.forEach(checkAsset);
-  if (page.next_cursor !== undefined && typeof page.next_cursor !== 'string') throw invalidResponse('GET /api/assets', 'a page with a next_cursor that is not text');
+  if (page.next_cursor !== undefined && typeof page.next_cursor !== 'string')
+    throw invalidResponse('GET /api/assets', 'a page with a next_cursor that is not text');
   return page as unknown as AssetPage;
 }

@@ -5,7 +5,8 @@ import { ApiError, errorOf, type ApiClient, type Asset, type Task } from './clie
 import { formatBytes, printable, type Progress } from './progress';
 
 /** One line of `assets ls`: id, size, name, tags. */
-export const assetLine = (a: Asset): string => printable(`${a.id}  ${formatBytes(a.size).padStart(10)}  ${a.name}  [${a.tags.join(', ')}]`);
+export const assetLine = (a: Asset): string =>
+  printable(`${a.id}  ${formatBytes(a.size).padStart(10)}  ${a.name}  [${a.tags.join(', ')}]`);
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
@@ -22,7 +23,12 @@ export async function followTask(client: ApiClient, taskId: string, label: strin
       progress.addTotal(size);
       bar = progress.item(label, size);
     }
-    const doneBytes = typeof p.bytes_downloaded === 'number' ? p.bytes_downloaded : typeof p.bytes_done === 'number' ? (p.bytes_done as number) : undefined;
+    const doneBytes =
+      typeof p.bytes_downloaded === 'number'
+        ? p.bytes_downloaded
+        : typeof p.bytes_done === 'number'
+          ? (p.bytes_done as number)
+          : undefined;
     if (bar && doneBytes !== undefined) bar.update(Math.min(doneBytes, total));
     if (TERMINAL.has(task.status)) {
       bar?.finish(`${task.status} ${label}`);
@@ -38,13 +44,23 @@ export interface DownloadOutcome {
 }
 
 /** `assets download <url>`: 200 → the asset at once; 202 → the task, followed to its end. */
-export async function downloadUrl(client: ApiClient, url: string, tags: string[], progress: Progress): Promise<DownloadOutcome> {
+export async function downloadUrl(
+  client: ApiClient,
+  url: string,
+  tags: string[],
+  progress: Progress,
+): Promise<DownloadOutcome> {
   const res = await client.json<Asset | { task_id: string }>('/api/assets/download', {
     method: 'POST',
     body: JSON.stringify({ source_url: url, tags }),
   });
   if (res.status !== 202) return { asset: res.body as Asset };
-  const task = await followTask(client, (res.body as { task_id: string }).task_id, url.split('/').pop() ?? url, progress);
+  const task = await followTask(
+    client,
+    (res.body as { task_id: string }).task_id,
+    url.split('/').pop() ?? url,
+    progress,
+  );
   if (task.status !== 'completed') return { task };
   const assetId = task.result?.asset_id;
   return { task, asset: typeof assetId === 'string' ? await client.getAsset(assetId) : undefined };
@@ -62,12 +78,17 @@ export async function exportZip(
     body: JSON.stringify({ asset_ids: assetIds, naming_strategy: 'preserve' }),
   });
   const task = await followTask(client, started.body.task_id, `export of ${assetIds.length} assets`, progress);
-  if (task.status !== 'completed') throw new ApiError(0, 'EXPORT_FAILED', task.error_message ?? `export task ${task.id} ${task.status}`);
+  if (task.status !== 'completed')
+    throw new ApiError(0, 'EXPORT_FAILED', task.error_message ?? `export task ${task.id} ${task.status}`);
   const name = task.result?.export_name;
   if (typeof name !== 'string') {
     // A completed export without an archive says why (`success: false`): nothing matched, or nothing could be read.
     const why = task.result?.error;
-    throw new ApiError(0, 'EXPORT_FAILED', typeof why === 'string' && why ? why : `export task ${task.id} named no archive`);
+    throw new ApiError(
+      0,
+      'EXPORT_FAILED',
+      typeof why === 'string' && why ? why : `export task ${task.id} named no archive`,
+    );
   }
   const link = (await client.json<{ url: string }>(`/api/assets/exports/${encodeURIComponent(name)}`)).body;
   // The URL is signed (presigned on S3): it needs no key, and a key must not travel to another host.
@@ -82,12 +103,15 @@ export async function exportZip(
   const tmp = `${out}.part`;
   try {
     await pipeline(body, fs.createWriteStream(tmp));
-    if (res.headers.get('content-length') !== null && done !== size) throw new ApiError(0, 'SIZE_MISMATCH', `the archive has ${done} of its ${size} bytes`);
+    if (res.headers.get('content-length') !== null && done !== size)
+      throw new ApiError(0, 'SIZE_MISMATCH', `the archive has ${done} of its ${size} bytes`);
     fs.renameSync(tmp, out);
   } catch (err) {
     // Nothing half-written stays: a broken or short download (or a full disk) leaves no file.
     fs.rmSync(tmp, { force: true });
-    throw err instanceof ApiError || (err as NodeJS.ErrnoException).syscall ? err : new ApiError(0, 'NETWORK', `the archive download broke off: ${(err as Error).message}`);
+    throw err instanceof ApiError || (err as NodeJS.ErrnoException).syscall
+      ? err
+      : new ApiError(0, 'NETWORK', `the archive download broke off: ${(err as Error).message}`);
   }
   bar.finish(`saved ${out} (${formatBytes(done)})`);
   return { task, bytes: done, failed: failedAssetsOf(task) };

@@ -20,7 +20,10 @@ export type ToHashWorker =
   | { t: 'end'; id: number }
   | { t: 'drop'; id: number };
 
-export type FromHashWorker = { t: 'progress'; id: number; hashed: number } | { t: 'done'; id: number; hash: string } | { t: 'error'; id: number; message: string; code?: string };
+export type FromHashWorker =
+  | { t: 'progress'; id: number; hashed: number }
+  | { t: 'done'; id: number; hash: string }
+  | { t: 'error'; id: number; message: string; code?: string };
 
 const READ = 4 << 20;
 
@@ -67,7 +70,9 @@ function close(id: number): void {
 
 function readAt(job: Job, buf: Buffer, position: number): Promise<number> {
   return new Promise((resolve, reject) =>
-    fs.read(job.fd, buf, 0, Math.min(READ, job.length - position), position, (err, n) => (err ? reject(err) : resolve(n))),
+    fs.read(job.fd, buf, 0, Math.min(READ, job.length - position), position, (err, n) =>
+      err ? reject(err) : resolve(n),
+    ),
   );
 }
 
@@ -92,7 +97,8 @@ async function pump(id: number): Promise<void> {
       const n = await next;
       next = undefined;
       if (gone()) return;
-      if (n === 0) throw Object.assign(new Error(`the file ended at ${at} bytes, before ${job.length}`), { code: 'EFILECHANGED' });
+      if (n === 0)
+        throw Object.assign(new Error(`the file ended at ${at} bytes, before ${job.length}`), { code: 'EFILECHANGED' });
       const filled = bufs[k];
       at += n;
       k ^= 1;
@@ -122,7 +128,14 @@ parentPort!.on('message', (m: ToHashWorker) => {
   switch (m.t) {
     case 'open':
       try {
-        jobs.set(m.id, { fd: fs.openSync(m.file, 'r'), ...hasherOf(m.algorithm), hashed: 0, length: 0, ended: false, running: false });
+        jobs.set(m.id, {
+          fd: fs.openSync(m.file, 'r'),
+          ...hasherOf(m.algorithm),
+          hashed: 0,
+          length: 0,
+          ended: false,
+          running: false,
+        });
       } catch (err) {
         post({ t: 'error', id: m.id, message: (err as Error).message, code: (err as NodeJS.ErrnoException).code });
       }

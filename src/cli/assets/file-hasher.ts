@@ -20,7 +20,8 @@ export interface FollowedFile {
 function workerFile(): string {
   if (!__filename.endsWith('.ts')) return path.join(__dirname, 'file-hash.worker.js');
   const built = path.resolve(__dirname, '../../../dist/src/cli/assets/file-hash.worker.js');
-  if (!fs.existsSync(built)) throw new Error(`the hashing worker is not built (${built} is missing): run \`npm run build\` first`);
+  if (!fs.existsSync(built))
+    throw new Error(`the hashing worker is not built (${built} is missing): run \`npm run build\` first`);
   return built;
 }
 
@@ -130,7 +131,11 @@ export class FileHasher {
    * The hash of the first `size` bytes of `file` (default: its whole length now). `until`: once it rejects, the file
    * is dropped and its hash rejects with that error.
    */
-  hashFile(file: string, algorithm: HashAlgorithm, opts: { size?: number; onHashed?: (n: number) => void; until?: Promise<never> } = {}): Promise<string> {
+  hashFile(
+    file: string,
+    algorithm: HashAlgorithm,
+    opts: { size?: number; onHashed?: (n: number) => void; until?: Promise<never> } = {},
+  ): Promise<string> {
     const f = this.follow(file, algorithm, opts.onHashed);
     f.grow(opts.size ?? fs.statSync(file).size);
     if (!opts.until) return f.finish();

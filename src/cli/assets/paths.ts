@@ -9,7 +9,8 @@ export { comfyPlacement, type ComfyPlacement };
  * safe. The one sanitiser every name → path conversion of the CLI goes through.
  */
 export function safeRelativePath(name: string): string | undefined {
-  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
+  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name))
+    return undefined;
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
   if (parts.length === 0 || parts.some((p) => p === '..')) return undefined;
   // A Windows drive letter would make the path absolute there.
@@ -19,7 +20,11 @@ export function safeRelativePath(name: string): string | undefined {
 
 /** A file name of last resort for an asset whose name is not a safe path: its last safe segment, else its id. */
 export function fallbackFileName(name: string, id: string): string {
-  const last = name.split(/[/\\]/).pop()?.replace(/[\u0000-\u001f\u007f]/g, '') ?? '';
+  const last =
+    name
+      .split(/[/\\]/)
+      .pop()
+      ?.replace(/[\u0000-\u001f\u007f]/g, '') ?? '';
   return last === '' || last === '.' || last === '..' ? id : last;
 }
 
@@ -63,7 +68,10 @@ export function resolveInside(root: string, rel: string): string {
  * or a single model file places it as pushing the whole tree would. `treePath` is its path in the ComfyUI tree
  * (`models/loras/x.safetensors`), recorded with the asset (`metadata.paths`).
  */
-export function comfyPlacementOf(absPath: string, relPosix: string): (ComfyPlacement & { treePath: string }) | undefined {
+export function comfyPlacementOf(
+  absPath: string,
+  relPosix: string,
+): (ComfyPlacement & { treePath: string }) | undefined {
   const direct = comfyPlacement(relPosix);
   if (direct) return { ...direct, treePath: relPosix };
   const parts = absPath.split(/[\\/]/);
@@ -96,7 +104,8 @@ export function pullPath(asset: AssetPlacementInput, comfyui: boolean): string {
   const safe = fitSegments(safeRelativePath(wanted) ?? fallbackFileName(asset.name, asset.id));
   if (!comfyui) return safe;
   if (asset.tags.includes('models')) {
-    const notFolder = (t: string | undefined): boolean => t === undefined || t === 'models' || t === 'input' || t === 'output' || t.includes(':');
+    const notFolder = (t: string | undefined): boolean =>
+      t === undefined || t === 'models' || t === 'input' || t === 'output' || t.includes(':');
     const next = asset.tags[asset.tags.indexOf('models') + 1];
     const typed = asset.tags.find((t) => t.startsWith('model_type:'))?.slice('model_type:'.length);
     const folder = typed || (notFolder(next) ? asset.tags.find((t) => !notFolder(t)) : next);

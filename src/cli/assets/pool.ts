@@ -2,7 +2,11 @@
  * Runs `fn` over `items` with at most `limit` calls in flight (a plain async pool: p-limit is ESM-only and the other
  * libraries the CLI uses have no limiter). Results keep the input order.
  */
-export async function mapPool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapPool<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {

@@ -36,7 +36,10 @@ const PLAIN_EVERY_MS = 10_000;
  * rewrite the screen or the window title) and bidirectional controls shown as `\u001b`-style escapes.
  */
 export const printable = (s: string): string =>
-  s.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  s.replace(
+    /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 
 const shorten = (s: string, max = 40): string => (s.length <= max ? s : '…' + s.slice(s.length - max + 1));
 
@@ -75,7 +78,12 @@ class TerminalProgress implements Progress {
       process.stderr.write('\x1b[?25h\n');
       process.exit(130);
     });
-    this.totalBar = this.multi.create(1, 0, { label: 'total'.padEnd(40), size: formatBytes(0), speed: '', done: formatBytes(0) });
+    this.totalBar = this.multi.create(1, 0, {
+      label: 'total'.padEnd(40),
+      size: formatBytes(0),
+      speed: '',
+      done: formatBytes(0),
+    });
   }
 
   addTotal(bytes: number): void {
@@ -95,7 +103,12 @@ class TerminalProgress implements Progress {
       return { update: move, finish: () => move(size) };
     }
     const started = Date.now();
-    const bar = this.multi.create(Math.max(1, size), 0, { label: shorten(label).padEnd(40), size: formatBytes(size), speed: '', done: formatBytes(0) });
+    const bar = this.multi.create(Math.max(1, size), 0, {
+      label: shorten(label).padEnd(40),
+      size: formatBytes(size),
+      speed: '',
+      done: formatBytes(0),
+    });
     let last = 0;
     let first: number | undefined;
     return {
@@ -143,7 +156,9 @@ class PlainProgress implements Progress {
         if (now - last < PLAIN_EVERY_MS || size === 0) return;
         last = now;
         const { speed } = barPayload(bytes, started, 0);
-        process.stderr.write(`${label}: ${Math.floor((bytes / size) * 100)}% (${formatBytes(bytes)} of ${formatBytes(size)}, ${speed})\n`);
+        process.stderr.write(
+          `${label}: ${Math.floor((bytes / size) * 100)}% (${formatBytes(bytes)} of ${formatBytes(size)}, ${speed})\n`,
+        );
       },
       finish: (line) => line && process.stderr.write(line + '\n'),
     };
@@ -158,13 +173,17 @@ class PlainProgress implements Progress {
  * Bars only when stderr is a terminal (and not --quiet); plain lines otherwise. Every label and line made printable.
  */
 export function createProgress(opts: { quiet?: boolean } = {}): Progress {
-  if (opts.quiet) return { addTotal: () => {}, item: () => ({ update: () => {}, finish: () => {} }), log: () => {}, stop: () => {} };
+  if (opts.quiet)
+    return { addTotal: () => {}, item: () => ({ update: () => {}, finish: () => {} }), log: () => {}, stop: () => {} };
   const p: Progress = process.stderr.isTTY ? new TerminalProgress() : new PlainProgress();
   return {
     addTotal: (bytes) => p.addTotal(bytes),
     item: (label, size, hidden) => {
       const it = p.item(printable(label), size, hidden);
-      return { update: (bytes) => it.update(bytes), finish: (line) => it.finish(line === undefined ? undefined : printable(line)) };
+      return {
+        update: (bytes) => it.update(bytes),
+        finish: (line) => it.finish(line === undefined ? undefined : printable(line)),
+      };
     },
     log: (line) => p.log(printable(line)),
     stop: () => p.stop(),

@@ -46,7 +46,13 @@ const RETRY_DELAYS_MS = [1000, 3000];
  * restarts it), checks the hash over the whole file, then renames. Network failures are retried twice; the part
  * stays for the next run when they persist.
  */
-async function download(client: ApiClient, hasher: FileHasher, asset: Asset, target: string, onBytes: (n: number) => void): Promise<number> {
+async function download(
+  client: ApiClient,
+  hasher: FileHasher,
+  asset: Asset,
+  target: string,
+  onBytes: (n: number) => void,
+): Promise<number> {
   const part = `${target}.part`;
   fs.mkdirSync(path.dirname(target), { recursive: true });
   let received = 0;
@@ -68,7 +74,8 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
       let done = offset;
       onBytes(done);
       // A body longer than the asset (a broken or hostile server) is cut at its size, not written to the disk's end.
-      const tooLong = (): ApiError => new ApiError(0, 'SIZE_MISMATCH', `the service sent more than the ${asset.size} bytes of ${asset.asset_hash}`);
+      const tooLong = (): ApiError =>
+        new ApiError(0, 'SIZE_MISMATCH', `the service sent more than the ${asset.size} bytes of ${asset.asset_hash}`);
       // The main thread only moves the bytes: the body arrives in blocks of about 4 MiB (block-get.ts), each written
       // with one call, and the hashing thread reads the part behind the writes, so what is checked is what is on disk.
       // What arrived before a broken connection is written before the failure is reported: the next attempt
@@ -91,7 +98,11 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
           });
         } catch (err) {
           if (err instanceof ApiError || (err as NodeJS.ErrnoException).syscall === 'write') throw err;
-          throw new ApiError(0, 'NETWORK', `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`);
+          throw new ApiError(
+            0,
+            'NETWORK',
+            `download of ${asset.id} broke off at ${done} bytes: ${(err as Error).message}`,
+          );
         } finally {
           await fh.close();
         }
@@ -109,19 +120,30 @@ async function download(client: ApiClient, hasher: FileHasher, asset: Asset, tar
       return received;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (err instanceof ApiError && (err.code === 'SIZE_MISMATCH' || err.code === 'HASH_MISMATCH')) fs.rmSync(part, { force: true });
+      if (err instanceof ApiError && (err.code === 'SIZE_MISMATCH' || err.code === 'HASH_MISMATCH'))
+        fs.rmSync(part, { force: true });
       // The local disk is full: what this file took is given back, for the other files and whatever else runs.
       if (code === 'ENOSPC' || code === 'EDQUOT') fs.rmSync(part, { force: true });
       const retriable =
-        err instanceof ApiError && (err.status === 0 || err.status === 416 || err.status === 429 || err.status >= 500) && err.code !== 'HASH_MISMATCH' && err.code !== 'SIZE_MISMATCH';
+        err instanceof ApiError &&
+        (err.status === 0 || err.status === 416 || err.status === 429 || err.status >= 500) &&
+        err.code !== 'HASH_MISMATCH' &&
+        err.code !== 'SIZE_MISMATCH';
       if (!retriable || attempt >= RETRY_DELAYS_MS.length) throw err;
-      await new Promise((r) => setTimeout(r, err.retryAfter !== undefined ? retryDelayMs(err.retryAfter, attempt) : RETRY_DELAYS_MS[attempt]));
+      await new Promise((r) =>
+        setTimeout(r, err.retryAfter !== undefined ? retryDelayMs(err.retryAfter, attempt) : RETRY_DELAYS_MS[attempt]),
+      );
     }
   }
 }
 
 /** `assets pull`: every matching asset into `dir`, skipping files already there with the right hash. */
-export async function pull(client: ApiClient, dir: string, opts: PullOptions, progress: Progress): Promise<PullResult[]> {
+export async function pull(
+  client: ApiClient,
+  dir: string,
+  opts: PullOptions,
+  progress: Progress,
+): Promise<PullResult[]> {
   const assets: Asset[] = [];
   for await (const a of client.listAll({ tags: opts.tags, nameContains: opts.nameContains })) assets.push(a);
   const plan = planPaths(assets, opts.comfyui, foldsCase(dir)).filter((p) => !p.duplicate);
@@ -143,7 +165,9 @@ export async function pull(client: ApiClient, dir: string, opts: PullOptions, pr
 export function planPaths(assets: Asset[], comfyui: boolean, foldCase = false): PlannedPath[] {
   // Every path of every asset (pullPaths: its recorded tree paths); the first of an asset's paths is downloaded, the
   // others are made from it.
-  const entries = assets.flatMap((asset) => pullPaths(asset, comfyui).map((rel, i) => ({ asset, rel, first: i === 0 })));
+  const entries = assets.flatMap((asset) =>
+    pullPaths(asset, comfyui).map((rel, i) => ({ asset, rel, first: i === 0 })),
+  );
   const rels = entries.map((e) => e.rel);
   // Paths as the target's file system tells them apart: on one that ignores letter case and Unicode normalisation
   // (macOS, Windows), `Model.bin` and `model.bin` are one file.
@@ -157,17 +181,20 @@ export function planPaths(assets: Asset[], comfyui: boolean, foldCase = false): 
       firstOf.set(key, entries[i]!.asset.id);
       firstIndex.set(key, i);
     }
-    for (let j = key.indexOf('/'); j >= 0; j = key.indexOf('/', j + 1)) if (!folders.has(key.slice(0, j))) folders.set(key.slice(0, j), entries[i]!.asset.id);
+    for (let j = key.indexOf('/'); j >= 0; j = key.indexOf('/', j + 1))
+      if (!folders.has(key.slice(0, j))) folders.set(key.slice(0, j), entries[i]!.asset.id);
   }
   return entries.map(({ asset, rel, first: primary }, i) => {
     const key = keyOf(rel);
     const first = firstOf.get(key)!;
     let takenBy: string | undefined;
     // One asset's two recorded paths that are one file here (case-folding file systems): written once.
-    if (first === asset.id && firstIndex.get(key) !== i) return { asset, rel, takenBy: undefined, primary, duplicate: true };
+    if (first === asset.id && firstIndex.get(key) !== i)
+      return { asset, rel, takenBy: undefined, primary, duplicate: true };
     if (first !== asset.id) takenBy = `${rel} is also the path of asset ${first}; not written twice`;
     else if (folders.has(key)) takenBy = `${rel} is a folder of asset ${folders.get(key)}'s path`;
-    else if (key.endsWith('.part') && firstOf.has(key.slice(0, -5))) takenBy = `${rel} is where asset ${firstOf.get(key.slice(0, -5))} is downloaded to first`;
+    else if (key.endsWith('.part') && firstOf.has(key.slice(0, -5)))
+      takenBy = `${rel} is where asset ${firstOf.get(key.slice(0, -5))} is downloaded to first`;
     return { asset, rel, takenBy, primary };
   });
 }
@@ -199,7 +226,7 @@ function foldsCase(dir: string): boolean {
 
 /** Writes the whole block (a write may take only part of it, as on a disk about to be full). */
 async function writeFully(fh: fsp.FileHandle, block: Buffer): Promise<void> {
-  for (let at = 0; at < block.length; ) {
+  for (let at = 0; at < block.length;) {
     const { bytesWritten } = await fh.write(block, at, block.length - at);
     at += bytesWritten;
   }
@@ -216,7 +243,10 @@ async function pullAll(
   const others = new Map<string, PlannedPath[]>();
   for (const p of plan) if (!p.primary) others.set(p.asset.id, [...(others.get(p.asset.id) ?? []), p]);
   const failure = (base: Omit<PullResult, 'action'>, rel: string, err: unknown): PullResult => {
-    const e = err instanceof ApiError ? { code: err.code, message: err.message } : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
+    const e =
+      err instanceof ApiError
+        ? { code: err.code, message: err.message }
+        : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
     progress.log(`FAILED   ${rel}: ${e.code}: ${e.message}`);
     return { ...base, action: 'failed', error: e };
   };
@@ -229,7 +259,8 @@ async function pullAll(
       try {
         if (takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', takenBy);
         const target = resolveInside(dir, rel);
-        if (fs.lstatSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${rel} is a folder in ${dir}; not replaced`);
+        if (fs.lstatSync(target, { throwIfNoEntry: false })?.isDirectory())
+          throw new ApiError(0, 'PATH_TAKEN', `${rel} is a folder in ${dir}; not replaced`);
         if (await hasRightContent(hasher, target, asset)) {
           progress.log(`present  ${rel}`);
           first = { ...base, action: 'present', bytes_received: 0 };
@@ -243,14 +274,26 @@ async function pullAll(
           first = { ...base, action: 'downloaded', bytes_received: received };
         }
       } catch (err) {
-        return [failure(base, rel, err), ...(others.get(asset.id) ?? []).map((o) => failure({ ...base, path: o.rel }, o.rel, new ApiError(0, 'NOT_PULLED', `its first path ${rel} could not be pulled`)))];
+        return [
+          failure(base, rel, err),
+          ...(others.get(asset.id) ?? []).map((o) =>
+            failure(
+              { ...base, path: o.rel },
+              o.rel,
+              new ApiError(0, 'NOT_PULLED', `its first path ${rel} could not be pulled`),
+            ),
+          ),
+        ];
       }
       const out = [first];
       for (const o of others.get(asset.id) ?? []) {
         const b = { ...base, path: o.rel };
         try {
           if (o.takenBy !== undefined) throw new ApiError(0, 'PATH_TAKEN', o.takenBy);
-          out.push({ ...b, ...(await placeCopy(hasher, resolveInside(dir, rel), resolveInside(dir, o.rel), asset, opts.link === true)) });
+          out.push({
+            ...b,
+            ...(await placeCopy(hasher, resolveInside(dir, rel), resolveInside(dir, o.rel), asset, opts.link === true)),
+          });
           progress.log(`${out[out.length - 1]!.action.padEnd(8)} ${o.rel}`);
         } catch (err) {
           out.push(failure(b, o.rel, err));
@@ -266,11 +309,18 @@ async function pullAll(
  * Another path of an asset already pulled to `source`: a hard link to it (`link`) or a copy (a reflink where the file
  * system offers one), written under a temporary name and renamed; `present` when it is there already.
  */
-async function placeCopy(hasher: FileHasher, source: string, target: string, asset: Asset, link: boolean): Promise<{ action: 'present' | 'copied' | 'linked' }> {
+async function placeCopy(
+  hasher: FileHasher,
+  source: string,
+  target: string,
+  asset: Asset,
+  link: boolean,
+): Promise<{ action: 'present' | 'copied' | 'linked' }> {
   const st = fs.lstatSync(target, { throwIfNoEntry: false });
   if (st?.isDirectory()) throw new ApiError(0, 'PATH_TAKEN', `${target} is a folder; not replaced`);
   const src = fs.statSync(source);
-  if (link ? st?.isFile() && st.ino === src.ino && st.dev === src.dev : await hasRightContent(hasher, target, asset)) return { action: 'present' };
+  if (link ? st?.isFile() && st.ino === src.ino && st.dev === src.dev : await hasRightContent(hasher, target, asset))
+    return { action: 'present' };
   fs.mkdirSync(path.dirname(target), { recursive: true });
   const part = `${target}.part`;
   fs.rmSync(part, { force: true });

@@ -90,7 +90,11 @@ export function collectFiles(args: string[], problems: WalkProblem[] = []): Cand
     problems.push({ file, action: 'failed', error: { code: e.code ?? 'ERROR', message: e.message } });
   };
   const special = (file: string, st: fs.Stats | fs.Dirent): void =>
-    void problems.push({ file, action: 'skipped', error: { code: 'NOT_A_FILE', message: `${kindOf(st)}: only regular files are pushed` } });
+    void problems.push({
+      file,
+      action: 'skipped',
+      error: { code: 'NOT_A_FILE', message: `${kindOf(st)}: only regular files are pushed` },
+    });
   const walk = (root: string, dir: string): void => {
     let entries: fs.Dirent[];
     try {
@@ -107,7 +111,11 @@ export function collectFiles(args: string[], problems: WalkProblem[] = []): Cand
       const abs = path.join(dir, e.name);
       // A name that is not UTF-8 (Latin-1 bytes from an old archive) reads back with U+FFFD and opens nothing.
       if (e.name.includes('\ufffd') && !fs.lstatSync(abs, { throwIfNoEntry: false })) {
-        problems.push({ file: abs, action: 'failed', error: { code: 'INVALID_FILE_NAME', message: 'the file name is not UTF-8: rename it to push it' } });
+        problems.push({
+          file: abs,
+          action: 'failed',
+          error: { code: 'INVALID_FILE_NAME', message: 'the file name is not UTF-8: rename it to push it' },
+        });
         continue;
       }
       let st: fs.Stats | fs.Dirent | undefined = e;
@@ -150,12 +158,18 @@ function checkUnchanged(file: string, seen: Seen): void {
   const now = fs.statSync(file, { throwIfNoEntry: false, bigint: true });
   if (!now || !now.isFile()) throw new ApiError(0, 'FILE_CHANGED', 'the file went away while it was pushed');
   if (Number(now.size) !== seen.size || Number(now.mtimeNs / 1_000_000n) !== seen.mtimeMs) {
-    throw new ApiError(0, 'FILE_CHANGED', `the file changed while it was pushed (size ${seen.size} → ${now.size}); push it again once it is written`);
+    throw new ApiError(
+      0,
+      'FILE_CHANGED',
+      `the file changed while it was pushed (size ${seen.size} → ${now.size}); push it again once it is written`,
+    );
   }
 }
 
 const errorInfo = (err: unknown): { code: string; message: string } =>
-  err instanceof ApiError ? { code: err.code, message: err.message } : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
+  err instanceof ApiError
+    ? { code: err.code, message: err.message }
+    : { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message };
 
 /**
  * `assets push`: hash each file locally, create what the service already stores by hash (zero bytes sent), upload
@@ -163,7 +177,13 @@ const errorInfo = (err: unknown): { code: string; message: string } =>
  * hashing threads read the next files while earlier ones are sent). No byte of a file is sent before the service has
  * been asked for its hash.
  */
-export async function push(client: ApiClient, state: UploadStateFile, args: string[], opts: PushOptions, progress: Progress): Promise<PushResult[]> {
+export async function push(
+  client: ApiClient,
+  state: UploadStateFile,
+  args: string[],
+  opts: PushOptions,
+  progress: Progress,
+): Promise<PushResult[]> {
   const t0 = performance.now();
   const ms = (): number => Math.round(performance.now() - t0);
   const problems: WalkProblem[] = [];
@@ -172,7 +192,15 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     progress.log(`${p.action === 'failed' ? 'FAILED  ' : 'skipped '} ${p.file}: ${p.error.code}: ${p.error.message}`);
     return { ...p };
   });
-  const planned: { c: Candidate; name: string; tags: string[]; treePath: string; size: number; seen: Seen; id: FileIdentity }[] = [];
+  const planned: {
+    c: Candidate;
+    name: string;
+    tags: string[];
+    treePath: string;
+    size: number;
+    seen: Seen;
+    id: FileIdentity;
+  }[] = [];
   for (const c of candidates) {
     if (path.basename(c.file) === STATE_FILE_NAME) continue;
     let name = c.rel;
@@ -181,7 +209,11 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     if (opts.comfyui) {
       const place = comfyPlacementOf(path.resolve(c.file), c.rel);
       if (!place) {
-        results.push({ file: c.file, action: 'skipped', error: { code: 'NOT_COMFYUI', message: 'not under models/<folder>/, input/ or output/' } });
+        results.push({
+          file: c.file,
+          action: 'skipped',
+          error: { code: 'NOT_COMFYUI', message: 'not under models/<folder>/, input/ or output/' },
+        });
         progress.log(`skipped ${c.rel}: not under models/<folder>/, input/ or output/`);
         continue;
       }
@@ -228,7 +260,11 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
   };
 
   /** With the hash known: creates stored content by hash (zero bytes sent), else uploads the file. */
-  const sendOrLink = async (p: (typeof planned)[number], hash: string, times: Partial<PushTimings>): Promise<PushResult> => {
+  const sendOrLink = async (
+    p: (typeof planned)[number],
+    hash: string,
+    times: Partial<PushTimings>,
+  ): Promise<PushResult> => {
     const base = { file: p.c.file, name: p.name, tags: p.tags, size: p.size, hash };
     const stored = await client.hashStored(hash);
     times.checked_ms = ms();
@@ -237,15 +273,33 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     if (stored) {
       const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
       // The asset must be of this file's content, whatever the server says it stores.
-      if (asset.asset_hash !== hash) throw new ApiError(0, 'HASH_MISMATCH', `the service answered asset ${asset.id} of ${asset.asset_hash}, not of this file's ${hash}`);
+      if (asset.asset_hash !== hash)
+        throw new ApiError(
+          0,
+          'HASH_MISMATCH',
+          `the service answered asset ${asset.id} of ${asset.asset_hash}, not of this file's ${hash}`,
+        );
       const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
       await recordPath(asset.id, p.treePath);
-      note(`stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`);
-      return { ...base, action: 'from_hash', asset_id: asset.id, created_new: asset.created_new === true, bytes_sent: 0, ...(added.length ? { tags_added: added } : {}) };
+      note(
+        `stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`,
+      );
+      return {
+        ...base,
+        action: 'from_hash',
+        asset_id: asset.id,
+        created_new: asset.created_new === true,
+        bytes_sent: 0,
+        ...(added.length ? { tags_added: added } : {}),
+      };
     }
     const maxSize = limits?.maxSize;
     if (maxSize !== undefined && p.size > maxSize) {
-      throw new ApiError(413, 'PAYLOAD_TOO_LARGE', `the file has ${p.size} bytes; the service takes at most ${maxSize} (its Tus-Max-Size)`);
+      throw new ApiError(
+        413,
+        'PAYLOAD_TOO_LARGE',
+        `the file has ${p.size} bytes; the service takes at most ${maxSize} (its Tus-Max-Size)`,
+      );
     }
     progress.addTotal(p.size);
     const bar = progress.item(`↑ ${p.name}`, p.size, many);
@@ -259,24 +313,46 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
     try {
       if (tusAvailable && p.size > 0) {
         try {
-          res = await tusUpload(client, state, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, opts.chunkSize, onBytes, () => (times.created_ms ??= ms()));
+          res = await tusUpload(
+            client,
+            state,
+            { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags },
+            opts.chunkSize,
+            onBytes,
+            () => (times.created_ms ??= ms()),
+          );
         } catch (err) {
           if (!(err instanceof TusUnsupported)) throw err;
           noTus();
         }
       }
-      res ??= await multipartUpload(client, { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags }, onBytes);
+      res ??= await multipartUpload(
+        client,
+        { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags },
+        onBytes,
+      );
     } catch (err) {
       bar.finish(); // no bar left behind; the failure is reported with the file's name
       // The service refused the bytes (their hash is not the one sent) or they ran short: the file was being written.
-      if (err instanceof ApiError && (err.code === 'HASH_MISMATCH' || err.code === 'FILE_CHANGED' || err.code === 'NETWORK')) checkUnchanged(p.c.file, p.seen);
+      if (
+        err instanceof ApiError &&
+        (err.code === 'HASH_MISMATCH' || err.code === 'FILE_CHANGED' || err.code === 'NETWORK')
+      )
+        checkUnchanged(p.c.file, p.seen);
       throw err;
     }
     times.sent_ms = ms();
     bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
     const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
     await recordPath(res.id, p.treePath);
-    return { ...base, action: 'uploaded', asset_id: res.id, created_new: res.created, bytes_sent: sent, ...(added.length ? { tags_added: added } : {}) };
+    return {
+      ...base,
+      action: 'uploaded',
+      asset_id: res.id,
+      created_new: res.created,
+      bytes_sent: sent,
+      ...(added.length ? { tags_added: added } : {}),
+    };
   };
 
   const noTus = (): void => {
@@ -306,7 +382,13 @@ export async function push(client: ApiClient, state: UploadStateFile, args: stri
         const bar = progress.item(`# ${p.name}`, p.size, many);
         filesRead++;
         // Until the service has answered, a refusal stops the hash; after, the hash alone is awaited.
-        hash = await hasher.hashFile(p.c.file, 'blake3', { size: p.size, onHashed: (n) => bar.update(n), ...(limits ? {} : { until: refused }) }).finally(() => bar.finish());
+        hash = await hasher
+          .hashFile(p.c.file, 'blake3', {
+            size: p.size,
+            onHashed: (n) => bar.update(n),
+            ...(limits ? {} : { until: refused }),
+          })
+          .finally(() => bar.finish());
         // Remembered only for the file as it was when planned (a write since moved its ctime).
         checkUnchanged(p.c.file, p.seen);
         opts.cache?.set(path.resolve(p.c.file), p.id, hash);

@@ -100,7 +100,11 @@ class FileRangeRequest implements HttpRequest {
     if (body) headers['Content-Length'] = body.size;
     // A socket idle for idleMs (nothing sent, nothing received: a stalled service) fails the request as a network
     // error, which tus-js-client retries from the service's offset.
-    const req = (url.protocol === 'https:' ? https : http).request(url, { method: this.method, headers, timeout: this.idleMs });
+    const req = (url.protocol === 'https:' ? https : http).request(url, {
+      method: this.method,
+      headers,
+      timeout: this.idleMs,
+    });
     this.req = req;
     return new Promise<HttpResponse>((resolve, reject) => {
       let answered = false;
@@ -130,7 +134,12 @@ class FileRangeRequest implements HttpRequest {
  * once its write has completed (the socket no longer refers to it). Stops when the request ends early (an answer
  * before the whole body, a broken connection).
  */
-async function sendRange(req: http.ClientRequest, range: FileRange, onProgress: (sent: number) => void, answered: () => boolean): Promise<void> {
+async function sendRange(
+  req: http.ClientRequest,
+  range: FileRange,
+  onProgress: (sent: number) => void,
+  answered: () => boolean,
+): Promise<void> {
   const fh = await fsp.open(range.file, 'r');
   let inFlight = 0;
   let wake: (() => void) | undefined;
@@ -145,7 +154,10 @@ async function sendRange(req: http.ClientRequest, range: FileRange, onProgress: 
       if (stopped()) return;
       const buf = takeBuffer();
       const { bytesRead } = await fh.read(buf, 0, Math.min(READ, range.end - pos), pos);
-      if (bytesRead === 0) throw Object.assign(new Error(`${range.file} ended at ${pos} bytes, before ${range.end}`), { code: 'EFILECHANGED' });
+      if (bytesRead === 0)
+        throw Object.assign(new Error(`${range.file} ended at ${pos} bytes, before ${range.end}`), {
+          code: 'EFILECHANGED',
+        });
       if (stopped()) return giveBuffer(buf);
       pos += bytesRead;
       inFlight++;

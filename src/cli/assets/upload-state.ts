@@ -55,7 +55,10 @@ export class UploadStateFile {
           // nothing was written there either
         }
         const e = err as NodeJS.ErrnoException;
-        if (!this.warned) this.warn(`cannot keep upload state in ${this.file} (${e.code ?? e.message}): an interrupted upload will start again`);
+        if (!this.warned)
+          this.warn(
+            `cannot keep upload state in ${this.file} (${e.code ?? e.message}): an interrupted upload will start again`,
+          );
         this.warned = true;
       }
     });

@@ -52,13 +52,24 @@ export function tusUpload(
       void upload.abort();
       reject(new ApiError(0, code, message));
     };
-    const checkOffset = (method: string, sentOffset: string | undefined, status: number, offsetHeader: string | undefined): void => {
-      if (status < 200 || status >= 300 || (method !== 'PATCH' && method !== 'HEAD') || offsetHeader === undefined) return;
+    const checkOffset = (
+      method: string,
+      sentOffset: string | undefined,
+      status: number,
+      offsetHeader: string | undefined,
+    ): void => {
+      if (status < 200 || status >= 300 || (method !== 'PATCH' && method !== 'HEAD') || offsetHeader === undefined)
+        return;
       const offset = /^\d{1,16}$/.test(offsetHeader) ? Number(offsetHeader) : NaN;
-      if (!(offset <= input.size)) return fail('INVALID_RESPONSE', `the service answered Upload-Offset ${JSON.stringify(offsetHeader)} for a file of ${input.size} bytes`);
+      if (!(offset <= input.size))
+        return fail(
+          'INVALID_RESPONSE',
+          `the service answered Upload-Offset ${JSON.stringify(offsetHeader)} for a file of ${input.size} bytes`,
+        );
       if (method !== 'PATCH') return;
       if (offset > Number(sentOffset ?? 0)) stalled = 0;
-      else if (++stalled >= MAX_STALLED_PATCHES) fail('NO_PROGRESS', `the service took none of the bytes of ${MAX_STALLED_PATCHES} requests in a row`);
+      else if (++stalled >= MAX_STALLED_PATCHES)
+        fail('NO_PROGRESS', `the service took none of the bytes of ${MAX_STALLED_PATCHES} requests in a row`);
     };
     const upload = new Upload(input.file as unknown as Buffer, {
       endpoint,
@@ -100,7 +111,13 @@ export function tusUpload(
         if (status === 404 && d.originalRequest?.getMethod() === 'POST') return reject(new TusUnsupported());
         if (status) {
           const body = jsonBody(d.originalResponse!.getBody());
-          return reject(new ApiError(status, (body?.code as string | undefined) ?? `HTTP_${status}`, (body?.message as string | undefined) ?? err.message));
+          return reject(
+            new ApiError(
+              status,
+              (body?.code as string | undefined) ?? `HTTP_${status}`,
+              (body?.message as string | undefined) ?? err.message,
+            ),
+          );
         }
         const cause = (d.causingError ?? err) as NodeJS.ErrnoException;
         reject(new ApiError(0, cause.code === 'EFILECHANGED' ? 'FILE_CHANGED' : 'NETWORK', cause.message));
@@ -128,9 +145,14 @@ const quoteName = (s: string): string => s.replace(/"/g, '%22').replace(/\r/g, '
  * A streamed multipart POST /api/assets for an instance without /api/uploads and for empty files:
  * the `hash` field goes before the file part, so the service can check the bytes against it.
  */
-export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: (n: number) => void): Promise<UploadResult> {
+export function multipartUpload(
+  client: ApiClient,
+  input: UploadInput,
+  onBytes: (n: number) => void,
+): Promise<UploadResult> {
   const boundary = `----assets-cli-${crypto.randomBytes(12).toString('hex')}`;
-  const field = (name: string, value: string): string => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+  const field = (name: string, value: string): string =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
   const head = Buffer.from(
     field('hash', input.hash) +
       field('name', input.name) +
@@ -153,7 +175,9 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
     req.on('timeout', () => req.destroy(new Error('the service stopped answering')));
     // The body sent: the service's last step may take minutes without a byte (its copy into place on S3).
     req.once('finish', () => req.setTimeout(Math.max(client.timeoutMs, ANSWER_WAIT_MS)));
-    req.on('error', (err) => reject(new ApiError(0, 'NETWORK', `POST ${url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`)));
+    req.on('error', (err) =>
+      reject(new ApiError(0, 'NETWORK', `POST ${url}: ${(err as NodeJS.ErrnoException).code ?? err.message}`)),
+    );
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -168,7 +192,14 @@ export function multipartUpload(client: ApiClient, input: UploadInput, onBytes: 
         }
         const status = res.statusCode ?? 0;
         if (status >= 200 && status < 300 && body.id) resolve({ id: body.id, created: body.created_new === true });
-        else reject(new ApiError(status, body.code ?? `HTTP_${status}`, body.message ?? (text.slice(0, 200) || 'upload failed')));
+        else
+          reject(
+            new ApiError(
+              status,
+              body.code ?? `HTTP_${status}`,
+              body.message ?? (text.slice(0, 200) || 'upload failed'),
+            ),
+          );
       });
     });
     req.write(head);

@@ -4,7 +4,18 @@ import { Prisma } from '../../generated/prisma/client';
 import { PreparedStatement } from '../../infra/pg-statement';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
-import type { Asset, AssetFilter, AssetListQuery, AssetJsonPage, AssetJsonParts, AssetPage, AssetUpdateFields, Page, TagCount, TagListQuery } from './asset.types';
+import type {
+  Asset,
+  AssetFilter,
+  AssetListQuery,
+  AssetJsonPage,
+  AssetJsonParts,
+  AssetPage,
+  AssetUpdateFields,
+  Page,
+  TagCount,
+  TagListQuery,
+} from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
 import { isOwnPreviewType } from '../content/mime';
@@ -66,10 +77,16 @@ const SELECT_ASSET = Prisma.sql`SELECT id::text AS "id", owner_id AS "ownerId", 
   created_at AS "createdAt", updated_at AS "updatedAt", last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset`;
 
 /** The same columns as SELECT_ASSET, as a prepared statement for the pg fast path of `findById`. */
-const ASSET_BY_ID = new PreparedStatement<AssetRow>('asset_by_id', `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`);
+const ASSET_BY_ID = new PreparedStatement<AssetRow>(
+  'asset_by_id',
+  `${SELECT_ASSET.sql} WHERE id = $1::uuid AND owner_id = $2`,
+);
 
 /** The same, for a batch of ids (GraphQL's batched `preview` loader). */
-const ASSETS_BY_IDS = new PreparedStatement<AssetRow>('assets_by_ids', `${SELECT_ASSET.sql} WHERE id = ANY($1::uuid[]) AND owner_id = $2`);
+const ASSETS_BY_IDS = new PreparedStatement<AssetRow>(
+  'assets_by_ids',
+  `${SELECT_ASSET.sql} WHERE id = ANY($1::uuid[]) AND owner_id = $2`,
+);
 
 const SORT_COLUMN: Record<AssetListQuery['sort'], string> = {
   name: 'name',
@@ -132,7 +149,9 @@ export class AssetRepository {
   }
 
   async findByContent(ownerId: string, blake3: string, tx?: Transaction): Promise<Asset | undefined> {
-    const row = await prismaOf(tx, this.db).asset.findUnique({ where: { ownerId_contentHash: { ownerId, contentHash: blake3 } } });
+    const row = await prismaOf(tx, this.db).asset.findUnique({
+      where: { ownerId_contentHash: { ownerId, contentHash: blake3 } },
+    });
     return row ? toAsset(row) : undefined;
   }
 
@@ -149,23 +168,25 @@ export class AssetRepository {
 
   /** An asset with this id (or of this owner with this content) exists already: AlreadyExists, a race to retry. */
   async insert(row: NewAssetRow, tx?: Transaction): Promise<Asset> {
-    const created = await prismaOf(tx, this.db).asset.create({
-      data: {
-        id: row.id,
-        ownerId: row.ownerId,
-        name: row.name,
-        contentHash: row.contentHash,
-        size: BigInt(row.size),
-        mimeType: row.mimeType,
-        tags: row.tags,
-        userMetadata: row.userMetadata as Prisma.InputJsonObject,
-        previewId: row.previewId,
-        promptId: row.promptId,
-        metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
-      },
-    }).catch((err: unknown) => {
-      throw isUniqueViolation(err) ? new AlreadyExists(`asset ${row.id}`, { cause: err }) : err;
-    });
+    const created = await prismaOf(tx, this.db)
+      .asset.create({
+        data: {
+          id: row.id,
+          ownerId: row.ownerId,
+          name: row.name,
+          contentHash: row.contentHash,
+          size: BigInt(row.size),
+          mimeType: row.mimeType,
+          tags: row.tags,
+          userMetadata: row.userMetadata as Prisma.InputJsonObject,
+          previewId: row.previewId,
+          promptId: row.promptId,
+          metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+        },
+      })
+      .catch((err: unknown) => {
+        throw isUniqueViolation(err) ? new AlreadyExists(`asset ${row.id}`, { cause: err }) : err;
+      });
     return toAsset(created);
   }
 
@@ -194,7 +215,9 @@ export class AssetRepository {
 
   /** Locks the row for a change (delete, tag edits); returns it, or undefined when this owner has no such asset. */
   async lockForUpdate(ownerId: string, id: string, tx: Transaction): Promise<Asset | undefined> {
-    const rows = await prismaOf(tx).$queryRaw<AssetRow[]>`${SELECT_ASSET} WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
+    const rows = await prismaOf(tx).$queryRaw<
+      AssetRow[]
+    >`${SELECT_ASSET} WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
     return rows[0] ? toAsset(rows[0]) : undefined;
   }
 
@@ -203,7 +226,15 @@ export class AssetRepository {
    * concurrent appends of one asset never lose each other's paths); also adds the `tags` it lacks (at most `maxTags`
    * in all). Returns the asset's paths after, or undefined when this owner has no such asset.
    */
-  async appendPaths(ownerId: string, id: string, paths: string[], max: number, tx?: Transaction, tags: string[] = [], maxTags = 0): Promise<string[] | undefined> {
+  async appendPaths(
+    ownerId: string,
+    id: string,
+    paths: string[],
+    max: number,
+    tx?: Transaction,
+    tags: string[] = [],
+    maxTags = 0,
+  ): Promise<string[] | undefined> {
     const rows = await prismaOf(tx, this.db).$queryRaw<{ paths: string[] }[]>`
       WITH cur AS (
         SELECT id, COALESCE(metadata->'paths', '[]'::jsonb) AS p FROM asset WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE
@@ -277,7 +308,12 @@ export class AssetRepository {
    * the request costs one primary-key read, a named statement whatever the filter (the page's statement may be
    * unnamed, planned per request).
    */
-  async pageIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetPage | undefined> {
+  async pageIfChanged(
+    ownerId: string,
+    q: AssetListQuery,
+    after: CursorPosition | undefined,
+    known: string | undefined,
+  ): Promise<AssetPage | undefined> {
     return this.readPage<ListRow, Asset>(ownerId, q, after, known, {
       columns: LIST_COLUMNS,
       tagCounts: (head) => head.tagCounts,
@@ -296,7 +332,12 @@ export class AssetRepository {
    * strings and timestamps JSON there (`node bench/profiles/listing-json-cost.cjs`, `node
    * bench/profiles/listing-pg-cost.cjs`).
    */
-  async pageTextIfChanged(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, known: string | undefined): Promise<AssetJsonPage | undefined> {
+  async pageTextIfChanged(
+    ownerId: string,
+    q: AssetListQuery,
+    after: CursorPosition | undefined,
+    known: string | undefined,
+  ): Promise<AssetJsonPage | undefined> {
     return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
       columns: TEXT_COLUMNS,
       types: AS_TEXT,
@@ -323,17 +364,33 @@ export class AssetRepository {
     if (await this.stillAt(ownerId, known)) return undefined;
     // Include tags only: the statement also says whether they are common (kept per owner and filter, as counts are).
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
-    const form: PageForm = isUnfiltered(q) ? 'owner' : hintKey !== undefined && this.commonTags.get(hintKey, '') ? 'commonTags' : 'planned';
-    let rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined), form !== 'planned', shape.types);
+    const form: PageForm = isUnfiltered(q)
+      ? 'owner'
+      : hintKey !== undefined && this.commonTags.get(hintKey, '')
+        ? 'commonTags'
+        : 'planned';
+    let rows = await this.read<R>(
+      pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined),
+      form !== 'planned',
+      shape.types,
+    );
     if (hintKey !== undefined) {
       const common = isTrue(rows[0]!.commonTags);
       this.commonTags.set(hintKey, '', common);
       // The tags were common when this filter was last read and are not now: the named statement read no page (its
       // guard); read it as the planner chooses (whether they are common is known now: not asked again).
-      if (form === 'commonTags' && !common) rows = await this.read<R>(pageStatement(ownerId, q, after, shape.columns, 'planned', false), false, shape.types);
+      if (form === 'commonTags' && !common)
+        rows = await this.read<R>(
+          pageStatement(ownerId, q, after, shape.columns, 'planned', false),
+          false,
+          shape.types,
+        );
     }
     const head = rows[0]!;
-    const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) }, q);
+    const stats = ownerStatsOf(
+      { ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) },
+      q,
+    );
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
     const found = head.id === null ? [] : (rows as (R & { id: string })[]);
     const hasMore = found.length > q.limit;
@@ -343,7 +400,10 @@ export class AssetRepository {
     const n = items.length;
     const nextCursor =
       hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
-        ? encodeCursor(q.sort, q.order, { value: shape.cursorValue(found[n - 1]!, items[n - 1]!), id: found[n - 1]!.id })
+        ? encodeCursor(q.sort, q.order, {
+            value: shape.cursorValue(found[n - 1]!, items[n - 1]!),
+            id: found[n - 1]!.id,
+          })
         : undefined;
     return { items, total, hasMore, totalIsLowerBound, nextCursor, version: String(head.rowsVersion) };
   }
@@ -360,7 +420,10 @@ export class AssetRepository {
    * owner's asset rows (GraphQL's kept list answers, compiled-lane.ts). One primary-key read, a named statement.
    */
   async rowsVersion(ownerId: string): Promise<string> {
-    const [current] = await this.read<{ v: string | bigint }>(Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+    const [current] = await this.read<{ v: string | bigint }>(
+      Prisma.sql`SELECT rows_version AS v FROM asset_owner_stats WHERE owner_id = ${ownerId}`,
+      true,
+    );
     return String(current?.v ?? 0);
   }
 
@@ -386,19 +449,34 @@ export class AssetRepository {
    * aggregate over hundreds of thousands of rows. A filtered answer is cached per instance under the owner's version,
    * as the listing's counts are.
    */
-  async tagFacets(ownerId: string, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
+  async tagFacets(
+    ownerId: string,
+    filter: AssetFilter,
+    limit: number,
+  ): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
     if (isUnfiltered(filter)) {
       // Every asset of the owner: the maintained counts are the answer (no aggregate over all of them).
-      const rows = await this.read<{ name: string; count: number }>(Prisma.sql`SELECT tag AS name, count FROM asset_tag_count
-        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC ${limitOffset(limit, 0, true)}`, true);
+      const rows = await this.read<{ name: string; count: number }>(
+        Prisma.sql`SELECT tag AS name, count FROM asset_tag_count
+        WHERE owner_id = ${ownerId} AND count > 0 ORDER BY count DESC, tag ASC ${limitOffset(limit, 0, true)}`,
+        true,
+      );
       return { counts: rows.map((r) => ({ name: r.name, count: Number(r.count) })), lowerBounds: false };
     }
     const key = `${ownerId}\0${limit}\0${filterKey(filter)}`;
-    const [current] = await this.read<{ version: string | bigint }>(Prisma.sql`SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}`, true);
+    const [current] = await this.read<{ version: string | bigint }>(
+      Prisma.sql`SELECT version FROM asset_owner_stats WHERE owner_id = ${ownerId}`,
+      true,
+    );
     const cached = this.facets.get(key, String(current?.version ?? 0));
     if (cached) return cached;
     const cond = Prisma.join(filterConditions(ownerId, filter), ' AND ');
-    const rows = await this.read<{ name: string | null; count: string | bigint | null; matched: string | bigint; version: string | bigint | null }>(Prisma.sql`
+    const rows = await this.read<{
+      name: string | null;
+      count: string | bigint | null;
+      matched: string | bigint;
+      version: string | bigint | null;
+    }>(Prisma.sql`
       WITH m AS (SELECT tags FROM asset WHERE ${cond} ORDER BY created_at DESC, asset.id DESC LIMIT ${COUNT_LIMIT + 1}),
            f AS (SELECT t AS name, count(*) AS count FROM (SELECT tags FROM m LIMIT ${COUNT_LIMIT}) AS s, unnest(s.tags) AS t
                  GROUP BY t ORDER BY count(*) DESC, t ASC LIMIT ${limit})
@@ -422,17 +500,27 @@ export class AssetRepository {
     const start = q.prefix?.trimStart();
     const prefix = start ? Prisma.sql`AND tag LIKE ${escapeLike(start) + '%'}` : Prisma.empty;
     const order = q.order === 'name_asc' ? Prisma.sql`tag ASC` : Prisma.sql`count DESC, tag ASC`;
-    const rows = await this.read<{ name: string; count: number; total: string | bigint }>(Prisma.sql`
+    const rows = await this.read<{ name: string; count: number; total: string | bigint }>(
+      Prisma.sql`
       SELECT tag AS name, count, count(*) OVER () AS total FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}
-      ORDER BY ${order} ${limitOffset(q.limit, q.offset, true)}`, true);
+      ORDER BY ${order} ${limitOffset(q.limit, q.offset, true)}`,
+      true,
+    );
     const n =
       rows.length > 0
         ? Number(rows[0]!.total)
         : Number(
-            (await this.read<{ n: string | bigint }>(Prisma.sql`SELECT count(*) AS n FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}`))[0]
-              ?.n ?? 0,
+            (
+              await this.read<{ n: string | bigint }>(
+                Prisma.sql`SELECT count(*) AS n FROM asset_tag_count WHERE owner_id = ${ownerId} AND count > 0 ${prefix}`,
+              )
+            )[0]?.n ?? 0,
           );
-    return { items: rows.map((r) => ({ name: r.name, count: Number(r.count) })), total: n, hasMore: q.offset + rows.length < n };
+    return {
+      items: rows.map((r) => ({ name: r.name, count: Number(r.count) })),
+      total: n,
+      hasMore: q.offset + rows.length < n,
+    };
   }
 
   /**
@@ -444,7 +532,8 @@ export class AssetRepository {
     const rows = await this.db.$queryRaw<(AssetRow & { total: bigint })[]>`
       SELECT j.*, count(*) OVER () AS total FROM (${SELECT_ASSET} ${where}) AS j
       ORDER BY j."createdAt", j.id LIMIT ${limit} OFFSET ${offset}`;
-    const counted = async () => (await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset ${where}`)[0]?.n;
+    const counted = async () =>
+      (await this.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM asset ${where}`)[0]?.n;
     const total = Number(rows.length > 0 ? rows[0]!.total : ((await counted()) ?? 0));
     return { items: rows.map(toAsset), total, hasMore: offset + rows.length < total };
   }
@@ -478,7 +567,8 @@ export class AssetRepository {
       ORDER BY asset.id LIMIT ${limit}`;
     const lastId = ids[ids.length - 1]?.id;
     if (!lastId) return { filled: 0, lastId: undefined };
-    const filled = await this.db.$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
+    const filled = await this.db
+      .$executeRaw`UPDATE asset a SET metadata = coalesce(c.metadata, '{}'::jsonb) || jsonb_strip_nulls(jsonb_build_object(
         'filename', a.name, 'content_length', a.size, 'source_url', a.user_metadata -> 'source_url'))
       FROM content c WHERE c.blake3 = a.content_hash AND a.metadata IS NULL AND a.id > ${afterId}::uuid AND a.id <= ${lastId}::uuid`;
     return { filled, lastId };
@@ -563,8 +653,15 @@ interface ListTextRow {
  * of it: milliseconds always three digits (more are truncated, as that parser truncates them).
  */
 export function isoOf(t: string): string {
-  if (t.length <= 26 && t.charCodeAt(4) === 45 && t.charCodeAt(10) === 32 && (t.length === 19 || (t.length > 20 && t.charCodeAt(19) === 46))) {
-    return t.length === 23 ? `${t.slice(0, 10)}T${t.slice(11)}Z` : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
+  if (
+    t.length <= 26 &&
+    t.charCodeAt(4) === 45 &&
+    t.charCodeAt(10) === 32 &&
+    (t.length === 19 || (t.length > 20 && t.charCodeAt(19) === 46))
+  ) {
+    return t.length === 23
+      ? `${t.slice(0, 10)}T${t.slice(11)}Z`
+      : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
   }
   // Anything else (a year past 9999, BC: no asset has one): through a Date.
   return new Date(`${t.replace(' ', 'T')}Z`).toISOString();
@@ -639,7 +736,14 @@ const pageOffset = (q: AssetListQuery, after: CursorPosition | undefined): numbe
  * The page statement: the owner's counts and rows version (one row, always) and, beside them, the page. `withCommon`
  * (the filter is include tags only, isIncludeOnly): the row also says whether those tags are common.
  */
-function pageStatement(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, columns: Prisma.Sql, form: PageForm, withCommon: boolean): Prisma.Sql {
+function pageStatement(
+  ownerId: string,
+  q: AssetListQuery,
+  after: CursorPosition | undefined,
+  columns: Prisma.Sql,
+  form: PageForm,
+  withCommon: boolean,
+): Prisma.Sql {
   const { cond, col, dir } = pageTerms(ownerId, q, after, form === 'commonTags');
   const offset = pageOffset(q, after);
   // One round trip, one snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows
@@ -670,8 +774,16 @@ function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | u
   const col = Prisma.raw(SORT_COLUMN[q.sort]);
   if (after) {
     const v =
-      q.sort === 'size' ? Prisma.sql`${after.value}::bigint` : q.sort === 'name' ? Prisma.sql`${after.value}::text` : Prisma.sql`${after.value}::timestamptz`;
-    where.push(asc ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)` : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`);
+      q.sort === 'size'
+        ? Prisma.sql`${after.value}::bigint`
+        : q.sort === 'name'
+          ? Prisma.sql`${after.value}::text`
+          : Prisma.sql`${after.value}::timestamptz`;
+    where.push(
+      asc
+        ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)`
+        : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`,
+    );
   }
   return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC') };
 }
@@ -695,7 +807,10 @@ function ownerStatsSql(ownerId: string, f: AssetFilter, opaqueTags = false): Pri
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
 }
 
-function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string | bigint; tagCounts: number[] }, f: AssetFilter): OwnerStats {
+function ownerStatsOf(
+  row: { ownerTotal: string | bigint; ownerVersion: string | bigint; tagCounts: number[] },
+  f: AssetFilter,
+): OwnerStats {
   const counts = (row.tagCounts ?? []).map(Number);
   const nInclude = f.includeTags.length;
   const nAny = f.anyTags?.length ?? 0;
@@ -719,7 +834,9 @@ function ownerStatsOf(row: { ownerTotal: string | bigint; ownerVersion: string |
  * form of common include tags (PageForm) takes them as InitPlans too.
  */
 function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
-  return prepared ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)` : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
+  return prepared
+    ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)`
+    : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
 }
 
 /** Named statements' names, by text (a few dozen texts: the sorts and orders, with and without a cursor). */
@@ -752,7 +869,13 @@ export interface OwnerStats {
 
 /** No condition but (perhaps) include tags. */
 function includeTagsAtMost(f: AssetFilter): boolean {
-  return f.excludeTags.length === 0 && !f.anyTags?.length && !f.nameContains && !f.hash && Object.keys(f.metadataFilter ?? {}).length === 0;
+  return (
+    f.excludeTags.length === 0 &&
+    !f.anyTags?.length &&
+    !f.nameContains &&
+    !f.hash &&
+    Object.keys(f.metadataFilter ?? {}).length === 0
+  );
 }
 
 /** Only include tags (`include_tags` / `tags_all`): filters whose page the named `commonTags` statement may read. */
@@ -765,7 +888,14 @@ const isTrue = (v: unknown): boolean => v === true || v === 't';
 
 /** The filter as a cache key (the conditions only, not the page). */
 function filterKey(f: AssetFilter): string {
-  return JSON.stringify([f.includeTags, f.anyTags ?? [], f.excludeTags, f.nameContains ?? null, f.hash ?? null, f.metadataFilter ?? null]);
+  return JSON.stringify([
+    f.includeTags,
+    f.anyTags ?? [],
+    f.excludeTags,
+    f.nameContains ?? null,
+    f.hash ?? null,
+    f.metadataFilter ?? null,
+  ]);
 }
 
 /**
@@ -823,7 +953,10 @@ function filterConditions(ownerId: string, f: AssetFilter): Prisma.Sql[] {
 function metadataTerm(key: string, value: unknown): Prisma.Sql | undefined {
   if (Array.isArray(value)) {
     if (value.length === 0) return undefined;
-    return Prisma.sql`(${Prisma.join(value.map((v) => metadataTerm(key, v) ?? Prisma.sql`false`), ' OR ')})`;
+    return Prisma.sql`(${Prisma.join(
+      value.map((v) => metadataTerm(key, v) ?? Prisma.sql`false`),
+      ' OR ',
+    )})`;
   }
   if (value === null) return Prisma.sql`(NOT (user_metadata ? ${key}) OR user_metadata -> ${key} = 'null'::jsonb)`;
   const asValue = JSON.stringify({ [key]: value });

@@ -38,7 +38,8 @@ const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
  * The file of an upload as received: written to a temporary blob, or only hashed because the client declared the
  * hash of content that is stored already (the bytes are then checked, never written again).
  */
-export type ReceivedFile = { ingested: IngestedContent; knownDigest?: undefined } | { ingested?: undefined; knownDigest: ContentDigest };
+export type ReceivedFile =
+  { ingested: IngestedContent; knownDigest?: undefined } | { ingested?: undefined; knownDigest: ContentDigest };
 
 /** An upload as a transport received it: the file (if any), the client's file name and `hash` field, as sent. */
 export interface UploadedAsset {
@@ -88,7 +89,11 @@ export class AssetService {
    * undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page read then is still
    * the answer: one primary-key read.
    */
-  listJsonIfChanged(principal: Principal, query: AssetListQuery, version: string | undefined): Promise<AssetJsonPage | undefined> {
+  listJsonIfChanged(
+    principal: Principal,
+    query: AssetListQuery,
+    version: string | undefined,
+  ): Promise<AssetJsonPage | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
     return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
   }
@@ -104,7 +109,11 @@ export class AssetService {
   }
 
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */
-  tagFacets(principal: Principal, filter: AssetFilter, limit: number): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
+  tagFacets(
+    principal: Principal,
+    filter: AssetFilter,
+    limit: number,
+  ): Promise<{ counts: TagCount[]; lowerBounds: boolean }> {
     return this.assets.tagFacets(principal.ownerId, filter, limit);
   }
 
@@ -133,7 +142,11 @@ export class AssetService {
       const removed = unwanted.filter((t) => asset.tags.includes(t));
       const totalTags = asset.tags.filter((t) => !drop.has(t));
       if (removed.length > 0) await this.assets.update(principal.ownerId, id, { tags: totalTags }, tx);
-      return { removed: [...removed].sort(), notPresent: unwanted.filter((t) => !asset.tags.includes(t)).sort(), totalTags };
+      return {
+        removed: [...removed].sort(),
+        notPresent: unwanted.filter((t) => !asset.tags.includes(t)).sort(),
+        totalTags,
+      };
     });
   }
 
@@ -151,12 +164,12 @@ export class AssetService {
    */
   async backfillMetadata(batch = 500): Promise<number> {
     let n = 0;
-    for (let after: string | undefined = ZERO_UUID; after !== undefined; ) {
+    for (let after: string | undefined = ZERO_UUID; after !== undefined;) {
       const r = await this.assets.fillMissingMetadata(after, batch);
       n += r.filled;
       after = r.lastId;
     }
-    for (let after: string | undefined = ''; after !== undefined; ) {
+    for (let after: string | undefined = ''; after !== undefined;) {
       const { rows, last } = await this.content.findWithoutMetadata(after, batch);
       for (const rec of rows) await this.content.backfillMetadata(rec);
       n += rows.length;
@@ -182,7 +195,11 @@ export class AssetService {
    * stored already, the bytes are only hashed (the upload fast path); otherwise they are ingested. `ownsChunks`: the
    * caller hands the chunks over (ContentService.ingest). Nothing is left behind when this rejects.
    */
-  async receiveFile(bytes: AsyncIterable<Buffer>, declaredHash?: string, opts: { ownsChunks?: boolean } = {}): Promise<ReceivedFile> {
+  async receiveFile(
+    bytes: AsyncIterable<Buffer>,
+    declaredHash?: string,
+    opts: { ownsChunks?: boolean } = {},
+  ): Promise<ReceivedFile> {
     const declared = parseHash(declaredHash);
     if (declared && (await this.content.exists(declared))) return { knownDigest: await this.content.digestOnly(bytes) };
     return { ingested: await this.content.ingest(bytes, { ownsChunks: opts.ownsChunks }) };
@@ -211,11 +228,16 @@ export class AssetService {
       }
       if (file?.ingested) return await this.createFromIngested(principal, fields, file.ingested, { fileName });
       if (file?.knownDigest) {
-        return await this.createFromStored(principal, { ...fields, name: fields.name ?? fileName }, { algorithm: 'blake3', hex: file.knownDigest.blake3 });
+        return await this.createFromStored(
+          principal,
+          { ...fields, name: fields.name ?? fileName },
+          { algorithm: 'blake3', hex: file.knownDigest.blake3 },
+        );
       }
       if (declared) {
         // No file part: the hash alone, when its content is stored.
-        if (!(await this.content.exists(declared))) throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
+        if (!(await this.content.exists(declared)))
+          throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
         return await this.createFromStored(principal, fields, declared);
       }
       throw new DomainError('MISSING_FILE', 'a file part named "file" is required');
@@ -237,7 +259,10 @@ export class AssetService {
     let precommitted = false;
     try {
       const name = fields.name ?? opts.fileName ?? defaultName(ingested.digest.blake3);
-      const contentMime = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
+      const contentMime =
+        ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME
+          ? ingested.sniffedMime
+          : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
       precommitted = true;
       await this.content.precommit(ingested);
@@ -264,15 +289,24 @@ export class AssetService {
    */
   async createFromStored(principal: Principal, fields: AssetCreateFields, hash: ParsedHash): Promise<CreateResult> {
     const stored = await this.content.find(hash);
-    if (!stored) throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
-    const name = fields.name ?? (await this.assets.knownNameOf(principal.ownerId, stored.blake3)) ?? defaultName(stored.blake3);
-    return this.createWithContent(principal, { ...fields, fileName: fields.fileName ?? name }, stored.blake3, name, async (tx) => {
-      // Re-read under the lock: GC may have removed it since the lookup above.
-      const locked = await this.content.find({ algorithm: 'blake3', hex: stored.blake3 }, tx);
-      if (!locked) throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
-      await this.content.reference(tx, locked.blake3);
-      return locked;
-    });
+    if (!stored)
+      throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
+    const name =
+      fields.name ?? (await this.assets.knownNameOf(principal.ownerId, stored.blake3)) ?? defaultName(stored.blake3);
+    return this.createWithContent(
+      principal,
+      { ...fields, fileName: fields.fileName ?? name },
+      stored.blake3,
+      name,
+      async (tx) => {
+        // Re-read under the lock: GC may have removed it since the lookup above.
+        const locked = await this.content.find({ algorithm: 'blake3', hex: stored.blake3 }, tx);
+        if (!locked)
+          throw new DomainError('CONTENT_NOT_FOUND', `no stored content has the hash ${hash.algorithm}:${hash.hex}`);
+        await this.content.reference(tx, locked.blake3);
+        return locked;
+      },
+    );
   }
 
   private async createWithContent(
@@ -319,7 +353,11 @@ export class AssetService {
                 previewId,
                 promptId: fields.promptId ?? null,
                 metadata: {
-                  ...assetMetadata(content.metadata, { fileName: fields.fileName, contentLength: content.size, sourceUrl: fields.sourceUrl }),
+                  ...assetMetadata(content.metadata, {
+                    fileName: fields.fileName,
+                    contentLength: content.size,
+                    sourceUrl: fields.sourceUrl,
+                  }),
                   ...(fields.paths?.length ? { paths: fields.paths.slice(0, PATHS_LIMITS.perAsset) } : {}),
                 },
               },
@@ -341,7 +379,11 @@ export class AssetService {
       const current = await this.assets.findById(principal.ownerId, id, tx);
       if (!current) throw notFound(id);
       if (current.isImmutable) throw immutable(id);
-      if (fields.previewId && fields.previewId !== id && !(await this.assets.findById(principal.ownerId, fields.previewId, tx))) {
+      if (
+        fields.previewId &&
+        fields.previewId !== id &&
+        !(await this.assets.findById(principal.ownerId, fields.previewId, tx))
+      ) {
         throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);
       }
       const updated = await this.assets.update(principal.ownerId, id, fields, tx);
@@ -361,7 +403,11 @@ export class AssetService {
       await this.assets.clearPreviewsOf(principal.ownerId, id, tx);
       await this.assets.deleteRow(id, tx);
       if (await this.content.releaseIfUnused(tx, asset.blake3)) {
-        await this.queue.send(CONTENT_GC_JOB, { blake3: asset.blake3 }, { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 });
+        await this.queue.send(
+          CONTENT_GC_JOB,
+          { blake3: asset.blake3 },
+          { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 },
+        );
       }
     });
   }
@@ -392,9 +438,21 @@ export class AssetService {
     const made =
       'ingested' in source
         ? await this.createFromIngested(principal, fields, source.ingested, { fileName: file.fileName })
-        : await this.createFromStored(principal, { ...fields, fileName: file.fileName }, { algorithm: 'blake3', hex: source.blake3 });
+        : await this.createFromStored(
+            principal,
+            { ...fields, fileName: file.fileName },
+            { algorithm: 'blake3', hex: source.blake3 },
+          );
     if (made.created) return made;
-    await this.assets.appendPaths(ownerId, made.asset.id, [file.path], PATHS_LIMITS.perAsset, undefined, made.asset.isImmutable ? [] : file.tags, LIMITS.tagCount);
+    await this.assets.appendPaths(
+      ownerId,
+      made.asset.id,
+      [file.path],
+      PATHS_LIMITS.perAsset,
+      undefined,
+      made.asset.isImmutable ? [] : file.tags,
+      LIMITS.tagCount,
+    );
     return made;
   }
 
@@ -416,10 +474,20 @@ export class AssetService {
     return { asset, open: (range) => this.content.read(asset.blake3, range) };
   }
 
-  presignedContentUrl(asset: Asset, fileName: string, requested: 'inline' | 'attachment' = 'attachment', expiresInSeconds = 300): Promise<string | undefined> {
+  presignedContentUrl(
+    asset: Asset,
+    fileName: string,
+    requested: 'inline' | 'attachment' = 'attachment',
+    expiresInSeconds = 300,
+  ): Promise<string | undefined> {
     const servable = servableMediaType(asset.mimeType);
     const disposition = contentDispositionOf({ mimeType: servable }, requested);
-    return this.content.presignedUrl(asset.blake3, { fileName, contentType: servedContentType(servable), expiresInSeconds, disposition });
+    return this.content.presignedUrl(asset.blake3, {
+      fileName,
+      contentType: servedContentType(servable),
+      expiresInSeconds,
+      disposition,
+    });
   }
 }
 
@@ -427,14 +495,18 @@ export class AssetService {
 export const defaultName = (blake3: string): string => blake3.slice(0, 16);
 
 /** Content-Disposition: `attachment` unless `inline` was asked for; active content (HTML, SVG, scripts) always is. */
-export function contentDispositionOf(asset: { mimeType: string }, requested: 'inline' | 'attachment'): 'inline' | 'attachment' {
+export function contentDispositionOf(
+  asset: { mimeType: string },
+  requested: 'inline' | 'attachment',
+): 'inline' | 'attachment' {
   return requested === 'inline' && !isActiveContent(asset.mimeType) ? 'inline' : 'attachment';
 }
 
 /** A tag list of at least one tag after normalisation (tag edit bodies). */
 function nonEmptyTags(value: unknown): string[] {
   const tags = normalizeTags(value);
-  if (tags.length === 0) throw new DomainError('INVALID_BODY', 'tags must be a list of at least one non-empty tag', { field: 'tags' });
+  if (tags.length === 0)
+    throw new DomainError('INVALID_BODY', 'tags must be a list of at least one non-empty tag', { field: 'tags' });
   return tags;
 }
 

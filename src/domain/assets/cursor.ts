@@ -34,8 +34,10 @@ export function decodeCursor(cursor: string, sort: AssetSort, order: 'asc' | 'de
   } catch {
     throw bad('not a cursor of this API');
   }
-  if (c === null || typeof c !== 'object' || typeof c.id !== 'string' || !UUID.test(c.id)) throw bad('not a cursor of this API');
-  if (c.s !== sort || c.o !== order) throw bad(`minted for sort=${String(c.s)}&order=${String(c.o)}, not sort=${sort}&order=${order}`);
+  if (c === null || typeof c !== 'object' || typeof c.id !== 'string' || !UUID.test(c.id))
+    throw bad('not a cursor of this API');
+  if (c.s !== sort || c.o !== order)
+    throw bad(`minted for sort=${String(c.s)}&order=${String(c.o)}, not sort=${sort}&order=${order}`);
   if (!CURSOR_SORTS.includes(sort)) throw bad(`${sort} does not page by cursor`);
   const v = c.v;
   const valid =
@@ -43,7 +45,9 @@ export function decodeCursor(cursor: string, sort: AssetSort, order: 'asc' | 'de
       ? typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
       : sort === 'name'
         ? typeof v === 'string' && v.length <= 1024 && !v.includes('\u0000')
-        : typeof v === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(v) && !Number.isNaN(Date.parse(v));
+        : typeof v === 'string' &&
+          /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(v) &&
+          !Number.isNaN(Date.parse(v));
   if (!valid) throw bad('not a cursor of this API');
   return { value: v as string | number, id: c.id };
 }

@@ -7,9 +7,9 @@
  * empty segment); undefined otherwise.
  */
 export function safeRelativePath(name: string): string | undefined {
-  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name)) return undefined;
+  if (name === '' || name.startsWith('/') || name.includes('\\') || /[\u0000-\u001f\u007f]/.test(name))
+    return undefined;
   const segments = name.split('/');
   if (segments.some((s) => s === '' || s === '.' || s === '..')) return undefined;
   return name;
 }
-

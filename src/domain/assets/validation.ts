@@ -1,7 +1,13 @@
 import { parseHash, type ParsedHash } from '../content/hashing';
 import { DomainError } from '../errors';
 import { assertJsonInput, assertStorableText, isMediaType } from '../input';
-import type { AssetCreateFields, AssetCreateInput, AssetFilter, AssetUpdateFields, AssetUpdateInput } from './asset.types';
+import type {
+  AssetCreateFields,
+  AssetCreateInput,
+  AssetFilter,
+  AssetUpdateFields,
+  AssetUpdateInput,
+} from './asset.types';
 
 /** Field limits, shared by REST and GraphQL so both reject the same input. */
 export const LIMITS = {
@@ -140,7 +146,9 @@ export function validateUserMetadata(value: unknown, field = 'user_metadata'): R
   assertJsonInput(value, field);
   const size = Buffer.byteLength(JSON.stringify(value));
   if (size > LIMITS.userMetadataBytes) {
-    throw new DomainError('PAYLOAD_TOO_LARGE', `${field} must be at most ${LIMITS.userMetadataBytes} bytes of JSON`, { field });
+    throw new DomainError('PAYLOAD_TOO_LARGE', `${field} must be at most ${LIMITS.userMetadataBytes} bytes of JSON`, {
+      field,
+    });
   }
   return value as Record<string, unknown>;
 }
@@ -160,8 +168,10 @@ export function validateCreateFields(input: AssetCreateInput): AssetCreateFields
   if (input.name !== undefined && input.name !== null) out.name = validateName(input.name);
   if (input.mimeType !== undefined && input.mimeType !== null) out.mimeType = validateMimeType(input.mimeType);
   if (input.tags !== undefined && input.tags !== null) out.tags = normalizeTags(input.tags);
-  if (input.userMetadata !== undefined && input.userMetadata !== null) out.userMetadata = validateUserMetadata(input.userMetadata);
-  if (input.previewId !== undefined && input.previewId !== null) out.previewId = validateUuid(input.previewId, 'preview_id');
+  if (input.userMetadata !== undefined && input.userMetadata !== null)
+    out.userMetadata = validateUserMetadata(input.userMetadata);
+  if (input.previewId !== undefined && input.previewId !== null)
+    out.previewId = validateUuid(input.previewId, 'preview_id');
   if (input.promptId !== undefined && input.promptId !== null) out.promptId = validateUuid(input.promptId, 'prompt_id');
   return out;
 }
@@ -182,7 +192,8 @@ export function validateUpdateFields(input: AssetUpdateInput): AssetUpdateFields
   if (input.mimeType !== undefined) out.mimeType = validateMimeType(input.mimeType);
   if (input.tags !== undefined) out.tags = normalizeTags(input.tags);
   if (input.userMetadata !== undefined) out.userMetadata = validateUserMetadata(input.userMetadata);
-  if (input.previewId !== undefined) out.previewId = input.previewId === null ? null : validateUuid(input.previewId, 'preview_id');
+  if (input.previewId !== undefined)
+    out.previewId = input.previewId === null ? null : validateUuid(input.previewId, 'preview_id');
   if (Object.keys(out).length === 0) {
     throw invalid('provide at least one of name, tags, mime_type, preview_id, user_metadata');
   }
@@ -199,6 +210,9 @@ export function validateHashField(value: unknown, field = 'hash'): ParsedHash {
 /** The last path segment of a client's file name, without control characters; undefined when nothing is left. */
 export function sanitizeFileName(name: string): string | undefined {
   const base = name.split(/[\\/]/).pop() ?? '';
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 512);
+  const clean = base
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, 512);
   return clean === '' || clean === '.' || clean === '..' ? undefined : clean;
 }

@@ -28,7 +28,10 @@ export class ApiKeyRepository {
 
   /** Revokes the key with this id or digest unless it already is; whether one was revoked. */
   async revoke(key: { id: string } | { keyHash: string }): Promise<boolean> {
-    const res = await this.db.apiKey.updateMany({ where: { ...key, revokedAt: null }, data: { revokedAt: new Date() } });
+    const res = await this.db.apiKey.updateMany({
+      where: { ...key, revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
     return res.count > 0;
   }
 }

@@ -73,7 +73,13 @@ export class ApiKeyService {
       throw new DomainError('INVALID_BODY', "owner must be 1-128 letters, digits, '.', '@', '_' or '-'");
     }
     const key = `ask_${crypto.randomBytes(24).toString('base64url')}`;
-    const row = await this.repo.insert({ id: crypto.randomUUID(), ownerId: opts.owner, keyHash: hashKey(key), isAdmin: !!opts.admin, label: opts.label ?? '' });
+    const row = await this.repo.insert({
+      id: crypto.randomUUID(),
+      ownerId: opts.owner,
+      keyHash: hashKey(key),
+      isAdmin: !!opts.admin,
+      label: opts.label ?? '',
+    });
     return { key, info: infoOf(row) };
   }
 

@@ -8,6 +8,8 @@ export const blobOrphanSweepJob: Job<{ content: ContentService; logger: Logger }
     // Daily: it lists every blob (one LIST request per 1,000 on S3).
     cron: '41 3 * * *',
     expireInSeconds: 6 * 3600,
-    handler: countingHandler(logger, 'removed blobs without content rows', () => content.sweepOrphanBlobs(24 * 3600 * 1000)),
+    handler: countingHandler(logger, 'removed blobs without content rows', () =>
+      content.sweepOrphanBlobs(24 * 3600 * 1000),
+    ),
   }),
 };

@@ -1,7 +1,14 @@
 import type { Pool, PoolClient } from 'pg';
 import { Prisma } from '../../generated/prisma/client';
 import { PreparedStatement } from '../../infra/pg-statement';
-import { contentLockKey, isUniqueViolation, prismaOf, type Db, type Transaction, type Transactions } from '../../infra/prisma';
+import {
+  contentLockKey,
+  isUniqueViolation,
+  prismaOf,
+  type Db,
+  type Transaction,
+  type Transactions,
+} from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
 
 export interface ContentRecord {
@@ -52,7 +59,10 @@ export class ContentRepository {
     private readonly transactions: Transactions,
   ) {}
 
-  async find(hash: { algorithm: 'blake3' | 'sha256'; hex: string }, tx?: Transaction): Promise<ContentRecord | undefined> {
+  async find(
+    hash: { algorithm: 'blake3' | 'sha256'; hex: string },
+    tx?: Transaction,
+  ): Promise<ContentRecord | undefined> {
     const q = prismaOf(tx, this.db);
     const row =
       hash.algorithm === 'blake3'
@@ -68,7 +78,9 @@ export class ContentRepository {
 
   /** Which of these hashes have a content row. */
   async existing(blake3s: readonly string[]): Promise<Set<string>> {
-    const rows = await this.db.$queryRaw<{ blake3: string }[]>`SELECT blake3 FROM content WHERE blake3 = ANY(${[...blake3s]}::text[])`;
+    const rows = await this.db.$queryRaw<
+      { blake3: string }[]
+    >`SELECT blake3 FROM content WHERE blake3 = ANY(${[...blake3s]}::text[])`;
     return new Set(rows.map((r) => r.blake3.trim()));
   }
 
@@ -155,11 +167,19 @@ export class ContentRepository {
   }
 
   /** Content without derived metadata among the next `limit` rows after `afterBlake3` (a walk of the primary key). */
-  async findWithoutMetadata(afterBlake3: string, limit: number): Promise<{ rows: ContentRecord[]; last: string | undefined }> {
+  async findWithoutMetadata(
+    afterBlake3: string,
+    limit: number,
+  ): Promise<{ rows: ContentRecord[]; last: string | undefined }> {
     // Only a flag of the metadata column is read: filled rows cost an index entry, not their JSON.
-    const page = await this.db.$queryRaw<(Row & { missing: boolean })[]>`SELECT blake3, sha256, size, mime_type AS "mimeType",
+    const page = await this.db.$queryRaw<
+      (Row & { missing: boolean })[]
+    >`SELECT blake3, sha256, size, mime_type AS "mimeType",
         first_name AS "firstName", metadata IS NULL AS missing FROM content WHERE blake3 > ${afterBlake3} ORDER BY blake3 LIMIT ${limit}`;
-    return { rows: page.filter((r) => r.missing).map((r) => toRecord({ ...r, metadata: null })), last: page[page.length - 1]?.blake3 };
+    return {
+      rows: page.filter((r) => r.missing).map((r) => toRecord({ ...r, metadata: null })),
+      last: page[page.length - 1]?.blake3,
+    };
   }
 
   /** Stores derived metadata on the content and merges it under each of its assets' own fields, in one transaction. */
@@ -187,10 +207,12 @@ export class ContentRepository {
    * Content no asset refers to any more, awaiting collection (count and bytes); cut by the server after `timeoutMs`.
    */
   async gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }> {
-    const rows = await this.transactions.run(async (tx) =>
-      prismaOf(tx).$queryRaw<{ n: number; bytes: bigint }[]>`
+    const rows = await this.transactions.run(
+      async (tx) =>
+        prismaOf(tx).$queryRaw<{ n: number; bytes: bigint }[]>`
         SELECT count(*)::int AS n, coalesce(sum(size), 0)::bigint AS bytes FROM content WHERE orphaned_at IS NOT NULL`,
-    { statementTimeoutMs: timeoutMs });
+      { statementTimeoutMs: timeoutMs },
+    );
     return { contents: rows[0]?.n ?? 0, bytes: Number(rows[0]?.bytes ?? 0) };
   }
 }

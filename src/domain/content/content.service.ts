@@ -51,11 +51,17 @@ export class ContentService {
    * store can, hashing and writing run on a worker thread; `ownsChunks` lets it move the chunks there instead of
    * copying them (the caller promises not to use a chunk after handing it over).
    */
-  async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean } = {}): Promise<IngestedContent> {
+  async ingest(
+    source: AsyncIterable<Buffer>,
+    opts: { maxBytes?: number; ownsChunks?: boolean } = {},
+  ): Promise<IngestedContent> {
     return storeErrors(this.ingestBytes(source, opts));
   }
 
-  private async ingestBytes(source: AsyncIterable<Buffer>, opts: { maxBytes?: number; ownsChunks?: boolean }): Promise<IngestedContent> {
+  private async ingestBytes(
+    source: AsyncIterable<Buffer>,
+    opts: { maxBytes?: number; ownsChunks?: boolean },
+  ): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
     let sniffedMime: string | undefined;
     let derived: DerivedMetadata = {};
@@ -63,11 +69,18 @@ export class ContentService {
       sniffedMime = h.length > 0 ? detectMime(h, undefined) : undefined;
       derived = deriveFromHead(h, sniffedMime, undefined);
     };
-    const meter = { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onHead, headBytes: METADATA_HEAD_BYTES, onBytes: this.countUploaded };
+    const meter = {
+      maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes,
+      onHead,
+      headBytes: METADATA_HEAD_BYTES,
+      onBytes: this.countUploaded,
+    };
     const end = this.meter.begin('upload');
     try {
       if (this.blobs.writeTempHashed) {
-        const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), { ownsChunks: opts.ownsChunks });
+        const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), {
+          ownsChunks: opts.ownsChunks,
+        });
         return { temp, digest, sniffedMime, derived };
       }
       const hasher = new DualHasher();
@@ -83,7 +96,11 @@ export class ContentService {
     const hasher = new DualHasher();
     const end = this.meter.begin('upload');
     try {
-      for await (const chunk of hashing(source, hasher, { maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes, onBytes: this.countUploaded })) void chunk;
+      for await (const chunk of hashing(source, hasher, {
+        maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes,
+        onBytes: this.countUploaded,
+      }))
+        void chunk;
     } finally {
       end();
     }
@@ -91,7 +108,9 @@ export class ContentService {
   }
 
   async discard(ingested: IngestedContent): Promise<void> {
-    await this.blobs.discard(ingested.temp).catch((err) => this.logger.warn('could not remove a temporary blob', { err }));
+    await this.blobs
+      .discard(ingested.temp)
+      .catch((err) => this.logger.warn('could not remove a temporary blob', { err }));
   }
 
   find(hash: ParsedHash, tx?: Transaction): Promise<ContentRecord | undefined> {
@@ -127,7 +146,10 @@ export class ContentService {
     try {
       await this.removeOrphanBlob(blake3);
     } catch (err) {
-      this.logger.warn('could not remove the blob of a failed create yet; retrying', { blake3, err: (err as Error).message });
+      this.logger.warn('could not remove the blob of a failed create yet; retrying', {
+        blake3,
+        err: (err as Error).message,
+      });
       this.retryAbandon(blake3, 1);
     }
   }
@@ -160,7 +182,11 @@ export class ContentService {
    * only with its blob (GC deletes the row before the blob, and under the same lock); without a row, the blob is
    * checked under the lock (a cheap HEAD after `precommit`) and committed again if it is gone.
    */
-  async ensureStored(tx: Transaction, ingested: IngestedContent, meta: { name: string; mimeType: string; fileName?: string }): Promise<ContentRecord> {
+  async ensureStored(
+    tx: Transaction,
+    ingested: IngestedContent,
+    meta: { name: string; mimeType: string; fileName?: string },
+  ): Promise<ContentRecord> {
     const existing = await this.repo.find({ algorithm: 'blake3', hex: ingested.digest.blake3 }, tx);
     if (existing) {
       if (existing.sha256 !== ingested.digest.sha256) {
@@ -315,7 +341,10 @@ export class ContentService {
   /**
    * Content whose metadata was never derived (stored before it existed) among the next rows: the backfill's work list.
    */
-  findWithoutMetadata(afterBlake3: string, limit: number): Promise<{ rows: ContentRecord[]; last: string | undefined }> {
+  findWithoutMetadata(
+    afterBlake3: string,
+    limit: number,
+  ): Promise<{ rows: ContentRecord[]; last: string | undefined }> {
     return this.repo.findWithoutMetadata(afterBlake3, limit);
   }
 
@@ -337,7 +366,10 @@ export class ContentService {
       stream.destroy();
       head = Buffer.concat(chunks).subarray(0, METADATA_HEAD_BYTES);
     }
-    const derived = withFormat(deriveFromHead(head, head.length > 0 ? detectMime(head, undefined) : undefined, rec.firstName), rec.firstName);
+    const derived = withFormat(
+      deriveFromHead(head, head.length > 0 ? detectMime(head, undefined) : undefined, rec.firstName),
+      rec.firstName,
+    );
     await this.repo.saveMetadata(rec.blake3, derived);
   }
 
@@ -352,4 +384,3 @@ function withFormat(derived: DerivedMetadata, name: string): DerivedMetadata {
   const ext = /\.([a-z0-9]{1,12})$/i.exec(name)?.[1]?.toLowerCase();
   return ext ? { ...derived, format: ext } : derived;
 }
-

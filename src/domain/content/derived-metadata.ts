@@ -23,7 +23,11 @@ const FORMAT_OF_MIME: Record<string, string> = {
 };
 
 /** Content-level fields (the same for every asset of the content): `format`, `width`/`height`, `safetensors`... */
-export function deriveFromHead(head: Buffer, sniffedMime: string | undefined, fileName: string | undefined): DerivedMetadata {
+export function deriveFromHead(
+  head: Buffer,
+  sniffedMime: string | undefined,
+  fileName: string | undefined,
+): DerivedMetadata {
   const out: DerivedMetadata = {};
   // The bytes name a format only for the types listed; otherwise the file name's extension (where a name is known).
   const format = (sniffedMime && FORMAT_OF_MIME[sniffedMime]) ?? extensionOf(fileName);
@@ -120,7 +124,8 @@ export function safetensorsMetadata(b: Buffer): DerivedMetadata {
   }
   const all = raw as Record<string, unknown>;
   const out: DerivedMetadata = { safetensors: map };
-  const str = (k: string) => (typeof all[k] === 'string' && (all[k] as string).trim() !== '' ? (all[k] as string).trim() : undefined);
+  const str = (k: string) =>
+    typeof all[k] === 'string' && (all[k] as string).trim() !== '' ? (all[k] as string).trim() : undefined;
   const baseModel = str('ss_base_model_version') ?? str('modelspec.architecture') ?? str('ss_sd_model_name');
   if (baseModel) out.base_model = baseModel;
   const words = trainedWords(str('modelspec.trigger_phrase'), str('ss_tag_frequency'));
@@ -130,15 +135,24 @@ export function safetensorsMetadata(b: Buffer): DerivedMetadata {
 
 /** `modelspec.trigger_phrase` (comma-separated), else the 20 most frequent tags of kohya's `ss_tag_frequency`. */
 function trainedWords(trigger: string | undefined, tagFrequency: string | undefined): string[] {
-  if (trigger) return trigger.split(',').map((w) => w.trim()).filter(Boolean);
+  if (trigger)
+    return trigger
+      .split(',')
+      .map((w) => w.trim())
+      .filter(Boolean);
   if (!tagFrequency) return [];
   try {
     const freq = JSON.parse(tagFrequency) as Record<string, Record<string, number>>;
     const counts = new Map<string, number>();
     for (const dataset of Object.values(freq ?? {})) {
-      for (const [tag, n] of Object.entries(dataset ?? {})) if (typeof n === 'number') counts.set(tag.trim(), (counts.get(tag.trim()) ?? 0) + n);
+      for (const [tag, n] of Object.entries(dataset ?? {}))
+        if (typeof n === 'number') counts.set(tag.trim(), (counts.get(tag.trim()) ?? 0) + n);
     }
-    return [...counts.entries()].filter(([t]) => t).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 20).map(([t]) => t);
+    return [...counts.entries()]
+      .filter(([t]) => t)
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, 20)
+      .map(([t]) => t);
   } catch {
     return [];
   }

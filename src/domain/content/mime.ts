@@ -37,8 +37,16 @@ const SNIFFERS: Sniffer[] = [
   ['application/x-hdf5', (b) => at(b, 0, [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a])],
   ['application/wasm', (b) => at(b, 0, [0x00, 0x61, 0x73, 0x6d])],
   ['application/x-safetensors', isSafetensors],
-  ['image/svg+xml', (b) => /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<svg[\s>]/i.test(b.toString('utf8', 0, Math.min(b.length, 1024)))],
-  ['text/html', (b) => /^\s*(<!doctype html|<html[\s>]|<head[\s>]|<script[\s>])/i.test(b.toString('utf8', 0, Math.min(b.length, 512)))],
+  [
+    'image/svg+xml',
+    (b) =>
+      /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*<svg[\s>]/i.test(b.toString('utf8', 0, Math.min(b.length, 1024))),
+  ],
+  [
+    'text/html',
+    (b) =>
+      /^\s*(<!doctype html|<html[\s>]|<head[\s>]|<script[\s>])/i.test(b.toString('utf8', 0, Math.min(b.length, 512))),
+  ],
 ];
 
 /** safetensors: an 8-byte little-endian header length, then a JSON object. */
@@ -49,16 +57,56 @@ function isSafetensors(b: Buffer): boolean {
 }
 
 const BY_EXTENSION: Record<string, string> = {
-  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', bmp: 'image/bmp',
-  tif: 'image/tiff', tiff: 'image/tiff', svg: 'image/svg+xml', ico: 'image/x-icon', avif: 'image/avif', heic: 'image/heic',
-  mp4: 'video/mp4', m4v: 'video/mp4', mov: 'video/quicktime', webm: 'video/webm', mkv: 'video/x-matroska', avi: 'video/x-msvideo',
-  mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', ogg: 'audio/ogg', m4a: 'audio/mp4', opus: 'audio/ogg',
-  json: 'application/json', txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', yaml: 'application/yaml', yml: 'application/yaml',
-  html: 'text/html', htm: 'text/html', js: 'text/javascript', mjs: 'text/javascript', css: 'text/css', xml: 'application/xml',
-  pdf: 'application/pdf', zip: 'application/zip', gz: 'application/gzip', tar: 'application/x-tar', '7z': 'application/x-7z-compressed',
-  safetensors: 'application/x-safetensors', gguf: 'application/x-gguf', ckpt: 'application/octet-stream',
-  pt: 'application/octet-stream', pth: 'application/octet-stream', bin: 'application/octet-stream', onnx: 'application/octet-stream',
-  h5: 'application/x-hdf5', wasm: 'application/wasm',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+  webp: 'image/webp',
+  bmp: 'image/bmp',
+  tif: 'image/tiff',
+  tiff: 'image/tiff',
+  svg: 'image/svg+xml',
+  ico: 'image/x-icon',
+  avif: 'image/avif',
+  heic: 'image/heic',
+  mp4: 'video/mp4',
+  m4v: 'video/mp4',
+  mov: 'video/quicktime',
+  webm: 'video/webm',
+  mkv: 'video/x-matroska',
+  avi: 'video/x-msvideo',
+  mp3: 'audio/mpeg',
+  wav: 'audio/wav',
+  flac: 'audio/flac',
+  ogg: 'audio/ogg',
+  m4a: 'audio/mp4',
+  opus: 'audio/ogg',
+  json: 'application/json',
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  html: 'text/html',
+  htm: 'text/html',
+  js: 'text/javascript',
+  mjs: 'text/javascript',
+  css: 'text/css',
+  xml: 'application/xml',
+  pdf: 'application/pdf',
+  zip: 'application/zip',
+  gz: 'application/gzip',
+  tar: 'application/x-tar',
+  '7z': 'application/x-7z-compressed',
+  safetensors: 'application/x-safetensors',
+  gguf: 'application/x-gguf',
+  ckpt: 'application/octet-stream',
+  pt: 'application/octet-stream',
+  pth: 'application/octet-stream',
+  bin: 'application/octet-stream',
+  onnx: 'application/octet-stream',
+  h5: 'application/x-hdf5',
+  wasm: 'application/wasm',
 };
 
 export const DEFAULT_MIME = 'application/octet-stream';
@@ -102,8 +150,14 @@ export function isOwnPreviewType(mime: string): boolean {
 export function isActiveContent(mime: string): boolean {
   const m = mime.toLowerCase().split(';')[0]!.trim();
   return (
-    m === 'text/html' || m === 'application/xhtml+xml' || m === 'image/svg+xml' || m.includes('javascript') ||
-    m === 'text/xml' || m === 'application/xml' || m.endsWith('+xml') || m === 'application/pdf'
+    m === 'text/html' ||
+    m === 'application/xhtml+xml' ||
+    m === 'image/svg+xml' ||
+    m.includes('javascript') ||
+    m === 'text/xml' ||
+    m === 'application/xml' ||
+    m.endsWith('+xml') ||
+    m === 'application/pdf'
   );
 }
 

@@ -37,7 +37,10 @@ export async function finishWaitingTasks(d: DownloadDeps, t: Transfer, blake3: s
         });
       } catch (err) {
         if (!isDomainError(err)) throw err;
-        await d.tasks.fail({ id: task.id }, `${err.code}: ${err.message}`, { bytes: t.bytesDownloaded, total: t.bytesTotal });
+        await d.tasks.fail({ id: task.id }, `${err.code}: ${err.message}`, {
+          bytes: t.bytesDownloaded,
+          total: t.bytesTotal,
+        });
       }
     }
     const done = await d.transactions.run(async (tx) => {
@@ -58,7 +61,12 @@ export async function finishWaitingTasks(d: DownloadDeps, t: Transfer, blake3: s
 }
 
 /** A transfer that failed for good: it and every task waiting on it fail with `message`. */
-export async function failTransferAndTasks(d: DownloadDeps, t: Transfer, message: string, progress: TransferProgress): Promise<void> {
+export async function failTransferAndTasks(
+  d: DownloadDeps,
+  t: Transfer,
+  message: string,
+  progress: TransferProgress,
+): Promise<void> {
   await d.transactions.run(async (tx) => {
     await d.repo.lockUrl(t.sourceUrl, tx);
     await d.repo.finish(t.id, 'failed', message, tx);

@@ -35,7 +35,8 @@ export function holdLease(opts: {
     ticking = true;
     try {
       const pct = progress.total ? progress.total / 100 : 0;
-      const due = progress.bytes !== saved.bytes && Date.now() - saved.at >= 1000 && progress.bytes - saved.bytes >= pct;
+      const due =
+        progress.bytes !== saved.bytes && Date.now() - saved.at >= 1000 && progress.bytes - saved.bytes >= pct;
       const status = await repo.renew(transferId, token, leaseMs, due ? progress : undefined);
       renewedAt = Date.now();
       if (due) Object.assign(saved, { at: Date.now(), bytes: progress.bytes });

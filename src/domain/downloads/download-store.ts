@@ -24,7 +24,11 @@ export async function downloadAndStore(
 ): Promise<string> {
   const { provider, url } = d.providers.resolve(t.sourceUrl);
   const expected = { sha256: t.expectedSha256, blake3: t.expectedBlake3 };
-  if (!expected.sha256 && !expected.blake3) Object.assign(expected, await provider.probe(url, AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)])));
+  if (!expected.sha256 && !expected.blake3)
+    Object.assign(
+      expected,
+      await provider.probe(url, AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)])),
+    );
   const transfer = new SourceTransfer(
     { fetcher: d.fetcher, blobs: d.blobs, hashers: d.hashers, meter: d.meter },
     {
@@ -37,7 +41,12 @@ export async function downloadAndStore(
       onResponse: async (r) => {
         progress.total = r.total;
         progress.bytes = r.offset;
-        await d.repo.saveResponse(t.id, token, { validator: r.validator, total: r.total, bytes: r.offset, fileName: r.fileName });
+        await d.repo.saveResponse(t.id, token, {
+          validator: r.validator,
+          total: r.total,
+          bytes: r.offset,
+          fileName: r.fileName,
+        });
       },
     },
   );
@@ -47,7 +56,12 @@ export async function downloadAndStore(
   try {
     ingested = await withRetries(transfer, () => transfer.attempt(), {
       signal,
-      onRetry: (err, delayMs) => log.info('download interrupted; retrying', { reason: err.message, delay_ms: Math.round(delayMs), bytes: transfer.bytes }),
+      onRetry: (err, delayMs) =>
+        log.info('download interrupted; retrying', {
+          reason: err.message,
+          delay_ms: Math.round(delayMs),
+          bytes: transfer.bytes,
+        }),
     });
   } finally {
     clearInterval(counter);
@@ -57,7 +71,10 @@ export async function downloadAndStore(
   const mismatch = digestMismatch(ingested.digest, expected);
   if (mismatch) throw new SourceError('HASH_MISMATCH', `the download does not match the provider's hash: ${mismatch}`);
   const fileName = transfer.fileName ?? t.fileName ?? lastSegment(url) ?? 'download';
-  const mimeType = ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME ? ingested.sniffedMime : (mimeFromName(fileName) ?? DEFAULT_MIME);
+  const mimeType =
+    ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME
+      ? ingested.sniffedMime
+      : (mimeFromName(fileName) ?? DEFAULT_MIME);
   const blake3 = ingested.digest.blake3;
   try {
     // The copy to the content address (slow on S3 for large files) happens before the lock: see precommit.
@@ -76,6 +93,11 @@ export async function downloadAndStore(
   }
   t.fileName = fileName;
   const seconds = (Date.now() - startedAt) / 1000;
-  log.info('download stored', { blake3, bytes: ingested.digest.size, seconds, mib_per_s: Math.round(ingested.digest.size / 1048576 / seconds) });
+  log.info('download stored', {
+    blake3,
+    bytes: ingested.digest.size,
+    seconds,
+    mib_per_s: Math.round(ingested.digest.size / 1048576 / seconds),
+  });
   return blake3;
 }

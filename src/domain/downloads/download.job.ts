@@ -91,7 +91,16 @@ export class DownloadJob {
     const onJobAbort = () => ac.abort('shutdown' satisfies StopReason);
     job.signal.addEventListener('abort', onJobAbort, { once: true });
     const progress: TransferProgress = { bytes: t.bytesDownloaded, total: t.bytesTotal };
-    const lease = holdLease({ repo: this.d.repo, transferId: t.id, token, leaseMs: this.o.leaseMs, tickMs: this.o.tickMs, progress, abort: ac, log });
+    const lease = holdLease({
+      repo: this.d.repo,
+      transferId: t.id,
+      token,
+      leaseMs: this.o.leaseMs,
+      tickMs: this.o.tickMs,
+      progress,
+      abort: ac,
+      log,
+    });
     try {
       await this.d.tasks.markRunning(t.id);
       const blake3 = t.contentHash ?? (await downloadAndStore(this.d, t, token, ac.signal, progress, log));

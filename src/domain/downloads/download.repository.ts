@@ -60,7 +60,15 @@ export class DownloadRepository {
   }
 
   async insert(
-    t: { id: string; sourceUrl: string; provider: string; fileName?: string; expectedSha256?: string; expectedBlake3?: string; bytesTotal?: number },
+    t: {
+      id: string;
+      sourceUrl: string;
+      provider: string;
+      fileName?: string;
+      expectedSha256?: string;
+      expectedBlake3?: string;
+      bytesTotal?: number;
+    },
     tx: Transaction,
   ): Promise<void> {
     await prismaOf(tx).downloadTransfer.create({
@@ -87,7 +95,12 @@ export class DownloadRepository {
   }
 
   /** Renews the lease, saving progress when given. Returns the status, or undefined when the lease was lost. */
-  async renew(id: string, token: string, leaseMs: number, progress?: { bytes: number; total: number | null }): Promise<TransferStatus | undefined> {
+  async renew(
+    id: string,
+    token: string,
+    leaseMs: number,
+    progress?: { bytes: number; total: number | null },
+  ): Promise<TransferStatus | undefined> {
     const rows = progress
       ? await this.db.$queryRaw<{ status: TransferStatus }[]>`UPDATE download_transfer
           SET lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), bytes_downloaded = ${BigInt(progress.bytes)},
@@ -100,7 +113,11 @@ export class DownloadRepository {
   }
 
   /** What an answer said about the bytes about to be written (saved before writing them, for If-Range). */
-  async saveResponse(id: string, token: string, r: { validator: string | null; total: number | null; bytes: number; fileName?: string }): Promise<void> {
+  async saveResponse(
+    id: string,
+    token: string,
+    r: { validator: string | null; total: number | null; bytes: number; fileName?: string },
+  ): Promise<void> {
     await this.db.$executeRaw`UPDATE download_transfer SET validator = ${r.validator},
          bytes_total = ${r.total === null ? null : BigInt(r.total)}, bytes_downloaded = ${BigInt(r.bytes)},
          file_name = COALESCE(${r.fileName ?? null}, file_name), updated_at = now()
@@ -110,12 +127,23 @@ export class DownloadRepository {
   async setStored(id: string, blake3: string, size: number, fileName: string, tx: Transaction): Promise<void> {
     await prismaOf(tx).downloadTransfer.update({
       where: { id },
-      data: { contentHash: blake3, bytesDownloaded: BigInt(size), bytesTotal: BigInt(size), fileName, updatedAt: new Date() },
+      data: {
+        contentHash: blake3,
+        bytesDownloaded: BigInt(size),
+        bytesTotal: BigInt(size),
+        fileName,
+        updatedAt: new Date(),
+      },
     });
   }
 
   /** Ends a transfer that is still queued or running (its worker sees the new status at its next renewal). */
-  async finish(id: string, status: 'completed' | 'failed' | 'cancelled', errorMessage: string | null, tx?: Transaction): Promise<boolean> {
+  async finish(
+    id: string,
+    status: 'completed' | 'failed' | 'cancelled',
+    errorMessage: string | null,
+    tx?: Transaction,
+  ): Promise<boolean> {
     const now = new Date();
     const n = await prismaOf(tx, this.db).downloadTransfer.updateMany({
       where: { id, status: { in: ['queued', 'running'] } },
@@ -134,7 +162,11 @@ export class DownloadRepository {
    * Running transfers whose worker stopped renewing its lease (a crash, a kill, a lost connection). Each one is
    * given a short grace lease so that only one sweeper re-enqueues it; `enqueue` runs in the same transaction.
    */
-  async takeOrphans(limit: number, graceMs: number, enqueue: (id: string, tx: Transaction) => Promise<void>): Promise<string[]> {
+  async takeOrphans(
+    limit: number,
+    graceMs: number,
+    enqueue: (id: string, tx: Transaction) => Promise<void>,
+  ): Promise<string[]> {
     return this.transactions.run(async (t) => {
       const tx = prismaOf(t);
       const rows = await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM download_transfer

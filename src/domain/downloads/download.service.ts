@@ -43,7 +43,10 @@ export interface DownloadDeps {
 }
 
 /** The mismatch, if the provider stated a hash and the bytes have another. */
-export function digestMismatch(digest: ContentDigest, expected: { sha256?: string | null; blake3?: string | null }): string | undefined {
+export function digestMismatch(
+  digest: ContentDigest,
+  expected: { sha256?: string | null; blake3?: string | null },
+): string | undefined {
   if (expected.sha256 && digest.sha256 !== expected.sha256) {
     return `the file's SHA-256 is ${digest.sha256}, the provider states ${expected.sha256}`;
   }
@@ -63,10 +66,16 @@ export class DownloadService {
 
   /** The import wizard's first step: the same URL rules and provider look-ups, no byte of the file. */
   async remoteMetadata(_principal: Principal, rawUrl: string): Promise<RemoteMetadata> {
-    if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
+    if (typeof rawUrl !== 'string' || rawUrl.trim() === '')
+      throw new DomainError('INVALID_QUERY', 'url is required', { parameter: 'url' });
     const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
     const { provider, url } = await this.d.providers.locate(rawUrl, signal);
-    return describeRemote({ fetcher: this.d.fetcher, maxUploadBytes: this.d.content.maxUploadBytes }, provider, url, signal);
+    return describeRemote(
+      { fetcher: this.d.fetcher, maxUploadBytes: this.d.content.maxUploadBytes },
+      provider,
+      url,
+      signal,
+    );
   }
 
   async start(principal: Principal, req: DownloadRequest): Promise<DownloadStart> {
@@ -91,7 +100,11 @@ export class DownloadService {
     }
 
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
-    const assetFields: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };
+    const assetFields: AssetCreateFields = {
+      ...fields,
+      userMetadata: { ...fields.userMetadata, source_url: sourceUrl },
+      sourceUrl,
+    };
     const known = await this.knownContent(sourceUrl, meta);
     if (known) {
       const asset = await this.fromStored(principal, { ...assetFields, name: known.fileName }, known.blake3);
@@ -102,7 +115,9 @@ export class DownloadService {
       const outcome = await this.d.transactions.run(
         async (tx): Promise<{ task: Task } | { stored: { blake3: string; fileName: string } }> => {
           await this.d.repo.lockUrl(sourceUrl, tx);
-          const again = (key && (await this.d.tasks.findByIdempotencyKey(owner, key, tx))) || (await this.d.tasks.findActiveForUrl(owner, sourceUrl, tx));
+          const again =
+            (key && (await this.d.tasks.findByIdempotencyKey(owner, key, tx))) ||
+            (await this.d.tasks.findActiveForUrl(owner, sourceUrl, tx));
           if (again) return { task: again };
           // A transfer of this URL may have finished since the look-up above.
           const stored = meta.sha256 || meta.blake3 ? undefined : await this.d.repo.findSource(sourceUrl, tx);
@@ -111,7 +126,15 @@ export class DownloadService {
           if (!transfer) {
             const id = crypto.randomUUID();
             await this.d.repo.insert(
-              { id, sourceUrl, provider: provider.name, fileName: meta.fileName, expectedSha256: meta.sha256, expectedBlake3: meta.blake3, bytesTotal: meta.size },
+              {
+                id,
+                sourceUrl,
+                provider: provider.name,
+                fileName: meta.fileName,
+                expectedSha256: meta.sha256,
+                expectedBlake3: meta.blake3,
+                bytesTotal: meta.size,
+              },
               tx,
             );
             await this.d.queue.send(DOWNLOAD_JOB, { transferId: id }, { tx });
@@ -140,7 +163,11 @@ export class DownloadService {
         this.d.queue.wake(DOWNLOAD_JOB);
         return outcome;
       }
-      const asset = await this.fromStored(principal, { ...assetFields, name: outcome.stored.fileName }, outcome.stored.blake3);
+      const asset = await this.fromStored(
+        principal,
+        { ...assetFields, name: outcome.stored.fileName },
+        outcome.stored.blake3,
+      );
       if (asset) return { asset };
       throw new DomainError('SERVICE_UNAVAILABLE', 'the stored content of this URL was just removed; try again');
     } catch (err) {
@@ -158,18 +185,29 @@ export class DownloadService {
    * provider's hash verified), with a few quick retries but no resume.
    */
   async uploadFromUrl(principal: Principal, rawUrl: unknown, input: AssetCreateInput): Promise<CreateResult> {
-    if (typeof rawUrl !== 'string' || rawUrl.trim() === '') throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
+    if (typeof rawUrl !== 'string' || rawUrl.trim() === '')
+      throw new DomainError('INVALID_BODY', 'url is required', { field: 'url' });
     assertStorableText(rawUrl, 'url');
     const fields = validateCreateFields(input);
     const { provider, url } = await this.d.providers.locate(rawUrl, AbortSignal.timeout(PROBE_TIMEOUT_MS));
     const sourceUrl = url.href;
     const meta = await provider.probe(url, AbortSignal.timeout(PROBE_TIMEOUT_MS));
-    const withSource: AssetCreateFields = { ...fields, userMetadata: { ...fields.userMetadata, source_url: sourceUrl }, sourceUrl };
+    const withSource: AssetCreateFields = {
+      ...fields,
+      userMetadata: { ...fields.userMetadata, source_url: sourceUrl },
+      sourceUrl,
+    };
     const known = await this.knownContent(sourceUrl, meta);
     if (known) {
       const stored = await this.d.assets
-        .createFromStored(principal, { ...withSource, name: fields.name ?? known.fileName }, { algorithm: 'blake3', hex: known.blake3 })
-        .catch((err: unknown) => (isDomainError(err) && err.code === 'CONTENT_NOT_FOUND' ? undefined : Promise.reject(err)));
+        .createFromStored(
+          principal,
+          { ...withSource, name: fields.name ?? known.fileName },
+          { algorithm: 'blake3', hex: known.blake3 },
+        )
+        .catch((err: unknown) =>
+          isDomainError(err) && err.code === 'CONTENT_NOT_FOUND' ? undefined : Promise.reject(err),
+        );
       if (stored) return stored;
     }
     const transfer = new SourceTransfer(
@@ -181,7 +219,10 @@ export class DownloadService {
       ingested = await withRetries(transfer, () => transfer.attempt(), { maxFailures: 3, baseDelayMs: 500 });
     } catch (err) {
       if (err instanceof SourceError) {
-        const code = err.code === 'SOURCE_AUTH_REQUIRED' || err.code === 'SOURCE_NOT_FOUND' || err.code === 'PAYLOAD_TOO_LARGE' ? err.code : 'DOWNLOAD_FAILED';
+        const code =
+          err.code === 'SOURCE_AUTH_REQUIRED' || err.code === 'SOURCE_NOT_FOUND' || err.code === 'PAYLOAD_TOO_LARGE'
+            ? err.code
+            : 'DOWNLOAD_FAILED';
         throw new DomainError(code, `could not fetch ${sourceUrl}: ${err.message}`);
       }
       throw err;
@@ -194,7 +235,9 @@ export class DownloadService {
       throw new DomainError('HASH_MISMATCH', `the download does not match the provider's hash: ${mismatch}`);
     }
     const fileName = transfer.fileName ?? meta.fileName ?? lastSegment(url) ?? 'download';
-    const result = await this.d.assets.createFromIngested(principal, { ...withSource, fileName }, ingested, { fileName });
+    const result = await this.d.assets.createFromIngested(principal, { ...withSource, fileName }, ingested, {
+      fileName,
+    });
     await this.d.repo
       .saveSource(sourceUrl, result.asset.blake3, fileName)
       .catch((err: unknown) => this.d.logger.warn('could not remember the source of a download', { err }));
@@ -202,10 +245,15 @@ export class DownloadService {
   }
 
   /** Stored content for this URL: by the hash the provider states, else (no hash stated) by an earlier download. */
-  private async knownContent(sourceUrl: string, meta: SourceMetadata): Promise<{ blake3: string; fileName: string } | undefined> {
+  private async knownContent(
+    sourceUrl: string,
+    meta: SourceMetadata,
+  ): Promise<{ blake3: string; fileName: string } | undefined> {
     const name = meta.fileName ?? lastSegment(new URL(sourceUrl)) ?? 'download';
     if (meta.sha256 || meta.blake3) {
-      const hash = meta.blake3 ? { algorithm: 'blake3' as const, hex: meta.blake3 } : { algorithm: 'sha256' as const, hex: meta.sha256! };
+      const hash = meta.blake3
+        ? { algorithm: 'blake3' as const, hex: meta.blake3 }
+        : { algorithm: 'sha256' as const, hex: meta.sha256! };
       const stored = await this.d.content.find(hash);
       if (stored && (!meta.sha256 || stored.sha256 === meta.sha256)) return { blake3: stored.blake3, fileName: name };
       return undefined;
@@ -213,7 +261,11 @@ export class DownloadService {
     return this.d.repo.findSource(sourceUrl);
   }
 
-  private async fromStored(principal: Principal, fields: AssetCreateFields, blake3: string): Promise<CreateResult | undefined> {
+  private async fromStored(
+    principal: Principal,
+    fields: AssetCreateFields,
+    blake3: string,
+  ): Promise<CreateResult | undefined> {
     try {
       return await this.d.assets.createFromStored(principal, fields, { algorithm: 'blake3', hex: blake3 });
     } catch (err) {

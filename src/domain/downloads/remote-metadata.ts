@@ -21,14 +21,24 @@ export async function describeRemote(
   const errors: RemoteIssue[] = [];
   const warnings: RemoteIssue[] = [];
   if (d.size !== undefined && d.size > deps.maxUploadBytes) {
-    errors.push({ code: 'FILE_TOO_LARGE', message: `the file has ${d.size} bytes; this service takes at most ${deps.maxUploadBytes}`, field: 'url' });
+    errors.push({
+      code: 'FILE_TOO_LARGE',
+      message: `the file has ${d.size} bytes; this service takes at most ${deps.maxUploadBytes}`,
+      field: 'url',
+    });
   }
   const name = d.fileName?.toLowerCase();
   if (name && !MODEL_EXTENSIONS.some((e) => name.endsWith(e))) {
-    errors.push({ code: 'FORMAT_NOT_ALLOWED', message: `${d.fileName} is not a model file (${MODEL_EXTENSIONS.join(', ')})`, field: 'url' });
+    errors.push({
+      code: 'FORMAT_NOT_ALLOWED',
+      message: `${d.fileName} is not a model file (${MODEL_EXTENSIONS.join(', ')})`,
+      field: 'url',
+    });
   }
-  if (!d.fileName) warnings.push({ code: 'FILENAME_UNKNOWN', message: 'the provider did not name the file', field: 'url' });
-  if (d.size === undefined) warnings.push({ code: 'SIZE_UNKNOWN', message: 'the provider did not state the size', field: 'url' });
+  if (!d.fileName)
+    warnings.push({ code: 'FILENAME_UNKNOWN', message: 'the provider did not name the file', field: 'url' });
+  if (d.size === undefined)
+    warnings.push({ code: 'SIZE_UNKNOWN', message: 'the provider did not state the size', field: 'url' });
   const folder = folderOfProviderTypes(d.modelTypes ?? []);
   const preview = d.previewImageUrl ? await previewDataUrl(deps.fetcher, d.previewImageUrl, signal) : undefined;
   return {

@@ -1,6 +1,14 @@
 import type { BlobStore, PartialBlob, TempBlob } from '../../infra/blob-store/blob-store';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
-import { bodyChunks, dropBody, FetchError, headerText, type FetchOptions, type FetchResponse, type HttpFetcher } from '../../infra/http-fetch';
+import {
+  bodyChunks,
+  dropBody,
+  FetchError,
+  headerText,
+  type FetchOptions,
+  type FetchResponse,
+  type HttpFetcher,
+} from '../../infra/http-fetch';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
@@ -60,7 +68,10 @@ export class SourceTransfer {
   }
 
   async attempt(): Promise<IngestedContent> {
-    const partial = this.o.partialName && this.deps.blobs.openPartial ? await this.deps.blobs.openPartial(this.o.partialName) : undefined;
+    const partial =
+      this.o.partialName && this.deps.blobs.openPartial
+        ? await this.deps.blobs.openPartial(this.o.partialName)
+        : undefined;
     // A job that failed (or a hash worker that died) has lost the state: rebuild it from the partial file.
     if (!this.hash.usable) this.reset();
     let offset = partial && this.validator ? partial.size : 0;
@@ -91,7 +102,12 @@ export class SourceTransfer {
       if (!m || Number(m[1]) !== offset) {
         dropBody(res.body);
         this.validator = null;
-        throw new SourceError('DOWNLOAD_FAILED', 'the server answered another range than asked; starting over', true, 0);
+        throw new SourceError(
+          'DOWNLOAD_FAILED',
+          'the server answered another range than asked; starting over',
+          true,
+          0,
+        );
       }
       total = m[3] === '*' ? null : Number(m[3]);
     } else if (offset > 0) {
@@ -112,14 +128,19 @@ export class SourceTransfer {
     const source = this.pipe(res, offset, (e) => (bodyError = e));
     const temp = await this.store(partial, source, truncate).catch((err: unknown) => {
       // The hash worker died: the next attempt rebuilds the state from what the partial file holds and resumes there.
-      if (this.hash.workerStopped) throw new SourceError('DOWNLOAD_FAILED', `the hash worker stopped after ${this.bytes} bytes`, true);
+      if (this.hash.workerStopped)
+        throw new SourceError('DOWNLOAD_FAILED', `the hash worker stopped after ${this.bytes} bytes`, true);
       throw err;
     });
     if (bodyError !== undefined) {
       if (!partial) await this.deps.blobs.discard(temp);
       if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
       if (bodyError instanceof SourceError) throw bodyError;
-      throw new SourceError('DOWNLOAD_FAILED', `the connection broke after ${this.bytes} bytes: ${(bodyError as Error).message}`, true);
+      throw new SourceError(
+        'DOWNLOAD_FAILED',
+        `the connection broke after ${this.bytes} bytes: ${(bodyError as Error).message}`,
+        true,
+      );
     }
     if (total !== null && this.hash.size !== total) {
       if (!partial) await this.deps.blobs.discard(temp);
@@ -148,7 +169,8 @@ export class SourceTransfer {
     try {
       return await this.deps.fetcher.open(this.o.url, { auth: this.o.auth, headers, signal: this.o.signal });
     } catch (err) {
-      if (err instanceof FetchError && err.kind === 'network') throw new SourceError('DOWNLOAD_FAILED', err.message, true);
+      if (err instanceof FetchError && err.kind === 'network')
+        throw new SourceError('DOWNLOAD_FAILED', err.message, true);
       if (err instanceof FetchError && err.kind !== 'aborted') throw new SourceError('DOWNLOAD_FAILED', err.message);
       throw err;
     }
@@ -166,11 +188,14 @@ export class SourceTransfer {
       for await (const chunk of bodyChunks(res.body)) {
         const n = chunk.length;
         if (this.bytes + n > this.o.maxBytes) {
-          onError(new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`));
+          onError(
+            new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`),
+          );
           dropBody(res.body);
           return;
         }
-        if (offset === 0 && this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+        if (offset === 0 && this.head.length < HEAD_BYTES)
+          this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
         this.bytes += n;
         meter.add('downloaded', n);
         yield chunk;
@@ -189,7 +214,8 @@ export class SourceTransfer {
     const job = this.hash.append(undefined, { ownsChunks: false });
     try {
       for await (const chunk of partial.readExisting()) {
-        if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+        if (this.head.length < HEAD_BYTES)
+          this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
         const wait = job.write(chunk);
         if (wait) await wait;
         if (this.o.signal?.aborted) throw new FetchError('aborted', 'the download was cancelled');
@@ -241,7 +267,12 @@ export class SourceTransfer {
 export async function withRetries<T>(
   transfer: { bytes: number },
   attempt: () => Promise<T>,
-  o: { signal?: AbortSignal; maxFailures?: number; baseDelayMs?: number; onRetry?: (err: SourceError, delayMs: number) => void },
+  o: {
+    signal?: AbortSignal;
+    maxFailures?: number;
+    baseDelayMs?: number;
+    onRetry?: (err: SourceError, delayMs: number) => void;
+  },
 ): Promise<T> {
   let failures = 0;
   for (;;) {
@@ -251,7 +282,8 @@ export async function withRetries<T>(
     } catch (err) {
       if (!(err instanceof SourceError) || !err.retryable || o.signal?.aborted) throw err;
       failures = transfer.bytes > before ? 1 : failures + 1;
-      if (failures >= (o.maxFailures ?? 6)) throw new SourceError(err.code as 'DOWNLOAD_FAILED', `${err.message} (gave up after ${failures} attempts)`);
+      if (failures >= (o.maxFailures ?? 6))
+        throw new SourceError(err.code as 'DOWNLOAD_FAILED', `${err.message} (gave up after ${failures} attempts)`);
       const backoff = Math.min(60_000, (o.baseDelayMs ?? 1000) * 2 ** (failures - 1)) * (0.8 + Math.random() * 0.4);
       const delay = err.retryAfterMs ?? backoff;
       o.onRetry?.(err, delay);

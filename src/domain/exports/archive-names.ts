@@ -27,13 +27,20 @@ const MAX_SEGMENT_BYTES = 240;
  * prefixed with `_`, at most MAX_SEGMENT_BYTES (the extension kept). '' when nothing is left.
  */
 function safeSegment(segment: string): string {
-  let s = segment.replace(DROPPED, '').replace(REPLACED, '_').trim().replace(/[. ]+$/, '');
+  let s = segment
+    .replace(DROPPED, '')
+    .replace(REPLACED, '_')
+    .trim()
+    .replace(/[. ]+$/, '');
   if (s === '') return '';
   if (DEVICE.test(s)) s = `_${s}`;
   if (Buffer.byteLength(s) <= MAX_SEGMENT_BYTES) return s;
   const dot = s.lastIndexOf('.');
   const ext = dot > 0 && Buffer.byteLength(s.slice(dot)) <= 32 ? s.slice(dot) : '';
-  return truncateUtf8(s.slice(0, s.length - ext.length), MAX_SEGMENT_BYTES - Buffer.byteLength(ext)).replace(/[. ]+$/, '') + ext;
+  return (
+    truncateUtf8(s.slice(0, s.length - ext.length), MAX_SEGMENT_BYTES - Buffer.byteLength(ext)).replace(/[. ]+$/, '') +
+    ext
+  );
 }
 
 /** The longest prefix of `s` of at most `max` UTF-8 bytes that does not split a character. */
@@ -97,7 +104,8 @@ export function memberPaths(assets: ExportMember[], strategy: NamingStrategy): s
   // when extracted), nor of another member, compared as case-insensitive file systems (Windows, macOS) compare.
   const key = (p: string): string => p.normalize('NFC').toLowerCase();
   const folders = new Set<string>();
-  for (const p of paths) for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) folders.add(key(p.slice(0, i)));
+  for (const p of paths)
+    for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) folders.add(key(p.slice(0, i)));
   const taken = new Set<string>();
   // The next number to try per path, so 10,000 assets of one name are numbered in linear time.
   const nextNumber = new Map<string, number>();

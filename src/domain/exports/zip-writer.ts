@@ -19,7 +19,10 @@ export interface ZipEntry {
  * Written instead of yazl (the kept library before) because yazl computes the CRC in JavaScript (buffer-crc32) behind
  * five piped streams per member, several times slower than zlib.crc32 (`npm run bench -- zip-writer`).
  */
-export async function* zipArchive(entries: AsyncIterable<ZipEntry> | Iterable<ZipEntry>, opts: { forceZip64?: boolean } = {}): AsyncGenerator<Buffer> {
+export async function* zipArchive(
+  entries: AsyncIterable<ZipEntry> | Iterable<ZipEntry>,
+  opts: { forceZip64?: boolean } = {},
+): AsyncGenerator<Buffer> {
   const force = opts.forceZip64 === true;
   const central: Buffer[] = [];
   let offset = 0;
@@ -27,7 +30,8 @@ export async function* zipArchive(entries: AsyncIterable<ZipEntry> | Iterable<Zi
   for await (const entry of entries) {
     const name = Buffer.from(entry.name, 'utf8');
     if (name.length === 0 || name.length > 0xffff) throw new Error(`member name of ${name.length} bytes`);
-    if (!Number.isSafeInteger(entry.size) || entry.size < 0) throw new Error(`member ${entry.name}: invalid size ${entry.size}`);
+    if (!Number.isSafeInteger(entry.size) || entry.size < 0)
+      throw new Error(`member ${entry.name}: invalid size ${entry.size}`);
     const zip64 = force || entry.size >= MAX32 || offset >= MAX32;
     const { time, date } = dosDateTime(entry.mtime);
     const header = localHeader(name, zip64, time, date);
@@ -43,7 +47,10 @@ export async function* zipArchive(entries: AsyncIterable<ZipEntry> | Iterable<Zi
       if (seen > entry.size) break;
       yield chunk;
     }
-    if (seen !== entry.size) throw new Error(`member ${entry.name} has ${seen > entry.size ? 'more than' : 'only'} ${seen} of its ${entry.size} bytes`);
+    if (seen !== entry.size)
+      throw new Error(
+        `member ${entry.name} has ${seen > entry.size ? 'more than' : 'only'} ${seen} of its ${entry.size} bytes`,
+      );
     offset += seen;
     const descriptor = dataDescriptor(crc, entry.size, zip64);
     offset += descriptor.length;
@@ -54,7 +61,7 @@ export async function* zipArchive(entries: AsyncIterable<ZipEntry> | Iterable<Zi
   const cdOffset = offset;
   let cdSize = 0;
   // The central directory leaves in blocks of about 1 MiB rather than one buffer per member.
-  for (let i = 0; i < central.length; ) {
+  for (let i = 0; i < central.length;) {
     let n = 0;
     const start = i;
     while (i < central.length && n < 1 << 20) n += central[i++]!.length;
@@ -115,7 +122,16 @@ function dataDescriptor(crc: number, size: number, zip64: boolean): Buffer {
   return b;
 }
 
-function centralRecord(name: Buffer, zip64: boolean, time: number, date: number, crc: number, size: number, offset: number, mtime: Date): Buffer {
+function centralRecord(
+  name: Buffer,
+  zip64: boolean,
+  time: number,
+  date: number,
+  crc: number,
+  size: number,
+  offset: number,
+  mtime: Date,
+): Buffer {
   // Extra fields: Info-ZIP's universal timestamp (the exact mtime, UTC), then ZIP64 sizes and offset.
   const ut = 9;
   const z64 = zip64 ? 28 : 0;

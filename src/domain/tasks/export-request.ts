@@ -39,6 +39,8 @@ export function exportRequestFromWire(w: ExportRequestWire): ExportRequest {
 export function sameExportKey(r: ExportRequest): string {
   const sorted = (xs: readonly string[] | undefined) => [...new Set(xs ?? [])].sort();
   const jobs = sorted(r.jobIds);
-  const filters = jobs.flatMap((job) => (r.jobAssetNameFilters?.[job] ? [[job, sorted(r.jobAssetNameFilters[job])]] : []));
+  const filters = jobs.flatMap((job) =>
+    r.jobAssetNameFilters?.[job] ? [[job, sorted(r.jobAssetNameFilters[job])]] : [],
+  );
   return JSON.stringify([sorted(r.assetIds), jobs, filters, r.includePreviews === true, r.namingStrategy]);
 }

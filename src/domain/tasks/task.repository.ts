@@ -18,14 +18,17 @@ export function toTask(r: TaskRow): Task {
   const live = isActive(r.status) && r.transfer ? r.transfer : r;
   const bytesDownloaded = Number(live.bytesDownloaded);
   const bytesTotal = live.bytesTotal === null ? null : Number(live.bytesTotal);
-  const updateTime = r.transfer && isActive(r.status) && r.transfer.updatedAt > r.updateTime ? r.transfer.updatedAt : r.updateTime;
+  const updateTime =
+    r.transfer && isActive(r.status) && r.transfer.updatedAt > r.updateTime ? r.transfer.updatedAt : r.updateTime;
   return {
     id: r.id,
     ownerId: r.ownerId,
     // Always a string: the client's Idempotency-Key, else one derived from the task.
     idempotencyKey: r.idempotencyKey ?? derivedKey(r.taskName, r.id),
     taskName: r.taskName as TaskName,
-    ...(r.exportRequest ? { exportRequest: exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire) } : {}),
+    ...(r.exportRequest
+      ? { exportRequest: exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire) }
+      : {}),
     ...(r.importRun ? { importRoots: r.importRun.roots } : {}),
     payload: {
       sourceUrl: r.sourceUrl,
@@ -41,7 +44,14 @@ export function toTask(r: TaskRow): Task {
     progress: {
       bytesDownloaded,
       bytesTotal,
-      progress: r.status === 'completed' ? 1 : bytesTotal ? Math.min(1, bytesDownloaded / bytesTotal) : bytesTotal === 0 ? 1 : null,
+      progress:
+        r.status === 'completed'
+          ? 1
+          : bytesTotal
+            ? Math.min(1, bytesDownloaded / bytesTotal)
+            : bytesTotal === 0
+              ? 1
+              : null,
     },
     result: (r.result as TaskResult | null) ?? null,
     errorMessage: r.errorMessage,
@@ -49,12 +59,15 @@ export function toTask(r: TaskRow): Task {
 }
 
 const derivedKey = (taskName: string, id: string) => `${taskName}:${id}`;
-const DERIVED_KEY = /^(download_file|export_assets|seed_assets):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const DERIVED_KEY =
+  /^(download_file|export_assets|seed_assets):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** A derived key names the task without a client key; any other key is matched as stored. */
 function idempotencyWhere(key: string): Prisma.TaskWhereInput {
   const m = DERIVED_KEY.exec(key);
-  return m ? { OR: [{ idempotencyKey: key }, { id: m[2], taskName: m[1], idempotencyKey: null }] } : { idempotencyKey: key };
+  return m
+    ? { OR: [{ idempotencyKey: key }, { id: m[2], taskName: m[1], idempotencyKey: null }] }
+    : { idempotencyKey: key };
 }
 
 export interface NewTask {
@@ -77,12 +90,18 @@ export class TaskRepository {
   ) {}
 
   async find(ownerId: string | undefined, id: string, tx?: Transaction): Promise<Task | undefined> {
-    const row = await prismaOf(tx, this.db).task.findFirst({ where: { id, ...(ownerId === undefined ? {} : { ownerId }) }, include: WITH_TRANSFER });
+    const row = await prismaOf(tx, this.db).task.findFirst({
+      where: { id, ...(ownerId === undefined ? {} : { ownerId }) },
+      include: WITH_TRANSFER,
+    });
     return row ? toTask(row) : undefined;
   }
 
   async findByIdempotencyKey(ownerId: string, key: string, tx?: Transaction): Promise<Task | undefined> {
-    const row = await prismaOf(tx, this.db).task.findFirst({ where: { ownerId, idempotencyKey: key }, include: WITH_TRANSFER });
+    const row = await prismaOf(tx, this.db).task.findFirst({
+      where: { ownerId, idempotencyKey: key },
+      include: WITH_TRANSFER,
+    });
     return row ? toTask(row) : undefined;
   }
 
@@ -101,7 +120,8 @@ export class TaskRepository {
    * take turns, so the first inserts its task and the others find it.
    */
   async lockExportIdentity(ownerId: string, identity: string, tx: Transaction): Promise<void> {
-    await prismaOf(tx).$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`export:${ownerId}\n${identity}`}, 0))`;
+    await prismaOf(tx)
+      .$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`export:${ownerId}\n${identity}`}, 0))`;
   }
 
   /** This owner's queued or running export of the same request (ids and name filters in any order), if any. */
@@ -114,7 +134,11 @@ export class TaskRepository {
       include: WITH_TRANSFER,
     });
     const key = sameExportKey(request);
-    const row = rows.find((r) => r.exportRequest && sameExportKey(exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire)) === key);
+    const row = rows.find(
+      (r) =>
+        r.exportRequest &&
+        sameExportKey(exportRequestFromWire(r.exportRequest as unknown as ExportRequestWire)) === key,
+    );
     return row ? toTask(row) : undefined;
   }
 
@@ -125,7 +149,12 @@ export class TaskRepository {
       ...(q.idempotencyKey ? idempotencyWhere(q.idempotencyKey) : {}),
       ...(q.statuses.length ? { status: { in: q.statuses } } : {}),
       ...(q.createdAfter || q.createdBefore
-        ? { createTime: { ...(q.createdAfter ? { gt: q.createdAfter } : {}), ...(q.createdBefore ? { lt: q.createdBefore } : {}) } }
+        ? {
+            createTime: {
+              ...(q.createdAfter ? { gt: q.createdAfter } : {}),
+              ...(q.createdBefore ? { lt: q.createdBefore } : {}),
+            },
+          }
         : {}),
     };
     const [total, rows] = await this.transactions.run(async (tx) => {
@@ -145,48 +174,62 @@ export class TaskRepository {
 
   /** A task with the same idempotency key exists already (a concurrent request won): AlreadyExists. */
   async insert(t: NewTask, tx: Transaction): Promise<Task> {
-    const row = await prismaOf(tx).task.create({
-      data: {
-        id: t.id,
-        ownerId: t.ownerId,
-        idempotencyKey: t.idempotencyKey,
-        sourceUrl: t.sourceUrl,
-        tags: t.tags,
-        userMetadata: t.userMetadata as Prisma.InputJsonValue,
-        previewId: t.previewId,
-        transferId: t.transferId,
-        status: t.running ? 'running' : 'created',
-        startedAt: t.running ? new Date() : null,
-      },
-      include: WITH_TRANSFER,
-    }).catch((err: unknown) => {
-      throw isUniqueViolation(err) ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err }) : err;
-    });
+    const row = await prismaOf(tx)
+      .task.create({
+        data: {
+          id: t.id,
+          ownerId: t.ownerId,
+          idempotencyKey: t.idempotencyKey,
+          sourceUrl: t.sourceUrl,
+          tags: t.tags,
+          userMetadata: t.userMetadata as Prisma.InputJsonValue,
+          previewId: t.previewId,
+          transferId: t.transferId,
+          status: t.running ? 'running' : 'created',
+          startedAt: t.running ? new Date() : null,
+        },
+        include: WITH_TRANSFER,
+      })
+      .catch((err: unknown) => {
+        throw isUniqueViolation(err)
+          ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err })
+          : err;
+      });
     return toTask(row);
   }
 
   /** An export_assets task, its job sent in the same transaction; AlreadyExists when its idempotency key is taken. */
-  async insertExport(t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number }, tx: Transaction): Promise<Task> {
-    const row = await prismaOf(tx, this.db).task.create({
-      data: {
-        id: t.id,
-        ownerId: t.ownerId,
-        idempotencyKey: t.idempotencyKey,
-        taskName: 'export_assets',
-        sourceUrl: '',
-        exportRequest: exportRequestToWire(t.request) as unknown as Prisma.InputJsonValue,
-        bytesTotal: BigInt(t.bytesTotal),
-      },
-      include: WITH_TRANSFER,
-    }).catch((err: unknown) => {
-      throw isUniqueViolation(err) ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err }) : err;
-    });
+  async insertExport(
+    t: { id: string; ownerId: string; idempotencyKey: string | null; request: ExportRequest; bytesTotal: number },
+    tx: Transaction,
+  ): Promise<Task> {
+    const row = await prismaOf(tx, this.db)
+      .task.create({
+        data: {
+          id: t.id,
+          ownerId: t.ownerId,
+          idempotencyKey: t.idempotencyKey,
+          taskName: 'export_assets',
+          sourceUrl: '',
+          exportRequest: exportRequestToWire(t.request) as unknown as Prisma.InputJsonValue,
+          bytesTotal: BigInt(t.bytesTotal),
+        },
+        include: WITH_TRANSFER,
+      })
+      .catch((err: unknown) => {
+        throw isUniqueViolation(err)
+          ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err })
+          : err;
+      });
     return toTask(row);
   }
 
   /** Marks a created task running (export tasks; downloads go through their transfer). */
   async start(id: string): Promise<void> {
-    await this.db.task.updateMany({ where: { id, status: 'created' }, data: { status: 'running', startedAt: new Date(), updateTime: new Date() } });
+    await this.db.task.updateMany({
+      where: { id, status: 'created' },
+      data: { status: 'running', startedAt: new Date(), updateTime: new Date() },
+    });
   }
 
   /** Progress of an active task; false when it is no longer active (cancelled). */
@@ -207,8 +250,14 @@ export class TaskRepository {
   }
 
   /** Locks an owner's task row for a state change; undefined when it is not theirs. */
-  async lockForUpdate(ownerId: string, id: string, tx: Transaction): Promise<{ status: string; transferId: string | null; sourceUrl: string } | undefined> {
-    const rows = await prismaOf(tx, this.db).$queryRaw<{ status: string; transferId: string | null; sourceUrl: string }[]>`
+  async lockForUpdate(
+    ownerId: string,
+    id: string,
+    tx: Transaction,
+  ): Promise<{ status: string; transferId: string | null; sourceUrl: string } | undefined> {
+    const rows = await prismaOf(tx, this.db).$queryRaw<
+      { status: string; transferId: string | null; sourceUrl: string }[]
+    >`
       SELECT status, transfer_id::text AS "transferId", source_url AS "sourceUrl" FROM task
       WHERE id = ${id}::uuid AND owner_id = ${ownerId} FOR UPDATE`;
     return rows[0];
@@ -281,10 +330,12 @@ export class TaskRepository {
    * `timeoutMs` so a scrape cannot hold a connection for long.
    */
   async countByStatus(timeoutMs: number): Promise<{ taskName: string; status: string; count: number }[]> {
-    const rows = await this.transactions.run(async (tx) =>
-      prismaOf(tx).$queryRaw<{ task_name: string; status: string; n: number }[]>`
+    const rows = await this.transactions.run(
+      async (tx) =>
+        prismaOf(tx).$queryRaw<{ task_name: string; status: string; n: number }[]>`
         SELECT task_name, status, count(*)::int AS n FROM task GROUP BY task_name, status`,
-    { statementTimeoutMs: timeoutMs });
+      { statementTimeoutMs: timeoutMs },
+    );
     return rows.map((r) => ({ taskName: r.task_name, status: r.status, count: r.n }));
   }
 }

@@ -27,7 +27,8 @@ export class TaskService {
   }
 
   list(principal: Principal, query: TaskListQuery): Promise<Page<Task>> {
-    if (query.allOwners && !principal.isAdmin) throw new DomainError('FORBIDDEN', 'only an admin key can list the tasks of every owner');
+    if (query.allOwners && !principal.isAdmin)
+      throw new DomainError('FORBIDDEN', 'only an admin key can list the tasks of every owner');
     return this.tasks.list(query.allOwners ? undefined : principal.ownerId, query);
   }
 
@@ -44,7 +45,9 @@ export class TaskService {
       const progress = { bytes: transfer?.bytesDownloaded ?? 0, total: transfer?.bytesTotal ?? null };
       await this.tasks.fail({ id }, CANCELLED_MESSAGE, progress, tx, 'cancelled');
       if (!row.transferId || (await this.tasks.countActiveOfTransfer(row.transferId, tx)) > 0) return undefined;
-      return (await this.transfers.finish(row.transferId, 'cancelled', CANCELLED_MESSAGE, tx)) ? row.transferId : undefined;
+      return (await this.transfers.finish(row.transferId, 'cancelled', CANCELLED_MESSAGE, tx))
+        ? row.transferId
+        : undefined;
     });
     if (cancelledTransfer) await this.onTransferCancelled(cancelledTransfer);
     return this.get(principal, id);
@@ -52,5 +55,8 @@ export class TaskService {
 }
 
 const notCancellable = (id: string, status: string) =>
-  new DomainError('TASK_NOT_CANCELLABLE', `task ${id} has already finished (${status}); only created or running tasks can be cancelled`);
+  new DomainError(
+    'TASK_NOT_CANCELLABLE',
+    `task ${id} has already finished (${status}); only created or running tasks can be cancelled`,
+  );
 const notFound = (id: string) => new DomainError('TASK_NOT_FOUND', `task ${id} not found`);

@@ -44,9 +44,15 @@ export interface TaskResult {
  * (members written), and with an archive `exportSize` (= `bytesTotal`) and `uncompressedSize` (the members' bytes;
  * absent in results stored before it was recorded).
  */
-export function exportFigures(r: TaskResult): { assetsSucceeded?: number; exportSize?: number; uncompressedSize?: number } {
+export function exportFigures(r: TaskResult): {
+  assetsSucceeded?: number;
+  exportSize?: number;
+  uncompressedSize?: number;
+} {
   return {
-    ...(r.assetsAttempted !== undefined && r.assetsFailed !== undefined ? { assetsSucceeded: r.assetsAttempted - r.assetsFailed } : {}),
+    ...(r.assetsAttempted !== undefined && r.assetsFailed !== undefined
+      ? { assetsSucceeded: r.assetsAttempted - r.assetsFailed }
+      : {}),
     ...(r.exportName && r.bytesTotal !== undefined ? { exportSize: r.bytesTotal } : {}),
     ...(r.exportName && r.uncompressedSize !== undefined ? { uncompressedSize: r.uncompressedSize } : {}),
   };

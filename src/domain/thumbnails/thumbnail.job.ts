@@ -8,7 +8,10 @@ export const THUMBNAIL_JOB = 'thumbnail.make';
  */
 export const THUMBNAIL_BATCH = 8;
 
-export const thumbnailJob: Job<{ thumbnails: ThumbnailService; config: { thumbnails: { concurrency: number } } }, { blake3: string }> = {
+export const thumbnailJob: Job<
+  { thumbnails: ThumbnailService; config: { thumbnails: { concurrency: number } } },
+  { blake3: string }
+> = {
   name: THUMBNAIL_JOB,
   define: ({ thumbnails, config }) => ({
     // Each worker decodes one image at a time: THUMBNAIL_CONCURRENCY images (libvips threads) per instance.

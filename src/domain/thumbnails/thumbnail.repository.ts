@@ -37,12 +37,22 @@ export class ThumbnailRepository {
 
   async find(contentHash: string): Promise<ThumbnailRecord | undefined> {
     const row = await this.db.thumbnail.findUnique({ where: { contentHash } });
-    return row ? { contentHash: row.contentHash.trim(), status: row.status as ThumbnailRecord['status'], width: row.width, height: row.height, size: row.size } : undefined;
+    return row
+      ? {
+          contentHash: row.contentHash.trim(),
+          status: row.status as ThumbnailRecord['status'],
+          width: row.width,
+          height: row.height,
+          size: row.size,
+        }
+      : undefined;
   }
 
   /** The MIME types of those of these contents that still exist (not collected) and have no thumbnail row yet. */
   async pending(contentHashes: readonly string[]): Promise<Map<string, string>> {
-    const rows = await this.db.$queryRaw<{ blake3: string; mimeType: string }[]>`SELECT c.blake3, c.mime_type AS "mimeType" FROM content c
+    const rows = await this.db.$queryRaw<
+      { blake3: string; mimeType: string }[]
+    >`SELECT c.blake3, c.mime_type AS "mimeType" FROM content c
       WHERE c.blake3 = ANY(${[...contentHashes]}::char(64)[]) AND NOT EXISTS (SELECT 1 FROM thumbnail t WHERE t.content_hash = c.blake3)`;
     return new Map(rows.map((r) => [r.blake3.trim(), r.mimeType]));
   }
@@ -62,10 +72,18 @@ export class ThumbnailRepository {
       if (rec.status === 'ready') await store();
       await tx.thumbnail.upsert({
         where: { contentHash: rec.contentHash },
-        create: { contentHash: rec.contentHash, status: rec.status, width: rec.width, height: rec.height, size: rec.size, error: rec.error ?? null },
+        create: {
+          contentHash: rec.contentHash,
+          status: rec.status,
+          width: rec.width,
+          height: rec.height,
+          size: rec.size,
+          error: rec.error ?? null,
+        },
         update: { status: rec.status, width: rec.width, height: rec.height, size: rec.size, error: rec.error ?? null },
       });
-      if (rec.status === 'ready') await tx.$executeRaw`UPDATE asset SET has_thumbnail = true WHERE content_hash = ${rec.contentHash} AND NOT has_thumbnail`;
+      if (rec.status === 'ready')
+        await tx.$executeRaw`UPDATE asset SET has_thumbnail = true WHERE content_hash = ${rec.contentHash} AND NOT has_thumbnail`;
       return true;
     });
   }

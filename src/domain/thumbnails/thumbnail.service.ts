@@ -17,7 +17,6 @@ import type { ThumbnailRepository } from './thumbnail.repository';
 /** Longest side of a thumbnail, in pixels. */
 export const THUMBNAIL_SIZE = 512;
 
-
 /**
  * Thumbnail bytes kept in memory per instance, by content hash (a content's thumbnail never changes): a grid of 100
  * tiles is 100 reads of a few kilobytes each, which through the file system (open, stat, read, close on the thread
@@ -32,7 +31,13 @@ const BACKFILL_PAGE = 500;
 /** Image formats sharp decodes here (its prebuilt libvips). */
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/avif', 'image/tiff'] as const;
 /** Video formats ffmpeg reads a frame from, when it is on the PATH. */
-export const VIDEO_TYPES = ['video/mp4', 'video/webm', 'video/quicktime', 'video/x-matroska', 'video/x-msvideo'] as const;
+export const VIDEO_TYPES = [
+  'video/mp4',
+  'video/webm',
+  'video/quicktime',
+  'video/x-matroska',
+  'video/x-msvideo',
+] as const;
 
 export interface ThumbnailOptions {
   /** Images with more pixels than this are refused before decoding (decompression bombs). */
@@ -53,7 +58,11 @@ export function findFfmpeg(): string | undefined {
  */
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
-  private readonly kept = new LRUCache<string, Buffer>({ maxSize: MEMORY_BYTES, maxEntrySize: MEMORY_MAX_ENTRY_BYTES, sizeCalculation: (b) => b.length });
+  private readonly kept = new LRUCache<string, Buffer>({
+    maxSize: MEMORY_BYTES,
+    maxEntrySize: MEMORY_MAX_ENTRY_BYTES,
+    sizeCalculation: (b) => b.length,
+  });
 
   constructor(
     private readonly repo: ThumbnailRepository,
@@ -66,7 +75,10 @@ export class ThumbnailService {
   /** Whether content of this MIME type gets a thumbnail. */
   supports(mimeType: string): boolean {
     const base = mimeType.split(';')[0]!.trim().toLowerCase();
-    return (IMAGE_TYPES as readonly string[]).includes(base) || (this.opts.ffmpeg !== undefined && (VIDEO_TYPES as readonly string[]).includes(base));
+    return (
+      (IMAGE_TYPES as readonly string[]).includes(base) ||
+      (this.opts.ffmpeg !== undefined && (VIDEO_TYPES as readonly string[]).includes(base))
+    );
   }
 
   /** Inside the transaction that inserts a new content row: the job exists if and only if the content does. */
@@ -91,7 +103,10 @@ export class ThumbnailService {
     const pending = await this.repo.pending(hashes);
     const errors: unknown[] = [];
     const keep = (blake3: string) => (err: unknown) => {
-      this.logger.warn('thumbnail not made, to be retried', { blake3, err: err instanceof Error ? err.message : String(err) });
+      this.logger.warn('thumbnail not made, to be retried', {
+        blake3,
+        err: err instanceof Error ? err.message : String(err),
+      });
       errors.push(err);
     };
     let storing: Promise<void> = Promise.resolve();
@@ -112,7 +127,9 @@ export class ThumbnailService {
       if (mimeType.startsWith('video/')) return await this.fromVideo(blake3);
       // On the disk store libvips reads the file in place: a stream would bring every image's megabytes through the
       // JavaScript heap, and collecting them costs the main thread time per image (`npm run bench -- thumbnails`).
-      return await this.fromImage(this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3));
+      return await this.fromImage(
+        this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3),
+      );
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries
       return { failed: err instanceof Error ? err.message : String(err) };
@@ -123,14 +140,24 @@ export class ThumbnailService {
     if ('failed' in made) {
       // Not decodable, or over the pixel limit: remembered as failed so neither retries nor the backfill try again.
       this.logger.warn('no thumbnail for content', { blake3, mime_type: mimeType, reason: made.failed });
-      await this.repo.record({ contentHash: blake3, status: 'failed', width: 0, height: 0, size: 0, error: made.failed.slice(0, 500) }, async () => undefined);
+      await this.repo.record(
+        { contentHash: blake3, status: 'failed', width: 0, height: 0, size: 0, error: made.failed.slice(0, 500) },
+        async () => undefined,
+      );
       return;
     }
     const kept = await this.repo.record(
       { contentHash: blake3, status: 'ready', width: made.width, height: made.height, size: made.data.length },
       () => this.blobs.putDerived(blake3, 'thumbnail.webp', made.data),
     );
-    if (kept) this.logger.info('thumbnail made', { blake3, width: made.width, height: made.height, bytes: made.data.length, ms: Date.now() - started });
+    if (kept)
+      this.logger.info('thumbnail made', {
+        blake3,
+        width: made.width,
+        height: made.height,
+        bytes: made.data.length,
+        ms: Date.now() - started,
+      });
   }
 
   /** Enqueues a thumbnail job for every stored image (and video) without one: existing content after an upgrade. */
@@ -141,7 +168,10 @@ export class ThumbnailService {
     for (;;) {
       const batch = await this.repo.withoutThumbnail(types, after, BACKFILL_PAGE);
       // One insert per page; the worker starts on it while the next page is read.
-      await this.queue.sendMany(THUMBNAIL_JOB, batch.map((blake3) => ({ data: { blake3 }, singletonKey: blake3 })));
+      await this.queue.sendMany(
+        THUMBNAIL_JOB,
+        batch.map((blake3) => ({ data: { blake3 }, singletonKey: blake3 })),
+      );
       if (batch.length > 0) this.wake();
       queued += batch.length;
       if (batch.length < BACKFILL_PAGE) break;
@@ -172,7 +202,9 @@ export class ThumbnailService {
   private async fromImage(source: string | Readable): Promise<Made> {
     this.sharp ??= configureSharp(require('sharp') as typeof sharpType);
     if (typeof source === 'string') {
-      const out = await thumbnailPipeline(this.sharp(source, sharpInputOptions(this.opts.maxPixels))).toBuffer({ resolveWithObject: true });
+      const out = await thumbnailPipeline(this.sharp(source, sharpInputOptions(this.opts.maxPixels))).toBuffer({
+        resolveWithObject: true,
+      });
       return { data: out.data, width: out.info.width, height: out.info.height };
     }
     const transform = thumbnailPipeline(this.sharp(sharpInputOptions(this.opts.maxPixels)));
@@ -205,7 +237,21 @@ export class ThumbnailService {
 
   private ffmpegFrame(input: string, atSeconds: number): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      const args = ['-v', 'error', '-ss', String(atSeconds), '-i', input, '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'png', 'pipe:1'];
+      const args = [
+        '-v',
+        'error',
+        '-ss',
+        String(atSeconds),
+        '-i',
+        input,
+        '-frames:v',
+        '1',
+        '-f',
+        'image2pipe',
+        '-c:v',
+        'png',
+        'pipe:1',
+      ];
       const p = spawn(this.opts.ffmpeg!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
       const out: Buffer[] = [];
       let err = '';
@@ -243,11 +289,18 @@ export function configureSharp(sharp: typeof sharpType): typeof sharpType {
 }
 
 /** limitInputPixels is checked against the header before any pixel is decoded. */
-export const sharpInputOptions = (maxPixels: number): sharpType.SharpOptions => ({ limitInputPixels: maxPixels, sequentialRead: true, failOn: 'error' });
+export const sharpInputOptions = (maxPixels: number): sharpType.SharpOptions => ({
+  limitInputPixels: maxPixels,
+  sequentialRead: true,
+  failOn: 'error',
+});
 
 /** Upright, longest side 512 px (never enlarged), WebP. */
 export const thumbnailPipeline = (input: sharpType.Sharp): sharpType.Sharp =>
-  input.rotate().resize({ width: THUMBNAIL_SIZE, height: THUMBNAIL_SIZE, fit: 'inside', withoutEnlargement: true }).webp({ quality: 80, effort: 2 });
+  input
+    .rotate()
+    .resize({ width: THUMBNAIL_SIZE, height: THUMBNAIL_SIZE, fit: 'inside', withoutEnlargement: true })
+    .webp({ quality: 80, effort: 2 });
 
 /**
  * libvips' refusals of the bytes themselves (as sharp words them: `vipspng: libpng read error`, `tiff2vips: Invalid

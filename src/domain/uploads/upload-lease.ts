@@ -43,7 +43,11 @@ export class UploadLeases {
   constructor(
     private readonly repo: UploadRepository,
     private readonly logger: Logger,
-    private readonly opts: { leaseMs: number; renewMs: number; waitMs: number } = { leaseMs: 10_000, renewMs: 2_000, waitMs: 90_000 },
+    private readonly opts: { leaseMs: number; renewMs: number; waitMs: number } = {
+      leaseMs: 10_000,
+      renewMs: 2_000,
+      waitMs: 90_000,
+    },
   ) {}
 
   /**
@@ -59,7 +63,10 @@ export class UploadLeases {
    * Waits for the lease; undefined when the upload does not exist (nothing to protect), or, with `ownerId`, belongs to
    * another owner (whose requests are then never asked to wrap up).
    */
-  async acquire(id: string, o: { ownerId?: string; signal?: AbortSignal; onReleaseRequested?: () => void } = {}): Promise<UploadLease | undefined> {
+  async acquire(
+    id: string,
+    o: { ownerId?: string; signal?: AbortSignal; onReleaseRequested?: () => void } = {},
+  ): Promise<UploadLease | undefined> {
     const token = crypto.randomUUID();
     const deadline = Date.now() + this.opts.waitMs;
     let asked = false;
@@ -106,7 +113,9 @@ export class UploadLeases {
           if (!(await this.repo.releaseLeaseAtOffset(id, token, offset))) throw new UploadLeaseLostError(id);
           return;
         }
-        await this.repo.releaseLease(id, token).catch((err) => this.logger.warn('could not release an upload lease', { upload_id: id, err }));
+        await this.repo
+          .releaseLease(id, token)
+          .catch((err) => this.logger.warn('could not release an upload lease', { upload_id: id, err }));
       },
     };
   }

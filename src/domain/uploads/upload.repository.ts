@@ -58,7 +58,9 @@ export class UploadRepository {
    * (`node bench/profiles/profile-cli.cjs push`). Leases and offsets stay synchronous: a lease lost while its PATCH
    * still streams would let a second request write the same part, and an offset acknowledges bytes.
    */
-  async insert(rec: Omit<UploadRecord, 'offset' | 'assetId' | 'assetCreated' | 'createdAt'> & { createdAt: Date }): Promise<UploadRecord> {
+  async insert(
+    rec: Omit<UploadRecord, 'offset' | 'assetId' | 'assetCreated' | 'createdAt'> & { createdAt: Date },
+  ): Promise<UploadRecord> {
     const [, row] = await this.db.$transaction([
       this.db.$executeRaw`SET LOCAL synchronous_commit = off`,
       this.db.upload.create({
@@ -97,7 +99,12 @@ export class UploadRepository {
    * Takes the lease when it is free or lapsed, and reads the row in the same statement: the record, 'held' (by
    * another request) or 'missing' (no such upload, or, with `ownerId`, another owner's).
    */
-  async lease(id: string, token: string, leaseMs: number, ownerId?: string): Promise<UploadRecord | 'held' | 'missing'> {
+  async lease(
+    id: string,
+    token: string,
+    leaseMs: number,
+    ownerId?: string,
+  ): Promise<UploadRecord | 'held' | 'missing'> {
     const owner = ownerId === undefined ? Prisma.empty : Prisma.sql` AND owner_id = ${ownerId}`;
     const rows = await this.db.$queryRaw<Row[]>`UPDATE upload
       SET lock_token = ${token}::uuid, lock_expires_at = now() + make_interval(secs => ${leaseMs / 1000}), release_requested = false
@@ -121,7 +128,10 @@ export class UploadRepository {
   }
 
   async releaseLease(id: string, token: string): Promise<void> {
-    await this.db.upload.updateMany({ where: { id, lockToken: token }, data: { lockToken: null, lockExpiresAt: null, releaseRequested: false } });
+    await this.db.upload.updateMany({
+      where: { id, lockToken: token },
+      data: { lockToken: null, lockExpiresAt: null, releaseRequested: false },
+    });
   }
 
   /**
@@ -136,7 +146,11 @@ export class UploadRepository {
   }
 
   async findExpired(now: Date, limit: number): Promise<UploadRecord[]> {
-    const rows = await this.db.upload.findMany({ where: { expiresAt: { lte: now } }, orderBy: { expiresAt: 'asc' }, take: limit });
+    const rows = await this.db.upload.findMany({
+      where: { expiresAt: { lte: now } },
+      orderBy: { expiresAt: 'asc' },
+      take: limit,
+    });
     return rows.map(toRecord);
   }
 }

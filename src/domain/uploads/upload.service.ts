@@ -76,11 +76,20 @@ export class UploadService {
    * fsync, which waits for whatever journal commit is running (long after a large file was removed). An empty upload is
    * complete at creation and made into its asset at once: its (empty) part is made then, by `finish`.
    */
-  async create(principal: Principal, id: string, length: number, metadata: Record<string, string | null>): Promise<UploadRecord> {
+  async create(
+    principal: Principal,
+    id: string,
+    length: number,
+    metadata: Record<string, string | null>,
+  ): Promise<UploadRecord> {
     if (length > this.content.maxUploadBytes) {
-      throw new DomainError('PAYLOAD_TOO_LARGE', `the content is larger than the limit of ${this.content.maxUploadBytes} bytes`, {
-        max_bytes: this.content.maxUploadBytes,
-      });
+      throw new DomainError(
+        'PAYLOAD_TOO_LARGE',
+        `the content is larger than the limit of ${this.content.maxUploadBytes} bytes`,
+        {
+          max_bytes: this.content.maxUploadBytes,
+        },
+      );
     }
     const now = new Date();
     return this.repo.insert({
@@ -104,9 +113,15 @@ export class UploadService {
     return storeErrors(this.appendTo(id, offset, source, lease));
   }
 
-  private async appendTo(id: string, offset: number, source: AsyncIterable<Buffer>, lease?: UploadLease): Promise<number> {
+  private async appendTo(
+    id: string,
+    offset: number,
+    source: AsyncIterable<Buffer>,
+    lease?: UploadLease,
+  ): Promise<number> {
     const rec = lease?.record.id === id ? lease.record : await this.get(undefined, id);
-    if (rec.offset !== offset) throw new DomainError('INVALID_BODY', `Upload-Offset ${offset} is not the upload's offset ${rec.offset}`);
+    if (rec.offset !== offset)
+      throw new DomainError('INVALID_BODY', `Upload-Offset ${offset} is not the upload's offset ${rec.offset}`);
     if (rec.offset === rec.length) {
       // Complete (its part may already be the asset's blob): a repeated last PATCH, e.g. after its answer was lost.
       // Nothing to store; an empty body is answered as the last PATCH was (tusd does the same), any byte is too many.
@@ -124,7 +139,11 @@ export class UploadService {
     if (partial.size < rec.offset) {
       // Acknowledged bytes that the store no longer has (removed behind the service's back): the upload cannot be
       // continued. It goes, so that the client's next HEAD is 404 and it starts again, rather than failing forever.
-      this.logger.warn('an upload lost its stored bytes; it is removed', { upload_id: id, stored: partial.size, offset: rec.offset });
+      this.logger.warn('an upload lost its stored bytes; it is removed', {
+        upload_id: id,
+        stored: partial.size,
+        offset: rec.offset,
+      });
       await this.removeParts(rec);
       throw new DomainError('NOT_FOUND', `upload ${id} not found: its stored bytes are gone, start a new upload`);
     }
@@ -157,11 +176,16 @@ export class UploadService {
       // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
       // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
       // bytes is known to be durable; likewise when the store cannot even say what it holds (it is unreachable).
-      const stored = await this.blobs.openPartial!(partName(id)).then((p) => p.size, () => undefined);
+      const stored = await this.blobs.openPartial!(partName(id)).then(
+        (p) => p.size,
+        () => undefined,
+      );
       size = stored === undefined || (partial.appendHashed && !state.usable) ? rec.offset : stored;
       // The bytes past it go now rather than at the next PATCH: on a full disk they are the space the resume needs.
       if (stored !== undefined && stored > size) {
-        await partial.truncate(size).catch((e: unknown) => this.logger.warn('could not cut an upload part back', { upload_id: id, err: e }));
+        await partial
+          .truncate(size)
+          .catch((e: unknown) => this.logger.warn('could not cut an upload part back', { upload_id: id, err: e }));
       }
     }
     if (!state.usable || size !== state.size) this.forget(id);
@@ -187,7 +211,11 @@ export class UploadService {
     }
   }
 
-  private async finishLeased(principal: Principal, rec: UploadRecord, parsed: UploadFields): Promise<{ assetId: string; created: boolean }> {
+  private async finishLeased(
+    principal: Principal,
+    rec: UploadRecord,
+    parsed: UploadFields,
+  ): Promise<{ assetId: string; created: boolean }> {
     const id = rec.id;
     if (rec.assetId) return { assetId: rec.assetId, created: rec.assetCreated === true };
     if (rec.offset !== rec.length) throw new DomainError('INVALID_BODY', 'the upload is not complete');
@@ -215,7 +243,9 @@ export class UploadService {
         sniffedMime,
         derived: deriveFromHead(head, sniffedMime, undefined),
       };
-      const result = await this.assets.createFromIngested(principal, parsed.fields, ingested, { fileName: parsed.fileName });
+      const result = await this.assets.createFromIngested(principal, parsed.fields, ingested, {
+        fileName: parsed.fileName,
+      });
       await this.repo.setAsset(id, result.asset.id, result.created);
       // Recorded first: a crash here leaves a finished upload's part, which the expiry sweep removes.
       if (snapshot) await this.blobs.discard({ key: partial.key, size: rec.length });
@@ -225,7 +255,8 @@ export class UploadService {
       // upload's (the database away, the store full or failing) its part stays where there is one, and the next HEAD
       // (or the last PATCH again) finishes it; where the part was handed over and is gone, the upload goes too (the
       // client's HEAD then finds none and it starts again, rather than an upload that can never finish).
-      if (!snapshot || (err instanceof DomainError && !isOwnStoreFailure(err))) await this.removeParts(rec).catch(() => undefined);
+      if (!snapshot || (err instanceof DomainError && !isOwnStoreFailure(err)))
+        await this.removeParts(rec).catch(() => undefined);
       throw err;
     }
   }
@@ -265,10 +296,14 @@ export class UploadService {
   private async removeParts(rec: UploadRecord): Promise<void> {
     this.forget(rec.id);
     await this.repo.delete(rec.id);
-    await this.blobs
-      .openPartial!(partName(rec.id))
+    await this.blobs.openPartial!(partName(rec.id))
       .then((partial) => partial.discard())
-      .catch((err: unknown) => this.logger.warn('could not remove a removed upload\'s part; the temporary sweeper will', { upload_id: rec.id, err }));
+      .catch((err: unknown) =>
+        this.logger.warn("could not remove a removed upload's part; the temporary sweeper will", {
+          upload_id: rec.id,
+          err,
+        }),
+      );
   }
 
   /** The hash state after the first `size` stored bytes: this process's, or rebuilt by re-reading the part once. */

@@ -26,7 +26,8 @@ export async function byClassValidator(value: object): Promise<void> {
 }
 
 /** `@Min(min) @Max(max)` (missing properties are skipped). */
-const inRange = (v: unknown, min: number, max: number): boolean => v == null || (typeof v === 'number' && v >= min && v <= max);
+const inRange = (v: unknown, min: number, max: number): boolean =>
+  v == null || (typeof v === 'number' && v >= min && v <= max);
 
 /**
  * `@MaxLength(max)`: class-validator counts a surrogate pair as one character, so a string no longer than `max` in
@@ -36,7 +37,8 @@ const short = (v: unknown, max: number): boolean => v == null || (typeof v === '
 
 /** `@ArrayMaxSize(maxItems) @MaxLength(maxLength, { each: true })`. */
 const shortList = (v: unknown, maxItems: number, maxLength: number): boolean =>
-  v == null || (Array.isArray(v) && v.length <= maxItems && v.every((s) => typeof s === 'string' && s.length <= maxLength));
+  v == null ||
+  (Array.isArray(v) && v.length <= maxItems && v.every((s) => typeof s === 'string' && s.length <= maxLength));
 
 /** AssetFilter's decorators (`@ValidateNested()` on an args' `filter`). */
 function plainFilter(f: AssetFilter | null | undefined): boolean {
@@ -55,8 +57,12 @@ function plainFilter(f: AssetFilter | null | undefined): boolean {
 }
 
 export const plainAssetsArgs = (a: AssetsArgs): boolean =>
-  inRange(a.limit, 1, 500) && inRange(a.offset, 0, 1_000_000_000) && short(a.after, MAX_CURSOR_LENGTH) && plainFilter(a.filter);
+  inRange(a.limit, 1, 500) &&
+  inRange(a.offset, 0, 1_000_000_000) &&
+  short(a.after, MAX_CURSOR_LENGTH) &&
+  plainFilter(a.filter);
 
 export const plainTagCountsArgs = (a: TagCountsArgs): boolean => inRange(a.limit, 1, 1000) && plainFilter(a.filter);
 
-export const plainTagsArgs = (a: TagsArgs): boolean => short(a.prefix, 1024) && inRange(a.limit, 1, 1000) && inRange(a.offset, 0, 1_000_000_000);
+export const plainTagsArgs = (a: TagsArgs): boolean =>
+  short(a.prefix, 1024) && inRange(a.limit, 1, 1000) && inRange(a.offset, 0, 1_000_000_000);

@@ -6,7 +6,12 @@ import { isDomainError } from '../../domain/errors';
 import { hashParam, idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
 import { InputChecked } from './input-check';
-import { CreateAssetFromHashInput, SetAssetImmutableArgs, UpdateAssetArgs, UploadAssetArgs } from './inputs/asset.inputs';
+import {
+  CreateAssetFromHashInput,
+  SetAssetImmutableArgs,
+  UpdateAssetArgs,
+  UploadAssetArgs,
+} from './inputs/asset.inputs';
 import { AssetType, CreateAssetPayload, TagAddResultType, TagRemoveResultType } from './types/asset.type';
 
 @Resolver()
@@ -19,7 +24,10 @@ export class AssetMutationResolver {
       'Upload a file (GraphQL multipart request; send the header Apollo-Require-Preflight: true). The same rules as ' +
       'POST /api/assets: dedupe per owner by content, idempotent id, MAX_UPLOAD_BYTES.',
   })
-  async uploadAsset(@Args(() => UploadAssetArgs) { file, input }: UploadAssetArgs, @Ctx() ctx: GraphQLContext): Promise<CreateAssetPayload> {
+  async uploadAsset(
+    @Args(() => UploadAssetArgs) { file, input }: UploadAssetArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<CreateAssetPayload> {
     // The file part: its bytes are still arriving. (A rejected Upload maps to MISSING_FILE etc. in InputChecked,
     // through toGraphQLError.)
     const upload = await file;
@@ -29,7 +37,10 @@ export class AssetMutationResolver {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
       validateCreateFields(input ?? {});
       received = await this.assets.receiveFile(stream);
-      return CreateAssetPayload.from(await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }), ctx.links);
+      return CreateAssetPayload.from(
+        await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }),
+        ctx.links,
+      );
     } catch (err) {
       if (!received) abandon(stream, ctx, err);
       throw err;
@@ -46,13 +57,20 @@ export class AssetMutationResolver {
     return CreateAssetPayload.from(await this.assets.createFromStored(ctx.principal, fields, hash), ctx.links);
   }
 
-  @Mutation(() => AssetType, { description: 'PUT /api/assets/{id}: at least one field; ASSET_IMMUTABLE for immutable assets.' })
-  async updateAsset(@Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
+  @Mutation(() => AssetType, {
+    description: 'PUT /api/assets/{id}: at least one field; ASSET_IMMUTABLE for immutable assets.',
+  })
+  async updateAsset(
+    @Args(() => UpdateAssetArgs) { id, input }: UpdateAssetArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<AssetType> {
     const assetId = idParam(id);
     return AssetType.from(await this.assets.update(ctx.principal, assetId, validateUpdateFields(input)), ctx.links);
   }
 
-  @Mutation(() => TagAddResultType, { description: 'POST /api/assets/{id}/tags: adds tags; concurrent edits never lose one.' })
+  @Mutation(() => TagAddResultType, {
+    description: 'POST /api/assets/{id}/tags: adds tags; concurrent edits never lose one.',
+  })
   async addAssetTags(
     @Arg('id', () => ID) id: string,
     @Arg('tags', () => [String]) tags: string[],
@@ -61,8 +79,15 @@ export class AssetMutationResolver {
     return Object.assign(new TagAddResultType(), await this.assets.addTags(ctx.principal, idParam(id), tags));
   }
 
-  @Mutation(() => [String], { description: "POST /api/assets/{id}/paths: records tree paths of the asset's content (metadata.paths); answers them all." })
-  async addAssetPaths(@Arg('id', () => ID) id: string, @Arg('paths', () => [String]) paths: string[], @Ctx() ctx: GraphQLContext): Promise<string[]> {
+  @Mutation(() => [String], {
+    description:
+      "POST /api/assets/{id}/paths: records tree paths of the asset's content (metadata.paths); answers them all.",
+  })
+  async addAssetPaths(
+    @Arg('id', () => ID) id: string,
+    @Arg('paths', () => [String]) paths: string[],
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<string[]> {
     return this.assets.addPaths(ctx.principal, idParam(id), paths);
   }
 
@@ -81,8 +106,13 @@ export class AssetMutationResolver {
     return true;
   }
 
-  @Mutation(() => AssetType, { description: "Admin keys only (FORBIDDEN otherwise): set or clear isImmutable of any owner's asset." })
-  async setAssetImmutable(@Args(() => SetAssetImmutableArgs) { id, immutable }: SetAssetImmutableArgs, @Ctx() ctx: GraphQLContext): Promise<AssetType> {
+  @Mutation(() => AssetType, {
+    description: "Admin keys only (FORBIDDEN otherwise): set or clear isImmutable of any owner's asset.",
+  })
+  async setAssetImmutable(
+    @Args(() => SetAssetImmutableArgs) { id, immutable }: SetAssetImmutableArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<AssetType> {
     return AssetType.from(await this.assets.setImmutable(ctx.principal, idParam(id), immutable), ctx.links);
   }
 }

@@ -31,7 +31,10 @@ export class AssetResolver {
 
   @UseMiddleware(InputChecked)
   @Query(() => AssetPage, { description: 'Your assets, filtered and paginated (GET /api/assets).' })
-  async assets(@Args(() => AssetsArgs, { validateFn: validatedBy(plainAssetsArgs) }) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
+  async assets(
+    @Args(() => AssetsArgs, { validateFn: validatedBy(plainAssetsArgs) }) args: AssetsArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<AssetPage> {
     const page = await this.service.list(ctx.principal, {
       ...filterOf(args.filter),
       limit: args.limit,
@@ -55,7 +58,8 @@ export class AssetResolver {
 
   @UseMiddleware(InputChecked)
   @Query(() => [TagCountType], {
-    description: 'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
+    description:
+      'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
   })
   async tagCounts(
     @Args(() => TagCountsArgs, { validateFn: validatedBy(plainTagCountsArgs) }) args: TagCountsArgs,
@@ -65,7 +69,9 @@ export class AssetResolver {
   }
 
   @UseMiddleware(InputChecked)
-  @Query(() => Boolean, { description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.' })
+  @Query(() => Boolean, {
+    description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.',
+  })
   contentExists(@Arg('hash') hash: string): Promise<boolean> {
     return this.service.contentExists(hashParam(hash));
   }
@@ -95,7 +101,8 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
   const metadataFilter = f.metadataFilter ?? undefined;
   if (metadataFilter !== undefined) assertJsonObject(metadataFilter, 'metadataFilter', 'INVALID_BODY');
   const hash = f.hash ? parseHash(f.hash) : undefined;
-  if (f.hash && !hash) throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+  if (f.hash && !hash)
+    throw new DomainError('INVALID_BODY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
   return {
     // REST's rules and error details, under GraphQL's names (anyTags is the older name of tagsAny).
     ...resolveTagFilter({

@@ -16,7 +16,9 @@ const APPLICATION_JSON = 'application/json; charset=utf-8';
  * the asset browser and most GraphQL clients send). Any other value goes to Apollo, which negotiates.
  */
 function contentTypeFor(accept: string | undefined): string | undefined {
-  return accept === undefined || accept === '' || accept === '*/*' || accept === 'application/json' ? APPLICATION_JSON : undefined;
+  return accept === undefined || accept === '' || accept === '*/*' || accept === 'application/json'
+    ? APPLICATION_JSON
+    : undefined;
 }
 
 export interface CompiledLaneDeps {
@@ -98,7 +100,16 @@ export function compiledLane(deps: CompiledLaneDeps): RequestHandler {
     if (kept && ownerAssetsOnly(operation)) {
       const ownerId = context.principal.ownerId;
       key = createHash('sha256')
-        .update(JSON.stringify([ownerId, context.links.base, context.links.access ?? null, m.operationName ?? null, m.query, m.variables ?? null]))
+        .update(
+          JSON.stringify([
+            ownerId,
+            context.links.base,
+            context.links.access ?? null,
+            m.operationName ?? null,
+            m.query,
+            m.variables ?? null,
+          ]),
+        )
         .digest('base64');
       const entry = kept.get(key);
       try {
@@ -131,7 +142,12 @@ export function compiledLane(deps: CompiledLaneDeps): RequestHandler {
     if (head.headers.get('content-type') === APPLICATION_JSON) {
       // Only a whole answer is kept: no error (so no partial data), status 200, no header but the content type.
       const body =
-        key !== undefined && version !== undefined && !errors && result.data != null && head.headers.size === 1 && res.statusCode === 200
+        key !== undefined &&
+        version !== undefined &&
+        !errors &&
+        result.data != null &&
+        head.headers.size === 1 &&
+        res.statusCode === 200
           ? kept!.set(key, version, text)
           : text;
       // What res.send does with this string and type on a POST (no ETag: the app turns them off), without its
@@ -160,7 +176,8 @@ function match(req: Request, queries: CompiledQueries): Match | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body) || 'extensions' in body) return undefined;
   const { query, variables, operationName } = body as Record<string, unknown>;
   if (typeof query !== 'string') return undefined;
-  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return undefined;
+  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables)))
+    return undefined;
   if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return undefined;
   const prepared = queries.known(query, operationName ?? undefined);
   if (!prepared) return undefined;
@@ -190,7 +207,9 @@ function ownerAssetsOnly(operation: OperationDefinitionNode): boolean {
       operation.operation === 'query' &&
       !operation.directives?.length &&
       operation.selectionSet.selections.length > 0 &&
-      operation.selectionSet.selections.every((s) => s.kind === Kind.FIELD && s.name.value === 'assets' && !s.directives?.length);
+      operation.selectionSet.selections.every(
+        (s) => s.kind === Kind.FIELD && s.name.value === 'assets' && !s.directives?.length,
+      );
     OWNER_ASSETS_ONLY.set(operation, only);
   }
   return only;
@@ -207,14 +226,27 @@ function asUserInputError(e: GraphQLError): GraphQLError {
   if (node?.kind !== Kind.VARIABLE_DEFINITION || e.extensions?.code != null) return e;
   const v = `Variable "$${node.variable.name.value}" `;
   const m = e.message;
-  if (!(m.startsWith(v + 'has invalid value') || m.startsWith(v + 'got invalid value ') || m.startsWith(v + 'of required type ') || m.startsWith(v + 'of non-null type '))) {
+  if (!(
+    m.startsWith(v + 'has invalid value') ||
+    m.startsWith(v + 'got invalid value ') ||
+    m.startsWith(v + 'of required type ') ||
+    m.startsWith(v + 'of non-null type ')
+  )) {
     return e;
   }
-  return new GraphQLError(m, { nodes: e.nodes, originalError: e.originalError ?? e, extensions: { ...e.extensions, code: 'BAD_USER_INPUT' } });
+  return new GraphQLError(m, {
+    nodes: e.nodes,
+    originalError: e.originalError ?? e,
+    extensions: { ...e.extensions, code: 'BAD_USER_INPUT' },
+  });
 }
 
 /** Apollo's normalizeAndFormatErrors (errorNormalize.ts), stack traces off: the extensions' `http` goes to `head`. */
-function formatErrors(errors: readonly GraphQLError[], head: Head, formatError: CompiledLaneDeps['formatError']): GraphQLFormattedError[] {
+function formatErrors(
+  errors: readonly GraphQLError[],
+  head: Head,
+  formatError: CompiledLaneDeps['formatError'],
+): GraphQLFormattedError[] {
   return errors.map((error) => {
     try {
       return formatError(enrich(error, head), error);
@@ -231,13 +263,20 @@ function enrich(maybeError: unknown, head: Head): GraphQLFormattedError {
       : maybeError instanceof Error
         ? new GraphQLError(maybeError.message, { originalError: maybeError })
         : new GraphQLError('Unexpected error value: ' + String(maybeError));
-  const extensions: Record<string, unknown> = { ...error.extensions, code: error.extensions.code ?? 'INTERNAL_SERVER_ERROR' };
+  const extensions: Record<string, unknown> = {
+    ...error.extensions,
+    code: error.extensions.code ?? 'INTERNAL_SERVER_ERROR',
+  };
   const http = extensions.http as { status?: unknown; headers?: unknown } | undefined;
-  if (!!http && typeof http === 'object' && (!('status' in http) || typeof http.status === 'number') && (!('headers' in http) || http.headers instanceof Map)) {
+  if (
+    !!http &&
+    typeof http === 'object' &&
+    (!('status' in http) || typeof http.status === 'number') &&
+    (!('headers' in http) || http.headers instanceof Map)
+  ) {
     if (http.status) head.status = http.status as number;
     if (http.headers) for (const [k, v] of http.headers as Map<string, string>) head.headers.set(k.toLowerCase(), v);
     delete extensions.http;
   }
   return { ...error.toJSON(), extensions };
 }
-

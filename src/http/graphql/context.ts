@@ -42,7 +42,11 @@ export function createContext(deps: { auth: RequestAuth; assets: AssetService; l
       const headers = new Map<string, string>();
       if (err.details?.retry_after !== undefined) headers.set('retry-after', String(err.details.retry_after));
       throw new GraphQLError(err.message, {
-        extensions: { code: err.code, ...(err.details ? { details: err.details } : {}), http: { status: STATUS_OF[err.code], headers } },
+        extensions: {
+          code: err.code,
+          ...(err.details ? { details: err.details } : {}),
+          http: { status: STATUS_OF[err.code], headers },
+        },
       });
     }
     return new RequestContext(principal, String(res.locals.requestId ?? ''), linksOfRes(res), res, deps);
@@ -78,7 +82,8 @@ class RequestContext implements GraphQLContext {
       async (ids) => {
         const missing = ids.filter((id) => !this.seenAsset(id));
         const found = new Map<string, Asset>();
-        if (missing.length > 0) for (const a of await this.deps.assets.getMany(this.principal, missing)) found.set(a.id, a);
+        if (missing.length > 0)
+          for (const a of await this.deps.assets.getMany(this.principal, missing)) found.set(a.id, a);
         return ids.map((id) => this.seenAsset(id) ?? found.get(id) ?? null);
       },
       { maxBatchSize: 500 },

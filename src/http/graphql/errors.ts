@@ -33,18 +33,28 @@ interface ClassValidatorError {
 export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string): GraphQLError {
   const known = isDomainError(err) ? err : uploadErrorOf(err);
   if (known) {
-    return new GraphQLError(known.message, { extensions: { code: known.code, ...(known.details ? { details: known.details } : {}) } });
+    return new GraphQLError(known.message, {
+      extensions: { code: known.code, ...(known.details ? { details: known.details } : {}) },
+    });
   }
   if (err instanceof GraphQLError) {
     const code = err.extensions?.code;
     if (code === 'BAD_USER_INPUT' && Array.isArray(err.extensions.validationErrors)) {
       const problems = flatten(err.extensions.validationErrors as ClassValidatorError[]);
-      return new GraphQLError(`invalid input: ${problems.join('; ')}`, { extensions: { code: 'INVALID_BODY', details: { problems } } });
+      return new GraphQLError(`invalid input: ${problems.join('; ')}`, {
+        extensions: { code: 'INVALID_BODY', details: { problems } },
+      });
     }
     if (typeof code === 'string' && CONTRACT_CODES.has(code)) return err;
   }
-  const masked = asDomainError(err, ctx.logger, { requestId: ctx.requestId, message: 'unhandled error in a GraphQL resolver', fields: { field: where } });
-  return new GraphQLError(masked.message, { extensions: { code: masked.code, ...(masked.details ? { details: masked.details } : {}) } });
+  const masked = asDomainError(err, ctx.logger, {
+    requestId: ctx.requestId,
+    message: 'unhandled error in a GraphQL resolver',
+    fields: { field: where },
+  });
+  return new GraphQLError(masked.message, {
+    extensions: { code: masked.code, ...(masked.details ? { details: masked.details } : {}) },
+  });
 }
 
 function flatten(errors: ClassValidatorError[], prefix = ''): string[] {
@@ -73,6 +83,11 @@ export function formatError(logger: Logger) {
       return { ...formatted, extensions: { code: 'INVALID_BODY', details: { reason: 'BAD_USER_INPUT' } } };
     }
     logger.error('unhandled GraphQL error', { err: error instanceof Error ? error : new Error(String(error)), code });
-    return { message: 'internal error', locations: formatted.locations, path: formatted.path, extensions: { code: 'INTERNAL' } };
+    return {
+      message: 'internal error',
+      locations: formatted.locations,
+      path: formatted.path,
+      extensions: { code: 'INTERNAL' },
+    };
   };
 }

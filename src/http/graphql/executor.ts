@@ -14,11 +14,20 @@ import {
 
 /** The part of graphql-jit this uses. */
 export interface Jit {
-  compileQuery(schema: GraphQLSchema, document: DocumentNode, operationName?: string, options?: object): CompiledQuery | ExecutionResult;
+  compileQuery(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operationName?: string,
+    options?: object,
+  ): CompiledQuery | ExecutionResult;
   isCompiledQuery(q: unknown): q is CompiledQuery;
 }
 export interface CompiledQuery {
-  query(root: unknown, context: unknown, variables: Record<string, unknown> | null | undefined): Promise<ExecutionResult> | ExecutionResult;
+  query(
+    root: unknown,
+    context: unknown,
+    variables: Record<string, unknown> | null | undefined,
+  ): Promise<ExecutionResult> | ExecutionResult;
 }
 
 interface GatewayRequestContext {
@@ -66,7 +75,11 @@ export class CompiledQueries {
     if (!byName) this.byDocument.set(document, (byName = new Map()));
     const key = operationName ?? '';
     let q = byName.get(key);
-    if (!q) byName.set(key, (q = this.jit.compileQuery(this.schema, document, operationName, { disablingCapturingStackErrors: true })));
+    if (!q)
+      byName.set(
+        key,
+        (q = this.jit.compileQuery(this.schema, document, operationName, { disablingCapturingStackErrors: true })),
+      );
     return q;
   }
 
@@ -106,7 +119,13 @@ export class CompiledQueries {
       const operation = rc.operation;
       const variables = rc.request.variables;
       const byGraphqlJs = () =>
-        execute({ schema, document: rc.document, contextValue: rc.context, variableValues: variables, operationName: rc.request.operationName });
+        execute({
+          schema,
+          document: rc.document,
+          contextValue: rc.context,
+          variableValues: variables,
+          operationName: rc.request.operationName,
+        });
       if (!operation || operation.operation !== 'query') {
         return byGraphqlJs();
       }
@@ -116,7 +135,8 @@ export class CompiledQueries {
       if (coerced.hasNull) return byGraphqlJs();
       const q = this.compile(rc.document, operationName);
       if (!this.jit.isCompiledQuery(q)) return q;
-      if (rc.source !== undefined) this.remember(rc.source, rc.request.operationName, { document: rc.document, operation, compiled: q });
+      if (rc.source !== undefined)
+        this.remember(rc.source, rc.request.operationName, { document: rc.document, operation, compiled: q });
       return runOrFallBack(q, rc.context, coerced.values, byGraphqlJs);
     };
     return {

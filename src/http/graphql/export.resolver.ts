@@ -11,9 +11,13 @@ export class ExportResolver {
   constructor(private readonly exports: ExportService) {}
 
   @Mutation(() => TaskType, {
-    description: 'POST /api/assets/export: a task (`export_assets`) whose `result.exportName` names the archive once done.',
+    description:
+      'POST /api/assets/export: a task (`export_assets`) whose `result.exportName` names the archive once done.',
   })
-  async startExport(@Arg('input', () => StartExportInput) input: StartExportInput, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
+  async startExport(
+    @Arg('input', () => StartExportInput) input: StartExportInput,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<TaskType> {
     // The same validation as REST, over the same field names.
     const request = validateExportRequest({
       asset_ids: input.assetIds,

@@ -1,5 +1,8 @@
 import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
 import { Router, type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
 import type { Container } from '../../container';
@@ -46,7 +49,11 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN. Cache-control hints are not
     // used (answers are per key, never cached by a CDN), and Apollo's default cache-control plugin would wrap every
     // field's resolver to compute them (willResolveField on each field of each list item).
-    plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginCacheControlDisabled(), ...(c.metrics ? [metricsPlugin(c.metrics)] : [])],
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      ...(c.metrics ? [metricsPlugin(c.metrics)] : []),
+    ],
   });
   await server.start();
 
@@ -56,7 +63,13 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     graphqlJsonBody(MAX_JSON_BODY_BYTES),
     // Queries whose text Apollo has validated and run before: answered here, as Apollo would (compiled-lane.ts).
     // The lane knows no plugin but the metrics one: another plugin here means another step in the lane.
-    compiledLane({ queries, context, formatError: errorFormat, metrics: c.metrics, rowsVersion: (principal) => c.assets.rowsVersion(principal) }),
+    compiledLane({
+      queries,
+      context,
+      formatError: errorFormat,
+      metrics: c.metrics,
+      rowsVersion: (principal) => c.assets.rowsVersion(principal),
+    }),
     (req: Request, _res: Response, next: NextFunction) => {
       // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
       req.body ??= {};
@@ -90,6 +103,8 @@ function graphqlErrors(logger: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    res.status(STATUS_OF[code] ?? 500).json({ errors: [{ message, extensions: { code, ...(details ? { details } : {}) } }] });
+    res
+      .status(STATUS_OF[code] ?? 500)
+      .json({ errors: [{ message, extensions: { code, ...(details ? { details } : {}) } }] });
   };
 }

@@ -44,7 +44,10 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = {
  */
 export function checkDocumentText(text: string, limits: QueryLimits = DEFAULT_QUERY_LIMITS): DomainError | undefined {
   if (text.length > limits.maxDocumentBytes || Buffer.byteLength(text) > limits.maxDocumentBytes) {
-    return new DomainError('PAYLOAD_TOO_LARGE', `the GraphQL document is larger than ${limits.maxDocumentBytes} bytes; pass large values as variables`);
+    return new DomainError(
+      'PAYLOAD_TOO_LARGE',
+      `the GraphQL document is larger than ${limits.maxDocumentBytes} bytes; pass large values as variables`,
+    );
   }
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
@@ -59,11 +62,15 @@ export function checkDocumentText(text: string, limits: QueryLimits = DEFAULT_QU
         i = end < 0 ? text.length : end + 2;
       } else {
         i++;
-        while (i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a) i += text.charCodeAt(i) === 0x5c ? 2 : 1;
+        while (i < text.length && text.charCodeAt(i) !== 0x22 && text.charCodeAt(i) !== 0x0a)
+          i += text.charCodeAt(i) === 0x5c ? 2 : 1;
       }
     } else if (c === 0x7b || c === 0x5b || c === 0x28) {
       if (++depth > limits.maxDocumentNesting) {
-        return new DomainError('INVALID_BODY', `the GraphQL document nests more than ${limits.maxDocumentNesting} levels of brackets`);
+        return new DomainError(
+          'INVALID_BODY',
+          `the GraphQL document nests more than ${limits.maxDocumentNesting} levels of brackets`,
+        );
       }
     } else if (c === 0x7d || c === 0x5d || c === 0x29) {
       depth--;
@@ -83,10 +90,12 @@ const ROOT_FIELD_COST = 10;
 export function queryLimitsRule(limits: QueryLimits = DEFAULT_QUERY_LIMITS): ValidationRule {
   return (ctx: ValidationContext): ASTVisitor => {
     const fragments = new Map<string, FragmentDefinitionNode>();
-    for (const d of ctx.getDocument().definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
+    for (const d of ctx.getDocument().definitions)
+      if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
 
     const schema = ctx.getSchema();
-    const typeNamed = (name: string | undefined, fallback: GraphQLNamedType | undefined) => (name ? schema.getType(name) ?? undefined : fallback);
+    const typeNamed = (name: string | undefined, fallback: GraphQLNamedType | undefined) =>
+      name ? (schema.getType(name) ?? undefined) : fallback;
 
     const measure = (
       set: SelectionSetNode,
@@ -127,7 +136,12 @@ export function queryLimitsRule(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Val
           const name = sel.name.value;
           const frag = fragments.get(name);
           if (!frag || seen.has(name)) continue; // unknown or cyclic fragments are reported by the standard rules
-          sub = measure(frag.selectionSet, typeNamed(frag.typeCondition.name.value, parent), level, new Set([...seen, name]));
+          sub = measure(
+            frag.selectionSet,
+            typeNamed(frag.typeCondition.name.value, parent),
+            level,
+            new Set([...seen, name]),
+          );
         }
         depth = Math.max(depth, sub.depth);
         cost += sub.cost;
@@ -140,17 +154,30 @@ export function queryLimitsRule(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Val
     return {
       Field(node) {
         if (node.alias && ++aliases === limits.maxAliases + 1) {
-          ctx.reportError(new GraphQLError(`the document has more than ${limits.maxAliases} aliased fields`, { nodes: [node] }));
+          ctx.reportError(
+            new GraphQLError(`the document has more than ${limits.maxAliases} aliased fields`, { nodes: [node] }),
+          );
         }
       },
       OperationDefinition(op) {
-        const root = op.operation === 'mutation' ? schema.getMutationType() : op.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType();
+        const root =
+          op.operation === 'mutation'
+            ? schema.getMutationType()
+            : op.operation === 'subscription'
+              ? schema.getSubscriptionType()
+              : schema.getQueryType();
         const { depth, cost } = measure(op.selectionSet, root ?? undefined, 0, new Set());
         if (depth > limits.maxDepth) {
-          ctx.reportError(new GraphQLError(`the operation is ${depth} levels deep; the limit is ${limits.maxDepth}`, { nodes: [op] }));
+          ctx.reportError(
+            new GraphQLError(`the operation is ${depth} levels deep; the limit is ${limits.maxDepth}`, { nodes: [op] }),
+          );
         }
         if (cost > limits.maxCost) {
-          ctx.reportError(new GraphQLError(`the operation costs more than ${limits.maxCost} (fields, times list sizes)`, { nodes: [op] }));
+          ctx.reportError(
+            new GraphQLError(`the operation costs more than ${limits.maxCost} (fields, times list sizes)`, {
+              nodes: [op],
+            }),
+          );
         }
       },
     };

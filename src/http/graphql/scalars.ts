@@ -17,7 +17,8 @@ export const SafeIntScalar = new GraphQLScalarType<number, number>({
 });
 
 function toSafeInt(v: unknown): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new GraphQLError(`SafeInt cannot represent ${String(v)}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v))
+    throw new GraphQLError(`SafeInt cannot represent ${String(v)}`);
   return v;
 }
 
@@ -62,8 +63,21 @@ export function isoDateTime(d: Date): string {
   if (!(y >= 1000 && y <= 9999)) return d.toISOString();
   const ms = d.getUTCMilliseconds();
   return (
-    y + '-' + pad2(d.getUTCMonth() + 1) + '-' + pad2(d.getUTCDate()) + 'T' + pad2(d.getUTCHours()) + ':' + pad2(d.getUTCMinutes()) + ':' +
-    pad2(d.getUTCSeconds()) + '.' + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z'
+    y +
+    '-' +
+    pad2(d.getUTCMonth() + 1) +
+    '-' +
+    pad2(d.getUTCDate()) +
+    'T' +
+    pad2(d.getUTCHours()) +
+    ':' +
+    pad2(d.getUTCMinutes()) +
+    ':' +
+    pad2(d.getUTCSeconds()) +
+    '.' +
+    (ms < 10 ? '00' : ms < 100 ? '0' : '') +
+    ms +
+    'Z'
   );
 }
 

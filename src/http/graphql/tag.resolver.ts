@@ -11,8 +11,11 @@ import { TagPage } from './types/tag.type';
 export class TagResolver {
   constructor(private readonly assets: AssetService) {}
 
-  @Query(() => TagPage, { description: "Tags of your assets with their counts (GET /api/tags)." })
-  async tags(@Args(() => TagsArgs, { validateFn: validatedBy(plainTagsArgs) }) args: TagsArgs, @Ctx() ctx: GraphQLContext): Promise<TagPage> {
+  @Query(() => TagPage, { description: 'Tags of your assets with their counts (GET /api/tags).' })
+  async tags(
+    @Args(() => TagsArgs, { validateFn: validatedBy(plainTagsArgs) }) args: TagsArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<TagPage> {
     const page = await this.assets.listTags(ctx.principal, {
       prefix: args.prefix || undefined,
       limit: args.limit,

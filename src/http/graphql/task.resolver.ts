@@ -47,9 +47,13 @@ export class TaskResolver {
   }
 
   @Mutation(() => StartDownloadPayload, {
-    description: 'POST /api/assets/download: `asset` when the content is already known, else the `task` downloading it.',
+    description:
+      'POST /api/assets/download: `asset` when the content is already known, else the `task` downloading it.',
   })
-  async startDownload(@Arg('input', () => StartDownloadInput) input: StartDownloadInput, @Ctx() ctx: GraphQLContext): Promise<StartDownloadPayload> {
+  async startDownload(
+    @Arg('input', () => StartDownloadInput) input: StartDownloadInput,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<StartDownloadPayload> {
     // The download service validates the request itself (the same code path as POST /api/assets/download).
     const started = await this.downloads.start(ctx.principal, {
       sourceUrl: input.sourceUrl,
@@ -61,7 +65,9 @@ export class TaskResolver {
     return StartDownloadPayload.from(started, ctx.links);
   }
 
-  @Mutation(() => TaskType, { description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is TASK_NOT_CANCELLABLE.' })
+  @Mutation(() => TaskType, {
+    description: 'DELETE /api/tasks/{id}: cancels a created or running task; a finished one is TASK_NOT_CANCELLABLE.',
+  })
   async cancelTask(@Arg('id', () => ID) id: string, @Ctx() ctx: GraphQLContext): Promise<TaskType> {
     return TaskType.from(await this.taskService.cancel(ctx.principal, idParam(id)));
   }

@@ -58,7 +58,8 @@ function uploadError(err: { status?: number; message?: string }): DomainError {
   if (err instanceof DomainError) return err;
   const message = err?.message ?? 'malformed multipart request';
   if (err?.status === 413) return new DomainError('PAYLOAD_TOO_LARGE', message);
-  if (/File missing/i.test(message)) return new DomainError('MISSING_FILE', 'the multipart request has no file for the Upload argument');
+  if (/File missing/i.test(message))
+    return new DomainError('MISSING_FILE', 'the multipart request has no file for the Upload argument');
   if (err?.status === 499) return new DomainError('INVALID_BODY', 'the client aborted the upload');
   return new DomainError('INVALID_BODY', `malformed multipart request: ${message}`);
 }

@@ -27,7 +27,10 @@ export function updateInputOfBody(b: Record<string, unknown>): AssetUpdateInput 
  * The creation fields of text values (multipart fields, tus Upload-Metadata): `text(name)` is the value, trimmed,
  * undefined when absent or empty; `tags` and `user_metadata` are parsed by the caller's rules.
  */
-export const createInputOfText = (text: (name: string) => string | undefined, parsed: { tags: unknown; userMetadata: unknown }): AssetCreateInput => ({
+export const createInputOfText = (
+  text: (name: string) => string | undefined,
+  parsed: { tags: unknown; userMetadata: unknown },
+): AssetCreateInput => ({
   id: text('id'),
   name: text('name'),
   mimeType: text('mime_type'),
@@ -50,7 +53,8 @@ export function parseTagsField(values: string[] | undefined): unknown {
       } catch {
         throw new DomainError('INVALID_BODY', 'tags is not a valid JSON array', { field: 'tags' });
       }
-      if (!Array.isArray(parsed)) throw new DomainError('INVALID_BODY', 'tags must be a list of strings', { field: 'tags' });
+      if (!Array.isArray(parsed))
+        throw new DomainError('INVALID_BODY', 'tags must be a list of strings', { field: 'tags' });
       out.push(...parsed);
     } else {
       out.push(...t.split(','));

@@ -49,7 +49,11 @@ export const contentByHash =
     res.end();
   };
 
-export function assetsRouter(deps: { assets: AssetService; content: ContentService; downloads: DownloadService }): Router {
+export function assetsRouter(deps: {
+  assets: AssetService;
+  content: ContentService;
+  downloads: DownloadService;
+}): Router {
   const { assets, content, downloads } = deps;
   const r = Router();
 
@@ -61,14 +65,20 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       if (req.is('multipart/form-data')) {
         const declared = Number(req.get('content-length'));
         if (Number.isFinite(declared) && declared > content.maxUploadBytes + 1024 * 1024) {
-          throw new DomainError('PAYLOAD_TOO_LARGE', `the body is larger than the limit of ${content.maxUploadBytes} bytes`);
+          throw new DomainError(
+            'PAYLOAD_TOO_LARGE',
+            `the body is larger than the limit of ${content.maxUploadBytes} bytes`,
+          );
         }
         const { fields, file, fileName } = await parseMultipartUpload(req, assets);
         // Text fields: the last value of each, trimmed; an empty one counts as absent.
         const text = (k: string) => emptyToUndefined(fields.get(k)?.at(-1));
         let input;
         try {
-          input = createInputOfText(text, { tags: parseTagsField(fields.get('tags')), userMetadata: parseJsonField(fields.get('user_metadata'), 'user_metadata') });
+          input = createInputOfText(text, {
+            tags: parseTagsField(fields.get('tags')),
+            userMetadata: parseJsonField(fields.get('user_metadata'), 'user_metadata'),
+          });
         } catch (err) {
           await assets.discardFile(file);
           throw err;
@@ -77,11 +87,16 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
       } else if (req.is('application/json')) {
         const body = await readJson(req);
         if (typeof body.url !== 'string' || body.url.trim() === '') {
-          throw new DomainError('INVALID_BODY', 'url is required (or send multipart/form-data with a file)', { field: 'url' });
+          throw new DomainError('INVALID_BODY', 'url is required (or send multipart/form-data with a file)', {
+            field: 'url',
+          });
         }
         result = await downloads.uploadFromUrl(principal, body.url, createInputOfBody(body));
       } else {
-        throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'send multipart/form-data with a file, or application/json with a url');
+        throw new DomainError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          'send multipart/form-data with a file, or application/json with a url',
+        );
       }
       res.status(result.created ? 201 : 200).json(assetJson(result.asset, linksOfRes(res), result.created));
     }),
@@ -107,8 +122,15 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     '/assets/tags/refine',
     handle(async (req, res) => {
       const q = req.query as Record<string, unknown>;
-      const { counts, lowerBounds } = await assets.tagFacets(principalOf(res), parseFilter(q), intParam(q, 'limit', 100, 1, 1000));
-      res.json({ tag_counts: Object.fromEntries(counts.map((c) => [c.name, c.count])), ...(lowerBounds ? { counts_are_lower_bounds: true } : {}) });
+      const { counts, lowerBounds } = await assets.tagFacets(
+        principalOf(res),
+        parseFilter(q),
+        intParam(q, 'limit', 100, 1, 1000),
+      );
+      res.json({
+        tag_counts: Object.fromEntries(counts.map((c) => [c.name, c.count])),
+        ...(lowerBounds ? { counts_are_lower_bounds: true } : {}),
+      });
     }),
   );
 
@@ -126,7 +148,10 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
     ...jsonBody(),
     handle(async (req, res) => {
       const body = req.body as Record<string, unknown>;
-      if (typeof body.hash !== 'string') throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', { field: 'hash' });
+      if (typeof body.hash !== 'string')
+        throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', {
+          field: 'hash',
+        });
       const hash = validateHashField(body.hash);
       const fields = validateFromHashFields(createInputOfBody(body));
       const result = await assets.createFromStored(principalOf(res), fields, hash);
@@ -135,19 +160,27 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
   );
 
   const byHash = contentByHash(assets);
-  r.head('/assets/hash/:hash', handle((req, res) => byHash(res, hashParam(req.params.hash))));
+  r.head(
+    '/assets/hash/:hash',
+    handle((req, res) => byHash(res, hashParam(req.params.hash))),
+  );
 
   r.get(
     '/assets/hash/:hash',
     handle(async (req, res) => {
       const hash = hashParam(req.params.hash);
-      if (!(await assets.contentExists(hash))) throw new DomainError('CONTENT_NOT_FOUND', 'no stored content has this hash');
+      if (!(await assets.contentExists(hash)))
+        throw new DomainError('CONTENT_NOT_FOUND', 'no stored content has this hash');
       res.json({ exists: true, hash: req.params.hash });
     }),
   );
 
   const byId = assetById(assets);
-  r.get('/assets/:id', notAnAssetId, handle((req, res) => byId(res, pathId(req))));
+  r.get(
+    '/assets/:id',
+    notAnAssetId,
+    handle((req, res) => byId(res, pathId(req))),
+  );
 
   r.put(
     '/assets/:id',
@@ -207,7 +240,9 @@ export function assetsRouter(deps: { assets: AssetService; content: ContentServi
 async function readJson(req: Request): Promise<Record<string, unknown>> {
   const [check, parse, shape] = jsonBody();
   for (const mw of [check, parse, shape]) {
-    await new Promise<void>((resolve, reject) => mw!(req, req.res!, (err?: unknown) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      mw!(req, req.res!, (err?: unknown) => (err ? reject(err) : resolve())),
+    );
   }
   return req.body as Record<string, unknown>;
 }
@@ -221,7 +256,9 @@ function parseFilter(q: Record<string, unknown>): AssetFilter {
   const hashText = stringParam(q, 'hash');
   const hash = hashText === undefined ? undefined : parseHash(hashText);
   if (hashText !== undefined && !hash) {
-    throw new DomainError('INVALID_QUERY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', { parameter: 'hash' });
+    throw new DomainError('INVALID_QUERY', 'hash must look like blake3:<64 hex> or sha256:<64 hex>', {
+      parameter: 'hash',
+    });
   }
   // There are no public assets here: include_public is accepted (and checked) but changes nothing.
   oneOf(q, 'include_public', ['true', 'false', '1', '0'] as const, 'false');

@@ -33,7 +33,8 @@ export function contentHandler(deps: ContentDeps): RequestHandler {
     const principal = principalOf(res);
     const { asset, open } = await deps.assets.openContent(principal, pathId(req));
     // Anything but `inline` (absent, unknown) is an attachment.
-    const requested = stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? 'inline' : 'attachment';
+    const requested =
+      stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? 'inline' : 'attachment';
     const etag = `"${assetHashOf(asset)}"`;
     // SVG is answered by what fetches it (setContentHeaders): caches must keep the two answers apart.
     const svg = isSvg(asset.mimeType);
@@ -72,7 +73,13 @@ export function contentHandler(deps: ContentDeps): RequestHandler {
     const served = (n: number) => meter.add('served', n);
     // The disk store's body is written through its reusable read buffers; other stores' streams are piped as they
     // are, counted by a listener (an async-generator stage between them cost a few promises per chunk).
-    const sent = body instanceof FileBody ? body.sendTo(res, served) : pipeline(body.on('data', (c: Buffer) => served(c.length)), res);
+    const sent =
+      body instanceof FileBody
+        ? body.sendTo(res, served)
+        : pipeline(
+            body.on('data', (c: Buffer) => served(c.length)),
+            res,
+          );
     await sent.catch(() => {
       // The client went away mid-transfer (or the blob could not be read after the headers went out): cut it.
       body.destroy();
@@ -111,7 +118,10 @@ function ifNoneMatch(req: Request, etag: string): boolean {
 }
 
 /** One byte range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; several ranges are answered with the whole body. */
-export function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | 'unsatisfiable' | undefined {
   if (!header) return undefined;
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
   if (!m) return undefined;

@@ -25,7 +25,11 @@ export function downloadsRouter(deps: { downloads: DownloadService }): Router {
       }
       const task = started.task!;
       const message =
-        task.status === 'created' ? 'download queued' : task.status === 'running' ? 'download in progress' : `download ${task.status}`;
+        task.status === 'created'
+          ? 'download queued'
+          : task.status === 'running'
+            ? 'download in progress'
+            : `download ${task.status}`;
       res.status(202).location(`/api/tasks/${task.id}`).json({ task_id: task.id, status: task.status, message });
     }),
   );

@@ -4,7 +4,14 @@ import type { Logger } from '../../infra/logger';
 import { asDomainError, bodyUnread, closeAfterAnswer, errorResponse } from '../shared/errors';
 import { raising } from '../shared/raises';
 
-const REPRESENTATION_HEADERS = ['Content-Type', 'Content-Disposition', 'Content-Range', 'Content-Length', 'ETag', 'Accept-Ranges'];
+const REPRESENTATION_HEADERS = [
+  'Content-Type',
+  'Content-Disposition',
+  'Content-Range',
+  'Content-Length',
+  'ETag',
+  'Accept-Ranges',
+];
 
 /** Express's rendering of an error (shared/errors.ts) on a REST route. */
 export function sendError(res: Response, err: DomainError): void {
@@ -24,6 +31,13 @@ export function sendError(res: Response, err: DomainError): void {
 export function errorMiddleware(logger: Logger): ErrorRequestHandler {
   return raising(['INTERNAL'], (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     void _next;
-    sendError(res, asDomainError(err, logger, { requestId: res.locals.requestId as string | undefined, method: req.method, path: req.path }));
+    sendError(
+      res,
+      asDomainError(err, logger, {
+        requestId: res.locals.requestId as string | undefined,
+        method: req.method,
+        path: req.path,
+      }),
+    );
   });
 }

@@ -25,21 +25,23 @@ const entry = <P>(route: HotRoute<P>): HotRoute => route as HotRoute;
 
 /** The table's entries for the two hottest reads (their answers are assets.router.ts's). */
 export const hotRoute = {
-  assetById: (answer: HotRoute<string>['answer']): HotRoute => entry<string>({
-    method: 'GET',
-    template: '/api/assets/:id',
-    prefix: '/api/assets/',
-    // As idParam: a UUID, lower-cased.
-    parse: (v) => (isUuid(v) ? v.toLowerCase() : undefined),
-    answer,
-  }),
-  contentByHash: (answer: HotRoute<ParsedHash>['answer']): HotRoute => entry<ParsedHash>({
-    method: 'HEAD',
-    template: '/api/assets/hash/:hash',
-    prefix: '/api/assets/hash/',
-    parse: parseHash,
-    answer,
-  }),
+  assetById: (answer: HotRoute<string>['answer']): HotRoute =>
+    entry<string>({
+      method: 'GET',
+      template: '/api/assets/:id',
+      prefix: '/api/assets/',
+      // As idParam: a UUID, lower-cased.
+      parse: (v) => (isUuid(v) ? v.toLowerCase() : undefined),
+      answer,
+    }),
+  contentByHash: (answer: HotRoute<ParsedHash>['answer']): HotRoute =>
+    entry<ParsedHash>({
+      method: 'HEAD',
+      template: '/api/assets/hash/:hash',
+      prefix: '/api/assets/hash/',
+      parse: parseHash,
+      answer,
+    }),
 };
 
 /**
@@ -49,8 +51,17 @@ export const hotRoute = {
  * the request; every other request goes on to the routers. Express walks every layer of every router before a route it
  * matches (about 30 for GET /api/assets/{id}), a cost the hottest reads skip (`npm run bench -- metadata`).
  */
-export function hotRoutes(table: HotRoute[], auth: RequestAuth): (req: Request, res: Response, next: NextFunction) => boolean {
-  const run = async (route: HotRoute, param: unknown, req: Request, res: Response, next: NextFunction): Promise<void> => {
+export function hotRoutes(
+  table: HotRoute[],
+  auth: RequestAuth,
+): (req: Request, res: Response, next: NextFunction) => boolean {
+  const run = async (
+    route: HotRoute,
+    param: unknown,
+    req: Request,
+    res: Response,
+    next: NextFunction,
+  ): Promise<void> => {
     try {
       res.locals.principal = await auth.authenticate(req, res);
       await route.answer(res, param);

@@ -39,10 +39,14 @@ export function jsonBody(limit = '2mb'): RequestHandler[] {
     }),
     // The parser's errors as shared/errors.ts `toDomainError` reads them (an unknown charset is a 415); a body that
     // stalls is cut by the request guard.
-    raising(['INVALID_JSON', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'INVALID_BODY', 'REQUEST_TIMEOUT'], express.json({ limit, strict: false, type: () => true })),
+    raising(
+      ['INVALID_JSON', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'INVALID_BODY', 'REQUEST_TIMEOUT'],
+      express.json({ limit, strict: false, type: () => true }),
+    ),
     raising(['INVALID_BODY'], (req, _res, next) => {
       const b: unknown = req.body;
-      if (b === null || typeof b !== 'object' || Array.isArray(b)) next(new DomainError('INVALID_BODY', 'the body must be a JSON object'));
+      if (b === null || typeof b !== 'object' || Array.isArray(b))
+        next(new DomainError('INVALID_BODY', 'the body must be a JSON object'));
       else {
         // Every key and value at any depth (the fields' own validators then apply their exact limits).
         try {

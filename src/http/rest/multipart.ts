@@ -15,7 +15,11 @@ export interface ParsedUpload {
 
 /** Where the file part's bytes go: AssetService's receiveFile and discardFile. */
 export interface FileReceiver {
-  receiveFile(bytes: AsyncIterable<Buffer>, declaredHash: string | undefined, opts: { ownsChunks: boolean }): Promise<ReceivedFile>;
+  receiveFile(
+    bytes: AsyncIterable<Buffer>,
+    declaredHash: string | undefined,
+    opts: { ownsChunks: boolean },
+  ): Promise<ReceivedFile>;
   discardFile(file: ReceivedFile | undefined): Promise<void>;
 }
 
@@ -47,7 +51,8 @@ export function parseMultipartUpload(req: Request, receiver: FileReceiver): Prom
     let parts = 0;
     let fields = 0;
     let files = 0;
-    let current: { kind: 'field'; name: string; chunks: Buffer[]; size: number } | { kind: 'file' | 'skip' } | undefined;
+    let current:
+      { kind: 'field'; name: string; chunks: Buffer[]; size: number } | { kind: 'file' | 'skip' } | undefined;
 
     const fail = (err: unknown) => {
       if (done) return;
@@ -67,7 +72,11 @@ export function parseMultipartUpload(req: Request, receiver: FileReceiver): Prom
     };
 
     const startFile = (part: PartInfo) => {
-      const queue = new ChunkQueue(FILE_BUFFER, () => req.pause(), () => done || req.resume());
+      const queue = new ChunkQueue(
+        FILE_BUFFER,
+        () => req.pause(),
+        () => done || req.resume(),
+      );
       fileQueue = queue;
       result.fileName = part.filename || undefined;
       filePromise = (async () => {
@@ -155,7 +164,8 @@ export function parseMultipartUpload(req: Request, receiver: FileReceiver): Prom
 
 function asUploadError(err: unknown): Error {
   if (err instanceof DomainError) return err;
-  if (err instanceof MultipartError) return new DomainError('INVALID_BODY', `malformed multipart request: ${err.message}`);
+  if (err instanceof MultipartError)
+    return new DomainError('INVALID_BODY', `malformed multipart request: ${err.message}`);
   return err instanceof Error ? err : new Error(String(err));
 }
 

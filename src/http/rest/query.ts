@@ -37,7 +37,10 @@ export function stringParam(q: Q, name: string, maxLength = 1024): string | unde
 export function listParam(q: Q, name: string, max = 64): string[] {
   const values = texts(q, name);
   if (values === undefined) return [];
-  const out = values.flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+  const out = values
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter(Boolean);
   if (out.length > max) throw bad(name, 'has too many values');
   return out;
 }
@@ -58,7 +61,8 @@ export function jsonObjectParam(q: Q, name: string): Record<string, unknown> | u
 export function intParam(q: Q, name: string, dflt: number, min: number, max: number): number {
   const v = stringParam(q, name);
   if (v === undefined) return dflt;
-  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) throw bad(name, `must be a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max)
+    throw bad(name, `must be a whole number from ${min} to ${max}`);
   return Number(v);
 }
 

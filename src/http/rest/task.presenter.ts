@@ -17,7 +17,11 @@ export function taskJson(t: Task): Record<string, unknown> {
     id: t.id,
     idempotency_key: t.idempotencyKey,
     task_name: t.taskName,
-    payload: t.exportRequest ? exportPayloadJson(t.exportRequest) : t.taskName === 'seed_assets' ? { roots: t.importRoots ?? [] } : payload,
+    payload: t.exportRequest
+      ? exportPayloadJson(t.exportRequest)
+      : t.taskName === 'seed_assets'
+        ? { roots: t.importRoots ?? [] }
+        : payload,
     status: t.status,
     create_time: t.createTime.toISOString(),
     update_time: t.updateTime.toISOString(),
@@ -66,7 +70,14 @@ export function taskJson(t: Task): Record<string, unknown> {
 
 /** An import's figures in the wire's names (the seed routes and the seed_assets task's result). */
 export function seedProgressJson(p: ImportProgress): Record<string, number> {
-  return { scanned: p.scanned, total: p.total, created: p.created, skipped: p.skipped, files_read: p.filesRead, bytes_read: p.bytesRead };
+  return {
+    scanned: p.scanned,
+    total: p.total,
+    created: p.created,
+    skipped: p.skipped,
+    files_read: p.filesRead,
+    bytes_read: p.bytesRead,
+  };
 }
 
 /** exportFigures in the wire's names. */

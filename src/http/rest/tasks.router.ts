@@ -17,7 +17,9 @@ export function tasksRouter(deps: { tasks: TaskService }): Router {
       const statuses = listParam(q, 'status').map((s) => s.toLowerCase());
       const bad = statuses.find((s) => !TASK_STATUSES.includes(s as TaskStatus));
       if (bad !== undefined) {
-        throw new DomainError('INVALID_QUERY', `status must be one or more of ${TASK_STATUSES.join(', ')}`, { parameter: 'status' });
+        throw new DomainError('INVALID_QUERY', `status must be one or more of ${TASK_STATUSES.join(', ')}`, {
+          parameter: 'status',
+        });
       }
       const query = {
         taskName: stringParam(q, 'task_name'),

@@ -14,14 +14,11 @@ export function thumbnailRouter(deps: { thumbnails: ThumbnailService; grants: Re
   });
   r.get('/assets/:id/thumbnail', serve);
   r.head('/assets/:id/thumbnail', serve);
-  r.get(
-    '/thumbnail-access',
-    (_req, res) => {
-      const { token, expiresAt } = deps.grants.mint(principalOf(res).ownerId);
-      res.setHeader('Cache-Control', 'no-store');
-      sendJson(res, { access: token, expires_at: expiresAt.toISOString() });
-    },
-  );
+  r.get('/thumbnail-access', (_req, res) => {
+    const { token, expiresAt } = deps.grants.mint(principalOf(res).ownerId);
+    res.setHeader('Cache-Control', 'no-store');
+    sendJson(res, { access: token, expires_at: expiresAt.toISOString() });
+  });
   return r;
 }
 

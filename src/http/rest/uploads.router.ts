@@ -9,7 +9,12 @@ import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid, sanitizeFileName, validateCreateFields, validateHashField } from '../../domain/assets/validation';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import { assertJsonInput } from '../../domain/input';
-import { UploadLeaseLostError, UploadLockedError, type UploadLease, type UploadLeases } from '../../domain/uploads/upload-lease';
+import {
+  UploadLeaseLostError,
+  UploadLockedError,
+  type UploadLease,
+  type UploadLeases,
+} from '../../domain/uploads/upload-lease';
 import type { UploadFields, UploadService } from '../../domain/uploads/upload.service';
 import { createInputOfText, parseJsonField, parseTagsField } from './asset-input';
 import { authenticate, handle, principalOf } from './middleware';
@@ -29,7 +34,10 @@ export function parseUploadMetadata(meta: Record<string, string | null | undefin
   const fields = validateCreateFields(
     createInputOfText(text, {
       tags: tagsOf(text('tags')),
-      userMetadata: parseJsonField(text('user_metadata') === undefined ? undefined : [text('user_metadata')!], 'user_metadata'),
+      userMetadata: parseJsonField(
+        text('user_metadata') === undefined ? undefined : [text('user_metadata')!],
+        'user_metadata',
+      ),
     }),
   );
   const hashText = text('hash');
@@ -52,7 +60,8 @@ export function readMetadataHeader(header: string): { meta: Record<string, strin
   for (const pair of header.split(',')) {
     const tokens = pair.split(' ');
     const [key, value] = tokens as [string, string | undefined];
-    const valid = Metadata.validateKey(key) && (tokens.length === 1 || (tokens.length === 2 && Metadata.validateValue(value!)));
+    const valid =
+      Metadata.validateKey(key) && (tokens.length === 1 || (tokens.length === 2 && Metadata.validateValue(value!)));
     if (!valid || seen.has(key)) throw new DomainError('INVALID_BODY', 'Upload-Metadata is not valid tus metadata');
     seen.add(key);
     if (key in Object.prototype) continue;
@@ -65,7 +74,8 @@ export function readMetadataHeader(header: string): { meta: Record<string, strin
 /** In Upload-Metadata `tags` is JSON array text (a header value has no repeated fields, as a multipart form has). */
 function tagsOf(value: string | undefined): unknown {
   if (value === undefined) return undefined;
-  if (!value.startsWith('[')) throw new DomainError('INVALID_BODY', 'tags must be a JSON array of strings', { field: 'tags' });
+  if (!value.startsWith('['))
+    throw new DomainError('INVALID_BODY', 'tags must be a JSON array of strings', { field: 'tags' });
   return parseTagsField([value]);
 }
 
@@ -107,7 +117,11 @@ const BODY_BUFFER = 2 * 1024 * 1024;
 async function* requestBody(body: DirectBody): AsyncGenerator<Buffer> {
   const { req, stop } = body;
   if (stop?.aborted) return;
-  const queue = new ChunkQueue(BODY_BUFFER, () => req.pause(), () => req.resume());
+  const queue = new ChunkQueue(
+    BODY_BUFFER,
+    () => req.pause(),
+    () => req.resume(),
+  );
   const onData = (chunk: Buffer) => queue.push(chunk);
   const onEnd = () => queue.end();
   const onClose = () => {
@@ -163,7 +177,13 @@ class UploadDataStore extends DataStore {
     if (!rec) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
     // No metadata: no Upload-Metadata header on HEAD (tus would answer an empty one, which is not valid tus metadata).
     const metadata = Object.keys(rec.metadata).length > 0 ? rec.metadata : undefined;
-    return new Upload({ id, size: rec.length, offset: rec.offset, metadata, creation_date: rec.createdAt.toISOString() });
+    return new Upload({
+      id,
+      size: rec.length,
+      offset: rec.offset,
+      metadata,
+      creation_date: rec.createdAt.toISOString(),
+    });
   }
 
   override async write(stream: Readable, id: string, offset: number): Promise<number> {
@@ -205,7 +225,11 @@ class UploadLocker implements Locker {
         if (ctx?.body) ctx.body.stop = signal;
         await local.lock(signal, requestRelease);
         try {
-          lease = await leases.acquire(id, { ownerId: ctx?.principal.ownerId, signal, onReleaseRequested: () => void requestRelease() });
+          lease = await leases.acquire(id, {
+            ownerId: ctx?.principal.ownerId,
+            signal,
+            onReleaseRequested: () => void requestRelease(),
+          });
         } catch (err) {
           await local.unlock();
           throw err instanceof UploadLockedError ? BUSY : err;
@@ -248,7 +272,10 @@ const TUS_STATUS_CODES: Record<number, ErrorCode> = {
 
 /** The errors of the tus protocol itself (`ERRORS.*`, the 423 above): a status and a text body, answered by tus. */
 const isTusError = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && !(err instanceof Error) && typeof (err as { status_code?: unknown }).status_code === 'number';
+  typeof err === 'object' &&
+  err !== null &&
+  !(err instanceof Error) &&
+  typeof (err as { status_code?: unknown }).status_code === 'number';
 
 /** The tus media type of PATCH bodies (and of creation-with-upload bodies). */
 const OFFSET_STREAM = 'application/offset+octet-stream';
@@ -273,7 +300,11 @@ const URL_HEADERS = ['forwarded', 'x-forwarded-host', 'x-forwarded-proto'];
  * Cross-origin: none, as on every route of the service (its browser client is its own page): tus's
  * `Access-Control-Allow-Origin: *` is not sent.
  */
-export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth }): { version: RequestHandler; capabilities: RequestHandler[]; keyed: Router } {
+export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth }): {
+  version: RequestHandler;
+  capabilities: RequestHandler[];
+  keyed: Router;
+} {
   const { uploads } = deps;
   const store = new UploadDataStore(uploads);
   const tus = new Server({
@@ -315,7 +346,10 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
       // Every answer but OPTIONS' names the protocol version, errors of ours included (tus 1.0, "Tus-Resumable").
       res.set('Tus-Resumable', '1.0.0');
       if (req.get('tus-resumable') !== '1.0.0') {
-        throw new DomainError('TUS_VERSION_UNSUPPORTED', 'send Tus-Resumable: 1.0.0 (the tus version this server speaks)');
+        throw new DomainError(
+          'TUS_VERSION_UNSUPPORTED',
+          'send Tus-Resumable: 1.0.0 (the tus version this server speaks)',
+        );
       }
     }
     // The media type as RFC 9110 has it (case-insensitive, parameters aside); tus itself takes only the exact text.
@@ -347,17 +381,25 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
         if (deferred !== '1' || req.get('upload-length') !== undefined) {
           throw new DomainError('INVALID_REQUEST', 'send either Upload-Length or Upload-Defer-Length: 1');
         }
-        throw new DomainError('NOT_IMPLEMENTED', 'creation-defer-length is not offered: send Upload-Length (the size must be known at creation)');
+        throw new DomainError(
+          'NOT_IMPLEMENTED',
+          'creation-defer-length is not offered: send Upload-Length (the size must be known at creation)',
+        );
       }
       const length = Number(req.get('upload-length'));
       if (Number.isSafeInteger(length) && length > uploads.maxUploadBytes) {
-        throw new DomainError('PAYLOAD_TOO_LARGE', `the content is larger than the limit of ${uploads.maxUploadBytes} bytes`, {
-          max_bytes: uploads.maxUploadBytes,
-        });
+        throw new DomainError(
+          'PAYLOAD_TOO_LARGE',
+          `the content is larger than the limit of ${uploads.maxUploadBytes} bytes`,
+          {
+            max_bytes: uploads.maxUploadBytes,
+          },
+        );
       }
       const header = req.get('upload-metadata');
       // An empty header is no metadata, as tusd reads it (tus's own parser refuses it).
-      const read = header === undefined ? undefined : header.trim() === '' ? { meta: {}, kept: '' } : readMetadataHeader(header);
+      const read =
+        header === undefined ? undefined : header.trim() === '' ? { meta: {}, kept: '' } : readMetadataHeader(header);
       parseUploadMetadata(read?.meta ?? {});
       keptMetadata = read?.kept;
     }
@@ -426,7 +468,13 @@ export function uploadsRouters(deps: { uploads: UploadService; auth: RequestAuth
       return;
     }
     const allow = ['DELETE', 'HEAD', 'OPTIONS', 'PATCH', 'POST'];
-    next(new DomainError('METHOD_NOT_ALLOWED', `a POST to an upload takes X-HTTP-Method-Override: PATCH, DELETE or HEAD; use ${allow.join(', ')}`, { allow }));
+    next(
+      new DomainError(
+        'METHOD_NOT_ALLOWED',
+        `a POST to an upload takes X-HTTP-Method-Override: PATCH, DELETE or HEAD; use ${allow.join(', ')}`,
+        { allow },
+      ),
+    );
   });
   r.head('/uploads/:id', serve);
   r.patch('/uploads/:id', serve);

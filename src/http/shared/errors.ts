@@ -76,17 +76,28 @@ export function toDomainError(err: unknown): DomainError | undefined {
 }
 
 /** Status, extra headers and `{code, message, details?}` body of a domain error. */
-export function errorResponse(err: DomainError): { status: number; headers: Record<string, string>; body: Record<string, unknown> } {
+export function errorResponse(err: DomainError): {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+} {
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
-  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE') headers['Retry-After'] = String(err.details?.retry_after ?? 5);
+  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE')
+    headers['Retry-After'] = String(err.details?.retry_after ?? 5);
   // tus 1.0: a 412 names the versions the server speaks.
   if (err.code === 'TUS_VERSION_UNSUPPORTED') headers['Tus-Version'] = '1.0.0';
-  if (err.code === 'RANGE_NOT_SATISFIABLE' && typeof err.details?.size === 'number') headers['Content-Range'] = `bytes */${err.details.size}`;
-  if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow)) headers.Allow = (err.details.allow as string[]).join(', ');
+  if (err.code === 'RANGE_NOT_SATISFIABLE' && typeof err.details?.size === 'number')
+    headers['Content-Range'] = `bytes */${err.details.size}`;
+  if (err.code === 'METHOD_NOT_ALLOWED' && Array.isArray(err.details?.allow))
+    headers.Allow = (err.details.allow as string[]).join(', ');
   // A rejected upload may still be streaming in: close the connection rather than read gigabytes we will discard.
   if (status === 413 || status === 415 || status === 408 || status === 507) headers.Connection = 'close';
-  return { status, headers, body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
+  return {
+    status,
+    headers,
+    body: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) },
+  };
 }
 
 /**
@@ -112,7 +123,13 @@ export function asDomainError(
   const known = toDomainError(err);
   if (known) return known;
   const requestId = ctx.requestId || crypto.randomUUID();
-  logger.error(ctx.message ?? 'unhandled error', { err, request_id: requestId, method: ctx.method, path: ctx.path, ...ctx.fields });
+  logger.error(ctx.message ?? 'unhandled error', {
+    err,
+    request_id: requestId,
+    method: ctx.method,
+    path: ctx.path,
+    ...ctx.fields,
+  });
   return new DomainError('INTERNAL', 'internal error', { request_id: requestId });
 }
 

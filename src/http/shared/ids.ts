@@ -14,6 +14,11 @@ export function idParam(value: unknown, name = 'id'): string {
  */
 export function hashParam(value: unknown, code: 'INVALID_HASH' | 'INVALID_BODY' = 'INVALID_HASH'): ParsedHash {
   const h = parseHash(value);
-  if (!h) throw new DomainError(code, 'the hash must look like blake3:<64 hex> or sha256:<64 hex>', code === 'INVALID_BODY' ? { field: 'hash' } : undefined);
+  if (!h)
+    throw new DomainError(
+      code,
+      'the hash must look like blake3:<64 hex> or sha256:<64 hex>',
+      code === 'INVALID_BODY' ? { field: 'hash' } : undefined,
+    );
   return h;
 }

@@ -6,7 +6,10 @@ import { DomainError, isDomainError } from '../../domain/errors';
 import type { ReadGrants } from '../../domain/secrets/read-grants';
 
 /** The API key of a request: `X-API-Key`, or `Authorization: Bearer <key>`. */
-export function keyFromHeaders(apiKey: string | string[] | undefined, authorization: string | undefined): string | undefined {
+export function keyFromHeaders(
+  apiKey: string | string[] | undefined,
+  authorization: string | undefined,
+): string | undefined {
   const header = Array.isArray(apiKey) ? apiKey[0] : apiKey;
   if (header) return header.trim();
   const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null;
@@ -41,8 +44,15 @@ export class RequestAuth {
     private readonly keys: ApiKeyService,
     private readonly opts: RequestAuthOptions,
   ) {
-    this.failures = new RateLimiterMemory({ keyPrefix: 'auth-failures', points: opts.authFailuresPerMinute, duration: 60 });
-    this.perKey = opts.perKeyPerMinute > 0 ? new RateLimiterMemory({ keyPrefix: 'per-key', points: opts.perKeyPerMinute, duration: 60 }) : undefined;
+    this.failures = new RateLimiterMemory({
+      keyPrefix: 'auth-failures',
+      points: opts.authFailuresPerMinute,
+      duration: 60,
+    });
+    this.perKey =
+      opts.perKeyPerMinute > 0
+        ? new RateLimiterMemory({ keyPrefix: 'per-key', points: opts.perKeyPerMinute, duration: 60 })
+        : undefined;
   }
 
   async authenticate(req: http.IncomingMessage, res: http.ServerResponse): Promise<Principal> {
@@ -59,7 +69,8 @@ export class RequestAuth {
     try {
       principal = known ?? (await this.keys.authenticate(key));
     } catch (err) {
-      if (isDomainError(err) && err.code === 'UNAUTHORIZED') await this.failures.consume(address).catch(() => undefined);
+      if (isDomainError(err) && err.code === 'UNAUTHORIZED')
+        await this.failures.consume(address).catch(() => undefined);
       throw err;
     }
     if (this.perKey) {
@@ -82,7 +93,9 @@ export class RequestAuth {
     const retryAfter = Math.max(1, Math.ceil(r.msBeforeNext / 1000));
     return new DomainError(
       'RATE_LIMITED',
-      policy === 'per-key' ? `more than ${quota} requests per minute with this key` : 'too many failed authentications from this address',
+      policy === 'per-key'
+        ? `more than ${quota} requests per minute with this key`
+        : 'too many failed authentications from this address',
       { retry_after: retryAfter },
     );
   }
@@ -91,14 +104,20 @@ export class RequestAuth {
 function setRateLimitHeaders(res: http.ServerResponse, policy: string, quota: number, r: RateLimiterRes): void {
   if (res.headersSent) return;
   res.setHeader('RateLimit-Policy', `"${policy}";q=${quota};w=60`);
-  res.setHeader('RateLimit', `"${policy}";r=${Math.max(0, r.remainingPoints)};t=${Math.max(0, Math.ceil(r.msBeforeNext / 1000))}`);
+  res.setHeader(
+    'RateLimit',
+    `"${policy}";r=${Math.max(0, r.remainingPoints)};t=${Math.max(0, Math.ceil(r.msBeforeNext / 1000))}`,
+  );
 }
 
 /** The client's address: the socket's peer, or with TRUST_PROXY the last X-Forwarded-For hop (added by our proxy). */
 export function clientAddress(req: http.IncomingMessage, trustProxy: boolean): string {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
-    const list = (Array.isArray(xff) ? xff.join(',') : (xff ?? '')).split(',').map((s) => s.trim()).filter(Boolean);
+    const list = (Array.isArray(xff) ? xff.join(',') : (xff ?? ''))
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     if (list.length > 0) return list[list.length - 1]!;
   }
   return req.socket.remoteAddress ?? 'unknown';

@@ -80,7 +80,10 @@ export interface BlobStore {
   /** Never throws for an object already gone. */
   deleteObject(name: string): Promise<void>;
   /** A short-lived URL of a named object, where the backend offers one (S3). */
-  presignedObjectUrl?(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string>;
+  presignedObjectUrl?(
+    name: string,
+    opts: { fileName: string; contentType: string; expiresInSeconds: number },
+  ): Promise<string>;
   /** Cheap reachability check for /readyz. */
   ping(): Promise<void>;
   /** Bytes still free for new blobs, where the backend can tell (local disk); /readyz compares it with a floor. */
@@ -155,19 +158,42 @@ const FULL_NAMES = new Set(['QuotaExceeded', 'InsufficientCapacity', 'Insufficie
 export function isStorageFull(err: unknown): boolean {
   let e: unknown = err;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
+    const o = e as {
+      code?: unknown;
+      name?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      $metadata?: { httpStatusCode?: number };
+    };
     if (o.code === 'ENOSPC' || o.code === 'EDQUOT') return true;
     if ((typeof o.name === 'string' && FULL_NAMES.has(o.name)) || o.$metadata?.httpStatusCode === 507) return true;
-    if (typeof o.message === 'string' && /\b(ENOSPC|EDQUOT)\b|no space left on device|quota exceeded/i.test(o.message)) return true;
+    if (typeof o.message === 'string' && /\b(ENOSPC|EDQUOT)\b|no space left on device|quota exceeded/i.test(o.message))
+      return true;
     e = o.cause;
   }
   return false;
 }
 
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 // InternalError: also what S3 puts in the body of a 200 to CopyObject / CompleteMultipartUpload that failed after all.
-const UNREACHABLE_NAMES = new Set(['TimeoutError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout', 'InternalError']);
-const UNREACHABLE_MESSAGE = /^AWS SDK error wrapper for .*(\bE(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH|NOTFOUND|AI_AGAIN)\b|TimeoutError|socket hang up)/;
+const UNREACHABLE_NAMES = new Set([
+  'TimeoutError',
+  'ServiceUnavailable',
+  'SlowDown',
+  'RequestTimeout',
+  'InternalError',
+]);
+const UNREACHABLE_MESSAGE =
+  /^AWS SDK error wrapper for .*(\bE(CONNREFUSED|CONNRESET|TIMEDOUT|PIPE|HOSTUNREACH|NETUNREACH|NOTFOUND|AI_AGAIN)\b|TimeoutError|socket hang up)/;
 
 /**
  * A store that cannot be reached (a connection refused, reset or timed out; a name that does not resolve) or that fails
@@ -177,7 +203,13 @@ const UNREACHABLE_MESSAGE = /^AWS SDK error wrapper for .*(\bE(CONNREFUSED|CONNR
 export function isStoreUnreachable(err: unknown): boolean {
   let e: unknown = err;
   for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; $metadata?: { httpStatusCode?: number } };
+    const o = e as {
+      code?: unknown;
+      name?: unknown;
+      message?: unknown;
+      cause?: unknown;
+      $metadata?: { httpStatusCode?: number };
+    };
     if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
     if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
     const status = o.$metadata?.httpStatusCode ?? 0;
@@ -198,7 +230,11 @@ export function isStoreUnreachable(err: unknown): boolean {
 export function translateStoreError(err: unknown): unknown {
   if (err instanceof DomainError) return err;
   if (isStorageFull(err)) return new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
-  if (isStoreUnreachable(err)) return Object.assign(new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 }), { cause: err });
+  if (isStoreUnreachable(err))
+    return Object.assign(
+      new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 }),
+      { cause: err },
+    );
   return err;
 }
 

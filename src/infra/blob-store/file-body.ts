@@ -38,7 +38,11 @@ export interface ByteSink {
 }
 
 /** The bytes of an open file in `range` (inclusive, as in `Range: bytes=a-b`), else all of it. */
-export async function fileBody(fh: fsp.FileHandle, range: { start: number; end: number } | undefined, pool: ReadBufferPool): Promise<FileBody> {
+export async function fileBody(
+  fh: fsp.FileHandle,
+  range: { start: number; end: number } | undefined,
+  pool: ReadBufferPool,
+): Promise<FileBody> {
   try {
     return new FileBody(fh, range?.start ?? 0, range ? range.end + 1 : (await fh.stat()).size, pool);
   } catch (err) {
@@ -113,7 +117,10 @@ export class FileBody extends Readable {
       out.end();
     } finally {
       // A read still in flight when the client left: its buffer goes back once it is done.
-      next?.then((c) => c?.release(), () => undefined);
+      next?.then(
+        (c) => c?.release(),
+        () => undefined,
+      );
       this.destroy();
     }
   }

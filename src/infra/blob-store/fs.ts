@@ -4,7 +4,18 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BlobNotFoundError, blobPath, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
+import {
+  BlobNotFoundError,
+  blobPath,
+  checkObjectName,
+  DERIVED_KINDS,
+  PARTIAL_NAME,
+  type BlobStore,
+  type CommitOptions,
+  type DerivedKind,
+  type PartialBlob,
+  type TempBlob,
+} from './blob-store';
 import { isProcessAlive } from '../process';
 import { BackgroundSync, writeFully, WRITE_BLOCK } from './block-writer';
 import { fileBody, ReadBufferPool } from './file-body';
@@ -65,7 +76,10 @@ export class FsBlobStore implements BlobStore {
    * running on a worker thread (see ingest-pool.ts). `ownsChunks`: nobody uses the chunks of `source` after they
    * were read, so their ArrayBuffers may be moved to the worker (detached) instead of copied.
    */
-  async writeTempHashed(source: AsyncIterable<Buffer>, opts: { ownsChunks?: boolean } = {}): Promise<{ temp: TempBlob; digest: HashedFile }> {
+  async writeTempHashed(
+    source: AsyncIterable<Buffer>,
+    opts: { ownsChunks?: boolean } = {},
+  ): Promise<{ temp: TempBlob; digest: HashedFile }> {
     const file = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
     const job = this.workers.open(file, { ownsChunks: opts.ownsChunks === true });
     try {
@@ -106,7 +120,8 @@ export class FsBlobStore implements BlobStore {
     return {
       key,
       size,
-      readExisting: () => fs.createReadStream(file, { end: size > 0 ? size - 1 : undefined, highWaterMark: WRITE_BLOCK }),
+      readExisting: () =>
+        fs.createReadStream(file, { end: size > 0 ? size - 1 : undefined, highWaterMark: WRITE_BLOCK }),
       append: async (source, opts) => {
         const fh = await fsp.open(file, opts?.truncate ? 'w' : 'a', 0o644);
         try {
@@ -268,7 +283,9 @@ export class FsBlobStore implements BlobStore {
     const cutoff = Date.now() - olderThanMs;
     const hex2 = /^[0-9a-f]{2}$/;
     for (const a of (await fsp.readdir(this.root).catch(() => [] as string[])).filter((n) => hex2.test(n))) {
-      for (const b of (await fsp.readdir(path.join(this.root, a)).catch(() => [] as string[])).filter((n) => hex2.test(n))) {
+      for (const b of (await fsp.readdir(path.join(this.root, a)).catch(() => [] as string[])).filter((n) =>
+        hex2.test(n),
+      )) {
         for (const name of await fsp.readdir(path.join(this.root, a, b)).catch(() => [] as string[])) {
           if (!/^[0-9a-f]{64}$/.test(name) || !name.startsWith(a + b)) continue;
           const st = await fsp.stat(path.join(this.root, a, b, name)).catch(() => undefined);

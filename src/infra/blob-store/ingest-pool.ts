@@ -40,7 +40,10 @@ const TRANSFER_MIN = 16 << 10;
 function workerFile(): string {
   if (!__filename.endsWith('.ts')) return path.join(__dirname, 'ingest.worker.js');
   const built = path.resolve(__dirname, '../../../dist/src/infra/blob-store/ingest.worker.js');
-  if (!fs.existsSync(built)) throw new Error(`the ingest worker is not built (${built} is missing): run \`npm run build\` first (npm test does)`);
+  if (!fs.existsSync(built))
+    throw new Error(
+      `the ingest worker is not built (${built} is missing): run \`npm run build\` first (npm test does)`,
+    );
   return built;
 }
 
@@ -73,7 +76,12 @@ export class IngestWorkers {
   open(file: string | undefined, opts: { ownsChunks: boolean; blake3OnWorker?: boolean }): IngestJob {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
-    return this.openOn(w, { file, ownsChunks: opts.ownsChunks, b3: opts.blake3OnWorker ? undefined : blake3().create(), blake3: !!opts.blake3OnWorker });
+    return this.openOn(w, {
+      file,
+      ownsChunks: opts.ownsChunks,
+      b3: opts.blake3OnWorker ? undefined : blake3().create(),
+      blake3: !!opts.blake3OnWorker,
+    });
   }
 
   /**
@@ -87,7 +95,16 @@ export class IngestWorkers {
   }
 
   /** @internal A job on the worker `w` (HashSession's jobs go to the worker that holds their state). */
-  openOn(w: WorkerEntry, o: { file: string | undefined; ownsChunks: boolean; b3: Blake3Incremental | undefined; blake3: boolean; session?: SessionRef }): IngestJob {
+  openOn(
+    w: WorkerEntry,
+    o: {
+      file: string | undefined;
+      ownsChunks: boolean;
+      b3: Blake3Incremental | undefined;
+      blake3: boolean;
+      session?: SessionRef;
+    },
+  ): IngestJob {
     const job = new IngestJob(this.nextId++, o.file, w.worker, o.ownsChunks, o.b3, !!o.session?.append, () => {
       w.jobs.delete(job.id);
       if (w.jobs.size === 0) w.worker.unref();
@@ -325,7 +342,11 @@ export class IngestJob {
     if (!this.error) this.post();
     const m = await this.end('end');
     if (m.t !== 'done') throw this.error ?? new Error('the ingest worker did not finish the file');
-    return { blake3: m.sha256 === undefined ? '' : this.b3 ? this.b3.hex() : m.blake3!, sha256: m.sha256 ?? '', size: m.size };
+    return {
+      blake3: m.sha256 === undefined ? '' : this.b3 ? this.b3.hex() : m.blake3!,
+      sha256: m.sha256 ?? '',
+      size: m.size,
+    };
   }
 
   /** Stops, closes and removes the file. */

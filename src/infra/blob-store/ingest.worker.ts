@@ -149,7 +149,8 @@ async function closeAndRemove(job: Job, file: string | undefined): Promise<void>
 function open(m: OpenMessage): void {
   const s = m.session;
   let hashes: Hashes | undefined;
-  if (s?.fresh) sessions.set(s.id, (hashes = { b3: m.blake3 ? b3impl.create() : undefined, sha: crypto.createHash('sha256') }));
+  if (s?.fresh)
+    sessions.set(s.id, (hashes = { b3: m.blake3 ? b3impl.create() : undefined, sha: crypto.createHash('sha256') }));
   else if (s) hashes = sessions.get(s.id);
   const job: Job = {
     file: m.file,

@@ -21,7 +21,19 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
 import { DomainError } from '../../domain/errors';
 import { contentDisposition } from '../content-disposition';
-import { BlobNotFoundError, blobPath, translateStoreError, checkObjectName, DERIVED_KINDS, PARTIAL_NAME, type BlobStore, type CommitOptions, type DerivedKind, type PartialBlob, type TempBlob } from './blob-store';
+import {
+  BlobNotFoundError,
+  blobPath,
+  translateStoreError,
+  checkObjectName,
+  DERIVED_KINDS,
+  PARTIAL_NAME,
+  type BlobStore,
+  type CommitOptions,
+  type DerivedKind,
+  type PartialBlob,
+  type TempBlob,
+} from './blob-store';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -130,7 +142,12 @@ export class S3BlobStore implements BlobStore {
     this.client.middlewareStack.add(
       (next) => async (args) => {
         const request = args.request as { body?: unknown; headers?: Record<string, string> };
-        if (request.headers && request.body !== undefined && ArrayBuffer.isView(request.body) && request.body.byteLength > 0) {
+        if (
+          request.headers &&
+          request.body !== undefined &&
+          ArrayBuffer.isView(request.body) &&
+          request.body.byteLength > 0
+        ) {
           request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
         }
         return next(args);
@@ -207,7 +224,11 @@ export class S3BlobStore implements BlobStore {
   async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
     try {
       const res = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: this.contentKey(blake3Hex), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: this.contentKey(blake3Hex),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
       );
       return res.Body as Readable;
     } catch (err) {
@@ -223,12 +244,16 @@ export class S3BlobStore implements BlobStore {
   }
 
   async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
-    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}`, Body: bytes }));
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}`, Body: bytes }),
+    );
   }
 
   async readDerived(blake3Hex: string, kind: DerivedKind): Promise<Buffer | undefined> {
     try {
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}` }));
+      const res = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: `${this.contentKey(blake3Hex)}.${kind}` }),
+      );
       return Buffer.from(await res.Body!.transformToByteArray());
     } catch (err) {
       if (isNotFound(err)) return undefined;
@@ -277,7 +302,10 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async presignedUrl(blake3Hex: string, opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' }): Promise<string> {
+  async presignedUrl(
+    blake3Hex: string,
+    opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
+  ): Promise<string> {
     const cmd = new GetObjectCommand({
       Bucket: this.bucket,
       Key: this.contentKey(blake3Hex),
@@ -302,7 +330,11 @@ export class S3BlobStore implements BlobStore {
 
   async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
     const res = await this.client.send(
-      new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(name), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+      new GetObjectCommand({
+        Bucket: this.bucket,
+        Key: this.objectKey(name),
+        ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+      }),
     );
     return res.Body as Readable;
   }
@@ -315,7 +347,10 @@ export class S3BlobStore implements BlobStore {
     await this.deleteKey(this.objectKey(name));
   }
 
-  async presignedObjectUrl(name: string, opts: { fileName: string; contentType: string; expiresInSeconds: number }): Promise<string> {
+  async presignedObjectUrl(
+    name: string,
+    opts: { fileName: string; contentType: string; expiresInSeconds: number },
+  ): Promise<string> {
     const cmd = new GetObjectCommand({
       Bucket: this.bucket,
       Key: this.objectKey(name),
@@ -384,7 +419,8 @@ export class S3BlobStore implements BlobStore {
       await this.deleteKey(key).catch(() => undefined);
       // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
       // the client mostly sees the connection cut (EPIPE) instead of that answer, so a cut asks the store once more.
-      if (isCut(err) && (await this.refusesWrites())) throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
+      if (isCut(err) && (await this.refusesWrites()))
+        throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
       throw err;
     }
   }
@@ -397,7 +433,9 @@ export class S3BlobStore implements BlobStore {
       return;
     }
     if (nonEmpty.length === 1 && nonEmpty[0]!.size <= this.o.maxSingleCopyBytes) {
-      await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: dest, CopySource: this.copySource(nonEmpty[0]!.key) }));
+      await this.client.send(
+        new CopyObjectCommand({ Bucket: this.bucket, Key: dest, CopySource: this.copySource(nonEmpty[0]!.key) }),
+      );
       return;
     }
     // Multipart copy: every part but the last must be >= 5 MiB (segments are, by construction); at most 10,000 parts.
@@ -527,7 +565,9 @@ export class S3BlobStore implements BlobStore {
       at += s.size;
       if (start >= size) await this.deleteKey(s.key);
       else if (at > size) {
-        const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: s.key, Range: `bytes=0-${size - start - 1}` }));
+        const res = await this.client.send(
+          new GetObjectCommand({ Bucket: this.bucket, Key: s.key, Range: `bytes=0-${size - start - 1}` }),
+        );
         const head = Buffer.from(await res.Body!.transformToByteArray());
         await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: s.key, Body: head }));
       }
@@ -590,7 +630,9 @@ export class S3BlobStore implements BlobStore {
   private async *list(prefix: string): AsyncIterable<{ key: string; size: number; lastModified: number }> {
     let token: string | undefined;
     do {
-      const res = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      const res = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
       for (const o of res.Contents ?? []) {
         if (o.Key) yield { key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified?.getTime() ?? 0 };
       }
@@ -604,7 +646,12 @@ export class S3BlobStore implements BlobStore {
     let uploadIdMarker: string | undefined;
     do {
       const res = await this.client.send(
-        new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
+        new ListMultipartUploadsCommand({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
       );
       for (const u of res.Uploads ?? []) {
         if (u.Key && u.UploadId) out.push({ key: u.Key, uploadId: u.UploadId, initiated: u.Initiated?.getTime() ?? 0 });
@@ -664,5 +711,10 @@ function isCut(err: unknown): boolean {
 
 function isNotFound(err: unknown): boolean {
   const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.name === 'NoSuchUpload' || e?.$metadata?.httpStatusCode === 404;
+  return (
+    e?.name === 'NotFound' ||
+    e?.name === 'NoSuchKey' ||
+    e?.name === 'NoSuchUpload' ||
+    e?.$metadata?.httpStatusCode === 404
+  );
 }

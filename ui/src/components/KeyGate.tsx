@@ -34,7 +34,9 @@ export function KeyGate({ notice, onKey }: { notice?: string; onKey: (key: strin
     <main class="gate">
       <form class="gate-card" onSubmit={submit} aria-labelledby="gate-title">
         <h1 id="gate-title">Asset browser</h1>
-        <p class="muted">Enter your API key. It stays in this browser tab only and is sent with each request as <code>X-API-Key</code>.</p>
+        <p class="muted">
+          Enter your API key. It stays in this browser tab only and is sent with each request as <code>X-API-Key</code>.
+        </p>
         <label for="api-key">API key</label>
         <input
           id="api-key"

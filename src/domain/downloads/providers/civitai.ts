@@ -53,7 +53,8 @@ export class CivitaiProvider implements DownloadProvider {
   canonicalize(url: URL): URL | undefined {
     const rest = pathBelow(url, this.ep);
     if (rest === undefined) return undefined;
-    const versionId = /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest)?.[1] ?? modelPageVersion(rest, url.searchParams);
+    const versionId =
+      /^\/api\/download\/models\/(\d{1,12})\/?$/.exec(rest)?.[1] ?? modelPageVersion(rest, url.searchParams);
     if (!versionId) {
       throw new DomainError(
         'SOURCE_NOT_ALLOWED',
@@ -70,14 +71,18 @@ export class CivitaiProvider implements DownloadProvider {
   }
 
   auth() {
-    return this.deps.token ? { origin: this.origin, headers: { authorization: `Bearer ${this.deps.token}` } } : undefined;
+    return this.deps.token
+      ? { origin: this.origin, headers: { authorization: `Bearer ${this.deps.token}` } }
+      : undefined;
   }
 
   async probe(url: URL, signal?: AbortSignal): Promise<SourceMetadata> {
     const doc = await this.versionDocument(url, signal, false);
     const file = doc && pickFile(Array.isArray(doc.files) ? doc.files : [], url.searchParams);
     if (!file) return {};
-    const hashes = Object.fromEntries(Object.entries(file.hashes ?? {}).map(([k, v]) => [k.toUpperCase(), String(v).toLowerCase()]));
+    const hashes = Object.fromEntries(
+      Object.entries(file.hashes ?? {}).map(([k, v]) => [k.toUpperCase(), String(v).toLowerCase()]),
+    );
     return {
       fileName: safeFileName(file.name),
       sha256: hashes.SHA256 && HEX64.test(hashes.SHA256) ? hashes.SHA256 : undefined,
@@ -96,17 +101,23 @@ export class CivitaiProvider implements DownloadProvider {
     try {
       res = await this.deps.fetcher.open(url, { method: 'HEAD', follow: false, auth: this.auth(), signal });
     } catch (err) {
-      if (err instanceof FetchError) throw new DomainError('DOWNLOAD_FAILED', `Civitai could not be asked: ${err.message}`);
+      if (err instanceof FetchError)
+        throw new DomainError('DOWNLOAD_FAILED', `Civitai could not be asked: ${err.message}`);
       throw err;
     }
     dropBody(res.body);
     if (res.status >= 400) throw statusError(res.status, res.headers, 'Civitai');
-    const image = (doc.images ?? []).find((i) => typeof i?.url === 'string' && (i.type === undefined || i.type === 'image'));
+    const image = (doc.images ?? []).find(
+      (i) => typeof i?.url === 'string' && (i.type === undefined || i.type === 'image'),
+    );
     const sizeKB = file?.sizeKB;
-    const modelName = [doc.model?.name, doc.name].filter((x): x is string => typeof x === 'string' && x.trim() !== '').join(' ');
+    const modelName = [doc.model?.name, doc.name]
+      .filter((x): x is string => typeof x === 'string' && x.trim() !== '')
+      .join(' ');
     return {
       fileName: safeFileName(file?.name),
-      size: typeof sizeKB === 'number' && Number.isFinite(sizeKB) && sizeKB >= 0 ? Math.round(sizeKB * 1024) : undefined,
+      size:
+        typeof sizeKB === 'number' && Number.isFinite(sizeKB) && sizeKB >= 0 ? Math.round(sizeKB * 1024) : undefined,
       modelTypes: typeof doc.model?.type === 'string' ? [doc.model.type] : [],
       displayName: modelName || undefined,
       previewImageUrl: image?.url,
@@ -121,7 +132,8 @@ export class CivitaiProvider implements DownloadProvider {
     return this.apiDocument<ModelDocument>(`/api/v1/models/${modelId}`, signal, true).then((doc) => {
       const versions = Array.isArray(doc?.modelVersions) ? doc.modelVersions : [];
       const id = versions.map((v) => v?.id).find((v) => Number.isSafeInteger(v) && v! > 0);
-      if (id === undefined) throw new DomainError('SOURCE_NOT_FOUND', `Civitai model ${modelId} has no version to download`);
+      if (id === undefined)
+        throw new DomainError('SOURCE_NOT_FOUND', `Civitai model ${modelId} has no version to download`);
       // With the page's query: canonicalize keeps its file selectors (?type=VAE, ?format=...), as on a download URL.
       const download = new URL(`${this.ep.origin}${this.ep.prefix}/api/download/models/${id}`);
       download.search = url.search;
@@ -130,13 +142,21 @@ export class CivitaiProvider implements DownloadProvider {
   }
 
   /** GET /api/v1/model-versions/{id}; `strict`: failures are errors instead of "states nothing". */
-  private async versionDocument(url: URL, signal: AbortSignal | undefined, strict: boolean): Promise<VersionDocument | undefined> {
+  private async versionDocument(
+    url: URL,
+    signal: AbortSignal | undefined,
+    strict: boolean,
+  ): Promise<VersionDocument | undefined> {
     const versionId = /\/api\/download\/models\/(\d+)/.exec(url.pathname)?.[1];
     if (!versionId) return strict ? {} : undefined;
     return this.apiDocument<VersionDocument>(`/api/v1/model-versions/${versionId}`, signal, strict);
   }
 
-  private async apiDocument<T extends object>(path: string, signal: AbortSignal | undefined, strict: boolean): Promise<T | undefined> {
+  private async apiDocument<T extends object>(
+    path: string,
+    signal: AbortSignal | undefined,
+    strict: boolean,
+  ): Promise<T | undefined> {
     const api = new URL(`${this.ep.origin}${this.ep.prefix}${path}`);
     let res;
     try {
@@ -144,7 +164,8 @@ export class CivitaiProvider implements DownloadProvider {
     } catch (err) {
       // Unreachable or too slow: the download itself finds out, and retries.
       if (err instanceof FetchError && !strict) return undefined;
-      if (err instanceof FetchError) throw new DomainError('DOWNLOAD_FAILED', `Civitai could not be asked: ${err.message}`);
+      if (err instanceof FetchError)
+        throw new DomainError('DOWNLOAD_FAILED', `Civitai could not be asked: ${err.message}`);
       throw err;
     }
     if (res.status < 200 || res.status >= 300) {

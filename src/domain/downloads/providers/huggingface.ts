@@ -34,16 +34,22 @@ export class HuggingFaceProvider implements DownloadProvider {
     if (rest === undefined) return undefined;
     const m = FILE_PATH.exec(rest);
     if (!m) {
-      throw new DomainError('SOURCE_NOT_ALLOWED', 'a Hugging Face URL must name a file: .../<repo>/resolve/<revision>/<path>', {
-        field: 'source_url',
-      });
+      throw new DomainError(
+        'SOURCE_NOT_ALLOWED',
+        'a Hugging Face URL must name a file: .../<repo>/resolve/<revision>/<path>',
+        {
+          field: 'source_url',
+        },
+      );
     }
     // /blob/ is the web page of the file; /resolve/ its bytes. Query and fragment play no part in which file it is.
     return new URL(`${this.ep.origin}${this.ep.prefix}/${m[1]}/resolve/${m[3]}/${m[4]}`);
   }
 
   auth() {
-    return this.deps.token ? { origin: this.origin, headers: { authorization: `Bearer ${this.deps.token}` } } : undefined;
+    return this.deps.token
+      ? { origin: this.origin, headers: { authorization: `Bearer ${this.deps.token}` } }
+      : undefined;
   }
 
   async describe(url: URL, signal?: AbortSignal): Promise<RemoteDescription> {
@@ -58,7 +64,11 @@ export class HuggingFaceProvider implements DownloadProvider {
   }
 
   /** `strict`: an unreachable or failing provider is DOWNLOAD_FAILED instead of "states nothing". */
-  private async head(url: URL, signal: AbortSignal | undefined, strict: boolean): Promise<SourceMetadata & { contentType?: string }> {
+  private async head(
+    url: URL,
+    signal: AbortSignal | undefined,
+    strict: boolean,
+  ): Promise<SourceMetadata & { contentType?: string }> {
     const meta: SourceMetadata & { contentType?: string } = { fileName: lastSegment(url) };
     let current = url;
     // Renamed repositories answer with a relative redirect on the same host; follow those, never the CDN one.
@@ -75,7 +85,8 @@ export class HuggingFaceProvider implements DownloadProvider {
       } catch (err) {
         // Unreachable or too slow: the download itself finds out, and retries.
         if (err instanceof FetchError && !strict) return meta;
-        if (err instanceof FetchError) throw new DomainError('DOWNLOAD_FAILED', `Hugging Face could not be asked: ${err.message}`);
+        if (err instanceof FetchError)
+          throw new DomainError('DOWNLOAD_FAILED', `Hugging Face could not be asked: ${err.message}`);
         throw err;
       }
       dropBody(res.body);
@@ -83,10 +94,12 @@ export class HuggingFaceProvider implements DownloadProvider {
       const linkedEtag = headerText(h['x-linked-etag'])?.replace(/^W\//, '').replace(/"/g, '').toLowerCase();
       const linkedSize = Number(headerText(h['x-linked-size']));
       if (linkedEtag && HEX64.test(linkedEtag)) meta.sha256 = linkedEtag;
-      if (Number.isSafeInteger(linkedSize) && linkedSize >= 0 && headerText(h['x-linked-size']) !== undefined) meta.size = linkedSize;
+      if (Number.isSafeInteger(linkedSize) && linkedSize >= 0 && headerText(h['x-linked-size']) !== undefined)
+        meta.size = linkedSize;
       if (res.status >= 200 && res.status < 300) {
         const len = Number(headerText(h['content-length']));
-        if (meta.size === undefined && Number.isSafeInteger(len) && headerText(h['content-length']) !== undefined) meta.size = len;
+        if (meta.size === undefined && Number.isSafeInteger(len) && headerText(h['content-length']) !== undefined)
+          meta.size = len;
         const type = headerText(h['content-type']);
         if (type) meta.contentType = type;
         return meta;

@@ -15,9 +15,13 @@ export class Providers {
       const canonical = provider.canonicalize(url);
       if (canonical) return { provider, url: canonical };
     }
-    throw new DomainError('SOURCE_NOT_ALLOWED', `downloads are allowed from ${this.list.map((p) => p.origin).join(' and ')} only`, {
-      field: 'source_url',
-    });
+    throw new DomainError(
+      'SOURCE_NOT_ALLOWED',
+      `downloads are allowed from ${this.list.map((p) => p.origin).join(' and ')} only`,
+      {
+        field: 'source_url',
+      },
+    );
   }
 
   /**
@@ -40,7 +44,8 @@ export class Providers {
 
 /** An absolute http(s) URL without credentials; SOURCE_NOT_ALLOWED otherwise. */
 function parseSource(raw: string): URL {
-  if (raw.length > 4096) throw new DomainError('INVALID_BODY', 'the URL is longer than 4096 characters', { field: 'source_url' });
+  if (raw.length > 4096)
+    throw new DomainError('INVALID_BODY', 'the URL is longer than 4096 characters', { field: 'source_url' });
   let url: URL;
   try {
     url = new URL(raw.trim());
@@ -48,7 +53,9 @@ function parseSource(raw: string): URL {
     throw new DomainError('SOURCE_NOT_ALLOWED', 'source_url must be an absolute http(s) URL', { field: 'source_url' });
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) {
-    throw new DomainError('SOURCE_NOT_ALLOWED', 'source_url must be an http(s) URL without credentials', { field: 'source_url' });
+    throw new DomainError('SOURCE_NOT_ALLOWED', 'source_url must be an http(s) URL without credentials', {
+      field: 'source_url',
+    });
   }
   return url;
 }

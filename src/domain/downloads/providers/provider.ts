@@ -102,7 +102,11 @@ export function fileNameFromDisposition(value: string | undefined): string | und
 /** The last path segment, no directories, no control characters, at most 255 characters. */
 export function safeFileName(name: string | undefined): string | undefined {
   if (!name) return undefined;
-  const base = name.split(/[/\\]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  const base = name
+    .split(/[/\\]/)
+    .pop()!
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim();
   if (base === '' || base === '.' || base === '..') return undefined;
   return base.slice(0, 255);
 }
@@ -130,7 +134,11 @@ export class SourceError extends DomainError {
 }
 
 /** A non-2xx answer of a provider or its CDN: 401/403 need a token, 404/410 are gone, 429/5xx are worth a retry. */
-export function statusError(status: number, headers: Record<string, string | string[] | undefined>, where: string): SourceError {
+export function statusError(
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  where: string,
+): SourceError {
   const errorCode = headerText(headers['x-error-code']);
   const detail = headerText(headers['x-error-message']);
   const suffix = detail ? `: ${detail}` : '';
@@ -138,12 +146,21 @@ export function statusError(status: number, headers: Record<string, string | str
     return new SourceError('SOURCE_NOT_FOUND', `${where} answered ${status} (${errorCode})${suffix}`);
   }
   if (status === 401 || status === 403) {
-    const why = errorCode === 'GatedRepo' ? 'the repository is gated: accept its terms and set a token' : 'a token with access is needed';
+    const why =
+      errorCode === 'GatedRepo'
+        ? 'the repository is gated: accept its terms and set a token'
+        : 'a token with access is needed';
     return new SourceError('SOURCE_AUTH_REQUIRED', `${where} answered ${status}: ${why}${suffix}`);
   }
-  if (status === 404 || status === 410) return new SourceError('SOURCE_NOT_FOUND', `${where} answered ${status}: no such file${suffix}`);
+  if (status === 404 || status === 410)
+    return new SourceError('SOURCE_NOT_FOUND', `${where} answered ${status}: no such file${suffix}`);
   if (status === 429 || status === 408 || status >= 500) {
-    return new SourceError('DOWNLOAD_FAILED', `${where} answered ${status}${suffix}`, true, retryAfterMs(headers['retry-after']));
+    return new SourceError(
+      'DOWNLOAD_FAILED',
+      `${where} answered ${status}${suffix}`,
+      true,
+      retryAfterMs(headers['retry-after']),
+    );
   }
   return new SourceError('DOWNLOAD_FAILED', `${where} answered ${status}${suffix}`);
 }

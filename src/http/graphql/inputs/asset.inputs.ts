@@ -33,17 +33,26 @@ export class AssetFilter {
   @MaxLength(MAX_TEXT, { each: true })
   excludeTags?: string[];
 
-  @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags (ComfyUI `tags_all`).' })
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Assets carrying every one of these tags (ComfyUI `tags_all`).',
+  })
   @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   tagsAll?: string[];
 
-  @Field(() => [String], { nullable: true, description: 'Assets carrying at least one of these tags (ComfyUI `tags_any`).' })
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Assets carrying at least one of these tags (ComfyUI `tags_any`).',
+  })
   @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   tagsAny?: string[];
 
-  @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags (ComfyUI `tags_none`); it wins.' })
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Assets carrying none of these tags (ComfyUI `tags_none`); it wins.',
+  })
   @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
   @MaxLength(MAX_TEXT, { each: true })
   tagsNone?: string[];
@@ -57,7 +66,10 @@ export class AssetFilter {
   @MaxLength(MAX_TEXT, { each: true })
   anyTags?: string[];
 
-  @Field(() => String, { nullable: true, description: 'Assets of this content: `blake3:<64 hex>` or `sha256:<64 hex>`.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Assets of this content: `blake3:<64 hex>` or `sha256:<64 hex>`.',
+  })
   @MaxLength(80)
   hash?: string;
 
@@ -92,7 +104,10 @@ export class AssetsArgs {
   @Field(() => SortOrderEnum, { defaultValue: SortOrderEnum.desc })
   order!: SortOrderEnum;
 
-  @Field(() => String, { nullable: true, description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.',
+  })
   @MaxLength(MAX_CURSOR_LENGTH)
   after?: string;
 }
@@ -188,7 +203,11 @@ export class CreateAssetFromHashInput {
   @MaxLength(MAX_TEXT, { each: true })
   tags!: string[];
 
-  @Field(() => String, { nullable: true, description: "Defaults to a name you gave the content before, else a public download's file name, else the first 16 hex of its BLAKE3." })
+  @Field(() => String, {
+    nullable: true,
+    description:
+      "Defaults to a name you gave the content before, else a public download's file name, else the first 16 hex of its BLAKE3.",
+  })
   @MaxLength(MAX_TEXT)
   name?: string;
 
@@ -209,7 +228,9 @@ export class CreateAssetFromHashInput {
 }
 
 // Its nulls reach the domain, as the PUT body's: previewId null clears the preview, a null name or tags is refused.
-@InputType({ description: 'At least one field; tags and userMetadata replace the old values; previewId: null clears the preview.' })
+@InputType({
+  description: 'At least one field; tags and userMetadata replace the old values; previewId: null clears the preview.',
+})
 @Extensions(NULL_IS_A_VALUE)
 export class UpdateAssetInput {
   @Field(() => String, { nullable: true })

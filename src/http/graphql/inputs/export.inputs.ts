@@ -15,17 +15,26 @@ export class StartExportInput {
   @IsUUID('all', { each: true })
   jobIds?: string[];
 
-  @Field(() => JSONScalar, { nullable: true, description: '{jobId: [asset names or hashes]}: only these assets of that job (a non-empty list).' })
+  @Field(() => JSONScalar, {
+    nullable: true,
+    description: '{jobId: [asset names or hashes]}: only these assets of that job (a non-empty list).',
+  })
   jobAssetNameFilters?: unknown;
 
   @Field(() => Boolean, { nullable: true })
   includePreviews?: boolean;
 
-  @Field(() => String, { nullable: true, description: 'preserve | asset_id | group_by_job_id | group_by_job_time (default)' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'preserve | asset_id | group_by_job_id | group_by_job_time (default)',
+  })
   @IsIn([...NAMING_STRATEGIES])
   namingStrategy?: string;
 
-  @Field(() => String, { nullable: true, description: 'Like the Idempotency-Key header: repeating it answers with the first task.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Like the Idempotency-Key header: repeating it answers with the first task.',
+  })
   @MaxLength(1024)
   idempotencyKey?: string;
 }

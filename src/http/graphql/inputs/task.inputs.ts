@@ -65,7 +65,10 @@ export class StartDownloadInput {
   @IsUUID('all')
   previewId?: string;
 
-  @Field(() => String, { nullable: true, description: 'Like the Idempotency-Key header: repeating it answers with the first task.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Like the Idempotency-Key header: repeating it answers with the first task.',
+  })
   @MaxLength(1024)
   idempotencyKey?: string;
 }

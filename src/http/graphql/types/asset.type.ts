@@ -71,7 +71,8 @@ export class AssetType {
 
   @Field(() => JSONScalar, {
     nullable: true,
-    description: 'Derived by the service at ingest: filename, content_length, format, width/height, safetensors, base_model, trained_words, source_url.',
+    description:
+      'Derived by the service at ingest: filename, content_length, format, width/height, safetensors, base_model, trained_words, source_url.',
   })
   metadata!: Record<string, unknown> | null;
 
@@ -159,7 +160,9 @@ export class CreateAssetPayload {
   @Field(() => AssetType)
   asset!: AssetType;
 
-  @Field({ description: 'true when a new asset was made; false when an existing one (same id or same content) is returned.' })
+  @Field({
+    description: 'true when a new asset was made; false when an existing one (same id or same content) is returned.',
+  })
   createdNew!: boolean;
 
   static from(r: CreateResult, links: Links): CreateAssetPayload {
@@ -181,7 +184,10 @@ export class AssetPage {
   @Field({ description: 'true when total is a lower bound (the count stops above 10,000 matches).' })
   totalIsLowerBound!: boolean;
 
-  @Field(() => String, { nullable: true, description: 'Pass as `after` for the next page; null on the last page (and for lastAccessTime sorts).' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Pass as `after` for the next page; null on the last page (and for lastAccessTime sorts).',
+  })
   nextCursor!: string | null;
 
   static from(p: DomainAssetPage, links: Links): AssetPage {

@@ -30,4 +30,7 @@ export enum TaskStatusEnum {
   failed = 'failed',
   cancelled = 'cancelled',
 }
-registerEnumType(TaskStatusEnum, { name: 'TaskStatus', description: 'A cancelled task is cancelled, with an errorMessage saying so.' });
+registerEnumType(TaskStatusEnum, {
+  name: 'TaskStatus',
+  description: 'A cancelled task is cancelled, with an errorMessage saying so.',
+});

@@ -20,7 +20,10 @@ export class TaskPayloadType {
   previewId!: string | null;
 }
 
-@ObjectType('ExportRequest', { simpleResolvers: true, description: 'What an export_assets task was asked for (startExport / POST /api/assets/export).' })
+@ObjectType('ExportRequest', {
+  simpleResolvers: true,
+  description: 'What an export_assets task was asked for (startExport / POST /api/assets/export).',
+})
 export class ExportRequestType {
   @Field(() => [ID], { nullable: true })
   assetIds?: string[];
@@ -50,12 +53,18 @@ export class TaskProgressType {
   progress!: number | null;
 }
 
-@ObjectType('ExportFailedAsset', { simpleResolvers: true, description: 'An asset an export left out of its archive (ComfyUI\'s failed_assets entry).' })
+@ObjectType('ExportFailedAsset', {
+  simpleResolvers: true,
+  description: "An asset an export left out of its archive (ComfyUI's failed_assets entry).",
+})
 export class ExportFailedAssetType {
   @Field(() => ID)
   assetId!: string;
 
-  @Field({ description: '`not_found`: a requested asset id names no asset of yours; `fetch_failed`: its content could not be read.' })
+  @Field({
+    description:
+      '`not_found`: a requested asset id names no asset of yours; `fetch_failed`: its content could not be read.',
+  })
   error!: string;
 
   @Field(() => ID, { nullable: true, description: "The asset's job (prompt id), when it has one." })
@@ -70,14 +79,19 @@ export class ImportErrorType {
   @Field({ description: 'Its tree path (`models/loras/x.safetensors`).' })
   path!: string;
 
-  @Field({ description: 'SYMLINK_OUTSIDE_ROOT, NOT_A_FILE, UNREADABLE, FILE_CHANGED, INVALID_FILE_NAME, ROOT_MISSING, ...' })
+  @Field({
+    description: 'SYMLINK_OUTSIDE_ROOT, NOT_A_FILE, UNREADABLE, FILE_CHANGED, INVALID_FILE_NAME, ROOT_MISSING, ...',
+  })
   code!: string;
 
   @Field()
   message!: string;
 }
 
-@ObjectType('ImportFigures', { simpleResolvers: true, description: 'seed_assets: what the import did (POST /api/assets/seed).' })
+@ObjectType('ImportFigures', {
+  simpleResolvers: true,
+  description: 'seed_assets: what the import did (POST /api/assets/seed).',
+})
 export class ImportFiguresType {
   @Field(() => Int)
   scanned!: number;
@@ -133,22 +147,38 @@ export class TaskResultType {
   @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets: the size of the archive.' })
   bytesTotal?: number;
 
-  @Field(() => Int, { nullable: true, description: 'export_assets: members written (ComfyUI\'s assets_succeeded).' })
+  @Field(() => Int, { nullable: true, description: "export_assets: members written (ComfyUI's assets_succeeded)." })
   assetsSucceeded?: number;
 
-  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets with an archive: its size (ComfyUI\'s export_size, = bytesTotal).' })
+  @Field(() => SafeIntScalar, {
+    nullable: true,
+    description: "export_assets with an archive: its size (ComfyUI's export_size, = bytesTotal).",
+  })
   exportSize?: number;
 
-  @Field(() => SafeIntScalar, { nullable: true, description: 'export_assets with an archive: the bytes of its members (ComfyUI\'s uncompressed_size).' })
+  @Field(() => SafeIntScalar, {
+    nullable: true,
+    description: "export_assets with an archive: the bytes of its members (ComfyUI's uncompressed_size).",
+  })
   uncompressedSize?: number;
 
-  @Field(() => String, { nullable: true, description: 'export_assets that completed with success false: why (nothing to export, or nothing could be read).' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'export_assets that completed with success false: why (nothing to export, or nothing could be read).',
+  })
   error?: string;
 
-  @Field(() => [ExportFailedAssetType], { nullable: true, description: 'export_assets: the assets left out of the archive, and why (an empty list when none); null for downloads.' })
+  @Field(() => [ExportFailedAssetType], {
+    nullable: true,
+    description:
+      'export_assets: the assets left out of the archive, and why (an empty list when none); null for downloads.',
+  })
   failedAssets?: ExportFailedAssetType[];
 
-  @Field(() => ImportFiguresType, { nullable: true, description: 'seed_assets: the import\'s figures and skipped files.' })
+  @Field(() => ImportFiguresType, {
+    nullable: true,
+    description: "seed_assets: the import's figures and skipped files.",
+  })
   seed?: ImportFiguresType;
 }
 
@@ -166,13 +196,22 @@ export class TaskType {
   @Field({ description: '`download_file`, `export_assets` or `seed_assets`' })
   taskName!: string;
 
-  @Field(() => TaskPayloadType, { description: 'download_file tasks: what was asked for (an export_assets task answers an empty sourceUrl here; see exportRequest).' })
+  @Field(() => TaskPayloadType, {
+    description:
+      'download_file tasks: what was asked for (an export_assets task answers an empty sourceUrl here; see exportRequest).',
+  })
   payload!: TaskPayloadType;
 
-  @Field(() => ExportRequestType, { nullable: true, description: 'export_assets tasks: what the export was asked for.' })
+  @Field(() => ExportRequestType, {
+    nullable: true,
+    description: 'export_assets tasks: what the export was asked for.',
+  })
   exportRequest?: ExportRequestType;
 
-  @Field(() => [String], { nullable: true, description: 'seed_assets tasks: the roots imported (models, input, output).' })
+  @Field(() => [String], {
+    nullable: true,
+    description: 'seed_assets tasks: the roots imported (models, input, output).',
+  })
   importRoots?: string[];
 
   @Field(() => TaskStatusEnum)
@@ -234,13 +273,17 @@ export class TaskPage {
 
 @ObjectType('StartDownloadPayload', {
   simpleResolvers: true,
-  description: 'Either `asset` (the content was already known: stored at once) or `task` (a download was started); exactly one is set.',
+  description:
+    'Either `asset` (the content was already known: stored at once) or `task` (a download was started); exactly one is set.',
 })
 export class StartDownloadPayload {
   @Field(() => AssetType, { nullable: true })
   asset!: AssetType | null;
 
-  @Field(() => Boolean, { nullable: true, description: 'With `asset`: whether the asset record is new for this owner.' })
+  @Field(() => Boolean, {
+    nullable: true,
+    description: 'With `asset`: whether the asset record is new for this owner.',
+  })
   createdNew!: boolean | null;
 
   @Field(() => TaskType, { nullable: true })
