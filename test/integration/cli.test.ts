@@ -121,8 +121,8 @@ describe('push and pull of a ComfyUI tree', () => {
     });
     const byType = await listAll('&tags_all=model_type:loras');
     expect(byType.map((x) => x.name).sort()).toEqual(expect.arrayContaining(['style ünï 🎨 v2.safetensors']));
-    expect(named.get('empty.png')).toMatchObject({ tags: ['input', 'team-x'], size: 0 });
-    expect(named.get('run 1/ComfyUI_00001_.png')).toMatchObject({ tags: ['output', 'team-x'] });
+    expect(named.get('empty.png')).toMatchObject({ tags: ['input', 'Team-X'], size: 0 });
+    expect(named.get('run 1/ComfyUI_00001_.png')).toMatchObject({ tags: ['output', 'Team-X'] });
     for (const [rel, data] of Object.entries(TREE)) {
       const f = byFile.get(rel)!;
       expect(f.action === 'uploaded' || f.action === 'from_hash').toBe(true);
@@ -137,7 +137,7 @@ describe('push and pull of a ComfyUI tree', () => {
     // ... and adds its folder's tag to that asset.
     const dup = assets.find((x) => x.id === a.asset_id);
     expect(dup.tags).toEqual(
-      expect.arrayContaining(['models', 'loras', 'vae', 'model_type:loras', 'model_type:vae', 'team-x']),
+      expect.arrayContaining(['models', 'loras', 'vae', 'model_type:loras', 'model_type:vae', 'Team-X']),
     );
     expect(dup.tags[1]).toBe(dup.name === 'copy a.safetensors' ? 'model_type:loras' : 'model_type:vae');
     // ... and both paths are kept with it, for pull.
@@ -159,7 +159,7 @@ describe('push and pull of a ComfyUI tree', () => {
 
   test('pushing again sends nothing: HEAD + from-hash only, no upload request', async () => {
     const from = proxy.requests.length;
-    const r = await runCli(['push', comfy, '--comfyui', '--tag', 'team-x', '--json'], env);
+    const r = await runCli(['push', comfy, '--comfyui', '--tag', 'Team-X', '--json'], env);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.bytes_sent).toBe(0);
@@ -177,7 +177,7 @@ describe('push and pull of a ComfyUI tree', () => {
 
   test('pull --comfyui into an empty folder lays out models/<folder>/<name>, input/, output/ with the right bytes', async () => {
     const dest = path.join(work, 'pulled');
-    const r = await runCli(['pull', dest, '--comfyui', '--tag', 'team-x', '--json'], env);
+    const r = await runCli(['pull', dest, '--comfyui', '--tag', 'Team-X', '--json'], env);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.failed).toBe(0);
@@ -194,7 +194,7 @@ describe('push and pull of a ComfyUI tree', () => {
 
   test('pulling again downloads nothing and prints the extra_model_paths.yaml entry', async () => {
     const from = proxy.requests.length;
-    const r = await runCli(['pull', path.join(work, 'pulled'), '--comfyui', '--tag', 'team-x'], env);
+    const r = await runCli(['pull', path.join(work, 'pulled'), '--comfyui', '--tag', 'Team-X'], env);
     expect(r.code).toBe(0);
     expect(proxy.count('GET', /\/content/, from)).toBe(0);
     expect(r.stderr).toMatch(/0 downloaded/);
@@ -204,7 +204,7 @@ describe('push and pull of a ComfyUI tree', () => {
 
   test('pull --link makes the second path of a content a hard link of the first', async () => {
     const dest = path.join(work, 'pulled-linked');
-    const r = await runCli(['pull', dest, '--comfyui', '--tag', 'team-x', '--link', '--json'], env);
+    const r = await runCli(['pull', dest, '--comfyui', '--tag', 'Team-X', '--link', '--json'], env);
     expect(r.code).toBe(0);
     const a = fs.statSync(path.join(dest, 'models', 'loras', 'copy a.safetensors'));
     const b = fs.statSync(path.join(dest, 'models', 'vae', 'copy b.safetensors'));
@@ -228,7 +228,7 @@ describe('push and pull of a ComfyUI tree', () => {
         comfy,
         '--comfyui',
         '--tag',
-        'team-x',
+        'Team-X',
         '--json',
       ],
       env,
@@ -247,7 +247,7 @@ describe('push and pull of a ComfyUI tree', () => {
     const rel = 'output/run 1/ComfyUI_00001_.png';
     const edited = bytes(50 * KiB, 99);
     write(comfy, rel, edited);
-    const again = JSON.parse((await runCli(['push', comfy, '--comfyui', '--tag', 'team-x', '--json'], env)).stdout);
+    const again = JSON.parse((await runCli(['push', comfy, '--comfyui', '--tag', 'Team-X', '--json'], env)).stdout);
     expect(again.files_hashed).toBe(1);
     expect(again.files.find((f: { file: string }) => f.file.endsWith('ComfyUI_00001_.png'))).toMatchObject({
       action: 'uploaded',

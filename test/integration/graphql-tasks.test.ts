@@ -47,7 +47,7 @@ test('startDownload: a task that completes into an asset; task(id) agrees with G
   expect(task).toMatchObject({
     ownerId: 'alice',
     taskName: 'download_file',
-    payload: { sourceUrl: hub.fileUrl('model.safetensors'), tags: ['models'] },
+    payload: { sourceUrl: hub.fileUrl('model.safetensors'), tags: ['Models', 'models'] },
   });
   expect(['created', 'running', 'completed']).toContain(task.status);
 
@@ -64,7 +64,7 @@ test('startDownload: a task that completes into an asset; task(id) agrees with G
   expect(asset).toMatchObject({
     name: 'model.safetensors',
     size: body.length,
-    tags: ['models'],
+    tags: ['Models', 'models'],
     userMetadata: { k: 'v', source_url: hub.fileUrl('model.safetensors') },
   });
 

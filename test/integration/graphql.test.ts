@@ -96,7 +96,7 @@ describe('uploadAsset (GraphQL multipart request)', () => {
       tags: ['Models', 'models', 'LoRAs'],
       userMetadata: { a: 1 },
       previewId: null,
-      previewUrl: `${svc.url}/api/assets/${r.asset.id}/content`,
+      previewUrl: granted(svc, `${svc.url}/api/assets/${r.asset.id}/content`),
       isImmutable: false,
     });
     expect(r.asset.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -384,7 +384,7 @@ describe('mutations', () => {
     // No nominated preview: an image is its own (contract 3.7).
     expect(cleared.data.updateAsset).toMatchObject({
       previewId: null,
-      previewUrl: `${svc.url}/api/assets/${img.asset.id}/content`,
+      previewUrl: granted(svc, `${svc.url}/api/assets/${img.asset.id}/content`),
       name: 'renamed',
     });
     expect((await gql(svc, m, { id: img.asset.id, i: {} })).code).toBe('INVALID_BODY');

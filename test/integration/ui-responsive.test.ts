@@ -141,7 +141,7 @@ describe.each(VIEWPORTS.map((v) => [v.name, v] as const))('at %s', (name, vp) =>
       await check('details');
       // The viewer from it.
       await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
-      await page.locator('.viewer img[src^="blob:"]').waitFor();
+      await page.locator('.viewer img').waitFor();
       expect(await onScreen(page, '.viewer .close-button')).toBe(true);
       await check('viewer');
       await page.keyboard.press('Escape');

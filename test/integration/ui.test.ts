@@ -278,10 +278,10 @@ async function walkThrough(): Promise<void> {
   await accessible('details sheet');
   await shot('detail');
 
-  // 8. The viewer from the details: the image itself (its content, fetched with the key), previous / next by keys.
+  // 8. The viewer from the details: the image itself (its signed preview_url), previous / next by keys.
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   const viewer = page.getByRole('dialog');
-  await viewer.locator(`.viewer-stage[data-asset-id="${id}"] img[src^="blob:"]`).waitFor();
+  await viewer.locator(`.viewer-stage[data-asset-id="${id}"] img`).waitFor();
   await waitFor(async () =>
     (await viewer.locator('img').evaluate((i: HTMLImageElement) => i.naturalWidth)) === 320 ? true : undefined,
   );
@@ -313,8 +313,7 @@ async function walkThrough(): Promise<void> {
   await page.locator('.tile-main').first().click();
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   await waitFor(
-    async () =>
-      (await viewer.locator('audio[src^="blob:"]').evaluate((a: any) => a.readyState)) >= 1 ? true : undefined,
+    async () => ((await viewer.locator('audio').evaluate((a: any) => a.readyState)) >= 1 ? true : undefined),
     { what: 'the audio player' },
   );
   expect(await viewer.locator('audio').evaluate((a: any) => Math.round(a.duration * 100))).toBe(25);
