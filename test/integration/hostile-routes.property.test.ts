@@ -554,15 +554,18 @@ describe('tus /api/uploads', () => {
             const before = await snapshot();
             const res = await rawRequest(svc.url, method, `/api/uploads/${id}`, headers, framed.body);
             clean(res, method, sent);
-            const after = row && (await uploadRow(id.toLowerCase()));
+            const part = path.join(svc.dataDir, 'blobs', '.partial', `upload-${id.toLowerCase()}`);
+            const partSize = () => (fs.existsSync(part) ? fs.statSync(part).size : 0);
+            let after = row && (await uploadRow(id.toLowerCase()));
+            // A body the HTTP parser refuses is answered while its PATCH may still be settling (the bytes it stored
+            // are then acknowledged or cut back): observe until it has, bounded, then hold the rule.
+            for (let i = 0; after && after.offset < after.length && partSize() !== after.offset && i < 50; i++) {
+              await new Promise((r) => setTimeout(r, 100));
+              after = await uploadRow(id.toLowerCase());
+            }
             if (after) {
               // The part holds exactly the acknowledged bytes, whatever was answered.
-              const part = path.join(svc.dataDir, 'blobs', '.partial', `upload-${id.toLowerCase()}`);
-              if (after.offset < after.length)
-                expect({ size: fs.existsSync(part) ? fs.statSync(part).size : 0, sent }).toEqual({
-                  size: after.offset,
-                  sent,
-                });
+              if (after.offset < after.length) expect({ size: partSize(), sent }).toEqual({ size: after.offset, sent });
             }
             if (res.status >= 400)
               await nothingLeft(before, sent, path.join('blobs', '.partial', `upload-${id.toLowerCase()}`));
