@@ -48,8 +48,10 @@ function tableRows(file: string, heading: string): Row[] {
   const rows: Row[] = [];
   for (let i = start + 1; i < lines.length && !lines[i]!.startsWith('## '); i++) {
     const l = lines[i]!;
-    if (!l.startsWith('|') || /^\|\s*-/.test(l) || /^\|\s*variable\s*\|/.test(l)) continue;
-    const first = l.split('|')[1] ?? '';
+    // A table row (`| NAME | …`), or a list item (`- NAME (default …): …`) as the README names its few.
+    const item = l.startsWith('- ');
+    if (!item && (!l.startsWith('|') || /^\|\s*-/.test(l) || /^\|\s*variable\s*\|/.test(l))) continue;
+    const first = item ? l.slice(2, l.indexOf(' (default')) : (l.split('|')[1] ?? '');
     rows.push({ line: i + 1, names: [...first.matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!) });
   }
   return rows;
