@@ -71,7 +71,11 @@ export async function startEmbeddedPostgres(opts: {
   const bin = binDir();
   const ids = runAsIds();
   fs.mkdirSync(path.dirname(opts.dir), { recursive: true });
-  if (ids) makeTraversable(path.dirname(opts.dir), ids, opts.logger);
+  if (ids) {
+    // Its binaries in node_modules too: a clone under a 0700 directory (`mktemp -d`, root's home) stops initdb.
+    makeTraversable(bin, ids, opts.logger);
+    makeTraversable(path.dirname(opts.dir), ids, opts.logger);
+  }
   if (!fs.existsSync(path.join(opts.dir, 'PG_VERSION'))) {
     opts.logger.info('initialising embedded PostgreSQL cluster', { dir: opts.dir });
     fs.rmSync(opts.dir, { recursive: true, force: true });
@@ -230,7 +234,7 @@ function makeTraversable(dir: string, ids: { uid: number; gid: number }, logger:
       } catch (err) {
         throw new Error(
           `the embedded PostgreSQL runs as user ${USER} and cannot reach ${dir}: ${d} is not searchable by it and could not be changed ` +
-            `(${(err as Error).message}); run "chmod o+x ${d}", choose another DATA_DIR, or set DATABASE_URL`,
+            `(${(err as Error).message}); run "chmod o+x ${d}", choose another DATA_DIR or checkout, or set DATABASE_URL`,
         );
       }
     }

@@ -6,7 +6,6 @@ import { startEmbeddedPostgres } from '../../src/infra/embedded-postgres';
 import { createLogger } from '../../src/infra/logger';
 import { migrate } from '../../src/infra/migrate';
 import { JobQueue } from '../../src/infra/queue';
-import { letPostgresReachItsBinaries } from './pg-binaries';
 
 /**
  * One embedded PostgreSQL for the whole run, with a migrated template database (including pg-boss's schema). Each
@@ -14,7 +13,6 @@ import { letPostgresReachItsBinaries } from './pg-binaries';
  */
 export default async function globalSetup(): Promise<void> {
   const logger = createLogger('warn');
-  letPostgresReachItsBinaries();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-pg-'));
   fs.chmodSync(dir, 0o755);
   const pg = await startEmbeddedPostgres({
