@@ -41,6 +41,8 @@ const foreign: string[] = [];
 const badAnswers: string[] = [];
 /** Every URL the page asked for: the key must never be in one. */
 const requested: string[] = [];
+/** The asset whose content has two tree paths. */
+let pathsOf = '';
 
 async function upload(data: Buffer, name: string, tags: string): Promise<string> {
   const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(data, { tags }, name) });
@@ -74,6 +76,14 @@ beforeAll(async () => {
         i % 3 === 0 ? 'output,cats' : 'output',
       ),
     );
+  // The second newest image's content was pushed under two tree paths (contract 6.2): its details list both.
+  pathsOf = ids[IMAGES - 2]!;
+  const added = await svc.fetch(`/api/assets/${pathsOf}/paths`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ paths: ['output/a/sunset.png', 'output/b/sunset copy.png'] }),
+  });
+  expect(added.status).toBe(200);
   await waitFor(
     async () => {
       const r = await gql(svc, '{ assets(limit: 100) { items { thumbnailUrl } } }');
@@ -260,17 +270,38 @@ async function walkThrough(): Promise<void> {
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowUp');
   expect(await page.evaluate(() => document.activeElement?.getAttribute('data-asset-id'))).toBe(id);
+  expect(id).toBe(pathsOf);
   await page.keyboard.press('Enter');
   await page.locator('.drawer').waitFor();
   expect(await page.locator('.drawer').innerText()).toMatch(/blake3:[0-9a-f]{64}/);
+  await page.locator('.drawer .paths', { hasText: 'output/b/sunset copy.png' }).waitFor();
+  expect(await page.locator('.drawer h3', { hasText: /^Paths \(2\)$/ }).count()).toBe(1);
   expect(await page.locator('.drawer').innerText()).toMatch(/width\s*320/);
   await page.getByLabel('Name', { exact: true }).fill('sunset-final.png');
   await page.getByRole('textbox', { name: 'Tags' }).fill('output, favourites');
+  // User metadata as fields: a number stays a number, a word stays text; a key given twice is refused.
+  const meta = page.locator('.drawer .meta-editor');
+  for (const [k, v] of [
+    ['steps', '30'],
+    ['sampler', 'euler a'],
+    ['steps', '31'],
+  ]) {
+    await meta.getByRole('button', { name: 'Add field' }).click();
+    await meta.locator('.meta-row').last().getByPlaceholder('key').fill(k!);
+    await meta.locator('.meta-row').last().getByPlaceholder('value').fill(v!);
+  }
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.locator('.drawer .error', { hasText: 'The key "steps" is given twice.' }).waitFor();
+  await meta.getByRole('button', { name: 'Remove steps' }).last().click();
   await page.getByRole('button', { name: 'Save' }).click();
   await page.locator('.drawer .ok', { hasText: 'Saved' }).waitFor();
   await page.locator(`.tile[data-id="${id}"] .tile-name`, { hasText: 'sunset-final.png' }).waitFor();
   const renamed = await json(await svc.fetch(`/api/assets/${id}`));
   expect(renamed).toMatchObject({ name: 'sunset-final.png', tags: ['output', 'favourites'] });
+  expect(renamed.user_metadata).toMatchObject({ steps: 30, sampler: 'euler a' });
+  await page.locator('.drawer').getByRole('button', { name: 'Copy URL' }).click();
+  await page.locator('.drawer .ok', { hasText: 'Copied the URL' }).waitFor();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(renamed.short_url);
   await page.locator('.facet', { hasText: 'favourites' }).waitFor();
   await page.locator('.drawer').getByRole('button', { name: 'Copy ID' }).click();
   await page.locator('.drawer .ok', { hasText: 'Copied the id' }).waitFor();

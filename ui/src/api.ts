@@ -41,6 +41,8 @@ export interface Asset {
   previewId?: string | null;
   promptId?: string | null;
   loaderPath?: string | null;
+  /** A durable link (`<base>/api/s/{id}`) that is safe to store and paste. */
+  shortUrl?: string | null;
   createdAt: string;
   updatedAt: string;
   lastAccessTime: string;
@@ -62,6 +64,8 @@ export interface Task {
     previewId?: string | null;
   } | null;
   exportRequest?: ExportRequest | null;
+  /** seed_assets tasks: the roots imported. */
+  importRoots?: string[] | null;
   progress: { bytesDownloaded: number; bytesTotal?: number | null; progress?: number | null };
   result?: Record<string, unknown> | null;
 }
@@ -90,6 +94,8 @@ export interface Features {
   startExport: boolean;
   /** Fields of Task.result (the export's name lives there). */
   taskResultFields: string[];
+  /** The schema has imports (Task.importRoots, TaskResult.seed). */
+  imports: boolean;
 }
 
 export class Api {
@@ -247,6 +253,7 @@ function firstScreenOf(d: FirstScreenData): FirstScreen {
     tagCounts: has(d.query, 'tagCounts'),
     metadata: has(d.asset, 'metadata'),
     startExport: has(d.mutation, 'startExport'),
+    imports: !!d.result?.fields.some((f) => f.name === 'seed'),
     // The scalar ones, which need no selection of their own (failedAssets, a list of objects, does).
     taskResultFields:
       d.result?.fields
@@ -271,8 +278,10 @@ export const assetFields = (f: Features): string => (f.metadata ? ALL_ASSET_FIEL
 export const taskFields = (f: Features): string =>
   'id taskName status createTime updateTime completedAt errorMessage payload { sourceUrl tags userMetadata previewId } ' +
   'exportRequest { assetIds jobIds jobAssetNameFilters includePreviews namingStrategy } ' +
-  `progress { bytesDownloaded bytesTotal progress }${
-    f.taskResultFields.length ? ` result { ${f.taskResultFields.join(' ')} }` : ''
+  `progress { bytesDownloaded bytesTotal progress }${f.imports ? ' importRoots' : ''}${
+    f.taskResultFields.length || f.imports
+      ? ` result { ${[...f.taskResultFields, ...(f.imports ? ['seed { created skipped errors { path } }'] : [])].join(' ')} }`
+      : ''
   }`;
 
 /** Validates a key by asking for the smallest thing there is. */
@@ -293,6 +302,6 @@ export function mediaSource(a: Asset): { url: string; keyed: boolean } {
 }
 
 /** The asset's URL to share or paste into a tool (absolute; it needs the key, or a durable `short_url` when given). */
-export function assetUrl(a: Asset & { shortUrl?: string | null }): string {
+export function assetUrl(a: Asset): string {
   return a.shortUrl ?? `${location.origin}/api/assets/${encodeURIComponent(a.id)}/content`;
 }

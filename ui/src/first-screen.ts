@@ -19,7 +19,7 @@ export const pageSizeOf = (search: string): number =>
 /** The asset fields every schema of this service has; the first screen asks for the optional ones too. */
 export const BASE_ASSET_FIELDS =
   'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
-export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath previewUrl`;
+export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath previewUrl shortUrl`;
 
 /** The first screen's page: its size and a sort (`field:order`, default DEFAULT_SORT), as the GraphQL variables. */
 export function firstScreenArgs(

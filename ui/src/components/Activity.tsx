@@ -176,12 +176,15 @@ function TaskRow({
   const fraction = pr.progress ?? undefined;
   const result = t.result as { assetsTotal?: number; exportName?: string } | null | undefined;
   const exported = result?.assetsTotal;
+  const seed = (t.result as { seed?: { created: number; skipped: number; errors?: unknown[] } } | null)?.seed;
   const what =
-    t.taskName === 'export_assets'
-      ? `Export${exported !== undefined && exported !== null ? ` of ${exported} ${exported === 1 ? 'asset' : 'assets'}` : ''}`
-      : t.payload?.sourceUrl
-        ? baseOfUrl(t.payload.sourceUrl)
-        : t.taskName;
+    t.taskName === 'seed_assets'
+      ? `Import of ${t.importRoots?.length ? t.importRoots.join(', ') : 'server folders'}`
+      : t.taskName === 'export_assets'
+        ? `Export${exported !== undefined && exported !== null ? ` of ${exported} ${exported === 1 ? 'asset' : 'assets'}` : ''}`
+        : t.payload?.sourceUrl
+          ? baseOfUrl(t.payload.sourceUrl)
+          : t.taskName;
   const canRetry = ended && (t.taskName === 'export_assets' ? !!t.exportRequest : !!t.payload?.sourceUrl);
   return (
     <li class={`row-item status-${t.status}`} data-task-id={t.id} data-status={t.status}>
@@ -201,7 +204,7 @@ function TaskRow({
         {running
           ? `${formatBytes(pr.bytesDownloaded)}${pr.bytesTotal ? ` / ${formatBytes(pr.bytesTotal)}` : ''}`
           : t.status === 'completed'
-            ? formatWhen(t.completedAt ?? t.updateTime)
+            ? `${seed ? `${seed.created} new, ${seed.skipped} skipped${seed.errors?.length ? ` (${seed.errors.length} unreadable or refused)` : ''} · ` : ''}${formatWhen(t.completedAt ?? t.updateTime)}`
             : readableError(t.errorMessage)}
       </span>
       <span class="row-actions">

@@ -4,6 +4,7 @@ import { ApiError, assetFields, assetUrl, type Api, type Asset, type Features } 
 import { copyText } from '../copy';
 import { formatBytes, formatDate, kindOf, modelFolderOf, parseTags } from '../format';
 import { KindIcon } from './icons';
+import { MetadataEditor, objectOf, rowsOf, type MetaRow } from './MetadataEditor';
 import { saveWithKey } from './useObjectUrl';
 import { useThumbnail, type ThumbnailAccess } from './useThumbnail';
 
@@ -29,7 +30,8 @@ interface DetailProps {
 export function Detail({ api, access, features, asset, onClose, onSaved, onTag, onView, onDelete }: DetailProps) {
   const [name, setName] = useState(asset.name);
   const [tags, setTags] = useState(asset.tags.join(', '));
-  const [meta, setMeta] = useState(JSON.stringify(asset.userMetadata, null, 2));
+  const [metaRows, setMetaRows] = useState<MetaRow[]>(() => rowsOf(asset.userMetadata));
+  const [metaJson, setMetaJson] = useState<string | undefined>();
   const [status, setStatus] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>();
   const [busy, setBusy] = useState(false);
   const [confirming, setConfirming] = useState(false);
@@ -40,7 +42,8 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
   useEffect(() => {
     setName(asset.name);
     setTags(asset.tags.join(', '));
-    setMeta(JSON.stringify(asset.userMetadata, null, 2));
+    setMetaRows(rowsOf(asset.userMetadata));
+    setMetaJson(undefined);
   }, [asset.id, asset.updatedAt]);
   useEffect(() => {
     setStatus(undefined);
@@ -71,15 +74,24 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
   async function save(e: Event) {
     e.preventDefault();
     let userMetadata: unknown;
-    try {
-      userMetadata = JSON.parse(meta || '{}');
-    } catch {
-      setStatus({ kind: 'error', text: 'User metadata is not valid JSON.' });
-      return;
-    }
-    if (!userMetadata || typeof userMetadata !== 'object' || Array.isArray(userMetadata)) {
-      setStatus({ kind: 'error', text: 'User metadata must be a JSON object.' });
-      return;
+    if (metaJson !== undefined) {
+      try {
+        userMetadata = JSON.parse(metaJson || '{}');
+      } catch {
+        setStatus({ kind: 'error', text: 'User metadata is not valid JSON.' });
+        return;
+      }
+      if (!userMetadata || typeof userMetadata !== 'object' || Array.isArray(userMetadata)) {
+        setStatus({ kind: 'error', text: 'User metadata must be a JSON object.' });
+        return;
+      }
+    } else {
+      const o = objectOf(metaRows);
+      if ('error' in o) {
+        setStatus({ kind: 'error', text: o.error });
+        return;
+      }
+      userMetadata = o.value;
     }
     setBusy(true);
     try {
@@ -128,6 +140,11 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
     ['Prompt', asset.promptId],
     ['Immutable', asset.isImmutable ? 'yes' : 'no'],
   ];
+
+  // metadata.paths (contract 6.2) is shown as a list of its own; the rest of the derived metadata as fields.
+  const rawPaths = asset.metadata?.paths;
+  const paths = Array.isArray(rawPaths) ? rawPaths.filter((x): x is string => typeof x === 'string') : [];
+  const derived = Object.entries(asset.metadata ?? {}).filter(([k]) => k !== 'paths' || paths.length === 0);
 
   return (
     <aside class="drawer" aria-labelledby="detail-title">
@@ -223,11 +240,28 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
         </dl>
       </section>
 
-      {asset.metadata && Object.keys(asset.metadata).length > 0 && (
+      {paths.length > 0 && (
+        <section>
+          <h3>{paths.length === 1 ? 'Path' : `Paths (${paths.length})`}</h3>
+          <p class="help">Where this content sits in pushed or imported trees; pull recreates each.</p>
+          <ul class="paths">
+            {paths.map((p) => (
+              <li key={p}>
+                <code>{p}</code>
+                <button type="button" class="link" onClick={() => copy('the path', p)} aria-label={`Copy ${p}`}>
+                  Copy
+                </button>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      {derived.length > 0 && (
         <section>
           <h3>Metadata</h3>
           <dl class="fields">
-            {Object.entries(asset.metadata).map(([k, v]) => (
+            {derived.map(([k, v]) => (
               <Fragment key={k}>
                 <dt>{k}</dt>
                 <dd>
@@ -267,14 +301,7 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
           <p id="edit-tags-help" class="help">
             Comma-separated.
           </p>
-          <label for="edit-meta">User metadata (JSON object)</label>
-          <textarea
-            id="edit-meta"
-            rows={5}
-            spellcheck={false}
-            value={meta}
-            onInput={(e) => setMeta((e.target as HTMLTextAreaElement).value)}
-          />
+          <MetadataEditor rows={metaRows} onRows={setMetaRows} json={metaJson} onJson={setMetaJson} />
           <div class="row">
             <button type="submit" class="primary">
               {busy ? 'Saving…' : 'Save'}
