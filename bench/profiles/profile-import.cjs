@@ -1,0 +1,54 @@
+'use strict';
+// Where a server-side import of many small files spends its time (issue 28): a folder of BENCH_IMPORT_FILES
+// (default 2,000) files of 50-500 KiB is imported once by a service run with --cpu-prof; prints the wall time, the
+// CPU seconds of the service and of PostgreSQL, and the profile's heaviest functions (self time).
+// Run: node bench/profiles/profile-import.cjs   (the profile lands in $TMPDIR/profile-import/)
+const fs = require('node:fs');
+const path = require('node:path');
+const { KEY, OWNER, benchTmp, rmrf, startStack, randomPattern, requestJson, now, log } = require('../lib/common.cjs');
+const { summarize } = require('../lib/cpu-profile.cjs');
+
+async function main() {
+  const n = Number(process.env.BENCH_IMPORT_FILES || 2000);
+  const work = benchTmp('profile-import');
+  const root = path.join(work, 'ComfyUI', 'output');
+  fs.mkdirSync(root, { recursive: true });
+  for (let i = 0; i < n; i++) {
+    const size = Math.round(50 * 1024 * Math.pow(10, Math.random()));
+    const b = Buffer.from(randomPattern().subarray(i * 997, i * 997 + size));
+    b.writeUInt32BE(i, 0);
+    fs.writeFileSync(path.join(root, `img_${i}.png`), b);
+  }
+  const profDir = path.join(require('node:os').tmpdir(), 'profile-import');
+  rmrf(profDir);
+  const stack = await startStack({
+    prefix: 'profile-import',
+    env: { IMPORT_ROOTS: `output=${root}`, IMPORT_ROOTS_OWNER: OWNER },
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+  });
+  try {
+    const cpu = () => cpuOf(stack.svc.pid);
+    const c0 = cpu();
+    const t0 = now();
+    const r = await requestJson(stack.svc.url, 'POST', '/api/assets/seed?wait=true', {});
+    const seconds = now() - t0;
+    log(`import of ${n} files: ${seconds.toFixed(2)} s (${(n / seconds).toFixed(0)} files/s), status ${r.body.status}`);
+    log(`service CPU ${(cpu() - c0).toFixed(2)} s`);
+  } finally {
+    await stack.stop();
+    rmrf(work);
+  }
+  const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  if (file) summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), 30);
+  void KEY;
+}
+
+function cpuOf(pid) {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
