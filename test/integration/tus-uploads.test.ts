@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { Client } from 'pg';
-import { DomainError } from '../../src/domain/errors';
 import type { PartialBlob } from '../../src/infra/blob-store/blob-store';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
+import { DatabaseUnavailableError } from '../../src/infra/errors';
 
 /** Resumable uploads on the disk store: tus-js-client end to end, and the protocol edges by hand. */
 const KiB = 1024;
@@ -427,9 +427,7 @@ describe('removal: the record goes before the part', () => {
     const data = random(1000);
     const id = idOf((await create(data.length)).headers.get('location')!);
     expect((await patch(id, 0, data.subarray(0, 300))).status).toBe(204);
-    jest
-      .spyOn(repoOf(), 'delete')
-      .mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unreachable'));
+    jest.spyOn(repoOf(), 'delete').mockRejectedValueOnce(new DatabaseUnavailableError());
     const del = await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
     expect(del.status).toBe(503);
     // Before: the part was removed first, leaving a record whose offset named bytes that were gone (HEAD said 300,
@@ -691,13 +689,9 @@ describe('what tus clients, proxies and hostile input send', () => {
   test('the database gone while the last PATCH makes the asset: 503, the upload is kept, and a later HEAD makes the asset', async () => {
     const data = random(40 * KiB);
     const id = idOf((await create(data.length, { name: 'kept.bin' })).headers.get('location')!);
-    // As translateDbError answers a database that cannot be reached, in the transaction that makes the asset.
+    // As translateDbError raises for a database that cannot be reached, in the transaction that makes the asset.
     const assets = svc.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest
-      .spyOn(assets, 'createWithContent')
-      .mockRejectedValueOnce(
-        new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }),
-      );
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DatabaseUnavailableError());
     const last = await patch(id, 0, data);
     expect([last.status, (await json(last)).code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
     const h = await head(id);

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import { storeErrors, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
+import { type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
-import { DomainError, isDomainError } from '../errors';
+import { DomainError, isDomainError, isOwnStoreFailure, storeErrors } from '../errors';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
@@ -272,7 +272,7 @@ export class ContentService {
     try {
       removed = await this.repo.deleteExpired(this.opts.gcGraceSeconds, batch);
     } catch (err) {
-      if (isDomainError(err)) throw err; // the database is unavailable: the job is retried
+      if (isDomainError(err) || isOwnStoreFailure(err)) throw err; // the database is unavailable: the job is retried
       // One content the batch cannot delete must not hold back the others: collect them one by one this time.
       this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
       return this.collectOneByOne(batch);

@@ -1,6 +1,8 @@
 import type { Readable } from 'node:stream';
 import type { HashSession } from './ingest-pool';
-import { DomainError } from '../../domain/errors';
+import { BlobStoreFullError, BlobStoreUnavailableError, InfraError } from '../errors';
+
+export { BlobNotFoundError } from '../errors';
 
 /**
  * Content-addressed storage of bytes, keyed by the BLAKE3 hex of the content. Bytes first go to a temporary object
@@ -102,13 +104,6 @@ export type DerivedKind = (typeof DERIVED_KINDS)[number];
 export interface CommitOptions {
   /** Leave the temporary blob in place (the caller discards it later); see ContentService.precommit. */
   keepTemp?: boolean;
-}
-
-export class BlobNotFoundError extends Error {
-  constructor(readonly hash: string) {
-    super(`blob ${hash} not found`);
-    this.name = 'BlobNotFoundError';
-  }
 }
 
 export interface TempBlob {
@@ -223,26 +218,15 @@ export function isStoreUnreachable(err: unknown): boolean {
 }
 
 /**
- * The one place where blob store failures become the client's answer (as `translateDbError` for the database): full
- * (ENOSPC, a quota) is INSUFFICIENT_STORAGE (507), unreachable (a connection refused, reset or timed out; S3's 503)
- * is SERVICE_UNAVAILABLE (503, Retry-After). Anything else is returned unchanged.
+ * The one place where blob store failures become infra's errors (as `translateDbError` for the database): full
+ * (ENOSPC, a quota) is BlobStoreFullError, unreachable (a connection refused, reset or timed out; S3's 503) is
+ * BlobStoreUnavailableError; the transports' error table answers them. Anything else is returned unchanged.
  */
 export function translateStoreError(err: unknown): unknown {
-  if (err instanceof DomainError) return err;
-  if (isStorageFull(err)) return new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
-  if (isStoreUnreachable(err))
-    return Object.assign(
-      new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 }),
-      { cause: err },
-    );
+  if (err instanceof InfraError) return err;
+  if (isStorageFull(err)) return new BlobStoreFullError({ cause: err });
+  if (isStoreUnreachable(err)) return new BlobStoreUnavailableError({ cause: err });
   return err;
-}
-
-/** `p`, its store failures translated (translateStoreError). */
-export function storeErrors<T>(p: Promise<T>): Promise<T> {
-  return p.catch((err: unknown) => {
-    throw translateStoreError(err);
-  });
 }
 
 /** `ab/cd/abcd…`: two levels of fan-out keep directories small. */

@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
-import { DomainError } from '../../domain/errors';
+import { BlobStoreFullError } from '../errors';
 import { contentDisposition } from '../content-disposition';
 import {
   BlobNotFoundError,
@@ -131,7 +131,7 @@ export class S3BlobStore implements BlobStore {
           return await next(args);
         } catch (err) {
           const translated = translateStoreError(err);
-          if (translated instanceof DomainError && translated.code === 'INSUFFICIENT_STORAGE') this.full = true;
+          if (translated instanceof BlobStoreFullError) this.full = true;
           throw translated;
         }
       },
@@ -371,7 +371,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   /**
-   * Whether the store takes a write at all (one byte, removed at once): throws INSUFFICIENT_STORAGE while it refuses
+   * Whether the store takes a write at all (one byte, removed at once): throws BlobStoreFullError while it refuses
    * for lack of space, so /readyz names `storage` until space is freed, and then clears the flag by itself.
    */
   private async probeSpace(): Promise<void> {
@@ -420,7 +420,7 @@ export class S3BlobStore implements BlobStore {
       // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
       // the client mostly sees the connection cut (EPIPE) instead of that answer, so a cut asks the store once more.
       if (isCut(err) && (await this.refusesWrites()))
-        throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
+        throw new BlobStoreFullError({ cause: err });
       throw err;
     }
   }
@@ -489,7 +489,7 @@ export class S3BlobStore implements BlobStore {
       await this.probeSpace();
       return false;
     } catch (err) {
-      return err instanceof DomainError && err.code === 'INSUFFICIENT_STORAGE';
+      return err instanceof BlobStoreFullError;
     }
   }
 
