@@ -244,7 +244,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       content.close();
       await database.close();
-      await blobStore.close?.();
+      await blobStore.close();
     },
   };
 }

@@ -273,7 +273,7 @@ describe('S3 (Ceph RGW)', () => {
     // The endpoint refuses connections: the segment being written fails, and so does the listing after it.
     const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
     const store = a.container.blobStore;
-    const real = store.openPartial!.bind(store);
+    const real = store.openPartial.bind(store);
     jest
       .spyOn(store, 'openPartial')
       .mockImplementationOnce(async (name) => ({

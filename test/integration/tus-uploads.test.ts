@@ -56,7 +56,7 @@ const head = (id: string, key: string = KEYS.alice) =>
 /** The next part the store opens has `change` applied (a failing or silent step of it). */
 function changeNextPart(change: (partial: PartialBlob) => Partial<PartialBlob>): void {
   const store = svc.container.blobStore;
-  const real = store.openPartial!.bind(store);
+  const real = store.openPartial.bind(store);
   jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => {
     const partial = await real(name);
     return { ...partial, ...change(partial) };

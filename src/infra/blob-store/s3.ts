@@ -29,9 +29,11 @@ import {
   DERIVED_KINDS,
   PARTIAL_NAME,
   type BlobStore,
+  type BlobStoreCapabilities,
   type CommitOptions,
   type DerivedKind,
   type PartialBlob,
+  type Presigning,
   type TempBlob,
 } from './blob-store';
 
@@ -80,8 +82,10 @@ const SNAPSHOT = 'snapshot';
  * aws-chunked CRC trailers the SDK otherwise sends by default. Integrity is ours: every byte is hashed (BLAKE3 and
  * SHA-256) on the way in.
  */
-export class S3BlobStore implements BlobStore {
+export class S3BlobStore implements BlobStore, Presigning {
   readonly kind = 's3' as const;
+  /** Presigned URLs; blobs are read through `read` (no local paths), hashed on the request thread. */
+  readonly capabilities: BlobStoreCapabilities = { presign: this };
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly base: string;
@@ -419,8 +423,7 @@ export class S3BlobStore implements BlobStore {
       await this.deleteKey(key).catch(() => undefined);
       // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
       // the client mostly sees the connection cut (EPIPE) instead of that answer, so a cut asks the store once more.
-      if (isCut(err) && (await this.refusesWrites()))
-        throw new BlobStoreFullError({ cause: err });
+      if (isCut(err) && (await this.refusesWrites())) throw new BlobStoreFullError({ cause: err });
       throw err;
     }
   }
