@@ -4,7 +4,7 @@
  * error table (src/http/shared/errors.ts): unavailable is 503 with Retry-After, full is 507.
  */
 
-/** Which store failed: named in the message and by /readyz's checks (`storage`, `database`). */
+/** Which store failed, named in the message (as /readyz names its checks `storage` and `database`). */
 export type Store = 'blob store' | 'database';
 
 export abstract class InfraError extends Error {
@@ -12,43 +12,26 @@ export abstract class InfraError extends Error {
 }
 
 /** The store cannot be reached or fails on its side; retrying later may succeed. */
-export abstract class StoreUnavailable extends InfraError {
+export class StoreUnavailableError extends InfraError {
   /** Seconds a client should wait before it retries. */
   readonly retryAfterSeconds = 5;
+  constructor(
+    readonly store: Store,
+    opts?: { cause?: unknown },
+  ) {
+    super(`the ${store} is unavailable; retry later`, opts);
+    this.name = 'StoreUnavailableError';
+  }
 }
 
 /** The store has no space left (a full disk, a quota). */
-export abstract class StoreFull extends InfraError {}
-
-export class BlobStoreUnavailableError extends StoreUnavailable {
-  readonly store = 'blob store';
-  constructor(opts?: { cause?: unknown }) {
-    super('the blob store is unavailable; retry later', opts);
-    this.name = 'BlobStoreUnavailableError';
-  }
-}
-
-export class BlobStoreFullError extends StoreFull {
-  readonly store = 'blob store';
-  constructor(opts?: { cause?: unknown }) {
-    super('the blob store has no space left', opts);
-    this.name = 'BlobStoreFullError';
-  }
-}
-
-export class DatabaseUnavailableError extends StoreUnavailable {
-  readonly store = 'database';
-  constructor(opts?: { cause?: unknown }) {
-    super('the database is unavailable; retry later', opts);
-    this.name = 'DatabaseUnavailableError';
-  }
-}
-
-export class DatabaseFullError extends StoreFull {
-  readonly store = 'database';
-  constructor(opts?: { cause?: unknown }) {
-    super('the database has no space left', opts);
-    this.name = 'DatabaseFullError';
+export class StoreFullError extends InfraError {
+  constructor(
+    readonly store: Store,
+    opts?: { cause?: unknown },
+  ) {
+    super(`the ${store} has no space left`, opts);
+    this.name = 'StoreFullError';
   }
 }
 
@@ -62,5 +45,5 @@ export class BlobNotFoundError extends InfraError {
 }
 
 /** Unavailable or full: a failure of a store of this service, not of the request (see isOwnStoreFailure). */
-export const isStoreFailure = (e: unknown): e is StoreUnavailable | StoreFull =>
-  e instanceof StoreUnavailable || e instanceof StoreFull;
+export const isStoreFailure = (e: unknown): e is StoreUnavailableError | StoreFullError =>
+  e instanceof StoreUnavailableError || e instanceof StoreFullError;

@@ -1,6 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg, { Pool, type PoolConfig } from 'pg';
-import { DatabaseFullError, DatabaseUnavailableError, InfraError, StoreFull, StoreUnavailable } from './errors';
+import { InfraError, StoreFullError, StoreUnavailableError } from './errors';
 import { PrismaClient } from '../generated/prisma/client';
 import type { Logger } from './logger';
 
@@ -111,8 +111,8 @@ export class DatabaseHealth {
 
 /**
  * The one place where database failures become infra's errors: a database that cannot be reached, drops the
- * connection, is shutting down, or does not answer in time is DatabaseUnavailableError (the client's 503); a database
- * whose disk is full is DatabaseFullError (507). Recognises pg errors, pg-pool timeouts and Prisma's wrappers (driver
+ * connection, is shutting down, or does not answer in time is StoreUnavailableError (the client's 503); a database
+ * whose disk is full is StoreFullError (507). Recognises pg errors, pg-pool timeouts and Prisma's wrappers (driver
  * adapter errors, P1001-style codes). Anything else is returned unchanged.
  */
 export function translateDbError(err: unknown, health?: DatabaseHealth): unknown {
@@ -120,9 +120,9 @@ export function translateDbError(err: unknown, health?: DatabaseHealth): unknown
   const kind = classifyDbError(err);
   if (kind === 'unavailable') {
     health?.failed();
-    return new DatabaseUnavailableError();
+    return new StoreUnavailableError('database');
   }
-  if (kind === 'full') return new DatabaseFullError();
+  if (kind === 'full') return new StoreFullError('database');
   return err;
 }
 
@@ -154,8 +154,8 @@ function sqlStateKind(code: string): 'unavailable' | 'full' | undefined {
 export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefined {
   let e: unknown = err;
   for (let i = 0; i < 6 && e && typeof e === 'object'; i++) {
-    if (e instanceof StoreUnavailable) return 'unavailable';
-    if (e instanceof StoreFull) return 'full';
+    if (e instanceof StoreUnavailableError) return 'unavailable';
+    if (e instanceof StoreFullError) return 'full';
     const o = e as {
       code?: unknown;
       message?: unknown;

@@ -6,7 +6,7 @@ import { blake3Of, createTestDatabase, json, startTestService, waitFor, type Tes
 import { startS3Server, type TestS3Server } from '../helpers/rgw';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { startCuttingProxy, TUS, tusUpload, tusUploadUntilKilled } from '../helpers/tus';
-import { DatabaseUnavailableError } from '../../src/infra/errors';
+import { StoreUnavailableError } from '../../src/infra/errors';
 
 /**
  * Resumable uploads across failures: the service process SIGKILLed mid-upload and another one
@@ -243,7 +243,7 @@ describe('S3 (Ceph RGW)', () => {
     });
     const id = idOf(created.headers.get('location')!);
     const assets = a.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DatabaseUnavailableError());
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new StoreUnavailableError('database'));
     const last = await a.fetch(`/api/uploads/${id}`, {
       method: 'PATCH',
       headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },

@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import type { PartialBlob } from '../../src/infra/blob-store/blob-store';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { handPatch, startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
-import { DatabaseUnavailableError } from '../../src/infra/errors';
+import { StoreUnavailableError } from '../../src/infra/errors';
 
 /** Resumable uploads on the disk store: tus-js-client end to end, and the protocol edges by hand. */
 const KiB = 1024;
@@ -424,7 +424,7 @@ describe('removal: the record goes before the part', () => {
     const data = random(1000);
     const id = idOf((await create(data.length)).headers.get('location')!);
     expect((await patch(id, 0, data.subarray(0, 300))).status).toBe(204);
-    jest.spyOn(repoOf(), 'delete').mockRejectedValueOnce(new DatabaseUnavailableError());
+    jest.spyOn(repoOf(), 'delete').mockRejectedValueOnce(new StoreUnavailableError('database'));
     const del = await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
     expect(del.status).toBe(503);
     // Before: the part was removed first, leaving a record whose offset named bytes that were gone (HEAD said 300,
@@ -642,7 +642,7 @@ describe('what tus clients, proxies and hostile input send', () => {
     const id = idOf((await create(data.length, { name: 'kept.bin' })).headers.get('location')!);
     // As translateDbError raises for a database that cannot be reached, in the transaction that makes the asset.
     const assets = svc.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new DatabaseUnavailableError());
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new StoreUnavailableError('database'));
     const last = await patch(id, 0, data);
     expect([last.status, (await json(last)).code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
     const h = await head(id);

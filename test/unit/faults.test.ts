@@ -5,12 +5,7 @@ import path from 'node:path';
 import { DomainError, storeErrors } from '../../src/domain/errors';
 import { fromInfraError } from '../../src/http/shared/errors';
 import { isStorageFull, translateStoreError } from '../../src/infra/blob-store/blob-store';
-import {
-  BlobStoreFullError,
-  BlobStoreUnavailableError,
-  DatabaseFullError,
-  DatabaseUnavailableError,
-} from '../../src/infra/errors';
+import { StoreFullError, StoreUnavailableError } from '../../src/infra/errors';
 import { classifyDbError, DatabaseHealth, translateDbError, type Db } from '../../src/infra/prisma';
 
 describe('database errors are translated in one place (infra/prisma.ts), answered by the one error table', () => {
@@ -29,9 +24,10 @@ describe('database errors are translated in one place (infra/prisma.ts), answere
     ['pg-pool timeout', new Error('timeout exceeded when trying to connect')],
     ['pg client query timeout', new Error('Query read timeout')],
     ['wrapped in a cause', new Error('outer', { cause: Object.assign(new Error('inner'), { code: 'ECONNREFUSED' }) })],
-  ])('%s → DatabaseUnavailableError: SERVICE_UNAVAILABLE with retry_after, nothing of the original text', (_n, err) => {
+  ])('%s → the database unavailable: SERVICE_UNAVAILABLE with retry_after, nothing of the original text', (_n, err) => {
     const infra = translateDbError(err);
-    expect(infra).toBeInstanceOf(DatabaseUnavailableError);
+    expect(infra).toBeInstanceOf(StoreUnavailableError);
+    expect((infra as StoreUnavailableError).store).toBe('database');
     const t = fromInfraError(infra)!;
     expect(t).toBeInstanceOf(DomainError);
     expect(t.code).toBe('SERVICE_UNAVAILABLE');
@@ -41,7 +37,8 @@ describe('database errors are translated in one place (infra/prisma.ts), answere
 
   test('53100 disk full → INSUFFICIENT_STORAGE (pg error and through Prisma)', () => {
     const infra = translateDbError(Object.assign(new Error('could not extend file'), { code: '53100' }));
-    expect(infra).toBeInstanceOf(DatabaseFullError);
+    expect(infra).toBeInstanceOf(StoreFullError);
+    expect((infra as StoreFullError).store).toBe('database');
     expect(fromInfraError(infra)?.code).toBe('INSUFFICIENT_STORAGE');
     expect(classifyDbError(adapter({ originalCode: '53100', kind: 'postgres' }))).toBe('full');
   });
@@ -81,15 +78,17 @@ test('ENOSPC and EDQUOT are recognised as a full store', () => {
 });
 
 describe('blob store errors are infra errors, answered by the one error table', () => {
-  test('full → BlobStoreFullError (507), unreachable → BlobStoreUnavailableError (503, Retry-After)', () => {
+  test('full (507), unreachable (503, Retry-After), named as the blob store', () => {
     const full = translateStoreError(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }));
-    expect(full).toBeInstanceOf(BlobStoreFullError);
+    expect(full).toBeInstanceOf(StoreFullError);
+    expect((full as StoreFullError).store).toBe('blob store');
     expect(fromInfraError(full)).toMatchObject({
       code: 'INSUFFICIENT_STORAGE',
       message: expect.stringMatching(/blob/),
     });
     const away = translateStoreError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
-    expect(away).toBeInstanceOf(BlobStoreUnavailableError);
+    expect(away).toBeInstanceOf(StoreUnavailableError);
+    expect((away as StoreUnavailableError).store).toBe('blob store');
     expect(fromInfraError(away)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { retry_after: 5 } });
     const other = new Error('EACCES');
     expect(translateStoreError(other)).toBe(other);
@@ -99,7 +98,7 @@ describe('blob store errors are infra errors, answered by the one error table', 
     const domain = new DomainError('PAYLOAD_TOO_LARGE', 'too large');
     await expect(storeErrors(Promise.reject(domain))).rejects.toBe(domain);
     await expect(storeErrors(Promise.reject(Object.assign(new Error('x'), { code: 'EDQUOT' })))).rejects.toBeInstanceOf(
-      BlobStoreFullError,
+      StoreFullError,
     );
   });
 

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type http from 'node:http';
 import { DomainError, type ErrorCode } from '../../domain/errors';
-import { StoreFull, StoreUnavailable } from '../../infra/errors';
+import { StoreFullError, StoreUnavailableError } from '../../infra/errors';
 import type { Logger } from '../../infra/logger';
 
 /*
@@ -62,9 +62,9 @@ export const STATUS_OF: Record<ErrorCode, number> = {
  * reached is 503 with Retry-After, one that is full is 507. The message names the store; the cause stays in the logs.
  */
 export function fromInfraError(err: unknown): DomainError | undefined {
-  if (err instanceof StoreUnavailable)
+  if (err instanceof StoreUnavailableError)
     return new DomainError('SERVICE_UNAVAILABLE', err.message, { retry_after: err.retryAfterSeconds });
-  if (err instanceof StoreFull) return new DomainError('INSUFFICIENT_STORAGE', err.message);
+  if (err instanceof StoreFullError) return new DomainError('INSUFFICIENT_STORAGE', err.message);
   return undefined;
 }
 

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { HashSession } from './ingest-pool';
-import { BlobStoreFullError, BlobStoreUnavailableError, InfraError } from '../errors';
+import { InfraError, StoreFullError, StoreUnavailableError } from '../errors';
 
 export { BlobNotFoundError } from '../errors';
 
@@ -250,13 +250,13 @@ export function isStoreUnreachable(err: unknown): boolean {
 
 /**
  * The one place where blob store failures become infra's errors (as `translateDbError` for the database): full
- * (ENOSPC, a quota) is BlobStoreFullError, unreachable (a connection refused, reset or timed out; S3's 503) is
- * BlobStoreUnavailableError; the transports' error table answers them. Anything else is returned unchanged.
+ * (ENOSPC, a quota) is StoreFullError, unreachable (a connection refused, reset or timed out; S3's 503) is
+ * StoreUnavailableError; the transports' error table answers them. Anything else is returned unchanged.
  */
 export function translateStoreError(err: unknown): unknown {
   if (err instanceof InfraError) return err;
-  if (isStorageFull(err)) return new BlobStoreFullError({ cause: err });
-  if (isStoreUnreachable(err)) return new BlobStoreUnavailableError({ cause: err });
+  if (isStorageFull(err)) return new StoreFullError('blob store', { cause: err });
+  if (isStoreUnreachable(err)) return new StoreUnavailableError('blob store', { cause: err });
   return err;
 }
 

@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
-import { BlobStoreFullError } from '../errors';
+import { StoreFullError } from '../errors';
 import { contentDisposition } from '../content-disposition';
 import {
   BlobNotFoundError,
@@ -135,7 +135,7 @@ export class S3BlobStore implements BlobStore, Presigning {
           return await next(args);
         } catch (err) {
           const translated = translateStoreError(err);
-          if (translated instanceof BlobStoreFullError) this.full = true;
+          if (translated instanceof StoreFullError) this.full = true;
           throw translated;
         }
       },
@@ -375,7 +375,7 @@ export class S3BlobStore implements BlobStore, Presigning {
   }
 
   /**
-   * Whether the store takes a write at all (one byte, removed at once): throws BlobStoreFullError while it refuses
+   * Whether the store takes a write at all (one byte, removed at once): throws StoreFullError while it refuses
    * for lack of space, so /readyz names `storage` until space is freed, and then clears the flag by itself.
    */
   private async probeSpace(): Promise<void> {
@@ -423,7 +423,7 @@ export class S3BlobStore implements BlobStore, Presigning {
       await this.deleteKey(key).catch(() => undefined);
       // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
       // the client mostly sees the connection cut (EPIPE) instead of that answer, so a cut asks the store once more.
-      if (isCut(err) && (await this.refusesWrites())) throw new BlobStoreFullError({ cause: err });
+      if (isCut(err) && (await this.refusesWrites())) throw new StoreFullError('blob store', { cause: err });
       throw err;
     }
   }
@@ -492,7 +492,7 @@ export class S3BlobStore implements BlobStore, Presigning {
       await this.probeSpace();
       return false;
     } catch (err) {
-      return err instanceof BlobStoreFullError;
+      return err instanceof StoreFullError;
     }
   }
 
