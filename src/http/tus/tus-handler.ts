@@ -11,14 +11,15 @@ import { handle, principalOf } from '../rest/middleware';
 import { closeAfterAnswer } from '../shared/errors';
 import { UploadDataStore } from './data-store';
 import { UploadLocker } from './locker';
-import { parseUploadMetadata, readMetadataHeader } from './metadata';
+import { checkOurs, OFFSET_STREAM } from './checks';
+import { parseUploadMetadata } from './metadata';
 import { requestContext, type TusRequestContext } from './request-context';
 
 /*
  * The tus protocol adapter: @tus/server answers tus 1.0 (creation, creation-with-upload, termination, expiration) at
  * /api/uploads with its data store (data-store.ts: UploadService's calls), its locker (locker.ts: the upload's lease)
  * and a request context (request-context.ts: whose request, its body read straight from Node). What is ours is
- * checked here first, and every error that is ours (raised here, in the data store or at completion) goes to the app's
+ * checked first (checks.ts), and every error that is ours (raised here, in the data store or at completion) goes to the app's
  * error middleware with the usual {code, message} JSON: another owner's upload is 404, metadata is validated and
  * Upload-Length limited at creation, Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable
  * other than 1.0.0) keep tus's status with the same JSON body (`TUS_STATUS_CODES`). The routes are the uploads
@@ -54,9 +55,6 @@ const isTusError = (err: unknown): boolean =>
   err !== null &&
   !(err instanceof Error) &&
   typeof (err as { status_code?: unknown }).status_code === 'number';
-
-/** The tus media type of PATCH bodies (and of creation-with-upload bodies). */
-const OFFSET_STREAM = 'application/offset+octet-stream';
 
 /**
  * Headers tus would read to build URLs itself (and refuses a request over: `X-Forwarded-Proto: https, http`, as
@@ -100,71 +98,7 @@ export function tusHandler(deps: { uploads: UploadService }): RequestHandler {
 
   return handle(async (req, res) => {
     const principal = principalOf(res);
-    const id = req.params.id as string | undefined;
-    let extraHeaders: Record<string, string> = {};
-    // A creation's Upload-Metadata without the pairs that are ignored (see readMetadataHeader).
-    let keptMetadata: string | undefined;
-    if (req.method !== 'OPTIONS') {
-      // Every answer but OPTIONS' names the protocol version, errors of ours included (tus 1.0, "Tus-Resumable").
-      res.set('Tus-Resumable', '1.0.0');
-      if (req.get('tus-resumable') !== '1.0.0') {
-        throw new DomainError(
-          'TUS_VERSION_UNSUPPORTED',
-          'send Tus-Resumable: 1.0.0 (the tus version this server speaks)',
-        );
-      }
-    }
-    // The media type as RFC 9110 has it (case-insensitive, parameters aside); tus itself takes only the exact text.
-    const offsetStream = req.is(OFFSET_STREAM) === OFFSET_STREAM;
-    if (req.method === 'PATCH' && !offsetStream) {
-      throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `a PATCH takes Content-Type: ${OFFSET_STREAM}`);
-    }
-    if (req.method === 'OPTIONS') {
-      // Capabilities only.
-    } else if (id !== undefined && req.method === 'PATCH') {
-      // Whose upload it is, is checked by the statement that takes its lease (another owner's is NOT_FOUND there).
-      if (!isUuid(id)) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
-    } else if (id !== undefined) {
-      const rec = isUuid(id) ? await uploads.find(principal, id.toLowerCase()) : undefined;
-      if (!rec) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
-      if (req.method === 'HEAD' && rec.offset === rec.length) {
-        // The last PATCH's answer may have been lost (or the instance died before the asset was made): finish now.
-        const done = await uploads.finish(principal, rec.id, parseUploadMetadata(rec.metadata));
-        extraHeaders = { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) };
-      } else if (req.method === 'HEAD') {
-        // As the creation and every PATCH answer it (tus expiration: when the unfinished upload goes).
-        extraHeaders = { 'Upload-Expires': rec.expiresAt.toUTCString() };
-      }
-    } else if (req.method === 'POST') {
-      const deferred = req.get('upload-defer-length');
-      if (deferred !== undefined) {
-        // As tusd and @tus/server answer a client that asks for an extension they do not offer (a malformed
-        // request stays a 400): tus-js-client's `uploadLengthDeferred`.
-        if (deferred !== '1' || req.get('upload-length') !== undefined) {
-          throw new DomainError('INVALID_REQUEST', 'send either Upload-Length or Upload-Defer-Length: 1');
-        }
-        throw new DomainError(
-          'NOT_IMPLEMENTED',
-          'creation-defer-length is not offered: send Upload-Length (the size must be known at creation)',
-        );
-      }
-      const length = Number(req.get('upload-length'));
-      if (Number.isSafeInteger(length) && length > uploads.maxUploadBytes) {
-        throw new DomainError(
-          'PAYLOAD_TOO_LARGE',
-          `the content is larger than the limit of ${uploads.maxUploadBytes} bytes`,
-          {
-            max_bytes: uploads.maxUploadBytes,
-          },
-        );
-      }
-      const header = req.get('upload-metadata');
-      // An empty header is no metadata, as tusd reads it (tus's own parser refuses it).
-      const read =
-        header === undefined ? undefined : header.trim() === '' ? { meta: {}, kept: '' } : readMetadataHeader(header);
-      parseUploadMetadata(read?.meta ?? {});
-      keptMetadata = read?.kept;
-    }
+    const { offsetStream, extraHeaders, keptMetadata } = await checkOurs(req, res, uploads);
     // tus sees the whole path (srvx reads `req.url` when tus asks); the app's logs see it as Express left it.
     const mountedUrl = req.url;
     req.url = req.originalUrl;
