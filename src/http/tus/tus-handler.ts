@@ -19,11 +19,11 @@ import { requestContext, type TusRequestContext } from './request-context';
  * The tus protocol adapter: @tus/server answers tus 1.0 (creation, creation-with-upload, termination, expiration) at
  * /api/uploads with its data store (data-store.ts: UploadService's calls), its locker (locker.ts: the upload's lease)
  * and a request context (request-context.ts: whose request, its body read straight from Node). What is ours is
- * checked first (checks.ts), and every error that is ours (raised here, in the data store or at completion) goes to the app's
- * error middleware with the usual {code, message} JSON: another owner's upload is 404, metadata is validated and
- * Upload-Length limited at creation, Upload-Defer-Length is refused. Protocol errors (wrong offset, a Tus-Resumable
- * other than 1.0.0) keep tus's status with the same JSON body (`TUS_STATUS_CODES`). The routes are the uploads
- * router's (http/rest/uploads.router.ts).
+ * checked first (checks.ts), and every error that is ours (raised there, in the data store or at completion) goes to
+ * the app's error middleware with the usual {code, message} JSON: another owner's upload is 404, metadata is validated
+ * and Upload-Length limited at creation, Upload-Defer-Length is refused. Protocol errors (wrong offset, a
+ * Tus-Resumable other than 1.0.0) keep tus's status with the same JSON body (`TUS_STATUS_CODES`). The routes are the
+ * uploads router's (http/rest/uploads.router.ts).
  *
  * Cross-origin: none, as on every route of the service (its browser client is its own page): tus's
  * `Access-Control-Allow-Origin: *` is not sent.
