@@ -1,8 +1,8 @@
 'use strict';
 // The export archive writers on the same blobs, same run, in this process: src/domain/exports/zip-writer.ts
-// (zlib.crc32, one async generator), and a plain copy of the same files (no ZIP at all) as the ceiling. Two sinks: `null` (bytes counted and dropped: the writers' CPU cost alone)
-// and `file` (written to one file on the blobs' disk, then fsync: what an export pays). Rounds interleave the writers,
-// order reversed every other round. BENCH_ZIP_MIB (default 1024) over BENCH_ZIP_FILES files (default 8), page-cached.
+// (zlib.crc32, one async generator), and a plain copy of the same files (no ZIP at all) as the ceiling. Two sinks:
+// `null` (bytes counted and dropped: the writers' CPU cost alone) and `file` (written to one file on the blobs' disk,
+// then fsync: what an export pays). Rounds interleave the writers, order reversed every other round. BENCH_ZIP_MIB (default 1024) over BENCH_ZIP_FILES files (default 8), page-cached.
 // Peak RSS per writer (VmHWM, reset before each run where the kernel allows it), and the CRC-32 functions alone.
 // BENCH_ZIP_YAZL_DIR=<folder with node_modules/yazl> adds yazl (the library exports used before, no longer a
 // dependency: `npm install --prefix /tmp/yazl yazl@3`) and its CRC-32 (buffer-crc32).
