@@ -27,7 +27,7 @@ const BENCHES = {
   'tus-upload': 'tus upload in 64 MiB PATCHes vs multipart of the same size (BENCH_TUS_MIB); peak RSS',
   export: 'bulk export ZIP of N MiB of assets vs cat of the blobs + fsync (BENCH_EXPORT_MIB)',
   'zip-writer':
-    'export archive writers on the same files: yazl vs zip-writer.ts vs a plain copy (BENCH_ZIP_MIB); peak RSS',
+    'export archive writers on the same files: zip-writer.ts vs a plain copy [vs yazl] (BENCH_ZIP_MIB); peak RSS',
   memory:
     "the service's resident memory: idle, peak during a multipart and a tus upload (BENCH_MEMORY_MIB); --also=<dist> compares a build",
   cli: 'assets push vs curl -F; re-push of a stored tree vs BLAKE3 hashing (0 bytes sent); assets pull vs curl -o',

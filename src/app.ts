@@ -194,8 +194,9 @@ async function readiness(c: Container): Promise<Record<'database' | 'storage' | 
     check(() => c.database.ping()),
     check(async () => {
       await c.blobStore.ping();
-      if (!c.blobStore.freeBytes || c.config.storageMinFreeBytes <= 0) return true;
-      return (await c.blobStore.freeBytes()) >= c.config.storageMinFreeBytes;
+      const space = c.blobStore.capabilities.space;
+      if (!space || c.config.storageMinFreeBytes <= 0) return true;
+      return (await space.freeBytes()) >= c.config.storageMinFreeBytes;
     }),
     check(() => c.queue.ping()),
   ]);

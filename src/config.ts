@@ -60,6 +60,8 @@ export interface Config {
   readonly mediaUrlGrants: boolean;
   /** IMPORT_ROOTS and IMPORT_ROOTS_OWNER: folders of this machine that POST /api/assets/seed imports. */
   readonly importRoots: ImportRootsConfig;
+  /** BLAKE3 through the native addon (WebAssembly where it does not load), or always WebAssembly. */
+  readonly blake3: 'native' | 'wasm';
 }
 
 /** The names a root of IMPORT_ROOTS may have: the top folders of a ComfyUI tree. */
@@ -265,6 +267,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     authFailuresPerMinute: int('AUTH_FAILURES_PER_MINUTE', 60, 1, 1_000_000_000),
     corsOrigins: origins('CORS_ORIGINS'),
     mediaUrlGrants: bool('MEDIA_URL_GRANTS', true),
+    blake3: bool('ASSET_SERVICE_FORCE_WASM_BLAKE3', false) ? 'wasm' : 'native',
     importRoots,
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -26,6 +26,7 @@ import { UploadLeases } from './domain/uploads/upload-lease';
 import { UploadRepository } from './domain/uploads/upload.repository';
 import { UploadService } from './domain/uploads/upload.service';
 import { RequestAuth } from './http/shared/request-auth';
+import { useBlake3 } from './infra/blake3';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { IngestWorkers } from './infra/blob-store/ingest-pool';
@@ -87,6 +88,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
       connectTimeoutMs: config.databaseConnectTimeoutMs,
     },
   });
+  useBlake3(config.blake3);
   const ingestWorkers = new IngestWorkers();
   const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
@@ -242,7 +244,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       content.close();
       await database.close();
-      await blobStore.close?.();
+      await blobStore.close();
     },
   };
 }

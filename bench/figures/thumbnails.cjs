@@ -6,7 +6,7 @@
 // A fair comparison: the baseline takes its libvips settings and its pipeline from the service's own module
 // (configureSharp: sharp.concurrency(1), one libvips thread, and sharp.cache(false), no operation cache;
 // sharpInputOptions: the pixel limit, sequential read, failOn 'error'; thumbnailPipeline: rotate, 512 px inside, WebP
-// quality 80 effort 2), and both give libvips the file's path (the service's disk store: BlobStore.localPath), so
+// quality 80 effort 2), and both give libvips the file's path (the disk store's localFiles capability), so
 // both do the same image work on one libvips thread. The differences are what the service adds: the job queue,
 // storing the thumbnail durably (fsync) and its database rows, and its own start (timed from the spawn; each round
 // prints its phases: spawn to /readyz, spawn to the first thumbnail's row, and the steady rate after that).

@@ -1,10 +1,11 @@
 'use strict';
-// The export archive writers on the same blobs, same run, in this process: yazl (the kept library exports used
-// before) against src/domain/exports/zip-writer.ts (zlib.crc32, one async generator), and a plain copy of the same
-// files (no ZIP at all) as the ceiling. Two sinks: `null` (bytes counted and dropped: the writers' CPU cost alone)
-// and `file` (written to one file on the blobs' disk, then fsync: what an export pays). Rounds interleave the writers,
-// order reversed every other round. BENCH_ZIP_MIB (default 1024) over BENCH_ZIP_FILES files (default 8), page-cached.
+// The export archive writers on the same blobs, same run, in this process: src/domain/exports/zip-writer.ts
+// (zlib.crc32, one async generator), and a plain copy of the same files (no ZIP at all) as the ceiling. Two sinks:
+// `null` (bytes counted and dropped: the writers' CPU cost alone) and `file` (written to one file on the blobs' disk,
+// then fsync: what an export pays). Rounds interleave the writers, order reversed every other round. BENCH_ZIP_MIB (default 1024) over BENCH_ZIP_FILES files (default 8), page-cached.
 // Peak RSS per writer (VmHWM, reset before each run where the kernel allows it), and the CRC-32 functions alone.
+// BENCH_ZIP_YAZL_DIR=<folder with node_modules/yazl> adds yazl (the library exports used before, no longer a
+// dependency: `npm install --prefix /tmp/yazl yazl@3`) and its CRC-32 (buffer-crc32).
 // BENCH_ZIP_STREAM_DIR=<folder with node_modules/zip-stream> adds zip-stream (archiver's ZIP engine), which is not a
 // dependency of this project: install it elsewhere (`npm install --prefix /tmp/zs zip-stream@7`) to rerun that
 // comparison.
@@ -63,7 +64,6 @@ function sinkOf(kind, dir) {
 }
 
 function writers(files, each) {
-  const yazl = require('yazl');
   const { zipArchive } = require(path.join(DIST, 'domain', 'exports', 'zip-writer.js'));
   const list = {
     plain: async (w) => {
@@ -72,18 +72,22 @@ function writers(files, each) {
       };
       await pipeline(all(), w);
     },
-    yazl: async (w) => {
-      const zip = new yazl.ZipFile();
-      const done = pipeline(zip.outputStream, w);
-      for (const f of files) zip.addReadStream(open(f), path.basename(f), { compress: false, size: each });
-      zip.end();
-      await done;
-    },
     'zip-writer': async (w) => {
       const entries = files.map((f) => ({ name: path.basename(f), size: each, mtime: new Date(), data: open(f) }));
       await pipeline(zipArchive(entries), w);
     },
   };
+  const yazlDir = process.env.BENCH_ZIP_YAZL_DIR;
+  if (yazlDir) {
+    const yazl = require(require.resolve('yazl', { paths: [yazlDir] }));
+    list.yazl = async (w) => {
+      const zip = new yazl.ZipFile();
+      const done = pipeline(zip.outputStream, w);
+      for (const f of files) zip.addReadStream(open(f), path.basename(f), { compress: false, size: each });
+      zip.end();
+      await done;
+    };
+  }
   const zsDir = process.env.BENCH_ZIP_STREAM_DIR;
   if (zsDir) {
     const mod = require(require.resolve('zip-stream', { paths: [zsDir] }));
@@ -103,13 +107,14 @@ function writers(files, each) {
   return list;
 }
 
-/** CRC-32 alone over the same 256 KiB buffer: Node's zlib.crc32 vs buffer-crc32 (yazl's) [vs crc-32 (zip-stream's)]. */
-function crcSpeeds(mib, zsDir) {
+/** CRC-32 alone over the same 256 KiB buffer: Node's zlib.crc32 [vs buffer-crc32 (yazl's), crc-32 (zip-stream's)]. */
+function crcSpeeds(mib, zsDir, yazlDir) {
   const zlib = require('node:zlib');
-  const impls = {
-    'zlib.crc32': (b, c) => zlib.crc32(b, c),
-    'buffer-crc32': (b, c) => require('buffer-crc32').unsigned(b, c),
-  };
+  const impls = { 'zlib.crc32': (b, c) => zlib.crc32(b, c) };
+  if (yazlDir) {
+    const crc32 = require(require.resolve('buffer-crc32', { paths: [yazlDir] })); // installed beside yazl
+    impls['buffer-crc32'] = (b, c) => crc32.unsigned(b, c);
+  }
   if (zsDir) {
     const crc32 = require(require.resolve('crc-32', { paths: [zsDir] })); // installed beside zip-stream, its dependency
     impls['crc-32'] = (b, c) => crc32.buf(b, c) >>> 0;
@@ -175,13 +180,13 @@ async function run(args) {
           {
             mbps_median: r2(med(n)),
             vs_plain: r3(med(n) / med('plain')),
-            vs_yazl: r3(med(n) / med('yazl')),
+            ...(res.yazl ? { vs_yazl: r3(med(n) / med('yazl')) } : {}),
             ...(res[n].peak.length ? { peak_rss_mib: r2(Math.max(...res[n].peak) / MiB) } : {}),
           },
         ]),
       );
     }
-    const crc = crcSpeeds(args.smoke ? 8 : 256, process.env.BENCH_ZIP_STREAM_DIR);
+    const crc = crcSpeeds(args.smoke ? 8 : 256, process.env.BENCH_ZIP_STREAM_DIR, process.env.BENCH_ZIP_YAZL_DIR);
     log(`  CRC-32 alone, MB/s: ${JSON.stringify(crc)}`);
     printResult('zip-writer', { size_mib: r2(total / MiB), files: count, rounds, ...results, crc32_mbps: crc });
   } finally {

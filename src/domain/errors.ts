@@ -1,3 +1,6 @@
+import { translateStoreError } from '../infra/blob-store/blob-store';
+import { isStoreFailure } from '../infra/errors';
+
 /** Error codes the domain raises; transports map them (REST: status table, GraphQL: extensions.code). */
 export const ERROR_CODES = [
   'INVALID_REQUEST',
@@ -60,11 +63,23 @@ export class DomainError extends Error {
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
 
 /**
- * Failures of this service's own stores (the blob store or the database unreachable, a disk full), not answers about
- * the request: work that hit one is kept and tried again (a download's bytes, a finished upload's part).
+ * Failures of this service's own stores (the blob store or the database unreachable, a disk full: infra's errors, or
+ * the domain's own 503), not answers about the request: work that hit one is kept and tried again (a download's bytes,
+ * a finished upload's part).
  */
 export const isOwnStoreFailure = (e: unknown): boolean =>
-  e instanceof DomainError && (e.code === 'SERVICE_UNAVAILABLE' || e.code === 'INSUFFICIENT_STORAGE');
+  isStoreFailure(e) ||
+  (e instanceof DomainError && (e.code === 'SERVICE_UNAVAILABLE' || e.code === 'INSUFFICIENT_STORAGE'));
+
+/**
+ * `p`, with what the blob store threw made infra's errors (translateStoreError: a full disk, a store away); the
+ * domain's own errors pass unchanged.
+ */
+export function storeErrors<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: unknown) => {
+    throw err instanceof DomainError ? err : translateStoreError(err);
+  });
+}
 
 /**
  * A row with the same key exists already: a unique violation, translated by the repository that wrote the row. It

@@ -14,11 +14,11 @@ export interface Blake3Impl {
 }
 
 /**
- * `want`: the implementation to load (a worker thread asks for the one its parent uses); without it the native addon
- * unless ASSET_SERVICE_FORCE_WASM_BLAKE3=1, and WebAssembly where the addon does not load.
+ * `want`: the implementation to load (config's `blake3`; a worker thread asks for the one its parent uses). `native`
+ * falls back to WebAssembly where the addon does not load.
  */
-export function loadBlake3(want?: Blake3Kind): Blake3Impl {
-  if (want === 'native' || (want === undefined && process.env.ASSET_SERVICE_FORCE_WASM_BLAKE3 !== '1')) {
+export function loadBlake3(want: Blake3Kind = 'native'): Blake3Impl {
+  if (want === 'native') {
     try {
       const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof import('@napi-rs/blake-hash');
       new Blake3Hasher().update(Buffer.alloc(1)).digest('hex');
@@ -45,5 +45,10 @@ export function loadBlake3(want?: Blake3Kind): Blake3Impl {
 
 let loaded: Blake3Impl | undefined;
 
-/** The BLAKE3 implementation of this process, loaded on first use. */
+/** The BLAKE3 implementation of this process: the one `useBlake3` chose (the container, from config), else native. */
 export const blake3 = (): Blake3Impl => (loaded ??= loadBlake3());
+
+/** Chooses this process's implementation (the container, from config.blake3) before anything hashes. */
+export function useBlake3(kind: Blake3Kind): Blake3Impl {
+  return (loaded = loadBlake3(kind));
+}

@@ -1,6 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg, { Pool, type PoolConfig } from 'pg';
-import { DomainError } from '../domain/errors';
+import { InfraError, StoreFullError, StoreUnavailableError } from './errors';
 import { PrismaClient } from '../generated/prisma/client';
 import type { Logger } from './logger';
 
@@ -110,19 +110,19 @@ export class DatabaseHealth {
 }
 
 /**
- * The one place where database failures become domain errors: a database that cannot be
- * reached, drops the connection, is shutting down, or does not answer in time is SERVICE_UNAVAILABLE (503); a
- * database whose disk is full is INSUFFICIENT_STORAGE (507). Recognises pg errors, pg-pool timeouts and Prisma's
- * wrappers (driver adapter errors, P1001-style codes). Anything else is returned unchanged.
+ * The one place where database failures become infra's errors: a database that cannot be reached, drops the
+ * connection, is shutting down, or does not answer in time is StoreUnavailableError (the client's 503); a database
+ * whose disk is full is StoreFullError (507). Recognises pg errors, pg-pool timeouts and Prisma's wrappers (driver
+ * adapter errors, P1001-style codes). Anything else is returned unchanged.
  */
 export function translateDbError(err: unknown, health?: DatabaseHealth): unknown {
-  if (err instanceof DomainError) return err;
+  if (err instanceof InfraError) return err;
   const kind = classifyDbError(err);
   if (kind === 'unavailable') {
     health?.failed();
-    return new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 });
+    return new StoreUnavailableError('database');
   }
-  if (kind === 'full') return new DomainError('INSUFFICIENT_STORAGE', 'the database has no space left');
+  if (kind === 'full') return new StoreFullError('database');
   return err;
 }
 
@@ -154,6 +154,8 @@ function sqlStateKind(code: string): 'unavailable' | 'full' | undefined {
 export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefined {
   let e: unknown = err;
   for (let i = 0; i < 6 && e && typeof e === 'object'; i++) {
+    if (e instanceof StoreUnavailableError) return 'unavailable';
+    if (e instanceof StoreFullError) return 'full';
     const o = e as {
       code?: unknown;
       message?: unknown;
@@ -167,9 +169,7 @@ export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefine
       if (state) return sqlStateKind(state);
     }
     if (typeof o.code === 'string') {
-      if (SOCKET_CODES.has(o.code) || PRISMA_CODES.has(o.code) || o.code === 'SERVICE_UNAVAILABLE')
-        return 'unavailable';
-      if (o.code === 'INSUFFICIENT_STORAGE') return 'full';
+      if (SOCKET_CODES.has(o.code) || PRISMA_CODES.has(o.code)) return 'unavailable';
       if (/^[0-9A-Z]{5}$/.test(o.code)) {
         const k = sqlStateKind(o.code);
         if (k) return k;
@@ -236,7 +236,7 @@ function guardedPool(config: PoolConfig, health: DatabaseHealth): Pool {
      * 'error' listener, not through GuardedClient.query, so that path is translated here.
      */
     override query(...args: any[]): any {
-      const translate = (err: unknown) => (err instanceof DomainError ? err : translateDbError(err, health));
+      const translate = (err: unknown) => translateDbError(err, health);
       const last = args[args.length - 1];
       if (typeof last === 'function') {
         args[args.length - 1] = (err: unknown, res: unknown) => last(err ? translate(err) : err, res);

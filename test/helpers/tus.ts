@@ -1,4 +1,5 @@
 import net from 'node:net';
+import http from 'node:http';
 import * as tus from 'tus-js-client';
 import { KEYS } from './harness';
 
@@ -134,3 +135,33 @@ export const tusMetadata = (meta: Record<string, string>): string =>
     .join(',');
 
 export const TUS = { 'Tus-Resumable': '1.0.0' } as const;
+
+/**
+ * A PATCH sent by hand: its head announces `length` bytes from `offset`, and the caller writes the body with `req`
+ * (part of it, then stalls, ends or cuts it): a client that stops or is cut mid-body. `answer` is the service's.
+ */
+export function handPatch(
+  baseUrl: string,
+  id: string,
+  opts: { offset: number; length: number; key?: string },
+): { req: http.ClientRequest; answer: Promise<{ status: number; headers: http.IncomingHttpHeaders }> } {
+  const req = http.request(`${baseUrl}/api/uploads/${id}`, {
+    method: 'PATCH',
+    headers: {
+      ...TUS,
+      'x-api-key': opts.key ?? KEYS.alice,
+      'Upload-Offset': String(opts.offset),
+      'Content-Type': 'application/offset+octet-stream',
+      'Content-Length': String(opts.length),
+    },
+  });
+  const answer = new Promise<{ status: number; headers: http.IncomingHttpHeaders }>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      resolve({ status: res.statusCode!, headers: res.headers });
+    });
+    req.on('error', reject);
+  });
+  answer.catch(() => undefined); // awaited by the test; not an unhandled rejection meanwhile
+  return { req, answer };
+}

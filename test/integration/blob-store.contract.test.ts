@@ -144,18 +144,26 @@ describe.each(backends)('$name blob store', (backend) => {
     expect(await store.readDerived(h, 'thumbnail.webp')).toBeUndefined();
   });
 
-  test('localPath: where the store keeps blobs on local disk, the path of a stored blob; BlobNotFoundError for a missing one', async () => {
+  test('capabilities: each store names what it offers beyond the common interface', () => {
+    const offered = Object.keys(store.capabilities).filter(
+      (k) => store.capabilities[k as keyof typeof store.capabilities],
+    );
+    expect(offered.sort()).toEqual(backend.name === 's3' ? ['presign'] : ['hashedWrites', 'localFiles', 'space']);
+  });
+
+  test('localFiles: where the store keeps blobs on local disk, the path of a stored blob; BlobNotFoundError for a missing one', async () => {
     const data = random(20_000);
     const h = hex(data);
-    if (!store.localPath) {
+    const local = store.capabilities.localFiles;
+    if (!local) {
       expect(backend.name).toBe('s3'); // read through `read` only
       return;
     }
-    await expect(store.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+    await expect(local.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
     await store.commit(await store.writeTemp(chunks(data)), h);
-    expect(fs.readFileSync(await store.localPath(h)).equals(data)).toBe(true);
+    expect(fs.readFileSync(await local.localPath(h)).equals(data)).toBe(true);
     await store.delete(h);
-    await expect(store.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+    await expect(local.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
   });
 
   test('a multipart-sized blob round-trips, also across part boundaries', async () => {
@@ -222,7 +230,7 @@ describe.each(backends)('$name blob store', (backend) => {
 
   test('sweepTemps removes only what is older than the cut-off', async () => {
     await store.writeTemp(chunks(random(1000)));
-    const partial = await store.openPartial!('sweep-me');
+    const partial = await store.openPartial('sweep-me');
     await partial.append(chunks(random(1000)));
     expect(await store.sweepTemps(3600_000)).toBe(0);
     expect(await store.sweepTemps(ALL)).toBe(2);
@@ -233,14 +241,14 @@ describe.each(backends)('$name blob store', (backend) => {
     const data = random(2.5 * seg + 777);
     const mid = Math.round(1.9 * seg) + 1;
     const h = hex(data);
-    let partial = await store.openPartial!('dl-1');
+    let partial = await store.openPartial('dl-1');
     expect(partial.size).toBe(0);
     await expect(partial.append(failingAfter(data, 1.6 * seg))).rejects.toThrow('client went away');
 
     // Another instance picks it up: it sees a prefix of what was sent (whole write blocks on disk, whole segments on
     // S3), never more and never other bytes.
     const other = reopen();
-    partial = await other.openPartial!('dl-1');
+    partial = await other.openPartial('dl-1');
     expect(partial.size).toBeGreaterThan(0);
     expect(partial.size).toBeLessThanOrEqual(1.6 * seg);
     expect((await collect(partial.readExisting())).equals(data.subarray(0, partial.size))).toBe(true);
@@ -248,34 +256,34 @@ describe.each(backends)('$name blob store', (backend) => {
     // Two more attempts: one that ends early but cleanly (short last segment), then the rest.
     let temp: TempBlob = await partial.append(chunks(data.subarray(partial.size, mid)));
     expect(temp.size).toBe(mid);
-    partial = await other.openPartial!('dl-1');
+    partial = await other.openPartial('dl-1');
     expect(partial.size).toBe(mid);
     temp = await partial.append(chunks(data.subarray(partial.size)));
     expect(temp.size).toBe(data.length);
-    expect((await collect((await store.openPartial!('dl-1')).readExisting())).equals(data)).toBe(true);
+    expect((await collect((await store.openPartial('dl-1')).readExisting())).equals(data)).toBe(true);
 
     await store.commit(temp, h);
     expect((await collect(await store.read(h))).equals(data)).toBe(true);
-    expect((await store.openPartial!('dl-1')).size).toBe(0);
+    expect((await store.openPartial('dl-1')).size).toBe(0);
     await store.delete(h);
   });
 
   test('partials: truncate starts over; discard removes', async () => {
-    const partial = await store.openPartial!('dl-2');
+    const partial = await store.openPartial('dl-2');
     await partial.append(chunks(random(300_000)));
-    const again = await store.openPartial!('dl-2');
+    const again = await store.openPartial('dl-2');
     expect(again.size).toBe(300_000);
     const data = random(1000);
     const temp = await again.append(chunks(data), { truncate: true });
     expect(temp.size).toBe(1000);
-    expect((await collect((await store.openPartial!('dl-2')).readExisting())).equals(data)).toBe(true);
+    expect((await collect((await store.openPartial('dl-2')).readExisting())).equals(data)).toBe(true);
     await again.discard();
-    expect((await store.openPartial!('dl-2')).size).toBe(0);
+    expect((await store.openPartial('dl-2')).size).toBe(0);
   });
 
   test('partials: truncate(size) cuts back to a byte, across segments, durably; appends continue from there', async () => {
     const data = random(Math.round(2.7 * backend.segment));
-    const partial = await store.openPartial!('up-1');
+    const partial = await store.openPartial('up-1');
     await partial.append(chunks(data));
     const cut = Math.round(1.2 * backend.segment) + 123;
     await partial.truncate(cut);
@@ -283,7 +291,7 @@ describe.each(backends)('$name blob store', (backend) => {
     expect(reopened.size).toBe(cut);
     expect((await collect(reopened.readExisting())).equals(data.subarray(0, cut))).toBe(true);
     await reopened.append(chunks(data.subarray(cut)));
-    const whole = await store.openPartial!('up-1');
+    const whole = await store.openPartial('up-1');
     expect(whole.size).toBe(data.length);
     expect((await collect(whole.readExisting())).equals(data)).toBe(true);
     await whole.discard();

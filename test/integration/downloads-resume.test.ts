@@ -1,7 +1,7 @@
-import { DomainError } from '../../src/domain/errors';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
 import { getTask, partialFiles, startDownload, waitTask } from '../helpers/downloads';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
+import { StoreUnavailableError } from '../../src/infra/errors';
 
 let fake: FakeProviders;
 let svc: TestService;
@@ -210,7 +210,7 @@ test("this service's own blob store unavailable during a download is retried (fr
   const url = fake.hf.lfs('org/resume/store-away.safetensors', data);
   const store = svc.container.blobStore;
   const spy = jest.spyOn(store, 'openPartial').mockImplementationOnce(async () => {
-    throw new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 });
+    throw new StoreUnavailableError('blob store');
   });
   try {
     const { task_id } = await json(await startDownload(svc, { source_url: url }));

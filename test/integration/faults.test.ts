@@ -187,7 +187,7 @@ describe('a full blob store', () => {
       status: 'ok',
       checks: { database: 'ok', storage: 'ok', queue: 'ok' },
     });
-    jest.spyOn(svc.container.blobStore, 'freeBytes').mockResolvedValue(1024);
+    jest.spyOn(svc.container.blobStore.capabilities.space!, 'freeBytes').mockResolvedValue(1024);
     const res = await fetch(`${svc.url}/readyz`);
     expect(res.status).toBe(503);
     expect(await json(res)).toEqual({

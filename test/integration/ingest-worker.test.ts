@@ -205,7 +205,7 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
     const cuts = [0, 1, 3 * MiB + 7, 6 * MiB, data.length];
     for (let i = 1; i < cuts.length; i++) {
       const p = await store.openPartial('upload-s1');
-      const t = await p.appendHashed!(owned(data.subarray(cuts[i - 1], cuts[i])), session, { ownsChunks: true });
+      const t = await store.appendHashed(p, owned(data.subarray(cuts[i - 1], cuts[i])), session, { ownsChunks: true });
       expect(t.size).toBe(cuts[i]);
       expect(session.size).toBe(cuts[i]);
       expect(session.usable).toBe(true);
@@ -233,11 +233,11 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
       }
     }
     const p = await store.openPartial('upload-s2');
-    await expect(p.appendHashed!(failing(), session, { ownsChunks: true })).rejects.toThrow('client went away');
+    await expect(store.appendHashed(p, failing(), session, { ownsChunks: true })).rejects.toThrow('client went away');
     expect(session.size).toBe(2 * MiB);
     expect((await store.openPartial('upload-s2')).size).toBe(2 * MiB);
     const rest = await store.openPartial('upload-s2');
-    await rest.appendHashed!(owned(data.subarray(2 * MiB)), session, { ownsChunks: true });
+    await store.appendHashed(rest, owned(data.subarray(2 * MiB)), session, { ownsChunks: true });
     expect((await session.digest()).blake3).toBe(hexOf(blake3Of(data)));
   });
 
@@ -248,7 +248,7 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
     fs.writeFileSync(path.join(dir, '.partial', 'upload-s3'), 'x');
     fs.chmodSync(path.join(dir, '.partial', 'upload-s3'), 0o400);
     const p = await store.openPartial('upload-s3');
-    const attempt = p.appendHashed!(owned(crypto.randomBytes(MiB)), session, { ownsChunks: true });
+    const attempt = store.appendHashed(p, owned(crypto.randomBytes(MiB)), session, { ownsChunks: true });
     if (process.getuid?.() === 0)
       await attempt; // root opens it anyway
     else await expect(attempt).rejects.toThrow(/EACCES/);

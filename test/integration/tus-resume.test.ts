@@ -2,11 +2,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DomainError } from '../../src/domain/errors';
 import { blake3Of, createTestDatabase, json, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { startS3Server, type TestS3Server } from '../helpers/rgw';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 import { startCuttingProxy, TUS, tusUpload, tusUploadUntilKilled } from '../helpers/tus';
+import { StoreUnavailableError } from '../../src/infra/errors';
 
 /**
  * Resumable uploads across failures: the service process SIGKILLed mid-upload and another one
@@ -243,11 +243,7 @@ describe('S3 (Ceph RGW)', () => {
     });
     const id = idOf(created.headers.get('location')!);
     const assets = a.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest
-      .spyOn(assets, 'createWithContent')
-      .mockRejectedValueOnce(
-        new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }),
-      );
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new StoreUnavailableError('database'));
     const last = await a.fetch(`/api/uploads/${id}`, {
       method: 'PATCH',
       headers: { ...TUS, 'Upload-Offset': '0', 'Content-Type': 'application/offset+octet-stream' },
@@ -277,7 +273,7 @@ describe('S3 (Ceph RGW)', () => {
     // The endpoint refuses connections: the segment being written fails, and so does the listing after it.
     const unreachable = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
     const store = a.container.blobStore;
-    const real = store.openPartial!.bind(store);
+    const real = store.openPartial.bind(store);
     jest
       .spyOn(store, 'openPartial')
       .mockImplementationOnce(async (name) => ({

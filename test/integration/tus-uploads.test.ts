@@ -1,12 +1,11 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { Client } from 'pg';
-import { DomainError } from '../../src/domain/errors';
 import type { PartialBlob } from '../../src/infra/blob-store/blob-store';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
-import { startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
+import { handPatch, startCuttingProxy, TUS, tusMetadata, tusUpload } from '../helpers/tus';
+import { StoreUnavailableError } from '../../src/infra/errors';
 
 /** Resumable uploads on the disk store: tus-js-client end to end, and the protocol edges by hand. */
 const KiB = 1024;
@@ -30,8 +29,9 @@ async function create(
   meta: Record<string, string> = {},
   key: string = KEYS.alice,
   headers: Record<string, string> = {},
+  on: TestService = svc,
 ) {
-  return svc.fetch('/api/uploads', {
+  return on.fetch('/api/uploads', {
     method: 'POST',
     key,
     headers: {
@@ -50,13 +50,37 @@ async function patch(id: string, offset: number, body: Buffer, key: string = KEY
     body,
   });
 }
+/** creation-with-upload: one POST creates the upload and carries all of `data`. */
+const createWithData = (data: Buffer, meta: Record<string, string>) =>
+  svc.fetch('/api/uploads', {
+    method: 'POST',
+    headers: {
+      ...TUS,
+      'Upload-Length': String(data.length),
+      'Content-Type': 'application/offset+octet-stream',
+      'Upload-Metadata': tusMetadata(meta),
+    },
+    body: data,
+  });
 const head = (id: string, key: string = KEYS.alice) =>
   svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key, headers: TUS });
+
+/** A service of the enclosing describe block's own, started with `env`: its tests get it by calling the result. */
+function serviceOfBlock(env: Record<string, string>): () => TestService {
+  let own: TestService | undefined;
+  beforeAll(async () => {
+    own = await startTestService(env);
+  });
+  afterAll(async () => {
+    await own?.stop();
+  });
+  return () => own!;
+}
 
 /** The next part the store opens has `change` applied (a failing or silent step of it). */
 function changeNextPart(change: (partial: PartialBlob) => Partial<PartialBlob>): void {
   const store = svc.container.blobStore;
-  const real = store.openPartial!.bind(store);
+  const real = store.openPartial.bind(store);
   jest.spyOn(store, 'openPartial').mockImplementationOnce(async (name) => {
     const partial = await real(name);
     return { ...partial, ...change(partial) };
@@ -141,16 +165,7 @@ test("tus-js-client's overridePatchMethod (POST with X-HTTP-Method-Override: PAT
 
 test('creation-with-upload: one POST carries the whole file', async () => {
   const data = random(10 * KiB);
-  const res = await svc.fetch('/api/uploads', {
-    method: 'POST',
-    headers: {
-      ...TUS,
-      'Upload-Length': String(data.length),
-      'Content-Type': 'application/offset+octet-stream',
-      'Upload-Metadata': tusMetadata({ name: 'one-shot.bin' }),
-    },
-    body: data,
-  });
+  const res = await createWithData(data, { name: 'one-shot.bin' });
   expect(res.status).toBe(201);
   expect(res.headers.get('upload-offset')).toBe(String(data.length));
   expect(res.headers.get('asset-created')).toBe('true');
@@ -354,27 +369,9 @@ test('a matching hash and an id: idempotent by id', async () => {
     'Content-Type': 'application/offset+octet-stream',
   });
   expect(first.status).toBe(201);
-  const res = await svc.fetch('/api/uploads', {
-    method: 'POST',
-    headers: {
-      ...TUS,
-      'Upload-Length': String(data.length),
-      'Content-Type': 'application/offset+octet-stream',
-      'Upload-Metadata': tusMetadata({ hash: blake3Of(data), id: assetId }),
-    },
-    body: data,
-  });
+  const res = await createWithData(data, { hash: blake3Of(data), id: assetId });
   expect(res.headers.get('asset-id')).toBe(assetId);
-  const again = await svc.fetch('/api/uploads', {
-    method: 'POST',
-    headers: {
-      ...TUS,
-      'Upload-Length': String(data.length),
-      'Content-Type': 'application/offset+octet-stream',
-      'Upload-Metadata': tusMetadata({ id: assetId }),
-    },
-    body: data,
-  });
+  const again = await createWithData(data, { id: assetId });
   expect(again.headers.get('asset-id')).toBe(assetId);
   expect(again.headers.get('asset-created')).toBe('false');
 });
@@ -427,9 +424,7 @@ describe('removal: the record goes before the part', () => {
     const data = random(1000);
     const id = idOf((await create(data.length)).headers.get('location')!);
     expect((await patch(id, 0, data.subarray(0, 300))).status).toBe(204);
-    jest
-      .spyOn(repoOf(), 'delete')
-      .mockRejectedValueOnce(new DomainError('SERVICE_UNAVAILABLE', 'the database is unreachable'));
+    jest.spyOn(repoOf(), 'delete').mockRejectedValueOnce(new StoreUnavailableError('database'));
     const del = await svc.fetch(`/api/uploads/${id}`, { method: 'DELETE', headers: TUS });
     expect(del.status).toBe(503);
     // Before: the part was removed first, leaving a record whose offset named bytes that were gone (HEAD said 300,
@@ -566,16 +561,11 @@ describe('the protocol edges answer as tus 1.0 says, with the usual {code, messa
 });
 
 describe('expiry', () => {
-  let short: TestService;
-  beforeAll(async () => {
-    short = await startTestService({ UPLOAD_EXPIRY_SECONDS: '1' });
-  });
-  afterAll(async () => {
-    await short?.stop();
-  });
+  const shortService = serviceOfBlock({ UPLOAD_EXPIRY_SECONDS: '1' });
 
   test('an expired upload answers 410 and the sweep removes it with its part', async () => {
-    const res = await short.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '100' } });
+    const short = shortService();
+    const res = await create(100, {}, KEYS.alice, {}, short);
     const id = idOf(res.headers.get('location')!);
     expect(new Date(res.headers.get('upload-expires')!).getTime()).toBeGreaterThan(Date.now() - 2000);
     const part = path.join(short.dataDir, 'blobs', '.partial', `upload-${id}`);
@@ -603,35 +593,20 @@ describe('expiry', () => {
   });
 
   test('the sweep leaves an expired upload alone while a PATCH begun before the expiry still writes its part, and removes it after', async () => {
-    const res = await short.fetch('/api/uploads', { method: 'POST', headers: { ...TUS, 'Upload-Length': '20' } });
+    const short = shortService();
+    const res = await create(20, {}, KEYS.alice, {}, short);
     const id = idOf(res.headers.get('location')!);
     const part = path.join(short.dataDir, 'blobs', '.partial', `upload-${id}`);
     const data = random(20);
     // A PATCH whose body arrives in two halves, the upload expiring between them.
-    const req = http.request(`${short.url}/api/uploads/${id}`, {
-      method: 'PATCH',
-      headers: {
-        ...TUS,
-        'x-api-key': KEYS.alice,
-        'Upload-Offset': '0',
-        'Content-Type': 'application/offset+octet-stream',
-        'Content-Length': '20',
-      },
-    });
-    const answered = new Promise<number>((resolve, reject) => {
-      req.on('response', (r) => {
-        r.resume();
-        resolve(r.statusCode!);
-      });
-      req.on('error', reject);
-    });
+    const { req, answer } = handPatch(short.url, id, { offset: 0, length: 20 });
     req.write(data.subarray(0, 10));
     await waitFor(async () => (fs.existsSync(part) ? true : undefined));
     await new Promise((r) => setTimeout(r, 1_500)); // past UPLOAD_EXPIRY_SECONDS
     await short.container.uploads.sweepExpired();
     expect(fs.existsSync(part)).toBe(true);
     req.end(data.subarray(10));
-    expect(await answered).toBe(204);
+    expect((await answer).status).toBe(204);
     expect(await short.container.uploads.sweepExpired()).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(part)).toBe(false);
     expect((await short.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS })).status).toBe(404);
@@ -644,41 +619,15 @@ test('the ingest worker dying mid-PATCH: the offset does not move past what was 
   expect((await patch(id, 0, data.subarray(0, MiB))).status).toBe(204);
   // A PATCH whose body is sent in part: its bytes reach the part file, then the worker that writes them dies, so
   // none of them is known to be durable.
-  const u = new URL(`/api/uploads/${id}`, svc.url);
-  const http = await import('node:http');
-  const answered = new Promise<number>((resolve, reject) => {
-    const req = http.request(
-      {
-        host: u.hostname,
-        port: u.port,
-        path: u.pathname,
-        method: 'PATCH',
-        headers: {
-          ...TUS,
-          'x-api-key': KEYS.alice,
-          'Upload-Offset': String(MiB),
-          'Content-Type': 'application/offset+octet-stream',
-          'Content-Length': String(7 * MiB),
-        },
-      },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      },
-    );
-    req.on('error', reject);
-    req.write(data.subarray(MiB, 4 * MiB));
-    void waitFor(async () => (fs.statSync(partFile(id)).size >= 3 * MiB ? true : undefined), {
-      timeoutMs: 20_000,
-    }).then(async () => {
-      const pool = svc.container.ingestWorkers as unknown as {
-        workers: Array<{ worker: { terminate(): Promise<number> } } | undefined>;
-      };
-      await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
-      req.end(data.subarray(4 * MiB));
-    }, reject);
-  });
-  expect(await answered).toBeGreaterThanOrEqual(500);
+  const { req, answer } = handPatch(svc.url, id, { offset: MiB, length: 7 * MiB });
+  req.write(data.subarray(MiB, 4 * MiB));
+  await waitFor(async () => (fs.statSync(partFile(id)).size >= 3 * MiB ? true : undefined), { timeoutMs: 20_000 });
+  const pool = svc.container.ingestWorkers as unknown as {
+    workers: Array<{ worker: { terminate(): Promise<number> } } | undefined>;
+  };
+  await Promise.all(pool.workers.filter((w) => w !== undefined).map((w) => w.worker.terminate()));
+  req.end(data.subarray(4 * MiB));
+  expect((await answer).status).toBeGreaterThanOrEqual(500);
   const h = await head(id);
   expect(h.headers.get('upload-offset')).toBe(String(MiB));
   // The next PATCH cuts the part back to the acknowledged offset and continues (new worker, hash state rebuilt).
@@ -691,13 +640,9 @@ describe('what tus clients, proxies and hostile input send', () => {
   test('the database gone while the last PATCH makes the asset: 503, the upload is kept, and a later HEAD makes the asset', async () => {
     const data = random(40 * KiB);
     const id = idOf((await create(data.length, { name: 'kept.bin' })).headers.get('location')!);
-    // As translateDbError answers a database that cannot be reached, in the transaction that makes the asset.
+    // As translateDbError raises for a database that cannot be reached, in the transaction that makes the asset.
     const assets = svc.container.assets as unknown as { createWithContent: () => Promise<unknown> };
-    jest
-      .spyOn(assets, 'createWithContent')
-      .mockRejectedValueOnce(
-        new DomainError('SERVICE_UNAVAILABLE', 'the database is unavailable; retry later', { retry_after: 5 }),
-      );
+    jest.spyOn(assets, 'createWithContent').mockRejectedValueOnce(new StoreUnavailableError('database'));
     const last = await patch(id, 0, data);
     expect([last.status, (await json(last)).code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
     const h = await head(id);
@@ -826,45 +771,20 @@ describe('what tus clients, proxies and hostile input send', () => {
   test('two PATCHes at once on one upload: the first is asked to wrap up and answers what it stored, the second then 409', async () => {
     const data = random(2 * MiB);
     const id = idOf((await create(data.length)).headers.get('location')!);
-    const http = await import('node:http');
-    const u = new URL(`/api/uploads/${id}`, svc.url);
-    let second: Promise<Response> | undefined;
-    const first = await new Promise<{ status: number; offset: string | undefined; connection: string | undefined }>(
-      (resolve, reject) => {
-        const req = http.request(
-          {
-            host: u.hostname,
-            port: u.port,
-            path: u.pathname,
-            method: 'PATCH',
-            headers: {
-              ...TUS,
-              'x-api-key': KEYS.alice,
-              'Upload-Offset': '0',
-              'Content-Type': 'application/offset+octet-stream',
-              'Content-Length': String(data.length),
-            },
-          },
-          (res) => {
-            res.resume();
-            resolve({
-              status: res.statusCode!,
-              offset: res.headers['upload-offset'] as string | undefined,
-              connection: res.headers.connection,
-            });
-            req.destroy();
-          },
-        );
-        req.on('error', reject);
-        req.write(data.subarray(0, MiB)); // then it stalls
-        second = waitFor(async () =>
-          fs.existsSync(partFile(id)) && fs.statSync(partFile(id)).size >= MiB ? true : undefined,
-        ).then(() => patch(id, 0, data));
-        second.catch(reject);
-      },
+    const { req, answer } = handPatch(svc.url, id, { offset: 0, length: data.length });
+    req.write(data.subarray(0, MiB)); // then it stalls
+    await waitFor(async () =>
+      fs.existsSync(partFile(id)) && fs.statSync(partFile(id)).size >= MiB ? true : undefined,
     );
-    expect(first).toEqual({ status: 204, offset: String(MiB), connection: 'close' });
-    const late = await second!;
+    const second = patch(id, 0, data);
+    const first = await answer;
+    req.destroy();
+    expect([first.status, first.headers['upload-offset'], first.headers.connection]).toEqual([
+      204,
+      String(MiB),
+      'close',
+    ]);
+    const late = await second;
     expect([late.status, (await json(late)).code]).toEqual([409, 'UPLOAD_OFFSET_MISMATCH']);
     expect((await head(id)).headers.get('upload-offset')).toBe(String(MiB));
     expect(fs.statSync(partFile(id)).size).toBe(MiB);
@@ -935,48 +855,18 @@ describe('what tus clients, proxies and hostile input send', () => {
 });
 
 describe('a client that stalls mid-PATCH', () => {
-  let slow: TestService;
-  beforeAll(async () => {
-    slow = await startTestService({ BODY_IDLE_TIMEOUT_MS: '1000' });
-  });
-  afterAll(async () => {
-    await slow?.stop();
-  });
+  const slowService = serviceOfBlock({ BODY_IDLE_TIMEOUT_MS: '1000' });
 
   test('is cut (408) and closed; HEAD reports what arrived, which is on disk, and the upload resumes from there', async () => {
+    const slow = slowService();
     const data = random(3 * MiB);
-    const c = await slow.fetch('/api/uploads', {
-      method: 'POST',
-      headers: { ...TUS, 'Upload-Length': String(data.length) },
-    });
+    const c = await create(data.length, {}, KEYS.alice, {}, slow);
     const id = idOf(c.headers.get('location')!);
-    const u = new URL(`/api/uploads/${id}`, slow.url);
-    const http = await import('node:http');
-    const answer = await new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
-      const req = http.request(
-        {
-          host: u.hostname,
-          port: u.port,
-          path: u.pathname,
-          method: 'PATCH',
-          headers: {
-            ...TUS,
-            'x-api-key': KEYS.alice,
-            'Upload-Offset': '0',
-            'Content-Type': 'application/offset+octet-stream',
-            'Content-Length': String(data.length),
-          },
-        },
-        (res) => {
-          res.resume();
-          resolve({ status: res.statusCode!, connection: res.headers.connection });
-          req.destroy();
-        },
-      );
-      req.on('error', reject);
-      req.write(data.subarray(0, MiB)); // and then nothing more
-    });
-    expect(answer).toEqual({ status: 408, connection: 'close' });
+    const { req, answer } = handPatch(slow.url, id, { offset: 0, length: data.length });
+    req.write(data.subarray(0, MiB)); // and then nothing more
+    const cut = await answer;
+    req.destroy();
+    expect([cut.status, cut.headers.connection]).toEqual([408, 'close']);
     const h = await slow.fetch(`/api/uploads/${id}`, { method: 'HEAD', headers: TUS });
     const offset = Number(h.headers.get('upload-offset'));
     expect(offset).toBeGreaterThan(0);

@@ -133,6 +133,12 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toContain('MEDIA_URL_GRANTS');
   });
 
+  test('BLAKE3: the native addon by default, WebAssembly when forced', () => {
+    expect(loadConfig({}).blake3).toBe('native');
+    expect(loadConfig({ ASSET_SERVICE_FORCE_WASM_BLAKE3: '1' }).blake3).toBe('wasm');
+    expect(loadConfig({ ASSET_SERVICE_FORCE_WASM_BLAKE3: 'false' }).blake3).toBe('native');
+  });
+
   test('s3 needs a bucket', () => {
     expect(() => loadConfig({ STORAGE_BACKEND: 's3' })).toThrow(/S3_BUCKET/);
     const c = loadConfig({ STORAGE_BACKEND: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'true', S3_PREFIX: '/assets/' });

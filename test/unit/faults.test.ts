@@ -1,10 +1,14 @@
 import { ApiKeyRepository } from '../../src/domain/auth/api-key.repository';
 import { ApiKeyService, hashKey } from '../../src/domain/auth/api-key.service';
-import { DomainError } from '../../src/domain/errors';
-import { isStorageFull } from '../../src/infra/blob-store/blob-store';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DomainError, storeErrors } from '../../src/domain/errors';
+import { fromInfraError } from '../../src/http/shared/errors';
+import { isStorageFull, translateStoreError } from '../../src/infra/blob-store/blob-store';
+import { StoreFullError, StoreUnavailableError } from '../../src/infra/errors';
 import { classifyDbError, DatabaseHealth, translateDbError, type Db } from '../../src/infra/prisma';
 
-describe('database errors are translated in one place (infra/prisma.ts)', () => {
+describe('database errors are translated in one place (infra/prisma.ts), answered by the one error table', () => {
   const adapter = (cause: Record<string, unknown>) =>
     Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause } } });
   test.each([
@@ -20,8 +24,11 @@ describe('database errors are translated in one place (infra/prisma.ts)', () => 
     ['pg-pool timeout', new Error('timeout exceeded when trying to connect')],
     ['pg client query timeout', new Error('Query read timeout')],
     ['wrapped in a cause', new Error('outer', { cause: Object.assign(new Error('inner'), { code: 'ECONNREFUSED' }) })],
-  ])('%s → SERVICE_UNAVAILABLE with retry_after, nothing of the original text', (_name, err) => {
-    const t = translateDbError(err) as DomainError;
+  ])('%s → the database unavailable: SERVICE_UNAVAILABLE with retry_after, nothing of the original text', (_n, err) => {
+    const infra = translateDbError(err);
+    expect(infra).toBeInstanceOf(StoreUnavailableError);
+    expect((infra as StoreUnavailableError).store).toBe('database');
+    const t = fromInfraError(infra)!;
     expect(t).toBeInstanceOf(DomainError);
     expect(t.code).toBe('SERVICE_UNAVAILABLE');
     expect(t.details).toEqual({ retry_after: 5 });
@@ -29,9 +36,10 @@ describe('database errors are translated in one place (infra/prisma.ts)', () => 
   });
 
   test('53100 disk full → INSUFFICIENT_STORAGE (pg error and through Prisma)', () => {
-    expect(
-      (translateDbError(Object.assign(new Error('could not extend file'), { code: '53100' })) as DomainError).code,
-    ).toBe('INSUFFICIENT_STORAGE');
+    const infra = translateDbError(Object.assign(new Error('could not extend file'), { code: '53100' }));
+    expect(infra).toBeInstanceOf(StoreFullError);
+    expect((infra as StoreFullError).store).toBe('database');
+    expect(fromInfraError(infra)?.code).toBe('INSUFFICIENT_STORAGE');
     expect(classifyDbError(adapter({ originalCode: '53100', kind: 'postgres' }))).toBe('full');
   });
 
@@ -40,6 +48,10 @@ describe('database errors are translated in one place (infra/prisma.ts)', () => 
     expect(translateDbError(unique)).toBe(unique);
     const plain = new Error('something else');
     expect(translateDbError(plain)).toBe(plain);
+    // A domain error thrown inside a transaction is the domain's answer, whatever its code.
+    const domain = new DomainError('SERVICE_UNAVAILABLE', 'the stored content was just removed; try again');
+    expect(translateDbError(domain)).toBe(domain);
+    expect(fromInfraError(plain)).toBeUndefined();
   });
 
   test('an outage is logged once per transition and counted', () => {
@@ -63,6 +75,41 @@ test('ENOSPC and EDQUOT are recognised as a full store', () => {
   expect(isStorageFull(Object.assign(new Error('x'), { code: 'EDQUOT' }))).toBe(true);
   expect(isStorageFull(new Error('the ingest worker stopped: ENOSPC: no space left on device'))).toBe(true);
   expect(isStorageFull(Object.assign(new Error('x'), { code: 'EACCES' }))).toBe(false);
+});
+
+describe('blob store errors are infra errors, answered by the one error table', () => {
+  test('full (507), unreachable (503, Retry-After), named as the blob store', () => {
+    const full = translateStoreError(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }));
+    expect(full).toBeInstanceOf(StoreFullError);
+    expect((full as StoreFullError).store).toBe('blob store');
+    expect(fromInfraError(full)).toMatchObject({
+      code: 'INSUFFICIENT_STORAGE',
+      message: expect.stringMatching(/blob/),
+    });
+    const away = translateStoreError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    expect(away).toBeInstanceOf(StoreUnavailableError);
+    expect((away as StoreUnavailableError).store).toBe('blob store');
+    expect(fromInfraError(away)).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: { retry_after: 5 } });
+    const other = new Error('EACCES');
+    expect(translateStoreError(other)).toBe(other);
+  });
+
+  test("storeErrors passes the domain's errors unchanged", async () => {
+    const domain = new DomainError('PAYLOAD_TOO_LARGE', 'too large');
+    await expect(storeErrors(Promise.reject(domain))).rejects.toBe(domain);
+    await expect(storeErrors(Promise.reject(Object.assign(new Error('x'), { code: 'EDQUOT' })))).rejects.toBeInstanceOf(
+      StoreFullError,
+    );
+  });
+
+  test('infra raises no domain error: no module of src/infra imports domain/errors', () => {
+    const root = path.join(__dirname, '..', '..', 'src', 'infra');
+    const files = fs.readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    const leaks = files.filter((f) =>
+      /from '(\.\.\/)+domain\/errors'/.test(fs.readFileSync(path.join(root, f), 'utf8')),
+    );
+    expect(leaks).toEqual([]);
+  });
 });
 
 describe('API key caches', () => {

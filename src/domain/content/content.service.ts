@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
-import { storeErrors, type BlobStore, type TempBlob } from '../../infra/blob-store/blob-store';
+import type { BlobStore, HashedWrites, Presigning, TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
-import { DomainError, isDomainError } from '../errors';
+import { DomainError, isDomainError, isOwnStoreFailure, storeErrors } from '../errors';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
@@ -37,9 +37,14 @@ export class ContentService {
     },
   ) {
     this.meter = opts.meter ?? NO_METER;
+    this.hashedWrites = blobs.capabilities.hashedWrites;
+    this.presign = blobs.capabilities.presign;
   }
 
   private readonly meter: TransferMeter;
+  /** The store's capabilities this service uses where the store has them. */
+  private readonly hashedWrites: HashedWrites | undefined;
+  private readonly presign: Presigning | undefined;
   private readonly countUploaded = (n: number): void => this.meter.add('uploaded', n);
 
   get maxUploadBytes(): number {
@@ -77,8 +82,8 @@ export class ContentService {
     };
     const end = this.meter.begin('upload');
     try {
-      if (this.blobs.writeTempHashed) {
-        const { temp, digest } = await this.blobs.writeTempHashed(hashing(source, undefined, meter), {
+      if (this.hashedWrites) {
+        const { temp, digest } = await this.hashedWrites.writeTempHashed(hashing(source, undefined, meter), {
           ownsChunks: opts.ownsChunks,
         });
         return { temp, digest, sniffedMime, derived };
@@ -230,7 +235,7 @@ export class ContentService {
     blake3: string,
     opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
   ): Promise<string | undefined> {
-    return this.blobs.presignedUrl ? this.blobs.presignedUrl(blake3, opts) : Promise.resolve(undefined);
+    return this.presign ? this.presign.presignedUrl(blake3, opts) : Promise.resolve(undefined);
   }
 
   /**
@@ -272,7 +277,7 @@ export class ContentService {
     try {
       removed = await this.repo.deleteExpired(this.opts.gcGraceSeconds, batch);
     } catch (err) {
-      if (isDomainError(err)) throw err; // the database is unavailable: the job is retried
+      if (isDomainError(err) || isOwnStoreFailure(err)) throw err; // the database is unavailable: the job is retried
       // One content the batch cannot delete must not hold back the others: collect them one by one this time.
       this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
       return this.collectOneByOne(batch);

@@ -157,7 +157,6 @@ export class DownloadJob {
   }
 
   private async discardPartial(transferId: string): Promise<void> {
-    if (!this.d.blobs.openPartial) return;
     const partial = await this.d.blobs.openPartial(partialName(transferId));
     await partial.discard().catch((err: unknown) => this.d.logger.warn('could not remove a partial download', { err }));
   }

@@ -68,10 +68,7 @@ export class SourceTransfer {
   }
 
   async attempt(): Promise<IngestedContent> {
-    const partial =
-      this.o.partialName && this.deps.blobs.openPartial
-        ? await this.deps.blobs.openPartial(this.o.partialName)
-        : undefined;
+    const partial = this.o.partialName ? await this.deps.blobs.openPartial(this.o.partialName) : undefined;
     // A job that failed (or a hash worker that died) has lost the state: rebuild it from the partial file.
     if (!this.hash.usable) this.reset();
     let offset = partial && this.validator ? partial.size : 0;
@@ -160,7 +157,8 @@ export class SourceTransfer {
    * copies go to the worker. Either way the state has counted every byte stored when this returns.
    */
   private store(partial: PartialBlob | undefined, source: AsyncIterable<Buffer>, truncate: boolean): Promise<TempBlob> {
-    if (partial?.appendHashed) return partial.appendHashed(source, this.hash, { ownsChunks: true });
+    const hashed = this.deps.blobs.capabilities.hashedWrites;
+    if (partial && hashed) return hashed.appendHashed(partial, source, this.hash, { ownsChunks: true });
     if (partial) return partial.append(this.hash.hashing(source), { truncate });
     return this.deps.blobs.writeTemp(this.hash.hashing(source));
   }

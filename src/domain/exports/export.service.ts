@@ -349,9 +349,10 @@ export class ExportService {
     if (!archive || archive.ownerId !== principal.ownerId) throw notFound(name);
     const expiresAt = new Date(Math.min(archive.expiresAt.getTime(), Date.now() + URL_TTL_SECONDS * 1000));
     const seconds = Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1000));
-    if (this.deps.blobs.presignedObjectUrl) {
+    const presign = this.deps.blobs.capabilities.presign;
+    if (presign) {
       const fileName = downloadNameOf(archive.createdAt);
-      const url = await this.deps.blobs.presignedObjectUrl(objectName(name), {
+      const url = await presign.presignedObjectUrl(objectName(name), {
         fileName,
         contentType: 'application/zip',
         expiresInSeconds: seconds,

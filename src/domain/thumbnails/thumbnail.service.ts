@@ -127,9 +127,8 @@ export class ThumbnailService {
       if (mimeType.startsWith('video/')) return await this.fromVideo(blake3);
       // On the disk store libvips reads the file in place: a stream would bring every image's megabytes through the
       // JavaScript heap, and collecting them costs the main thread time per image (`npm run bench -- thumbnails`).
-      return await this.fromImage(
-        this.blobs.localPath ? await this.blobs.localPath(blake3) : await this.blobs.read(blake3),
-      );
+      const local = this.blobs.capabilities.localFiles;
+      return await this.fromImage(local ? await local.localPath(blake3) : await this.blobs.read(blake3));
     } catch (err) {
       if (!isUndecodable(err)) throw err; // I/O and the like: pg-boss retries
       return { failed: err instanceof Error ? err.message : String(err) };

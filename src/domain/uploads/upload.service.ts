@@ -4,8 +4,8 @@ import type { ContentService } from '../content/content.service';
 import { deriveFromHead, METADATA_HEAD_BYTES } from '../content/derived-metadata';
 import type { ContentDigest, ParsedHash } from '../content/hashing';
 import { detectMime } from '../content/mime';
-import { DomainError, isOwnStoreFailure } from '../errors';
-import { storeErrors, type BlobStore, type PartialBlob } from '../../infra/blob-store/blob-store';
+import { DomainError, isOwnStoreFailure, storeErrors } from '../errors';
+import type { BlobStore, HashedWrites, PartialBlob } from '../../infra/blob-store/blob-store';
 import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
@@ -37,6 +37,9 @@ export class UploadService {
   /** The hash state of uploads this process received, by upload id, least recently used first. */
   private readonly states = new Map<string, HashSession>();
 
+  /** The store's worker threads that hash and write a PATCH's bytes, where it has them (the disk store). */
+  private readonly hashedWrites: HashedWrites | undefined;
+
   constructor(
     private readonly repo: UploadRepository,
     readonly leases: UploadLeases,
@@ -46,7 +49,9 @@ export class UploadService {
     private readonly assets: AssetService,
     private readonly logger: Logger,
     private readonly opts: { expirySeconds: number },
-  ) {}
+  ) {
+    this.hashedWrites = blobs.capabilities.hashedWrites;
+  }
 
   get expiryMs(): number {
     return this.opts.expirySeconds * 1000;
@@ -97,7 +102,7 @@ export class UploadService {
       ownerId: principal.ownerId,
       length,
       metadata,
-      partKey: this.blobs.partialKey!(partName(id)),
+      partKey: this.blobs.partialKey(partName(id)),
       createdAt: now,
       expiresAt: new Date(now.getTime() + this.expiryMs),
     });
@@ -130,11 +135,11 @@ export class UploadService {
       }
       return rec.length;
     }
-    let partial = await this.blobs.openPartial!(partName(id));
+    let partial = await this.blobs.openPartial(partName(id));
     if (partial.size > rec.offset) {
       // Durable but never acknowledged (a crash between the append and the offset update): cut back.
       await partial.truncate(rec.offset);
-      partial = await this.blobs.openPartial!(partName(id));
+      partial = await this.blobs.openPartial(partName(id));
     }
     if (partial.size < rec.offset) {
       // Acknowledged bytes that the store no longer has (removed behind the service's back): the upload cannot be
@@ -168,19 +173,19 @@ export class UploadService {
     let size: number;
     try {
       // The request's chunks are used by nobody else (the tus server passes them on), so they move to the worker.
-      size = partial.appendHashed
-        ? (await partial.appendHashed(limited(), state, { ownsChunks: true })).size
+      size = this.hashedWrites
+        ? (await this.hashedWrites.appendHashed(partial, limited(), state, { ownsChunks: true })).size
         : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
       failure = err;
       // What reached the part counts when it was made durable: on disk, unless the job of the part's worker failed
       // (a write or an fsync, or the worker died: the state is then unusable), in which case none of this PATCH's
       // bytes is known to be durable; likewise when the store cannot even say what it holds (it is unreachable).
-      const stored = await this.blobs.openPartial!(partName(id)).then(
+      const stored = await this.blobs.openPartial(partName(id)).then(
         (p) => p.size,
         () => undefined,
       );
-      size = stored === undefined || (partial.appendHashed && !state.usable) ? rec.offset : stored;
+      size = stored === undefined || (this.hashedWrites && !state.usable) ? rec.offset : stored;
       // The bytes past it go now rather than at the next PATCH: on a full disk they are the space the resume needs.
       if (stored !== undefined && stored > size) {
         await partial
@@ -219,7 +224,7 @@ export class UploadService {
     const id = rec.id;
     if (rec.assetId) return { assetId: rec.assetId, created: rec.assetCreated === true };
     if (rec.offset !== rec.length) throw new DomainError('INVALID_BODY', 'the upload is not complete');
-    const partial = await this.blobs.openPartial!(partName(id));
+    const partial = await this.blobs.openPartial(partName(id));
     // An empty upload's part is made here, after its row as every part is (a creation that fails then keeps nothing:
     // the router removes it), so a part never exists without its upload's row, whatever crashes when.
     if (rec.length === 0) await partial.append(empty());
@@ -227,18 +232,18 @@ export class UploadService {
     this.states.delete(id);
     const digest: ContentDigest = await state.digest();
     const head = await readHead(partial, Math.min(HEAD_BYTES, rec.length));
-    // The asset is made from a snapshot of the part (both stores have one): createFromIngested consumes what it is
-    // given, whatever happens, and the part must outlive a failure that is not the upload's fault.
-    const snapshot = partial.snapshot ? await partial.snapshot() : undefined;
+    // The asset is made from a snapshot of the part: createFromIngested consumes what it is given, whatever happens,
+    // and the part must outlive a failure that is not the upload's fault.
+    const snapshot = await partial.snapshot();
     try {
       const declared = parsed.hash;
       if (declared && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
-        if (snapshot) await this.blobs.discard(snapshot);
+        await this.blobs.discard(snapshot);
         throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
       }
       const sniffedMime = head.length > 0 ? detectMime(head, undefined) : undefined;
       const ingested = {
-        temp: snapshot ?? { key: partial.key, size: rec.length },
+        temp: snapshot,
         digest,
         sniffedMime,
         derived: deriveFromHead(head, sniffedMime, undefined),
@@ -248,15 +253,13 @@ export class UploadService {
       });
       await this.repo.setAsset(id, result.asset.id, result.created);
       // Recorded first: a crash here leaves a finished upload's part, which the expiry sweep removes.
-      if (snapshot) await this.blobs.discard({ key: partial.key, size: rec.length });
+      await this.blobs.discard({ key: partial.key, size: rec.length });
       return { assetId: result.asset.id, created: result.created };
     } catch (err) {
       // Nothing of a refused upload is kept (as with a refused multipart upload). After a failure that is not the
-      // upload's (the database away, the store full or failing) its part stays where there is one, and the next HEAD
-      // (or the last PATCH again) finishes it; where the part was handed over and is gone, the upload goes too (the
-      // client's HEAD then finds none and it starts again, rather than an upload that can never finish).
-      if (!snapshot || (err instanceof DomainError && !isOwnStoreFailure(err)))
-        await this.removeParts(rec).catch(() => undefined);
+      // upload's (the database away, the store full or failing) its part stays, and the next HEAD (or the last PATCH
+      // again) finishes it.
+      if (err instanceof DomainError && !isOwnStoreFailure(err)) await this.removeParts(rec).catch(() => undefined);
       throw err;
     }
   }
@@ -296,7 +299,8 @@ export class UploadService {
   private async removeParts(rec: UploadRecord): Promise<void> {
     this.forget(rec.id);
     await this.repo.delete(rec.id);
-    await this.blobs.openPartial!(partName(rec.id))
+    await this.blobs
+      .openPartial(partName(rec.id))
       .then((partial) => partial.discard())
       .catch((err: unknown) =>
         this.logger.warn("could not remove a removed upload's part; the temporary sweeper will", {

@@ -3,9 +3,8 @@ import type { Request, Response } from 'express';
 import { GraphQLError } from 'graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { Asset, Links, Principal } from '../../domain/assets/asset.types';
-import { isDomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
-import { closeAfterAnswer, STATUS_OF } from '../shared/errors';
+import { closeAfterAnswer, knownError, STATUS_OF } from '../shared/errors';
 import { linksOfRes } from '../base-url';
 import type { RequestAuth } from '../shared/request-auth';
 
@@ -38,14 +37,15 @@ export function createContext(deps: { auth: RequestAuth; assets: AssetService; l
     try {
       principal = await deps.auth.authenticate(req, res);
     } catch (err) {
-      if (!isDomainError(err)) throw err;
+      const known = knownError(err);
+      if (!known) throw err;
       const headers = new Map<string, string>();
-      if (err.details?.retry_after !== undefined) headers.set('retry-after', String(err.details.retry_after));
-      throw new GraphQLError(err.message, {
+      if (known.details?.retry_after !== undefined) headers.set('retry-after', String(known.details.retry_after));
+      throw new GraphQLError(known.message, {
         extensions: {
-          code: err.code,
-          ...(err.details ? { details: err.details } : {}),
-          http: { status: STATUS_OF[err.code], headers },
+          code: known.code,
+          ...(known.details ? { details: known.details } : {}),
+          http: { status: STATUS_OF[known.code], headers },
         },
       });
     }

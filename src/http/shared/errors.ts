@@ -1,12 +1,14 @@
 import crypto from 'node:crypto';
 import type http from 'node:http';
 import { DomainError, type ErrorCode } from '../../domain/errors';
+import { StoreFullError, StoreUnavailableError } from '../../infra/errors';
 import type { Logger } from '../../infra/logger';
 
 /*
  * Error rendering shared by every transport (REST routes, the hot-route table, GraphQL, the request guard and the
- * parser-level refusals): the status of each domain code, the `{code, message, details?}` body with its headers,
- * and the one rule for anything else: logged with the request id, answered as INTERNAL.
+ * parser-level refusals): the code of each infra failure, the status of each domain code, the `{code, message,
+ * details?}` body with its headers, and the one rule for anything else: logged with the request id, answered as
+ * INTERNAL.
  */
 
 /** The one table from domain error code to HTTP status. */
@@ -55,9 +57,25 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   INSUFFICIENT_STORAGE: 507,
 };
 
-/** Errors raised by body parsers and other middleware, translated to domain errors. */
+/**
+ * Infra's failures (src/infra/errors.ts), by class, as the client sees them: a store or the database that cannot be
+ * reached is 503 with Retry-After, one that is full is 507. The message names the store; the cause stays in the logs.
+ */
+export function fromInfraError(err: unknown): DomainError | undefined {
+  if (err instanceof StoreUnavailableError)
+    return new DomainError('SERVICE_UNAVAILABLE', err.message, { retry_after: err.retryAfterSeconds });
+  if (err instanceof StoreFullError) return new DomainError('INSUFFICIENT_STORAGE', err.message);
+  return undefined;
+}
+
+/** A domain error as is, or an infra failure as its domain code (`fromInfraError`); else undefined. */
+export const knownError = (err: unknown): DomainError | undefined =>
+  err instanceof DomainError ? err : fromInfraError(err);
+
+/** Errors raised by body parsers and other middleware, and infra's failures, translated to domain errors. */
 export function toDomainError(err: unknown): DomainError | undefined {
-  if (err instanceof DomainError) return err;
+  const known = knownError(err);
+  if (known) return known;
   const e = err as { type?: string; status?: number; message?: string };
   if (e?.type === 'entity.parse.failed') return new DomainError('INVALID_JSON', 'the request body is not valid JSON');
   if (e?.type === 'entity.too.large') return new DomainError('PAYLOAD_TOO_LARGE', 'the request body is too large');

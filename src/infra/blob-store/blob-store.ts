@@ -1,14 +1,19 @@
 import type { Readable } from 'node:stream';
 import type { HashSession } from './ingest-pool';
-import { DomainError } from '../../domain/errors';
+import { InfraError, StoreFullError, StoreUnavailableError } from '../errors';
+
+export { BlobNotFoundError } from '../errors';
 
 /**
  * Content-addressed storage of bytes, keyed by the BLAKE3 hex of the content. Bytes first go to a temporary object
  * (written while they arrive and while they are hashed), and are committed under their hash only once the hash is
- * known. Implementations: fs.ts (local disk), s3.ts (S3-compatible object stores).
+ * known. Implementations: fs.ts (local disk), s3.ts (S3-compatible object stores). This is what every store has;
+ * what only some have is in `capabilities`, one small interface each, asked for once where it is used.
  */
 export interface BlobStore {
   readonly kind: 'fs' | 's3';
+  /** What this store offers beyond the methods every store has; each absent where the backend has no such thing. */
+  readonly capabilities: BlobStoreCapabilities;
   /** Prepares the store (creates folders, removes temporaries a crash left behind). */
   init(): Promise<void>;
   /**
@@ -17,21 +22,12 @@ export interface BlobStore {
    */
   writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob>;
   /**
-   * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, for stores that can hash off the request
-   * thread (fs: a worker thread hashes and writes). With `ownsChunks`, the chunks of `source` may be detached once
-   * read (their memory moved to the worker), so the caller must not keep them.
+   * Opens (or reopens, for resumed downloads and uploads) a named temporary blob for appending, kept across
+   * restarts. Returns the bytes already present.
    */
-  writeTempHashed?(
-    source: AsyncIterable<Buffer>,
-    opts?: { ownsChunks?: boolean },
-  ): Promise<{ temp: TempBlob; digest: { blake3: string; sha256: string; size: number } }>;
-  /**
-   * Opens (or reopens, for resumed downloads) a named temporary blob for appending; `resumable` stores keep partial
-   * data across restarts. Returns the bytes already present.
-   */
-  openPartial?(name: string): Promise<PartialBlob>;
-  /** The key `openPartial(name)` answers, without touching the store (stores with `openPartial`). */
-  partialKey?(name: string): string;
+  openPartial(name: string): Promise<PartialBlob>;
+  /** The key `openPartial(name)` answers, without touching the store. */
+  partialKey(name: string): string;
   /**
    * Moves (copies, with `keepTemp`) a temporary blob to its content address; readers see the blob whole or not at
    * all. Idempotent: an existing blob with that hash is kept.
@@ -40,14 +36,8 @@ export interface BlobStore {
   /** Removes a temporary blob; never throws for one already gone. */
   discard(temp: TempBlob): Promise<void>;
   exists(blake3Hex: string): Promise<boolean>;
-  /** Streams the content, or the inclusive byte range [start, end]. */
+  /** Streams the content, or the inclusive byte range [start, end]. BlobNotFoundError when there is no such blob. */
   read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
-  /**
-   * The blob's path on this machine's disk, for readers that open files themselves (libvips reads a path in place,
-   * without its bytes passing through the JavaScript heap); only stores that keep blobs on local disk have it, the
-   * others are read with `read`. BlobNotFoundError when there is no such blob.
-   */
-  localPath?(blake3Hex: string): Promise<string>;
   /** Removes the blob and every derived object stored beside it (`putDerived`). */
   delete(blake3Hex: string): Promise<void>;
   /**
@@ -64,11 +54,6 @@ export interface BlobStore {
   sweepTemps(olderThanMs: number): Promise<number>;
   /** Hashes of the stored blobs last written more than `olderThanMs` ago (for the orphan sweeper). */
   listBlobs(olderThanMs: number): AsyncIterable<string>;
-  /** A short-lived URL for direct download, where the backend offers one (S3 presigned URLs). */
-  presignedUrl?(
-    blake3Hex: string,
-    opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
-  ): Promise<string | undefined>;
   /**
    * Named objects outside the content store (export archives, `exports/<uuid>.zip`): written from `source`, durable,
    * and visible under the name whole or not at all (a failed write leaves nothing). Resolves with the size.
@@ -79,17 +64,71 @@ export interface BlobStore {
   objectSize(name: string): Promise<number | undefined>;
   /** Never throws for an object already gone. */
   deleteObject(name: string): Promise<void>;
-  /** A short-lived URL of a named object, where the backend offers one (S3). */
-  presignedObjectUrl?(
+  /** Cheap reachability check for /readyz. */
+  ping(): Promise<void>;
+  /** Releases connections (S3 client sockets); the store is not used afterwards. */
+  close(): Promise<void>;
+}
+
+/** The optional parts of a store, each a small interface of its own (see BlobStore.capabilities). */
+export interface BlobStoreCapabilities {
+  /** Bytes hashed and written off the request thread (fs: the ingest pool's worker threads). */
+  readonly hashedWrites?: HashedWrites;
+  /** Short-lived URLs for direct downloads (S3 presigned URLs). */
+  readonly presign?: Presigning;
+  /** Blobs as files of this machine (fs), for readers that open files themselves. */
+  readonly localFiles?: LocalFiles;
+  /** Free space, where the backend can tell (local disk); /readyz compares it with a floor. */
+  readonly space?: SpaceReport;
+}
+
+export interface HashedWrites {
+  /**
+   * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, hashed off the request thread. With
+   * `ownsChunks`, the chunks of `source` may be detached once read (their memory moved to the worker), so the caller
+   * must not keep them.
+   */
+  writeTempHashed(
+    source: AsyncIterable<Buffer>,
+    opts?: { ownsChunks?: boolean },
+  ): Promise<{ temp: TempBlob; digest: { blake3: string; sha256: string; size: number } }>;
+  /**
+   * PartialBlob.append (of a partial this store opened) with the bytes also fed to `hash` (which must have hashed
+   * exactly the bytes already stored), both the hashing and the writing on the session's worker thread. What arrived
+   * before a failure of `source` is kept, durably, and counted in `hash`. `ownsChunks`: as for writeTempHashed.
+   */
+  appendHashed(
+    partial: PartialBlob,
+    source: AsyncIterable<Buffer>,
+    hash: HashSession,
+    opts: { ownsChunks: boolean },
+  ): Promise<TempBlob>;
+}
+
+export interface Presigning {
+  /** A short-lived URL of a blob for direct download, or undefined where none can be made now. */
+  presignedUrl(
+    blake3Hex: string,
+    opts: { fileName: string; contentType: string; expiresInSeconds: number; disposition?: 'inline' | 'attachment' },
+  ): Promise<string | undefined>;
+  /** A short-lived URL of a named object. */
+  presignedObjectUrl(
     name: string,
     opts: { fileName: string; contentType: string; expiresInSeconds: number },
   ): Promise<string>;
-  /** Cheap reachability check for /readyz. */
-  ping(): Promise<void>;
-  /** Bytes still free for new blobs, where the backend can tell (local disk); /readyz compares it with a floor. */
-  freeBytes?(): Promise<number>;
-  /** Releases connections (S3 client sockets); the store is not used afterwards. */
-  close?(): Promise<void>;
+}
+
+export interface LocalFiles {
+  /**
+   * The blob's path on this machine's disk (libvips reads a path in place, without its bytes passing through the
+   * JavaScript heap). BlobNotFoundError when there is no such blob.
+   */
+  localPath(blake3Hex: string): Promise<string>;
+}
+
+export interface SpaceReport {
+  /** Bytes still free for new blobs. */
+  freeBytes(): Promise<number>;
 }
 
 /** The kinds of derived objects a blob can have. */
@@ -102,13 +141,6 @@ export type DerivedKind = (typeof DERIVED_KINDS)[number];
 export interface CommitOptions {
   /** Leave the temporary blob in place (the caller discards it later); see ContentService.precommit. */
   keepTemp?: boolean;
-}
-
-export class BlobNotFoundError extends Error {
-  constructor(readonly hash: string) {
-    super(`blob ${hash} not found`);
-    this.name = 'BlobNotFoundError';
-  }
 }
 
 export interface TempBlob {
@@ -125,12 +157,6 @@ export interface PartialBlob {
   /** Appends from `source`, makes it durable, and returns the finished temporary blob. */
   append(source: AsyncIterable<Buffer>, opts?: { truncate?: boolean }): Promise<TempBlob>;
   /**
-   * `append` with the bytes also fed to `hash` (which must have hashed exactly the bytes already stored), both the
-   * hashing and the writing on the session's worker thread (fs). What arrived before a failure of `source` is kept,
-   * durably, and counted in `hash`. `ownsChunks`: as for BlobStore.writeTempHashed.
-   */
-  appendHashed?(source: AsyncIterable<Buffer>, hash: HashSession, opts: { ownsChunks: boolean }): Promise<TempBlob>;
-  /**
    * Cuts the stored bytes back to `size` (durably): bytes a crash left after the last acknowledged offset of a
    * resumable upload.
    */
@@ -140,9 +166,9 @@ export interface PartialBlob {
    * A temporary blob with the part's bytes as they are now, the caller's to commit or discard, while the part itself
    * stays (on disk a second name of the same file: no copy, no fsync; on S3 a name for its segments that commit reads
    * and discard leaves alone). A resumable upload makes its asset from it, so a failed commit (the database away)
-   * leaves the part to try again. Stores without it hand the part itself over.
+   * leaves the part to try again.
    */
-  snapshot?(): Promise<TempBlob>;
+  snapshot(): Promise<TempBlob>;
 }
 
 /** Names of named objects: one folder level, safe characters only. */
@@ -223,26 +249,15 @@ export function isStoreUnreachable(err: unknown): boolean {
 }
 
 /**
- * The one place where blob store failures become the client's answer (as `translateDbError` for the database): full
- * (ENOSPC, a quota) is INSUFFICIENT_STORAGE (507), unreachable (a connection refused, reset or timed out; S3's 503)
- * is SERVICE_UNAVAILABLE (503, Retry-After). Anything else is returned unchanged.
+ * The one place where blob store failures become infra's errors (as `translateDbError` for the database): full
+ * (ENOSPC, a quota) is StoreFullError, unreachable (a connection refused, reset or timed out; S3's 503) is
+ * StoreUnavailableError; the transports' error table answers them. Anything else is returned unchanged.
  */
 export function translateStoreError(err: unknown): unknown {
-  if (err instanceof DomainError) return err;
-  if (isStorageFull(err)) return new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
-  if (isStoreUnreachable(err))
-    return Object.assign(
-      new DomainError('SERVICE_UNAVAILABLE', 'the blob store is unavailable; retry later', { retry_after: 5 }),
-      { cause: err },
-    );
+  if (err instanceof InfraError) return err;
+  if (isStorageFull(err)) return new StoreFullError('blob store', { cause: err });
+  if (isStoreUnreachable(err)) return new StoreUnavailableError('blob store', { cause: err });
   return err;
-}
-
-/** `p`, its store failures translated (translateStoreError). */
-export function storeErrors<T>(p: Promise<T>): Promise<T> {
-  return p.catch((err: unknown) => {
-    throw translateStoreError(err);
-  });
 }
 
 /** `ab/cd/abcd…`: two levels of fan-out keep directories small. */

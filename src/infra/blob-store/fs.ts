@@ -11,9 +11,13 @@ import {
   DERIVED_KINDS,
   PARTIAL_NAME,
   type BlobStore,
+  type BlobStoreCapabilities,
   type CommitOptions,
+  type HashedWrites,
+  type LocalFiles,
   type DerivedKind,
   type PartialBlob,
+  type SpaceReport,
   type TempBlob,
 } from './blob-store';
 import { isProcessAlive } from '../process';
@@ -28,8 +32,10 @@ export { BlobNotFoundError } from './blob-store';
  * commit is an atomic rename), partial downloads in `root/.partial`. Every temporary is fsynced before it is
  * renamed, and the directory after, so a committed blob survives a power cut.
  */
-export class FsBlobStore implements BlobStore {
+export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceReport {
   readonly kind = 'fs' as const;
+  /** Hashing and writing on the ingest workers, paths of blobs on this disk, and its free space. */
+  readonly capabilities: BlobStoreCapabilities = { hashedWrites: this, localFiles: this, space: this };
   private readonly tmpDir: string;
   private readonly partialDir: string;
   private readonly objectsDir: string;
@@ -137,7 +143,6 @@ export class FsBlobStore implements BlobStore {
           throw err;
         }
       },
-      appendHashed: (source, hash, opts) => this.appendHashed(file, key, source, hash, opts),
       truncate: async (to) => {
         const fh = await fsp.open(file, 'r+');
         try {
@@ -161,16 +166,18 @@ export class FsBlobStore implements BlobStore {
   }
 
   /**
-   * PartialBlob.appendHashed: the worker of `hash` appends to `file` and continues its hashes. When `source` fails
-   * (a client gone mid-request), what it gave so far is still written and fsynced, then the failure is rethrown.
+   * HashedWrites.appendHashed: the worker of `hash` appends to the partial's file and continues its hashes. When
+   * `source` fails (a client gone mid-request), what it gave so far is still written and fsynced, then the failure is
+   * rethrown.
    */
-  private async appendHashed(
-    file: string,
-    key: string,
+  async appendHashed(
+    partial: PartialBlob,
     source: AsyncIterable<Buffer>,
     hash: HashSession,
     opts: { ownsChunks: boolean },
   ): Promise<TempBlob> {
+    const key = partial.key;
+    const file = this.resolveKey(key);
     const job = hash.append(file, opts);
     let failure: unknown;
     try {
@@ -327,6 +334,10 @@ export class FsBlobStore implements BlobStore {
 
   async ping(): Promise<void> {
     await fsp.access(this.root, fs.constants.W_OK);
+  }
+
+  async close(): Promise<void> {
+    // Nothing to release: files are opened per call.
   }
 
   async freeBytes(): Promise<number> {

@@ -19,7 +19,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
-import { DomainError } from '../../domain/errors';
+import { StoreFullError } from '../errors';
 import { contentDisposition } from '../content-disposition';
 import {
   BlobNotFoundError,
@@ -29,9 +29,11 @@ import {
   DERIVED_KINDS,
   PARTIAL_NAME,
   type BlobStore,
+  type BlobStoreCapabilities,
   type CommitOptions,
   type DerivedKind,
   type PartialBlob,
+  type Presigning,
   type TempBlob,
 } from './blob-store';
 
@@ -80,8 +82,10 @@ const SNAPSHOT = 'snapshot';
  * aws-chunked CRC trailers the SDK otherwise sends by default. Integrity is ours: every byte is hashed (BLAKE3 and
  * SHA-256) on the way in.
  */
-export class S3BlobStore implements BlobStore {
+export class S3BlobStore implements BlobStore, Presigning {
   readonly kind = 's3' as const;
+  /** Presigned URLs; blobs are read through `read` (no local paths), hashed on the request thread. */
+  readonly capabilities: BlobStoreCapabilities = { presign: this };
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly base: string;
@@ -131,7 +135,7 @@ export class S3BlobStore implements BlobStore {
           return await next(args);
         } catch (err) {
           const translated = translateStoreError(err);
-          if (translated instanceof DomainError && translated.code === 'INSUFFICIENT_STORAGE') this.full = true;
+          if (translated instanceof StoreFullError) this.full = true;
           throw translated;
         }
       },
@@ -371,7 +375,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   /**
-   * Whether the store takes a write at all (one byte, removed at once): throws INSUFFICIENT_STORAGE while it refuses
+   * Whether the store takes a write at all (one byte, removed at once): throws StoreFullError while it refuses
    * for lack of space, so /readyz names `storage` until space is freed, and then clears the flag by itself.
    */
   private async probeSpace(): Promise<void> {
@@ -419,8 +423,7 @@ export class S3BlobStore implements BlobStore {
       await this.deleteKey(key).catch(() => undefined);
       // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
       // the client mostly sees the connection cut (EPIPE) instead of that answer, so a cut asks the store once more.
-      if (isCut(err) && (await this.refusesWrites()))
-        throw new DomainError('INSUFFICIENT_STORAGE', 'the blob store has no space left');
+      if (isCut(err) && (await this.refusesWrites())) throw new StoreFullError('blob store', { cause: err });
       throw err;
     }
   }
@@ -489,7 +492,7 @@ export class S3BlobStore implements BlobStore {
       await this.probeSpace();
       return false;
     } catch (err) {
-      return err instanceof DomainError && err.code === 'INSUFFICIENT_STORAGE';
+      return err instanceof StoreFullError;
     }
   }
 
