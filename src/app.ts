@@ -6,8 +6,7 @@ import type { Container } from './container';
 import { DomainError } from './domain/errors';
 import { baseUrlOf } from './http/base-url';
 import { graphqlRouter } from './http/graphql/graphql.router';
-import { assetById, assetsRouter, contentByHash } from './http/rest/assets.router';
-import { hotRoute, hotRoutes } from './http/rest/hot-routes';
+import { assetsRouter } from './http/rest/assets.router';
 import { contentHandler, contentRouter, type ContentDeps } from './http/rest/content.router';
 import { grantedMediaRouter, shortUrlRouter } from './http/rest/granted.router';
 import { downloadsRouter } from './http/rest/downloads.router';
@@ -39,8 +38,7 @@ export interface PipelineOptions {
 /**
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
  * metrics and access log → request guard → request id and base URL → CORS (`http/cors.ts`: its headers, and
- * preflights answered, before any authentication) → the route table of the two hottest reads
- * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads,
+ * preflights answered, before any authentication) → signed export downloads,
  * content and thumbnails read with a grant, short URLs, and GraphQL (which authenticates itself) → `/api`: rate
  * limit and authentication (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness,
  * metrics, OpenAPI, UI) → 405/404 → error rendering (`http/rest/errors.ts`).
@@ -63,17 +61,11 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
     res.setHeader('X-Request-Id', id);
     res.locals.baseUrl = baseUrlOf(req, c.config);
   });
-  // The route table of the two hottest reads runs in the same layer, right after the first steps: one layer less for
-  // every request to walk.
-  const hot = hotRoutes(
-    [hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))],
-    c.requestAuth,
-  );
   const cors = corsStep(c.config.corsOrigins);
   app.use((req, res, next) => {
     for (const step of first) step(req, res);
     if (cors?.(req, res)) return;
-    if (!hot(req, res, next)) next();
+    next();
   });
 
   // Signed export downloads, and content and thumbnails read with a grant (their signature is the credential), the

@@ -11,7 +11,7 @@ import {
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import { MAX_CURSOR_LENGTH } from '../../domain/assets/cursor';
-import { parseHash, type ParsedHash } from '../../domain/content/hashing';
+import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { linksOfRes } from '../base-url';
@@ -24,30 +24,12 @@ import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
 
 /**
- * GET /api/assets/{id} (the id a lower-cased UUID): the hottest read, also answered from the pipeline's route table
- * (http/rest/hot-routes.ts).
- */
-export const assetById =
-  (assets: AssetService) =>
-  async (res: Response, id: string): Promise<void> => {
-    sendJson(res, assetJson(await assets.get(principalOf(res), id), linksOfRes(res)));
-  };
-
-/**
  * The literal paths beside /assets/{id} (`POST /assets/export`, `GET /assets/remote-metadata` ...): another method on
  * one of them is that path's 405 with its `Allow`, not "an asset id that is not a UUID" (400 INVALID_ID).
  */
 const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata', 'seed']);
 const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => void): void =>
   LITERAL_ASSET_PATHS.has(req.params.id as string) ? next('route') : next();
-
-/** HEAD /api/assets/hash/{hash}: is this content stored (200) or not (404)? (Also in the route table.) */
-export const contentByHash =
-  (assets: AssetService) =>
-  async (res: Response, hash: ParsedHash): Promise<void> => {
-    res.statusCode = (await assets.contentExists(hash)) ? 200 : 404;
-    res.end();
-  };
 
 export function assetsRouter(deps: {
   assets: AssetService;
@@ -159,10 +141,13 @@ export function assetsRouter(deps: {
     }),
   );
 
-  const byHash = contentByHash(assets);
+  // Is this content stored (200) or not (404)?
   r.head(
     '/assets/hash/:hash',
-    handle((req, res) => byHash(res, hashParam(req.params.hash))),
+    handle(async (req, res) => {
+      res.statusCode = (await assets.contentExists(hashParam(req.params.hash))) ? 200 : 404;
+      res.end();
+    }),
   );
 
   r.get(
@@ -175,11 +160,12 @@ export function assetsRouter(deps: {
     }),
   );
 
-  const byId = assetById(assets);
   r.get(
     '/assets/:id',
     notAnAssetId,
-    handle((req, res) => byId(res, pathId(req))),
+    handle(async (req, res) => {
+      sendJson(res, assetJson(await assets.get(principalOf(res), pathId(req)), linksOfRes(res)));
+    }),
   );
 
   r.put(
