@@ -71,18 +71,21 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   // Signed export downloads, and content and thumbnails read with a grant (their signature is the credential), the
   // short URLs (a key or a grant), and GraphQL (which authenticates itself). The signed routes are mounted at their
   // common prefix: any other request (GraphQL, the other /api routes) passes them with one path match, without
-  // entering their routers (`npm run bench -- graphql`). The metrics' route templates are the same (mount path +
-  // route path).
+  // entering their routers (`npm run bench -- graphql`); a request under that prefix without a query string, which
+  // holds every signature and grant, leaves them at their first layer (GET /api/assets/{id}: `npm run bench --
+  // metadata`). The metrics' route templates are the same (mount path + route path).
   const content: ContentDeps = {
     assets: c.assets,
     presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
     meter: c.metrics,
   };
-  app.use(
-    '/api/assets',
+  const signed = Router();
+  signed.use((req, _res, next) => next(req.url.includes('?') ? undefined : 'router'));
+  signed.use(
     exportDownloadRouter({ exports: c.exports }),
     grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
   );
+  app.use('/api/assets', signed);
   app.use('/api/s', shortUrlRouter({ grants: c.grants, assets: c.assets, auth: c.requestAuth }));
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));

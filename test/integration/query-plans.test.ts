@@ -5,6 +5,7 @@
  * in index order (no Sort node). Set SHOW_PLANS=1 to print the plans.
  */
 import { Client } from 'pg';
+import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
 import { AssetRepository } from '../../src/domain/assets/asset.repository';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
@@ -321,16 +322,20 @@ test.each(
     (['asc', 'desc'] as const).map((order) => [sort, order] as const),
   ),
 )(
-  "GET /api/assets' statement (columns as text, pageTextIfChanged) sorted by %s %s is read in index order, from the cursor on",
+  "GET /api/assets' statement (its read model's columns as text) sorted by %s %s is read in index order, from the cursor on",
   async (sort, order) => {
     const assets = new AssetRepository(db.prisma, db.pool);
     expectIndexed(
-      await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined)),
+      await plansOf(() =>
+        assets.pageIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined, ASSET_JSON_PAGE),
+      ),
       { noSort: true },
     );
     if (sort === 'last_access_time') return;
     const after = await boundary(sort);
-    const plans = await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), after, undefined));
+    const plans = await plansOf(() =>
+      assets.pageIfChanged(OWNER, listQuery({ sort, order }), after, undefined, ASSET_JSON_PAGE),
+    );
     expectIndexed(plans, { noSort: true });
     expect({ plan: plans[0]!.text }).toEqual({
       plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)),
@@ -347,10 +352,16 @@ test("GET /api/assets' named page statement keeps its generic plan: it is not pl
   const one = createDatabase(url, 1);
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
-    const first = await assets.pageTextIfChanged('everyone', listQuery({ limit: 100 }), undefined, undefined);
+    const first = await assets.pageIfChanged(
+      'everyone',
+      listQuery({ limit: 100 }),
+      undefined,
+      undefined,
+      ASSET_JSON_PAGE,
+    );
     let after = { value: first!.items.at(-1)!.createdAt, id: first!.items.at(-1)!.id };
     for (let i = 0; i < 12; i++) {
-      const page = await assets.pageTextIfChanged('everyone', listQuery({ limit: 20 }), after, undefined);
+      const page = await assets.pageIfChanged('everyone', listQuery({ limit: 20 }), after, undefined, ASSET_JSON_PAGE);
       after = { value: page!.items.at(-1)!.createdAt, id: page!.items.at(-1)!.id };
     }
     const { rows } = await one.pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
@@ -381,11 +392,11 @@ test("common include tags: the named page statement's generic plan is the sort i
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
     const q = listQuery({ includeTags: ['models'], limit: 20 });
-    const first = await assets.pageTextIfChanged('everyone', q, undefined, undefined);
+    const first = await assets.pageIfChanged('everyone', q, undefined, undefined, ASSET_JSON_PAGE);
     let after = { value: first!.items.at(-1)!.createdAt, id: first!.items.at(-1)!.id };
     captured = [];
     for (let i = 0; i < 12; i++) {
-      const page = await assets.pageTextIfChanged('everyone', q, after, undefined);
+      const page = await assets.pageIfChanged('everyone', q, after, undefined, ASSET_JSON_PAGE);
       after = { value: page!.items.at(-1)!.createdAt, id: page!.items.at(-1)!.id };
     }
     const page = captured.find((c) => /LEFT JOIN LATERAL/.test(c.text))!;

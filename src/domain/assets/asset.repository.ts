@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Pool } from 'pg';
-import { Prisma } from '../../generated/prisma/client';
+import { Prisma, type Asset as AssetRow } from '../../generated/prisma/client';
 import { PreparedStatement } from '../../infra/pg-statement';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
@@ -8,42 +8,21 @@ import type {
   Asset,
   AssetFilter,
   AssetListQuery,
-  AssetJsonPage,
-  AssetJsonParts,
   AssetPage,
+  AssetSort,
   AssetUpdateFields,
+  ListPage,
   Page,
   TagCount,
   TagListQuery,
 } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
-import { isOwnPreviewType } from '../content/mime';
-import { safeRelativePath } from './safe-path';
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
 export const COUNT_LIMIT = 10_000;
 
-type AssetRow = {
-  id: string;
-  ownerId: string;
-  name: string;
-  contentHash: string;
-  size: bigint;
-  mimeType: string;
-  tags: string[];
-  userMetadata: unknown;
-  previewId: string | null;
-  previewRemoved: boolean;
-  promptId: string | null;
-  isImmutable: boolean;
-  createdAt: Date;
-  updatedAt: Date;
-  lastAccessTime: Date;
-  hasThumbnail: boolean;
-  metadata?: unknown;
-};
-
+/** An asset row (Prisma's model of the table; the raw reads alias their columns to its field names). */
 export function toAsset(r: AssetRow): Asset {
   return assetOf(r, r.ownerId);
 }
@@ -300,67 +279,22 @@ export class AssetRepository {
    * this instance's cache of counts under the owner's current version, or from a count that stops at COUNT_LIMIT + 1.
    */
   async list(ownerId: string, q: AssetListQuery, after?: CursorPosition): Promise<AssetPage> {
-    return (await this.pageIfChanged(ownerId, q, after, undefined))!;
+    return (await this.pageIfChanged(ownerId, q, after, undefined, ASSET_PAGE_COLUMNS))!;
   }
 
   /**
    * `list`; undefined when the owner's rows version is still `known` (the page read at it is still the answer): then
    * the request costs one primary-key read, a named statement whatever the filter (the page's statement may be
-   * unnamed, planned per request).
+   * unnamed, planned per request). `columns` says which columns of the page's rows are read and how a row becomes an
+   * item: the assets (ASSET_PAGE_COLUMNS), or what a transport's read model reads (http/rest/read-model/).
    */
-  async pageIfChanged(
+  async pageIfChanged<R extends PageHead, I>(
     ownerId: string,
     q: AssetListQuery,
     after: CursorPosition | undefined,
     known: string | undefined,
-  ): Promise<AssetPage | undefined> {
-    return this.readPage<ListRow, Asset>(ownerId, q, after, known, {
-      columns: LIST_COLUMNS,
-      tagCounts: (head) => head.tagCounts,
-      item: (r) => assetOf(r, ownerId),
-      cursorValue: (_r, a) => sortValue(a, q.sort),
-    });
-  }
-
-  /**
-   * `pageIfChanged` for GET /api/assets, each asset as the pieces of its REST JSON (`AssetJsonParts`): every column
-   * is read as PostgreSQL prints it, with pg's type parsers bypassed (TEXT_COLUMNS), so the service makes no Date,
-   * array or number: strings are made JSON here, timestamps sliced into `toISOString`'s text, tags come as JSON;
-   * only the two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks
-   * after `,` and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`).
-   * Building the whole JSON in PostgreSQL instead cost more CPU on the two sides together, and so did making the
-   * strings and timestamps JSON there (`node bench/profiles/listing-json-cost.cjs`, `node
-   * bench/profiles/listing-pg-cost.cjs`).
-   */
-  async pageTextIfChanged(
-    ownerId: string,
-    q: AssetListQuery,
-    after: CursorPosition | undefined,
-    known: string | undefined,
-  ): Promise<AssetJsonPage | undefined> {
-    return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
-      columns: TEXT_COLUMNS,
-      types: AS_TEXT,
-      tagCounts: (head) => intArrayOf(head.tagCounts),
-      item: jsonPartsOf,
-      cursorValue: (r, a) => textSortValue(r, a, q.sort),
-    });
-  }
-
-  /** The page statement of `pageIfChanged` and `pageTextIfChanged`, its rows read as `shape` says. */
-  private async readPage<R extends PageHead, I>(
-    ownerId: string,
-    q: AssetListQuery,
-    after: CursorPosition | undefined,
-    known: string | undefined,
-    shape: {
-      columns: Prisma.Sql;
-      types?: typeof AS_TEXT;
-      tagCounts: (head: R) => number[];
-      item: (row: R & { id: string }) => I;
-      cursorValue: (row: R & { id: string }, item: I) => string | number;
-    },
-  ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
+    shape: PageColumns<R, I>,
+  ): Promise<ListPage<I> | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     // Include tags only: the statement also says whether they are common (kept per owner and filter, as counts are).
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
@@ -369,10 +303,11 @@ export class AssetRepository {
       : hintKey !== undefined && this.commonTags.get(hintKey, '')
         ? 'commonTags'
         : 'planned';
+    const types = shape.asText ? AS_TEXT : undefined;
     let rows = await this.read<R>(
-      pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined),
+      pageSql(ownerId, q, after, shape.sql, form, hintKey !== undefined),
       form !== 'planned',
-      shape.types,
+      types,
     );
     if (hintKey !== undefined) {
       const common = isTrue(rows[0]!.commonTags);
@@ -380,28 +315,22 @@ export class AssetRepository {
       // The tags were common when this filter was last read and are not now: the named statement read no page (its
       // guard); read it as the planner chooses (whether they are common is known now: not asked again).
       if (form === 'commonTags' && !common)
-        rows = await this.read<R>(
-          pageStatement(ownerId, q, after, shape.columns, 'planned', false),
-          false,
-          shape.types,
-        );
+        rows = await this.read<R>(pageSql(ownerId, q, after, shape.sql, 'planned', false), false, types);
     }
     const head = rows[0]!;
-    const stats = ownerStatsOf(
-      { ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) },
-      q,
-    );
+    const tagCounts = typeof head.tagCounts === 'string' ? intArrayOf(head.tagCounts) : head.tagCounts;
+    const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts }, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
     const found = head.id === null ? [] : (rows as (R & { id: string })[]);
     const hasMore = found.length > q.limit;
-    const items = found.slice(0, q.limit).map(shape.item);
+    const items = found.slice(0, q.limit).map((r) => shape.item(r, ownerId));
     const totalIsLowerBound = counted > COUNT_LIMIT;
     const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, pageOffset(q, after) + items.length) : counted;
     const n = items.length;
     const nextCursor =
       hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
         ? encodeCursor(q.sort, q.order, {
-            value: shape.cursorValue(found[n - 1]!, items[n - 1]!),
+            value: shape.cursorValue(found[n - 1]!, items[n - 1]!, q.sort),
             id: found[n - 1]!.id,
           })
         : undefined;
@@ -575,140 +504,47 @@ export class AssetRepository {
   }
 }
 
-/** The columns of a listing page: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). */
-const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
-  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
-  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
+/**
+ * What a page statement reads beside the owner's counts, and how its rows become items: `sql` is the page's SELECT list
+ * over `asset` (its row's `id` the asset's id, as text); `asText`: every column arrives as the text PostgreSQL printed
+ * (pg's type parsers bypassed); `cursorValue` is the sort column's value of a row, for the next cursor.
+ */
+export interface PageColumns<R, I> {
+  readonly sql: string;
+  readonly asText?: boolean;
+  item(row: R & { id: string }, ownerId: string): I;
+  cursorValue(row: R & { id: string }, item: I, sort: AssetSort): string | number;
+}
 
-/** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
-/** What both page statements' rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
-interface PageHead {
+/** What every page statement's rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
+export interface PageHead {
   id: string | null;
   /** Include tags only: whether they are common (`COMMON_SHARE`), as pg parsed it or as text. */
   commonTags?: boolean | string | null;
   ownerTotal: string | bigint;
   ownerVersion: string | bigint;
   rowsVersion: string | bigint;
+  /** The maintained counts of the filter's tags: an int[] as pg parsed it, or its text (`{1,2}`). */
+  tagCounts: number[] | string;
 }
 
-type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
-  id: string | null;
-  ownerTotal: string | bigint;
-  ownerVersion: string | bigint;
-  rowsVersion: string | bigint;
-  tagCounts: number[];
+type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & PageHead;
+
+/** A listing page's assets: SELECT_ASSET's columns without owner_id (the caller's; one field less to decode per row). */
+export const ASSET_PAGE_COLUMNS: PageColumns<ListRow, Asset> = {
+  sql: `id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`,
+  item: (r, ownerId) => assetOf(r, ownerId),
+  cursorValue: (_r, a, sort) => sortValue(a, sort),
 };
 
-/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`pageTextIfChanged`). */
+/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`PageColumns.asText`). */
 const AS_TEXT = { getTypeParser: () => (value: string) => value };
-
-/**
- * The columns of a listing page, each as PostgreSQL prints it (pg's type parsers bypassed, so nothing is parsed into
- * a Date, array or number) and in the cheapest form for PostgreSQL to print: the stored values through their own
- * output functions, not cast to text, and not made JSON there (`to_json(name)`, `to_char(...)` for the timestamps cost
- * PostgreSQL more CPU than the service's JSON.stringify of the strings and slicing of the timestamps:
- * `node bench/profiles/listing-pg-cost.cjs`). Timestamps are read in UTC
- * (`AT TIME ZONE 'UTC'`, a timestamp without zone: the session's TimeZone does not matter) and printed in the ISO
- * DateStyle (PostgreSQL's default, which pg's own date parser needs too); `isoOf` makes them `toISOString`'s text.
- * No alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
- * `size` sorted sizes as text, with a Sort).
- */
-const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`);
-
-/** A row of `pageTextIfChanged`'s statement, fields as PostgreSQL printed them (page fields null on an empty page). */
-interface ListTextRow {
-  ownerTotal: string;
-  ownerVersion: string;
-  rowsVersion: string;
-  tagCounts: string;
-  id: string | null;
-  name: string;
-  size: string;
-  /** character(64): blank-padded when shorter. */
-  blake3: string;
-  mimeType: string;
-  tagsJson: string;
-  /** Booleans print as 't' or 'f'. */
-  isModel: string;
-  userMetadata: string;
-  previewId: string | null;
-  previewRemoved: string;
-  promptId: string | null;
-  isImmutable: string;
-  /** UTC, ISO DateStyle: `2026-11-23 01:02:03.45` (the fraction's trailing zeros dropped; none when whole). */
-  createdAt: string;
-  updatedAt: string;
-  lastAccessTime: string;
-  hasThumbnail: string;
-  metadata: string | null;
-}
-
-/**
- * A UTC timestamp as PostgreSQL prints it (ISO DateStyle) as `Date.toISOString()` prints the Date pg's parser makes
- * of it: milliseconds always three digits (more are truncated, as that parser truncates them).
- */
-export function isoOf(t: string): string {
-  if (
-    t.length <= 26 &&
-    t.charCodeAt(4) === 45 &&
-    t.charCodeAt(10) === 32 &&
-    (t.length === 19 || (t.length > 20 && t.charCodeAt(19) === 46))
-  ) {
-    return t.length === 23
-      ? `${t.slice(0, 10)}T${t.slice(11)}Z`
-      : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
-  }
-  // Anything else (a year past 9999, BC: no asset has one): through a Date.
-  return new Date(`${t.replace(' ', 'T')}Z`).toISOString();
-}
 
 /** An int[]'s text (`{1,2}`) as numbers. */
 const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
-
-/** A `model_type:<folder>` element in a tag array's JSON text (isModelTagged's rule). */
-const MODEL_TYPE_TAG_JSON = /[[,]"model_type:[^"]/;
-
-/** The asset's pieces, its jsonb values printed as JSON.stringify prints what pg's JSON.parse made of them. */
-function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
-  const userMetadata = JSON.parse(r.userMetadata) as unknown;
-  const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
-  const nameJson = JSON.stringify(r.name);
-  // `model_type:<folder>` tags make a model too: looked for in the tags' JSON text, where an element starts after `[`
-  // or `,` (inside a string a `"` is always escaped).
-  const isModel = r.isModel === 't' || (r.tagsJson.includes('"model_type:') && MODEL_TYPE_TAG_JSON.test(r.tagsJson));
-  const loaderPath = isModel ? safeRelativePath(r.name) : undefined;
-  return {
-    id: r.id,
-    nameJson,
-    size: r.size,
-    blake3: r.blake3.trim(),
-    mimeTypeJson: JSON.stringify(r.mimeType),
-    tagsJson: r.tagsJson,
-    userMetadataJson: JSON.stringify(userMetadata ?? {}),
-    previewId: r.previewId,
-    previewTarget: r.previewId ?? (r.previewRemoved !== 't' && isOwnPreviewType(r.mimeType) ? r.id : undefined),
-    promptId: r.promptId,
-    createdAt: isoOf(r.createdAt),
-    updatedAt: isoOf(r.updatedAt),
-    lastAccessTime: isoOf(r.lastAccessTime),
-    isImmutable: r.isImmutable === 't',
-    hasThumbnail: r.hasThumbnail === 't',
-    // The name itself (the same JSON text) when it is a safe path.
-    loaderPathJson: loaderPath === undefined ? undefined : nameJson,
-    metadataJson: metadata ? JSON.stringify(metadata) : undefined,
-  };
-}
-
-function textSortValue(r: ListTextRow, a: AssetJsonParts, sort: AssetListQuery['sort']): string | number {
-  if (sort === 'name') return r.name;
-  if (sort === 'size') return Number(r.size);
-  return sort === 'created_at' ? a.createdAt : a.updatedAt;
-}
 
 /**
  * How a page statement is sent. `owner`: no filter; named (planned once per connection), LIMIT and OFFSET as
@@ -719,7 +555,7 @@ function textSortValue(r: ListTextRow, a: AssetJsonParts, sort: AssetListQuery['
  * the tags and the generic plan is kept), guarded by the same test on the counts read in the statement itself: when
  * the tags are no longer common, the page is not read (a One-Time Filter) and is read `planned`.
  */
-type PageForm = 'owner' | 'planned' | 'commonTags';
+export type PageForm = 'owner' | 'planned' | 'commonTags';
 
 /**
  * Include tags are common when the share of the owner's assets expected to carry them all (the product of each tag's
@@ -736,11 +572,11 @@ const pageOffset = (q: AssetListQuery, after: CursorPosition | undefined): numbe
  * The page statement: the owner's counts and rows version (one row, always) and, beside them, the page. `withCommon`
  * (the filter is include tags only, isIncludeOnly): the row also says whether those tags are common.
  */
-function pageStatement(
+export function pageSql(
   ownerId: string,
   q: AssetListQuery,
   after: CursorPosition | undefined,
-  columns: Prisma.Sql,
+  columns: string,
   form: PageForm,
   withCommon: boolean,
 ): Prisma.Sql {
@@ -757,7 +593,7 @@ function pageStatement(
   return Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts",
       ${withCommon ? Prisma.sql`s.common AS "commonTags", ` : Prisma.empty}p.*
     FROM (${stats}) AS s LEFT JOIN LATERAL (
-      SELECT ${columns} FROM asset WHERE ${form === 'commonTags' ? Prisma.sql`s.common AND ` : Prisma.empty}${cond}
+      SELECT ${Prisma.raw(columns)} FROM asset WHERE ${form === 'commonTags' ? Prisma.sql`s.common AND ` : Prisma.empty}${cond}
       ORDER BY ${col} ${dir}, asset.id ${dir} ${limitOffset(q.limit + 1, offset, form !== 'planned')}) AS p ON true`;
 }
 
