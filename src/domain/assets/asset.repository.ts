@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Pool } from 'pg';
+import type { Pool, QueryResultRow } from 'pg';
 import { Prisma, type Asset as AssetRow } from '../../generated/prisma/client';
 import { PreparedStatement } from '../../infra/pg-statement';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
@@ -89,13 +89,16 @@ export interface NewAssetRow {
   metadata: Record<string, unknown> | null;
 }
 
-/** Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none. */
+/**
+ * Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none.
+ *
+ * Two ways to the database, one per concern: writes, reads inside a transaction and the occasional reads go through
+ * Prisma (`db`); the hot reads (an asset by id, a batch of previews, the listing's pages, counts and tags) run on `pool`,
+ * the pg pool behind `db`, as prepared statements (infra/pg-statement.ts) or, when their plan depends on their values,
+ * unnamed: through the Prisma client runtime a primary-key lookup or a 100-asset page cost more CPU than the statement
+ * itself (`npm run bench -- metadata`, `npm run bench -- listing`).
+ */
 export class AssetRepository {
-  /**
-   * `pool` is the pg pool behind `db`. When given, `findById` outside a transaction (no `tx`: GET /api/assets/{id},
-   * GraphQL `asset`) runs as one prepared statement on it: the Prisma client runtime took a large share of that
-   * request's CPU for a primary-key lookup (`npm run bench -- metadata`).
-   */
   /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
   private readonly counts = new CountCache<number>();
   // Fewer facet answers: one holds up to `limit` (≤ 1,000) tag counts.
@@ -109,11 +112,11 @@ export class AssetRepository {
 
   constructor(
     private readonly db: Db,
-    private readonly pool?: Pool,
+    private readonly pool: Pool,
   ) {}
 
   async findById(ownerId: string, id: string, tx?: Transaction): Promise<Asset | undefined> {
-    if (!tx && this.pool) {
+    if (!tx) {
       const { rows } = await ASSET_BY_ID.run(this.pool, [id, ownerId]);
       return rows[0] ? toAsset(rows[0]) : undefined;
     }
@@ -135,13 +138,9 @@ export class AssetRepository {
   }
 
   async findManyByIds(ownerId: string, ids: readonly string[]): Promise<Asset[]> {
-    if (this.pool) {
-      // As findById: a page of previews through the Prisma runtime cost a GraphQL list much of its CPU
-      // (`npm run bench -- graphql --list`).
-      const { rows } = await ASSETS_BY_IDS.run(this.pool, [[...ids], ownerId]);
-      return rows.map(toAsset);
-    }
-    const rows = await this.db.asset.findMany({ where: { ownerId, id: { in: [...ids] } } });
+    // As findById: a page of previews through the Prisma runtime cost a GraphQL list much of its CPU
+    // (`npm run bench -- graphql --list`).
+    const { rows } = await ASSETS_BY_IDS.run(this.pool, [[...ids], ownerId]);
     return rows.map(toAsset);
   }
 
@@ -467,22 +466,18 @@ export class AssetRepository {
     return { items: rows.map(toAsset), total, hasMore: offset + rows.length < total };
   }
 
-  /**
-   * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
-   * the Prisma client runtime cost more CPU than the statement itself (`npm run bench -- listing`).
-   */
-  private async read<T>(sql: Prisma.Sql, prepared = false, types?: typeof AS_TEXT): Promise<T[]> {
-    if (!this.pool) {
-      if (types) throw new Error('a statement read as text needs the pg pool');
-      return this.db.$queryRaw<T[]>(sql);
-    }
-    const text = sql.text;
+  /** The listing's statements (pages, counts, tags) on the pool, as the class says. */
+  private async read<T extends QueryResultRow>(
+    sql: Prisma.Sql,
+    prepared = false,
+    types?: typeof AS_TEXT,
+  ): Promise<T[]> {
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
     // Other filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index); common
     // include tags are sent named in a form whose plan does not depend on them (PageForm).
-    const name = prepared ? statementName(text) : undefined;
-    return (await this.pool.query({ name, text, values: sql.values, types })).rows as T[];
+    if (prepared) return (await preparedOf<T>(sql.text, types).run(this.pool, sql.values)).rows;
+    return (await this.pool.query<T>({ text: sql.text, values: sql.values, types })).rows;
   }
 
   /**
@@ -675,15 +670,22 @@ function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.S
     : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
 }
 
-/** Named statements' names, by text (a few dozen texts: the sorts and orders, with and without a cursor). */
-const statementNames = new Map<string, string>();
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
-    statementNames.set(text, name);
+/**
+ * The named statements of the pages and counts, by text (a few dozen texts: the sorts and orders, with and without a
+ * cursor, as objects or as a read model's text); a name is the text's hash.
+ */
+const preparedStatements = new Map<string, PreparedStatement>();
+function preparedOf<R extends QueryResultRow>(text: string, types?: typeof AS_TEXT): PreparedStatement<R> {
+  let s = preparedStatements.get(text);
+  if (s === undefined) {
+    s = new PreparedStatement(
+      `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`,
+      text,
+      types,
+    );
+    preparedStatements.set(text, s);
   }
-  return name;
+  return s as PreparedStatement<R>;
 }
 
 function sortValue(a: Asset, sort: AssetListQuery['sort']): string | number {
