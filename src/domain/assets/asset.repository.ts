@@ -93,10 +93,10 @@ export interface NewAssetRow {
  * Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none.
  *
  * Two ways to the database, one per concern: writes, reads inside a transaction and the occasional reads go through
- * Prisma (`db`); the hot reads (an asset by id, a batch of previews, the listing's pages, counts and tags) run on `pool`,
- * the pg pool behind `db`, as prepared statements (infra/pg-statement.ts) or, when their plan depends on their values,
- * unnamed: through the Prisma client runtime a primary-key lookup or a 100-asset page cost more CPU than the statement
- * itself (`npm run bench -- metadata`, `npm run bench -- listing`).
+ * Prisma (`db`); the hot reads (an asset by id, a batch of previews, the listing's pages, counts and tags) run on
+ * `pool`, the pg pool behind `db`, as prepared statements (infra/pg-statement.ts) or, when their plan depends on their
+ * values, unnamed: through the Prisma client runtime a primary-key lookup or a 100-asset page cost more CPU than the
+ * statement itself (`npm run bench -- metadata`, `npm run bench -- listing`).
  */
 export class AssetRepository {
   /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
