@@ -34,6 +34,7 @@ const ISO = (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS
 
 /** The service's page statement for `q` after `after`, as AssetRepository sends it (captured at the driver). */
 async function serviceStatement(db, repo, q, after) {
+  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
   const captured = [];
   const client = await db.pool.connect();
   const query = client.query.bind(client);
@@ -62,7 +63,6 @@ async function main() {
   const { cursors } = pg;
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
   const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
-  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
   const db = createDatabase(pg.url, 1);
   try {
     const repo = new AssetRepository(db.prisma, db.pool);
