@@ -75,19 +75,11 @@ const SORT_COLUMN: Record<AssetListQuery['sort'], string> = {
   last_access_time: 'last_access_time',
 };
 
-export interface NewAssetRow {
-  id: string;
-  ownerId: string;
-  name: string;
-  contentHash: string;
-  size: number;
-  mimeType: string;
-  tags: string[];
-  userMetadata: Record<string, unknown>;
-  previewId: string | null;
-  promptId: string | null;
-  metadata: Record<string, unknown> | null;
-}
+/** A new asset: its fields the client or the service chose (the rest are the table's defaults); the content's hash. */
+export type NewAssetRow = Pick<
+  Asset,
+  'id' | 'ownerId' | 'name' | 'size' | 'mimeType' | 'tags' | 'userMetadata' | 'previewId' | 'promptId' | 'metadata'
+> & { contentHash: string };
 
 /**
  * Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none.
