@@ -10,7 +10,8 @@
  */
 import { Client } from 'pg';
 import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
-import { AssetRepository, COMMON_SHARE } from '../../src/domain/assets/asset.repository';
+import { AssetRepository } from '../../src/domain/assets/asset.repository';
+import { COMMON_SHARE } from '../../src/domain/assets/listing-sql';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import { decodeCursor, type CursorPosition } from '../../src/domain/assets/cursor';
 import { createDatabase, type Database } from '../../src/infra/prisma';

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { pageSql, type PageForm } from '../../src/domain/assets/asset.repository';
+import { pageSql, type PageForm } from '../../src/domain/assets/listing-sql';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import type { CursorPosition } from '../../src/domain/assets/cursor';
 import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
