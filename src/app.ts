@@ -38,8 +38,8 @@ export interface PipelineOptions {
 /**
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
  * metrics and access log → request guard → request id and base URL → CORS (`http/cors.ts`: its headers, and
- * preflights answered, before any authentication) → signed export downloads,
- * content and thumbnails read with a grant, short URLs, and GraphQL (which authenticates itself) → `/api`: rate
+ * preflights answered, before any authentication) → short URLs, GraphQL (which authenticates itself), signed
+ * export downloads, and content and thumbnails read with a grant → `/api`: rate
  * limit and authentication (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness,
  * metrics, OpenAPI, UI) → 405/404 → error rendering (`http/rest/errors.ts`).
  */
@@ -68,27 +68,28 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
     next();
   });
 
-  // Signed export downloads, and content and thumbnails read with a grant (their signature is the credential), the
-  // short URLs (a key or a grant), and GraphQL (which authenticates itself). The signed routes are mounted at their
-  // common prefix: any other request (GraphQL, the other /api routes) passes them with one path match, without
-  // entering their routers (`npm run bench -- graphql`); a request under that prefix without a query string, which
-  // holds every signature and grant, leaves them at their first layer (GET /api/assets/{id}: `npm run bench --
-  // metadata`). The metrics' route templates are the same (mount path + route path).
+  // The short URLs (a key or a grant), GraphQL (which authenticates itself), then signed export downloads, and content
+  // and thumbnails read with a grant (their signature is the credential). GraphQL and the short URLs are mounted at
+  // their paths: any other request passes each with one path match instead of entering its router. Every signature
+  // and grant is in the query string: a request without one leaves the signed routes at their first step, before
+  // their prefix is matched or stripped (`npm run bench -- metadata`). The metrics' route templates are the same
+  // (mount path + route path).
   const content: ContentDeps = {
     assets: c.assets,
     presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
     meter: c.metrics,
   };
-  const signed = Router();
-  signed.use((req, _res, next) => next(req.url.includes('?') ? undefined : 'router'));
-  signed.use(
-    exportDownloadRouter({ exports: c.exports }),
-    grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
-  );
-  app.use('/api/assets', signed);
   app.use('/api/s', shortUrlRouter({ grants: c.grants, assets: c.assets, auth: c.requestAuth }));
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));
+  const signed = Router();
+  signed.use((req, _res, next) => next(req.url.includes('?') ? undefined : 'router'));
+  signed.use(
+    '/api/assets',
+    exportDownloadRouter({ exports: c.exports }),
+    grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
+  );
+  app.use(signed);
 
   const api = Router();
   const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });
