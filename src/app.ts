@@ -6,8 +6,7 @@ import type { Container } from './container';
 import { DomainError } from './domain/errors';
 import { baseUrlOf } from './http/base-url';
 import { graphqlRouter } from './http/graphql/graphql.router';
-import { assetById, assetsRouter, contentByHash } from './http/rest/assets.router';
-import { hotRoute, hotRoutes } from './http/rest/hot-routes';
+import { assetsRouter } from './http/rest/assets.router';
 import { contentHandler, contentRouter, type ContentDeps } from './http/rest/content.router';
 import { grantedMediaRouter, shortUrlRouter } from './http/rest/granted.router';
 import { downloadsRouter } from './http/rest/downloads.router';
@@ -39,9 +38,8 @@ export interface PipelineOptions {
 /**
  * The one request pipeline: every request, whatever its route, passes these steps in this order:
  * metrics and access log → request guard → request id and base URL → CORS (`http/cors.ts`: its headers, and
- * preflights answered, before any authentication) → the route table of the two hottest reads
- * (`http/rest/hot-routes.ts`: the same RequestAuth and the same answers as below) → signed export downloads,
- * content and thumbnails read with a grant, short URLs, and GraphQL (which authenticates itself) → `/api`: rate
+ * preflights answered, before any authentication) → short URLs, GraphQL (which authenticates itself), signed
+ * export downloads, and content and thumbnails read with a grant → `/api`: rate
  * limit and authentication (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness,
  * metrics, OpenAPI, UI) → 405/404 → error rendering (`http/rest/errors.ts`).
  */
@@ -63,37 +61,35 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
     res.setHeader('X-Request-Id', id);
     res.locals.baseUrl = baseUrlOf(req, c.config);
   });
-  // The route table of the two hottest reads runs in the same layer, right after the first steps: one layer less for
-  // every request to walk.
-  const hot = hotRoutes(
-    [hotRoute.assetById(assetById(c.assets)), hotRoute.contentByHash(contentByHash(c.assets))],
-    c.requestAuth,
-  );
   const cors = corsStep(c.config.corsOrigins);
   app.use((req, res, next) => {
     for (const step of first) step(req, res);
     if (cors?.(req, res)) return;
-    if (!hot(req, res, next)) next();
+    next();
   });
 
-  // Signed export downloads, and content and thumbnails read with a grant (their signature is the credential), the
-  // short URLs (a key or a grant), and GraphQL (which authenticates itself). The signed routes are mounted at their
-  // common prefix: any other request (GraphQL, the other /api routes) passes them with one path match, without
-  // entering their routers (`npm run bench -- graphql`). The metrics' route templates are the same (mount path +
-  // route path).
+  // The short URLs (a key or a grant), GraphQL (which authenticates itself), then signed export downloads, and content
+  // and thumbnails read with a grant (their signature is the credential). GraphQL and the short URLs are mounted at
+  // their paths: any other request passes each with one path match instead of entering its router. Every signature
+  // and grant is in the query string: a request without one leaves the signed routes at their first step, before
+  // their prefix is matched or stripped (`npm run bench -- metadata`). The metrics' route templates are the same
+  // (mount path + route path).
   const content: ContentDeps = {
     assets: c.assets,
     presignedDownloads: c.config.storage.backend === 's3' && c.config.storage.presignedDownloads,
     meter: c.metrics,
   };
-  app.use(
+  app.use('/api/s', shortUrlRouter({ grants: c.grants, assets: c.assets, auth: c.requestAuth }));
+  // GraphQL at its path: every other request passes it with one path match instead of entering its router.
+  app.use('/graphql', await graphqlRouter(c));
+  const signed = Router();
+  signed.use((req, _res, next) => next(req.url.includes('?') ? undefined : 'router'));
+  signed.use(
     '/api/assets',
     exportDownloadRouter({ exports: c.exports }),
     grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
   );
-  app.use('/api/s', shortUrlRouter({ grants: c.grants, assets: c.assets, auth: c.requestAuth }));
-  // GraphQL at its path: every other request passes it with one path match instead of entering its router.
-  app.use('/graphql', await graphqlRouter(c));
+  app.use(signed);
 
   const api = Router();
   const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });

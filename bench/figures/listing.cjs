@@ -157,7 +157,8 @@ async function cursorsFrom(databaseUrl, depth, n, step, tags) {
 /** The statements AssetRepository sends for each request of the run, EXPLAIN ANALYZEd. */
 async function plans(databaseUrl, deep, deepTagged) {
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
-  const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
+  const { AssetRepository, ASSET_PAGE_COLUMNS } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
+  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
   const { Client } = require('pg');
   const db = createDatabase(databaseUrl, 2);
   const captured = [];
@@ -183,9 +184,9 @@ async function plans(databaseUrl, deep, deepTagged) {
       sort: 'created_at',
       order: 'desc',
     });
-    // GET /api/assets' own statement (pageTextIfChanged: columns as PostgreSQL prints them); GraphQL's `list` differs
+    // GET /api/assets' own statement (REST's read model: columns as PostgreSQL prints them); GraphQL's `list` differs
     // in its columns only.
-    const page = (tags, after) => repo.pageTextIfChanged(OWNER, q(tags), after, undefined);
+    const page = (tags, after) => repo.pageIfChanged(OWNER, q(tags), after, undefined, ASSET_JSON_PAGE);
     const calls = {
       first_page: () => page([]),
       first_page_tagged: () => page(['models', 'loras']),
@@ -196,7 +197,8 @@ async function plans(databaseUrl, deep, deepTagged) {
       refine_tagged: () => repo.tagFacets(OWNER, { includeTags: ['models', 'loras'], excludeTags: [] }, 100),
       counted_page: () => page(['loras', 'tag5']),
       // A page this instance holds, asked again while the owner's rows are unchanged: the version read only.
-      unchanged_page: async () => repo.pageIfChanged(OWNER, q([]), undefined, (await repo.list(OWNER, q([]))).version),
+      unchanged_page: async () =>
+        repo.pageIfChanged(OWNER, q([]), undefined, (await repo.list(OWNER, q([]))).version, ASSET_PAGE_COLUMNS),
     };
     const out = [];
     for (const [name, call] of Object.entries(calls)) {

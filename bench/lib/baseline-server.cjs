@@ -2,7 +2,7 @@
 // The "practical limit of the stack" for the metadata and listing benchmarks: a bare node:http server with a pg
 // Pool of the service's default size (10) running the same indexed SELECTs the service runs, with no framework,
 // no ORM, no auth lookup; statements are prepared once per connection (named). GET /api/assets runs the service's own
-// page statement (AssetRepository.pageTextIfChanged's text) and answers the service's 20 fields per asset, so the two
+// page statement (AssetRepository.pageIfChanged's text with REST's read model) and answers the service's 20 fields per asset, so the two
 // differ in the server around the statement only.
 // Usage: DATABASE_URL=... node baseline-server.cjs; prints `ready <port>`.
 const http = require('node:http');
@@ -36,7 +36,7 @@ const PAGE_COLUMNS = `id, name, size, content_hash AS "blake3", mime_type AS "mi
 /** pg's type parsers bypassed. */
 const AS_TEXT = { getTypeParser: () => (v) => v };
 
-/** A UTC timestamp as PostgreSQL prints it as toISOString prints it (AssetRepository's isoOf, its common case). */
+/** A UTC timestamp as PostgreSQL prints it as toISOString prints it (REST's read model's isoOf, its common case). */
 const isoOf = (t) =>
   t.length === 23
     ? `${t.slice(0, 10)}T${t.slice(11)}Z`
@@ -105,7 +105,7 @@ const server = http.createServer(async (req, res) => {
       });
       res.writeHead(rows.length ? 200 : 404).end();
     } else if (req.method === 'GET' && u.pathname === '/api/assets') {
-      // The statement AssetRepository.pageTextIfChanged sends for these requests (GET /api/assets, created_at desc),
+      // The statement AssetRepository.pageIfChanged sends with REST's read model for these requests (GET /api/assets, created_at desc),
       // the same text: the page (limit + 1 in keyset order) beside the owner's maintained counts, in one round trip;
       // owner-only pages named (LIMIT and OFFSET as InitPlans), tag-filtered ones unnamed; every column read as
       // PostgreSQL prints it. The total from the counts when they decide it, else a count stopped at 10,001 cached

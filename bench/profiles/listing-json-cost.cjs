@@ -2,7 +2,7 @@
 // CPU per listing page read from the database, the service's side (pg decoding + JSON) and PostgreSQL's (the one
 // backend), for three ways of making GET /api/assets' body from the same 100-asset cursor pages:
 //   object: AssetRepository.list + JSON.stringify(assetPageJson(...))   (the path of main at 35b1b3d, GraphQL's now)
-//   text:   AssetRepository.pageTextIfChanged + assetPageText(...)       (the service's GET /api/assets now: columns
+//   text:   AssetRepository.pageIfChanged(ASSET_JSON_PAGE) + assetPageText (the service's GET /api/assets now: columns
 //           selected as text that needs no parsing, pg's type parsers bypassed, the JSON concatenated)
 //   textsql: the same columns, with only the page's columns (no owner counts beside them), written here (a check of
 //           what the one-statement join costs)
@@ -64,6 +64,7 @@ async function main() {
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
   const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
   const { assetPageJson, assetPageText } = require(path.join(DIST, 'http', 'rest', 'asset.presenter.js'));
+  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
   const db = createDatabase(pg.url, 1);
   try {
     const base = 'http://127.0.0.1:8080';
@@ -80,7 +81,7 @@ async function main() {
     const text = textVariant(db.pool, OWNER, tagged, base);
     const variants = {
       object: async (after) => JSON.stringify(assetPageJson(await repo.list(OWNER, q, after), base)),
-      text: async (after) => assetPageText(await repo.pageTextIfChanged(OWNER, q, after, undefined), base),
+      text: async (after) => assetPageText(await repo.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE), base),
       textsql: text,
     };
     // --ab=DIR: also the text path of another build (e.g. .ab-main), same run, same connection.

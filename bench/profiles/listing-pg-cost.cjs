@@ -2,7 +2,7 @@
 // PostgreSQL's CPU per listing page read from the database, by part of the page statement: the same 100-asset cursor
 // pages (500,000 rows deep; `--tagged`: 100,000 matches of include_tags=models,loras deep) read through one
 // connection, one after another, for each variant of the statement; the backend's CPU from /proc/<pid>/stat per page.
-// Variants (the first is the statement the service sends, captured from AssetRepository.pageTextIfChanged):
+// Variants (the first is the statement the service sends, captured from AssetRepository.pageIfChanged with REST's read model):
 //   service    the service's statement as it sends it from a filter's second page on (untagged: named; tagged
 //              `models,loras`: named, the sort index's form for common tags)
 //   planned    the statement of a filter's first page (tagged: unnamed, planned per request)
@@ -34,6 +34,7 @@ const ISO = (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS
 
 /** The service's page statement for `q` after `after`, as AssetRepository sends it (captured at the driver). */
 async function serviceStatement(db, repo, q, after) {
+  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
   const captured = [];
   const client = await db.pool.connect();
   const query = client.query.bind(client);
@@ -44,8 +45,8 @@ async function serviceStatement(db, repo, q, after) {
   client.release();
   // Twice: a filter's first page is read by the statement the planner plans (`planned`); from its second page on,
   // common include tags are read by the named statement (AssetRepository's PageForm `commonTags`).
-  await repo.pageTextIfChanged(OWNER, q, after, undefined);
-  await repo.pageTextIfChanged(OWNER, q, after, undefined);
+  await repo.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE);
+  await repo.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE);
   const pages = captured.filter((c) => /LEFT JOIN LATERAL/.test(c.text));
   if (pages.length < 2) throw new Error('the page statement was not captured');
   return { first: pages[0], svc: pages[pages.length - 1] };

@@ -6,14 +6,6 @@ import { ABORTED_STATUS, UNMATCHED_ROUTE, type Metrics } from '../infra/metrics'
 
 type Routed = Request & { route?: { path: unknown } };
 
-const LABEL = Symbol('route label');
-type Labelled = Response & { [LABEL]?: string };
-
-/** Names the route template of a request that a step answered without a router's route (the hot-route table). */
-export function routeLabel(res: Response, template: string): void {
-  (res as Labelled)[LABEL] = template;
-}
-
 /**
  * The first step of the pipeline (createApp): when a response is over, one histogram observation labelled with the
  * route template, method and status, and one access-log line at level info. The per-request work is a clock read, a
@@ -27,9 +19,7 @@ export function observeRequests(
   const { metrics, accessLog } = opts;
   if (!metrics && !accessLog) return undefined;
   let templates: WeakMap<object, string> | undefined;
-  const routeOf = (req: Routed, res: Labelled): string => {
-    const labelled = res[LABEL];
-    if (labelled !== undefined) return labelled;
+  const routeOf = (req: Routed): string => {
     const route = req.route;
     if (!route) return UNMATCHED_ROUTE;
     templates ??= routeTemplates(app);
@@ -45,7 +35,7 @@ export function observeRequests(
     const start = performance.now();
     res.on('close', () => {
       const ms = performance.now() - start;
-      const route = routeOf(req, res);
+      const route = routeOf(req);
       const status = res.writableFinished ? res.statusCode : ABORTED_STATUS;
       metrics?.observeRequest(req.method, route, status, ms / 1000);
       accessLog?.info('request', {

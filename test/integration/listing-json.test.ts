@@ -1,6 +1,6 @@
 /**
- * GET /api/assets builds its assets' JSON in PostgreSQL (AssetRepository.pageJsonIfChanged). Its answers must be the
- * bytes the object path gives for the same rows (`JSON.stringify(assetPageJson(AssetService.list(...)))`, what
+ * GET /api/assets makes its assets' JSON from text columns (http/rest/read-model/asset-page.ts). Its answers must be
+ * the bytes the object path gives for the same rows (`JSON.stringify(assetPageJson(AssetService.list(...)))`, what
  * GraphQL's and every other caller's repository methods still return): a mixed page of previews, thumbnails, derived
  * metadata, tags, unicode and escapes, names safe and unsafe as loader paths, missing optional fields, timestamps with
  * microseconds, numbers jsonb prints otherwise than JavaScript; over every sort and order, by cursor and by offset,

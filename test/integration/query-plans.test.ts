@@ -5,6 +5,7 @@
  * in index order (no Sort node). Set SHOW_PLANS=1 to print the plans.
  */
 import { Client } from 'pg';
+import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
 import { AssetRepository } from '../../src/domain/assets/asset.repository';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
@@ -157,14 +158,14 @@ test('content by blake3 and by sha256 use their unique indexes (find and exists)
 });
 
 test("an owner's asset for a content (dedupe) and the content's asset count use indexes", async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const { blake3 } = await anAsset();
   expectIndexed(await plansOf(() => assets.findByContent(OWNER, blake3)));
   expectIndexed(await plansOf(() => assets.countByContent(blake3)));
 });
 
 test('list with include_tags uses an index (rows and total)', async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const plans = await plansOf(() => assets.list(OWNER, listQuery({ includeTags: ['tag5'] })));
   // One statement: the page beside the maintained counts (which give a one-tag total).
   expect(plans).toHaveLength(1);
@@ -172,7 +173,7 @@ test('list with include_tags uses an index (rows and total)', async () => {
 });
 
 test('list with metadata_filter uses an index (rows, maintained counts, total)', async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const plans = await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: 5 } })));
   // The page with the maintained counts, then the count stopped at 10,001.
   expect(plans).toHaveLength(2);
@@ -198,7 +199,7 @@ test('include_tags and metadata_filter across a selective value use the GIN inde
   await c.query(`UPDATE asset SET owner_id = $1`, ['everyone']);
   await c.query('ANALYZE asset');
   try {
-    const assets = new AssetRepository(db.prisma);
+    const assets = new AssetRepository(db.prisma, db.pool);
     const tags = await plansOf(() => assets.list('everyone', listQuery({ includeTags: ['tag5'] })));
     expectIndexed(tags);
     expect(indexNames(tags)).toContain('asset_tags_idx');
@@ -214,14 +215,14 @@ test('include_tags and metadata_filter across a selective value use the GIN inde
 test.each(ASSET_SORTS.flatMap((sort) => (['asc', 'desc'] as const).map((order) => [sort, order] as const)))(
   "one owner's list sorted by %s %s is read in index order",
   async (sort, order) => {
-    const assets = new AssetRepository(db.prisma);
+    const assets = new AssetRepository(db.prisma, db.pool);
     const plans = await plansOf(() => assets.list(OWNER, listQuery({ sort, order })));
     expectIndexed(plans, { noSort: true });
   },
 );
 
 test("an owner's tag counts use an index", async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   expectIndexed(await plansOf(() => assets.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' })));
 });
 
@@ -244,7 +245,7 @@ test.each(
 )(
   'a cursor page sorted by %s %s starts inside the (owner, column, id) index: no Sort, no scan of the rows before it',
   async (sort, order) => {
-    const assets = new AssetRepository(db.prisma);
+    const assets = new AssetRepository(db.prisma, db.pool);
     const after = await boundary(sort);
     const plans = await plansOf(() => assets.list(OWNER, listQuery({ sort, order }), after));
     expectIndexed(plans, { noSort: true });
@@ -258,7 +259,7 @@ test.each(
 );
 
 test('a count the maintained counts cannot answer stops after 10,001 rows (a Limit under the aggregate)', async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const plans = await plansOf(() => assets.list(OWNER, listQuery({ nameContains: 'asset-' })));
   const count = plans.find((p) => /count\(\*\)/i.test(p.sql))!;
   expect(count.nodes.map((n) => n['Node Type'])).toContain('Limit');
@@ -266,7 +267,7 @@ test('a count the maintained counts cannot answer stops after 10,001 rows (a Lim
 });
 
 test('tags_any, tags_none and hash filters use indexes', async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const a = await anAsset();
   expectIndexed(
     await plansOf(() => assets.list(OWNER, listQuery({ anyTags: ['tag5', 'tag6'], excludeTags: ['tag7'] }))),
@@ -280,7 +281,7 @@ test('tags_any, tags_none and hash filters use indexes', async () => {
 });
 
 test('the refine facets and the null/object metadata_filter terms read one owner through an index', async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   expectIndexed(await plansOf(() => assets.tagFacets(OWNER, { includeTags: ['models'], excludeTags: [] }, 100)));
   expectIndexed(
     await plansOf(() => assets.list(OWNER, listQuery({ metadataFilter: { k: [5, null], kind: { a: 1 } } }))),
@@ -288,14 +289,14 @@ test('the refine facets and the null/object metadata_filter terms read one owner
 });
 
 test('GET /api/tags reads the maintained counts table by owner', async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const plans = await plansOf(() => assets.listTags(OWNER, { limit: 100, offset: 0, order: 'count_desc' }));
   expect(plans.every((p) => /FROM asset_tag_count/.test(p.sql))).toBe(true);
   expect(indexNames(plans).some((n) => /^asset_tag_count_/.test(n!))).toBe(true);
 });
 
 test("a job's assets (GET /api/jobs/{job_id}/assets) are read through the owner's prompt_id index, page and count", async () => {
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const job = '00000000-0000-4000-8000-00000000002a';
   const plans = await plansOf(async () => {
     await assets.listByJob(OWNER, job, 20, 0);
@@ -306,7 +307,7 @@ test("a job's assets (GET /api/jobs/{job_id}/assets) are read through the owner'
 
 test('the metadata backfill walks the primary key in order: no Sort of the remaining rows per batch', async () => {
   // ORDER BY id named the output column (id::text): each batch sorted every row after it (O(n²) over a big table).
-  const assets = new AssetRepository(db.prisma);
+  const assets = new AssetRepository(db.prisma, db.pool);
   const plans = await plansOf(() => assets.fillMissingMetadata('00000000-0000-0000-0000-000000000000', 500));
   const walk = plans.find((p) => /ORDER BY/i.test(p.sql))!;
   expect({
@@ -321,16 +322,20 @@ test.each(
     (['asc', 'desc'] as const).map((order) => [sort, order] as const),
   ),
 )(
-  "GET /api/assets' statement (columns as text, pageTextIfChanged) sorted by %s %s is read in index order, from the cursor on",
+  "GET /api/assets' statement (its read model's columns as text) sorted by %s %s is read in index order, from the cursor on",
   async (sort, order) => {
     const assets = new AssetRepository(db.prisma, db.pool);
     expectIndexed(
-      await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined)),
+      await plansOf(() =>
+        assets.pageIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined, ASSET_JSON_PAGE),
+      ),
       { noSort: true },
     );
     if (sort === 'last_access_time') return;
     const after = await boundary(sort);
-    const plans = await plansOf(() => assets.pageTextIfChanged(OWNER, listQuery({ sort, order }), after, undefined));
+    const plans = await plansOf(() =>
+      assets.pageIfChanged(OWNER, listQuery({ sort, order }), after, undefined, ASSET_JSON_PAGE),
+    );
     expectIndexed(plans, { noSort: true });
     expect({ plan: plans[0]!.text }).toEqual({
       plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)),
@@ -347,10 +352,16 @@ test("GET /api/assets' named page statement keeps its generic plan: it is not pl
   const one = createDatabase(url, 1);
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
-    const first = await assets.pageTextIfChanged('everyone', listQuery({ limit: 100 }), undefined, undefined);
+    const first = await assets.pageIfChanged(
+      'everyone',
+      listQuery({ limit: 100 }),
+      undefined,
+      undefined,
+      ASSET_JSON_PAGE,
+    );
     let after = { value: first!.items.at(-1)!.createdAt, id: first!.items.at(-1)!.id };
     for (let i = 0; i < 12; i++) {
-      const page = await assets.pageTextIfChanged('everyone', listQuery({ limit: 20 }), after, undefined);
+      const page = await assets.pageIfChanged('everyone', listQuery({ limit: 20 }), after, undefined, ASSET_JSON_PAGE);
       after = { value: page!.items.at(-1)!.createdAt, id: page!.items.at(-1)!.id };
     }
     const { rows } = await one.pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
@@ -381,11 +392,11 @@ test("common include tags: the named page statement's generic plan is the sort i
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
     const q = listQuery({ includeTags: ['models'], limit: 20 });
-    const first = await assets.pageTextIfChanged('everyone', q, undefined, undefined);
+    const first = await assets.pageIfChanged('everyone', q, undefined, undefined, ASSET_JSON_PAGE);
     let after = { value: first!.items.at(-1)!.createdAt, id: first!.items.at(-1)!.id };
     captured = [];
     for (let i = 0; i < 12; i++) {
-      const page = await assets.pageTextIfChanged('everyone', q, after, undefined);
+      const page = await assets.pageIfChanged('everyone', q, after, undefined, ASSET_JSON_PAGE);
       after = { value: page!.items.at(-1)!.createdAt, id: page!.items.at(-1)!.id };
     }
     const page = captured.find((c) => /LEFT JOIN LATERAL/.test(c.text))!;

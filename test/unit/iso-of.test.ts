@@ -1,4 +1,4 @@
-import { isoOf } from '../../src/domain/assets/asset.repository';
+import { isoOf } from '../../src/http/rest/read-model/asset-page';
 
 /** A timestamp(3) as PostgreSQL prints it in UTC, ISO DateStyle: the fraction's trailing zeros dropped, or none. */
 function pgText(d: Date): string {
@@ -7,7 +7,7 @@ function pgText(d: Date): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${fraction ? '.' + fraction : ''}`;
 }
 
-// GET /api/assets reads its timestamps as PostgreSQL prints them (AssetRepository.pageTextIfChanged): isoOf must give
+// GET /api/assets reads its timestamps as PostgreSQL prints them (http/rest/read-model/asset-page.ts): isoOf must give
 // toISOString's text of the Date pg's parser made of them, character for character.
 test('isoOf prints what toISOString prints, for every millisecond of a second and random instants of 1000–9999', () => {
   const dates: Date[] = [];

@@ -3,7 +3,7 @@
  * statement would say (the count stopped at COUNT_LIMIT + 1), or undefined (then the rows are counted). Checked
  * against a brute-force count over random owners whose tag frequencies straddle COUNT_LIMIT.
  */
-import { COUNT_LIMIT, totalFromCounts, type OwnerStats } from '../../src/domain/assets/asset.repository';
+import { COUNT_LIMIT, totalFromCounts, type OwnerStats } from '../../src/domain/assets/listing-sql';
 import type { AssetFilter } from '../../src/domain/assets/asset.types';
 import { CountCache } from '../../src/domain/assets/count-cache';
 

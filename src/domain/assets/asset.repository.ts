@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
-import type { Pool } from 'pg';
-import { Prisma } from '../../generated/prisma/client';
+import type { Pool, QueryResultRow } from 'pg';
+import { Prisma, type Asset as AssetRow } from '../../generated/prisma/client';
 import { PreparedStatement } from '../../infra/pg-statement';
 import { isUniqueViolation, prismaOf, type Db, type Transaction } from '../../infra/prisma';
 import { AlreadyExists } from '../errors';
@@ -8,42 +8,33 @@ import type {
   Asset,
   AssetFilter,
   AssetListQuery,
-  AssetJsonPage,
-  AssetJsonParts,
   AssetPage,
+  AssetSort,
   AssetUpdateFields,
+  ListPage,
   Page,
   TagCount,
   TagListQuery,
 } from './asset.types';
 import { CountCache } from './count-cache';
 import { CURSOR_SORTS, encodeCursor, type CursorPosition } from './cursor';
-import { isOwnPreviewType } from '../content/mime';
-import { safeRelativePath } from './safe-path';
+import {
+  COUNT_LIMIT,
+  escapeLike,
+  filterConditions,
+  filterKey,
+  isIncludeOnly,
+  isTrue,
+  isUnfiltered,
+  limitOffset,
+  ownerStatsOf,
+  pageOffset,
+  pageSql,
+  totalFromCounts,
+  type PageForm,
+} from './listing-sql';
 
-/** `total` is exact up to this many matches; above it the count stops and is a lower bound. */
-export const COUNT_LIMIT = 10_000;
-
-type AssetRow = {
-  id: string;
-  ownerId: string;
-  name: string;
-  contentHash: string;
-  size: bigint;
-  mimeType: string;
-  tags: string[];
-  userMetadata: unknown;
-  previewId: string | null;
-  previewRemoved: boolean;
-  promptId: string | null;
-  isImmutable: boolean;
-  createdAt: Date;
-  updatedAt: Date;
-  lastAccessTime: Date;
-  hasThumbnail: boolean;
-  metadata?: unknown;
-};
-
+/** An asset row (Prisma's model of the table; the raw reads alias their columns to its field names). */
 export function toAsset(r: AssetRow): Asset {
   return assetOf(r, r.ownerId);
 }
@@ -88,35 +79,22 @@ const ASSETS_BY_IDS = new PreparedStatement<AssetRow>(
   `${SELECT_ASSET.sql} WHERE id = ANY($1::uuid[]) AND owner_id = $2`,
 );
 
-const SORT_COLUMN: Record<AssetListQuery['sort'], string> = {
-  name: 'name',
-  created_at: 'created_at',
-  updated_at: 'updated_at',
-  size: 'size',
-  last_access_time: 'last_access_time',
-};
+/** A new asset: its fields the client or the service chose (the rest are the table's defaults); the content's hash. */
+export type NewAssetRow = Pick<
+  Asset,
+  'id' | 'ownerId' | 'name' | 'size' | 'mimeType' | 'tags' | 'userMetadata' | 'previewId' | 'promptId' | 'metadata'
+> & { contentHash: string };
 
-export interface NewAssetRow {
-  id: string;
-  ownerId: string;
-  name: string;
-  contentHash: string;
-  size: number;
-  mimeType: string;
-  tags: string[];
-  userMetadata: Record<string, unknown>;
-  previewId: string | null;
-  promptId: string | null;
-  metadata: Record<string, unknown> | null;
-}
-
-/** Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none. */
+/**
+ * Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none.
+ *
+ * Two ways to the database, one per concern: writes, reads inside a transaction and the occasional reads go through
+ * Prisma (`db`); the hot reads (an asset by id, a batch of previews, the listing's pages, counts and tags) run on
+ * `pool`, the pg pool behind `db`, as prepared statements (infra/pg-statement.ts) or, when their plan depends on their
+ * values, unnamed: through the Prisma client runtime a primary-key lookup or a 100-asset page cost more CPU than the
+ * statement itself (`npm run bench -- metadata`, `npm run bench -- listing`).
+ */
 export class AssetRepository {
-  /**
-   * `pool` is the pg pool behind `db`. When given, `findById` outside a transaction (no `tx`: GET /api/assets/{id},
-   * GraphQL `asset`) runs as one prepared statement on it: the Prisma client runtime took a large share of that
-   * request's CPU for a primary-key lookup (`npm run bench -- metadata`).
-   */
   /** Filtered totals and facets computed from the rows, under the owner's version (see CountCache). */
   private readonly counts = new CountCache<number>();
   // Fewer facet answers: one holds up to `limit` (≤ 1,000) tag counts.
@@ -130,11 +108,11 @@ export class AssetRepository {
 
   constructor(
     private readonly db: Db,
-    private readonly pool?: Pool,
+    private readonly pool: Pool,
   ) {}
 
   async findById(ownerId: string, id: string, tx?: Transaction): Promise<Asset | undefined> {
-    if (!tx && this.pool) {
+    if (!tx) {
       const { rows } = await ASSET_BY_ID.run(this.pool, [id, ownerId]);
       return rows[0] ? toAsset(rows[0]) : undefined;
     }
@@ -156,13 +134,9 @@ export class AssetRepository {
   }
 
   async findManyByIds(ownerId: string, ids: readonly string[]): Promise<Asset[]> {
-    if (this.pool) {
-      // As findById: a page of previews through the Prisma runtime cost a GraphQL list much of its CPU
-      // (`npm run bench -- graphql --list`).
-      const { rows } = await ASSETS_BY_IDS.run(this.pool, [[...ids], ownerId]);
-      return rows.map(toAsset);
-    }
-    const rows = await this.db.asset.findMany({ where: { ownerId, id: { in: [...ids] } } });
+    // As findById: a page of previews through the Prisma runtime cost a GraphQL list much of its CPU
+    // (`npm run bench -- graphql --list`).
+    const { rows } = await ASSETS_BY_IDS.run(this.pool, [[...ids], ownerId]);
     return rows.map(toAsset);
   }
 
@@ -300,67 +274,22 @@ export class AssetRepository {
    * this instance's cache of counts under the owner's current version, or from a count that stops at COUNT_LIMIT + 1.
    */
   async list(ownerId: string, q: AssetListQuery, after?: CursorPosition): Promise<AssetPage> {
-    return (await this.pageIfChanged(ownerId, q, after, undefined))!;
+    return (await this.pageIfChanged(ownerId, q, after, undefined, ASSET_PAGE_COLUMNS))!;
   }
 
   /**
    * `list`; undefined when the owner's rows version is still `known` (the page read at it is still the answer): then
    * the request costs one primary-key read, a named statement whatever the filter (the page's statement may be
-   * unnamed, planned per request).
+   * unnamed, planned per request). `columns` says which columns of the page's rows are read and how a row becomes an
+   * item: the assets (ASSET_PAGE_COLUMNS), or what a transport's read model reads (http/rest/read-model/).
    */
-  async pageIfChanged(
+  async pageIfChanged<R extends PageHead, I>(
     ownerId: string,
     q: AssetListQuery,
     after: CursorPosition | undefined,
     known: string | undefined,
-  ): Promise<AssetPage | undefined> {
-    return this.readPage<ListRow, Asset>(ownerId, q, after, known, {
-      columns: LIST_COLUMNS,
-      tagCounts: (head) => head.tagCounts,
-      item: (r) => assetOf(r, ownerId),
-      cursorValue: (_r, a) => sortValue(a, q.sort),
-    });
-  }
-
-  /**
-   * `pageIfChanged` for GET /api/assets, each asset as the pieces of its REST JSON (`AssetJsonParts`): every column
-   * is read as PostgreSQL prints it, with pg's type parsers bypassed (TEXT_COLUMNS), so the service makes no Date,
-   * array or number: strings are made JSON here, timestamps sliced into `toISOString`'s text, tags come as JSON;
-   * only the two jsonb values are parsed, to be printed exactly as JSON.stringify prints them (jsonb prints blanks
-   * after `,` and `:`, and numbers as numeric does: `1000000000000000000000` where JavaScript prints `1e+21`).
-   * Building the whole JSON in PostgreSQL instead cost more CPU on the two sides together, and so did making the
-   * strings and timestamps JSON there (`node bench/profiles/listing-json-cost.cjs`, `node
-   * bench/profiles/listing-pg-cost.cjs`).
-   */
-  async pageTextIfChanged(
-    ownerId: string,
-    q: AssetListQuery,
-    after: CursorPosition | undefined,
-    known: string | undefined,
-  ): Promise<AssetJsonPage | undefined> {
-    return this.readPage<ListTextRow, AssetJsonParts>(ownerId, q, after, known, {
-      columns: TEXT_COLUMNS,
-      types: AS_TEXT,
-      tagCounts: (head) => intArrayOf(head.tagCounts),
-      item: jsonPartsOf,
-      cursorValue: (r, a) => textSortValue(r, a, q.sort),
-    });
-  }
-
-  /** The page statement of `pageIfChanged` and `pageTextIfChanged`, its rows read as `shape` says. */
-  private async readPage<R extends PageHead, I>(
-    ownerId: string,
-    q: AssetListQuery,
-    after: CursorPosition | undefined,
-    known: string | undefined,
-    shape: {
-      columns: Prisma.Sql;
-      types?: typeof AS_TEXT;
-      tagCounts: (head: R) => number[];
-      item: (row: R & { id: string }) => I;
-      cursorValue: (row: R & { id: string }, item: I) => string | number;
-    },
-  ): Promise<(Omit<AssetPage, 'items'> & { items: I[] }) | undefined> {
+    shape: PageColumns<R, I>,
+  ): Promise<ListPage<I> | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     // Include tags only: the statement also says whether they are common (kept per owner and filter, as counts are).
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
@@ -369,10 +298,11 @@ export class AssetRepository {
       : hintKey !== undefined && this.commonTags.get(hintKey, '')
         ? 'commonTags'
         : 'planned';
+    const types = shape.asText ? AS_TEXT : undefined;
     let rows = await this.read<R>(
-      pageStatement(ownerId, q, after, shape.columns, form, hintKey !== undefined),
+      pageSql(ownerId, q, after, shape.sql, form, hintKey !== undefined),
       form !== 'planned',
-      shape.types,
+      types,
     );
     if (hintKey !== undefined) {
       const common = isTrue(rows[0]!.commonTags);
@@ -380,28 +310,22 @@ export class AssetRepository {
       // The tags were common when this filter was last read and are not now: the named statement read no page (its
       // guard); read it as the planner chooses (whether they are common is known now: not asked again).
       if (form === 'commonTags' && !common)
-        rows = await this.read<R>(
-          pageStatement(ownerId, q, after, shape.columns, 'planned', false),
-          false,
-          shape.types,
-        );
+        rows = await this.read<R>(pageSql(ownerId, q, after, shape.sql, 'planned', false), false, types);
     }
     const head = rows[0]!;
-    const stats = ownerStatsOf(
-      { ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: shape.tagCounts(head) },
-      q,
-    );
+    const tagCounts = typeof head.tagCounts === 'string' ? intArrayOf(head.tagCounts) : head.tagCounts;
+    const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts }, q);
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
     const found = head.id === null ? [] : (rows as (R & { id: string })[]);
     const hasMore = found.length > q.limit;
-    const items = found.slice(0, q.limit).map(shape.item);
+    const items = found.slice(0, q.limit).map((r) => shape.item(r, ownerId));
     const totalIsLowerBound = counted > COUNT_LIMIT;
     const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, pageOffset(q, after) + items.length) : counted;
     const n = items.length;
     const nextCursor =
       hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
         ? encodeCursor(q.sort, q.order, {
-            value: shape.cursorValue(found[n - 1]!, items[n - 1]!),
+            value: shape.cursorValue(found[n - 1]!, items[n - 1]!, q.sort),
             id: found[n - 1]!.id,
           })
         : undefined;
@@ -538,22 +462,18 @@ export class AssetRepository {
     return { items: rows.map(toAsset), total, hasMore: offset + rows.length < total };
   }
 
-  /**
-   * The listing's statements, on the pg pool when there is one (as findById): the rows of a 100-asset page through
-   * the Prisma client runtime cost more CPU than the statement itself (`npm run bench -- listing`).
-   */
-  private async read<T>(sql: Prisma.Sql, prepared = false, types?: typeof AS_TEXT): Promise<T[]> {
-    if (!this.pool) {
-      if (types) throw new Error('a statement read as text needs the pg pool');
-      return this.db.$queryRaw<T[]>(sql);
-    }
-    const text = sql.text;
+  /** The listing's statements (pages, counts, tags) on the pool, as the class says. */
+  private async read<T extends QueryResultRow>(
+    sql: Prisma.Sql,
+    prepared = false,
+    types?: typeof AS_TEXT,
+  ): Promise<T[]> {
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
     // Other filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index); common
     // include tags are sent named in a form whose plan does not depend on them (PageForm).
-    const name = prepared ? statementName(text) : undefined;
-    return (await this.pool.query({ name, text, values: sql.values, types })).rows as T[];
+    if (prepared) return (await preparedOf<T>(sql.text, types).run(this.pool, sql.values)).rows;
+    return (await this.pool.query<T>({ text: sql.text, values: sql.values, types })).rows;
   }
 
   /**
@@ -575,399 +495,68 @@ export class AssetRepository {
   }
 }
 
-/** The columns of a listing page: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). */
-const LIST_COLUMNS = Prisma.sql`id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
-  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
-  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
+/**
+ * What a page statement reads beside the owner's counts, and how its rows become items: `sql` is the page's SELECT list
+ * over `asset` (its row's `id` the asset's id, as text); `asText`: every column arrives as the text PostgreSQL printed
+ * (pg's type parsers bypassed); `cursorValue` is the sort column's value of a row, for the next cursor.
+ */
+export interface PageColumns<R, I> {
+  readonly sql: string;
+  readonly asText?: boolean;
+  item(row: R & { id: string }, ownerId: string): I;
+  cursorValue(row: R & { id: string }, item: I, sort: AssetSort): string | number;
+}
 
-/** A row of the listing statement: the owner's counts, and a page row (all null when the page is empty or unread). */
-/** What both page statements' rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
-interface PageHead {
+/** What every page statement's rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
+export interface PageHead {
   id: string | null;
   /** Include tags only: whether they are common (`COMMON_SHARE`), as pg parsed it or as text. */
   commonTags?: boolean | string | null;
   ownerTotal: string | bigint;
   ownerVersion: string | bigint;
   rowsVersion: string | bigint;
+  /** The maintained counts of the filter's tags: an int[] as pg parsed it, or its text (`{1,2}`). */
+  tagCounts: number[] | string;
 }
 
-type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & {
-  id: string | null;
-  ownerTotal: string | bigint;
-  ownerVersion: string | bigint;
-  rowsVersion: string | bigint;
-  tagCounts: number[];
+type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & PageHead;
+
+/** A listing page's assets: SELECT_ASSET's columns without owner_id (the caller's; one field less to decode per row). */
+export const ASSET_PAGE_COLUMNS: PageColumns<ListRow, Asset> = {
+  sql: `id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`,
+  item: (r, ownerId) => assetOf(r, ownerId),
+  cursorValue: (_r, a, sort) => sortValue(a, sort),
 };
 
-/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`pageTextIfChanged`). */
+/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`PageColumns.asText`). */
 const AS_TEXT = { getTypeParser: () => (value: string) => value };
-
-/**
- * The columns of a listing page, each as PostgreSQL prints it (pg's type parsers bypassed, so nothing is parsed into
- * a Date, array or number) and in the cheapest form for PostgreSQL to print: the stored values through their own
- * output functions, not cast to text, and not made JSON there (`to_json(name)`, `to_char(...)` for the timestamps cost
- * PostgreSQL more CPU than the service's JSON.stringify of the strings and slicing of the timestamps:
- * `node bench/profiles/listing-pg-cost.cjs`). Timestamps are read in UTC
- * (`AT TIME ZONE 'UTC'`, a timestamp without zone: the session's TimeZone does not matter) and printed in the ISO
- * DateStyle (PostgreSQL's default, which pg's own date parser needs too); `isoOf` makes them `toISOString`'s text.
- * No alias may be a sort column's name other than that column itself: ORDER BY takes an output column first (a text
- * `size` sorted sizes as text, with a Sort).
- */
-const TEXT_COLUMNS = Prisma.raw(`id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`);
-
-/** A row of `pageTextIfChanged`'s statement, fields as PostgreSQL printed them (page fields null on an empty page). */
-interface ListTextRow {
-  ownerTotal: string;
-  ownerVersion: string;
-  rowsVersion: string;
-  tagCounts: string;
-  id: string | null;
-  name: string;
-  size: string;
-  /** character(64): blank-padded when shorter. */
-  blake3: string;
-  mimeType: string;
-  tagsJson: string;
-  /** Booleans print as 't' or 'f'. */
-  isModel: string;
-  userMetadata: string;
-  previewId: string | null;
-  previewRemoved: string;
-  promptId: string | null;
-  isImmutable: string;
-  /** UTC, ISO DateStyle: `2026-11-23 01:02:03.45` (the fraction's trailing zeros dropped; none when whole). */
-  createdAt: string;
-  updatedAt: string;
-  lastAccessTime: string;
-  hasThumbnail: string;
-  metadata: string | null;
-}
-
-/**
- * A UTC timestamp as PostgreSQL prints it (ISO DateStyle) as `Date.toISOString()` prints the Date pg's parser makes
- * of it: milliseconds always three digits (more are truncated, as that parser truncates them).
- */
-export function isoOf(t: string): string {
-  if (
-    t.length <= 26 &&
-    t.charCodeAt(4) === 45 &&
-    t.charCodeAt(10) === 32 &&
-    (t.length === 19 || (t.length > 20 && t.charCodeAt(19) === 46))
-  ) {
-    return t.length === 23
-      ? `${t.slice(0, 10)}T${t.slice(11)}Z`
-      : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
-  }
-  // Anything else (a year past 9999, BC: no asset has one): through a Date.
-  return new Date(`${t.replace(' ', 'T')}Z`).toISOString();
-}
 
 /** An int[]'s text (`{1,2}`) as numbers. */
 const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
 
-/** A `model_type:<folder>` element in a tag array's JSON text (isModelTagged's rule). */
-const MODEL_TYPE_TAG_JSON = /[[,]"model_type:[^"]/;
-
-/** The asset's pieces, its jsonb values printed as JSON.stringify prints what pg's JSON.parse made of them. */
-function jsonPartsOf(r: ListTextRow & { id: string }): AssetJsonParts {
-  const userMetadata = JSON.parse(r.userMetadata) as unknown;
-  const metadata = r.metadata === null ? null : (JSON.parse(r.metadata) as unknown);
-  const nameJson = JSON.stringify(r.name);
-  // `model_type:<folder>` tags make a model too: looked for in the tags' JSON text, where an element starts after `[`
-  // or `,` (inside a string a `"` is always escaped).
-  const isModel = r.isModel === 't' || (r.tagsJson.includes('"model_type:') && MODEL_TYPE_TAG_JSON.test(r.tagsJson));
-  const loaderPath = isModel ? safeRelativePath(r.name) : undefined;
-  return {
-    id: r.id,
-    nameJson,
-    size: r.size,
-    blake3: r.blake3.trim(),
-    mimeTypeJson: JSON.stringify(r.mimeType),
-    tagsJson: r.tagsJson,
-    userMetadataJson: JSON.stringify(userMetadata ?? {}),
-    previewId: r.previewId,
-    previewTarget: r.previewId ?? (r.previewRemoved !== 't' && isOwnPreviewType(r.mimeType) ? r.id : undefined),
-    promptId: r.promptId,
-    createdAt: isoOf(r.createdAt),
-    updatedAt: isoOf(r.updatedAt),
-    lastAccessTime: isoOf(r.lastAccessTime),
-    isImmutable: r.isImmutable === 't',
-    hasThumbnail: r.hasThumbnail === 't',
-    // The name itself (the same JSON text) when it is a safe path.
-    loaderPathJson: loaderPath === undefined ? undefined : nameJson,
-    metadataJson: metadata ? JSON.stringify(metadata) : undefined,
-  };
-}
-
-function textSortValue(r: ListTextRow, a: AssetJsonParts, sort: AssetListQuery['sort']): string | number {
-  if (sort === 'name') return r.name;
-  if (sort === 'size') return Number(r.size);
-  return sort === 'created_at' ? a.createdAt : a.updatedAt;
-}
-
 /**
- * How a page statement is sent. `owner`: no filter; named (planned once per connection), LIMIT and OFFSET as
- * InitPlans (`limitOffset`). `planned`: unnamed, planned per request with its values, because the best plan depends
- * on them (a rare tag: the GIN index; a common one: the sort index). `commonTags`: include tags only, and they were
- * common when this filter was last read (`COMMON_SHARE`): named, its plan the sort index's scan from the cursor with
- * the tags as a Filter (their condition written so that the GIN index cannot serve it, so the plan does not depend on
- * the tags and the generic plan is kept), guarded by the same test on the counts read in the statement itself: when
- * the tags are no longer common, the page is not read (a One-Time Filter) and is read `planned`.
+ * The named statements of the pages and counts, by text (a few dozen texts: the sorts and orders, with and without a
+ * cursor, as objects or as a read model's text); a name is the text's hash.
  */
-type PageForm = 'owner' | 'planned' | 'commonTags';
-
-/**
- * Include tags are common when the share of the owner's assets expected to carry them all (the product of each tag's
- * share, as the planner assumes them independent) is at least this: the sort index's scan then reads about
- * (limit + 1) / share rows, at most ten times the page, where the GIN index would read every match
- * (`npm run bench -- listing`).
- */
-export const COMMON_SHARE = 0.1;
-
-/** The rows skipped before a page: `offset`, or none after a cursor. */
-const pageOffset = (q: AssetListQuery, after: CursorPosition | undefined): number => (after ? 0 : q.offset);
-
-/**
- * The page statement: the owner's counts and rows version (one row, always) and, beside them, the page. `withCommon`
- * (the filter is include tags only, isIncludeOnly): the row also says whether those tags are common.
- */
-function pageStatement(
-  ownerId: string,
-  q: AssetListQuery,
-  after: CursorPosition | undefined,
-  columns: Prisma.Sql,
-  form: PageForm,
-  withCommon: boolean,
-): Prisma.Sql {
-  const { cond, col, dir } = pageTerms(ownerId, q, after, form === 'commonTags');
-  const offset = pageOffset(q, after);
-  // One round trip, one snapshot. The lateral page is the inner side of a nested loop over that one row, so its rows
-  // come in the page's order. asset.id, not id: a bare name in ORDER BY means the output column, which no index serves.
-  // With include tags only, the statement also says whether they are common (`commonTags`), from the counts it read;
-  // the stats are then a subquery of their own (OFFSET 0), so that test is made once, not once per row of the page.
-  const stats = withCommon
-    ? Prisma.sql`SELECT s0.*, (SELECT min(x) > 0 AND sum(ln(greatest(x, 1)::float8 / greatest(s0.total, 1))) >= ln(${Prisma.raw(String(COMMON_SHARE))})
-        FROM unnest(s0.counts) AS x) AS common FROM (${ownerStatsSql(ownerId, q, form === 'commonTags')}) AS s0 OFFSET 0`
-    : ownerStatsSql(ownerId, q);
-  return Prisma.sql`SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "rowsVersion", s.counts AS "tagCounts",
-      ${withCommon ? Prisma.sql`s.common AS "commonTags", ` : Prisma.empty}p.*
-    FROM (${stats}) AS s LEFT JOIN LATERAL (
-      SELECT ${columns} FROM asset WHERE ${form === 'commonTags' ? Prisma.sql`s.common AND ` : Prisma.empty}${cond}
-      ORDER BY ${col} ${dir}, asset.id ${dir} ${limitOffset(q.limit + 1, offset, form !== 'planned')}) AS p ON true`;
-}
-
-/**
- * The WHERE terms, sort column and direction of a page (with a cursor: the rows strictly after it). `sortIndexOnly`
- * (include tags only): the tags' condition as `coalesce(tags, '{}') @> ...`, the same rows (no include tag matches an
- * empty array, and NULL matches nothing either way) in a form no index serves.
- */
-function pageTerms(ownerId: string, q: AssetListQuery, after: CursorPosition | undefined, sortIndexOnly = false) {
-  const where = sortIndexOnly
-    ? [Prisma.sql`owner_id = ${ownerId}`, Prisma.sql`coalesce(tags, '{}') @> (SELECT ${q.includeTags}::text[])`]
-    : filterConditions(ownerId, q);
-  const asc = q.order === 'asc';
-  const col = Prisma.raw(SORT_COLUMN[q.sort]);
-  if (after) {
-    const v =
-      q.sort === 'size'
-        ? Prisma.sql`${after.value}::bigint`
-        : q.sort === 'name'
-          ? Prisma.sql`${after.value}::text`
-          : Prisma.sql`${after.value}::timestamptz`;
-    where.push(
-      asc
-        ? Prisma.sql`(${col}, asset.id) > (${v}, ${after.id}::uuid)`
-        : Prisma.sql`(${col}, asset.id) < (${v}, ${after.id}::uuid)`,
+const preparedStatements = new Map<string, PreparedStatement>();
+function preparedOf<R extends QueryResultRow>(text: string, types?: typeof AS_TEXT): PreparedStatement<R> {
+  let s = preparedStatements.get(text);
+  if (s === undefined) {
+    s = new PreparedStatement(
+      `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`,
+      text,
+      types,
     );
+    preparedStatements.set(text, s);
   }
-  return { cond: Prisma.join(where, ' AND '), col, dir: Prisma.raw(asc ? 'ASC' : 'DESC') };
-}
-
-/**
- * The owner's maintained total and change counters, and the maintained counts of the filter's tags (include, any,
- * exclude, in that order; 0 for a tag no asset carries): one row of primary-key reads of asset_owner_stats and
- * asset_tag_count (a lookup per tag, written so: a join let a named statement's generic plan read every tag count
- * of the owner).
- */
-function ownerStatsSql(ownerId: string, f: AssetFilter, opaqueTags = false): Prisma.Sql {
-  const tags = [...f.includeTags, ...(f.anyTags ?? []), ...f.excludeTags];
-  // `opaqueTags` (the named statement of common include tags): the tags as an InitPlan, unknown to every plan as
-  // LIMIT and OFFSET are (limitOffset), so a custom plan costs what the generic one does and the generic one is kept.
-  // With the tags known to custom plans, their estimate and the generic plan's were within PostgreSQL's planning-cost
-  // margin (111 + ~28 against 139), and which one it kept varied from run to run (query-plans.test.ts).
-  const list = opaqueTags ? Prisma.sql`(SELECT ${tags}::text[])` : Prisma.sql`${tags}::text[]`;
-  return Prisma.sql`SELECT coalesce(o.asset_count, 0) AS total, coalesce(o.version, 0) AS version, coalesce(o.rows_version, 0) AS rows_version,
-      ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = ${ownerId} AND c.tag = t.tag), 0)
-            FROM unnest(${list}) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
-    FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = ${ownerId}`;
-}
-
-function ownerStatsOf(
-  row: { ownerTotal: string | bigint; ownerVersion: string | bigint; tagCounts: number[] },
-  f: AssetFilter,
-): OwnerStats {
-  const counts = (row.tagCounts ?? []).map(Number);
-  const nInclude = f.includeTags.length;
-  const nAny = f.anyTags?.length ?? 0;
-  return {
-    total: Number(row.ownerTotal),
-    version: String(row.ownerVersion),
-    include: counts.slice(0, nInclude),
-    any: counts.slice(nInclude, nInclude + nAny),
-    exclude: counts.slice(nInclude + nAny),
-  };
-}
-
-/**
- * LIMIT and OFFSET of a statement. In a named (prepared) statement they are read by the executor (InitPlans), not
- * planned: with `LIMIT $n` the planner's estimate of a generic plan assumes a tenth of the rows (hundreds of times a
- * custom plan's cost for a 100-row page of an owner with 500,000 assets), so PostgreSQL kept planning the page
- * statement anew on every execution, a good part of its CPU per page (`node bench/profiles/listing-pg-cost.cjs`). With
- * both unknown to every plan, the generic plan costs what a custom one does and is kept. The plan is the same: the
- * owner's index in the sort's order, stopped after the limit. Unnamed statements (tag and text filters, planned per
- * request anyway) keep them as plain parameters, which their plans may depend on (a rare tag: the GIN index). The named
- * form of common include tags (PageForm) takes them as InitPlans too.
- */
-function limitOffset(limit: number, offset: number, prepared: boolean): Prisma.Sql {
-  return prepared
-    ? Prisma.sql`LIMIT (SELECT ${limit}::bigint) OFFSET (SELECT ${offset}::bigint)`
-    : Prisma.sql`LIMIT ${limit} OFFSET ${offset}`;
-}
-
-/** Named statements' names, by text (a few dozen texts: the sorts and orders, with and without a cursor). */
-const statementNames = new Map<string, string>();
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
-    statementNames.set(text, name);
-  }
-  return name;
+  return s as PreparedStatement<R>;
 }
 
 function sortValue(a: Asset, sort: AssetListQuery['sort']): string | number {
   if (sort === 'name') return a.name;
   if (sort === 'size') return a.size;
   return (sort === 'created_at' ? a.createdAt : a.updatedAt).toISOString();
-}
-
-export interface OwnerStats {
-  /** The owner's assets (asset_owner_stats). */
-  total: number;
-  /** The owner's change counter (asset_owner_stats.version), as text. */
-  version: string;
-  /** Maintained counts of the filter's include, any and exclude tags, in the filter's order. */
-  include: number[];
-  any: number[];
-  exclude: number[];
-}
-
-/** No condition but (perhaps) include tags. */
-function includeTagsAtMost(f: AssetFilter): boolean {
-  return (
-    f.excludeTags.length === 0 &&
-    !f.anyTags?.length &&
-    !f.nameContains &&
-    !f.hash &&
-    Object.keys(f.metadataFilter ?? {}).length === 0
-  );
-}
-
-/** Only include tags (`include_tags` / `tags_all`): filters whose page the named `commonTags` statement may read. */
-const isIncludeOnly = (f: AssetFilter): boolean => f.includeTags.length > 0 && includeTagsAtMost(f);
-
-const isUnfiltered = (f: AssetFilter): boolean => f.includeTags.length === 0 && includeTagsAtMost(f);
-
-/** A boolean column as pg parses it or as PostgreSQL prints it (`t`). */
-const isTrue = (v: unknown): boolean => v === true || v === 't';
-
-/** The filter as a cache key (the conditions only, not the page). */
-function filterKey(f: AssetFilter): string {
-  return JSON.stringify([
-    f.includeTags,
-    f.anyTags ?? [],
-    f.excludeTags,
-    f.nameContains ?? null,
-    f.hash ?? null,
-    f.metadataFilter ?? null,
-  ]);
-}
-
-/**
- * A filter's count, stopped at COUNT_LIMIT + 1 as the counting statement would, when the maintained counts decide it;
- * undefined when only the rows can. Exact for no filter or one tag condition (one include tag: its count; one
- * exclude tag: the rest; tags_any of one tag). For tag filters otherwise, a lower bound by the union bound on the
- * assets that fail a condition: the matches are at least total − Σ(total − include_i) − (total − max any_j) −
- * Σ exclude_k, and when that is over COUNT_LIMIT the answer is `total_is_lower_bound` without counting a row.
- */
-export function totalFromCounts(s: OwnerStats, f: AssetFilter): number | undefined {
-  const stop = (n: number) => Math.min(Math.max(n, 0), COUNT_LIMIT + 1);
-  if (f.nameContains || f.hash || Object.keys(f.metadataFilter ?? {}).length > 0) return undefined;
-  const conditions = s.include.length + (s.any.length > 0 ? 1 : 0) + s.exclude.length;
-  if (conditions === 0) return stop(s.total);
-  if (conditions === 1) {
-    if (s.include.length === 1) return stop(s.include[0]!);
-    if (s.exclude.length === 1) return stop(s.total - s.exclude[0]!);
-    if (s.any.length === 1) return stop(s.any[0]!);
-  }
-  let lower = s.total;
-  for (const c of s.include) lower -= s.total - c;
-  if (s.any.length > 0) lower -= s.total - Math.max(...s.any);
-  for (const c of s.exclude) lower -= c;
-  return lower > COUNT_LIMIT ? COUNT_LIMIT + 1 : undefined;
-}
-
-/** The WHERE terms of GET /api/assets' filters; each one is served by an index (see query-plans.test.ts). */
-function filterConditions(ownerId: string, f: AssetFilter): Prisma.Sql[] {
-  const where: Prisma.Sql[] = [Prisma.sql`owner_id = ${ownerId}`];
-  if (f.includeTags.length > 0) where.push(Prisma.sql`tags @> ${f.includeTags}::text[]`);
-  if (f.anyTags && f.anyTags.length > 0) where.push(Prisma.sql`tags && ${f.anyTags}::text[]`);
-  if (f.excludeTags.length > 0) where.push(Prisma.sql`NOT (tags && ${f.excludeTags}::text[])`);
-  if (f.nameContains) where.push(Prisma.sql`name ILIKE ${'%' + escapeLike(f.nameContains) + '%'}`);
-  if (f.hash) {
-    where.push(
-      f.hash.algorithm === 'blake3'
-        ? Prisma.sql`content_hash = ${f.hash.hex}`
-        : Prisma.sql`content_hash = (SELECT blake3 FROM content WHERE sha256 = ${f.hash.hex})`,
-    );
-  }
-  for (const [k, v] of Object.entries(f.metadataFilter ?? {})) {
-    const term = metadataTerm(k, v);
-    if (term) where.push(term);
-  }
-  return where;
-}
-
-/**
- * ComfyUI's metadata_filter for one key: a scalar matches an equal value or an equal element of a stored array
- * (jsonb equality, so types are strict); a list is any-of (empty: no constraint); null matches a missing key or an
- * explicit null; an object matches an equal object or an equal element of a stored array. The containment terms
- * (`@>`) are what the GIN index on user_metadata serves; the equality terms make an object match exactly, not by
- * subset.
- */
-function metadataTerm(key: string, value: unknown): Prisma.Sql | undefined {
-  if (Array.isArray(value)) {
-    if (value.length === 0) return undefined;
-    return Prisma.sql`(${Prisma.join(
-      value.map((v) => metadataTerm(key, v) ?? Prisma.sql`false`),
-      ' OR ',
-    )})`;
-  }
-  if (value === null) return Prisma.sql`(NOT (user_metadata ? ${key}) OR user_metadata -> ${key} = 'null'::jsonb)`;
-  const asValue = JSON.stringify({ [key]: value });
-  const inArray = JSON.stringify({ [key]: [value] });
-  const contains = Prisma.sql`(user_metadata @> ${asValue}::jsonb OR user_metadata @> ${inArray}::jsonb)`;
-  if (typeof value !== 'object') return contains;
-  const v = JSON.stringify(value);
-  return Prisma.sql`(${contains} AND (user_metadata -> ${key} = ${v}::jsonb OR EXISTS (SELECT 1 FROM jsonb_array_elements(
-    CASE WHEN jsonb_typeof(user_metadata -> ${key}) = 'array' THEN user_metadata -> ${key} ELSE '[]'::jsonb END) AS e WHERE e = ${v}::jsonb)))`;
-}
-
-function escapeLike(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => '\\' + c);
 }

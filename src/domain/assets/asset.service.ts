@@ -10,7 +10,7 @@ import { assetMetadata } from '../content/derived-metadata';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName, servedContentType } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
 import { servableMediaType } from '../input';
-import type { AssetRepository } from './asset.repository';
+import type { AssetRepository, PageColumns, PageHead } from './asset.repository';
 import type {
   Asset,
   AssetCreateFields,
@@ -18,9 +18,9 @@ import type {
   AssetFilter,
   AssetListQuery,
   AssetPage,
-  AssetJsonPage,
   AssetUpdateFields,
   CreateResult,
+  ListPage,
   Page,
   Principal,
   TagAddResult,
@@ -76,8 +76,8 @@ export class AssetService {
   }
 
   /**
-   * A page of assets (GraphQL `assets`; GET /api/assets takes `listJsonIfChanged`): `after` (a cursor of the same sort
-   * and order) wins over `offset`.
+   * A page of assets (GraphQL `assets`; GET /api/assets reads its own columns through `pageIfChanged`): `after` (a
+   * cursor of the same sort and order) wins over `offset`.
    */
   list(principal: Principal, query: AssetListQuery): Promise<AssetPage> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
@@ -85,17 +85,18 @@ export class AssetService {
   }
 
   /**
-   * GET /api/assets: the page with its assets as the pieces of their JSON (`AssetRepository.pageTextIfChanged`), or
+   * `list` with the page's rows read as `columns` says (GET /api/assets: http/rest/read-model/asset-page.ts), or
    * undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page read then is still
    * the answer: one primary-key read.
    */
-  listJsonIfChanged(
+  pageIfChanged<R extends PageHead, I>(
     principal: Principal,
     query: AssetListQuery,
     version: string | undefined,
-  ): Promise<AssetJsonPage | undefined> {
+    columns: PageColumns<R, I>,
+  ): Promise<ListPage<I> | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
-    return this.assets.pageTextIfChanged(principal.ownerId, query, after, version);
+    return this.assets.pageIfChanged(principal.ownerId, query, after, version, columns);
   }
 
   /** GET /api/jobs/{job_id}/assets: this owner's assets made by the job, oldest first; an unknown job: none. */

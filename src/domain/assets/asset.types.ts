@@ -118,50 +118,20 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
-export interface AssetPage extends Page<Asset> {
+/** A page of GET /api/assets (or GraphQL `assets`), its items assets or a read model's rows. */
+export interface ListPage<T> extends Page<T> {
   /** true when `total` is a lower bound (the count stopped at COUNT_LIMIT). */
   totalIsLowerBound: boolean;
   /** Present whenever more rows follow, and the sort mints cursors. */
   nextCursor?: string;
   /**
    * The owner's rows version the page was read at (opaque): while the database still holds it, the same query
-   * answers the same page (`AssetService.listJsonIfChanged`).
+   * answers the same page (`AssetService.pageIfChanged`).
    */
   version: string;
 }
 
-/**
- * A listed asset as the pieces of its REST JSON (`AssetRepository.pageTextIfChanged`): `*Json` fields are JSON text
- * (strings quoted and escaped, `tagsJson` an array, the metadata objects as JSON.stringify prints them), the others
- * plain text (ids, the decimal size, timestamps as `toISOString` prints them).
- */
-export interface AssetJsonParts {
-  id: string;
-  nameJson: string;
-  size: string;
-  blake3: string;
-  mimeTypeJson: string;
-  tagsJson: string;
-  userMetadataJson: string;
-  previewId: string | null;
-  /** The id `preview_url` points to (`previewTargetOf`); absent without a preview. */
-  previewTarget?: string;
-  promptId: string | null;
-  createdAt: string;
-  updatedAt: string;
-  lastAccessTime: string;
-  isImmutable: boolean;
-  hasThumbnail: boolean;
-  /** The name's JSON when the asset is a model and its name a safe relative path (`loaderPathOf`). */
-  loaderPathJson?: string;
-  /** Absent when the asset has no derived metadata. */
-  metadataJson?: string;
-}
-
-/** A page of GET /api/assets with its assets as JSON pieces. */
-export interface AssetJsonPage extends Omit<AssetPage, 'items'> {
-  items: AssetJsonParts[];
-}
+export type AssetPage = ListPage<Asset>;
 
 export interface TagAddResult {
   added: string[];
@@ -200,22 +170,13 @@ export interface PreviewFields {
 /**
  * What an answer's URLs are made of: `base`, PUBLIC_URL or the request's origin (they are absolute), and `access`,
  * the owner's read grant (domain/secrets/read-grants.ts) that media URLs carry so `<img src>` loads them on any
- * origin; undefined with MEDIA_URL_GRANTS=false (they then need the key).
+ * origin; undefined with MEDIA_URL_GRANTS=false (they then need the key). The URLs themselves are the transports'
+ * (http/shared/asset-urls.ts).
  */
 export interface Links {
   readonly base: string;
   readonly access?: string;
 }
-
-/** `?access=<grant>` for a media URL, or nothing (a grant token is digits, dots and base64url: no escaping). */
-export const grantQuery = (links: Links): string => (links.access === undefined ? '' : `?access=${links.access}`);
-
-/** The absolute URL of the asset's thumbnail, once its content has one. */
-export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, links: Links): string | undefined =>
-  a.hasThumbnail ? `${links.base}/api/assets/${a.id}/thumbnail${grantQuery(links)}` : undefined;
-
-/** `short_url`: a durable link to the asset's content (`/api/s/{id}` answers 302 to a freshly signed URL). */
-export const shortUrlOf = (a: { id: string }, links: Links): string => `${links.base}/api/s/${a.id}`;
 
 /**
  * The asset whose content is this asset's preview: the nominated preview; else, unless a nominated preview was
@@ -223,12 +184,6 @@ export const shortUrlOf = (a: { id: string }, links: Links): string => `${links.
  */
 export const previewTargetOf = (a: PreviewFields): string | undefined =>
   a.previewId ?? (!a.previewRemoved && isOwnPreviewType(a.mimeType) ? a.id : undefined);
-
-/** The absolute preview URL (with the read grant), or undefined without a preview. */
-export const previewUrlOf = (a: PreviewFields, links: Links): string | undefined => {
-  const target = previewTargetOf(a);
-  return target === undefined ? undefined : `${links.base}/api/assets/${target}/content${grantQuery(links)}`;
-};
 
 /** `loader_path`: for a model (tagged `models` or `model_type:<folder>`), its name when that is a safe path. */
 export const loaderPathOf = (a: { name: string; tags: string[] }): string | undefined =>

@@ -1,16 +1,13 @@
 import {
   assetHashOf,
-  grantQuery,
   loaderPathOf,
-  previewUrlOf,
-  shortUrlOf,
-  thumbnailUrlOf,
   type Asset,
-  type AssetJsonPage,
   type AssetPage,
   type JobOutput,
   type Links,
 } from '../../domain/assets/asset.types';
+import { grantQuery, previewUrlOf, shortUrlOf, thumbnailUrlOf } from '../shared/asset-urls';
+import type { AssetJsonPage } from './read-model/asset-page';
 
 /**
  * Asset JSON: Comfy Cloud's asset fields plus `hash`, `job_id`, `display_name`, `loader_path`, `metadata`;

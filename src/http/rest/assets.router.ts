@@ -11,7 +11,7 @@ import {
 import type { ContentService } from '../../domain/content/content.service';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import { MAX_CURSOR_LENGTH } from '../../domain/assets/cursor';
-import { parseHash, type ParsedHash } from '../../domain/content/hashing';
+import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { linksOfRes } from '../base-url';
@@ -20,18 +20,9 @@ import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, u
 import { hashParam } from '../shared/ids';
 import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
 import { PageCache } from '../shared/page-cache';
+import { ASSET_JSON_PAGE } from './read-model/asset-page';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
-
-/**
- * GET /api/assets/{id} (the id a lower-cased UUID): the hottest read, also answered from the pipeline's route table
- * (http/rest/hot-routes.ts).
- */
-export const assetById =
-  (assets: AssetService) =>
-  async (res: Response, id: string): Promise<void> => {
-    sendJson(res, assetJson(await assets.get(principalOf(res), id), linksOfRes(res)));
-  };
 
 /**
  * The literal paths beside /assets/{id} (`POST /assets/export`, `GET /assets/remote-metadata` ...): another method on
@@ -41,14 +32,6 @@ const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-
 const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => void): void =>
   LITERAL_ASSET_PATHS.has(req.params.id as string) ? next('route') : next();
 
-/** HEAD /api/assets/hash/{hash}: is this content stored (200) or not (404)? (Also in the route table.) */
-export const contentByHash =
-  (assets: AssetService) =>
-  async (res: Response, hash: ParsedHash): Promise<void> => {
-    res.statusCode = (await assets.contentExists(hash)) ? 200 : 404;
-    res.end();
-  };
-
 export function assetsRouter(deps: {
   assets: AssetService;
   content: ContentService;
@@ -56,6 +39,25 @@ export function assetsRouter(deps: {
 }): Router {
   const { assets, content, downloads } = deps;
   const r = Router();
+
+  // The two hottest reads first: every layer before a route costs each request that reaches it a path match. A literal
+  // path beside /assets/{id} passes on (notAnAssetId).
+  r.get(
+    '/assets/:id',
+    notAnAssetId,
+    handle(async (req, res) => {
+      sendJson(res, assetJson(await assets.get(principalOf(res), pathId(req)), linksOfRes(res)));
+    }),
+  );
+
+  // Is this content stored (200) or not (404)?
+  r.head(
+    '/assets/hash/:hash',
+    handle(async (req, res) => {
+      res.statusCode = (await assets.contentExists(hashParam(req.params.hash))) ? 200 : 404;
+      res.end();
+    }),
+  );
 
   r.post(
     '/assets',
@@ -112,12 +114,11 @@ export function assetsRouter(deps: {
       // The grant is in the key: a page kept with one window's grant is made again in the next (read-grants.ts).
       const key = `${principal.ownerId}\0${links.base}\0${links.access ?? ''}\0${JSON.stringify(query)}`;
       const cached = pages.get(key);
-      const page = await assets.listJsonIfChanged(principal, query, cached?.version);
+      const page = await assets.pageIfChanged(principal, query, cached?.version, ASSET_JSON_PAGE);
       sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page, links)) : cached!.body);
     }),
   );
 
-  // Literal paths under /assets/ come before /assets/:id, which would take them for ids.
   r.get(
     '/assets/tags/refine',
     handle(async (req, res) => {
@@ -159,12 +160,6 @@ export function assetsRouter(deps: {
     }),
   );
 
-  const byHash = contentByHash(assets);
-  r.head(
-    '/assets/hash/:hash',
-    handle((req, res) => byHash(res, hashParam(req.params.hash))),
-  );
-
   r.get(
     '/assets/hash/:hash',
     handle(async (req, res) => {
@@ -173,13 +168,6 @@ export function assetsRouter(deps: {
         throw new DomainError('CONTENT_NOT_FOUND', 'no stored content has this hash');
       res.json({ exists: true, hash: req.params.hash });
     }),
-  );
-
-  const byId = assetById(assets);
-  r.get(
-    '/assets/:id',
-    notAnAssetId,
-    handle((req, res) => byId(res, pathId(req))),
   );
 
   r.put(

@@ -2,7 +2,7 @@
  * GET /api/assets answers as sent, per instance, each under the owner's rows version its page was read at
  * (`AssetPage.version`). The version moves in the transaction of every change of the owner's asset rows, on any
  * instance (migration 20261122210000), so an entry is sent again only after the database confirmed, in the one
- * statement the request costs then, that the version is unchanged (`AssetService.listJsonIfChanged`): the rows, their
+ * statement the request costs then, that the version is unchanged (`AssetService.pageIfChanged`): the rows, their
  * fields and the total are still those the body was made from. A repeated page (a model list a client loads again,
  * the first page of a browser) then costs a primary-key read instead of reading, decoding and serializing its rows.
  * Bounded by bytes; least recently used entries go first.

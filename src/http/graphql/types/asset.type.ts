@@ -3,15 +3,13 @@ import {
   assetHashOf,
   jobOutputOf,
   loaderPathOf,
-  previewUrlOf,
-  shortUrlOf,
-  thumbnailUrlOf,
   type Asset,
   type Links,
   type AssetPage as DomainAssetPage,
   type CreateResult,
   type Page,
 } from '../../../domain/assets/asset.types';
+import { previewUrlOf, shortUrlOf, thumbnailUrlOf } from '../../shared/asset-urls';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset, with camelCase field names.' })
