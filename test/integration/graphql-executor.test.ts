@@ -76,7 +76,10 @@ function post(body: Json, headers: Record<string, string> = {}): Promise<Answer>
 }
 
 /** Sends `body` with graphql-js as the executor, then with graphql-jit; both answers, and whether jit ran it. */
-async function bothWays(body: Json, headers: Record<string, string> = {}): Promise<{ js: Answer; jit: Answer; wasCompiled: boolean }> {
+async function bothWays(
+  body: Json,
+  headers: Record<string, string> = {},
+): Promise<{ js: Answer; jit: Answer; wasCompiled: boolean }> {
   const byJs = jest.spyOn(JitExecutor.prototype, 'execute').mockImplementation(function (this: JitExecutor, rc) {
     return execute({
       schema: this.schema,

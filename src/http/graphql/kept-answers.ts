@@ -29,7 +29,9 @@ export function stringifyResult(result: FormattedExecutionResult): string {
  * window: read-grants.ts), the document text, the operation name and the variables. Only a whole answer is kept: no
  * error (so no partial data), no status or header set by the operation. test/integration/graphql-kept.test.ts.
  */
-export function keptAnswers(rowsVersion: (principal: Principal) => Promise<string>): ApolloServerPlugin<GraphQLContext> {
+export function keptAnswers(
+  rowsVersion: (principal: Principal) => Promise<string>,
+): ApolloServerPlugin<GraphQLContext> {
   const kept = new PageCache();
   return {
     async requestDidStart() {
