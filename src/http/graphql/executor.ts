@@ -93,7 +93,8 @@ export class JitExecutor {
   /** The `gateway` option of ApolloServer. */
   gateway() {
     const schema = this.schema;
-    const executor = async (rc: GatewayRequestContext): Promise<ExecutionResult> => this.execute(rc);
+    // Apollo awaits what the executor returns: a query answered synchronously needs no promise of its own.
+    const executor = (rc: GatewayRequestContext) => this.execute(rc) as Promise<ExecutionResult>;
     return {
       async load() {
         return { schema, executor };

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
 import { Kind, type FormattedExecutionResult, type OperationDefinitionNode } from 'graphql';
 import type { Principal } from '../../domain/assets/asset.types';
 import { PageCache } from '../shared/page-cache';
@@ -33,51 +33,54 @@ export function keptAnswers(
   rowsVersion: (principal: Principal) => Promise<string>,
 ): ApolloServerPlugin<GraphQLContext> {
   const kept = new PageCache();
+  // What an `assets` request will keep, by its request context: the same listener serves every request.
+  const pending = new WeakMap<object, { key: string; version: string }>();
+  const listener: GraphQLRequestListener<GraphQLContext> = {
+    async responseForOperation(rc) {
+      if (!rc.operation || !ownerAssetsOnly(rc.operation)) return null;
+      const { principal, links } = rc.contextValue;
+      const key = createHash('sha256')
+        .update(
+          JSON.stringify([
+            principal.ownerId,
+            links.base,
+            links.access ?? null,
+            rc.request.operationName ?? null,
+            rc.source ?? null,
+            rc.request.variables ?? null,
+          ]),
+        )
+        .digest('base64');
+      const entry = kept.get(key);
+      let version: string;
+      try {
+        version = await rowsVersion(principal);
+      } catch {
+        // The execution meets the same outage and answers it; nothing is kept.
+        return null;
+      }
+      if (entry && entry.version === version) {
+        return {
+          http: { status: undefined, headers: new HeaderMap() },
+          body: { kind: 'single', singleResult: { data: new KeptData(entry.body.toString()) as never } },
+        };
+      }
+      pending.set(rc, { key, version });
+      return null;
+    },
+    async willSendResponse(rc) {
+      const p = pending.get(rc);
+      if (p === undefined) return;
+      const { body, http } = rc.response;
+      if (body.kind !== 'single' || rc.errors?.length || http.status !== undefined || http.headers.size > 0) return;
+      const { data, errors, extensions } = body.singleResult;
+      if (data == null || errors !== undefined || extensions !== undefined) return;
+      kept.set(p.key, p.version, JSON.stringify(data));
+    },
+  };
   return {
     async requestDidStart() {
-      let key: string | undefined;
-      let version: string | undefined;
-      return {
-        async responseForOperation(rc) {
-          if (!rc.operation || !ownerAssetsOnly(rc.operation)) return null;
-          const { principal, links } = rc.contextValue;
-          const k = createHash('sha256')
-            .update(
-              JSON.stringify([
-                principal.ownerId,
-                links.base,
-                links.access ?? null,
-                rc.request.operationName ?? null,
-                rc.source ?? null,
-                rc.request.variables ?? null,
-              ]),
-            )
-            .digest('base64');
-          const entry = kept.get(k);
-          try {
-            version = await rowsVersion(principal);
-          } catch {
-            // The execution meets the same outage and answers it; nothing is kept.
-            return null;
-          }
-          if (entry && entry.version === version) {
-            return {
-              http: { status: undefined, headers: new HeaderMap() },
-              body: { kind: 'single', singleResult: { data: new KeptData(entry.body.toString()) as never } },
-            };
-          }
-          key = k;
-          return null;
-        },
-        async willSendResponse(rc) {
-          if (key === undefined || version === undefined) return;
-          const { body, http } = rc.response;
-          if (body.kind !== 'single' || rc.errors?.length || http.status !== undefined || http.headers.size > 0) return;
-          const { data, errors, extensions } = body.singleResult;
-          if (data == null || errors !== undefined || extensions !== undefined) return;
-          kept.set(key, version, JSON.stringify(data));
-        },
-      };
+      return listener;
     },
   };
 }
