@@ -1,6 +1,6 @@
 /**
- * GraphQL's kept list answers (src/http/graphql/compiled-lane.ts): an `assets` query the lane has answered before is
- * sent again from its bytes while the owner's rows version is unchanged. Every answer here must be the fresh one:
+ * GraphQL's kept list answers (src/http/graphql/kept-answers.ts, an Apollo plugin): an `assets` query Apollo has
+ * answered before is sent again from its kept text while the owner's rows version is unchanged. Every answer here must be the fresh one:
  * after a change through the other instance on the same database, and after direct SQL changes of has_thumbnail,
  * preview_id and a tag; another owner never gets the bytes; different variables are different entries. A change
  * made with the triggers off (so the version does not move) shows the answer really is kept.
@@ -73,7 +73,7 @@ async function list(svc: TestService, limit = 10, key: string = KEYS.alice): Pro
   };
 }
 
-/** Enough requests for the lane to know the text and keep its answer (kept from the second lane answer on). */
+/** Enough requests for the answer to be kept (from the second answer of the same request on) and sent again. */
 async function warm(svc: TestService, limit = 10, key: string = KEYS.alice): Promise<Answer> {
   const first = await list(svc, limit, key);
   for (let i = 0; i < 3; i++) expect(await list(svc, limit, key)).toEqual(first);

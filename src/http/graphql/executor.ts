@@ -32,44 +32,27 @@ export interface CompiledQuery {
 
 interface GatewayRequestContext {
   document: DocumentNode;
-  /** The document's text (Apollo's `source`). */
-  source?: string;
   operation?: OperationDefinitionNode;
-  operationName?: string | null;
   request: { variables?: Record<string, unknown>; operationName?: string };
   context: unknown;
 }
 
-/** A query operation of a document Apollo has parsed and validated (our limits rule included), compiled. */
-export interface PreparedQuery {
-  document: DocumentNode;
-  operation: OperationDefinitionNode;
-  compiled: CompiledQuery;
-}
-
 /**
- * Text kept by the known-document table, in UTF-16 code units. The documents a service sees are a handful of client
- * queries; a flood of distinct texts empties the table (their parsed documents stay in Apollo's own LRU store).
+ * Apollo's executor hook (its `gateway` option: `load()` gives the schema and an executor) running queries as code
+ * compiled by graphql-jit, once per document object (Apollo's document store hands back the same object for the same
+ * text). Apollo still parses and validates (its document cache, our limits rule). Variables are coerced by graphql-js
+ * first, so a bad variable is refused with graphql-js's exact error. Mutations (uploads among them) run on
+ * graphql-js's `execute`.
  */
-const MAX_KNOWN_TEXT = 1024 * 1024;
-
-/**
- * The compiled queries of the executor hook and of the compiled lane (compiled-lane.ts). Queries are compiled once per
- * document object (Apollo's document store hands back the same object for the same text), and each compiled query
- * Apollo has run is remembered by its document text and the request's operation name, so that the lane can answer
- * the next request of the same text without Apollo's parse, hash and validation (it passed them: only a validated
- * document reaches the executor).
- */
-export class CompiledQueries {
+export class JitExecutor {
   private readonly byDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | ExecutionResult>>();
-  private readonly byText = new Map<string, Map<string | null, PreparedQuery>>();
-  private knownText = 0;
 
   constructor(
     readonly schema: GraphQLSchema,
     private readonly jit: Jit,
   ) {}
 
+  /** The operation compiled, or the errors graphql-jit refused it with. */
   compile(document: DocumentNode, operationName: string | undefined): CompiledQuery | ExecutionResult {
     let byName = this.byDocument.get(document);
     if (!byName) this.byDocument.set(document, (byName = new Map()));
@@ -83,62 +66,35 @@ export class CompiledQueries {
     return q;
   }
 
-  isCompiled(q: CompiledQuery | ExecutionResult): q is CompiledQuery {
-    return this.jit.isCompiledQuery(q);
+  /** One operation Apollo has parsed, validated and resolved (its `GatewayExecutor`). */
+  execute(rc: GatewayRequestContext): Promise<ExecutionResult> | ExecutionResult {
+    const schema = this.schema;
+    // Apollo resolved the operation from the request's operationName; when it found none (an unknown name, or
+    // several operations and no name), graphql-js answers with the resolution error, which Apollo reports.
+    const operation = rc.operation;
+    const variables = rc.request.variables;
+    const byGraphqlJs = () =>
+      execute({
+        schema,
+        document: rc.document,
+        contextValue: rc.context,
+        variableValues: variables,
+        operationName: rc.request.operationName,
+      });
+    if (!operation || operation.operation !== 'query') return byGraphqlJs();
+    const coerced = coerceVariables(schema, operation, variables);
+    if ('errors' in coerced) return { errors: coerced.errors };
+    if (coerced.hasNull) return byGraphqlJs();
+    const q = this.compile(rc.document, operation.name?.value);
+    if (!this.jit.isCompiledQuery(q)) return q;
+    return runOrFallBack(q, rc.context, coerced.values, byGraphqlJs);
   }
 
-  /** The validated query operation Apollo ran for this text and requested operation name (undefined: none asked). */
-  known(text: string, operationName: string | undefined): PreparedQuery | undefined {
-    return this.byText.get(text)?.get(operationName ?? null);
-  }
-
-  private remember(text: string, operationName: string | undefined, prepared: PreparedQuery): void {
-    let byName = this.byText.get(text);
-    if (!byName) {
-      if (this.knownText + text.length > MAX_KNOWN_TEXT) {
-        this.byText.clear();
-        this.knownText = 0;
-      }
-      this.byText.set(text, (byName = new Map()));
-      this.knownText += text.length;
-    }
-    byName.set(operationName ?? null, prepared);
-  }
-
-  /**
-   * Apollo's executor hook (its `gateway` option: `load()` gives the schema and an executor) running queries as code
-   * compiled by graphql-jit. Apollo still parses and validates (its document cache, our limits rule). Variables are
-   * coerced by graphql-js first, so a bad variable is refused with graphql-js's exact error. Mutations (uploads among
-   * them) run on graphql-js's `execute`.
-   */
+  /** The `gateway` option of ApolloServer. */
   gateway() {
     const schema = this.schema;
-    const executor = async (rc: GatewayRequestContext): Promise<ExecutionResult> => {
-      // Apollo resolved the operation from the request's operationName; when it found none (an unknown name, or
-      // several operations and no name), graphql-js answers with the resolution error, which Apollo reports.
-      const operation = rc.operation;
-      const variables = rc.request.variables;
-      const byGraphqlJs = () =>
-        execute({
-          schema,
-          document: rc.document,
-          contextValue: rc.context,
-          variableValues: variables,
-          operationName: rc.request.operationName,
-        });
-      if (!operation || operation.operation !== 'query') {
-        return byGraphqlJs();
-      }
-      const operationName = operation.name?.value;
-      const coerced = coerceVariables(schema, operation, variables);
-      if ('errors' in coerced) return { errors: coerced.errors };
-      if (coerced.hasNull) return byGraphqlJs();
-      const q = this.compile(rc.document, operationName);
-      if (!this.jit.isCompiledQuery(q)) return q;
-      if (rc.source !== undefined)
-        this.remember(rc.source, rc.request.operationName, { document: rc.document, operation, compiled: q });
-      return runOrFallBack(q, rc.context, coerced.values, byGraphqlJs);
-    };
+    // Apollo awaits what the executor returns: a query answered synchronously needs no promise of its own.
+    const executor = (rc: GatewayRequestContext) => this.execute(rc) as Promise<ExecutionResult>;
     return {
       async load() {
         return { schema, executor };
@@ -179,7 +135,7 @@ export function coerceVariables(
  * error (a null variable for a non-null argument with a default): graphql-js then gives its exact answer. Queries
  * only, so running again changes nothing.
  */
-export function runOrFallBack(
+function runOrFallBack(
   q: CompiledQuery,
   context: unknown,
   variables: Record<string, unknown>,

@@ -1,42 +1,43 @@
 import { ApolloServer } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import { expressMiddleware } from '@as-integrations/express5';
-import { Router, type ErrorRequestHandler, type NextFunction, type Request, type Response } from 'express';
+import { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, STATUS_OF } from '../shared/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
-import { compiledLane, handedOffContext } from './compiled-lane';
-import { CompiledQueries } from './executor';
+import { JitExecutor } from './executor';
 import * as jit from 'graphql-jit';
+import { apolloHandler } from './apollo-http';
 import { ideRouter } from './ide';
 import { graphqlJsonBody } from './json-body';
-import { checkDocumentText, DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
+import { keptAnswers, stringifyResult } from './kept-answers';
+import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
-import { settleUrlParseDeprecation } from './url-parse';
 
 /** The largest JSON body of a GraphQL request (uploads are multipart). */
 const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
- * `/graphql` (the router is mounted there): Apollo Server on the app's express, the multipart upload parser in front of
- * it, and the IDE. CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true`
+ * `/graphql` (the router is mounted there): Apollo Server on the app's express (apollo-http.ts), the JSON and multipart
+ * body parsers in front of it, and the IDE. Every GraphQL request goes through Apollo's pipeline; queries run as code
+ * compiled by graphql-jit behind its executor hook (executor.ts), repeated `assets` pages come from kept answers
+ * (kept-answers.ts). CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true`
  * or `X-Apollo-Operation-Name`, which a cross-site form cannot send.
  */
 export async function graphqlRouter(c: Container): Promise<Router> {
   const schema = await buildGraphQLSchema(c);
-  const queries = new CompiledQueries(schema, jit);
-  const errorFormat = formatError(c.logger);
+  const executor = new JitExecutor(schema, jit);
   const context = createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger });
   const server = new ApolloServer<GraphQLContext>({
     // Queries run as code compiled once per document (graphql-jit) through Apollo's executor hook: executor.ts.
-    gateway: queries.gateway(),
+    gateway: executor.gateway(),
     introspection: true,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
@@ -45,40 +46,26 @@ export async function graphqlRouter(c: Container): Promise<Router> {
     // handlers would re-raise SIGTERM at once and cut in-flight requests.
     stopOnTerminationSignals: false,
     validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
-    formatError: errorFormat,
+    formatError: formatError(c.logger),
+    stringifyResult,
     // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN. Cache-control hints are not
     // used (answers are per key, never cached by a CDN), and Apollo's default cache-control plugin would wrap every
     // field's resolver to compute them (willResolveField on each field of each list item).
+    // Inline traces are for federated subgraphs, which this is not.
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      keptAnswers((principal) => c.assets.rowsVersion(principal)),
       ...(c.metrics ? [metricsPlugin(c.metrics)] : []),
     ],
   });
   await server.start();
 
-  settleUrlParseDeprecation();
   const chain = [
     graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
     graphqlJsonBody(MAX_JSON_BODY_BYTES),
-    // Queries whose text Apollo has validated and run before: answered here, as Apollo would (compiled-lane.ts).
-    // The lane knows no plugin but the metrics one: another plugin here means another step in the lane.
-    compiledLane({
-      queries,
-      context,
-      formatError: errorFormat,
-      metrics: c.metrics,
-      rowsVersion: (principal) => c.assets.rowsVersion(principal),
-    }),
-    (req: Request, _res: Response, next: NextFunction) => {
-      // Express 5 leaves req.body unset when no parser ran (GET); Apollo needs it present.
-      req.body ??= {};
-      // The document's size and nesting are checked before Apollo parses it.
-      const body = req.body as { query?: unknown };
-      const query = typeof body.query === 'string' ? body.query : (req.query as Record<string, unknown>).query;
-      next(typeof query === 'string' ? checkDocumentText(query, DEFAULT_QUERY_LIMITS) : undefined);
-    },
-    expressMiddleware(server, { context: (args) => handedOffContext(args.req) ?? context(args) }),
+    apolloHandler(server, context),
   ];
   // Mounted at /graphql (app.ts): paths here are below it.
   const r = Router();

@@ -35,11 +35,6 @@ function plainJsonLength(req: Request, limitBytes: number): number | undefined {
 /** `application/json`, with at most a UTF-8 charset parameter: what every GraphQL client sends. */
 const PLAIN_JSON = /^application\/json\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
-/** Whether a Content-Type is plain JSON (`application/json`, at most a UTF-8 charset). */
-export function isPlainJsonType(type: string | undefined): boolean {
-  return type !== undefined && PLAIN_JSON.test(type);
-}
-
 function readBody(req: Request, next: NextFunction): void {
   // Node's parser hands over exactly Content-Length bytes, or the request aborts: no size check is needed at the end.
   // Most bodies arrive as one chunk: the array is made for a second one only.

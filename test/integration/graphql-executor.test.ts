@@ -1,13 +1,14 @@
 /**
- * The compiled lane (src/http/graphql/compiled-lane.ts) answers a query whose text Apollo has validated and run before,
- * without Apollo's pipeline. Its answers must be Apollo's: each request here is sent once to warm the lane, then with
- * `"extensions": {}` (which the lane leaves to Apollo, and which changes nothing in Apollo's answer) and as it is (the
- * lane), and the two answers compared: status, headers and the body text byte for byte.
+ * Apollo runs queries as code compiled by graphql-jit (src/http/graphql/executor.ts, its executor hook). Its answers
+ * must be graphql-js's: each request here is sent with the executor replaced by graphql-js's `execute` (what Apollo
+ * runs without the hook), then as it is, and the two answers compared: status, headers and the body text byte for
+ * byte. Kept answers are off here, so that every answer is executed (test/integration/graphql-kept.test.ts).
  */
 import http from 'node:http';
-import { ApolloServer } from '@apollo/server';
-import { CompiledQueries } from '../../src/http/graphql/executor';
+import { execute } from 'graphql';
+import { JitExecutor } from '../../src/http/graphql/executor';
 import { RequestAuth } from '../../src/http/shared/request-auth';
+import { PageCache } from '../../src/http/shared/page-cache';
 import { KEYS, startTestService, type TestService } from '../helpers/harness';
 import { ASSET_FIELDS, gqlUpload, UPLOAD, type Json } from '../helpers/graphql';
 
@@ -41,6 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.stop();
 });
+beforeEach(() => jest.spyOn(PageCache.prototype, 'get').mockReturnValue(undefined));
 afterEach(() => jest.restoreAllMocks());
 
 interface Answer {
@@ -73,18 +75,27 @@ function post(body: Json, headers: Record<string, string> = {}): Promise<Answer>
   });
 }
 
-/** Sends `body` to Apollo and to the lane; returns both answers and whether the lane answered the second. */
+/** Sends `body` with graphql-js as the executor, then with graphql-jit; both answers, and whether jit ran it. */
 async function bothWays(
   body: Json,
   headers: Record<string, string> = {},
-): Promise<{ apollo: Answer; lane: Answer; laneAnswered: boolean }> {
-  await post(body, headers); // Apollo runs it first: the lane knows only texts Apollo has validated and run.
-  const apollo = await post({ ...body, extensions: {} }, headers);
-  const viaApollo = jest.spyOn(ApolloServer.prototype, 'executeHTTPGraphQLRequest');
-  const lane = await post(body, headers);
-  const laneAnswered = viaApollo.mock.calls.length === 0;
-  viaApollo.mockRestore();
-  return { apollo, lane, laneAnswered };
+): Promise<{ js: Answer; jit: Answer; wasCompiled: boolean }> {
+  const byJs = jest.spyOn(JitExecutor.prototype, 'execute').mockImplementation(function (this: JitExecutor, rc) {
+    return execute({
+      schema: this.schema,
+      document: rc.document,
+      contextValue: rc.context,
+      variableValues: rc.request.variables,
+      operationName: rc.request.operationName,
+    });
+  });
+  const js = await post(body, headers);
+  byJs.mockRestore();
+  const compiled = jest.spyOn(JitExecutor.prototype, 'compile');
+  const jit = await post(body, headers);
+  const wasCompiled = compiled.mock.calls.length > 0;
+  compiled.mockRestore();
+  return { js, jit, wasCompiled };
 }
 
 const ASSET = `query One($id: ID!) { asset(id: $id) { ${ASSET_FIELDS} hash displayName jobId loaderPath metadata thumbnailUrl preview { id name } } }`;
@@ -92,7 +103,9 @@ const LIST = `query List($limit: Int! = 20, $tags: [String!]) {
   assets(limit: $limit, filter: { includeTags: $tags }) { items { ${ASSET_FIELDS} preview { id name mimeType previewId } } total hasMore nextCursor totalIsLowerBound }
 }`;
 
-describe('the lane answers as Apollo does', () => {
+describe('graphql-jit answers as graphql-js does', () => {
+  // The third member: whether graphql-jit runs it (refused or null variables and unresolved operations are
+  // graphql-js's).
   const cases: Array<[string, () => Json, boolean]> = [
     ['asset(id), every field', () => ({ query: ASSET, variables: { id: ids[0] } }), true],
     [
@@ -139,40 +152,39 @@ describe('the lane answers as Apollo does', () => {
     ['tag facets and __typename', () => ({ query: '{ __typename tagCounts(limit: 5) { name count } }' }), true],
   ];
 
-  test.each(cases)('%s', async (_name, body, viaLane) => {
-    const { apollo, lane, laneAnswered } = await bothWays(body());
-    expect(lane).toEqual(apollo);
-    expect(laneAnswered).toBe(viaLane);
+  test.each(cases)('%s', async (_name, body, compiled) => {
+    const { js, jit, wasCompiled } = await bothWays(body());
+    expect(jit).toEqual(js);
+    expect(wasCompiled).toBe(compiled);
   });
 
-  test('the Accept values the lane takes, and one it leaves to Apollo', async () => {
-    for (const [accept, viaLane] of [
-      ['*/*', true],
-      ['application/json', true],
-      ['', true],
-      ['application/graphql-response+json, application/json', false],
-      ['text/html', false],
+  test('Apollo negotiates the content type: Accept values it takes, and one it refuses', async () => {
+    for (const [accept, status, type] of [
+      ['*/*', 200, 'application/json; charset=utf-8'],
+      ['application/json', 200, 'application/json; charset=utf-8'],
+      ['', 200, 'application/json; charset=utf-8'],
+      ['application/graphql-response+json, application/json', 200, 'application/graphql-response+json; charset=utf-8'],
+      ['text/html', 406, 'application/json; charset=utf-8'],
     ] as const) {
-      const { apollo, lane, laneAnswered } = await bothWays({ query: ASSET, variables: { id: ids[2] } }, { accept });
-      expect([accept, lane]).toEqual([accept, apollo]);
-      expect([accept, laneAnswered]).toEqual([accept, viaLane]);
+      const { js, jit } = await bothWays({ query: ASSET, variables: { id: ids[2] } }, { accept });
+      expect([accept, jit]).toEqual([accept, js]);
+      expect([accept, jit.status, jit.headers['content-type']]).toEqual([accept, status, type]);
+      expect(Number(jit.headers['content-length'])).toBe(Buffer.byteLength(jit.text));
     }
   });
 
-  test('no key, or an unknown one: the 401 of Apollo, authentication run once', async () => {
+  test('no key, or an unknown one: 401 UNAUTHORIZED, authentication run once', async () => {
     for (const headers of [{ 'x-api-key': '' }, { 'x-api-key': 'not-a-key' }]) {
-      const { apollo, lane, laneAnswered } = await bothWays({ query: ASSET, variables: { id: ids[0] } }, headers);
-      expect(lane).toEqual(apollo);
-      expect(lane.status).toBe(401);
-      expect(laneAnswered).toBe(false);
       const auth = jest.spyOn(RequestAuth.prototype, 'authenticate');
-      await post({ query: ASSET, variables: { id: ids[0] } }, headers);
+      const r = await post({ query: ASSET, variables: { id: ids[0] } }, headers);
+      expect(r.status).toBe(401);
+      expect(JSON.parse(r.text).errors[0].extensions.code).toBe('UNAUTHORIZED');
       expect(auth).toHaveBeenCalledTimes(1);
       auth.mockRestore();
     }
   });
 
-  test('refused variables go to Apollo with the context the lane made: authentication runs once', async () => {
+  test('refused variables: 400, authentication run once', async () => {
     await post({ query: LIST, variables: { limit: 1 } });
     const auth = jest.spyOn(RequestAuth.prototype, 'authenticate');
     const r = await post({ query: LIST, variables: { limit: 'ten' } });
@@ -189,16 +201,12 @@ describe('the lane answers as Apollo does', () => {
     });
   });
 
-  test('other bodies go to Apollo: a batch, a persisted-query extension, a text Apollo has not seen', async () => {
-    const known = jest.spyOn(CompiledQueries.prototype, 'known');
+  test('a batch and a persisted-query extension are refused', async () => {
     const fresh = `{ assets(limit: 1) { total } t${Date.now()}: __typename }`;
-    const r = await post({ query: fresh });
-    expect(r.status).toBe(200);
-    expect(known.mock.results.every((x) => x.value === undefined)).toBe(true);
+    expect((await post({ query: fresh })).status).toBe(200);
     expect(
       (await post({ query: fresh, extensions: { persistedQuery: { version: 1, sha256Hash: 'x' } } })).text,
     ).toContain('"errors"');
     expect((await post([{ query: fresh }] as Json)).status).toBeGreaterThanOrEqual(400);
-    expect(known.mock.results.filter((x) => x.value !== undefined)).toHaveLength(0);
   });
 });
