@@ -341,7 +341,8 @@ export class AssetRepository {
 
   /**
    * The owner's rows version now (0 before the owner's first asset): what moves with every change of any of the
-   * owner's asset rows (GraphQL's kept list answers, http/graphql/kept-answers.ts). One primary-key read, a named statement.
+   * owner's asset rows (GraphQL's kept list answers, http/graphql/kept-answers.ts). One primary-key read, a named
+   * statement.
    */
   async rowsVersion(ownerId: string): Promise<string> {
     const [current] = await this.read<{ v: string | bigint }>(
