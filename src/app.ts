@@ -83,13 +83,16 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));
   const signed = Router();
-  signed.use((req, _res, next) => next(req.url.includes('?') ? undefined : 'router'));
   signed.use(
     '/api/assets',
     exportDownloadRouter({ exports: c.exports }),
     grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
   );
-  app.use(signed);
+  // A plain step rather than a mounted router: a request without a query string does not enter the router at all.
+  app.use((req, res, next) => {
+    if (req.url.includes('?')) signed(req, res, next);
+    else next();
+  });
 
   const api = Router();
   const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });
