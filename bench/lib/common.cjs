@@ -358,6 +358,15 @@ function uploadMultipart(baseUrl, size, { fileName = 'bench.bin', tags = 'bench'
   });
 }
 
+/** A multipart upload of `size` bytes (uploadMultipart) that must store them all, then its asset deleted at once. */
+async function uploadAndDelete(baseUrl, size) {
+  const res = await uploadMultipart(baseUrl, size);
+  if (res.status !== 201 || res.body.size !== size)
+    throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
+  await requestJson(baseUrl, 'DELETE', `/api/assets/${res.body.id}`);
+  return res;
+}
+
 /** Simple JSON request with the bench key. */
 function requestJson(baseUrl, method, pathname, body, { key = KEY, headers = {} } = {}) {
   const u = new URL(pathname, baseUrl);
@@ -457,6 +466,20 @@ function runScript(main) {
   );
 }
 
+/** A figure's file run with node directly (not through bench/run.cjs): the machine's facts, then `run` as a script. */
+function runFigureScript(mod, run) {
+  if (require.main !== mod) return;
+  runScript(() => {
+    log(`machine: ${JSON.stringify(machineFacts())}`);
+    return run(parseArgs(process.argv.slice(2)));
+  });
+}
+
+/** Stops each of `parties` (services, servers; undefined ones skipped) in order, whatever the others do. */
+async function stopAll(...parties) {
+  for (const p of parties) await p?.stop().catch(() => undefined);
+}
+
 function machineFacts() {
   const cpus = os.cpus();
   let disk = '';
@@ -520,11 +543,14 @@ module.exports = {
   writePatternFile,
   freshen,
   uploadMultipart,
+  uploadAndDelete,
   requestJson,
   ddWrite,
   cannon,
   cannonWithCpu,
   runScript,
+  runFigureScript,
+  stopAll,
   machineFacts,
   printResult,
   log,
