@@ -5,13 +5,16 @@
 // of BENCH_MEMORY_MIB MiB (default 4096) and a tus upload of the same size (64 MiB PATCHes), each started once the
 // previous blob is removed (deleteAndSettle). After each phase it prints RSS and what V8 says it holds (the heap's
 // spaces and external memory, from /metrics), so a growth names its owner. Target: ≤ 300 MB after every phase.
-// `--also=<dist>` runs another build (e.g. `/work/main/.ab-pre32`) in the same rounds, on its own database, the
-// order turning each round, and prints this build's figures over its.
+// This build runs with its start path's node flags (V8's heap bounds, bench/lib/common.cjs SERVICE_NODE_FLAGS).
+// `--also=<dist>` runs another build (e.g. one from before those flags) in the same rounds, on its own database, the
+// order turning each round, with `--also-flags` (default none: node's own heap sizing), and prints this build's
+// figures over its.
 //   npm run bench -- memory [--rounds 1] [--also=<dist>]
 const path = require('node:path');
 const {
   MiB,
   KEY,
+  SERVICE_NODE_FLAGS,
   startStack,
   uploadMultipart,
   cannon,
@@ -68,10 +71,11 @@ async function peakDuring(pid, fn) {
 }
 
 /** One fresh database and service of `main` through the whole sequence; RSS (bytes) after each phase. */
-async function measure(main, { size, seconds, assets }, label) {
+async function measure(main, startFlags, { size, seconds, assets }, label) {
   const stack = await startStack({
     prefix: `memory-${label}`,
     main,
+    startFlags,
     env: { CONTENT_GC_GRACE_SECONDS: '0', MAX_UPLOAD_BYTES: String(size * 2) },
   });
   const { svc, dataDir } = stack;
@@ -133,14 +137,19 @@ async function run(args) {
   const seconds = args.smoke ? 1 : Number(process.env.BENCH_MEMORY_LOAD_S ?? 30);
   const rounds = args.rounds ?? 1;
   const opts = { size, seconds, assets: args.smoke ? 5 : 50 };
-  const builds = [['this', undefined]];
-  if (args.opts.also) builds.push(['also', path.resolve(String(args.opts.also), 'src', 'main.js')]);
+  const alsoFlags = String(args.opts['also-flags'] ?? '')
+    .split(/\s+/)
+    .filter(Boolean);
+  const builds = [['this', undefined, SERVICE_NODE_FLAGS]];
+  if (args.opts.also) builds.push(['also', path.resolve(String(args.opts.also), 'src', 'main.js'), alsoFlags]);
   const res = Object.fromEntries(builds.map(([k]) => [k, Object.fromEntries(PHASES.map((p) => [p, []]))]));
   for (let i = 0; i < rounds; i++) {
     const order = i % 2 ? [...builds].reverse() : builds;
-    for (const [k, main] of order) {
-      log(`  round ${i + 1} ${k === 'this' ? 'this build' : args.opts.also}:`);
-      const m = await measure(main, opts, k);
+    for (const [k, main, flags] of order) {
+      log(
+        `  round ${i + 1} ${k === 'this' ? 'this build' : args.opts.also} (node ${flags.join(' ') || 'without flags'}):`,
+      );
+      const m = await measure(main, flags, opts, k);
       for (const p of PHASES) res[k][p].push(m.rss[p] / 1e6);
     }
   }
@@ -151,12 +160,14 @@ async function run(args) {
     size_mib: size / MiB,
     load_seconds: seconds,
     rounds,
+    node_flags: SERVICE_NODE_FLAGS.join(' '),
     this_build: summary('this'),
     target_mb: TARGET_MB,
     met: worst('this') <= TARGET_MB,
     ...(args.opts.also
       ? {
           also: String(args.opts.also),
+          also_node_flags: alsoFlags.join(' '),
           also_build: summary('also'),
           this_over_also: Object.fromEntries(PHASES.map((p) => [p, ratio(p)])),
         }
