@@ -31,5 +31,6 @@ EXPOSE 8080
 # /readyz: database and blob store reachable. A `--role worker` container serves no HTTP: disable it there.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "dist/src/main.js"]
+# V8's heap bounds, as package.json's start:built (docs/operations.md, "Memory"; a unit test keeps them equal).
+ENTRYPOINT ["node", "--max-semi-space-size=16", "--max-old-space-size=1024", "dist/src/main.js"]
 CMD ["--role", "all"]

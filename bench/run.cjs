@@ -29,7 +29,7 @@ const BENCHES = {
   'zip-writer':
     'export archive writers on the same files: zip-writer.ts vs a plain copy [vs yazl] (BENCH_ZIP_MIB); peak RSS',
   memory:
-    "the service's resident memory: idle, peak during a multipart and a tus upload (BENCH_MEMORY_MIB); --also=<dist> compares a build",
+    "the service's RSS after 64-connection GET and HEAD load (BENCH_MEMORY_LOAD_S), then a multipart and a tus upload (BENCH_MEMORY_MIB, 4096); --also=<dist> compares a build",
   cli: 'assets push vs curl -F; re-push of a stored tree vs BLAKE3 hashing (0 bytes sent); assets pull vs curl -o',
   import:
     'POST /api/assets/seed of 10,000 small images vs copy+fsync+INSERT; second import; assets push vs curl -F | xargs -P 4; --models: vs cp -r + sync',

@@ -9,7 +9,7 @@
 const path = require('node:path');
 const { Client } = require('pg');
 const c = require('../lib/common.cjs');
-const { startRgw } = require('../lib/rgw.cjs');
+const { startRgw, bareUpload } = require('../lib/rgw.cjs');
 
 const { MiB } = c;
 
@@ -36,42 +36,20 @@ async function run(args) {
   });
   c.onCleanup(() => s3Svc.stop());
 
-  const once = async (svc, bytes) => {
-    const res = await c.uploadMultipart(svc.url, bytes);
-    if (res.status !== 201 || res.body.size !== bytes)
-      throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
-    // Free the space for the next round (grace 0: the GC job removes the blob).
-    await c.requestJson(svc.url, 'DELETE', `/api/assets/${res.body.id}`);
-    return c.mbps(bytes, res.seconds);
-  };
+  // Each upload's asset deleted at once, freeing the space for the next round (grace 0: the GC job removes the blob).
+  const once = async (svc, bytes) => c.mbps(bytes, (await c.uploadAndDelete(svc.url, bytes)).seconds);
   // What the endpoint itself takes: the SDK's multipart upload straight from this process (same part size and queue
   // as the service), then the server-side copy the service's commit does. No hashing, no HTTP in front.
   const { CopyObjectCommand, DeleteObjectCommand } = require('@aws-sdk/client-s3');
-  const { Upload } = require('@aws-sdk/lib-storage');
   const { client } = s3;
   const raw = async (bytes) => {
-    const src = c.randomPattern();
-    async function* body() {
-      for (let sent = 0; sent < bytes;) {
-        const n = Math.min(MiB, bytes - sent);
-        yield src.subarray(sent % src.length, (sent % src.length) + n);
-        sent += n;
-      }
-    }
-    const { Readable } = require('node:stream');
     const t0 = c.now();
-    await new Upload({
-      client,
-      params: { Bucket: 'bench', Key: 'raw/tmp', Body: Readable.from(body()) },
-      partSize: 8 * MiB,
-      queueSize: 4,
-    }).done();
-    const t1 = c.now();
+    const upload = await bareUpload(client, 'bench', 'raw/tmp', bytes);
     await client.send(new CopyObjectCommand({ Bucket: 'bench', Key: 'raw/copy', CopySource: 'bench/raw/tmp' }));
     const t2 = c.now();
     await client.send(new DeleteObjectCommand({ Bucket: 'bench', Key: 'raw/tmp' }));
     await client.send(new DeleteObjectCommand({ Bucket: 'bench', Key: 'raw/copy' }));
-    return { uploadMbps: c.mbps(bytes, t1 - t0), copySeconds: t2 - t1, totalMbps: c.mbps(bytes, t2 - t0) };
+    return { uploadMbps: c.mbps(bytes, upload), copySeconds: t2 - t0 - upload, totalMbps: c.mbps(bytes, t2 - t0) };
   };
   try {
     const fsMbps = [];
@@ -114,10 +92,7 @@ async function run(args) {
         'Ceph RGW 16 (one memstore OSD, in memory) is the S3 endpoint; the S3 figure includes the multipart upload to a temporary key and the server-side copy to the content key',
     });
   } finally {
-    await s3Svc.stop().catch(() => undefined);
-    await fsSvc.stop().catch(() => undefined);
-    await s3.stop().catch(() => undefined);
-    await pg.stop().catch(() => undefined);
+    await c.stopAll(s3Svc, fsSvc, s3, pg);
     forgetDir();
     c.rmrf(dir);
   }
@@ -125,15 +100,4 @@ async function run(args) {
 
 module.exports = { run };
 
-if (require.main === module) {
-  const args = c.parseArgs(process.argv.slice(2));
-  c.log(`machine: ${JSON.stringify(c.machineFacts())}`);
-  run(args).then(
-    () => c.runCleanups(),
-    async (err) => {
-      c.log(err.stack || String(err));
-      await c.runCleanups();
-      process.exitCode = 1;
-    },
-  );
-}
+c.runFigureScript(module, run);

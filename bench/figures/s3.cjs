@@ -10,16 +10,11 @@
 //   npm run build && node bench/figures/s3.cjs [--smoke] [--rounds N] [--size-mib N]
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { Readable } = require('node:stream');
 const { DeleteObjectCommand, ListObjectsV2Command } = require('@aws-sdk/client-s3');
-const { Upload } = require('@aws-sdk/lib-storage');
 const c = require('../lib/common.cjs');
-const { startRgw } = require('../lib/rgw.cjs');
+const { startRgw, bareUpload: sdkUpload } = require('../lib/rgw.cjs');
 
 const { MiB, KEY } = c;
-/** The service's S3 store defaults (src/infra/blob-store/s3.ts). */
-const PART_SIZE = 8 * MiB;
-const QUEUE_SIZE = 4;
 
 function curl(url, headers = []) {
   const t0 = c.now();
@@ -49,31 +44,13 @@ async function drained(rgw) {
 }
 
 async function bareUpload(rgw, size) {
-  const src = c.randomPattern();
-  async function* body() {
-    for (let sent = 0; sent < size;) {
-      const n = Math.min(MiB, size - sent);
-      yield src.subarray(sent % src.length, (sent % src.length) + n);
-      sent += n;
-    }
-  }
-  const t0 = c.now();
-  await new Upload({
-    client: rgw.client,
-    params: { Bucket: rgw.bucket, Key: 'bare/upload', Body: Readable.from(body()) },
-    partSize: PART_SIZE,
-    queueSize: QUEUE_SIZE,
-  }).done();
-  const seconds = c.now() - t0;
+  const seconds = await sdkUpload(rgw.client, rgw.bucket, 'bare/upload', size);
   await rgw.client.send(new DeleteObjectCommand({ Bucket: rgw.bucket, Key: 'bare/upload' }));
   return seconds;
 }
 
 async function serviceUpload(rgw, svc, size) {
-  const res = await c.uploadMultipart(svc.url, size);
-  if (res.status !== 201 || res.body.size !== size)
-    throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
-  await c.requestJson(svc.url, 'DELETE', `/api/assets/${res.body.id}`);
+  const res = await c.uploadAndDelete(svc.url, size);
   await drained(rgw);
   return res.seconds;
 }
@@ -188,10 +165,7 @@ async function run(args) {
       met: c.median(upRatios) >= 0.9 && c.median(getRatios) >= 0.9,
     });
   } finally {
-    await bare?.stop().catch(() => undefined);
-    await svc.stop().catch(() => undefined);
-    await pg.stop().catch(() => undefined);
-    await rgw.stop().catch(() => undefined);
+    await c.stopAll(bare, svc, pg, rgw);
     forgetDir();
     c.rmrf(dir);
   }
@@ -199,15 +173,4 @@ async function run(args) {
 
 module.exports = { run };
 
-if (require.main === module) {
-  const args = c.parseArgs(process.argv.slice(2));
-  c.log(`machine: ${JSON.stringify(c.machineFacts())}`);
-  run(args).then(
-    () => c.runCleanups(),
-    async (err) => {
-      c.log(err.stack || String(err));
-      await c.runCleanups();
-      process.exitCode = 1;
-    },
-  );
-}
+c.runFigureScript(module, run);

@@ -39,8 +39,9 @@ function parseArgs(argv) {
     else if (a === '--rounds') args.rounds = Number(argv[++i]);
     else if (a.startsWith('--rounds=')) args.rounds = Number(a.slice(9));
     else if (a.startsWith('--')) {
-      const [k, v] = a.slice(2).split('=');
-      args.opts[k] = v === undefined ? true : v;
+      const eq = a.indexOf('=');
+      if (eq < 0) args.opts[a.slice(2)] = true;
+      else args.opts[a.slice(2, eq)] = a.slice(eq + 1);
     }
   }
   return args;
@@ -120,10 +121,28 @@ async function startPostgres(dir) {
 }
 
 /**
+ * The node flags of the service's start path (package.json's `start:built`, the Dockerfile's ENTRYPOINT: V8's heap
+ * bounds), given to every build the benchmarks start, so they measure the service as it runs.
+ * BENCH_NODE_FLAGS replaces them (empty: none), e.g. to measure what they cost.
+ */
+const SERVICE_NODE_FLAGS = (
+  process.env.BENCH_NODE_FLAGS ?? require(path.join(ROOT, 'package.json')).scripts['start:built']
+)
+  .split(/\s+/)
+  .filter((a) => a.startsWith('--'));
+
+/**
  * Spawns `node dist/src/main.js` with the given environment and waits for /readyz. The child's stderr is kept (last
  * lines) for error reports; stdout logs go nowhere (LOG_LEVEL=warn).
  */
-async function spawnService({ dataDir, databaseUrl, env = {}, nodeArgs = [], main = path.join(DIST, 'main.js') }) {
+async function spawnService({
+  dataDir,
+  databaseUrl,
+  env = {},
+  nodeArgs = [],
+  main = path.join(DIST, 'main.js'),
+  startFlags = SERVICE_NODE_FLAGS,
+}) {
   const port = await freePort();
   const childEnv = {
     ...process.env,
@@ -137,7 +156,10 @@ async function spawnService({ dataDir, databaseUrl, env = {}, nodeArgs = [], mai
   if (databaseUrl) childEnv.DATABASE_URL = databaseUrl;
   else delete childEnv.DATABASE_URL;
   const t0 = now();
-  const child = spawn(process.execPath, [...nodeArgs, main], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...startFlags, ...nodeArgs, main], {
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const tail = [];
   const keep = (d) => {
     tail.push(String(d));
@@ -205,7 +227,7 @@ async function spawnHelper(script, args = [], env = {}) {
 /**
  * PostgreSQL (bench-owned) + the service on it (`main`: another build's, as spawnService); `stop()` removes everything.
  */
-async function startStack({ env = {}, nodeArgs = [], prefix = 'svc', main } = {}) {
+async function startStack({ env = {}, nodeArgs = [], prefix = 'svc', main, startFlags } = {}) {
   const dir = benchTmp(prefix);
   const pg = await startPostgres(path.join(dir, 'postgres'));
   let svc;
@@ -216,6 +238,7 @@ async function startStack({ env = {}, nodeArgs = [], prefix = 'svc', main } = {}
       env,
       nodeArgs,
       ...(main ? { main } : {}),
+      ...(startFlags ? { startFlags } : {}),
     });
   } catch (err) {
     await pg.stop().catch(() => undefined);
@@ -358,6 +381,15 @@ function uploadMultipart(baseUrl, size, { fileName = 'bench.bin', tags = 'bench'
   });
 }
 
+/** A multipart upload of `size` bytes (uploadMultipart) that must store them all, then its asset deleted at once. */
+async function uploadAndDelete(baseUrl, size) {
+  const res = await uploadMultipart(baseUrl, size);
+  if (res.status !== 201 || res.body.size !== size)
+    throw new Error(`upload answered ${res.status}: ${JSON.stringify(res.body)}`);
+  await requestJson(baseUrl, 'DELETE', `/api/assets/${res.body.id}`);
+  return res;
+}
+
 /** Simple JSON request with the bench key. */
 function requestJson(baseUrl, method, pathname, body, { key = KEY, headers = {} } = {}) {
   const u = new URL(pathname, baseUrl);
@@ -457,6 +489,20 @@ function runScript(main) {
   );
 }
 
+/** A figure's file run with node directly (not through bench/run.cjs): the machine's facts, then `run` as a script. */
+function runFigureScript(mod, run) {
+  if (require.main !== mod) return;
+  runScript(() => {
+    log(`machine: ${JSON.stringify(machineFacts())}`);
+    return run(parseArgs(process.argv.slice(2)));
+  });
+}
+
+/** Stops each of `parties` (services, servers; undefined ones skipped) in order, whatever the others do. */
+async function stopAll(...parties) {
+  for (const p of parties) await p?.stop().catch(() => undefined);
+}
+
 function machineFacts() {
   const cpus = os.cpus();
   let disk = '';
@@ -492,6 +538,7 @@ module.exports = {
   runCleanups,
   ROOT,
   DIST,
+  SERVICE_NODE_FLAGS,
   KEY,
   OWNER,
   MiB,
@@ -520,11 +567,14 @@ module.exports = {
   writePatternFile,
   freshen,
   uploadMultipart,
+  uploadAndDelete,
   requestJson,
   ddWrite,
   cannon,
   cannonWithCpu,
   runScript,
+  runFigureScript,
+  stopAll,
   machineFacts,
   printResult,
   log,

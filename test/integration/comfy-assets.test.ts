@@ -5,7 +5,6 @@
  * validated against openapi.yaml (test/helpers/openapi-validator.ts).
  */
 import crypto from 'node:crypto';
-import { Client } from 'pg';
 import { gql } from '../helpers/graphql';
 import {
   blake3Of,
@@ -13,62 +12,25 @@ import {
   KEYS,
   sha256Of,
   startTestService,
-  uploadForm,
   waitFor,
   type TestService,
   granted,
 } from '../helpers/harness';
 import { validateSchema } from '../helpers/openapi-validator';
+import { comfySuite } from '../helpers/comfy-suite';
 
 const CAROL = 'carol-key-0001';
 const DAVE = 'dave-key-00001';
 const GINA = 'gina-key-00001';
 const HANK = 'hank-key-00001';
 
-let svc: TestService;
-let db: Client;
-beforeAll(async () => {
-  svc = await startTestService(
-    { API_KEYS: `alice:${KEYS.alice},bob:${KEYS.bob},carol:${CAROL},dave:${DAVE},gina:${GINA},hank:${HANK}` },
-    { validateResponses: true },
-  );
-  db = new Client({ connectionString: svc.databaseUrl });
-  await db.connect();
+const suite = comfySuite({
+  API_KEYS: `alice:${KEYS.alice},bob:${KEYS.bob},carol:${CAROL},dave:${DAVE},gina:${GINA},hank:${HANK}`,
 });
-afterAll(async () => {
-  await db?.end();
-  await svc?.stop();
-});
+const { upload, get, unique } = suite;
+const sendJson = suite.send;
 
 type Json = any;
-
-async function upload(
-  body: Buffer | string,
-  fields: Record<string, string | string[]> = {},
-  name = 'file.bin',
-  key: string = KEYS.alice,
-): Promise<Json> {
-  const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
-  expect([200, 201]).toContain(res.status);
-  return json(res);
-}
-
-const get = async (path: string, key: string = KEYS.alice) => {
-  const res = await svc.fetch(path, { key });
-  return { status: res.status, body: await json(res) };
-};
-
-const sendJson = async (method: string, path: string, body: unknown, key: string = KEYS.alice) => {
-  const res = await svc.fetch(path, {
-    method,
-    key,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: await json(res) };
-};
-
-const unique = (label = 'x') => Buffer.from(`${label}-${crypto.randomUUID()}`);
 
 /** A PNG whose IHDR says width × height (the rest is noise: only the header is read). */
 function png(width: number, height: number): Buffer {
@@ -124,7 +86,7 @@ describe('the null rule and the fields Comfy clients read', () => {
 
     expect(img).toMatchObject({
       preview_id: image.id,
-      preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`, 'carol'),
+      preview_url: granted(suite.svc, `${suite.svc.url}/api/assets/${image.id}/content`, 'carol'),
       hash: img.asset_hash,
       display_name: 'ComfyUI_0001.png',
       job_id: null,
@@ -187,25 +149,25 @@ describe('the null rule and the fields Comfy clients read', () => {
 
   test('preview_url is built from the request Host; X-Forwarded-* are ignored without TRUST_PROXY', async () => {
     const image = await upload(png(2, 2), {}, 'p.png');
-    const res = await svc.fetch(`/api/assets?limit=1`, {
+    const res = await suite.svc.fetch(`/api/assets?limit=1`, {
       headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
     });
     const page = await json(res);
     expect(page.assets[0]).toMatchObject({
       id: image.id,
-      preview_url: granted(svc, `${svc.url}/api/assets/${image.id}/content`),
+      preview_url: granted(suite.svc, `${suite.svc.url}/api/assets/${image.id}/content`),
     });
   });
 
   test('existing assets get metadata from the backfill job, once, from the first bytes of their blob', async () => {
     const image = await upload(png(33, 44), {}, 'old.png');
     const hex = image.asset_hash.slice('blake3:'.length);
-    await db.query('UPDATE content SET metadata = NULL WHERE blake3 = $1', [hex]);
-    await db.query('UPDATE asset SET metadata = NULL WHERE content_hash = $1', [hex]);
+    await suite.db.query('UPDATE content SET metadata = NULL WHERE blake3 = $1', [hex]);
+    await suite.db.query('UPDATE asset SET metadata = NULL WHERE content_hash = $1', [hex]);
     const before = (await get(`/api/assets/${image.id}`)).body;
     expect('metadata' in before).toBe(false);
-    expect(await svc.container.assets.backfillMetadata()).toBeGreaterThanOrEqual(2);
-    expect(await svc.container.assets.backfillMetadata()).toBe(0);
+    expect(await suite.svc.container.assets.backfillMetadata()).toBeGreaterThanOrEqual(2);
+    expect(await suite.svc.container.assets.backfillMetadata()).toBe(0);
     const after = (await get(`/api/assets/${image.id}`)).body;
     expect(after.metadata).toEqual({
       filename: 'old.png',
@@ -225,7 +187,7 @@ describe('cursor paging', () => {
     ids = [];
     for (let i = 0; i < 14; i++) ids.push((await upload(unique(`c${i}`), {}, `c${i}.bin`, DAVE)).id);
     // Ties on every sort key: names, sizes and times repeat across rows, so only the id orders them.
-    await db.query(
+    await suite.db.query(
       `UPDATE asset SET name = 'n' || (x.rn % 4), size = (x.rn % 3) * 10,
          created_at = '2026-01-01T00:00:00Z'::timestamptz + make_interval(secs => x.rn % 5),
          updated_at = '2026-02-01T00:00:00Z'::timestamptz + make_interval(secs => x.rn % 2)
@@ -275,7 +237,7 @@ describe('cursor paging', () => {
     const seen = await walk('sort=created_at&order=desc', 4, async (page) => {
       for (const victim of [page[page.length - 1].id, all[all.indexOf(page[page.length - 1].id) + 2]]) {
         if (!victim || deleted.has(victim) || !extra.includes(victim)) continue;
-        expect((await svc.fetch(`/api/assets/${victim}`, { method: 'DELETE', key: DAVE })).status).toBe(204);
+        expect((await suite.svc.fetch(`/api/assets/${victim}`, { method: 'DELETE', key: DAVE })).status).toBe(204);
         deleted.add(victim);
       }
     });
@@ -480,16 +442,16 @@ describe('filters', () => {
 
   test('total is exact up to 10,000 matches, then a lower bound with total_is_lower_bound; has_more stays exact', async () => {
     // 10,050 assets of one owner, straight into the tables (content rows are needed for the foreign key).
-    await db.query(`INSERT INTO content (blake3, sha256, size, mime_type, first_name)
+    await suite.db.query(`INSERT INTO content (blake3, sha256, size, mime_type, first_name)
       SELECT md5('bulk' || i) || md5('b' || i), md5('sha' || i) || md5('s' || i), 1, 'application/octet-stream', 'f'
       FROM generate_series(1, 10050) AS i`);
-    await db.query(`INSERT INTO asset (id, owner_id, name, content_hash, size, mime_type, tags, metadata)
+    await suite.db.query(`INSERT INTO asset (id, owner_id, name, content_hash, size, mime_type, tags, metadata)
       SELECT gen_random_uuid(), 'bulk', 'bulk-' || i, md5('bulk' || i) || md5('b' || i), 1, 'application/octet-stream',
              CASE WHEN i <= 3 THEN ARRAY['rare'] ELSE ARRAY['common'] END, '{}'::jsonb
       FROM generate_series(1, 10050) AS i`);
     const key = 'bulk-key-0001';
     // An owner is a key's owner: a stored key for 'bulk' (keys are kept as SHA-256 hashes).
-    await db.query(`INSERT INTO api_key (id, owner_id, key_hash) VALUES (gen_random_uuid(), 'bulk', $1)`, [
+    await suite.db.query(`INSERT INTO api_key (id, owner_id, key_hash) VALUES (gen_random_uuid(), 'bulk', $1)`, [
       crypto.createHash('sha256').update(key).digest('hex'),
     ]);
     const page = (await get('/api/assets?limit=5', key)).body;
@@ -542,7 +504,7 @@ describe('tags', () => {
     expect((await sendJson('POST', `/api/assets/${crypto.randomUUID()}/tags`, { tags: ['x'] })).status).toBe(404);
     expect((await sendJson('POST', `/api/assets/${a.id}/tags`, { tags: ['x'] }, KEYS.bob)).status).toBe(404);
     const set = await gql(
-      svc,
+      suite.svc,
       'mutation($id: ID!) { setAssetImmutable(id: $id, immutable: true) { id } }',
       { id: a.id },
       { key: KEYS.admin },
@@ -580,7 +542,7 @@ describe('tags', () => {
     const listed = (await get('/api/tags?limit=1000&include_zero=true&include_public=false')).body;
     expect(new Map(listed.tags.map((t: Json) => [t.name, t.count]))).toEqual(recount);
     // ... also after a delete.
-    expect((await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await suite.svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
     const afterDelete = (await get('/api/tags?limit=1000')).body.tags as Json[];
     expect(afterDelete.find((t) => t.name === 'u1')).toBeUndefined();
     expect(afterDelete.find((t) => t.name === 'base')?.count).toBe((recount.get('base') ?? 0) - 1 || undefined);
@@ -618,7 +580,7 @@ describe('GraphQL: the same through the same services', () => {
       DAVE,
     );
     const q = `query($id: ID!) { asset(id: $id) { hash assetHash displayName jobId loaderPath metadata previewUrl } }`;
-    const one = (await gql(svc, q, { id: m.id }, { key: DAVE })).data.asset;
+    const one = (await gql(suite.svc, q, { id: m.id }, { key: DAVE })).data.asset;
     expect(one).toMatchObject({
       hash: m.asset_hash,
       displayName: 'gq/l.safetensors',
@@ -632,7 +594,7 @@ describe('GraphQL: the same through the same services', () => {
     const seen: string[] = [];
     let after: string | null = null;
     do {
-      const p: Json = (await gql(svc, page, { after }, { key: DAVE })).data.assets;
+      const p: Json = (await gql(suite.svc, page, { after }, { key: DAVE })).data.assets;
       expect(p.totalIsLowerBound).toBe(false);
       seen.push(...p.items.map((x: Json) => x.id));
       after = p.nextCursor;
@@ -643,7 +605,7 @@ describe('GraphQL: the same through the same services', () => {
     );
     expect(seen).toEqual(rest);
     const bad = await gql(
-      svc,
+      suite.svc,
       `{ assets(sort: size, after: "${(await get('/api/assets?sort=name&limit=1', DAVE)).body.next_cursor}") { total } }`,
       {},
       { key: DAVE },
@@ -651,7 +613,7 @@ describe('GraphQL: the same through the same services', () => {
     expect(bad.code).toBe('INVALID_CURSOR');
 
     const add = await gql(
-      svc,
+      suite.svc,
       'mutation($id: ID!) { addAssetTags(id: $id, tags: ["New", "loras"]) { added alreadyPresent totalTags } }',
       { id: m.id },
       { key: DAVE },
@@ -662,14 +624,14 @@ describe('GraphQL: the same through the same services', () => {
       totalTags: ['models', 'loras', 'New'],
     });
     const rm = await gql(
-      svc,
+      suite.svc,
       'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["New", "new"]) { removed notPresent totalTags } }',
       { id: m.id },
       { key: DAVE },
     );
     expect(rm.data.removeAssetTags).toEqual({ removed: ['New'], notPresent: ['new'], totalTags: ['models', 'loras'] });
     const facets = await gql(
-      svc,
+      suite.svc,
       '{ tagCounts(filter: { includeTags: ["loras"] }) { name count } }',
       {},
       { key: DAVE },
@@ -822,7 +784,7 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
     expect(task.result.export_name).toBeUndefined();
     expect(task.error_message).toBeUndefined();
     const q = 'query($id: ID!) { task(id: $id) { result { success exportName error } } }';
-    expect((await gql(svc, q, { id: task.id })).data.task.result).toEqual({
+    expect((await gql(suite.svc, q, { id: task.id })).data.task.result).toEqual({
       success: false,
       exportName: null,
       error: 'No valid assets to export',

@@ -4,52 +4,15 @@
  * media, and a job's outputs. Every JSON answer is validated against openapi.yaml.
  */
 import crypto from 'node:crypto';
-import { Client } from 'pg';
 import { gql, type Json } from '../helpers/graphql';
-import { blake3Of, granted, json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { blake3Of, granted, KEYS } from '../helpers/harness';
 import { TUS, tusUpload } from '../helpers/tus';
+import { comfySuite } from '../helpers/comfy-suite';
 
-let svc: TestService;
-let db: Client;
-beforeAll(async () => {
-  svc = await startTestService({}, { validateResponses: true });
-  db = new Client({ connectionString: svc.databaseUrl });
-  await db.connect();
-});
-afterAll(async () => {
-  await db?.end();
-  await svc?.stop();
-});
-
-const unique = (label = 'x') => Buffer.from(`${label}-${crypto.randomUUID()}`);
+const suite = comfySuite();
+const { upload, get, send, unique } = suite;
 /** A tag no other test uses. */
 const fresh = (label: string) => `${label}${crypto.randomBytes(3).toString('hex')}`;
-
-async function upload(
-  body: Buffer,
-  fields: Record<string, string | string[]> = {},
-  name = 'file.bin',
-  key: string = KEYS.alice,
-): Promise<Json> {
-  const res = await svc.fetch('/api/assets', { method: 'POST', body: uploadForm(body, fields, name), key });
-  expect([200, 201]).toContain(res.status);
-  return json(res);
-}
-
-const get = async (path: string, key: string = KEYS.alice) => {
-  const res = await svc.fetch(path, { key });
-  return { status: res.status, body: await json(res) };
-};
-
-const send = async (method: string, path: string, body: unknown, key: string = KEYS.alice) => {
-  const res = await svc.fetch(path, {
-    method,
-    key,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: res.status === 204 ? undefined : await json(res) };
-};
 
 const ids = async (qs: string, key: string = KEYS.alice): Promise<string[]> => {
   const r = await get(`/api/assets?limit=500&${qs}`, key);
@@ -69,10 +32,10 @@ describe('tags keep their case (contract 2)', () => {
     expect(put.body.tags).toEqual([t, 'Other', 'other']);
 
     const data = unique('tus-case');
-    const { url } = await tusUpload(svc.url, data, {
+    const { url } = await tusUpload(suite.svc.url, data, {
       metadata: { filename: 'case.bin', tags: JSON.stringify([t, 'TusOnly']) },
     });
-    const head = await svc.fetch(url.replace(svc.url, ''), { method: 'HEAD', headers: TUS });
+    const head = await suite.svc.fetch(url.replace(suite.svc.url, ''), { method: 'HEAD', headers: TUS });
     const tusAsset = (await get(`/api/assets/${head.headers.get('asset-id')}`)).body;
     expect(tusAsset).toMatchObject({ tags: [t, 'TusOnly'], asset_hash: blake3Of(data) });
 
@@ -100,7 +63,7 @@ describe('tags keep their case (contract 2)', () => {
     expect((await get(`/api/tags?prefix=${t}`)).body.tags).toEqual([{ name: t, count: 2 }]);
 
     const g = await gql(
-      svc,
+      suite.svc,
       `query($t: [String!]) { assets(filter: { tagsAll: $t }, limit: 10) { items { id tags } total } tagCounts(filter: { includeTags: $t }) { name count } tags(prefix: "${t}") { items { name count } } }`,
       { t: [t] },
     );
@@ -115,7 +78,7 @@ describe('tags keep their case (contract 2)', () => {
     );
     expect(g.data.tags.items).toEqual([{ name: t, count: 2 }]);
     const m = await gql(
-      svc,
+      suite.svc,
       'mutation($id: ID!) { updateAsset(id: $id, input: { tags: ["GqlTag", "gqltag"] }) { tags } }',
       { id: a.id },
     );
@@ -128,7 +91,7 @@ describe('tags keep their case (contract 2)', () => {
     const a = await upload(unique('legacy'), { tags: 'x' });
     const b = await upload(unique('legacy'), { tags: spelt });
     // As the previous version stored it: lower-cased, written straight into the row (the triggers keep the counts).
-    await db.query('UPDATE asset SET tags = $1 WHERE id = $2', [[old, 'models'], a.id]);
+    await suite.db.query('UPDATE asset SET tags = $1 WHERE id = $2', [[old, 'models'], a.id]);
     expect((await get(`/api/assets/${a.id}`)).body.tags).toEqual([old, 'models']);
     expect(await ids(`tags_all=${old}`)).toEqual([a.id]);
     expect(await ids(`include_tags=${spelt}`)).toEqual([b.id]);
@@ -159,7 +122,7 @@ describe('model_type: folders (contract 3.7)', () => {
       [unsafe.id]: undefined,
     });
     const g = await gql(
-      svc,
+      suite.svc,
       'query($t: [String!]) { assets(filter: { tagsAll: $t }, sort: name, order: asc) { items { id loaderPath } } }',
       { t: [t] },
     );
@@ -195,7 +158,7 @@ describe('tag filters as ComfyUI answers them, in GraphQL (contract 3.7)', () =>
       [{ tagsAny: many }, { parameter: 'tagsAny', count: 101, max: 100 }],
     ] as const) {
       for (const q of [ASSETS, FACETS]) {
-        const r = await gql(svc, q, { f });
+        const r = await gql(suite.svc, q, { f });
         expect([JSON.stringify(f), r.code, r.errors?.[0].extensions.details]).toEqual([
           JSON.stringify(f),
           'INVALID_TAG_FILTER',
@@ -210,7 +173,7 @@ describe('tag filters as ComfyUI answers them, in GraphQL (contract 3.7)', () =>
     const a = await upload(unique('gf'), { tags: [t, 'Keep'] });
     const b = await upload(unique('gf'), { tags: [t, 'Drop'] });
     const page = async (f: Json) => {
-      const r = await gql(svc, ASSETS, { f });
+      const r = await gql(suite.svc, ASSETS, { f });
       expect(r.errors).toBeUndefined();
       return (r.data.assets.items as Json[]).map((x) => x.id).sort();
     };
@@ -228,7 +191,7 @@ const mp4 = () => Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftyp
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 
 describe('previews (contract 3.7)', () => {
-  const own = (a: Json) => granted(svc, `${svc.url}/api/assets/${a.id}/content`);
+  const own = (a: Json) => granted(suite.svc, `${suite.svc.url}/api/assets/${a.id}/content`);
 
   test('image, video, audio and plain text (JSON, Markdown, a mime_type with parameters) are their own preview; weights are not', async () => {
     const t = fresh('pv');
@@ -258,7 +221,7 @@ describe('previews (contract 3.7)', () => {
     );
     expect(byKind((id) => listed.get(id).preview_url)).toEqual(expected);
     const g = await gql(
-      svc,
+      suite.svc,
       'query($t: [String!]) { assets(filter: { tagsAll: $t }, limit: 50) { items { id previewUrl preview { id } } } }',
       { t: [t] },
     );
@@ -267,7 +230,7 @@ describe('previews (contract 3.7)', () => {
     expect(gItems.get(made.audio.id).preview).toEqual({ id: made.audio.id });
     expect(gItems.get(made.weights.id).preview).toBeNull();
     // The own content loads at that URL, with its type.
-    const res = await svc.fetch(new URL(made.params.preview_url).pathname);
+    const res = await suite.svc.fetch(new URL(made.params.preview_url).pathname);
     expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
   });
 
@@ -286,7 +249,7 @@ describe('previews (contract 3.7)', () => {
     }
     const listed = (await get(`/api/assets?tags_all=${t}`)).body.assets as Json[];
     expect(listed.map((a) => 'preview_url' in a)).toEqual([false, false]);
-    const g = await gql(svc, `query { asset(id: "${text.id}") { previewId previewUrl preview { id } } }`);
+    const g = await gql(suite.svc, `query { asset(id: "${text.id}") { previewId previewUrl preview { id } } }`);
     expect(g.data.asset).toEqual({ previewId: null, previewUrl: null, preview: null });
     // Clearing the nomination explicitly: the asset's own rule applies again (text is its own preview).
     expect((await send('PUT', `/api/assets/${text.id}`, { preview_id: null })).body.preview_url).toBe(own(text));
@@ -324,7 +287,7 @@ describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', (
             mime_type: 'text/plain',
             size: first.size,
             created_at: first.created_at,
-            preview_url: granted(svc, `${svc.url}/api/assets/${first.id}/content`),
+            preview_url: granted(suite.svc, `${suite.svc.url}/api/assets/${first.id}/content`),
             node_id: '9',
             output_key: 'images',
             output_index: 0,
@@ -366,7 +329,7 @@ describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', (
 
     const q =
       'query($j: ID!, $l: Int, $o: Int) { jobAssets(jobId: $j, limit: $l, offset: $o) { total hasMore items { id hash previewUrl nodeId outputKey outputIndex } } }';
-    const g = await gql(svc, q, { j: job, l: 2, o: 1 });
+    const g = await gql(suite.svc, q, { j: job, l: 2, o: 1 });
     expect(g.data.jobAssets).toEqual({
       total: 3,
       hasMore: false,
@@ -375,19 +338,19 @@ describe('GET /api/jobs/{job_id}/assets and GraphQL jobAssets (contract 3.7)', (
         {
           id: third.id,
           hash: third.hash,
-          previewUrl: granted(svc, `${svc.url}/api/assets/${third.id}/content`),
+          previewUrl: granted(suite.svc, `${suite.svc.url}/api/assets/${third.id}/content`),
           nodeId: null,
           outputKey: null,
           outputIndex: null,
         },
       ],
     });
-    expect((await gql(svc, q, { j: crypto.randomUUID() })).data.jobAssets).toEqual({
+    expect((await gql(suite.svc, q, { j: crypto.randomUUID() })).data.jobAssets).toEqual({
       total: 0,
       hasMore: false,
       items: [],
     });
-    expect((await gql(svc, q, { j: 'nope' })).code).toBe('INVALID_ID');
-    expect((await gql(svc, q, { j: job, l: 0 })).code).toBe('INVALID_BODY');
+    expect((await gql(suite.svc, q, { j: 'nope' })).code).toBe('INVALID_ID');
+    expect((await gql(suite.svc, q, { j: job, l: 0 })).code).toBe('INVALID_BODY');
   });
 });

@@ -7,19 +7,21 @@
  * the first page of a browser) then costs a primary-key read instead of reading, decoding and serializing its rows.
  * Bounded by bytes; least recently used entries go first.
  *
- * A page is kept only when its key was asked for before (among the last `seenKeys` keys): a client paging through
- * the list asks each cursor page once, and such pages would push the repeated ones out (and cost a copy each).
- * Measured by `npm run bench -- listing` (its distinct cursor pages).
+ * A page is kept only when its key was asked for before (among the last keys asked for, `seenBytes` of them): a client
+ * paging through the list asks each cursor page once, and such pages would push the repeated ones out (and cost a copy
+ * each). Measured by `npm run bench -- listing` (its distinct cursor pages). Keys come from the request's URL, so
+ * both bounds count their length too: a flood of long query strings costs at most these bytes.
  */
 export class PageCache {
   private readonly entries = new Map<string, { version: string; body: Buffer }>();
   private readonly seen = new Set<string>();
   private bytes = 0;
+  private seenLength = 0;
 
   constructor(
     private readonly maxBytes = 32 * 1024 * 1024,
     private readonly maxEntryBytes = 2 * 1024 * 1024,
-    private readonly seenKeys = 1024,
+    private readonly seenBytes = 256 * 1024,
   ) {}
 
   get(key: string): { version: string; body: Buffer } | undefined {
@@ -40,14 +42,15 @@ export class PageCache {
     this.delete(key);
     if (!known) {
       this.seen.add(key);
-      if (this.seen.size > this.seenKeys) this.seen.delete(this.seen.values().next().value!);
+      this.seenLength += key.length;
+      while (this.seenLength > this.seenBytes) this.forget(this.seen.values().next().value!);
       return text;
     }
-    this.seen.delete(key);
+    this.forget(key);
     const body = Buffer.from(text);
     if (body.length > this.maxEntryBytes) return body;
     this.entries.set(key, { version, body });
-    this.bytes += body.length;
+    this.bytes += key.length + body.length;
     while (this.bytes > this.maxBytes) this.delete(this.entries.keys().next().value!);
     return body;
   }
@@ -56,6 +59,10 @@ export class PageCache {
     const e = this.entries.get(key);
     if (!e) return;
     this.entries.delete(key);
-    this.bytes -= e.body.length;
+    this.bytes -= key.length + e.body.length;
+  }
+
+  private forget(key: string): void {
+    if (this.seen.delete(key)) this.seenLength -= key.length;
   }
 }
