@@ -3,6 +3,8 @@ import { validateExportRequest, type ExportService } from '../../domain/exports/
 import { contentDisposition } from '../../infra/content-disposition';
 import { parseRange, unsatisfiable } from './content.router';
 import { handle, jsonBody, principalOf } from './middleware';
+import { checkBody } from '../schema/check';
+import { ExportRequest } from '../schema/rest';
 
 const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
 
@@ -13,6 +15,7 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
     '/assets/export',
     ...jsonBody(),
     handle(async (req, res) => {
+      checkBody(ExportRequest, req.body);
       const request = validateExportRequest(req.body as Record<string, unknown>);
       const task = await deps.exports.start(principalOf(res), request, req.get('idempotency-key') ?? null);
       const message =

@@ -1,18 +1,12 @@
-import { ArrayMaxSize, IsIn, IsUUID, MaxLength } from 'class-validator';
 import { Field, ID, InputType } from 'type-graphql';
-import { NAMING_STRATEGIES } from '../../../domain/tasks/task.types';
 import { JSONScalar } from '../scalars';
 
 @InputType({ description: 'A bulk export: at least one of assetIds / jobIds.' })
 export class StartExportInput {
   @Field(() => [ID], { nullable: true })
-  @ArrayMaxSize(10_000)
-  @IsUUID('all', { each: true })
   assetIds?: string[];
 
   @Field(() => [ID], { nullable: true, description: 'Every asset of these jobs (prompt ids).' })
-  @ArrayMaxSize(10_000)
-  @IsUUID('all', { each: true })
   jobIds?: string[];
 
   @Field(() => JSONScalar, {
@@ -28,13 +22,11 @@ export class StartExportInput {
     nullable: true,
     description: 'preserve | asset_id | group_by_job_id | group_by_job_time (default)',
   })
-  @IsIn([...NAMING_STRATEGIES])
   namingStrategy?: string;
 
   @Field(() => String, {
     nullable: true,
     description: 'Like the Idempotency-Key header: repeating it answers with the first task.',
   })
-  @MaxLength(1024)
   idempotencyKey?: string;
 }
