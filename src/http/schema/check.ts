@@ -8,10 +8,11 @@ import { DomainError, type ErrorCode } from '../../domain/errors';
  * field as the client spelt it (`filter.includeTags`, `preview_id`) and says what the value must be: the schema's
  * `x-message` where it has one, else a sentence made from the failed keyword. Its code is INVALID_BODY, or the
  * schema's `x-code` for a refused `pattern` (a download's URL scheme is SOURCE_NOT_ALLOWED, as the domain answers it).
+ * `x-component` names the openapi.yaml component a field schema is published as (openapi.ts).
  */
 const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, strictTypes: false, allowUnionTypes: true });
 addFormats(ajv, ['uuid', 'uri']);
-ajv.addVocabulary(['x-message', 'x-code']);
+ajv.addVocabulary(['x-message', 'x-code', 'x-component']);
 
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 

@@ -36,10 +36,12 @@ export const MediaType = (description?: string) =>
     // Surrounding white space is trimmed before the length (LIMITS.mimeTypeLength) is counted, by the domain.
     pattern: `^\\s*${MEDIA_TYPE_SOURCE}\\s*$`,
     'x-message': 'must be a media type of RFC 9110 such as image/png or text/plain; charset=utf-8',
+    'x-component': 'MediaType',
     description:
       description ??
       'An RFC 9110 media type: `type/subtype` (tokens), then `; name=value` parameters whose value is a token or a ' +
-        `quoted string of printable ASCII; at most ${LIMITS.mimeTypeLength} characters once trimmed. Stored lower-cased.`,
+        `quoted string of printable ASCII; at most ${LIMITS.mimeTypeLength} characters once trimmed. Control and ` +
+        'non-ASCII characters are refused (400 `INVALID_BODY`). Stored lower-cased.',
     examples: ['text/plain; charset=utf-8'],
   });
 
@@ -47,6 +49,7 @@ export const AnyHash = (description?: string) =>
   Type.String({
     pattern: '^(blake3|sha256):[a-f0-9]{64}$',
     'x-message': 'must look like blake3:<64 hex> or sha256:<64 hex>',
+    'x-component': 'AnyHash',
     description,
   });
 
@@ -85,15 +88,13 @@ export const TagEdit = () =>
 
 /** The user's JSON object (its depth, text and size are the domain's: 400 INVALID_BODY, 413 for the size). */
 export const UserMetadata = (description?: string) =>
-  Type.Object(
-    {},
-    {
-      additionalProperties: true,
-      description: [`a JSON object of at most ${LIMITS.userMetadataBytes / 1024} KiB`, description]
-        .filter(Boolean)
-        .join('; '),
-    },
-  );
+  Type.Unsafe<Record<string, unknown>>({
+    type: 'object',
+    additionalProperties: true,
+    description: [`a JSON object of at most ${LIMITS.userMetadataBytes / 1024} KiB`, description]
+      .filter(Boolean)
+      .join('; '),
+  });
 
 /** A tag list of a listing filter, as sent (the domain caps it at 100 once normalised). */
 export const FilterTags = (description: string) =>
