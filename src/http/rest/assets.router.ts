@@ -23,7 +23,7 @@ import { PageCache } from '../shared/page-cache';
 import { check, checkBody } from '../schema/check';
 import { AssetUpdate, AssetUrlUpload, FromHashRequest, TagEditRequest } from '../schema/rest';
 import { parseMultipartUpload } from './multipart';
-import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
+import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../schema/query';
 
 /**
  * GET /api/assets/{id} (the id a lower-cased UUID): the hottest read, also answered from the pipeline's route table
