@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
+import { exportRequestOf, type ExportRequestBody, type ExportService } from '../../domain/exports/export.service';
 import { contentDisposition } from '../../infra/content-disposition';
 import { parseRange, unsatisfiable } from './content.router';
 import { handle, jsonBody, principalOf } from './middleware';
@@ -16,7 +16,7 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
     ...jsonBody(),
     handle(async (req, res) => {
       checkBody(ExportRequest, req.body);
-      const request = validateExportRequest(req.body as Record<string, unknown>);
+      const request = exportRequestOf(req.body as ExportRequestBody);
       const task = await deps.exports.start(principalOf(res), request, req.get('idempotency-key') ?? null);
       const message =
         task.status === 'created'

@@ -104,6 +104,16 @@ export const Cursor = (description?: string) => Type.String({ maxLength: MAX_CUR
 
 export const Uuids = (description?: string) => Type.Array(Uuid(), { maxItems: MAX_EXPORT_ASSETS, description });
 
+/** An export's `{job id: [asset names or hashes]}`. */
+export const NameFilters = (description?: string) =>
+  Type.Unsafe<Record<string, string[]>>({
+    type: 'object',
+    propertyNames: { pattern: UUID_PATTERN },
+    additionalProperties: { type: 'array', minItems: 1, items: { type: 'string' } },
+    'x-message': 'must map job ids to non-empty lists of names',
+    description,
+  });
+
 export const NamingStrategy = (description?: string) =>
   Type.Unsafe<(typeof NAMING_STRATEGIES)[number]>({ type: 'string', enum: [...NAMING_STRATEGIES], description });
 

@@ -15,6 +15,7 @@ import {
   Int,
   MediaType,
   Name,
+  NameFilters,
   NamingStrategy,
   Offset,
   SourceUrl,
@@ -118,7 +119,7 @@ export const GRAPHQL_INPUT_SCHEMAS = new Map<unknown, TSchema>([
     Type.Object({
       assetIds: Opt(Uuids()),
       jobIds: Opt(Uuids()),
-      jobAssetNameFilters: Opt(AnyJson()),
+      jobAssetNameFilters: Opt(NameFilters()),
       includePreviews: ByGraphQL(),
       namingStrategy: Opt(NamingStrategy()),
       idempotencyKey: Opt(IdempotencyKey()),

@@ -3,6 +3,7 @@ import {
   AnyHash,
   MediaType,
   Name,
+  NameFilters,
   NamingStrategy,
   SourceUrl,
   TagEdit,
@@ -70,14 +71,9 @@ export const ExportRequest = Type.Object(
     asset_ids: Type.Optional(Uuids()),
     job_ids: Type.Optional(Uuids('every asset of these jobs (`prompt_id`)')),
     job_asset_name_filters: Type.Optional(
-      Type.Object(
-        {},
-        {
-          additionalProperties: Type.Array(Type.String(), { minItems: 1 }),
-          description:
-            "`{job_id: [names]}`: of that job, only the assets with these names or hashes (`blake3:<hex>`, the asset's " +
-            '`hash`); an empty list is 400',
-        },
+      NameFilters(
+        "`{job_id: [names]}`: of that job, only the assets with these names or hashes (`blake3:<hex>`, the asset's " +
+          '`hash`); an empty list is 400',
       ),
     ),
     include_previews: Type.Optional(
@@ -87,7 +83,8 @@ export const ExportRequest = Type.Object(
   },
   {
     description:
-      'at least one of `asset_ids` / `job_ids` holding an id (400 `INVALID_BODY` otherwise); at most 10,000 assets in all',
+      'at least one of `asset_ids` / `job_ids` holding an id (400 `INVALID_BODY` otherwise); ' +
+      'at most 10,000 assets in all',
     anyOf: [
       { required: ['asset_ids'], properties: { asset_ids: { minItems: 1 } } },
       { required: ['job_ids'], properties: { job_ids: { minItems: 1 } } },

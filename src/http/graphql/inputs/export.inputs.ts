@@ -1,4 +1,5 @@
 import { Field, ID, InputType } from 'type-graphql';
+import type { NamingStrategy } from '../../../domain/tasks/task.types';
 import { JSONScalar } from '../scalars';
 
 @InputType({ description: 'A bulk export: at least one of assetIds / jobIds.' })
@@ -13,7 +14,7 @@ export class StartExportInput {
     nullable: true,
     description: '{jobId: [asset names or hashes]}: only these assets of that job (a non-empty list).',
   })
-  jobAssetNameFilters?: unknown;
+  jobAssetNameFilters?: Record<string, string[]>;
 
   @Field(() => Boolean, { nullable: true })
   includePreviews?: boolean;
@@ -22,7 +23,7 @@ export class StartExportInput {
     nullable: true,
     description: 'preserve | asset_id | group_by_job_id | group_by_job_time (default)',
   })
-  namingStrategy?: string;
+  namingStrategy?: NamingStrategy;
 
   @Field(() => String, {
     nullable: true,
