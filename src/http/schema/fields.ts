@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_CURSOR_LENGTH } from '../../domain/assets/cursor';
-import { LIMITS, MAX_RAW_FILTER_TAGS } from '../../domain/assets/validation';
+import { LIMITS, MAX_RAW_FILTER_TAGS, UUID_PATTERN } from '../../domain/assets/validation';
 import { MAX_EXPORT_ASSETS } from '../../domain/exports/export.service';
 import { MEDIA_TYPE_SOURCE } from '../../domain/input';
 import { NAMING_STRATEGIES } from '../../domain/tasks/task.types';
@@ -11,8 +11,6 @@ import { NAMING_STRATEGIES } from '../../domain/tasks/task.types';
  * sent; what holds only once a value is normalised (a name's length once trimmed, a tag count once duplicates are
  * dropped, metadata's size in bytes) is the domain's (domain/assets/validation.ts) and stated in the description.
  */
-
-const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
 /** A UUID of any version (the domain's isUuid); `x-message` is what a refusal says (check.ts). */
 export const Uuid = (description?: string) =>
