@@ -2,16 +2,11 @@ import 'reflect-metadata';
 import fs from 'node:fs';
 import path from 'node:path';
 import { buildGraphQLSchema, schemaFileText } from '../http/graphql/schema';
+import { repoRoot } from './repo-root';
 
 /** `npm run schema:emit`: writes schema.graphql at the repository root from the code. */
 async function main(): Promise<void> {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
-    const up = path.dirname(dir);
-    if (up === dir) throw new Error('package.json not found above ' + __dirname);
-    dir = up;
-  }
-  const file = path.join(dir, 'schema.graphql');
+  const file = path.join(repoRoot(), 'schema.graphql');
   fs.writeFileSync(file, schemaFileText(await buildGraphQLSchema()));
   process.stdout.write(`wrote ${file}\n`);
 }

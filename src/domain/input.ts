@@ -96,7 +96,9 @@ export function assertJsonObject(
 // RFC 9110 section 5.6.2 token, 5.6.4 quoted-string (printable ASCII only: no obs-text), 8.3.1 media-type.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const QUOTED = '"(?:[\\t \\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\t \\x21-\\x7e])*"';
-const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*$`);
+/** A media type's pattern, without anchors: this check's and the input schemas' (http/schema/fields.ts). */
+export const MEDIA_TYPE_SOURCE = `${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*(?:${TOKEN}=(?:${TOKEN}|${QUOTED}))?)*`;
+const MEDIA_TYPE = new RegExp(`^${MEDIA_TYPE_SOURCE}$`);
 
 /** An RFC 9110 media type: `type/subtype` tokens, parameters as token or quoted printable ASCII. */
 export const isMediaType = (s: string): boolean => MEDIA_TYPE.test(s);

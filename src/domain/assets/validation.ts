@@ -18,7 +18,9 @@ export const LIMITS = {
   mimeTypeLength: 255,
 } as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID of any version: this check's and the input schemas' (http/schema/fields.ts). */
+export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const UUID = new RegExp(UUID_PATTERN);
 export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);
 
 const invalid = (message: string, field?: string): DomainError =>

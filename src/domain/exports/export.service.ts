@@ -5,20 +5,13 @@ import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
 import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
-import { isUuid } from '../assets/validation';
 import { AlreadyExists, DomainError } from '../errors';
-import { idempotencyKeyOf, isStorableText } from '../input';
+import { idempotencyKeyOf } from '../input';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { sameExportKey } from '../tasks/export-request';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
-import {
-  NAMING_STRATEGIES,
-  type ExportFailedAsset,
-  type ExportRequest,
-  type NamingStrategy,
-  type Task,
-} from '../tasks/task.types';
+import { type ExportFailedAsset, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
 import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
@@ -59,53 +52,36 @@ const isBlobOwnFailure = (err: unknown): boolean => {
 /** Thrown by the archive's entries once none could be read: the store drops what it wrote, and no archive is kept. */
 class NothingReadable extends Error {}
 
-/** Validates the body of POST /api/assets/export. */
-export function validateExportRequest(body: Record<string, unknown>): ExportRequest {
-  const uuids = (v: unknown, field: string): string[] | undefined => {
-    if (v === undefined || v === null) return undefined;
-    if (!Array.isArray(v) || !v.every(isUuid)) throw invalid(`${field} must be a list of UUIDs`, field);
-    if (v.length > MAX_EXPORT_ASSETS) throw invalid(`${field} may name at most ${MAX_EXPORT_ASSETS} items`, field);
-    return [...new Set(v.map((s) => s.toLowerCase()))];
-  };
+/** An export request as the transports' schemas let it through (http/schema: ExportRequest, StartExportInput). */
+export interface ExportRequestBody {
+  asset_ids?: string[] | null;
+  job_ids?: string[] | null;
+  job_asset_name_filters?: Record<string, string[]> | null;
+  include_previews?: boolean | null;
+  naming_strategy?: NamingStrategy | null;
+}
+
+/**
+ * The export a checked body asks for: ids lower-cased and de-duplicated (first-seen order kept, as ComfyUI's export
+ * keeps names), defaults filled in. At least one id is the rule of an export (INVALID_BODY otherwise); the shape of
+ * each field is the schemas'.
+ */
+export function exportRequestOf(body: ExportRequestBody): ExportRequest {
+  const ids = (v: string[] | null | undefined) => (v ? [...new Set(v.map((s) => s.toLowerCase()))] : undefined);
   // Comfy Cloud's and ComfyUI's export APIs both default to job-time folders.
-  const out: ExportRequest = { namingStrategy: 'group_by_job_time' };
-  const assetIds = uuids(body.asset_ids, 'asset_ids');
-  const jobIds = uuids(body.job_ids, 'job_ids');
+  const out: ExportRequest = { namingStrategy: body.naming_strategy ?? 'group_by_job_time' };
+  const assetIds = ids(body.asset_ids);
+  const jobIds = ids(body.job_ids);
   if (!assetIds?.length && !jobIds?.length) throw invalid('give asset_ids or job_ids (at least one id)', 'asset_ids');
   if (assetIds) out.assetIds = assetIds;
   if (jobIds) out.jobIds = jobIds;
   const filters = body.job_asset_name_filters;
-  if (filters !== undefined && filters !== null) {
-    if (typeof filters !== 'object' || Array.isArray(filters))
-      throw invalid('job_asset_name_filters must be an object', 'job_asset_name_filters');
-    const f: Record<string, string[]> = {};
-    for (const [job, names] of Object.entries(filters)) {
-      // An empty list would select nothing or everything; both upstream APIs refuse it.
-      if (!isUuid(job) || !Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string')) {
-        throw invalid('job_asset_name_filters maps job ids to non-empty lists of names', 'job_asset_name_filters');
-      }
-      // Stored in the task's row (JSON): GraphQL's JSON scalar reaches here without the REST body's text check.
-      if (!names.every(isStorableText))
-        throw invalid(
-          'job_asset_name_filters names must not contain NUL characters or unpaired UTF-16 surrogates',
-          'job_asset_name_filters',
-        );
-      // De-duplicated, first-seen order kept, as ComfyUI's export keeps them.
-      f[job.toLowerCase()] = [...new Set(names as string[])];
-    }
-    out.jobAssetNameFilters = f;
+  if (filters) {
+    out.jobAssetNameFilters = Object.fromEntries(
+      Object.entries(filters).map(([job, names]) => [job.toLowerCase(), [...new Set(names)]]),
+    );
   }
-  if (body.include_previews !== undefined && body.include_previews !== null) {
-    if (typeof body.include_previews !== 'boolean')
-      throw invalid('include_previews must be a boolean', 'include_previews');
-    out.includePreviews = body.include_previews;
-  }
-  if (body.naming_strategy !== undefined && body.naming_strategy !== null) {
-    if (!NAMING_STRATEGIES.includes(body.naming_strategy as NamingStrategy)) {
-      throw invalid(`naming_strategy must be one of ${NAMING_STRATEGIES.join(', ')}`, 'naming_strategy');
-    }
-    out.namingStrategy = body.naming_strategy as NamingStrategy;
-  }
+  if (body.include_previews != null) out.includePreviews = body.include_previews;
   return out;
 }
 

@@ -6,7 +6,6 @@ import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject } from '../../domain/input';
 import { hashParam, idParam } from '../shared/ids';
-import { plainAssetsArgs, plainTagCountsArgs, validatedBy } from './args-check';
 import type { GraphQLContext } from './context';
 import { toGraphQLError } from './errors';
 import { InputChecked } from './input-check';
@@ -31,10 +30,7 @@ export class AssetResolver {
 
   @UseMiddleware(InputChecked)
   @Query(() => AssetPage, { description: 'Your assets, filtered and paginated (GET /api/assets).' })
-  async assets(
-    @Args(() => AssetsArgs, { validateFn: validatedBy(plainAssetsArgs) }) args: AssetsArgs,
-    @Ctx() ctx: GraphQLContext,
-  ): Promise<AssetPage> {
+  async assets(@Args(() => AssetsArgs) args: AssetsArgs, @Ctx() ctx: GraphQLContext): Promise<AssetPage> {
     const page = await this.service.list(ctx.principal, {
       ...filterOf(args.filter),
       limit: args.limit,
@@ -61,10 +57,7 @@ export class AssetResolver {
     description:
       'How many of the assets matching the filter carry each tag, most used first (GET /api/assets/tags/refine).',
   })
-  async tagCounts(
-    @Args(() => TagCountsArgs, { validateFn: validatedBy(plainTagCountsArgs) }) args: TagCountsArgs,
-    @Ctx() ctx: GraphQLContext,
-  ): Promise<TagCountType[]> {
+  async tagCounts(@Args(() => TagCountsArgs) args: TagCountsArgs, @Ctx() ctx: GraphQLContext): Promise<TagCountType[]> {
     return (await this.service.tagFacets(ctx.principal, filterOf(args.filter), args.limit)).counts;
   }
 

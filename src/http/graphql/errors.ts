@@ -20,12 +20,6 @@ const INVALID_REQUEST_CODES = new Set([
 /** The messages of graphql-js's execution-time argument coercion (execution/values.ts getArgumentValues). */
 const ARGUMENT_ERROR = /^Argument "[^"]+" (?:of (?:required|non-null) type |has invalid value )/;
 
-interface ClassValidatorError {
-  property: string;
-  constraints?: Record<string, string>;
-  children?: ClassValidatorError[];
-}
-
 /**
  * Resolver-level error translation (InputChecked applies it to every operation): domain errors keep their code, input
  * validation failures become INVALID_BODY, and anything else is logged with the request id and masked as INTERNAL.
@@ -39,12 +33,6 @@ export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string)
   }
   if (err instanceof GraphQLError) {
     const code = err.extensions?.code;
-    if (code === 'BAD_USER_INPUT' && Array.isArray(err.extensions.validationErrors)) {
-      const problems = flatten(err.extensions.validationErrors as ClassValidatorError[]);
-      return new GraphQLError(`invalid input: ${problems.join('; ')}`, {
-        extensions: { code: 'INVALID_BODY', details: { problems } },
-      });
-    }
     if (typeof code === 'string' && CONTRACT_CODES.has(code)) return err;
   }
   const masked = asDomainError(err, ctx.logger, {
@@ -54,13 +42,6 @@ export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string)
   });
   return new GraphQLError(masked.message, {
     extensions: { code: masked.code, ...(masked.details ? { details: masked.details } : {}) },
-  });
-}
-
-function flatten(errors: ClassValidatorError[], prefix = ''): string[] {
-  return errors.flatMap((e) => {
-    const at = prefix ? `${prefix}.${e.property}` : e.property;
-    return [...Object.values(e.constraints ?? {}).map((m) => `${at}: ${m}`), ...flatten(e.children ?? [], at)];
   });
 }
 

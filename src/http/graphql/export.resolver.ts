@@ -1,5 +1,5 @@
 import { Arg, Ctx, Mutation, Resolver, UseMiddleware } from 'type-graphql';
-import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
+import { exportRequestOf, type ExportService } from '../../domain/exports/export.service';
 import type { GraphQLContext } from './context';
 import { InputChecked } from './input-check';
 import { StartExportInput } from './inputs/export.inputs';
@@ -18,8 +18,8 @@ export class ExportResolver {
     @Arg('input', () => StartExportInput) input: StartExportInput,
     @Ctx() ctx: GraphQLContext,
   ): Promise<TaskType> {
-    // The same validation as REST, over the same field names.
-    const request = validateExportRequest({
+    // Checked by its schema (http/schema/graphql.ts); the same request as REST's, over the same field names.
+    const request = exportRequestOf({
       asset_ids: input.assetIds,
       job_ids: input.jobIds,
       job_asset_name_filters: input.jobAssetNameFilters,

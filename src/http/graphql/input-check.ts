@@ -9,8 +9,8 @@ import { toGraphQLError } from './errors';
  * The contract's input rules for every argument of every resolver, variables and literals alike, before it runs:
  * no NUL or unpaired surrogate in any string or key, JSON values nested at most 64 levels (plus the input objects
  * around them), dates in the years 0001–9999. Refusals are INVALID_BODY, as for every other invalid argument of a
- * GraphQL request (its arguments travel in the request body, queries' too). The field validators then apply the
- * exact per-field rules (the same as REST's).
+ * GraphQL request (its arguments travel in the request body, queries' too). Each argument's schema then applies
+ * its fields' rules (http/schema/graphql.ts, the same field schemas as REST's bodies).
  */
 export function checkInput(args: Record<string, unknown>): void {
   for (const name in args) assertJsonInput(args[name], name, 'INVALID_BODY', MAX_JSON_DEPTH + INPUT_OBJECT_LEVELS);

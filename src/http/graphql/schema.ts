@@ -10,6 +10,7 @@ import { TagResolver } from './tag.resolver';
 import { TaskResolver } from './task.resolver';
 import { ExportResolver } from './export.resolver';
 import { DateTimeISOScalar } from './scalars';
+import { checkGraphQLArg } from '../schema/graphql';
 import type { ExportService } from '../../domain/exports/export.service';
 
 export interface ResolverDeps {
@@ -39,7 +40,8 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
   );
   return buildSchema({
     resolvers: [...RESOLVERS],
-    validate: true,
+    // Arguments are checked against their input schemas (http/schema), not by class-validator.
+    validateFn: checkGraphQLArg,
     scalarsMap: [{ type: Date, scalar: DateTimeISOScalar }],
     container: {
       get: (cls: { name: string }) => {

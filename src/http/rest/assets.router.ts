@@ -21,8 +21,10 @@ import { hashParam } from '../shared/ids';
 import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
 import { PageCache } from '../shared/page-cache';
 import { ASSET_JSON_PAGE } from './read-model/asset-page';
+import { check, checkBody } from '../schema/check';
+import { AssetUpdate, AssetUrlUpload, FromHashRequest, TagEditRequest } from '../schema/rest';
 import { parseMultipartUpload } from './multipart';
-import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from './query';
+import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../schema/query';
 
 /**
  * The literal paths beside /assets/{id} (`POST /assets/export`, `GET /assets/remote-metadata` ...): another method on
@@ -88,11 +90,7 @@ export function assetsRouter(deps: {
         result = await assets.createFromUpload(principal, input, { file, fileName, declaredHash: text('hash') });
       } else if (req.is('application/json')) {
         const body = await readJson(req);
-        if (typeof body.url !== 'string' || body.url.trim() === '') {
-          throw new DomainError('INVALID_BODY', 'url is required (or send multipart/form-data with a file)', {
-            field: 'url',
-          });
-        }
+        checkBody(AssetUrlUpload, body);
         result = await downloads.uploadFromUrl(principal, body.url, createInputOfBody(body));
       } else {
         throw new DomainError(
@@ -149,10 +147,7 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const body = req.body as Record<string, unknown>;
-      if (typeof body.hash !== 'string')
-        throw new DomainError('INVALID_BODY', 'hash is required, as blake3:<64 hex> or sha256:<64 hex>', {
-          field: 'hash',
-        });
+      checkBody(FromHashRequest, body);
       const hash = validateHashField(body.hash);
       const fields = validateFromHashFields(createInputOfBody(body));
       const result = await assets.createFromStored(principalOf(res), fields, hash);
@@ -176,6 +171,7 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
+      check(AssetUpdate, req.body);
       const fields = validateUpdateFields(updateInputOfBody(req.body as Record<string, unknown>));
       // The whole asset (a superset of Comfy Cloud's update result): the ComfyUI frontend parses it as one.
       res.json(assetJson(await assets.update(principalOf(res), id, fields), linksOfRes(res)));
@@ -187,6 +183,7 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
+      checkBody(TagEditRequest, req.body);
       const out = await assets.addTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
       res.json({ added: out.added, already_present: out.alreadyPresent, total_tags: out.totalTags });
     }),
@@ -207,6 +204,7 @@ export function assetsRouter(deps: {
     ...jsonBody(),
     handle(async (req, res) => {
       const id = pathId(req);
+      checkBody(TagEditRequest, req.body);
       const out = await assets.removeTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
       res.json({ removed: out.removed, not_present: out.notPresent, total_tags: out.totalTags });
     }),

@@ -4,7 +4,7 @@ import { contentDispositionOf, type AssetService } from '../../domain/assets/ass
 import { assetHashOf, type Asset } from '../../domain/assets/asset.types';
 import { servedContentType } from '../../domain/content/mime';
 import { servableMediaType } from '../../domain/input';
-import { stringParam } from './query';
+import { stringParam } from '../schema/query';
 import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
 import { contentDisposition } from '../../infra/content-disposition';
 import { FileBody } from '../../infra/blob-store/file-body';

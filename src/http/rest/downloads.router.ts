@@ -3,6 +3,8 @@ import type { DownloadService } from '../../domain/downloads/download.service';
 import { linksOfRes } from '../base-url';
 import { assetJson } from './asset.presenter';
 import { handle, jsonBody, principalOf } from './middleware';
+import { checkBody } from '../schema/check';
+import { DownloadRequest } from '../schema/rest';
 
 /** POST /api/assets/download: 200 with an asset when the content is stored, else 202 with a task. */
 export function downloadsRouter(deps: { downloads: DownloadService }): Router {
@@ -12,6 +14,7 @@ export function downloadsRouter(deps: { downloads: DownloadService }): Router {
     ...jsonBody(),
     handle(async (req, res) => {
       const b = req.body as Record<string, unknown>;
+      checkBody(DownloadRequest, b);
       const started = await deps.downloads.start(principalOf(res), {
         sourceUrl: b.source_url as string,
         tags: b.tags as string[] | undefined,

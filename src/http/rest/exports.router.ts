@@ -1,8 +1,10 @@
 import { Router, type Request } from 'express';
-import { validateExportRequest, type ExportService } from '../../domain/exports/export.service';
+import { exportRequestOf, type ExportRequestBody, type ExportService } from '../../domain/exports/export.service';
 import { contentDisposition } from '../../infra/content-disposition';
 import { parseRange, unsatisfiable } from './content.router';
 import { handle, jsonBody, principalOf } from './middleware';
+import { checkBody } from '../schema/check';
+import { ExportRequest } from '../schema/rest';
 
 const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
 
@@ -13,7 +15,8 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
     '/assets/export',
     ...jsonBody(),
     handle(async (req, res) => {
-      const request = validateExportRequest(req.body as Record<string, unknown>);
+      checkBody(ExportRequest, req.body);
+      const request = exportRequestOf(req.body as ExportRequestBody);
       const task = await deps.exports.start(principalOf(res), request, req.get('idempotency-key') ?? null);
       const message =
         task.status === 'created'

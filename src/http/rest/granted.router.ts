@@ -6,7 +6,7 @@ import type { ThumbnailService } from '../../domain/thumbnails/thumbnail.service
 import { baseUrlOfRes } from '../base-url';
 import type { RequestAuth } from '../shared/request-auth';
 import { handle, pathId } from './middleware';
-import { stringParam } from './query';
+import { stringParam } from '../schema/query';
 import { sendThumbnail } from './thumbnail.router';
 
 /** The principal of a request a grant authorises: the grant's owner, no key, no admin right. */

@@ -5,7 +5,7 @@ import { linksOfRes } from '../base-url';
 import { idParam } from '../shared/ids';
 import { jobOutputAssetJson } from './asset.presenter';
 import { handle, principalOf } from './middleware';
-import { intParam } from './query';
+import { intParam } from '../schema/query';
 
 /** Comfy Cloud's `GET /api/jobs/{job_id}/assets` (contract 3.7): a job's outputs among this owner's assets. */
 export function jobsRouter(deps: { assets: AssetService }): Router {

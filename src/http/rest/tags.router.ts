@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
 import { handle, principalOf } from './middleware';
-import { intParam, oneOf, stringParam } from './query';
+import { intParam, oneOf, stringParam } from '../schema/query';
 
 export function tagsRouter(deps: { assets: AssetService }): Router {
   const r = Router();

@@ -3,7 +3,7 @@ import type { TaskService } from '../../domain/tasks/task.service';
 import { TASK_STATUSES, type TaskStatus } from '../../domain/tasks/task.types';
 import { DomainError } from '../../domain/errors';
 import { handle, pathId, principalOf } from './middleware';
-import { dateParam, intParam, listParam, oneOf, stringParam } from './query';
+import { dateParam, intParam, listParam, oneOf, stringParam } from '../schema/query';
 import { taskJson } from './task.presenter';
 
 /** GET /api/tasks, GET /api/tasks/{task_id}, DELETE /api/tasks/{task_id}. */

@@ -1,19 +1,16 @@
-import { ArrayMaxSize, ArrayMinSize, IsUUID, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import { ArgsType, Extensions, Field, ID, InputType, Int } from 'type-graphql';
-import { MAX_CURSOR_LENGTH } from '../../../domain/assets/cursor';
-import { MAX_RAW_FILTER_TAGS } from '../../../domain/assets/validation';
 import { NULL_IS_A_VALUE } from '../input-check';
 import { JSONScalar } from '../scalars';
 import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
 
 /*
- * class-validator checks shape and coarse size bounds only (a guard for the transport). The exact rules (tag
- * normalisation, the 512/64/128/256 KiB limits, MIME syntax) are the domain's validation.ts, shared with REST, so
- * both APIs accept and reject exactly the same values.
+ * The GraphQL types of the asset inputs. Their rules are the schemas of http/schema/graphql.ts (the field schemas
+ * REST's bodies and openapi.yaml use too); the domain's validation.ts then applies what holds once normalised.
  */
-const MAX_TEXT = 4096;
-const MAX_LIST = 1024;
+
+/** A nullable list of tags of a filter. */
+const TagList = (description: string) => Field(() => [String], { nullable: true, description });
 
 @InputType({
   description:
@@ -23,54 +20,31 @@ const MAX_LIST = 1024;
     'is used is INVALID_TAG_FILTER (else an empty page).',
 })
 export class AssetFilter {
-  @Field(() => [String], { nullable: true, description: 'Assets carrying every one of these tags.' })
-  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
-  @MaxLength(MAX_TEXT, { each: true })
+  @TagList('Assets carrying every one of these tags.')
   includeTags?: string[];
 
-  @Field(() => [String], { nullable: true, description: 'Assets carrying none of these tags.' })
-  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
-  @MaxLength(MAX_TEXT, { each: true })
+  @TagList('Assets carrying none of these tags.')
   excludeTags?: string[];
 
-  @Field(() => [String], {
-    nullable: true,
-    description: 'Assets carrying every one of these tags (ComfyUI `tags_all`).',
-  })
-  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
-  @MaxLength(MAX_TEXT, { each: true })
+  @TagList('Assets carrying every one of these tags (ComfyUI `tags_all`).')
   tagsAll?: string[];
 
-  @Field(() => [String], {
-    nullable: true,
-    description: 'Assets carrying at least one of these tags (ComfyUI `tags_any`).',
-  })
-  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
-  @MaxLength(MAX_TEXT, { each: true })
+  @TagList('Assets carrying at least one of these tags (ComfyUI `tags_any`).')
   tagsAny?: string[];
 
-  @Field(() => [String], {
-    nullable: true,
-    description: 'Assets carrying none of these tags (ComfyUI `tags_none`); it wins.',
-  })
-  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
-  @MaxLength(MAX_TEXT, { each: true })
+  @TagList('Assets carrying none of these tags (ComfyUI `tags_none`); it wins.')
   tagsNone?: string[];
 
   @Field(() => String, { nullable: true, description: 'Case-insensitive substring of the name.' })
-  @MaxLength(1024)
   nameContains?: string;
 
-  @Field(() => [String], { nullable: true, description: 'Assets carrying at least one of these tags.' })
-  @ArrayMaxSize(MAX_RAW_FILTER_TAGS)
-  @MaxLength(MAX_TEXT, { each: true })
+  @TagList('Assets carrying at least one of these tags.')
   anyTags?: string[];
 
   @Field(() => String, {
     nullable: true,
     description: 'Assets of this content: `blake3:<64 hex>` or `sha256:<64 hex>`.',
   })
-  @MaxLength(80)
   hash?: string;
 
   @Field(() => JSONScalar, {
@@ -82,20 +56,19 @@ export class AssetFilter {
   metadataFilter?: unknown;
 }
 
+/** `limit` (default 20, 1–500) of a page of assets. */
+const AssetPageLimit = () => Field(() => Int, { defaultValue: 20, description: '1–500' });
+const Offset = () => Field(() => Int, { defaultValue: 0 });
+
 @ArgsType()
 export class AssetsArgs {
   @Field(() => AssetFilter, { nullable: true })
-  @ValidateNested()
   filter?: AssetFilter;
 
-  @Field(() => Int, { defaultValue: 20, description: '1–500' })
-  @Min(1)
-  @Max(500)
+  @AssetPageLimit()
   limit!: number;
 
-  @Field(() => Int, { defaultValue: 0 })
-  @Min(0)
-  @Max(1_000_000_000)
+  @Offset()
   offset!: number;
 
   @Field(() => AssetSortEnum, { defaultValue: AssetSortEnum.created_at })
@@ -108,7 +81,6 @@ export class AssetsArgs {
     nullable: true,
     description: 'nextCursor of an earlier page with the same sort and order; offset is then ignored.',
   })
-  @MaxLength(MAX_CURSOR_LENGTH)
   after?: string;
 }
 
@@ -117,114 +89,76 @@ export class JobAssetsArgs {
   @Field(() => ID, { description: "The job's id (an asset's promptId / jobId)." })
   jobId!: string;
 
-  @Field(() => Int, { defaultValue: 20, description: '1–500' })
-  @Min(1)
-  @Max(500)
+  @AssetPageLimit()
   limit!: number;
 
-  @Field(() => Int, { defaultValue: 0 })
-  @Min(0)
-  @Max(1_000_000_000)
+  @Offset()
   offset!: number;
 }
 
 @ArgsType()
 export class TagCountsArgs {
   @Field(() => AssetFilter, { nullable: true })
-  @ValidateNested()
   filter?: AssetFilter;
 
   @Field(() => Int, { defaultValue: 100, description: '1–1000' })
-  @Min(1)
-  @Max(1000)
   limit!: number;
 }
 
 @ArgsType()
 export class TagsArgs {
   @Field(() => String, { nullable: true, description: 'Tags starting with this text.' })
-  @MaxLength(1024)
   prefix?: string;
 
   @Field(() => Int, { defaultValue: 100, description: '1–1000' })
-  @Min(1)
-  @Max(1000)
   limit!: number;
 
-  @Field(() => Int, { defaultValue: 0 })
-  @Min(0)
-  @Max(1_000_000_000)
+  @Offset()
   offset!: number;
 
   @Field(() => TagOrderEnum, { defaultValue: TagOrderEnum.count_desc })
   order!: TagOrderEnum;
 }
 
-@InputType({ description: 'Optional metadata of an upload; the name defaults to the file name.' })
-export class UploadAssetInput {
-  @Field(() => ID, { nullable: true, description: 'Client-chosen id: uploading again with it returns the same asset.' })
-  @IsUUID('all')
-  id?: string;
-
+/** The optional fields every create input has (upload and from-hash). */
+@InputType()
+class AssetMetadataInput {
   @Field(() => String, { nullable: true })
-  @MaxLength(MAX_TEXT)
   name?: string;
 
   @Field(() => String, { nullable: true })
-  @MaxLength(MAX_TEXT)
   mimeType?: string;
-
-  @Field(() => [String], { nullable: true })
-  @ArrayMaxSize(MAX_LIST)
-  @MaxLength(MAX_TEXT, { each: true })
-  tags?: string[];
 
   @Field(() => JSONScalar, { nullable: true })
   userMetadata?: unknown;
 
   @Field(() => ID, { nullable: true })
-  @IsUUID('all')
   previewId?: string;
 
   @Field(() => ID, { nullable: true })
-  @IsUUID('all')
   promptId?: string;
 }
 
-@InputType({ description: 'An asset from content already stored, named by its hash.' })
-export class CreateAssetFromHashInput {
+@InputType({ description: 'Optional metadata of an upload; the name defaults to the file name.' })
+export class UploadAssetInput extends AssetMetadataInput {
+  @Field(() => ID, { nullable: true, description: 'Client-chosen id: uploading again with it returns the same asset.' })
+  id?: string;
+
+  @Field(() => [String], { nullable: true })
+  tags?: string[];
+}
+
+@InputType({
+  description:
+    'An asset from content already stored, named by its hash. The name defaults to a name you gave the content ' +
+    "before, else a public download's file name, else the first 16 hex of its BLAKE3.",
+})
+export class CreateAssetFromHashInput extends AssetMetadataInput {
   @Field({ description: '`blake3:<64 hex>` or `sha256:<64 hex>`' })
-  @MaxLength(80)
   hash!: string;
 
   @Field(() => [String], { description: 'At least one tag.' })
-  @ArrayMinSize(1)
-  @ArrayMaxSize(MAX_LIST)
-  @MaxLength(MAX_TEXT, { each: true })
   tags!: string[];
-
-  @Field(() => String, {
-    nullable: true,
-    description:
-      "Defaults to a name you gave the content before, else a public download's file name, else the first 16 hex of its BLAKE3.",
-  })
-  @MaxLength(MAX_TEXT)
-  name?: string;
-
-  @Field(() => String, { nullable: true })
-  @MaxLength(MAX_TEXT)
-  mimeType?: string;
-
-  @Field(() => JSONScalar, { nullable: true })
-  userMetadata?: unknown;
-
-  @Field(() => ID, { nullable: true })
-  @IsUUID('all')
-  previewId?: string;
-
-  @Field(() => ID, { nullable: true })
-  @IsUUID('all')
-  promptId?: string;
 }
 
 // Its nulls reach the domain, as the PUT body's: previewId null clears the preview, a null name or tags is refused.
@@ -234,20 +168,15 @@ export class CreateAssetFromHashInput {
 @Extensions(NULL_IS_A_VALUE)
 export class UpdateAssetInput {
   @Field(() => String, { nullable: true })
-  @MaxLength(MAX_TEXT)
   name?: string | null;
 
   @Field(() => [String], { nullable: true })
-  @ArrayMaxSize(MAX_LIST)
-  @MaxLength(MAX_TEXT, { each: true })
   tags?: string[] | null;
 
   @Field(() => String, { nullable: true })
-  @MaxLength(MAX_TEXT)
   mimeType?: string | null;
 
   @Field(() => ID, { nullable: true })
-  @IsUUID('all')
   previewId?: string | null;
 
   @Field(() => JSONScalar, { nullable: true })
@@ -262,7 +191,6 @@ export class UploadAssetArgs {
   file!: Promise<FileUpload>;
 
   @Field(() => UploadAssetInput, { nullable: true })
-  @ValidateNested()
   input?: UploadAssetInput;
 }
 
@@ -272,7 +200,6 @@ export class UpdateAssetArgs {
   id!: string;
 
   @Field(() => UpdateAssetInput)
-  @ValidateNested()
   input!: UpdateAssetInput;
 }
 

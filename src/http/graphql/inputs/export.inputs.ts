@@ -1,25 +1,20 @@
-import { ArrayMaxSize, IsIn, IsUUID, MaxLength } from 'class-validator';
 import { Field, ID, InputType } from 'type-graphql';
-import { NAMING_STRATEGIES } from '../../../domain/tasks/task.types';
+import type { NamingStrategy } from '../../../domain/tasks/task.types';
 import { JSONScalar } from '../scalars';
 
 @InputType({ description: 'A bulk export: at least one of assetIds / jobIds.' })
 export class StartExportInput {
   @Field(() => [ID], { nullable: true })
-  @ArrayMaxSize(10_000)
-  @IsUUID('all', { each: true })
   assetIds?: string[];
 
   @Field(() => [ID], { nullable: true, description: 'Every asset of these jobs (prompt ids).' })
-  @ArrayMaxSize(10_000)
-  @IsUUID('all', { each: true })
   jobIds?: string[];
 
   @Field(() => JSONScalar, {
     nullable: true,
     description: '{jobId: [asset names or hashes]}: only these assets of that job (a non-empty list).',
   })
-  jobAssetNameFilters?: unknown;
+  jobAssetNameFilters?: Record<string, string[]>;
 
   @Field(() => Boolean, { nullable: true })
   includePreviews?: boolean;
@@ -28,13 +23,11 @@ export class StartExportInput {
     nullable: true,
     description: 'preserve | asset_id | group_by_job_id | group_by_job_time (default)',
   })
-  @IsIn([...NAMING_STRATEGIES])
-  namingStrategy?: string;
+  namingStrategy?: NamingStrategy;
 
   @Field(() => String, {
     nullable: true,
     description: 'Like the Idempotency-Key header: repeating it answers with the first task.',
   })
-  @MaxLength(1024)
   idempotencyKey?: string;
 }
