@@ -82,17 +82,15 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   app.use('/api/s', shortUrlRouter({ grants: c.grants, assets: c.assets, auth: c.requestAuth }));
   // GraphQL at its path: every other request passes it with one path match instead of entering its router.
   app.use('/graphql', await graphqlRouter(c));
+  // (A mounted router, so that its routes are in the app's route table: OPTIONS, 405s and openapi.test read it.)
   const signed = Router();
+  signed.use((req, _res, next) => next(req.url.includes('?') ? undefined : 'router'));
   signed.use(
     '/api/assets',
     exportDownloadRouter({ exports: c.exports }),
     grantedMediaRouter({ grants: c.grants, thumbnails: c.thumbnails, content: contentHandler(content) }),
   );
-  // A plain step rather than a mounted router: a request without a query string does not enter the router at all.
-  app.use((req, res, next) => {
-    if (req.url.includes('?')) signed(req, res, next);
-    else next();
-  });
+  app.use(signed);
 
   const api = Router();
   const uploads = uploadsRouters({ uploads: c.uploads, auth: c.requestAuth });

@@ -2,6 +2,7 @@
  * Checks of the asset browser in a real browser (playwright-core), shared by the UI tests: axe-core's accessibility
  * rules, the layout at a viewport (no horizontal scroll, every control on screen), and small page fixtures.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -137,4 +138,29 @@ export function wav(): Buffer {
   h.write('data', 36);
   h.writeUInt32LE(data.length, 40);
   return Buffer.concat([h, data]);
+}
+
+/** A half-second 64x48 VP8 clip (WebM, which every browser plays), made by ffmpeg (a prerequisite of the suite). */
+export function webm(): Buffer {
+  const r = spawnSync(
+    'ffmpeg',
+    [
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=size=64x48:rate=10',
+      '-t',
+      '0.5',
+      '-c:v',
+      'libvpx',
+      '-f',
+      'webm',
+      '-',
+    ],
+    { maxBuffer: 16 * 1024 * 1024 },
+  );
+  if (r.status !== 0) throw new Error(`ffmpeg could not make a WebM clip: ${String(r.stderr)}`);
+  return r.stdout;
 }

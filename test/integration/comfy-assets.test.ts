@@ -727,7 +727,8 @@ describe('exports as Comfy clients start them (POST /api/assets/export)', () => 
 
     const empty = await start({ job_ids: [job], job_asset_name_filters: { [job]: [] } });
     expect(empty.status).toBe(400);
-    expect(empty.body).toMatchObject({ code: 'INVALID_BODY', details: { field: 'job_asset_name_filters' } });
+    // The field named is the job's empty list itself.
+    expect(empty.body).toMatchObject({ code: 'INVALID_BODY', details: { field: `job_asset_name_filters.${job}` } });
   });
 
   test('a job name filter entry may be the asset name or its hash (blake3:<hex>), as ComfyUI matches them', async () => {

@@ -13,7 +13,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { startFakeHub, type FakeHub } from '../helpers/fake-hub';
 import { gql } from '../helpers/graphql';
-import { ARTIFACTS, axeViolations, LAUNCH, picture, safetensors, wav } from '../helpers/ui-checks';
+import { ARTIFACTS, axeViolations, LAUNCH, picture, safetensors, wav, webm } from '../helpers/ui-checks';
 
 // Functions given to page.evaluate run in the page, whose globals these are (the tests' tsconfig has no DOM library).
 declare const document: any;
@@ -30,7 +30,7 @@ const { buildUi } = require('../../scripts/build-ui.cjs') as {
 const PAGE_SIZE = 24;
 const IMAGES = 30;
 /** The images, two models, a JSON file and a sound. */
-const ALL = IMAGES + 4;
+const ALL = IMAGES + 5;
 
 let svc: TestService;
 let hub: FakeHub;
@@ -67,6 +67,7 @@ beforeAll(async () => {
   );
   await upload(Buffer.from('{"prompt": "<b>not bold</b>", "steps": 30}'), 'workflow.json', 'notes');
   await upload(wav(), 'tone.wav', 'sounds');
+  await upload(webm(), 'clip.webm', 'clips');
   const ids: string[] = [];
   for (let i = 0; i < IMAGES; i++)
     ids.push(
@@ -348,6 +349,20 @@ async function walkThrough(): Promise<void> {
     { what: 'the audio player' },
   );
   expect(await viewer.locator('audio').evaluate((a: any) => Math.round(a.duration * 100))).toBe(25);
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Escape');
+  // Video in a player: its frames decoded (the size is the clip's), its length the clip's.
+  await page.getByLabel('Search by name').fill('clip');
+  await waitFor(async () => ((await tiles().count()) === 1 ? true : undefined));
+  await page.locator('.tile-main').first().click();
+  await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
+  await waitFor(
+    async () => ((await viewer.locator('video').evaluate((v: any) => v.readyState)) >= 1 ? true : undefined),
+    { what: 'the video player' },
+  );
+  expect(await viewer.locator('video').evaluate((v: any) => [v.videoWidth, v.videoHeight])).toEqual([64, 48]);
+  expect(await viewer.locator('video').evaluate((v: any) => Math.round(v.duration * 10))).toBe(5);
+  await accessible('video viewer');
   await page.keyboard.press('Escape');
   await page.keyboard.press('Escape');
   await page.getByLabel('Search by name').fill('');
