@@ -47,3 +47,41 @@ export class BlobNotFoundError extends InfraError {
 /** Unavailable or full: a failure of a store of this service, not of the request (see isOwnStoreFailure). */
 export const isStoreFailure = (e: unknown): e is StoreUnavailableError | StoreFullError =>
   e instanceof StoreUnavailableError || e instanceof StoreFullError;
+
+/** Node's codes for a peer that cannot be reached, or a connection lost or timed out (any store's client). */
+export const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+/**
+ * What a client library's failure may carry, at any depth of its chain of causes (AWS SDK, pg, Prisma's adapter).
+ * `someCause` walks that chain (at most `depth` links) and answers whether `test` holds for one of them.
+ */
+export interface CauseFields {
+  code?: unknown;
+  name?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  $metadata?: { httpStatusCode?: number };
+  meta?: { driverAdapterError?: { cause?: { originalCode?: string; kind?: string; code?: string } } };
+}
+export function someCause<T>(
+  err: unknown,
+  depth: number,
+  test: (o: CauseFields, e: object) => T | undefined,
+): T | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < depth && e && typeof e === 'object'; i++) {
+    const found = test(e as CauseFields, e);
+    if (found !== undefined) return found;
+    e = (e as CauseFields).cause;
+  }
+  return undefined;
+}

@@ -1,6 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg, { Pool, type PoolConfig } from 'pg';
-import { InfraError, StoreFullError, StoreUnavailableError } from './errors';
+import { InfraError, SOCKET_ERROR_CODES, someCause, StoreFullError, StoreUnavailableError } from './errors';
 import { PrismaClient } from '../generated/prisma/client';
 import type { Logger } from './logger';
 
@@ -126,16 +126,6 @@ export function translateDbError(err: unknown, health?: DatabaseHealth): unknown
   return err;
 }
 
-const SOCKET_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
 /** Prisma's codes for "cannot reach / lost / timed out waiting for" the database. */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
@@ -152,33 +142,27 @@ function sqlStateKind(code: string): 'unavailable' | 'full' | undefined {
 }
 
 export function classifyDbError(err: unknown): 'unavailable' | 'full' | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 6 && e && typeof e === 'object'; i++) {
+  // `null`: the driver adapter named a state that is neither (the walk ends there).
+  const kind = someCause(err, 6, (o, e): 'unavailable' | 'full' | null | undefined => {
     if (e instanceof StoreUnavailableError) return 'unavailable';
     if (e instanceof StoreFullError) return 'full';
-    const o = e as {
-      code?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      meta?: { driverAdapterError?: { cause?: { originalCode?: string; kind?: string; code?: string } } };
-    };
     const adapter = o.meta?.driverAdapterError?.cause;
     if (adapter) {
       if (adapter.kind && ADAPTER_KINDS.has(adapter.kind)) return 'unavailable';
       const state = adapter.originalCode ?? adapter.code;
-      if (state) return sqlStateKind(state);
+      if (state) return sqlStateKind(state) ?? null;
     }
     if (typeof o.code === 'string') {
-      if (SOCKET_CODES.has(o.code) || PRISMA_CODES.has(o.code)) return 'unavailable';
+      if (SOCKET_ERROR_CODES.has(o.code) || PRISMA_CODES.has(o.code)) return 'unavailable';
       if (/^[0-9A-Z]{5}$/.test(o.code)) {
         const k = sqlStateKind(o.code);
         if (k) return k;
       }
     }
     if (typeof o.message === 'string' && POOL_MESSAGES.test(o.message)) return 'unavailable';
-    e = o.cause;
-  }
-  return undefined;
+    return undefined;
+  });
+  return kind ?? undefined;
 }
 
 /**

@@ -190,11 +190,7 @@ export class TaskRepository {
         },
         include: WITH_TRANSFER,
       })
-      .catch((err: unknown) => {
-        throw isUniqueViolation(err)
-          ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err })
-          : err;
-      });
+      .catch(takenKey(t.idempotencyKey));
     return toTask(row);
   }
 
@@ -216,11 +212,7 @@ export class TaskRepository {
         },
         include: WITH_TRANSFER,
       })
-      .catch((err: unknown) => {
-        throw isUniqueViolation(err)
-          ? new AlreadyExists(`task with idempotency key ${t.idempotencyKey}`, { cause: err })
-          : err;
-      });
+      .catch(takenKey(t.idempotencyKey));
     return toTask(row);
   }
 
@@ -339,3 +331,10 @@ export class TaskRepository {
     return rows.map((r) => ({ taskName: r.task_name, status: r.status, count: r.n }));
   }
 }
+
+/** A unique violation on insert: the idempotency key is another task's (AlreadyExists); anything else as it is. */
+const takenKey =
+  (key: string | null) =>
+  (err: unknown): never => {
+    throw isUniqueViolation(err) ? new AlreadyExists(`task with idempotency key ${key}`, { cause: err }) : err;
+  };

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { HashSession } from './ingest-pool';
-import { InfraError, StoreFullError, StoreUnavailableError } from '../errors';
+import { InfraError, SOCKET_ERROR_CODES, someCause, StoreFullError, StoreUnavailableError } from '../errors';
 
 export { BlobNotFoundError } from '../errors';
 
@@ -182,34 +182,17 @@ const FULL_NAMES = new Set(['QuotaExceeded', 'InsufficientCapacity', 'Insufficie
 
 /** ENOSPC / EDQUOT (disk full, quota exceeded), or S3's equivalents, wherever they surface in a chain of causes. */
 export function isStorageFull(err: unknown): boolean {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as {
-      code?: unknown;
-      name?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      $metadata?: { httpStatusCode?: number };
-    };
-    if (o.code === 'ENOSPC' || o.code === 'EDQUOT') return true;
-    if ((typeof o.name === 'string' && FULL_NAMES.has(o.name)) || o.$metadata?.httpStatusCode === 507) return true;
-    if (typeof o.message === 'string' && /\b(ENOSPC|EDQUOT)\b|no space left on device|quota exceeded/i.test(o.message))
-      return true;
-    e = o.cause;
-  }
-  return false;
+  return (
+    someCause(err, 5, (o) => {
+      if (o.code === 'ENOSPC' || o.code === 'EDQUOT') return true;
+      if ((typeof o.name === 'string' && FULL_NAMES.has(o.name)) || o.$metadata?.httpStatusCode === 507) return true;
+      const m = o.message;
+      if (typeof m === 'string' && /\b(ENOSPC|EDQUOT)\b|no space left on device|quota exceeded/i.test(m)) return true;
+      return undefined;
+    }) ?? false
+  );
 }
 
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
 // InternalError: also what S3 puts in the body of a 200 to CopyObject / CompleteMultipartUpload that failed after all.
 const UNREACHABLE_NAMES = new Set([
   'TimeoutError',
@@ -227,25 +210,18 @@ const UNREACHABLE_MESSAGE =
  * 504 in front of MinIO), wherever it surfaces in a chain of causes. The failure is the store's, not the request's.
  */
 export function isStoreUnreachable(err: unknown): boolean {
-  let e: unknown = err;
-  for (let i = 0; i < 5 && e && typeof e === 'object'; i++) {
-    const o = e as {
-      code?: unknown;
-      name?: unknown;
-      message?: unknown;
-      cause?: unknown;
-      $metadata?: { httpStatusCode?: number };
-    };
-    if (typeof o.code === 'string' && UNREACHABLE_CODES.has(o.code)) return true;
-    if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
-    const status = o.$metadata?.httpStatusCode ?? 0;
-    // 501 / 505: a feature or protocol the store lacks, which no retry will change.
-    if (status >= 500 && status !== 501 && status !== 505) return true;
-    // What the SDK's retry step made of a failure that was not an Error of this realm ("AWS SDK error wrapper for …").
-    if (typeof o.message === 'string' && UNREACHABLE_MESSAGE.test(o.message)) return true;
-    e = o.cause;
-  }
-  return false;
+  return (
+    someCause(err, 5, (o) => {
+      if (typeof o.code === 'string' && SOCKET_ERROR_CODES.has(o.code)) return true;
+      if (typeof o.name === 'string' && UNREACHABLE_NAMES.has(o.name)) return true;
+      const status = o.$metadata?.httpStatusCode ?? 0;
+      // 501 / 505: a feature or protocol the store lacks, which no retry will change.
+      if (status >= 500 && status !== 501 && status !== 505) return true;
+      // What the SDK's retry step made of a failure that was not an Error of this realm ("AWS SDK error wrapper …").
+      if (typeof o.message === 'string' && UNREACHABLE_MESSAGE.test(o.message)) return true;
+      return undefined;
+    }) ?? false
+  );
 }
 
 /**
