@@ -166,16 +166,23 @@ export class DownloadJob {
     await partial.discard().catch((err: unknown) => this.d.logger.warn('could not remove a partial download', { err }));
   }
 
-  /** Re-enqueues running transfers whose lease expired: their worker was killed or lost its database. */
+  /**
+   * Re-enqueues running transfers whose lease expired: their worker was killed or lost its database. A page of 20 at
+   * a time (one short transaction each), until none is left: the sweep runs once a minute.
+   */
   async sweep(): Promise<void> {
-    if (this.stopping) return;
+    const PAGE = 20;
     try {
-      const ids = await this.d.repo.takeOrphans(20, 3 * this.o.leaseMs, async (id, tx) => {
-        await this.d.queue.send(JOB.downloadTransfer, { transferId: id }, { tx });
-      });
-      if (ids.length === 0) return;
-      this.d.queue.wake(JOB.downloadTransfer);
-      this.d.logger.info('resuming downloads whose worker stopped', { transfer_ids: ids });
+      while (!this.stopping) {
+        const ids = await this.d.repo.takeOrphans(PAGE, 3 * this.o.leaseMs, async (id, tx) => {
+          await this.d.queue.send(JOB.downloadTransfer, { transferId: id }, { tx });
+        });
+        if (ids.length > 0) {
+          this.d.queue.wake(JOB.downloadTransfer);
+          this.d.logger.info('resuming downloads whose worker stopped', { transfer_ids: ids });
+        }
+        if (ids.length < PAGE) return;
+      }
     } catch (err) {
       if (!this.stopping) this.d.logger.warn('download sweep failed', { err: isDomainError(err) ? err.message : err });
     }
