@@ -52,7 +52,8 @@ export function createLogger(
       level,
       base: plainFields(base),
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }), bindings: plainFields, log: plainFields },
+      formatters: { level: (label) => ({ level: label }), log: plainFields },
+      // Not pino's own `err` serializer, which would reshape the fields above (as `type`, `message`, `stack`).
       serializers: { err: (v: unknown) => (v instanceof Error ? errorFields(v) : v) },
     },
     stdout ?? { write: out! },
@@ -80,6 +81,7 @@ function wrap(p: pino.Logger): Logger {
     info: (msg, fields) => (fields ? p.info(fields, msg) : p.info(msg)),
     warn: (msg, fields) => (fields ? p.warn(fields, msg) : p.warn(msg)),
     error: (msg, fields) => (fields ? p.error(fields, msg) : p.error(msg)),
-    child: (fields) => wrap(p.child(fields)),
+    // pino formats a child's fields once, as they are: Errors and bigints are made plain here.
+    child: (fields) => wrap(p.child(plainFields(fields))),
   };
 }

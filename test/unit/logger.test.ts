@@ -53,6 +53,8 @@ test('errors under any key become name, message, stack and code; bigints become 
   expect(r!.cause).toMatchObject({ name: 'TypeError', message: 'bad' });
   expect(r!.bytes).toBe('12');
   expect('absent' in r!).toBe(false);
+  logger.child({ err, bytes: 7n }).warn('child');
+  expect(records()[1]).toMatchObject({ err: { name: 'Error', message: 'disk full', code: 'ENOSPC' }, bytes: '7' });
 });
 
 test("a line's fields win over its logger's fields of the same name", () => {
