@@ -36,6 +36,7 @@ import type { Logger } from './infra/logger';
 import { Metrics } from './infra/metrics';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
+import type { JobMap, Queue } from './domain/job-map';
 import { registerJobs } from './jobs';
 
 /** The composition root: every long-lived object of the service, built once from the config. */
@@ -46,7 +47,7 @@ export interface Container {
   blobStore: BlobStore;
   /** Threads that hash (and for the disk store, write) uploaded and downloaded bytes; idle ones need no closing. */
   ingestWorkers: IngestWorkers;
-  queue: JobQueue;
+  queue: Queue;
   apiKeys: ApiKeyService;
   /** Authentication of requests with the rate limits (REST, GraphQL). */
   requestAuth: RequestAuth;
@@ -92,7 +93,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const ingestWorkers = new IngestWorkers();
   const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
-  const queue = await JobQueue.create(databaseUrl, logger, database.health);
+  const queue = await JobQueue.create<JobMap>(databaseUrl, logger, database.health);
   const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys);
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
@@ -188,7 +189,6 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     meter: metrics,
   };
   const downloadJob = new DownloadJob({ ...downloadDeps, maxBytes: config.maxUploadBytes });
-  if (config.role !== 'api') downloadJob.startSweeping();
   const downloads = new DownloadService(downloadDeps);
   const tasks = new TaskService(database.transactions, taskRepo, downloadRepo, (id) => downloadJob.cancelled(id));
 
@@ -202,7 +202,6 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     queue,
     logger: logger.child({ module: 'imports' }),
   });
-  if (config.role !== 'api') imports.startSweeping();
 
   registerJobs(queue, {
     config,
@@ -239,7 +238,6 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     close: async () => {
       // Local transfers stop (they resume elsewhere or after restart); outbound connections close.
       await downloadJob.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
-      imports.stopSweeping();
       await fetcher.close().catch(() => undefined);
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       content.close();

@@ -5,11 +5,11 @@ import { blobTempSweepJob } from './domain/content/blob-temp-sweep.job';
 import { contentGcJob, contentGcSweepJob } from './domain/content/content-gc.job';
 import type { AssetService } from './domain/assets/asset.service';
 import type { ContentService } from './domain/content/content.service';
-import { downloadTransferJob, type DownloadJob } from './domain/downloads/download.job';
+import { downloadSweepJob, downloadTransferJob, type DownloadJob } from './domain/downloads/download.job';
 import { exportSweepJob } from './domain/exports/export-sweep.job';
 import { exportJob } from './domain/exports/export.job';
 import type { ExportService } from './domain/exports/export.service';
-import { importJob } from './domain/imports/import.job';
+import { importJob, importSweepJob } from './domain/imports/import.job';
 import type { ImportService } from './domain/imports/import.service';
 import { thumbnailBackfillJob } from './domain/thumbnails/thumbnail-backfill.job';
 import { thumbnailJob } from './domain/thumbnails/thumbnail.job';
@@ -18,7 +18,8 @@ import { uploadSweepJob } from './domain/uploads/upload-sweep.job';
 import type { UploadService } from './domain/uploads/upload.service';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import type { Logger } from './infra/logger';
-import type { Job, JobQueue } from './infra/queue';
+import type { JobMap, Queue } from './domain/job-map';
+import type { AnyJob } from './infra/queue';
 
 /** Everything a job's handler may need; each job takes the few it uses. */
 export interface JobServices {
@@ -34,8 +35,11 @@ export interface JobServices {
   imports: ImportService;
 }
 
-/** Every job of the service. Those sent at start are sent in this order. */
-export const JOBS: ReadonlyArray<Job<JobServices, never>> = [
+/**
+ * Every job of the service, registered from this list alone (names and data: src/domain/job-map.ts; options and
+ * handler: each `<name>.job.ts`). Those sent at start are sent in this order.
+ */
+export const JOBS: ReadonlyArray<AnyJob<JobServices, JobMap>> = [
   contentGcJob,
   contentGcSweepJob,
   blobTempSweepJob,
@@ -47,9 +51,11 @@ export const JOBS: ReadonlyArray<Job<JobServices, never>> = [
   exportJob,
   exportSweepJob,
   downloadTransferJob,
+  downloadSweepJob,
   importJob,
+  importSweepJob,
 ];
 
-export function registerJobs(queue: JobQueue, services: JobServices): void {
-  for (const job of JOBS) queue.define({ name: job.name, ...job.define(services) });
+export function registerJobs(queue: Queue, services: JobServices): void {
+  queue.register(JOBS, services);
 }

@@ -26,11 +26,12 @@ async function main(): Promise<void> {
       process.exit(130);
     }
     logger.info('shutting down', { signal });
+    // HTTP, jobs and the database are drained first, then the log lines still held: the last thing before exit.
     service.stop().then(
-      () => process.exit(0),
+      () => logger.flush().then(() => process.exit(0)),
       (err) => {
         logger.error('shutdown failed', { err });
-        process.exit(1);
+        return logger.flush().then(() => process.exit(1));
       },
     );
   };

@@ -3,8 +3,8 @@ import type { Logger } from './logger';
 import { Prisma } from '../generated/prisma/client';
 import { classifyDbError, prismaOf, type DatabaseHealth, type Transaction } from './prisma';
 
-export interface JobDefinition<T extends object> {
-  name: string;
+/** A job's options and handler; `T` is the data it carries. */
+export interface JobOptions<T> {
   handler: (data: T, job: { id: string; retryCount: number; signal: AbortSignal }) => Promise<void>;
   /**
    * Takes up to this many jobs per fetch and hands their data to `handleBatch` at once (instead of `handler` one by
@@ -19,7 +19,10 @@ export interface JobDefinition<T extends object> {
   retryBackoff?: boolean;
   expireInSeconds?: number;
   heartbeatSeconds?: number;
-  /** Cron expression: the job is also sent on this schedule (once across all instances). */
+  /**
+   * Cron expression: the job is also sent on this schedule, once across all instances (pg-boss's schedule). Its
+   * finest step is a minute.
+   */
   cron?: string;
   /** Sent once (a singleton, with no data) each time this process starts working on jobs. */
   sendAtStart?: boolean;
@@ -27,13 +30,16 @@ export interface JobDefinition<T extends object> {
 }
 
 /**
- * A job as a named unit (a `<name>.job.ts` beside its domain): the name, and a factory that makes its options and
- * handler from the services it needs. The composition root registers every unit of src/jobs.ts.
+ * A job as a named unit (a `<name>.job.ts` beside its domain): its name in the job map `M`, and a factory that makes
+ * its options and handler from the services `S` it needs. The composition root registers every unit of src/jobs.ts.
  */
-export interface Job<S, T extends object = object> {
-  readonly name: string;
-  define(services: S): Omit<JobDefinition<T>, 'name'>;
+export interface Job<S, M extends object, K extends keyof M & string> {
+  readonly name: K;
+  define(services: S): JobOptions<M[K]>;
 }
+
+/** Any one job of the map `M` (a union, one member per name): what a list of jobs holds. */
+export type AnyJob<S, M extends object> = { [K in keyof M & string]: Job<S, M, K> }[keyof M & string];
 
 /** A handler that runs `work` and logs how many things it did (removed, filled), when it did any. */
 export function countingHandler(logger: Logger, message: string, work: () => Promise<number>): () => Promise<void> {
@@ -51,9 +57,12 @@ export interface SendOptions {
   id?: string;
 }
 
-/** The job queue (pg-boss 12 on the service's PostgreSQL), with typed job definitions. */
-export class JobQueue {
-  private readonly definitions = new Map<string, JobDefinition<object>>();
+/**
+ * The job queue (pg-boss 12 on the service's PostgreSQL), typed by a job map `M` (name → data): a job can only be sent
+ * by a name of the map, with that name's data.
+ */
+export class JobQueue<M extends object> {
+  private readonly definitions = new Map<string, JobOptions<object> & { name: string }>();
   /** pg-boss worker id of each job name this process works on. */
   private readonly workerIds = new Map<string, string>();
   private started = false;
@@ -64,7 +73,11 @@ export class JobQueue {
   ) {}
 
   /** `health`: the service's database health, so an outage seen by the queue's polling is logged once, not per poll. */
-  static async create(databaseUrl: string, logger: Logger, health?: DatabaseHealth): Promise<JobQueue> {
+  static async create<M extends object>(
+    databaseUrl: string,
+    logger: Logger,
+    health?: DatabaseHealth,
+  ): Promise<JobQueue<M>> {
     // pg-boss is an ES module; Node >= 22.12 loads it with require().
     const { PgBoss } = await import('pg-boss');
     const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', max: 4 });
@@ -72,11 +85,16 @@ export class JobQueue {
       if (health && classifyDbError(err) === 'unavailable') health.failed();
       else logger.error('job queue error', { err });
     });
-    return new JobQueue(boss, logger);
+    return new JobQueue<M>(boss, logger);
   }
 
-  define<T extends object>(def: JobDefinition<T>): void {
-    this.definitions.set(def.name, def as unknown as JobDefinition<object>);
+  /** Registers the jobs this process knows (their queues are made at start, and with workers, worked on). */
+  register<S>(jobs: readonly AnyJob<S, M>[], services: S): void {
+    for (const job of jobs) {
+      if (this.definitions.has(job.name)) throw new Error(`job ${job.name} is registered twice`);
+      // Each job's handler takes its own name's data; pg-boss hands it back as the sender gave it.
+      this.definitions.set(job.name, { name: job.name, ...(job.define(services) as JobOptions<object>) });
+    }
   }
 
   /** Creates the schema and queues; with `workers`, also starts handling jobs and schedules. */
@@ -106,7 +124,7 @@ export class JobQueue {
           // A worker that found a job looks for the next one as soon as it is done, instead of after its polling
           // interval: a backlog (thumbnails of a bulk upload, GC after a mass delete) drains at the speed of the
           // jobs, not one job per interval. Once a fetch finds nothing, the worker polls at its interval again.
-          this.wake(def.name);
+          this.wakeWorker(def.name);
           if (def.handleBatch) {
             try {
               await def.handleBatch(jobs.map((j) => j.data ?? {}));
@@ -136,9 +154,9 @@ export class JobQueue {
     }
     for (const def of this.definitions.values()) {
       if (!def.sendAtStart) continue;
-      await this.send(def.name, {}, { singletonKey: def.name });
+      await this.enqueue(def.name, {}, { singletonKey: def.name });
       // Its worker takes it now, not at its next poll (up to a second into every start).
-      this.wake(def.name);
+      this.wakeWorker(def.name);
     }
   }
 
@@ -147,12 +165,20 @@ export class JobQueue {
    * Call it after the transaction that sent the job has committed. If that worker is busy, the others and the
    * workers of other processes still find the job by polling.
    */
-  wake(name: string): void {
+  wake(name: keyof M & string): void {
+    this.wakeWorker(name);
+  }
+
+  private wakeWorker(name: string): void {
     const id = this.workerIds.get(name);
     if (id) this.boss.notifyWorker(id);
   }
 
-  async send(name: string, data: object, opts: SendOptions = {}): Promise<string | null> {
+  async send<K extends keyof M & string>(name: K, data: M[K], opts: SendOptions = {}): Promise<string | null> {
+    return this.enqueue(name, data as object, opts);
+  }
+
+  private async enqueue(name: string, data: object, opts: SendOptions): Promise<string | null> {
     if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
     return this.boss.send(name, data, {
       ...(opts.startAfterSeconds ? { startAfter: opts.startAfterSeconds } : {}),
@@ -163,16 +189,19 @@ export class JobQueue {
   }
 
   /** Many jobs of one name in one insert (not in a transaction): a backfill's page. */
-  async sendMany(name: string, jobs: readonly { data: object; singletonKey?: string }[]): Promise<void> {
+  async sendMany<K extends keyof M & string>(
+    name: K,
+    jobs: readonly { data: M[K]; singletonKey?: string }[],
+  ): Promise<void> {
     if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
     if (jobs.length === 0) return;
     await this.boss.insert(
       name,
-      jobs.map((j) => ({ data: j.data, ...(j.singletonKey ? { singletonKey: j.singletonKey } : {}) })),
+      jobs.map((j) => ({ data: j.data as object, ...(j.singletonKey ? { singletonKey: j.singletonKey } : {}) })),
     );
   }
 
-  async cancel(name: string, id: string): Promise<void> {
+  async cancel(name: keyof M & string, id: string): Promise<void> {
     await this.boss.cancel(name, id);
   }
 

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { CONTENT_GC_JOB } from '../../src/domain/content/content-gc.job';
+import { JOB } from '../../src/domain/job-map';
 import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
 /**
@@ -381,7 +381,7 @@ describe('content garbage collection in batches', () => {
       );
       // What n asset deletions enqueue: one GC job each, due at the end of the grace period.
       await svc.container.queue.raw.insert(
-        CONTENT_GC_JOB,
+        JOB.contentGc,
         hexes.map((blake3) => ({ data: { blake3 } })),
       );
       const t = Date.now();

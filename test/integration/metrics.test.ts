@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { CONTENT_GC_JOB } from '../../src/domain/content/content-gc.job';
+import { JOB } from '../../src/domain/job-map';
 import { isLoopback } from '../../src/http/metrics';
 import { startDownload, waitTask } from '../helpers/downloads';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
@@ -125,7 +125,7 @@ describe('after known traffic', () => {
 
   test('tasks, queues, database pool, GC backlog, event loop and process metrics', async () => {
     expect(valueOf(after, 'assets_tasks', { task_name: 'download_file', status: 'running' })).toBe(0);
-    expect(samplesOf(after, 'assets_job_queue_jobs', { queue: CONTENT_GC_JOB, state: 'ready' })).toHaveLength(1);
+    expect(samplesOf(after, 'assets_job_queue_jobs', { queue: JOB.contentGc, state: 'ready' })).toHaveLength(1);
     expect(valueOf(after, 'assets_db_pool_max_connections')).toBe(10);
     expect(valueOf(after, 'assets_db_pool_connections', { state: 'in_use' })).toBeGreaterThanOrEqual(0);
     expect(valueOf(after, 'assets_db_pool_waiting_requests')).toBe(0);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { Client } from 'pg';
 import sharp from 'sharp';
-import { THUMBNAIL_JOB } from '../../src/domain/thumbnails/thumbnail.job';
+import { JOB } from '../../src/domain/job-map';
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService, granted } from '../helpers/harness';
 import { startS3Server } from '../helpers/rgw';
@@ -243,7 +243,7 @@ test('images whose bytes libvips refuses (a truncated PNG, a PNG with damaged pi
     });
     expect([name, row.status, row.error]).toEqual([name, 'failed', expect.stringMatching(/libpng/)]);
     const job = await db.query(`SELECT retry_count FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [
-      THUMBNAIL_JOB,
+      JOB.thumbnail,
       blake3,
     ]);
     expect(job.rows.map((r: { retry_count: number }) => r.retry_count)).toEqual([0]);
@@ -254,7 +254,7 @@ test('non-images get no thumbnail job and answer 404 THUMBNAIL_NOT_FOUND; other 
   const { id, body } = await upload(Buffer.from('not an image at all'), 'notes.txt');
   const blake3 = String(body.asset_hash).slice('blake3:'.length);
   const jobs = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [
-    THUMBNAIL_JOB,
+    JOB.thumbnail,
     blake3,
   ]);
   expect(jobs.rows[0].n).toBe(0);
@@ -286,7 +286,7 @@ test('one thumbnail per content: assets of other owners and later assets of the 
     1,
   );
   const made = await db.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'blake3' = $2`, [
-    THUMBNAIL_JOB,
+    JOB.thumbnail,
     blake3,
   ]);
   expect(made.rows[0].n).toBe(1);
@@ -319,7 +319,7 @@ test('a restart backfills thumbnails of images stored before thumbnails existed'
   await db.query('DELETE FROM thumbnail WHERE content_hash = $1', [blake3]);
   await db.query('UPDATE asset SET has_thumbnail = false WHERE content_hash = $1', [blake3]);
   fs.rmSync(path.join(svc.dataDir, 'blobs', blake3.slice(0, 2), blake3.slice(2, 4), `${blake3}.thumbnail.webp`));
-  await db.query(`DELETE FROM pgboss.job WHERE name = $1`, [THUMBNAIL_JOB]);
+  await db.query(`DELETE FROM pgboss.job WHERE name = $1`, [JOB.thumbnail]);
   expect(await getAsset(id)).not.toHaveProperty('thumbnail_url');
 
   const { databaseUrl, dataDir } = svc;

@@ -1,14 +1,13 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Transaction, Transactions } from '../../infra/prisma';
-import type { JobQueue } from '../../infra/queue';
-import { CONTENT_GC_JOB } from '../content/content-gc.job';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import { parseHash, type ContentDigest, type ParsedHash } from '../content/hashing';
 import { assetMetadata } from '../content/derived-metadata';
 import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName, servedContentType } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
+import { JOB, type Queue } from '../job-map';
 import { servableMediaType } from '../input';
 import type { AssetRepository, PageColumns, PageHead } from './asset.repository';
 import type {
@@ -57,7 +56,7 @@ export class AssetService {
     private readonly transactions: Transactions,
     private readonly assets: AssetRepository,
     private readonly content: ContentService,
-    private readonly queue: JobQueue,
+    private readonly queue: Queue,
   ) {}
 
   async get(principal: Principal, id: string): Promise<Asset> {
@@ -405,7 +404,7 @@ export class AssetService {
       await this.assets.deleteRow(id, tx);
       if (await this.content.releaseIfUnused(tx, asset.blake3)) {
         await this.queue.send(
-          CONTENT_GC_JOB,
+          JOB.contentGc,
           { blake3: asset.blake3 },
           { tx, startAfterSeconds: this.content.gcGraceSeconds + 1 },
         );

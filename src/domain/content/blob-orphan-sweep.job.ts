@@ -1,9 +1,10 @@
 import type { Logger } from '../../infra/logger';
-import { countingHandler, type Job } from '../../infra/queue';
+import { countingHandler } from '../../infra/queue';
+import { JOB, type ServiceJob } from '../job-map';
 import type { ContentService } from './content.service';
 
-export const blobOrphanSweepJob: Job<{ content: ContentService; logger: Logger }> = {
-  name: 'blob.sweep-orphans',
+export const blobOrphanSweepJob: ServiceJob<{ content: ContentService; logger: Logger }, typeof JOB.blobOrphanSweep> = {
+  name: JOB.blobOrphanSweep,
   define: ({ content, logger }) => ({
     // Daily: it lists every blob (one LIST request per 1,000 on S3).
     cron: '41 3 * * *',

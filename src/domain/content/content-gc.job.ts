@@ -1,7 +1,6 @@
-import type { Job } from '../../infra/queue';
+import { JOB, type ServiceJob } from '../job-map';
 import type { ContentService } from './content.service';
 
-export const CONTENT_GC_JOB = 'content.gc';
 const GC_BATCH = 1_000;
 
 /** Collects every content whose grace period is over, a batch at a time. */
@@ -16,8 +15,8 @@ async function collectAllDue(content: ContentService): Promise<void> {
  * the hundred and collects every content then due in bulk (ContentService.collectExpired), so 10,000 deletions are
  * reclaimed in seconds rather than at one per second.
  */
-export const contentGcJob: Job<{ content: ContentService }, { blake3: string }> = {
-  name: CONTENT_GC_JOB,
+export const contentGcJob: ServiceJob<{ content: ContentService }, typeof JOB.contentGc> = {
+  name: JOB.contentGc,
   define: ({ content }) => ({
     batchSize: 500,
     handleBatch: () => collectAllDue(content),
@@ -26,8 +25,8 @@ export const contentGcJob: Job<{ content: ContentService }, { blake3: string }> 
 };
 
 /** The same collection every quarter hour, for contents whose job was lost. */
-export const contentGcSweepJob: Job<{ content: ContentService }> = {
-  name: 'content.gc-sweep',
+export const contentGcSweepJob: ServiceJob<{ content: ContentService }, typeof JOB.contentGcSweep> = {
+  name: JOB.contentGcSweep,
   define: ({ content }) => ({
     cron: '*/15 * * * *',
     handler: () => collectAllDue(content),

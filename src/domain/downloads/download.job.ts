@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import { FetchError } from '../../infra/http-fetch';
-import type { Job, JobDefinition } from '../../infra/queue';
+import type { JobOptions } from '../../infra/queue';
 import { isDomainError, isOwnStoreFailure } from '../errors';
+import { JOB, type JobMap, type ServiceJob } from '../job-map';
 import type { DownloadDeps } from './download.service';
-import { DOWNLOAD_JOB } from './download.service';
 import type { Transfer } from './download.repository';
 import { failTransferAndTasks, finishWaitingTasks } from './download-finish';
 import { holdLease, type StopReason, type TransferProgress } from './download-lease';
@@ -14,28 +14,39 @@ export interface DownloadJobOptions {
   leaseMs: number;
   /** How often the lease is renewed, cancellation checked and (when due) progress saved. */
   tickMs: number;
-  /** How often each worker looks for transfers whose worker died. */
-  sweepMs: number;
   /** pg-boss attempts of one job (failures of the service itself, not of the network). */
   retryLimit: number;
 }
 
-export const DEFAULT_JOB_OPTIONS: DownloadJobOptions = { leaseMs: 10_000, tickMs: 500, sweepMs: 3_000, retryLimit: 5 };
+export const DEFAULT_JOB_OPTIONS: DownloadJobOptions = { leaseMs: 10_000, tickMs: 500, retryLimit: 5 };
 
-export const downloadTransferJob: Job<{ downloadJob: DownloadJob }, { transferId: string }> = {
-  name: DOWNLOAD_JOB,
+export const downloadTransferJob: ServiceJob<{ downloadJob: DownloadJob }, typeof JOB.downloadTransfer> = {
+  name: JOB.downloadTransfer,
   define: ({ downloadJob }) => downloadJob.definition(),
+};
+
+/**
+ * Every minute, on one instance: re-enqueues running transfers whose lease expired (their worker was killed or lost
+ * its database). A schedule rather than a timer per process, so a deployment of many instances sweeps once.
+ */
+export const downloadSweepJob: ServiceJob<{ downloadJob: DownloadJob }, typeof JOB.downloadSweep> = {
+  name: JOB.downloadSweep,
+  define: ({ downloadJob }) => ({
+    cron: '* * * * *',
+    handler: async () => {
+      await downloadJob.sweep();
+    },
+  }),
 };
 
 /**
  * The pg-boss job that drives one transfer: claims it under a lease (download-lease.ts: renewed, progress saved at
  * most once a second and once per 1 %, a cancellation noticed within `tickMs`), streams and stores it
  * (download-store.ts), and gives every task waiting on it its asset (download-finish.ts). Failures, shutdown and
- * the sweep for transfers whose worker died are handled here.
+ * the sweep for transfers whose worker died (`downloadSweepJob`) are handled here.
  */
 export class DownloadJob {
   private readonly local = new Map<string, AbortController>();
-  private sweeper: NodeJS.Timeout | undefined;
   private stopping = false;
 
   constructor(
@@ -44,7 +55,7 @@ export class DownloadJob {
   ) {}
 
   /** The pg-boss job's options and handler (registered through `downloadTransferJob`). */
-  definition(): Omit<JobDefinition<{ transferId: string }>, 'name'> {
+  definition(): JobOptions<JobMap[typeof JOB.downloadTransfer]> {
     return {
       concurrency: 4,
       retryLimit: this.o.retryLimit,
@@ -58,16 +69,9 @@ export class DownloadJob {
     };
   }
 
-  /** In processes that work on jobs: looks for transfers whose worker died, every `sweepMs`. */
-  startSweeping(): void {
-    this.sweeper = setInterval(() => void this.sweep(), this.o.sweepMs);
-    this.sweeper.unref();
-  }
-
   /** Stops this process's transfers (they keep their partial files and are resumed elsewhere or after restart). */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.sweeper) clearInterval(this.sweeper);
     for (const ac of this.local.values()) ac.abort('shutdown' satisfies StopReason);
     const deadline = Date.now() + 5000;
     while (this.local.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -161,14 +165,23 @@ export class DownloadJob {
     await partial.discard().catch((err: unknown) => this.d.logger.warn('could not remove a partial download', { err }));
   }
 
-  /** Re-enqueues running transfers whose lease expired: their worker was killed or lost its database. */
-  private async sweep(): Promise<void> {
-    if (this.stopping) return;
+  /**
+   * Re-enqueues running transfers whose lease expired: their worker was killed or lost its database. A page of 20 at
+   * a time (one short transaction each), until none is left: the sweep runs once a minute.
+   */
+  async sweep(): Promise<void> {
+    const PAGE = 20;
     try {
-      const ids = await this.d.repo.takeOrphans(20, 3 * this.o.leaseMs, async (id, tx) => {
-        await this.d.queue.send(DOWNLOAD_JOB, { transferId: id }, { tx });
-      });
-      if (ids.length) this.d.logger.info('resuming downloads whose worker stopped', { transfer_ids: ids });
+      while (!this.stopping) {
+        const ids = await this.d.repo.takeOrphans(PAGE, 3 * this.o.leaseMs, async (id, tx) => {
+          await this.d.queue.send(JOB.downloadTransfer, { transferId: id }, { tx });
+        });
+        if (ids.length > 0) {
+          this.d.queue.wake(JOB.downloadTransfer);
+          this.d.logger.info('resuming downloads whose worker stopped', { transfer_ids: ids });
+        }
+        if (ids.length < PAGE) return;
+      }
     } catch (err) {
       if (!this.stopping) this.d.logger.warn('download sweep failed', { err: isDomainError(err) ? err.message : err });
     }

@@ -4,7 +4,6 @@ import type { IngestWorkers } from '../../infra/blob-store/ingest-pool';
 import type { HttpFetcher } from '../../infra/http-fetch';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
-import type { JobQueue } from '../../infra/queue';
 import type { AssetService } from '../assets/asset.service';
 import type { AssetCreateFields, AssetCreateInput, CreateResult, Principal } from '../assets/asset.types';
 import { validateCreateFields } from '../assets/validation';
@@ -12,6 +11,7 @@ import type { ContentService } from '../content/content.service';
 import type { ContentDigest } from '../content/hashing';
 import { AlreadyExists, DomainError, isDomainError } from '../errors';
 import { assertStorableText, idempotencyKeyOf } from '../input';
+import { JOB, type Queue } from '../job-map';
 import type { TaskRepository } from '../tasks/task.repository';
 import type { TransferMeter } from '../transfer-meter';
 import type { DownloadRequest, DownloadStart, RemoteMetadata, Task } from '../tasks/task.types';
@@ -21,7 +21,6 @@ import { lastSegment, SourceError, type SourceMetadata } from './providers/provi
 import { describeRemote } from './remote-metadata';
 import { SourceTransfer, withRetries } from './source-transfer';
 
-export const DOWNLOAD_JOB = 'download.transfer';
 /** A provider that does not answer the metadata request in time is treated as stating nothing. */
 export const PROBE_TIMEOUT_MS = 15_000;
 
@@ -32,7 +31,7 @@ export interface DownloadDeps {
   providers: Providers;
   assets: AssetService;
   content: ContentService;
-  queue: JobQueue;
+  queue: Queue;
   fetcher: HttpFetcher;
   blobs: BlobStore;
   /** The ingest threads, which hash the downloaded bytes. */
@@ -137,7 +136,7 @@ export class DownloadService {
               },
               tx,
             );
-            await this.d.queue.send(DOWNLOAD_JOB, { transferId: id }, { tx });
+            await this.d.queue.send(JOB.downloadTransfer, { transferId: id }, { tx });
             transfer = { id, status: 'queued' } as NonNullable<typeof transfer>;
           }
           const task = await this.d.tasks.insert(
@@ -160,7 +159,7 @@ export class DownloadService {
       );
       if ('task' in outcome) {
         // The job is committed: start it here now rather than at the worker's next poll (up to a second later).
-        this.d.queue.wake(DOWNLOAD_JOB);
+        this.d.queue.wake(JOB.downloadTransfer);
         return outcome;
       }
       const asset = await this.fromStored(

@@ -1,10 +1,8 @@
-import type { Job } from '../../infra/queue';
+import { JOB, type ServiceJob } from '../job-map';
 import type { ExportService } from './export.service';
 
-export const EXPORT_JOB = 'exports.build';
-
-export const exportJob: Job<{ exports: ExportService }, { taskId: string }> = {
-  name: EXPORT_JOB,
+export const exportJob: ServiceJob<{ exports: ExportService }, typeof JOB.exportBuild> = {
+  name: JOB.exportBuild,
   define: ({ exports }) => ({
     // A crashed export (no heartbeat for 30 s) starts again from the first member (its temporary is swept); a failing
     // one fails its task.

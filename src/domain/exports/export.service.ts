@@ -3,17 +3,16 @@ import type { Readable } from 'node:stream';
 import { BlobNotFoundError, type BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
-import type { JobQueue } from '../../infra/queue';
 import type { Principal } from '../assets/asset.types';
 import { AlreadyExists, DomainError } from '../errors';
 import { idempotencyKeyOf } from '../input';
+import { JOB, type Queue } from '../job-map';
 import { SecretSigner } from '../secrets/secret-signer';
 import type { ServerSecretRepository } from '../secrets/server-secret.repository';
 import { sameExportKey } from '../tasks/export-request';
 import { isActive, type TaskRepository } from '../tasks/task.repository';
 import { type ExportFailedAsset, type ExportRequest, type NamingStrategy, type Task } from '../tasks/task.types';
 import { memberPaths } from './archive-names';
-import { EXPORT_JOB } from './export.job';
 import type { ExportableAsset, ExportRepository } from './export.repository';
 import { zipArchive, type ZipEntry } from './zip-writer';
 
@@ -99,7 +98,7 @@ export class ExportService {
       secrets: ServerSecretRepository;
       tasks: TaskRepository;
       blobs: BlobStore;
-      queue: JobQueue;
+      queue: Queue;
       logger: Logger;
       ttlSeconds: number;
       /** How often progress is written and cancellation looked for. */
@@ -145,7 +144,7 @@ export class ExportService {
             { id, ownerId, idempotencyKey: idempotencyKey ?? `export_assets:${id}`, request, bytesTotal: sum(members) },
             tx,
           );
-          await queue.send(EXPORT_JOB, { taskId: id }, { tx });
+          await queue.send(JOB.exportBuild, { taskId: id }, { tx });
           return { task: t, created: true };
         },
         // A burst of identical requests waits its turn on the lock.
@@ -159,7 +158,7 @@ export class ExportService {
         }
         throw err;
       });
-    if (created) queue.wake(EXPORT_JOB);
+    if (created) queue.wake(JOB.exportBuild);
     return task;
   }
 

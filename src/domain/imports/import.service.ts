@@ -5,16 +5,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { IMPORT_ROOT_NAMES, type ImportRootName, type ImportRootsConfig } from '../../config';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
-import type { JobQueue } from '../../infra/queue';
 import type { AssetService } from '../assets/asset.service';
 import type { Principal } from '../assets/asset.types';
 import { comfyPlacement } from '../assets/comfy-folders';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import { AlreadyExists, DomainError, isOwnStoreFailure } from '../errors';
+import { JOB, type Queue } from '../job-map';
 import type { TaskRepository } from '../tasks/task.repository';
 import { ImportReadError, openFound } from './import-read';
 import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
-import { IMPORT_JOB } from './import.job';
 import type { ImportedFile, ImportRepository } from './import.repository';
 import {
   EMPTY_PROGRESS,
@@ -30,13 +29,11 @@ export interface ImportOptions {
   staleMs: number;
   /** How often the worker saves progress and looks for a cancel. */
   tickMs: number;
-  /** How often processes that run jobs look for runs whose worker died. */
-  sweepMs: number;
   /** Files read at a time. */
   concurrency: number;
 }
 
-export const DEFAULT_IMPORT_OPTIONS: ImportOptions = { staleMs: 10_000, tickMs: 1_000, sweepMs: 3_000, concurrency: 4 };
+export const DEFAULT_IMPORT_OPTIONS: ImportOptions = { staleMs: 10_000, tickMs: 1_000, concurrency: 4 };
 
 const CANCELLED = 'cancelled';
 
@@ -51,7 +48,6 @@ type SavedFile = { path: string } & ImportedFile;
  */
 export class ImportService {
   private readonly worker = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
-  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly d: {
@@ -61,7 +57,7 @@ export class ImportService {
       tasks: TaskRepository;
       assets: AssetService;
       content: ContentService;
-      queue: JobQueue;
+      queue: Queue;
       logger: Logger;
     },
     private readonly o: ImportOptions = DEFAULT_IMPORT_OPTIONS,
@@ -93,13 +89,13 @@ export class ImportService {
       await this.d.transactions.run(async (tx) => {
         await this.d.repo.insertTask({ id: taskId, ownerId, roots }, tx);
         await this.d.repo.insertRun({ taskId, ownerId, roots }, tx);
-        await this.d.queue.send(IMPORT_JOB, { taskId }, { tx });
+        await this.d.queue.send(JOB.importSeed, { taskId }, { tx });
       });
     } catch (err) {
       if (err instanceof AlreadyExists) return { status: 'already_running', ...(await this.runningTaskId()) };
       throw err;
     }
-    this.d.queue.wake(IMPORT_JOB);
+    this.d.queue.wake(JOB.importSeed);
     if (!wait) return { status: 'started', taskId };
     for (;;) {
       const run = await this.d.repo.run(taskId);
@@ -153,21 +149,12 @@ export class ImportService {
     return { status: (await this.d.repo.requestCancel()) ? 'cancelling' : 'idle' };
   }
 
-  /** In processes that run jobs: hands runs whose worker died to a job again, every `sweepMs`. */
-  startSweeping(): void {
-    this.sweeper = setInterval(() => void this.sweep(), this.o.sweepMs);
-    this.sweeper.unref();
-  }
-
-  stopSweeping(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
-  }
-
-  private async sweep(): Promise<void> {
+  /** The sweep job (`importSweepJob`): hands runs whose worker died to a job again. */
+  async sweep(): Promise<void> {
     try {
       for (const taskId of await this.d.repo.staleRuns(this.o.staleMs)) {
-        await this.d.queue.send(IMPORT_JOB, { taskId }, { singletonKey: `seed:${taskId}` });
-        this.d.queue.wake(IMPORT_JOB);
+        await this.d.queue.send(JOB.importSeed, { taskId }, { singletonKey: `seed:${taskId}` });
+        this.d.queue.wake(JOB.importSeed);
       }
     } catch (err) {
       this.d.logger.warn('could not look for imports whose worker died', { err: (err as Error).message });

@@ -1,18 +1,17 @@
-import type { Job } from '../../infra/queue';
+import { JOB, type ServiceJob } from '../job-map';
 import type { ThumbnailService } from './thumbnail.service';
 
-export const THUMBNAIL_JOB = 'thumbnail.make';
 /**
  * Jobs a worker takes at once: one fetch and one completion per batch instead of per image, and the store of each
  * thumbnail overlaps the decoding of the next (ThumbnailService.make). Small, so a retried batch redoes little.
  */
 export const THUMBNAIL_BATCH = 8;
 
-export const thumbnailJob: Job<
+export const thumbnailJob: ServiceJob<
   { thumbnails: ThumbnailService; config: { thumbnails: { concurrency: number } } },
-  { blake3: string }
+  typeof JOB.thumbnail
 > = {
-  name: THUMBNAIL_JOB,
+  name: JOB.thumbnail,
   define: ({ thumbnails, config }) => ({
     // Each worker decodes one image at a time: THUMBNAIL_CONCURRENCY images (libvips threads) per instance.
     concurrency: config.thumbnails.concurrency,

@@ -9,9 +9,8 @@ import type sharpType from 'sharp';
 import type { BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
-import type { JobQueue } from '../../infra/queue';
 import { DomainError } from '../errors';
-import { THUMBNAIL_JOB } from './thumbnail.job';
+import { JOB, type Queue } from '../job-map';
 import type { ThumbnailRepository } from './thumbnail.repository';
 
 /** Longest side of a thumbnail, in pixels. */
@@ -67,7 +66,7 @@ export class ThumbnailService {
   constructor(
     private readonly repo: ThumbnailRepository,
     private readonly blobs: BlobStore,
-    private readonly queue: JobQueue,
+    private readonly queue: Queue,
     private readonly logger: Logger,
     private readonly opts: ThumbnailOptions,
   ) {}
@@ -84,12 +83,12 @@ export class ThumbnailService {
   /** Inside the transaction that inserts a new content row: the job exists if and only if the content does. */
   async enqueue(tx: Transaction, content: { blake3: string; mimeType: string }): Promise<void> {
     if (!this.supports(content.mimeType)) return;
-    await this.queue.send(THUMBNAIL_JOB, { blake3: content.blake3 }, { tx, singletonKey: content.blake3 });
+    await this.queue.send(JOB.thumbnail, { blake3: content.blake3 }, { tx, singletonKey: content.blake3 });
   }
 
   /** Wakes this process's thumbnail worker after the enqueuing transaction committed. */
   wake(): void {
-    this.queue.wake(THUMBNAIL_JOB);
+    this.queue.wake(JOB.thumbnail);
   }
 
   /**
@@ -168,7 +167,7 @@ export class ThumbnailService {
       const batch = await this.repo.withoutThumbnail(types, after, BACKFILL_PAGE);
       // One insert per page; the worker starts on it while the next page is read.
       await this.queue.sendMany(
-        THUMBNAIL_JOB,
+        JOB.thumbnail,
         batch.map((blake3) => ({ data: { blake3 }, singletonKey: blake3 })),
       );
       if (batch.length > 0) this.wake();

@@ -1,9 +1,10 @@
 import type { Logger } from '../../infra/logger';
-import { countingHandler, type Job } from '../../infra/queue';
+import { countingHandler } from '../../infra/queue';
+import { JOB, type ServiceJob } from '../job-map';
 import type { UploadService } from './upload.service';
 
-export const uploadSweepJob: Job<{ uploads: UploadService; logger: Logger }> = {
-  name: 'uploads.sweep-expired',
+export const uploadSweepJob: ServiceJob<{ uploads: UploadService; logger: Logger }, typeof JOB.uploadSweep> = {
+  name: JOB.uploadSweep,
   define: ({ uploads, logger }) => ({
     cron: '*/10 * * * *',
     handler: countingHandler(logger, 'removed expired uploads', () => uploads.sweepExpired()),
