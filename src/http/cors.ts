@@ -58,8 +58,7 @@ export const CORS_MAX_AGE_SECONDS = 7200;
  * authentication: a preflight (OPTIONS with `Origin` and `Access-Control-Request-Method`) is answered here, 204
  * without a key, so it never reaches authentication or the 405 of OPTIONS; the `cors` library writes the headers.
  * An origin not listed gets no CORS header and its request goes on as any other (CORS is the browser's rule, not an
- * access control: the key still is). No credentials: the key travels in a header, never in a cookie. OPTIONS goes
- * through the library; any other request gets the same two headers it would write, set directly.
+ * access control: the key still is). No credentials: the key travels in a header, never in a cookie.
  * Returns undefined when no origin is allowed (the default), so the pipeline has no step at all.
  */
 export function corsStep(
@@ -81,8 +80,6 @@ export function corsStep(
   // An OPTIONS without Access-Control-Request-Method is a request of its own (tus's discovery): headers, then on.
   const plain = cors({ ...options, preflightContinue: true });
   type Middleware = (req: http.IncomingMessage, res: http.ServerResponse, next: () => void) => void;
-  // Any other request's two headers, as the library writes them, made once instead of on every request.
-  const exposed = CORS_EXPOSED_HEADERS.join(',');
   return (req, res) => {
     const url = req.url ?? '';
     if (!(url.startsWith('/api/') || url === '/graphql' || url.startsWith('/graphql?'))) return false;
@@ -90,12 +87,7 @@ export function corsStep(
     // With a list, answers differ by Origin: a cache must not give one origin's answer to another (or to an <img>).
     if (!any) res.setHeader('Vary', 'Origin');
     if (origin === undefined || (!any && !allowed.has(origin))) return false;
-    if (req.method !== 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Origin', any ? '*' : origin);
-      res.setHeader('Access-Control-Expose-Headers', exposed);
-      return false;
-    }
-    const isPreflight = req.headers['access-control-request-method'] !== undefined;
+    const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
     let passed = false;
     // With static options the library decides synchronously.
     (isPreflight ? preflight : (plain as Middleware))(req, res, () => {
