@@ -1,11 +1,21 @@
 'use strict';
 // Where a server-side import of many small files spends its time (issue 28): a folder of BENCH_IMPORT_FILES
 // (default 2,000) files of 50-500 KiB is imported once by a service run with --cpu-prof; prints the wall time, the
-// CPU seconds of the service and of PostgreSQL, and the profile's heaviest functions (self time).
+// CPU seconds of the service, and the profile's heaviest functions (self time).
 // Run: node bench/profiles/profile-import.cjs   (the profile lands in $TMPDIR/profile-import/)
 const fs = require('node:fs');
 const path = require('node:path');
-const { KEY, OWNER, benchTmp, rmrf, startStack, randomPattern, requestJson, now, log } = require('../lib/common.cjs');
+const {
+  OWNER,
+  benchTmp,
+  rmrf,
+  startStack,
+  randomPattern,
+  requestJson,
+  now,
+  log,
+  cpuMicros,
+} = require('../lib/common.cjs');
 const { summarize } = require('../lib/cpu-profile.cjs');
 
 async function main() {
@@ -27,7 +37,7 @@ async function main() {
     nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
   });
   try {
-    const cpu = () => cpuOf(stack.svc.pid);
+    const cpu = () => cpuMicros(stack.svc.pid) / 1e6;
     const c0 = cpu();
     const t0 = now();
     const r = await requestJson(stack.svc.url, 'POST', '/api/assets/seed?wait=true', {});
@@ -40,12 +50,6 @@ async function main() {
   }
   const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   if (file) summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), 30);
-  void KEY;
-}
-
-function cpuOf(pid) {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 main().catch((err) => {
