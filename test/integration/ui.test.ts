@@ -52,6 +52,13 @@ async function upload(data: Buffer, name: string, tags: string): Promise<string>
 
 const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `ui-${name}.png`) });
 const tiles = () => page.locator('.grid .tile');
+/** Searches by name and waits for the one tile of that name (not the previous search's one tile, still shown). */
+async function searchOne(name: string): Promise<void> {
+  await page.getByLabel('Search by name').fill(name);
+  await waitFor(async () =>
+    (await tiles().count()) === 1 && (await tiles().first().innerText()).includes(name) ? true : undefined,
+  );
+}
 
 beforeAll(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -331,8 +338,7 @@ async function walkThrough(): Promise<void> {
   await page.locator('.drawer').waitFor({ state: 'detached' });
 
   // JSON shown as text (never as HTML), and audio in a player.
-  await page.getByLabel('Search by name').fill('workflow');
-  await waitFor(async () => ((await tiles().count()) === 1 ? true : undefined));
+  await searchOne('workflow');
   await page.locator('.tile-main').first().click();
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   await viewer.locator('.viewer-text').waitFor();
@@ -340,8 +346,7 @@ async function walkThrough(): Promise<void> {
   expect(await viewer.locator('.viewer-stage b').count()).toBe(0);
   await shot('viewer-json');
   await page.keyboard.press('Escape');
-  await page.getByLabel('Search by name').fill('tone');
-  await waitFor(async () => ((await tiles().count()) === 1 ? true : undefined));
+  await searchOne('tone');
   await page.locator('.tile-main').first().click();
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   await waitFor(
@@ -352,8 +357,7 @@ async function walkThrough(): Promise<void> {
   await page.keyboard.press('Escape');
   await page.keyboard.press('Escape');
   // Video in a player: its frames decoded (the size is the clip's), its length the clip's.
-  await page.getByLabel('Search by name').fill('clip');
-  await waitFor(async () => ((await tiles().count()) === 1 ? true : undefined));
+  await searchOne('clip');
   await page.locator('.tile-main').first().click();
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   await waitFor(

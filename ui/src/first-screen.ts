@@ -109,6 +109,8 @@ interface Early {
    * The first page's thumbnails, asked for as soon as both answers are in (kept referenced until the grid has them).
    */
   images?: HTMLImageElement[];
+  /** Settles once both answers are in and the thumbnails are asked for. */
+  ready?: Promise<void>;
 }
 
 declare global {
@@ -139,7 +141,7 @@ export function startEarly(): void {
   window.assetBrowserEarly = early;
   // The thumbnails the grid's <img> elements will show, by the very same URLs, while the bundle is still loading:
   // the browser then gives each <img> the image already on its way.
-  void Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
+  early.ready = Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
     const access = grantOf(grant!)?.access;
     const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)
       ?.data?.assets?.items;
@@ -151,6 +153,17 @@ export function startEarly(): void {
       return [img];
     });
   });
+}
+
+/**
+ * Settles when the head's requests are answered and the thumbnails asked for, or after `capMs` (at once when the head
+ * sent nothing). The bundle renders after it: its first render, a long task, would otherwise hold back the answers'
+ * callbacks on the main thread, and with them the thumbnails' requests; after it, the first render shows the page.
+ */
+export function earlyReady(capMs: number): Promise<void> {
+  const ready = window.assetBrowserEarly?.ready;
+  if (!ready) return Promise.resolve();
+  return Promise.race([ready, new Promise<void>((resolve) => setTimeout(resolve, capMs))]);
 }
 
 const mine = (early: Early | undefined, kind: 'graphql' | 'grant', key: string, graphqlBody?: string): early is Early =>

@@ -11,7 +11,7 @@ import { SelectionBar } from './components/SelectionBar';
 import { UploadDialog } from './components/UploadDialog';
 import { Viewer } from './components/Viewer';
 import { useThumbnailAccess } from './components/useThumbnail';
-import { DEFAULT_SORT, firstScreenArgs, KEY_STORE, pageSizeOf } from './first-screen';
+import { DEFAULT_SORT, earlyReady, firstScreenArgs, KEY_STORE, pageSizeOf } from './first-screen';
 import { useTasks } from './hooks/useTasks';
 import { useModels } from './hooks/useModels';
 import { useUploads } from './hooks/useUploads';
@@ -661,4 +661,5 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   );
 }
 
-render(<Root />, document.getElementById('app')!);
+// A slow service gets the page's loading state after a second, as it would without the head's requests.
+void earlyReady(1000).then(() => render(<Root />, document.getElementById('app')!));
