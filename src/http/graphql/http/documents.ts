@@ -12,7 +12,7 @@ import { ensureGraphQLError, parseFailed, validationFailed } from './errors';
 /**
  * Documents by their text, parsed and validated once (graphql-js's rules and ours) and kept while they are among the
  * recently used: clients send the same few documents again and again. Bounded by the length of the texts kept (a
- * document's syntax tree is a small multiple of it); the least recently used go first. Only valid documents are kept,
+ * document's syntax tree is a multiple of it); the least recently used go first. Only valid documents are kept,
  * so a text that is in here has passed the checks that come before parsing (limits.ts) too.
  */
 export class Documents {
@@ -23,26 +23,25 @@ export class Documents {
   constructor(
     private readonly schema: GraphQLSchema,
     rules: readonly ValidationRule[],
-    private readonly maxLength = 4 * 1024 * 1024,
+    private readonly maxLength = 1024 * 1024,
   ) {
     this.rules = [...specifiedRules, ...rules];
   }
 
-  /** The valid document of this text, if it is kept. */
-  known(text: string): DocumentNode | undefined {
-    const document = this.kept.get(text);
-    if (document !== undefined && this.kept.size > 1) {
-      // Re-inserted: a Map iterates in insertion order, so the first key is the least recently used.
-      this.kept.delete(text);
-      this.kept.set(text, document);
-    }
-    return document;
+  /** Whether this text is a valid document, kept. */
+  has(text: string): boolean {
+    return this.kept.has(text);
   }
 
   /** The valid document of this text, or the errors of its parsing or validation (each with its code and 400). */
   load(text: string): DocumentNode | GraphQLError[] {
-    const known = this.known(text);
-    if (known) return known;
+    const known = this.kept.get(text);
+    if (known !== undefined) {
+      // Re-inserted: a Map iterates in insertion order, so the first key is the least recently used.
+      this.kept.delete(text);
+      this.kept.set(text, known);
+      return known;
+    }
     let document: DocumentNode;
     try {
       document = parse(text);

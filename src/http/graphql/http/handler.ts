@@ -21,14 +21,16 @@ export function graphqlHttp(
     const body = req.body as { query?: unknown };
     const text = typeof body.query === 'string' ? body.query : (req.query as Record<string, unknown>).query;
     // A text among the valid documents passed these checks when it was parsed.
-    if (typeof text === 'string' && !deps.documents.known(text)) {
+    if (typeof text === 'string' && !deps.documents.has(text)) {
       const refused = checkDocumentText(text, DEFAULT_QUERY_LIMITS);
       if (refused) {
         next(refused);
         return;
       }
     }
-    answer(deps, req, res).then((a) => send(req, res, a), next);
+    answer(deps, req, res)
+      .then((a) => send(req, res, a))
+      .catch(next);
   };
 }
 
