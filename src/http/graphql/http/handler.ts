@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { GraphQLContext } from '../context';
 import { checkDocumentText, DEFAULT_QUERY_LIMITS } from '../limits';
 import { badRequest, ensureGraphQLError, formatErrors, type Head } from './errors';
-import { runOperation, type OperationAnswer, type OperationDeps } from './operation';
+import { runOperation, stringify, type OperationAnswer, type OperationDeps } from './operation';
 import { contentTypeFor, JSON_TYPE, preventCsrf, readRequest, searchOf } from './request';
 
 /**
@@ -70,7 +70,7 @@ async function answer(deps: Parameters<typeof graphqlHttp>[0], req: Request, res
 function refused(deps: OperationDeps, req: Request, error: unknown): Answer {
   const { errors, head } = formatErrors([error], deps.formatError);
   head.headers.set('content-type', contentTypeFor(req.headers.accept) ?? JSON_TYPE);
-  return { head: { status: head.status ?? 500, headers: head.headers }, body: JSON.stringify({ errors }) + '\n' };
+  return { head: { status: head.status ?? 500, headers: head.headers }, body: stringify({ errors }) };
 }
 
 function send(req: Request, res: Response, answer: Answer): void {

@@ -113,6 +113,6 @@ async function answerOperation(
 }
 
 /** The body of an answer: errors, data, extensions, in that order, and a newline. */
-function stringify(result: { errors?: unknown; data?: unknown; extensions?: unknown }): string {
+export function stringify(result: { errors?: unknown; data?: unknown; extensions?: unknown }): string {
   return JSON.stringify({ errors: result.errors, data: result.data, extensions: result.extensions }) + '\n';
 }
