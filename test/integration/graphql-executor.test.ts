@@ -1,8 +1,7 @@
 /**
- * Apollo runs queries as code compiled by graphql-jit (src/http/graphql/executor.ts, its executor hook). Its answers
- * must be graphql-js's: each request here is sent with the executor replaced by graphql-js's `execute` (what Apollo
- * runs without the hook), then as it is, and the two answers compared: status, headers and the body text byte for
- * byte. Kept answers are off here, so that every answer is executed (test/integration/graphql-kept.test.ts).
+ * Queries run as code compiled by graphql-jit (src/http/graphql/executor.ts). Their answers must be graphql-js's:
+ * each request here is sent with the executor replaced by graphql-js's `execute`, then as it is, and the two answers
+ * compared: status, headers and the body text byte for byte. Kept answers are off here, so that every answer is executed (test/integration/graphql-kept.test.ts).
  */
 import http from 'node:http';
 import { execute } from 'graphql';
@@ -158,7 +157,7 @@ describe('graphql-jit answers as graphql-js does', () => {
     expect(wasCompiled).toBe(compiled);
   });
 
-  test('Apollo negotiates the content type: Accept values it takes, and one it refuses', async () => {
+  test('the content type is negotiated: Accept values it takes, and one it refuses', async () => {
     for (const [accept, status, type] of [
       ['*/*', 200, 'application/json; charset=utf-8'],
       ['application/json', 200, 'application/json; charset=utf-8'],

@@ -1,6 +1,6 @@
 /**
- * GraphQL's kept list answers (src/http/graphql/kept-answers.ts, an Apollo plugin): an `assets` query Apollo has
- * answered before is sent again from its kept text while the owner's rows version is unchanged. Every answer here must be the fresh one:
+ * GraphQL's kept list answers (src/http/graphql/kept-answers.ts): an `assets` query answered
+ * before is sent again from its kept text while the owner's rows version is unchanged. Every answer here must be the fresh one:
  * after a change through the other instance on the same database, and after direct SQL changes of has_thumbnail,
  * preview_id and a tag; another owner never gets the bytes; different variables are different entries. A change
  * made with the triggers off (so the version does not move) shows the answer really is kept.

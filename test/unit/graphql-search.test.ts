@@ -1,9 +1,9 @@
 import url from 'node:url';
 import fc from 'fast-check';
-import { searchOf } from '../../src/http/graphql/apollo-http';
+import { searchOf } from '../../src/http/graphql/http/request';
 
-// Apollo reads a GET request's operation from the query string it is handed (apollo-http.ts `searchOf`). It must get
-// the parameters @as-integrations/express5 handed it, which took `url.parse(req.url).search` (now unused: its
+// A GET request's operation is read from its query string (http/request.ts `searchOf`). It must get the parameters
+// Apollo's @as-integrations/express5 handed it, which took `url.parse(req.url).search` (now unused: its
 // deprecation check cost every request a stack capture): the same text for ordinary targets, the same parameters for
 // any target.
 const legacy = (target: string): string => {

@@ -30,7 +30,8 @@ export interface CompiledQuery {
   ): Promise<ExecutionResult> | ExecutionResult;
 }
 
-interface GatewayRequestContext {
+/** An operation to run: its document, the operation found in it (none when the request names none it has). */
+export interface OperationRequest {
   document: DocumentNode;
   operation?: OperationDefinitionNode;
   request: { variables?: Record<string, unknown>; operationName?: string };
@@ -38,11 +39,9 @@ interface GatewayRequestContext {
 }
 
 /**
- * Apollo's executor hook (its `gateway` option: `load()` gives the schema and an executor) running queries as code
- * compiled by graphql-jit, once per document object (Apollo's document store hands back the same object for the same
- * text). Apollo still parses and validates (its document cache, our limits rule). Variables are coerced by graphql-js
- * first, so a bad variable is refused with graphql-js's exact error. Mutations (uploads among them) run on
- * graphql-js's `execute`.
+ * Runs queries as code compiled by graphql-jit, once per document object (http/documents.ts hands back the same object
+ * for the same text), after they were parsed and validated. Variables are coerced by graphql-js first, so a bad
+ * variable is refused with graphql-js's exact error. Mutations (uploads among them) run on graphql-js's `execute`.
  */
 export class JitExecutor {
   private readonly byDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | ExecutionResult>>();
@@ -66,11 +65,11 @@ export class JitExecutor {
     return q;
   }
 
-  /** One operation Apollo has parsed, validated and resolved (its `GatewayExecutor`). */
-  execute(rc: GatewayRequestContext): Promise<ExecutionResult> | ExecutionResult {
+  /** One operation of a parsed and validated document. */
+  execute(rc: OperationRequest): Promise<ExecutionResult> | ExecutionResult {
     const schema = this.schema;
-    // Apollo resolved the operation from the request's operationName; when it found none (an unknown name, or
-    // several operations and no name), graphql-js answers with the resolution error, which Apollo reports.
+    // The operation was resolved from the request's operationName; when none was found (an unknown name, or several
+    // operations and no name), graphql-js answers with the resolution error, which the answer reports.
     const operation = rc.operation;
     const variables = rc.request.variables;
     const byGraphqlJs = () =>
@@ -88,23 +87,6 @@ export class JitExecutor {
     const q = this.compile(rc.document, operation.name?.value);
     if (!this.jit.isCompiledQuery(q)) return q;
     return runOrFallBack(q, rc.context, coerced.values, byGraphqlJs);
-  }
-
-  /** The `gateway` option of ApolloServer. */
-  gateway() {
-    const schema = this.schema;
-    // Apollo awaits what the executor returns: a query answered synchronously needs no promise of its own.
-    const executor = (rc: GatewayRequestContext) => this.execute(rc) as Promise<ExecutionResult>;
-    return {
-      async load() {
-        return { schema, executor };
-      },
-      onSchemaLoadOrUpdate(callback: (s: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
-        callback({ apiSchema: schema, coreSupergraphSdl: '' });
-        return () => undefined;
-      },
-      async stop() {},
-    };
   }
 }
 
