@@ -13,7 +13,8 @@ const esbuild = require('esbuild');
 const ROOT = path.join(__dirname, '..');
 const OUT = path.join(ROOT, 'dist', 'ui');
 
-async function buildUi({ outDir = OUT, minify = true } = {}) {
+// UI_MINIFY=0: names kept, for reading a profile of the page (bench/figures/grid.cjs --prof).
+async function buildUi({ outDir = OUT, minify = process.env.UI_MINIFY !== '0' } = {}) {
   fs.rmSync(outDir, { recursive: true, force: true });
   // What the page's bundle and its inline head script share.
   const common = {

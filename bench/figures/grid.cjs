@@ -16,7 +16,9 @@
 //
 // The images are 100 generated 1024x1024 PNGs (gradients, shapes and grain, like renders). `--dist=<dir>` measures
 // another build's service (e.g. `.ab-old`, main's build) on the same data instead of this one; `--also=<dir>`
-// measures another build as well, in the same rounds (interleaved); `--smoke`: 12 tiles, one round.
+// measures another build as well, in the same rounds (interleaved); `--smoke`: 12 tiles, one round. `--prof`: one more
+// load under the JavaScript profiler; `--trace`: one more load of each page under a Chromium trace (busy time by thread
+// and event: script, style, layout, image decoding). `UI_MINIFY=0 npm run build` gives a page whose names read.
 const fs = require('node:fs');
 const path = require('node:path');
 const sharp = require('sharp');
@@ -94,6 +96,46 @@ async function seed(url, dir, n = TILES) {
     if (tries > 600) throw new Error(`only ${urls.length} of ${n} thumbnails after a minute`);
     await sleep(100);
   }
+}
+
+/** Busy time by thread and by complete trace event name (their durations, children subtracted), the top ones. */
+function traceLines(trace) {
+  const events = (trace.traceEvents ?? trace).filter((e) => e.ph === 'X' && e.dur > 0);
+  const threads = new Map();
+  const names = new Map(
+    (trace.traceEvents ?? trace)
+      .filter((e) => e.ph === 'M' && e.name === 'thread_name')
+      .map((e) => [`${e.pid}:${e.tid}`, e.args.name]),
+  );
+  for (const e of events) {
+    const k = `${e.pid}:${e.tid}`;
+    if (!threads.has(k)) threads.set(k, []);
+    threads.get(k).push(e);
+  }
+  const lines = [];
+  const rows = [];
+  for (const [k, evs] of threads) {
+    evs.sort((a, b) => a.ts - b.ts || b.dur - a.dur);
+    const self = new Map();
+    const stack = [];
+    for (const e of evs) {
+      while (stack.length && stack[stack.length - 1].ts + stack[stack.length - 1].dur <= e.ts) stack.pop();
+      const parent = stack[stack.length - 1];
+      if (parent) self.set(parent.name, (self.get(parent.name) ?? 0) - Math.min(e.dur, parent.ts + parent.dur - e.ts));
+      self.set(e.name, (self.get(e.name) ?? 0) + e.dur);
+      stack.push(e);
+    }
+    const busy = [...self.values()].reduce((a, b) => a + b, 0);
+    rows.push({ thread: names.get(k) ?? k, busy, self });
+  }
+  rows.sort((a, b) => b.busy - a.busy);
+  for (const r of rows.slice(0, 6)) {
+    const top = [...r.self].sort((a, b) => b[1] - a[1]).slice(0, 8);
+    lines.push(
+      `${r.thread}: ${(r.busy / 1000).toFixed(1)} ms | ${top.map(([n, t]) => `${n} ${(t / 1000).toFixed(1)}`).join(' | ')}`,
+    );
+  }
+  return lines;
 }
 
 /**
@@ -360,6 +402,23 @@ async function run(args) {
       await c.close();
       log(`  profile of one first load (shown at ${got.ms.toFixed(0)} ms; ${got.phases}):`);
       for (const line of profileLines(profile, got.ms)) log(`    ${line}`);
+    }
+    // --trace: one more first load of each page under a Chromium trace: where the renderer's main thread and the
+    // other threads spend the time from navigation to the last thumbnail shown, by trace event (style, layout, paint,
+    // script, image decode...). Self time per top-level event name on each thread, the largest first.
+    if (args.opts.trace) {
+      for (const [name, t] of Object.entries(targets)) {
+        const c = await newContext();
+        const page = await c.newPage();
+        await browser.startTracing(page, {
+          categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'v8', 'toplevel'],
+        });
+        const got = await shown(c, t, name);
+        const trace = JSON.parse((await browser.stopTracing()).toString('utf8'));
+        await c.close();
+        log(`  trace of one first load, ${label[name] ?? name} (shown at ${got.ms.toFixed(0)} ms):`);
+        for (const line of traceLines(trace)) log(`    ${line}`);
+      }
     }
     printResult('grid', {
       build: String(args.opts.dist ?? 'dist'),

@@ -93,6 +93,8 @@ export const withoutGrant = (url: string): string => {
  */
 export const signedThumbnailUrl = (url: string, access: string): string => {
   const granted = `access=${encodeURIComponent(access)}`;
+  // Usually the URL's own grant is the page's already.
+  if (url.includes(`?${granted}`) || url.includes(`&${granted}`)) return url;
   return /[?&]access=/.test(url)
     ? url.replace(/([?&])access=[^&]*/, `$1${granted}`)
     : `${url}${url.includes('?') ? '&' : '?'}${granted}`;

@@ -107,7 +107,8 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   const [activityOpen, setActivityOpen] = useState(false);
   const [pendingFiles, setPendingFiles] = useState<File[]>();
   const [announce, setAnnounce] = useState('');
-  const [scrollRoot, setScrollRoot] = useState<HTMLElement | null>(null);
+  // A ref, not state: setting state from the ref callback would render the whole page a second time on mount.
+  const scrollRoot = useRef<HTMLElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
   const searchInput = useRef<HTMLInputElement>(null);
   const generation = useRef(0);
@@ -467,7 +468,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
         />
       )}
 
-      <main class="content" ref={setScrollRoot}>
+      <main class="content" ref={scrollRoot}>
         {view === 'models' ? (
           <Models
             items={models.items}

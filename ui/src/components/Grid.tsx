@@ -1,3 +1,4 @@
+import { Component, type RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api, Asset } from '../api';
 import { baseName, formatBytes, kindOf } from '../format';
@@ -15,7 +16,8 @@ interface GridProps {
   onOpen(id: string): void;
   onToggle(index: number, shift: boolean): void;
   onMore(): void;
-  scrollRoot: HTMLElement | null;
+  /** The scrolling element the infinite scroll watches (set once the page is mounted). */
+  scrollRoot: RefObject<HTMLElement | null>;
   /** The grid's results may be out of date (the last request failed): shown dimmed. */
   stale?: boolean;
 }
@@ -25,6 +27,15 @@ export function Grid(p: GridProps) {
   const grid = useRef<HTMLUListElement>(null);
   const more = useRef(p.onMore);
   more.current = p.onMore;
+  // The tiles' handlers, the same functions on every render (they read the latest props): a tile whose asset and
+  // state are unchanged is not rendered again when the page around it is (a task's progress, a facet, the search).
+  const latest = useRef(p);
+  latest.current = p;
+  const [actions] = useState<TileActions>(() => ({
+    focus: (i) => setCurrent(i),
+    open: (id) => latest.current.onOpen(id),
+    toggle: (i, shift) => latest.current.onToggle(i, shift),
+  }));
   // One tab stop for the whole grid (a roving tabindex): Tab enters at the last tile focused, arrows move within.
   const [current, setCurrent] = useState(0);
   const tabStop = Math.min(current, Math.max(0, p.items.length - 1));
@@ -41,12 +52,12 @@ export function Grid(p: GridProps) {
   useEffect(() => {
     if (!sentinel.current || !p.hasMore) return;
     const io = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && more.current(), {
-      root: p.scrollRoot,
+      root: p.scrollRoot.current,
       rootMargin: '0px 0px 400px 0px',
     });
     io.observe(sentinel.current);
     return () => io.disconnect();
-  }, [p.hasMore, p.scrollRoot, p.items.length]);
+  }, [p.hasMore, p.items.length]);
 
   function onKeyDown(e: KeyboardEvent) {
     const tiles = [...(grid.current?.querySelectorAll<HTMLElement>('.tile-main') ?? [])];
@@ -74,18 +85,17 @@ export function Grid(p: GridProps) {
     <>
       <ul class={`grid${p.stale ? ' stale' : ''}`} ref={grid} onKeyDown={onKeyDown} aria-label="Assets">
         {p.items.map((a, i) => (
-          <Tile
+          <PureTile
             key={a.id}
             api={p.api}
             access={p.access}
             asset={a}
+            index={i}
             selected={p.selected.has(a.id)}
             open={p.openId === a.id}
             selecting={p.selected.size > 0}
             tabStop={i === tabStop}
-            onFocus={() => setCurrent(i)}
-            onOpen={() => p.onOpen(a.id)}
-            onToggle={(shift) => p.onToggle(i, shift)}
+            actions={actions}
           />
         ))}
       </ul>
@@ -99,17 +109,33 @@ export function Grid(p: GridProps) {
   );
 }
 
+interface TileActions {
+  focus(index: number): void;
+  open(id: string): void;
+  toggle(index: number, shift: boolean): void;
+}
+
 interface TileProps {
   api: Api;
   access: ThumbnailAccess;
   asset: Asset;
+  index: number;
   selected: boolean;
   open: boolean;
   selecting: boolean;
   tabStop: boolean;
-  onFocus(): void;
-  onOpen(): void;
-  onToggle(shift: boolean): void;
+  actions: TileActions;
+}
+
+/** A tile rendered again only when one of its props changes (every prop is a value or a stable object). */
+class PureTile extends Component<TileProps> {
+  shouldComponentUpdate(next: TileProps): boolean {
+    const now = this.props as TileProps;
+    return (Object.keys(next) as (keyof TileProps)[]).some((k) => next[k] !== now[k]);
+  }
+  render(p: TileProps) {
+    return <Tile {...p} />;
+  }
 }
 
 function Tile(p: TileProps) {
@@ -127,8 +153,8 @@ function Tile(p: TileProps) {
         class="tile-main"
         data-asset-id={a.id}
         tabIndex={p.tabStop ? 0 : -1}
-        onFocus={p.onFocus}
-        onClick={p.onOpen}
+        onFocus={() => p.actions.focus(p.index)}
+        onClick={() => p.actions.open(a.id)}
       >
         <span class="thumb">
           {thumb.src ? (
@@ -155,7 +181,7 @@ function Tile(p: TileProps) {
         aria-label={`Select ${a.name}`}
         onClick={(e) => {
           e.preventDefault();
-          p.onToggle((e as MouseEvent).shiftKey);
+          p.actions.toggle(p.index, (e as MouseEvent).shiftKey);
         }}
       />
     </li>

@@ -9,7 +9,9 @@ export function useObjectUrl(api: Api, url: string | null | undefined): { src?: 
   const [state, setState] = useState<{ src?: string; failed: boolean }>({ failed: false });
   useEffect(() => {
     if (!url) {
-      setState({ failed: false });
+      // The same state when there is nothing to drop: every tile with a grant runs this on mount, and a new object
+      // would render each of them again.
+      setState((s) => (s.src === undefined && !s.failed ? s : { failed: false }));
       return;
     }
     const ctl = new AbortController();
