@@ -333,7 +333,9 @@ async function run(args) {
   const depth = args.smoke ? 500 : 500_000;
   const rounds = args.rounds ?? (args.smoke ? 1 : 3);
   const duration = args.smoke ? 1 : 10;
-  const { stack, counts } = await seededStack(rows, !args.smoke);
+  // `--dist=<dir>`: another build's service on the same seed (e.g. the build before a change, run after this one).
+  const dist = args.opts.dist ? { main: path.resolve(String(args.opts.dist), 'src', 'main.js') } : {};
+  const { stack, counts } = await seededStack(rows, !args.smoke, dist);
   let base;
   try {
     log(`  seeded ${counts.n} assets; ${counts.m} match include_tags=models,loras for the bench owner`);
