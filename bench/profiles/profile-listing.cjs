@@ -1,6 +1,6 @@
 'use strict';
 // Where the CPU of a listing request goes: `node bench/profiles/profile-listing.cjs [--only=a,b] [--duration=S]
-// [--dist=DIR] [--cpu-prof] [--top=N]`, on the kept seed of `npm run bench -- listing` (BENCH_DATA). For each request
+// [--dist=DIR] [--connections=N] [--cpu-prof] [--top=N]`, on the kept seed of `npm run bench -- listing` (BENCH_DATA). For each request
 // of that benchmark, 16 connections for S seconds against the service and then the bare server, with the CPU time per
 // request of the server process, of PostgreSQL (the postmaster and all its backends) and of the load generator (this
 // process), and the response size. `--cpu-prof` profiles the service and prints its top functions by self time.
@@ -45,11 +45,11 @@ function load(base, query) {
   };
 }
 
-async function measure(url, query, duration, serverPid, postmaster) {
+async function measure(url, query, duration, serverPid, postmaster, connections = 16) {
   const headers = { 'x-api-key': KEY };
-  await cannon({ ...load(url, query), headers, duration: 1, connections: 16 });
+  await cannon({ ...load(url, query), headers, duration: 1, connections });
   const t = { server: cpuMicros(serverPid), pg: pgCpu(postmaster), load: selfCpu() };
-  const r = await cannon({ ...load(url, query), headers, duration, connections: 16 });
+  const r = await cannon({ ...load(url, query), headers, duration, connections });
   const per = (k, now) => Math.round((now - t[k]) / r.total);
   const body = await requestJson(url, 'GET', typeof query === 'string' ? query : query[0]);
   return {
@@ -120,8 +120,9 @@ async function main() {
     base = await spawnHelper('baseline-server.cjs', [], { DATABASE_URL: stack.databaseUrl });
     for (const [name, query] of Object.entries(requests)) {
       if (only && !only.includes(name)) continue;
-      const s = await measure(stack.svc.url, query, duration, stack.svc.pid, postmaster);
-      const b = await measure(base.url, query, duration, base.pid, postmaster);
+      const conns = Number(opts.connections ?? 16);
+      const s = await measure(stack.svc.url, query, duration, stack.svc.pid, postmaster, conns);
+      const b = await measure(base.url, query, duration, base.pid, postmaster, conns);
       log(`  ${name}: service ${JSON.stringify(s)}\n  ${' '.repeat(name.length)}  bare    ${JSON.stringify(b)}`);
     }
   } finally {
