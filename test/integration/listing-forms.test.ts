@@ -16,6 +16,7 @@ import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import { decodeCursor, type CursorPosition } from '../../src/domain/assets/cursor';
 import { createDatabase, type Database } from '../../src/infra/prisma';
 import { createTestDatabase } from '../helpers/harness';
+import { listQuery as defaultQuery } from '../helpers/list-query';
 import { recordQueries } from '../helpers/record-queries';
 
 const OWNER = 'forms';
@@ -55,15 +56,7 @@ afterAll(async () => {
   await db?.close();
 });
 
-const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => ({
-  includeTags: [],
-  excludeTags: [],
-  limit: 7,
-  offset: 0,
-  sort: 'created_at',
-  order: 'desc',
-  ...q,
-});
+const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => defaultQuery({ limit: 7, ...q });
 
 type Walked = { pages: unknown[]; named: number; unnamed: number };
 

@@ -12,6 +12,7 @@ import type { AssetListQuery, Principal } from '../../src/domain/assets/asset.ty
 import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
 import { assetPageJson } from '../../src/http/rest/asset.presenter';
 import { startTestService, type TestService } from '../helpers/harness';
+import { listQuery as defaultQuery } from '../helpers/list-query';
 
 let svc: TestService;
 let db: Client;
@@ -111,15 +112,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-const query = (q: Partial<AssetListQuery>): AssetListQuery => ({
-  includeTags: [],
-  excludeTags: [],
-  limit: 7,
-  offset: 0,
-  sort: 'created_at',
-  order: 'desc',
-  ...q,
-});
+const query = (q: Partial<AssetListQuery>): AssetListQuery => defaultQuery({ limit: 7, ...q });
 
 /** What the object path answers for this query (the bytes GET /api/assets sent before the JSON path). */
 async function objectPath(q: AssetListQuery): Promise<string> {

@@ -7,11 +7,11 @@
 import { Client } from 'pg';
 import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
 import { AssetRepository } from '../../src/domain/assets/asset.repository';
-import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
 import { ContentRepository } from '../../src/domain/content/content.repository';
 import { createDatabase, type Database } from '../../src/infra/prisma';
 import { createTestDatabase } from '../helpers/harness';
+import { listQuery } from '../helpers/list-query';
 import { recordQueries } from '../helpers/record-queries';
 
 const ROWS = 5000;
@@ -120,16 +120,6 @@ async function anAsset(): Promise<{ id: string; blake3: string; sha256: string }
   );
   return r.rows[0];
 }
-
-const listQuery = (q: Partial<AssetListQuery>): AssetListQuery => ({
-  includeTags: [],
-  excludeTags: [],
-  limit: 20,
-  offset: 0,
-  sort: 'created_at',
-  order: 'desc',
-  ...q,
-});
 
 test('asset by id (and the owner check) uses the primary key', async () => {
   // With the pool, as the container builds it: findById then runs as a prepared pg statement.

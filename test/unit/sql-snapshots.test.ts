@@ -9,18 +9,10 @@ import { pageSql, type PageForm } from '../../src/domain/assets/listing-sql';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import type { CursorPosition } from '../../src/domain/assets/cursor';
 import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
+import { listQuery as query } from '../helpers/list-query';
 
 const SNAPSHOT = path.join(__dirname, '../../src/http/rest/read-model/queries/asset-page.sql');
 
-const query = (q: Partial<AssetListQuery>): AssetListQuery => ({
-  includeTags: [],
-  excludeTags: [],
-  limit: 20,
-  offset: 0,
-  sort: 'created_at',
-  order: 'desc',
-  ...q,
-});
 const after: CursorPosition = { value: '2026-11-27T00:00:00.000Z', id: '00000000-0000-4000-8000-000000000001' };
 
 /** One statement of each form the page is read in (AssetRepository's PageForm), first and later pages. */
