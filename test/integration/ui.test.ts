@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 import { startFakeHub, type FakeHub } from '../helpers/fake-hub';
 import { gql } from '../helpers/graphql';
@@ -52,6 +52,20 @@ async function upload(data: Buffer, name: string, tags: string): Promise<string>
 
 const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `ui-${name}.png`) });
 const tiles = () => page.locator('.grid .tile');
+/** The one asset of that name opened in the viewer: searched, its tile opened, then View in its details. */
+async function viewOne(name: string): Promise<void> {
+  await searchOne(name);
+  await page.locator('.tile-main').first().click();
+  await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
+}
+
+/** Until the viewer's audio or video element has its media's metadata (a player that can play). */
+async function playerReady(viewer: Locator, kind: 'audio' | 'video'): Promise<void> {
+  await waitFor(async () => ((await viewer.locator(kind).evaluate((m: any) => m.readyState)) >= 1 ? true : undefined), {
+    what: `the ${kind} player`,
+  });
+}
+
 /** Searches by name and waits for the one tile of that name (not the previous search's one tile, still shown). */
 async function searchOne(name: string): Promise<void> {
   await page.getByLabel('Search by name').fill(name);
@@ -338,32 +352,20 @@ async function walkThrough(): Promise<void> {
   await page.locator('.drawer').waitFor({ state: 'detached' });
 
   // JSON shown as text (never as HTML), and audio in a player.
-  await searchOne('workflow');
-  await page.locator('.tile-main').first().click();
-  await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
+  await viewOne('workflow');
   await viewer.locator('.viewer-text').waitFor();
   expect(await viewer.locator('.viewer-text').innerText()).toContain('"prompt": "<b>not bold</b>"');
   expect(await viewer.locator('.viewer-stage b').count()).toBe(0);
   await shot('viewer-json');
   await page.keyboard.press('Escape');
-  await searchOne('tone');
-  await page.locator('.tile-main').first().click();
-  await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
-  await waitFor(
-    async () => ((await viewer.locator('audio').evaluate((a: any) => a.readyState)) >= 1 ? true : undefined),
-    { what: 'the audio player' },
-  );
+  await viewOne('tone');
+  await playerReady(viewer, 'audio');
   expect(await viewer.locator('audio').evaluate((a: any) => Math.round(a.duration * 100))).toBe(25);
   await page.keyboard.press('Escape');
   await page.keyboard.press('Escape');
   // Video in a player: its frames decoded (the size is the clip's), its length the clip's.
-  await searchOne('clip');
-  await page.locator('.tile-main').first().click();
-  await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
-  await waitFor(
-    async () => ((await viewer.locator('video').evaluate((v: any) => v.readyState)) >= 1 ? true : undefined),
-    { what: 'the video player' },
-  );
+  await viewOne('clip');
+  await playerReady(viewer, 'video');
   expect(await viewer.locator('video').evaluate((v: any) => [v.videoWidth, v.videoHeight])).toEqual([64, 48]);
   expect(await viewer.locator('video').evaluate((v: any) => Math.round(v.duration * 10))).toBe(5);
   await accessible('video viewer');
