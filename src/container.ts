@@ -16,6 +16,7 @@ import { ExportRepository } from './domain/exports/export.repository';
 import { ServerSecretRepository } from './domain/secrets/server-secret.repository';
 import { ReadGrants } from './domain/secrets/read-grants';
 import { ExportService } from './domain/exports/export.service';
+import { ImportBatches } from './domain/imports/import-batch';
 import { ImportRepository } from './domain/imports/import.repository';
 import { ImportService } from './domain/imports/import.service';
 import { TaskRepository } from './domain/tasks/task.repository';
@@ -128,15 +129,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const content = new ContentService(contentRepo, blobStore, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
-    onNewContent: (tx, rec) => thumbnails.enqueue(tx, rec),
+    onNewContent: (tx, recs) => thumbnails.enqueue(tx, recs),
     meter: metrics,
   });
-  const assets = new AssetService(
-    database.transactions,
-    new AssetRepository(database.prisma, database.pool),
-    content,
-    queue,
-  );
+  const assetRepo = new AssetRepository(database.prisma, database.pool);
+  const assets = new AssetService(database.transactions, assetRepo, content, queue);
 
   const uploadRepo = new UploadRepository(database.prisma);
   const uploads = new UploadService(
@@ -199,6 +196,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     tasks: taskRepo,
     assets,
     content,
+    batches: new ImportBatches({ transactions: database.transactions, assets: assetRepo, content }),
     queue,
     logger: logger.child({ module: 'imports' }),
   });

@@ -24,17 +24,20 @@ async function main() {
   const root = path.join(work, 'ComfyUI', 'output');
   fs.mkdirSync(root, { recursive: true });
   for (let i = 0; i < n; i++) {
-    const size = Math.round(50 * 1024 * Math.pow(10, Math.random()));
+    const [lo, hi] = [Number(process.env.BENCH_IMPORT_MIN_KB || 50), Number(process.env.BENCH_IMPORT_MAX_KB || 500)];
+    const size = Math.round(Math.exp(Math.log(lo) + Math.random() * (Math.log(hi) - Math.log(lo))) * 1024);
     const b = Buffer.from(randomPattern().subarray(i * 997, i * 997 + size));
     b.writeUInt32BE(i, 0);
-    fs.writeFileSync(path.join(root, `img_${i}.png`), b);
+    fs.writeFileSync(path.join(root, `img_${i}.${process.env.PROF_EXT || 'png'}`), b);
   }
   const profDir = path.join(require('node:os').tmpdir(), 'profile-import');
   rmrf(profDir);
   const stack = await startStack({
     prefix: 'profile-import',
     env: { IMPORT_ROOTS: `output=${root}`, IMPORT_ROOTS_OWNER: OWNER },
-    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
+    nodeArgs: process.env.PROF_REQUIRE
+      ? ['--require', process.env.PROF_REQUIRE]
+      : ['--cpu-prof', `--cpu-prof-dir=${profDir}`],
   });
   try {
     const cpu = () => cpuMicros(stack.svc.pid) / 1e6;
@@ -44,6 +47,7 @@ async function main() {
     const seconds = now() - t0;
     log(`import of ${n} files: ${seconds.toFixed(2)} s (${(n / seconds).toFixed(0)} files/s), status ${r.body.status}`);
     log(`service CPU ${(cpu() - c0).toFixed(2)} s`);
+    if (process.env.PROF_LOGS) console.error(stack.svc.logs());
   } finally {
     await stack.stop();
     rmrf(work);

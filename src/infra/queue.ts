@@ -188,16 +188,18 @@ export class JobQueue<M extends object> {
     });
   }
 
-  /** Many jobs of one name in one insert (not in a transaction): a backfill's page. */
+  /** Many jobs of one name in one insert: a backfill's page, or the thumbnails of an import's batch (`tx`). */
   async sendMany<K extends keyof M & string>(
     name: K,
     jobs: readonly { data: M[K]; singletonKey?: string }[],
+    opts: { tx?: Transaction } = {},
   ): Promise<void> {
     if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
     if (jobs.length === 0) return;
     await this.boss.insert(
       name,
       jobs.map((j) => ({ data: j.data as object, ...(j.singletonKey ? { singletonKey: j.singletonKey } : {}) })),
+      opts.tx ? { db: prismaExecutor(opts.tx) } : undefined,
     );
   }
 

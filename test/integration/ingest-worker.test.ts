@@ -282,3 +282,42 @@ test('an idle hash session (an unfinished upload between PATCHes) does not keep 
   expect(r.signal).toBeNull(); // exited by itself, the session still open on its worker
   expect(r.stdout.trim()).toBe('hashed 3 true');
 });
+
+describe('copyFileHashed: a local file copied and hashed on a worker in one piece (the import)', () => {
+  test('the same bytes and hashes as the streamed path, the head, and the file as it was before and after', async () => {
+    const src = path.join(dir, 'src.bin');
+    const data = crypto.randomBytes(3 * MiB + 17);
+    fs.writeFileSync(src, data);
+    const c = await store.copyFileHashed(src, { headBytes: MiB });
+    expect(c.digest).toEqual({ blake3: hexOf(blake3Of(data)), sha256: hexOf(sha256Of(data)), size: data.length });
+    expect(c.head.equals(data.subarray(0, MiB))).toBe(true);
+    expect(fs.readFileSync(path.join(dir, c.temp.key)).equals(data)).toBe(true);
+    const st = fs.statSync(src, { bigint: true });
+    expect(c.before).toEqual({ size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev });
+    expect(c.after).toEqual(c.before);
+  });
+
+  test('an empty file, a FIFO, a missing file and a link loop: hashed, or refused by code with nothing left', async () => {
+    const empty = path.join(dir, 'empty');
+    fs.writeFileSync(empty, '');
+    const e = await store.copyFileHashed(empty, { headBytes: MiB });
+    expect(e.digest).toEqual({
+      blake3: hexOf(blake3Of(Buffer.alloc(0))),
+      sha256: hexOf(sha256Of(Buffer.alloc(0))),
+      size: 0,
+    });
+    expect(e.head.length).toBe(0);
+    await store.discard(e.temp);
+    const fifo = path.join(dir, 'pipe');
+    spawnSync('mkfifo', [fifo]);
+    await expect(store.copyFileHashed(fifo, { headBytes: MiB })).rejects.toMatchObject({ code: 'NOT_A_FILE' });
+    await expect(store.copyFileHashed(path.join(dir, 'none'), { headBytes: MiB })).rejects.toMatchObject({
+      code: 'UNREADABLE',
+    });
+    fs.symlinkSync('loop', path.join(dir, 'loop'));
+    await expect(store.copyFileHashed(path.join(dir, 'loop'), { headBytes: MiB })).rejects.toMatchObject({
+      code: 'UNREADABLE',
+    });
+    expect(temps()).toEqual([]);
+  });
+});

@@ -164,6 +164,36 @@ export class AssetRepository {
     return toAsset(created);
   }
 
+  /** Many new assets in one statement (an import's batch); an id or (owner, content) taken meanwhile fails it. */
+  async insertMany(rows: readonly NewAssetRow[], tx: Transaction): Promise<void> {
+    if (rows.length === 0) return;
+    await prismaOf(tx)
+      .asset.createMany({
+        data: rows.map((row) => ({
+          id: row.id,
+          ownerId: row.ownerId,
+          name: row.name,
+          contentHash: row.contentHash,
+          size: BigInt(row.size),
+          mimeType: row.mimeType,
+          tags: row.tags,
+          userMetadata: row.userMetadata as Prisma.InputJsonObject,
+          previewId: row.previewId,
+          promptId: row.promptId,
+          metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+        })),
+      })
+      .catch((err: unknown) => {
+        throw isUniqueViolation(err) ? new AlreadyExists('asset', { cause: err }) : err;
+      });
+  }
+
+  /** This owner's assets of these contents, by content hash (at most one each: one asset per owner and content). */
+  async findByContents(ownerId: string, blake3s: readonly string[], tx: Transaction): Promise<Map<string, Asset>> {
+    const rows = await prismaOf(tx).asset.findMany({ where: { ownerId, contentHash: { in: [...blake3s] } } });
+    return new Map(rows.map((r) => [r.contentHash.trim(), toAsset(r)]));
+  }
+
   async update(ownerId: string, id: string, fields: AssetUpdateFields, tx?: Transaction): Promise<Asset | undefined> {
     const data: Prisma.AssetUpdateManyMutationInput = { updatedAt: new Date() };
     if (fields.name !== undefined) data.name = fields.name;

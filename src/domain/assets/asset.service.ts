@@ -5,7 +5,7 @@ import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import { parseHash, type ContentDigest, type ParsedHash } from '../content/hashing';
 import { assetMetadata } from '../content/derived-metadata';
-import { DEFAULT_MIME, isActiveContent, isImageMime, mimeFromName, servedContentType } from '../content/mime';
+import { isActiveContent, isImageMime, servedContentType } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
 import { JOB, type Queue } from '../job-map';
 import { servableMediaType } from '../input';
@@ -259,10 +259,7 @@ export class AssetService {
     let precommitted = false;
     try {
       const name = fields.name ?? opts.fileName ?? defaultName(ingested.digest.blake3);
-      const contentMime =
-        ingested.sniffedMime && ingested.sniffedMime !== DEFAULT_MIME
-          ? ingested.sniffedMime
-          : (mimeFromName(opts.fileName ?? name) ?? DEFAULT_MIME);
+      const contentMime = this.content.mimeOf(ingested, opts.fileName ?? name);
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
       precommitted = true;
       await this.content.precommit(ingested);

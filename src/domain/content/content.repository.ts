@@ -156,6 +156,51 @@ export class ContentRepository {
     }
   }
 
+  /**
+   * The content locks of many contents (an import's batch), taken in key order: every other path holds one content
+   * lock at a time, so a batch waiting for one never holds what that holder waits for.
+   */
+  async lockMany(blake3s: readonly string[], tx: Transaction): Promise<void> {
+    const keys = [...new Set(blake3s.map((b) => contentLockKey(b)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    if (keys.length === 0) return;
+    await prismaOf(tx).$executeRaw`SELECT pg_advisory_xact_lock(k) FROM unnest(${keys.map(String)}::bigint[]) AS k`;
+  }
+
+  /** The rows of those of these hashes that are stored, by BLAKE3. */
+  async findMany(blake3s: readonly string[], tx: Transaction): Promise<Map<string, ContentRecord>> {
+    const rows = await prismaOf(tx).content.findMany({ where: { blake3: { in: [...blake3s] } } });
+    return new Map(rows.map((r) => [r.blake3.trim(), toRecord(r)]));
+  }
+
+  /** New content rows in one statement (an import's batch); a hash stored meanwhile is a unique violation. */
+  async insertMany(recs: readonly ContentRecord[], tx: Transaction): Promise<void> {
+    if (recs.length === 0) return;
+    try {
+      await prismaOf(tx).content.createMany({
+        data: recs.map((rec) => ({
+          blake3: rec.blake3,
+          sha256: rec.sha256,
+          size: BigInt(rec.size),
+          mimeType: rec.mimeType,
+          firstName: rec.firstName,
+          metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+        })),
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AlreadyExists('content', { cause: err });
+      throw err;
+    }
+  }
+
+  /** As `clearOrphaned`, for many contents in one statement. */
+  async clearOrphanedMany(blake3s: readonly string[], tx: Transaction): Promise<void> {
+    if (blake3s.length === 0) return;
+    await prismaOf(tx).content.updateMany({
+      where: { blake3: { in: [...blake3s] }, orphanedAt: { not: null } },
+      data: { orphanedAt: null },
+    });
+  }
+
   async clearOrphaned(blake3: string, tx: Transaction): Promise<void> {
     await prismaOf(tx).content.updateMany({ where: { blake3, orphanedAt: { not: null } }, data: { orphanedAt: null } });
   }

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { BlobStore, HashedWrites, Presigning, TempBlob } from '../../infra/blob-store/blob-store';
+import type { BlobStore, HashedWrites, LocalFileState, Presigning, TempBlob } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
 import { DomainError, isDomainError, isOwnStoreFailure, storeErrors } from '../errors';
@@ -7,7 +7,7 @@ import { NO_METER, type TransferMeter } from '../transfer-meter';
 import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
 import { deriveFromHead, METADATA_HEAD_BYTES, type DerivedMetadata } from './derived-metadata';
-import { detectMime } from './mime';
+import { DEFAULT_MIME, detectMime, mimeFromName } from './mime';
 
 /** Bytes written to a temporary blob and hashed, not yet committed under their hash. */
 export interface IngestedContent {
@@ -31,8 +31,8 @@ export class ContentService {
     private readonly opts: {
       maxUploadBytes: number;
       gcGraceSeconds: number;
-      /** Runs in the transaction that inserts a new content row (enqueues its thumbnail job). */
-      onNewContent?: (tx: Transaction, content: ContentRecord) => Promise<void>;
+      /** Runs in the transaction that inserts new content rows (enqueues their thumbnail jobs). */
+      onNewContent?: (tx: Transaction, contents: readonly ContentRecord[]) => Promise<void>;
       meter?: TransferMeter;
     },
   ) {
@@ -58,14 +58,14 @@ export class ContentService {
    */
   async ingest(
     source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number; ownsChunks?: boolean } = {},
+    opts: { maxBytes?: number; ownsChunks?: boolean; bothOnWorker?: boolean } = {},
   ): Promise<IngestedContent> {
     return storeErrors(this.ingestBytes(source, opts));
   }
 
   private async ingestBytes(
     source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number; ownsChunks?: boolean },
+    opts: { maxBytes?: number; ownsChunks?: boolean; bothOnWorker?: boolean },
   ): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
     let sniffedMime: string | undefined;
@@ -85,12 +85,35 @@ export class ContentService {
       if (this.hashedWrites) {
         const { temp, digest } = await this.hashedWrites.writeTempHashed(hashing(source, undefined, meter), {
           ownsChunks: opts.ownsChunks,
+          bothOnWorker: opts.bothOnWorker,
         });
         return { temp, digest, sniffedMime, derived };
       }
       const hasher = new DualHasher();
       const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
       return { temp, digest: hasher.digest(), sniffedMime, derived };
+    } finally {
+      end();
+    }
+  }
+
+  /**
+   * A local file into a temporary blob, hashed, in one piece on a worker thread where the store can (the import's
+   * files): undefined where it cannot, and the caller streams the file through `ingest`. The file's fstat before and
+   * after the copy come back for the caller to judge whether it changed meanwhile; a source that cannot be read
+   * fails with the code UNREADABLE or NOT_A_FILE.
+   */
+  async ingestLocalFile(
+    src: string,
+  ): Promise<{ ingested: IngestedContent; before: LocalFileState; after: LocalFileState } | undefined> {
+    if (!this.hashedWrites) return undefined;
+    const end = this.meter.begin('upload');
+    try {
+      const c = await storeErrors(this.hashedWrites.copyFileHashed(src, { headBytes: METADATA_HEAD_BYTES }));
+      this.countUploaded(c.digest.size);
+      const sniffedMime = c.head.length > 0 ? detectMime(c.head, undefined) : undefined;
+      const derived = deriveFromHead(c.head, sniffedMime, undefined);
+      return { ingested: { temp: c.temp, digest: c.digest, sniffedMime, derived }, before: c.before, after: c.after };
     } finally {
       end();
     }
@@ -128,6 +151,17 @@ export class ContentService {
 
   lock(blake3: string, tx: Transaction): Promise<void> {
     return this.repo.lock(blake3, tx);
+  }
+
+  /** The content locks of many contents, for one transaction (an import's batch). */
+  lockMany(blake3s: readonly string[], tx: Transaction): Promise<void> {
+    return this.repo.lockMany(blake3s, tx);
+  }
+
+  /** The MIME type of new content: what its first bytes say, else what its (file) name says. */
+  mimeOf(ingested: IngestedContent, name: string): string {
+    const sniffed = ingested.sniffedMime;
+    return sniffed && sniffed !== DEFAULT_MIME ? sniffed : (mimeFromName(name) ?? DEFAULT_MIME);
   }
 
   /**
@@ -213,8 +247,41 @@ export class ContentService {
       metadata: withFormat(ingested.derived, meta.fileName ?? meta.name),
     };
     await this.repo.insert(rec, tx);
-    await this.opts.onNewContent?.(tx, rec);
+    await this.opts.onNewContent?.(tx, [rec]);
     return rec;
+  }
+
+  /**
+   * `ensureStored` for many ingested contents in one transaction (an import's batch), with the same invariant, in a
+   * few statements: the caller holds the content locks of all of them (`lockMany`). Temporary blobs are left for the
+   * caller to discard once the transaction is over. Returns each content's row, in order.
+   */
+  async ensureStoredMany(
+    tx: Transaction,
+    items: readonly { ingested: IngestedContent; meta: { name: string; mimeType: string; fileName?: string } }[],
+  ): Promise<ContentRecord[]> {
+    const found = await this.repo.findMany(
+      items.map((i) => i.ingested.digest.blake3),
+      tx,
+    );
+    const fresh = new Map<string, ContentRecord>();
+    for (const { ingested, meta } of items) {
+      const { blake3, sha256, size } = ingested.digest;
+      const existing = found.get(blake3);
+      if (existing && existing.sha256 !== sha256)
+        throw new DomainError('HASH_MISMATCH', 'the content hashes disagree with the stored content');
+      if (existing || fresh.has(blake3)) continue;
+      // As in ensureStored: the precommitted blob may have been swept meanwhile; the temporary puts it back.
+      if (!(await this.blobs.exists(blake3)))
+        await storeErrors(this.blobs.commit(ingested.temp, blake3, { keepTemp: true }));
+      const name = meta.name;
+      const metadata = withFormat(ingested.derived, meta.fileName ?? name);
+      fresh.set(blake3, { blake3, sha256, size, mimeType: meta.mimeType, firstName: name, metadata });
+    }
+    await this.repo.clearOrphanedMany([...found.keys()], tx);
+    await this.repo.insertMany([...fresh.values()], tx);
+    await this.opts.onNewContent?.(tx, [...fresh.values()]);
+    return items.map((i) => found.get(i.ingested.digest.blake3) ?? fresh.get(i.ingested.digest.blake3)!);
   }
 
   /** Inside a transaction holding the content lock: a referenced content is no longer a GC candidate. */

@@ -22,6 +22,25 @@ export class ImportReadError extends Error {
 const same = (a: OpenedStat, b: OpenedStat): boolean =>
   a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs && a.ino === b.ino && a.dev === b.dev;
 
+const replaced = () => new ImportReadError('FILE_CHANGED', 'the file was replaced while the import ran');
+const changed = () =>
+  new ImportReadError('FILE_CHANGED', 'the file changed while it was read; it is imported once it is left alone');
+
+/**
+ * The judgement `openFound`'s `check` makes, for a file copied in one piece elsewhere (ContentService.ingestLocalFile):
+ * the file the walk saw, the same before and after, and as many bytes as its size.
+ */
+export function checkCopied(f: FoundFile, before: OpenedStat, after: OpenedStat, bytes: number): void {
+  if (before.ino !== f.ino || before.dev !== f.dev) throw replaced();
+  if (!same(before, after) || BigInt(bytes) !== before.size) throw changed();
+}
+
+/** A failure to read a file at all (UNREADABLE, NOT_A_FILE from ingestLocalFile) as the import reports it. */
+export function readFailure(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  return code === 'UNREADABLE' || code === 'NOT_A_FILE' ? new ImportReadError(code, (err as Error).message) : err;
+}
+
 /**
  * Opens a found file for one read: never following a link (the walk resolved them inside the root) and never
  * blocking (a FIFO put in its place answers at once), refusing anything that is no longer the regular file the
@@ -47,17 +66,19 @@ export async function openFound(f: FoundFile): Promise<{
   try {
     const st = await fh.stat({ bigint: true });
     if (!st.isFile()) throw new ImportReadError('NOT_A_FILE', 'no longer a regular file');
-    if (st.ino !== f.ino || st.dev !== f.dev)
-      throw new ImportReadError('FILE_CHANGED', 'the file was replaced while the import ran');
+    if (st.ino !== f.ino || st.dev !== f.dev) throw replaced();
     const stat: OpenedStat = { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev };
     const read = async function* (stop: () => boolean): AsyncIterable<Buffer> {
-      const size = 1024 * 1024;
-      for (;;) {
+      // Reads the size fstat gave, in chunks of at most 1 MiB, each a buffer of exactly its length (a small file
+      // is one allocation, moved whole to the ingest's worker); a file that grew or shrank meanwhile fails `check`.
+      let left = Number(st.size);
+      while (left > 0) {
         if (stop()) throw new ImportReadError('UNREADABLE', 'the import was stopped');
-        // A fresh buffer per chunk: the ingest may move it to its worker thread.
-        const buf = Buffer.allocUnsafe(size);
+        const size = Math.min(left, 1024 * 1024);
+        const buf = Buffer.allocUnsafeSlow(size);
         const { bytesRead } = await fh.read(buf, 0, size, null);
         if (bytesRead === 0) return;
+        left -= bytesRead;
         yield bytesRead === size ? buf : buf.subarray(0, bytesRead);
       }
     };
@@ -70,12 +91,7 @@ export async function openFound(f: FoundFile): Promise<{
         ino: now.ino,
         dev: now.dev,
       };
-      if (!same(stat, after) || BigInt(bytes) !== stat.size) {
-        throw new ImportReadError(
-          'FILE_CHANGED',
-          'the file changed while it was read; it is imported once it is left alone',
-        );
-      }
+      if (!same(stat, after) || BigInt(bytes) !== stat.size) throw changed();
     };
     return { stat, read, check, close: () => fh.close() };
   } catch (err) {

@@ -12,8 +12,9 @@ import type { ContentService, IngestedContent } from '../content/content.service
 import { AlreadyExists, DomainError, isOwnStoreFailure } from '../errors';
 import { JOB, type Queue } from '../job-map';
 import type { TaskRepository } from '../tasks/task.repository';
-import { ImportReadError, openFound } from './import-read';
+import { checkCopied, ImportReadError, openFound, readFailure } from './import-read';
 import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
+import type { ImportBatches, ReadFile } from './import-batch';
 import type { ImportedFile, ImportRepository } from './import.repository';
 import {
   EMPTY_PROGRESS,
@@ -57,6 +58,7 @@ export class ImportService {
       tasks: TaskRepository;
       assets: AssetService;
       content: ContentService;
+      batches: ImportBatches;
       queue: Queue;
       logger: Logger;
     },
@@ -189,6 +191,7 @@ export class ImportService {
       () => void tick().catch((err) => log.warn('could not save import progress', { err: (err as Error).message })),
       this.o.tickMs,
     );
+    let pendingBatch: Batch | undefined;
     try {
       const files: FoundFile[] = [];
       const problems: WalkProblem[] = [];
@@ -207,24 +210,41 @@ export class ImportService {
       }
       const known = await repo.importedFiles(run.ownerId);
       const mine = await repo.assetHashes(run.ownerId);
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        while (next < files.length && !stop && held) {
-          const f = files[next++]!;
-          try {
-            const created = await this.importOne(
-              run.ownerId,
-              f,
-              known.get(f.treePath),
-              mine,
-              progress,
-              () => stop || !held,
-              saved,
-            );
+      const batch = new Batch(async (items) => {
+        const made = await this.commitBatch(run.ownerId, items, (e) => report(e), log);
+        made.forEach((created, i) => {
+          progress.scanned++;
+          if (created === undefined) progress.skipped++;
+          else {
             if (created) progress.created++;
             else progress.skipped++;
+            mine.add(items[i]!.ingested.digest.blake3);
+            saved.push(items[i]!.saved);
+          }
+        });
+        if (saved.length >= 500) await this.flushSaved(run.ownerId, saved);
+      });
+      pendingBatch = batch;
+      let next = 0;
+      let failing = false;
+      const worker = async (): Promise<void> => {
+        while (next < files.length && !stop && held && !failing) {
+          const f = files[next++]!;
+          let settled = true;
+          try {
+            const read = await this.readOne(run.ownerId, f, known.get(f.treePath), mine, progress, () => stop || !held);
+            if (typeof read === 'boolean') {
+              if (read) progress.created++;
+              else progress.skipped++;
+            } else {
+              settled = false;
+              await batch.add(read);
+            }
           } catch (err) {
-            if (isOwnStoreFailure(err)) throw err;
+            if (isOwnStoreFailure(err)) {
+              failing = true;
+              throw err;
+            }
             progress.skipped++;
             if (err instanceof ImportReadError) report({ path: f.treePath, code: err.code, message: err.message });
             else if (err instanceof DomainError) report({ path: f.treePath, code: err.code, message: err.message });
@@ -233,12 +253,16 @@ export class ImportService {
               report({ path: f.treePath, code: 'INTERNAL', message: (err as Error).message });
             }
           } finally {
-            progress.scanned++;
+            if (settled) progress.scanned++;
             processedBytes += Number(f.size);
           }
         }
       };
-      await Promise.all(Array.from({ length: this.o.concurrency }, worker));
+      // Every reader ends before the run does, also when one fails (the others then stop at their next file).
+      const ended = await Promise.allSettled(Array.from({ length: this.o.concurrency }, worker));
+      const failed = ended.find((e) => e.status === 'rejected');
+      if (failed) throw failed.reason;
+      await batch.flush();
       clearInterval(ticker);
       await this.flushSaved(run.ownerId, saved);
       if (!held) return; // another worker took the run over: it finishes it
@@ -266,6 +290,7 @@ export class ImportService {
       log.info('import finished', { ...progress, errors: errors.length });
     } catch (err) {
       clearInterval(ticker);
+      await pendingBatch?.drop((f) => this.drop(f));
       if (!held) return;
       log.warn('import failed', { err });
       await this.end(taskId, progress, errors, `import failed: ${(err as Error).message}`);
@@ -292,18 +317,18 @@ export class ImportService {
 
   /**
    * One file: placed by the ComfyUI mapping, skipped when unchanged since it was stored and still an asset of this
-   * owner, made from stored content when its bytes are stored already and it is unchanged, else read once (hashed
-   * while it is written to the store). True when a new asset was made.
+   * owner, made from stored content when its bytes are stored already and it is unchanged (true when a new asset was
+   * made), else read once (hashed while it is written to the store) and put under its content address, for the
+   * batch that makes its asset.
    */
-  private async importOne(
+  private async readOne(
     ownerId: string,
     f: FoundFile,
     before: ImportedFile | undefined,
     mine: Set<string>,
     progress: ImportProgress,
     stopped: () => boolean,
-    saved: SavedFile[],
-  ): Promise<boolean> {
+  ): Promise<boolean | Pending> {
     const place = comfyPlacement(f.treePath);
     if (!place)
       throw new ImportReadError('NOT_A_FILE', 'not inside a model folder (models/<folder>/), input/ or output/');
@@ -317,6 +342,8 @@ export class ImportService {
       mine.add(before.contentHash);
       return made.created;
     }
+    const whole = f.size <= WHOLE_FILE_MAX ? await this.readWhole(f, progress) : undefined;
+    if (whole) return { ingested: whole.ingested, file, saved: { ...whole.saved, inode } };
     const opened = await openFound(f);
     let ingested: IngestedContent | undefined;
     try {
@@ -330,21 +357,129 @@ export class ImportService {
       progress.filesRead++;
       ingested = await this.d.content.ingest(counted(opened.read(stopped)), {
         ownsChunks: true,
+        bothOnWorker: true,
         maxBytes: Number.MAX_SAFE_INTEGER,
       });
       progress.bytesRead += bytes;
       await opened.check(bytes);
+      await this.d.content.precommit(ingested);
     } catch (err) {
       if (ingested) await this.d.content.discard(ingested);
       throw err;
     } finally {
       await opened.close();
     }
-    const blake3 = ingested.digest.blake3;
-    const made = await this.d.assets.importFile(ownerId, { ingested }, file);
-    mine.add(blake3);
-    saved.push({ path: f.treePath, size: opened.stat.size, mtimeNs: opened.stat.mtimeNs, inode, contentHash: blake3 });
-    if (saved.length >= 500) await this.flushSaved(ownerId, saved);
-    return made.created;
+    const { size, mtimeNs } = opened.stat;
+    return { ingested, file, saved: { path: f.treePath, size, mtimeNs, inode, contentHash: ingested.digest.blake3 } };
+  }
+
+  /**
+   * A file read, hashed and written in one piece on the ingest worker (where the store can: undefined where not),
+   * judged unchanged, and put under its content address. Files up to WHOLE_FILE_MAX: a larger one is streamed, so a
+   * cancel stops it between chunks.
+   */
+  private async readWhole(
+    f: FoundFile,
+    progress: ImportProgress,
+  ): Promise<{ ingested: IngestedContent; saved: Omit<SavedFile, 'inode'> } | undefined> {
+    const copied = await this.d.content.ingestLocalFile(f.abs).catch((err: unknown) => {
+      throw readFailure(err);
+    });
+    if (!copied) return undefined;
+    const { ingested, before, after } = copied;
+    try {
+      progress.filesRead++;
+      progress.bytesRead += ingested.digest.size;
+      checkCopied(f, before, after, ingested.digest.size);
+      await this.d.content.precommit(ingested);
+    } catch (err) {
+      await this.d.content.discard(ingested);
+      throw err;
+    }
+    const saved = { path: f.treePath, size: before.size, mtimeNs: before.mtimeNs, contentHash: ingested.digest.blake3 };
+    return { ingested, saved };
+  }
+
+  /**
+   * The assets of a batch of read files, in one transaction; when it fails for another reason than the database or
+   * the store (one file's content refused, say), each file is made on its own so only that one is skipped. Per file:
+   * whether it made a new asset, undefined when it was skipped (reported). Temporary blobs are gone afterwards.
+   */
+  private async commitBatch(
+    ownerId: string,
+    items: Pending[],
+    report: (e: ImportError) => void,
+    log: Logger,
+  ): Promise<(boolean | undefined)[]> {
+    try {
+      const made = await this.d.batches.commit(ownerId, items);
+      await Promise.all(items.map((i) => this.d.content.discard(i.ingested)));
+      return made;
+    } catch (err) {
+      if (isOwnStoreFailure(err)) {
+        await Promise.all(items.map((i) => this.drop(i)));
+        throw err;
+      }
+      log.info('a batch of the import failed; making its files one at a time', { err: (err as Error).message });
+    }
+    const made: (boolean | undefined)[] = [];
+    for (const [i, item] of items.entries()) {
+      try {
+        made.push((await this.d.assets.importFile(ownerId, { ingested: item.ingested }, item.file)).created);
+      } catch (err) {
+        if (isOwnStoreFailure(err)) {
+          await Promise.all(items.slice(i + 1).map((rest) => this.drop(rest)));
+          throw err;
+        }
+        made.push(undefined);
+        const code = err instanceof DomainError ? err.code : 'INTERNAL';
+        report({ path: item.saved.path, code, message: (err as Error).message });
+      }
+    }
+    return made;
+  }
+
+  /** A read file whose asset will not be made: its temporary blob, and its blob unless a content row has it. */
+  private async drop(item: Pending): Promise<void> {
+    await this.d.content.discard(item.ingested);
+    await this.d.content.abandon(item.ingested.digest.blake3);
+  }
+}
+
+/** A read file waiting for its batch, and what `import_file` will remember of it. */
+type Pending = ReadFile & { saved: SavedFile };
+
+/** Files up to this size are read in one piece on a worker thread; larger ones are streamed (cancellable mid-file). */
+const WHOLE_FILE_MAX = 16n << 20n;
+
+/** Files per transaction: enough that statements stop mattering, few enough that a failing one costs little. */
+const BATCH_FILES = 64;
+
+/**
+ * Collects read files into batches committed one after the other, while the readers go on reading; a reader that
+ * fills a batch waits for its commit, which bounds what waits in memory and on disk to about two batches.
+ */
+class Batch {
+  private items: Pending[] = [];
+  private committing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly commit: (items: Pending[]) => Promise<void>) {}
+
+  async add(item: Pending): Promise<void> {
+    this.items.push(item);
+    if (this.items.length >= BATCH_FILES) await this.flush();
+  }
+
+  /** Commits what is collected, after the batches before it. */
+  flush(): Promise<void> {
+    const items = this.items.splice(0);
+    this.committing = this.committing.then(() => (items.length > 0 ? this.commit(items) : undefined));
+    return this.committing;
+  }
+
+  /** After a failure: what was collected and not committed is dropped. */
+  async drop(dropOne: (item: Pending) => Promise<void>): Promise<void> {
+    await this.committing.catch(() => undefined);
+    await Promise.all(this.items.splice(0).map((i) => dropOne(i).catch(() => undefined)));
   }
 }

@@ -80,10 +80,15 @@ export class ThumbnailService {
     );
   }
 
-  /** Inside the transaction that inserts a new content row: the job exists if and only if the content does. */
-  async enqueue(tx: Transaction, content: { blake3: string; mimeType: string }): Promise<void> {
-    if (!this.supports(content.mimeType)) return;
-    await this.queue.send(JOB.thumbnail, { blake3: content.blake3 }, { tx, singletonKey: content.blake3 });
+  /** Inside the transaction that inserts new content rows: a job exists if and only if its content does. */
+  async enqueue(tx: Transaction, contents: readonly { blake3: string; mimeType: string }[]): Promise<void> {
+    const wanted = contents.filter((c) => this.supports(c.mimeType));
+    if (wanted.length === 1) {
+      await this.queue.send(JOB.thumbnail, { blake3: wanted[0]!.blake3 }, { tx, singletonKey: wanted[0]!.blake3 });
+    } else if (wanted.length > 1) {
+      const jobs = wanted.map((c) => ({ data: { blake3: c.blake3 }, singletonKey: c.blake3 }));
+      await this.queue.sendMany(JOB.thumbnail, jobs, { tx });
+    }
   }
 
   /** Wakes this process's thumbnail worker after the enqueuing transaction committed. */

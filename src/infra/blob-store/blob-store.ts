@@ -82,6 +82,24 @@ export interface BlobStoreCapabilities {
   readonly space?: SpaceReport;
 }
 
+/** What `HashedWrites.copyFileHashed` made. */
+export interface CopiedLocalFile {
+  temp: TempBlob;
+  digest: { blake3: string; sha256: string; size: number };
+  head: Buffer;
+  before: LocalFileState;
+  after: LocalFileState;
+}
+
+/** A local file's fstat, as much of it as tells whether the file changed. */
+export interface LocalFileState {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  dev: bigint;
+}
+
 export interface HashedWrites {
   /**
    * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, hashed off the request thread. With
@@ -90,8 +108,14 @@ export interface HashedWrites {
    */
   writeTempHashed(
     source: AsyncIterable<Buffer>,
-    opts?: { ownsChunks?: boolean },
+    opts?: { ownsChunks?: boolean; bothOnWorker?: boolean },
   ): Promise<{ temp: TempBlob; digest: { blake3: string; sha256: string; size: number } }>;
+  /**
+   * A local file of this machine (the import's) into a temporary blob, hashed, read and written on a worker thread
+   * in one piece. The file's state before and after the copy is returned for the caller to judge; errors carry a
+   * `code` (UNREADABLE, NOT_A_FILE, or an errno).
+   */
+  copyFileHashed(src: string, opts: { headBytes: number }): Promise<CopiedLocalFile>;
   /**
    * PartialBlob.append (of a partial this store opened) with the bytes also fed to `hash` (which must have hashed
    * exactly the bytes already stored), both the hashing and the writing on the session's worker thread. What arrived

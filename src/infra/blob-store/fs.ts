@@ -11,6 +11,7 @@ import {
   DERIVED_KINDS,
   PARTIAL_NAME,
   type BlobStore,
+  type CopiedLocalFile,
   type BlobStoreCapabilities,
   type CommitOptions,
   type HashedWrites,
@@ -80,14 +81,15 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   /**
    * Like `writeTemp`, with the BLAKE3 + SHA-256 of the bytes computed on the way, both the hashing and the writing
    * running on a worker thread (see ingest-pool.ts). `ownsChunks`: nobody uses the chunks of `source` after they
-   * were read, so their ArrayBuffers may be moved to the worker (detached) instead of copied.
+   * were read, so their ArrayBuffers may be moved to the worker (detached) instead of copied. `bothOnWorker`: BLAKE3
+   * too runs on the worker (a caller with many sources at once, the import, keeps its own thread free).
    */
   async writeTempHashed(
     source: AsyncIterable<Buffer>,
-    opts: { ownsChunks?: boolean } = {},
+    opts: { ownsChunks?: boolean; bothOnWorker?: boolean } = {},
   ): Promise<{ temp: TempBlob; digest: HashedFile }> {
     const file = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
-    const job = this.workers.open(file, { ownsChunks: opts.ownsChunks === true });
+    const job = this.workers.open(file, { ownsChunks: opts.ownsChunks === true, blake3OnWorker: opts.bothOnWorker });
     try {
       for await (const chunk of source) {
         const wait = job.write(chunk);
@@ -101,6 +103,12 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
       await job.abort();
       throw err;
     }
+  }
+
+  async copyFileHashed(src: string, opts: { headBytes: number }): Promise<CopiedLocalFile> {
+    const file = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
+    const { head, before, after, ...digest } = await this.workers.copyHashed(src, file, opts.headBytes);
+    return { temp: { key: path.relative(this.root, file), size: digest.size }, digest, head, before, after };
   }
 
   partialKey(name: string): string {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { blake3, type Blake3Incremental } from '../blake3';
+import type { FileState } from './copy-hashed';
 import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 
 /**
@@ -116,6 +117,45 @@ export class IngestWorkers {
     return job;
   }
 
+  /**
+   * Copies the local file `src` to `file` (created exclusively, fsynced) and hashes it, all on a worker: one message
+   * each way per file. Rejects with the error's `code` (UNREADABLE, NOT_A_FILE, or an errno); `file` is then gone.
+   */
+  copyHashed(src: string, file: string, headBytes: number): Promise<CopiedFile> {
+    const slot = this.next++ % this.workers.length;
+    const w = (this.workers[slot] ??= this.start(slot));
+    const id = this.nextId++;
+    return new Promise<CopiedFile>((resolve, reject) => {
+      const done = () => {
+        w.jobs.delete(id);
+        if (w.jobs.size === 0) w.worker.unref();
+      };
+      w.jobs.set(id, {
+        onMessage: (m) => {
+          done();
+          if (m.t === 'copied')
+            resolve({
+              blake3: m.blake3,
+              sha256: m.sha256,
+              size: m.size,
+              head: Buffer.from(m.head.buffer, m.head.byteOffset, m.head.length),
+              before: m.before,
+              after: m.after,
+            });
+          else if (m.t === 'error') reject(Object.assign(new Error(m.message), m.code ? { code: m.code } : {}));
+          else reject(new Error(`unexpected answer ${m.t} from the ingest worker`));
+        },
+        workerStopped: (err) => {
+          done();
+          // The worker may have created the file: nobody else removes it.
+          fs.rm(file, { force: true }, () => reject(new Error(`the ingest worker stopped: ${err.message}`)));
+        },
+      });
+      if (w.jobs.size === 1) w.worker.ref();
+      send(w.worker, { t: 'copy', id, src, file, headBytes });
+    });
+  }
+
   /** @internal Whether `w` still runs (a session's state dies with its worker). */
   isLive(w: WorkerEntry): boolean {
     return !w.dead;
@@ -130,7 +170,7 @@ export class IngestWorkers {
       stdout: false,
       stderr: false,
     });
-    const entry: WorkerEntry = { worker, jobs: new Map<number, IngestJob>(), dead: false };
+    const entry: WorkerEntry = { worker, jobs: new Map<number, WorkerJob>(), dead: false };
     worker.on('message', (m: FromWorker) => entry.jobs.get(m.id)?.onMessage(m));
     const dead = (err: Error) => {
       entry.dead = true;
@@ -148,8 +188,22 @@ export class IngestWorkers {
 
 interface WorkerEntry {
   worker: Worker;
-  jobs: Map<number, IngestJob>;
+  jobs: Map<number, WorkerJob>;
   dead: boolean;
+}
+
+/** What a worker's answers go to: an IngestJob, or a whole-file copy's promise. */
+interface WorkerJob {
+  onMessage(m: FromWorker): void;
+  workerStopped(err: Error): void;
+}
+
+/** A local file copied and hashed by a worker (`IngestWorkers.copyHashed`). */
+export interface CopiedFile extends HashedFile {
+  /** The first bytes (up to the `headBytes` asked for). */
+  head: Buffer;
+  before: FileState;
+  after: FileState;
 }
 
 /** How a job refers to its session: `fresh` for the first job of a session (the worker creates the state). */

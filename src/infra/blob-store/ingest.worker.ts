@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadBlake3, type Blake3Incremental, type Blake3Kind } from '../blake3';
 import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
+import { copyHashed, type CopyAnswer, type CopyRequest } from './copy-hashed';
 
 /**
  * The ingest worker thread (started by IngestWorkers, ingest-pool.ts): SHA-256 (and BLAKE3 when asked) of each job's
@@ -12,7 +13,7 @@ import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from 
  */
 
 /** What the pool sends. The chunks of `data` arrive transferred (their ArrayBuffers moved here), never copied. */
-export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage;
+export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage | CopyRequest;
 interface OpenMessage {
   t: 'open';
   id: number;
@@ -46,7 +47,8 @@ export type FromWorker =
   | { t: 'ack'; id: number; bytes: number }
   | { t: 'error'; id: number; message: string; code?: string }
   | { t: 'done'; id: number; blake3?: string; sha256?: string; size: number }
-  | { t: 'closed'; id: number };
+  | { t: 'closed'; id: number }
+  | CopyAnswer;
 
 export interface IngestWorkerData {
   blake3: Blake3Kind;
@@ -92,7 +94,7 @@ const APPEND_SYNC_EVERY = 8 << 20;
 const jobs = new Map<number, Job>();
 const sessions = new Map<number, Hashes>();
 
-const post = (m: FromWorker) => port.postMessage(m);
+const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer);
 
 function fail(id: number, job: Job, err: Error & { code?: string }): void {
   if (job.error) return;
@@ -242,6 +244,8 @@ async function abort(m: EndMessage, job: Job): Promise<void> {
 port.on('message', (m: ToWorker) => {
   if (m.t === 'open') return open(m);
   if (m.t === 'drop') return void sessions.delete(m.session);
+  if (m.t === 'copy')
+    return void copyHashed(m, b3impl).then((a) => post(a, a.t === 'copied' ? [a.head.buffer as ArrayBuffer] : []));
   const job = jobs.get(m.id);
   if (!job) return;
   if (m.t === 'data') data(m, job);

@@ -1,0 +1,124 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+
+/**
+ * A whole local file copied into a new file and hashed (BLAKE3 + SHA-256) in one pass, all on the ingest worker
+ * thread (ingest.worker.ts): the import's many small files cost its caller one message each way instead of a read,
+ * a buffer and a message per chunk (`npm run bench -- import`). Kept free of other imports, as block-writer.ts.
+ */
+
+/** What a file was (its fstat), before and after the copy: the caller judges whether it changed meanwhile. */
+export interface FileState {
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  dev: bigint;
+}
+
+export interface CopyRequest {
+  t: 'copy';
+  id: number;
+  src: string;
+  file: string;
+  /** How many leading bytes to send back (content sniffing, derived metadata). */
+  headBytes: number;
+}
+
+export type CopyAnswer =
+  | {
+      t: 'copied';
+      id: number;
+      blake3: string;
+      sha256: string;
+      size: number;
+      head: Uint8Array;
+      before: FileState;
+      after: FileState;
+    }
+  | { t: 'error'; id: number; message: string; code?: string };
+
+const stateOf = (s: fs.BigIntStats): FileState => ({
+  size: s.size,
+  mtimeNs: s.mtimeNs,
+  ctimeNs: s.ctimeNs,
+  ino: s.ino,
+  dev: s.dev,
+});
+
+/** Why a source cannot be read at all: the caller reports it by this code. */
+class SourceError extends Error {
+  constructor(
+    readonly code: 'UNREADABLE' | 'NOT_A_FILE',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Copies `src` to `file` (created exclusively, fsynced) while hashing it; reads the size fstat gave, so a file that
+ * grows or shrinks shows in `after`. Never follows a link and never blocks on a FIFO. On failure `file` is removed.
+ */
+export async function copyHashed(
+  m: CopyRequest,
+  b3impl: { create(): { update(b: Uint8Array): void; hex(): string } },
+): Promise<CopyAnswer> {
+  let src: fsp.FileHandle | undefined;
+  let out: fsp.FileHandle | undefined;
+  let created = false;
+  try {
+    src = await fsp
+      .open(m.src, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+      .catch((err: NodeJS.ErrnoException) => {
+        throw new SourceError('UNREADABLE', `cannot be opened (${err.code ?? err.message})`);
+      });
+    const st = await src.stat({ bigint: true });
+    if (!st.isFile()) throw new SourceError('NOT_A_FILE', 'no longer a regular file');
+    out = await fsp.open(m.file, 'wx', 0o644);
+    created = true;
+    const sha = crypto.createHash('sha256');
+    const b3 = b3impl.create();
+    let left = Number(st.size);
+    const buf = Buffer.allocUnsafeSlow(Math.max(1, Math.min(left, 1 << 20)));
+    const head = Buffer.allocUnsafeSlow(Math.min(left, m.headBytes));
+    let size = 0;
+    while (left > 0) {
+      const { bytesRead } = await src.read(buf, 0, Math.min(left, buf.length), null).catch((err: Error) => {
+        throw new SourceError('UNREADABLE', `cannot be read (${(err as NodeJS.ErrnoException).code ?? err.message})`);
+      });
+      if (bytesRead === 0) break;
+      const chunk = buf.subarray(0, bytesRead);
+      sha.update(chunk);
+      b3.update(chunk);
+      if (size < head.length) chunk.copy(head, size, 0, Math.min(bytesRead, head.length - size));
+      for (let off = 0; off < bytesRead;) off += (await out.write(chunk, off, bytesRead - off)).bytesWritten;
+      size += bytesRead;
+      left -= bytesRead;
+    }
+    await out.sync();
+    await out.close();
+    out = undefined;
+    const after = stateOf(await src.stat({ bigint: true }));
+    return {
+      t: 'copied',
+      id: m.id,
+      blake3: b3.hex(),
+      sha256: sha.digest('hex'),
+      size,
+      head: head.subarray(0, Math.min(size, head.length)),
+      before: stateOf(st),
+      after,
+    };
+  } catch (err) {
+    if (out) {
+      await out.close().catch(() => undefined);
+    }
+    if (created) await fsp.rm(m.file, { force: true }).catch(() => undefined);
+    const code = err instanceof SourceError ? err.code : (err as NodeJS.ErrnoException).code;
+    return { t: 'error', id: m.id, message: (err as Error).message, ...(code ? { code } : {}) };
+  } finally {
+    await src?.close().catch(() => undefined);
+  }
+}
