@@ -295,6 +295,15 @@ describe('copyFileHashed: a local file copied and hashed on a worker in one piec
     const st = fs.statSync(src, { bigint: true });
     expect(c.before).toEqual({ size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev });
     expect(c.after).toEqual(c.before);
+    expect(c.committed).toBe(false);
+    // With `precommit`, also under its content address (a second name: the temporary stays).
+    const p = await store.copyFileHashed(src, { headBytes: 16, precommit: true });
+    expect(p.committed).toBe(true);
+    expect(p.head.equals(data.subarray(0, 16))).toBe(true);
+    expect(fs.readFileSync(store.contentPath(p.digest.blake3)).equals(data)).toBe(true);
+    expect(fs.existsSync(path.join(dir, p.temp.key))).toBe(true);
+    // Again: the address is taken by the same bytes already.
+    expect((await store.copyFileHashed(src, { headBytes: 16, precommit: true })).committed).toBe(true);
   });
 
   test('an empty file, a FIFO, a missing file and a link loop: hashed, or refused by code with nothing left', async () => {

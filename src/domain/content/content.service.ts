@@ -101,19 +101,25 @@ export class ContentService {
    * A local file into a temporary blob, hashed, in one piece on a worker thread where the store can (the import's
    * files): undefined where it cannot, and the caller streams the file through `ingest`. The file's fstat before and
    * after the copy come back for the caller to judge whether it changed meanwhile; a source that cannot be read
-   * fails with the code UNREADABLE or NOT_A_FILE.
+   * fails with the code UNREADABLE or NOT_A_FILE. `precommitted`: the copy was also put under its content address
+   * (as `precommit` does; false where the worker could not).
    */
   async ingestLocalFile(
     src: string,
-  ): Promise<{ ingested: IngestedContent; before: LocalFileState; after: LocalFileState } | undefined> {
+  ): Promise<
+    { ingested: IngestedContent; precommitted: boolean; before: LocalFileState; after: LocalFileState } | undefined
+  > {
     if (!this.hashedWrites) return undefined;
     const end = this.meter.begin('upload');
     try {
-      const c = await storeErrors(this.hashedWrites.copyFileHashed(src, { headBytes: METADATA_HEAD_BYTES }));
+      const c = await storeErrors(
+        this.hashedWrites.copyFileHashed(src, { headBytes: METADATA_HEAD_BYTES, precommit: true }),
+      );
       this.countUploaded(c.digest.size);
       const sniffedMime = c.head.length > 0 ? detectMime(c.head, undefined) : undefined;
       const derived = deriveFromHead(c.head, sniffedMime, undefined);
-      return { ingested: { temp: c.temp, digest: c.digest, sniffedMime, derived }, before: c.before, after: c.after };
+      const ingested = { temp: c.temp, digest: c.digest, sniffedMime, derived };
+      return { ingested, precommitted: c.committed, before: c.before, after: c.after };
     } finally {
       end();
     }
@@ -254,11 +260,13 @@ export class ContentService {
   /**
    * `ensureStored` for many ingested contents in one transaction (an import's batch), with the same invariant, in a
    * few statements: the caller holds the content locks of all of them (`lockMany`). Temporary blobs are left for the
-   * caller to discard once the transaction is over. Returns each content's row, in order.
+   * caller to discard once the transaction is over. Returns each content's row, in order. `derivedJobs: false`: the
+   * new contents' thumbnail jobs are not queued (the caller has the backfill find them later).
    */
   async ensureStoredMany(
     tx: Transaction,
     items: readonly { ingested: IngestedContent; meta: { name: string; mimeType: string; fileName?: string } }[],
+    opts: { derivedJobs: boolean },
   ): Promise<ContentRecord[]> {
     const found = await this.repo.findMany(
       items.map((i) => i.ingested.digest.blake3),
@@ -280,7 +288,7 @@ export class ContentService {
     }
     await this.repo.clearOrphanedMany([...found.keys()], tx);
     await this.repo.insertMany([...fresh.values()], tx);
-    await this.opts.onNewContent?.(tx, [...fresh.values()]);
+    if (opts.derivedJobs) await this.opts.onNewContent?.(tx, [...fresh.values()]);
     return items.map((i) => found.get(i.ingested.digest.blake3) ?? fresh.get(i.ingested.digest.blake3)!);
   }
 

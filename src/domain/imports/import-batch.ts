@@ -15,9 +15,9 @@ export interface ReadFile {
 
 /**
  * The assets of many imported files in one transaction: the same rows, locks and invariants as one
- * `AssetService.importFile` per file (new content rows with their thumbnail jobs, one asset per owner and content, a
- * second path of a content appended with its tags), in a few statements for the whole batch instead of about a dozen
- * per file. The import's rate over many small files is bound by statements, not bytes (`npm run bench -- import`).
+ * `AssetService.importFile` per file (new content rows, one asset per owner and content, a second path of a content
+ * appended with its tags), in a few statements for the whole batch instead of about a dozen per file; the thumbnail
+ * jobs are left to the backfill the import queues when it ends. The import's rate over many small files is bound by statements, not bytes (`npm run bench -- import`).
  */
 export class ImportBatches {
   constructor(private readonly d: { transactions: Transactions; assets: AssetRepository; content: ContentService }) {}
@@ -35,6 +35,9 @@ export class ImportBatches {
             ingested,
             meta: { name: file.name, mimeType: content.mimeOf(ingested, file.fileName), fileName: file.fileName },
           })),
+          // Thumbnails wait for the end of the import (ImportService queues the backfill): they are not needed for
+          // the files to be stored, and making them beside the import took the CPU the import needs.
+          { derivedJobs: false },
         );
         const mine = new Map<string, { id: string; isImmutable: boolean }>(
           [...(await assets.findByContents(ownerId, hashes, tx))].map(([h, a]) => [h, a]),

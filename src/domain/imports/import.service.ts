@@ -294,6 +294,24 @@ export class ImportService {
       if (!held) return;
       log.warn('import failed', { err });
       await this.end(taskId, progress, errors, `import failed: ${(err as Error).message}`);
+    } finally {
+      if (held && progress.created > 0) await this.thumbnailsNow(log);
+    }
+  }
+
+  /**
+   * The thumbnails of what the import stored: its batches queue none, so making them never takes the CPU the reading
+   * needs; the backfill finds every new image (and video) once the import has ended. A crash before this is covered
+   * by the backfill every start runs.
+   */
+  private async thumbnailsNow(log: Logger): Promise<void> {
+    try {
+      await this.d.queue.send(JOB.thumbnailBackfill, {});
+      this.d.queue.wake(JOB.thumbnailBackfill);
+    } catch (err) {
+      log.warn('could not queue the thumbnails of the import; the next start makes them', {
+        err: (err as Error).message,
+      });
     }
   }
 
@@ -391,9 +409,11 @@ export class ImportService {
       progress.filesRead++;
       progress.bytesRead += ingested.digest.size;
       checkCopied(f, before, after, ingested.digest.size);
-      await this.d.content.precommit(ingested);
+      if (!copied.precommitted) await this.d.content.precommit(ingested);
     } catch (err) {
       await this.d.content.discard(ingested);
+      // The worker may have put it under its address already: removed unless a row has it.
+      if (copied.precommitted) await this.d.content.abandon(ingested.digest.blake3);
       throw err;
     }
     const saved = { path: f.treePath, size: before.size, mtimeNs: before.mtimeNs, contentHash: ingested.digest.blake3 };

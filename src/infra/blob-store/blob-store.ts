@@ -87,6 +87,7 @@ export interface CopiedLocalFile {
   temp: TempBlob;
   digest: { blake3: string; sha256: string; size: number };
   head: Buffer;
+  committed: boolean;
   before: LocalFileState;
   after: LocalFileState;
 }
@@ -113,9 +114,10 @@ export interface HashedWrites {
   /**
    * A local file of this machine (the import's) into a temporary blob, hashed, read and written on a worker thread
    * in one piece. The file's state before and after the copy is returned for the caller to judge; errors carry a
-   * `code` (UNREADABLE, NOT_A_FILE, or an errno).
+   * `code` (UNREADABLE, NOT_A_FILE, or an errno). `precommit`: also put under the content address as `commit` with
+   * `keepTemp` does, where the store can there (`committed`).
    */
-  copyFileHashed(src: string, opts: { headBytes: number }): Promise<CopiedLocalFile>;
+  copyFileHashed(src: string, opts: { headBytes: number; precommit?: boolean }): Promise<CopiedLocalFile>;
   /**
    * PartialBlob.append (of a partial this store opened) with the bytes also fed to `hash` (which must have hashed
    * exactly the bytes already stored), both the hashing and the writing on the session's worker thread. What arrived
@@ -260,7 +262,4 @@ export function translateStoreError(err: unknown): unknown {
   return err;
 }
 
-/** `ab/cd/abcd…`: two levels of fan-out keep directories small. */
-export function blobPath(blake3Hex: string): string {
-  return `${blake3Hex.slice(0, 2)}/${blake3Hex.slice(2, 4)}/${blake3Hex}`;
-}
+export { blobPath } from './blob-path';

@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { blobPath } from './blob-path';
 
 /**
  * A whole local file copied into a new file and hashed (BLAKE3 + SHA-256) in one pass, all on the ingest worker
@@ -24,6 +26,11 @@ export interface CopyRequest {
   file: string;
   /** How many leading bytes to send back (content sniffing, derived metadata). */
   headBytes: number;
+  /**
+   * The disk store's root: once copied, the file is also given its content address there (a hard link, the temporary
+   * kept: FsBlobStore.commit with `keepTemp`), made durable before the answer.
+   */
+  commitUnder?: string;
 }
 
 export type CopyAnswer =
@@ -31,6 +38,8 @@ export type CopyAnswer =
       t: 'copied';
       id: number;
       blake3: string;
+      /** Given its content address under `commitUnder`. */
+      committed: boolean;
       sha256: string;
       size: number;
       head: Uint8Array;
@@ -101,10 +110,14 @@ export async function copyHashed(
     await out.close();
     out = undefined;
     const after = stateOf(await src.stat({ bigint: true }));
+    const blake3 = b3.hex();
+    const committed =
+      m.commitUnder !== undefined && (await linkDurably(m.file, path.join(m.commitUnder, blobPath(blake3))));
     return {
       t: 'copied',
       id: m.id,
-      blake3: b3.hex(),
+      blake3,
+      committed,
       sha256: sha.digest('hex'),
       size,
       head: head.subarray(0, Math.min(size, head.length)),
@@ -121,4 +134,30 @@ export async function copyHashed(
   } finally {
     await src?.close().catch(() => undefined);
   }
+}
+
+/**
+ * `dest` as a second name of `file` (an existing `dest` holds the same bytes: content-addressed), its folder synced.
+ * False when a link cannot be made here (a file system without hard links, say): the caller commits the usual way.
+ */
+async function linkDurably(file: string, dest: string): Promise<boolean> {
+  const link = () =>
+    fsp.link(file, dest).then(
+      () => 'linked',
+      (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? 'exists' : e.code === 'ENOENT' ? 'no-dir' : 'failed'),
+    );
+  let how = await link();
+  if (how === 'no-dir') {
+    await fsp.mkdir(path.dirname(dest), { recursive: true });
+    how = await link();
+  }
+  if (how === 'exists') return true;
+  if (how !== 'linked') return false;
+  const dir = await fsp.open(path.dirname(dest), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+  return true;
 }

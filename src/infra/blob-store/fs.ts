@@ -105,10 +105,16 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     }
   }
 
-  async copyFileHashed(src: string, opts: { headBytes: number }): Promise<CopiedLocalFile> {
+  async copyFileHashed(src: string, opts: { headBytes: number; precommit?: boolean }): Promise<CopiedLocalFile> {
     const file = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
-    const { head, before, after, ...digest } = await this.workers.copyHashed(src, file, opts.headBytes);
-    return { temp: { key: path.relative(this.root, file), size: digest.size }, digest, head, before, after };
+    const under = opts.precommit ? this.root : undefined;
+    const { head, before, after, committed, ...digest } = await this.workers.copyHashed(
+      src,
+      file,
+      opts.headBytes,
+      under,
+    );
+    return { temp: { key: path.relative(this.root, file), size: digest.size }, digest, head, committed, before, after };
   }
 
   partialKey(name: string): string {
@@ -222,7 +228,10 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   }
 
   async discard(temp: TempBlob): Promise<void> {
-    await fsp.rm(this.resolveKey(temp.key), { force: true });
+    // A temporary is one file: unlink, not rm's walk (a batch of the import discards 64 at once).
+    await fsp.unlink(this.resolveKey(temp.key)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
   }
 
   async exists(blake3Hex: string): Promise<boolean> {

@@ -121,7 +121,7 @@ export class IngestWorkers {
    * Copies the local file `src` to `file` (created exclusively, fsynced) and hashes it, all on a worker: one message
    * each way per file. Rejects with the error's `code` (UNREADABLE, NOT_A_FILE, or an errno); `file` is then gone.
    */
-  copyHashed(src: string, file: string, headBytes: number): Promise<CopiedFile> {
+  copyHashed(src: string, file: string, headBytes: number, commitUnder?: string): Promise<CopiedFile> {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
     const id = this.nextId++;
@@ -139,6 +139,7 @@ export class IngestWorkers {
               sha256: m.sha256,
               size: m.size,
               head: Buffer.from(m.head.buffer, m.head.byteOffset, m.head.length),
+              committed: m.committed,
               before: m.before,
               after: m.after,
             });
@@ -152,7 +153,7 @@ export class IngestWorkers {
         },
       });
       if (w.jobs.size === 1) w.worker.ref();
-      send(w.worker, { t: 'copy', id, src, file, headBytes });
+      send(w.worker, { t: 'copy', id, src, file, headBytes, ...(commitUnder !== undefined ? { commitUnder } : {}) });
     });
   }
 
@@ -202,6 +203,8 @@ interface WorkerJob {
 export interface CopiedFile extends HashedFile {
   /** The first bytes (up to the `headBytes` asked for). */
   head: Buffer;
+  /** Also given its content address under the `commitUnder` asked for. */
+  committed: boolean;
   before: FileState;
   after: FileState;
 }
