@@ -35,6 +35,7 @@ import {
   type Presigning,
   type TempBlob,
 } from './blob-store';
+import { OwnedBody } from './owned-body';
 import { StreamUpload } from './s3-upload';
 
 const MiB = 1024 * 1024;
@@ -227,7 +228,7 @@ export class S3BlobStore implements BlobStore, Presigning {
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
       );
-      return res.Body as Readable;
+      return new OwnedBody(res.Body as Readable);
     } catch (err) {
       if (isNotFound(err)) throw new BlobNotFoundError(blake3Hex);
       throw err;
