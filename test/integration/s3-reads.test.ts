@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { OwnedBody } from '../../src/infra/blob-store/owned-body';
+import { ReusedReadAgent } from '../../src/infra/blob-store/s3-agent';
 
 /**
  * How the S3 store reads bodies without leaving a 64 KiB ArrayBuffer per read behind: its agent's sockets read into
@@ -25,10 +26,14 @@ async function listen(handler: http.RequestListener): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** The ArrayBuffers the sockets of the requests read into. */
+const readBuffers = new Set<ArrayBufferLike>();
+
 function get(url: string, agent: http.Agent, slow = false): Promise<{ body: Buffer; socket: unknown }> {
   return new Promise((resolve, reject) => {
     http
       .get(url, { agent }, (res) => {
+        res.socket.on('data', (d: Buffer) => readBuffers.add(d.buffer));
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => {
           parts.push(Buffer.from(d));
@@ -43,6 +48,33 @@ function get(url: string, agent: http.Agent, slow = false): Promise<{ body: Buff
       .on('error', reject);
   });
 }
+
+test('ReusedReadAgent: bodies arrive whole over one kept-alive socket, with chunked encoding and a slow reader', async () => {
+  const body = crypto.randomBytes(3 * 1024 * 1024 + 17);
+  const url = await listen((req, res) => {
+    if (req.url === '/chunked') {
+      // No Content-Length: chunked, in pieces of odd sizes.
+      for (let at = 0; at < body.length; at += 100_003) res.write(body.subarray(at, at + 100_003));
+      res.end();
+    } else {
+      res.setHeader('content-length', body.length);
+      res.end(body);
+    }
+  });
+  readBuffers.clear();
+  const agent = new ReusedReadAgent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const a = await get(`${url}/plain`, agent);
+    const b = await get(`${url}/chunked`, agent, true);
+    const c = await get(`${url}/plain`, agent, true);
+    for (const r of [a, b, c]) expect(r.body.equals(body)).toBe(true);
+    expect(b.socket).toBe(a.socket);
+    expect(c.socket).toBe(a.socket);
+    expect(readBuffers.size).toBe(1); // Node's default: a new one per read, hundreds here
+  } finally {
+    agent.destroy();
+  }
+});
 
 /** Chunks of their own (as Node's HTTP parser makes a body's), remembered to see which were freed. */
 function ownedChunks(data: Buffer, size: number): Buffer[] {

@@ -36,6 +36,7 @@ import {
   type TempBlob,
 } from './blob-store';
 import { OwnedBody } from './owned-body';
+import { ReusedReadAgent } from './s3-agent';
 import { StreamUpload } from './s3-upload';
 
 const MiB = 1024 * 1024;
@@ -125,6 +126,8 @@ export class S3BlobStore implements BlobStore, Presigning {
         requestTimeout: ANSWER_TIMEOUT_MS,
         throwOnRequestTimeout: true,
         socketTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
+        // The SDK's default agent (keep-alive, 50 sockets), with reads into a buffer per socket (s3-agent.ts).
+        httpAgent: new ReusedReadAgent({ keepAlive: true, maxSockets: 50 }),
       },
       ...options.client,
     });
