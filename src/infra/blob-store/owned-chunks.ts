@@ -2,9 +2,10 @@
 const OWN_MIN = 16 << 10;
 
 /**
- * Whether `chunk` is, as far as can be told, the only view of its ArrayBuffer: large, ending where the buffer ends
- * and covering nearly all of it. A parser may cut several chunks from one read (HTTP chunked encoding): only the
- * last of them ends where the buffer ends, so freeing the buffer with an earlier one would empty the later ones.
+ * Whether `chunk` is, as far as can be told, the only view of its ArrayBuffer (so it may be freed here, or moved to
+ * the ingest worker): large, ending where the buffer ends and covering nearly all of it. A parser may cut several
+ * chunks from one read (HTTP chunked encoding): only the last of them ends where the buffer ends, so freeing or moving
+ * the buffer with an earlier one would empty the later ones.
  */
 export function holdsItsBuffer(chunk: Buffer): boolean {
   const ab = chunk.buffer;
