@@ -35,9 +35,9 @@ async function main() {
       const mc = markCompacts();
       const seconds = await fn();
       await c.sleep(200); // the trace of the round's last collections
-      c.log(
-        `  ${label}: ${c.mbps(size, seconds).toFixed(0)} MB/s, service CPU ${((c.cpuMicros(svc.pid) - before) / 1e6).toFixed(2)} s, ${markCompacts() - mc} mark-compacts`,
-      );
+      const cpu = ((c.cpuMicros(svc.pid) - before) / 1e6).toFixed(2);
+      const mbps = c.mbps(size, seconds).toFixed(0);
+      c.log(`  ${label}: ${mbps} MB/s, service CPU ${cpu} s, ${markCompacts() - mc} mark-compacts`);
     };
     const upload = async () => {
       const res = await c.uploadMultipart(svc.url, size, { fileName: 'model.safetensors' });

@@ -49,7 +49,7 @@ function get(url: string, agent: http.Agent, slow = false): Promise<{ body: Buff
   });
 }
 
-test('ReusedReadAgent: bodies arrive whole over one kept-alive socket, with chunked encoding and a slow reader', async () => {
+test('ReusedReadAgent: bodies whole over one kept-alive socket, chunked or not, to a slow reader', async () => {
   const body = crypto.randomBytes(3 * 1024 * 1024 + 17);
   const url = await listen((req, res) => {
     if (req.url === '/chunked') {

@@ -72,7 +72,7 @@ test('a body of one part or less is one PutObject, an empty one included', async
   }
 });
 
-test('a larger body goes in parts of partSize, in order, with at most queueSize in flight in queueSize + 1 buffers', async () => {
+test('a larger body: parts of partSize in order, at most queueSize in flight, in queueSize + 1 buffers', async () => {
   const data = crypto.randomBytes(PART * 7 + 123);
   const rec = recordingClient();
   const up = new StreamUpload(rec.client, 'b', 'k', { partSize: PART, queueSize: 2, ownsChunks: false });
@@ -89,7 +89,7 @@ test('a larger body goes in parts of partSize, in order, with at most queueSize 
   expect(up.uploadId).toBe('u1');
 });
 
-test('a failed part fails the upload once no other part is in flight, and the source is not read to its end', async () => {
+test('a failed part fails the upload once no other part is in flight; the source is not read to its end', async () => {
   const rec = recordingClient({ failPart: 2 });
   let read = 0;
   async function* source() {
