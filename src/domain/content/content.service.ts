@@ -90,7 +90,7 @@ export class ContentService {
         return { temp, digest, sniffedMime, derived };
       }
       const hasher = new DualHasher();
-      const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
+      const temp = await this.blobs.writeTemp(hashing(source, hasher, meter), { ownsChunks: opts.ownsChunks });
       return { temp, digest: hasher.digest(), sniffedMime, derived };
     } finally {
       end();

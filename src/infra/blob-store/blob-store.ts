@@ -18,9 +18,10 @@ export interface BlobStore {
   init(): Promise<void>;
   /**
    * Consumes `source` into a new temporary blob. Resolves once every byte is durable. On any error (including one
-   * raised by `source`) the temporary blob is removed and the error rethrown.
+   * raised by `source`) the temporary blob is removed and the error rethrown. `ownsChunks`: the chunks of `source`
+   * are used by nobody else once read, so the store may free their memory as soon as it has taken their bytes.
    */
-  writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob>;
+  writeTemp(source: AsyncIterable<Buffer>, opts?: { ownsChunks?: boolean }): Promise<TempBlob>;
   /**
    * Opens (or reopens, for resumed downloads and uploads) a named temporary blob for appending, kept across
    * restarts. Returns the bytes already present.

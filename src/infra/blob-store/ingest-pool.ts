@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { blake3, type Blake3Incremental } from '../blake3';
 import type { FileState } from './copy-hashed';
 import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
+import { holdsItsBuffer } from './owned-chunks';
 
 /**
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
@@ -30,8 +31,6 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 const IN_FLIGHT = 4 << 20;
 /** Chunks are posted in batches of about this many bytes. */
 const BATCH = 1 << 20;
-/** A chunk is transferred when it holds nearly all of its ArrayBuffer; otherwise it is copied. */
-const TRANSFER_MIN = 16 << 10;
 
 /**
  * The worker's built file. At run time this module is dist/src/infra/blob-store/ingest-pool.js and the worker is
@@ -364,16 +363,8 @@ export class IngestJob {
     if (chunk.length === 0) return undefined;
     this.b3?.update(chunk);
     this.size += chunk.length;
-    const ab = chunk.buffer;
-    // Only a chunk that ends where its ArrayBuffer ends: a parser may cut several chunks from one read (HTTP chunked
-    // encoding), and moving the buffer with an earlier one would leave the later ones empty.
-    if (
-      this.ownsChunks &&
-      ab instanceof ArrayBuffer &&
-      chunk.length >= TRANSFER_MIN &&
-      chunk.byteOffset + chunk.length === ab.byteLength &&
-      ab.byteLength - chunk.length <= TRANSFER_MIN
-    ) {
+    const ab = chunk.buffer as ArrayBuffer;
+    if (this.ownsChunks && holdsItsBuffer(chunk)) {
       this.batch.push(chunk);
       if (!this.transfer.includes(ab)) this.transfer.push(ab);
       this.transferred += chunk.length;

@@ -16,7 +16,6 @@ import {
   UploadPartCopyCommand,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { StorageConfig } from '../../config';
 import { StoreFullError } from '../errors';
@@ -36,6 +35,9 @@ import {
   type Presigning,
   type TempBlob,
 } from './blob-store';
+import { OwnedBody } from './owned-body';
+import { ReusedReadAgent } from './s3-agent';
+import { StreamUpload } from './s3-upload';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -124,6 +126,8 @@ export class S3BlobStore implements BlobStore, Presigning {
         requestTimeout: ANSWER_TIMEOUT_MS,
         throwOnRequestTimeout: true,
         socketTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
+        // The SDK's default agent (keep-alive, 50 sockets), with reads into a buffer per socket (s3-agent.ts).
+        httpAgent: new ReusedReadAgent({ keepAlive: true, maxSockets: 50 }),
       },
       ...options.client,
     });
@@ -164,16 +168,9 @@ export class S3BlobStore implements BlobStore, Presigning {
     // Nothing to prepare: leftovers of crashed instances are the sweeper's (sweepTemps), as any instance may own them.
   }
 
-  async writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob> {
+  async writeTemp(source: AsyncIterable<Buffer>, opts: { ownsChunks?: boolean } = {}): Promise<TempBlob> {
     const key = `${this.base}.tmp/${crypto.randomUUID()}`;
-    let size = 0;
-    const counted = async function* () {
-      for await (const chunk of source) {
-        size += chunk.length;
-        yield chunk;
-      }
-    };
-    await this.uploadObject(key, counted(), this.o.queueSize);
+    const size = await this.uploadObject(key, source, this.o.queueSize, opts.ownsChunks ?? false);
     return { key, size };
   }
 
@@ -234,7 +231,7 @@ export class S3BlobStore implements BlobStore, Presigning {
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
       );
-      return res.Body as Readable;
+      return new OwnedBody(res.Body as Readable);
     } catch (err) {
       if (isNotFound(err)) throw new BlobNotFoundError(blake3Hex);
       throw err;
@@ -320,16 +317,8 @@ export class S3BlobStore implements BlobStore, Presigning {
   }
 
   async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
-    let size = 0;
-    const counted = async function* () {
-      for await (const chunk of source) {
-        size += chunk.length;
-        yield chunk;
-      }
-    };
     // Objects appear whole on S3 (a multipart upload is visible once completed); a failure aborts and removes it.
-    await this.uploadObject(this.objectKey(name), counted(), this.o.queueSize);
-    return size;
+    return this.uploadObject(this.objectKey(name), source, this.o.queueSize, false);
   }
 
   async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
@@ -405,20 +394,28 @@ export class S3BlobStore implements BlobStore, Presigning {
 
   // ---- uploads and copies ----
 
-  /** Streams `body` to `key` (multipart above one part); on failure aborts the upload and removes the key. */
-  private async uploadObject(key: string, body: AsyncIterable<Buffer>, queueSize: number): Promise<void> {
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: key, Body: Readable.from(body) },
+  /**
+   * Streams `body` to `key` (multipart above one part) and resolves with its size; on failure aborts the upload and
+   * removes the key. `ownsChunks`: see StreamUpload.
+   */
+  private async uploadObject(
+    key: string,
+    body: AsyncIterable<Buffer>,
+    queueSize: number,
+    ownsChunks: boolean,
+  ): Promise<number> {
+    const upload = new StreamUpload(this.client, this.bucket, key, {
       partSize: this.o.partSize,
       queueSize,
+      ownsChunks,
     });
     if (this.unaborted.size > 0) void this.retryAborts();
     try {
-      await upload.done();
+      await upload.run(body);
       this.full = false;
+      return upload.size;
     } catch (err) {
-      // lib-storage aborts on its own, but not when the abort itself fails; retryAborts and the sweeper finish it.
+      // An abort that fails is retried (retryAborts), and the sweeper is the last resort.
       if (upload.uploadId) await this.abortUpload(key, upload.uploadId);
       await this.deleteKey(key).catch(() => undefined);
       // A store that refuses a body for lack of space (RGW's 403 QuotaExceeded) answers before reading it and closes:
@@ -554,7 +551,7 @@ export class S3BlobStore implements BlobStore, Presigning {
         }
       };
       // Kept at queue size 2: downloads are network-bound, and many may run at once.
-      await this.uploadObject(`${dir}${String(offset).padStart(16, '0')}`, body(), 2);
+      await this.uploadObject(`${dir}${String(offset).padStart(16, '0')}`, body(), 2, false);
       offset += written;
     }
     return { key: dir, size: offset };
