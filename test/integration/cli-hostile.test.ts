@@ -430,7 +430,9 @@ describe('more from a hostile server', () => {
 
   test('push to a tus server that takes no byte (its offset never moves) or names an offset outside the file: the upload ends, it does not loop', async () => {
     const file = path.join(work, 'tus-victim.bin');
-    fs.writeFileSync(file, crypto.randomBytes(1000));
+    const SIZE = 8 << 20;
+    // As large as a file that goes up resumably (RESUMABLE_MIN); a smaller one is sent in one multipart request.
+    fs.writeFileSync(file, crypto.randomBytes(SIZE));
     for (const [offset, code] of [
       ['0', 'NO_PROGRESS'],
       ['-5', 'INVALID_RESPONSE'],
@@ -451,7 +453,12 @@ describe('more from a hostile server', () => {
           }
           if (req.method === 'HEAD')
             return void res
-              .writeHead(200, { ...tus, 'upload-offset': '0', 'upload-length': '1000', 'cache-control': 'no-store' })
+              .writeHead(200, {
+                ...tus,
+                'upload-offset': '0',
+                'upload-length': String(SIZE),
+                'cache-control': 'no-store',
+              })
               .end();
           res.writeHead(404).end();
         });
@@ -669,28 +676,34 @@ describe('against the real service', () => {
     expect(await assetsNamed('grows.bin')).toEqual([]);
 
     // Rewritten in place (same size) while its upload runs: the bytes sent are not those hashed; the service
-    // refuses them and the client says why.
-    const during = path.join(dir, 'rewritten.bin');
-    fs.writeFileSync(during, crypto.randomBytes(3 * 1024 * 1024));
-    let patches = 0;
-    proxy.onRequest = (method, p) => {
-      if (method === 'PATCH' && p.startsWith('/api/uploads/') && ++patches === 1) {
-        const fd = fs.openSync(during, 'r+');
-        fs.writeSync(fd, crypto.randomBytes(1024), 0, 1024, 2 * 1024 * 1024 + 10);
-        fs.closeSync(fd);
-      }
-    };
-    const r2 = await runCli(['push', during, '--json', '--chunk-size', '1'], env);
-    proxy.onRequest = undefined;
-    noStackTrace(r2);
-    expect(r2.code).toBe(1);
-    expect(JSON.parse(r2.stdout).files[0]).toMatchObject({ action: 'failed', error: { code: 'FILE_CHANGED' } });
-    expect(await assetsNamed('rewritten.bin')).toEqual([]);
-    // Once the file is still, it is pushed with the hash of what it is now.
-    const r3 = await runCli(['push', during, '--json'], env);
-    expect(r3.code).toBe(0);
-    const [asset] = await assetsNamed('rewritten.bin');
-    expect(asset.asset_hash).toBe(blake3Of(fs.readFileSync(during)));
+    // refuses them and the client says why. Both ways a file goes up: one multipart request (a small file) and a
+    // resumable upload in PATCHes (from RESUMABLE_MIN).
+    for (const [name, size, starts] of [
+      ['rewritten.bin', 3 << 20, (m: string, p: string) => m === 'POST' && p.startsWith('/api/assets')],
+      ['rewritten-big.bin', 9 << 20, (m: string, p: string) => m === 'PATCH' && p.startsWith('/api/uploads/')],
+    ] as const) {
+      const during = path.join(dir, name);
+      fs.writeFileSync(during, crypto.randomBytes(size));
+      let sends = 0;
+      proxy.onRequest = (method, p) => {
+        if (starts(method, p) && ++sends === 1) {
+          const fd = fs.openSync(during, 'r+');
+          fs.writeSync(fd, crypto.randomBytes(1024), 0, 1024, 2 * 1024 * 1024 + 10);
+          fs.closeSync(fd);
+        }
+      };
+      const r2 = await runCli(['push', during, '--json', '--chunk-size', '1'], env);
+      proxy.onRequest = undefined;
+      noStackTrace(r2);
+      expect([name, r2.code]).toEqual([name, 1]);
+      expect(JSON.parse(r2.stdout).files[0]).toMatchObject({ action: 'failed', error: { code: 'FILE_CHANGED' } });
+      expect(await assetsNamed(name)).toEqual([]);
+      // Once the file is still, it is pushed with the hash of what it is now.
+      const r3 = await runCli(['push', during, '--json'], env);
+      expect(r3.code).toBe(0);
+      const [asset] = await assetsNamed(name);
+      expect(asset.asset_hash).toBe(blake3Of(fs.readFileSync(during)));
+    }
   });
 
   test('ENOSPC on the local disk during a pull: that file failed, no .part left, the others complete (tmpfs; skipped where mount is not allowed)', async () => {
@@ -730,7 +743,8 @@ describe('against the real service', () => {
 
   test('a state file that cannot be written costs resuming, not the push: a warning, the file uploaded', async () => {
     const file = path.join(work, 'stateless.bin');
-    fs.writeFileSync(file, crypto.randomBytes(5000));
+    // A file that goes up resumably (RESUMABLE_MIN): a smaller one keeps no state.
+    fs.writeFileSync(file, crypto.randomBytes(8 << 20));
     const r = await runCli(['push', file, '--json', '--state-file', path.join(file, 'under-a-file.json')], env);
     noStackTrace(r);
     expect(r.code).toBe(0);

@@ -155,6 +155,10 @@ describe('push and pull of a ComfyUI tree', () => {
       ).size,
     ).toBeGreaterThan(0);
     expect(out.bytes_sent).toBe(3 * MiB + 700 * KiB + 300 * KiB + 50 * KiB);
+    // Files under RESUMABLE_MIN go in one multipart POST each (the five contents, the empty one too), never through a
+    // resumable upload.
+    expect(proxy.count('POST', /^\/api\/uploads$/, from)).toBe(0);
+    expect(uploadRequests(from).filter((q) => q.method === 'POST' && q.path.startsWith('/api/assets'))).toHaveLength(5);
   });
 
   test('pushing again sends nothing: HEAD + from-hash only, no upload request', async () => {
@@ -344,7 +348,8 @@ describe('interruptions', () => {
 
   test('an instance without /api/uploads (404) gets a streamed multipart POST /api/assets with the hash first', async () => {
     const dir = path.join(work, 'old-instance');
-    const data = bytes(1 * MiB, 24);
+    // As large as a file that would otherwise go up resumably (RESUMABLE_MIN).
+    const data = bytes(8 * MiB, 24);
     write(dir, 'sub dir/old.bin', data);
     proxy.notFound = (_m, p) => p.startsWith('/api/uploads');
     const from = proxy.requests.length;

@@ -9,6 +9,13 @@ import { formatBytes, type Progress } from './progress';
 import { multipartUpload, TusUnsupported, tusUpload, type UploadResult } from './upload';
 import type { UploadStateFile } from './upload-state';
 
+/**
+ * Files from this size go up as resumable uploads; a smaller one goes in one multipart request: resuming it would
+ * save at most this much, and a resumable upload's two requests (and the service's upload row) cost a folder of
+ * small files more than its bytes do (`npm run bench -- import`, `assets push` of 10,000 images).
+ */
+export const RESUMABLE_MIN = 8 << 20;
+
 export interface PushOptions {
   tags: string[];
   comfyui: boolean;
@@ -311,7 +318,7 @@ export async function push(
     };
     let res: UploadResult | undefined;
     try {
-      if (tusAvailable && p.size > 0) {
+      if (tusAvailable && p.size >= RESUMABLE_MIN) {
         try {
           res = await tusUpload(
             client,
