@@ -80,3 +80,35 @@ export class ImportBatches {
     );
   }
 }
+
+/** Files per transaction: enough that statements stop mattering, few enough that a failing one costs little. */
+const BATCH_FILES = 64;
+
+/**
+ * Collects read files into batches committed one after the other, while the readers go on reading; a reader that
+ * fills a batch waits for its commit, which bounds what waits in memory and on disk to about two batches.
+ */
+export class BatchCollector<T> {
+  private items: T[] = [];
+  private committing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly commit: (items: T[]) => Promise<void>) {}
+
+  async add(item: T): Promise<void> {
+    this.items.push(item);
+    if (this.items.length >= BATCH_FILES) await this.flush();
+  }
+
+  /** Commits what is collected, after the batches before it. */
+  flush(): Promise<void> {
+    const items = this.items.splice(0);
+    this.committing = this.committing.then(() => (items.length > 0 ? this.commit(items) : undefined));
+    return this.committing;
+  }
+
+  /** After a failure: what was collected and not committed is dropped. */
+  async drop(dropOne: (item: T) => Promise<void>): Promise<void> {
+    await this.committing.catch(() => undefined);
+    await Promise.all(this.items.splice(0).map((i) => dropOne(i).catch(() => undefined)));
+  }
+}

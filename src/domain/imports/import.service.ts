@@ -1,21 +1,20 @@
 import crypto from 'node:crypto';
 import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IMPORT_ROOT_NAMES, type ImportRootName, type ImportRootsConfig } from '../../config';
 import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
 import type { AssetService } from '../assets/asset.service';
 import type { Principal } from '../assets/asset.types';
-import { comfyPlacement } from '../assets/comfy-folders';
-import type { ContentService, IngestedContent } from '../content/content.service';
+import type { ContentService } from '../content/content.service';
 import { AlreadyExists, DomainError, isOwnStoreFailure } from '../errors';
 import { JOB, type Queue } from '../job-map';
 import type { TaskRepository } from '../tasks/task.repository';
-import { checkCopied, ImportReadError, openFound, readFailure } from './import-read';
+import { BatchCollector, type ImportBatches } from './import-batch';
+import { ImportReadError } from './import-read';
+import { ImportReader, type Pending, type SavedFile } from './import-reader';
 import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
-import type { ImportBatches, ReadFile } from './import-batch';
-import type { ImportedFile, ImportRepository } from './import.repository';
+import type { ImportRepository } from './import.repository';
 import {
   EMPTY_PROGRESS,
   MAX_IMPORT_ERRORS,
@@ -37,8 +36,6 @@ export interface ImportOptions {
 export const DEFAULT_IMPORT_OPTIONS: ImportOptions = { staleMs: 10_000, tickMs: 1_000, concurrency: 4 };
 
 const CANCELLED = 'cancelled';
-
-type SavedFile = { path: string } & ImportedFile;
 
 /**
  * The server-side import of IMPORT_ROOTS (contract 6.4, ComfyUI's seed): one `seed_assets` task at a time per
@@ -63,7 +60,11 @@ export class ImportService {
       logger: Logger;
     },
     private readonly o: ImportOptions = DEFAULT_IMPORT_OPTIONS,
-  ) {}
+  ) {
+    this.reader = new ImportReader({ content: d.content, assets: d.assets });
+  }
+
+  private readonly reader: ImportReader;
 
   private get configured(): ImportRootName[] {
     return IMPORT_ROOT_NAMES.filter((n) => this.d.config.roots[n] !== undefined);
@@ -191,7 +192,7 @@ export class ImportService {
       () => void tick().catch((err) => log.warn('could not save import progress', { err: (err as Error).message })),
       this.o.tickMs,
     );
-    let pendingBatch: Batch | undefined;
+    let pendingBatch: BatchCollector<Pending> | undefined;
     try {
       const files: FoundFile[] = [];
       const problems: WalkProblem[] = [];
@@ -210,7 +211,7 @@ export class ImportService {
       }
       const known = await repo.importedFiles(run.ownerId);
       const mine = await repo.assetHashes(run.ownerId);
-      const batch = new Batch(async (items) => {
+      const batch = new BatchCollector<Pending>(async (items) => {
         const made = await this.commitBatch(run.ownerId, items, (e) => report(e), log);
         made.forEach((created, i) => {
           progress.scanned++;
@@ -232,7 +233,14 @@ export class ImportService {
           const f = files[next++]!;
           let settled = true;
           try {
-            const read = await this.readOne(run.ownerId, f, known.get(f.treePath), mine, progress, () => stop || !held);
+            const read = await this.reader.readOne(
+              run.ownerId,
+              f,
+              known.get(f.treePath),
+              mine,
+              progress,
+              () => stop || !held,
+            );
             if (typeof read === 'boolean') {
               if (read) progress.created++;
               else progress.skipped++;
@@ -334,93 +342,6 @@ export class ImportService {
   }
 
   /**
-   * One file: placed by the ComfyUI mapping, skipped when unchanged since it was stored and still an asset of this
-   * owner, made from stored content when its bytes are stored already and it is unchanged (true when a new asset was
-   * made), else read once (hashed while it is written to the store) and put under its content address, for the
-   * batch that makes its asset.
-   */
-  private async readOne(
-    ownerId: string,
-    f: FoundFile,
-    before: ImportedFile | undefined,
-    mine: Set<string>,
-    progress: ImportProgress,
-    stopped: () => boolean,
-  ): Promise<boolean | Pending> {
-    const place = comfyPlacement(f.treePath);
-    if (!place)
-      throw new ImportReadError('NOT_A_FILE', 'not inside a model folder (models/<folder>/), input/ or output/');
-    const file = { name: place.name, tags: place.tags, path: f.treePath, fileName: path.posix.basename(f.treePath) };
-    const inode = `${f.dev}:${f.ino}`;
-    const unchanged =
-      before !== undefined && before.size === f.size && before.mtimeNs === f.mtimeNs && before.inode === inode;
-    if (unchanged && mine.has(before.contentHash)) return false;
-    if (unchanged && (await this.d.content.find({ algorithm: 'blake3', hex: before.contentHash }))) {
-      const made = await this.d.assets.importFile(ownerId, { blake3: before.contentHash }, file);
-      mine.add(before.contentHash);
-      return made.created;
-    }
-    const whole = f.size <= WHOLE_FILE_MAX ? await this.readWhole(f, progress) : undefined;
-    if (whole) return { ingested: whole.ingested, file, saved: { ...whole.saved, inode } };
-    const opened = await openFound(f);
-    let ingested: IngestedContent | undefined;
-    try {
-      let bytes = 0;
-      const counted = async function* (src: AsyncIterable<Buffer>) {
-        for await (const c of src) {
-          bytes += c.length;
-          yield c;
-        }
-      };
-      progress.filesRead++;
-      ingested = await this.d.content.ingest(counted(opened.read(stopped)), {
-        ownsChunks: true,
-        bothOnWorker: true,
-        maxBytes: Number.MAX_SAFE_INTEGER,
-      });
-      progress.bytesRead += bytes;
-      await opened.check(bytes);
-      await this.d.content.precommit(ingested);
-    } catch (err) {
-      if (ingested) await this.d.content.discard(ingested);
-      throw err;
-    } finally {
-      await opened.close();
-    }
-    const { size, mtimeNs } = opened.stat;
-    return { ingested, file, saved: { path: f.treePath, size, mtimeNs, inode, contentHash: ingested.digest.blake3 } };
-  }
-
-  /**
-   * A file read, hashed and written in one piece on the ingest worker (where the store can: undefined where not),
-   * judged unchanged, and put under its content address. Files up to WHOLE_FILE_MAX: a larger one is streamed, so a
-   * cancel stops it between chunks.
-   */
-  private async readWhole(
-    f: FoundFile,
-    progress: ImportProgress,
-  ): Promise<{ ingested: IngestedContent; saved: Omit<SavedFile, 'inode'> } | undefined> {
-    const copied = await this.d.content.ingestLocalFile(f.abs).catch((err: unknown) => {
-      throw readFailure(err);
-    });
-    if (!copied) return undefined;
-    const { ingested, before, after } = copied;
-    try {
-      progress.filesRead++;
-      progress.bytesRead += ingested.digest.size;
-      checkCopied(f, before, after, ingested.digest.size);
-      if (!copied.precommitted) await this.d.content.precommit(ingested);
-    } catch (err) {
-      await this.d.content.discard(ingested);
-      // The worker may have put it under its address already: removed unless a row has it.
-      if (copied.precommitted) await this.d.content.abandon(ingested.digest.blake3);
-      throw err;
-    }
-    const saved = { path: f.treePath, size: before.size, mtimeNs: before.mtimeNs, contentHash: ingested.digest.blake3 };
-    return { ingested, saved };
-  }
-
-  /**
    * The assets of a batch of read files, in one transaction; when it fails for another reason than the database or
    * the store (one file's content refused, say), each file is made on its own so only that one is skipped. Per file:
    * whether it made a new asset, undefined when it was skipped (reported). Temporary blobs are gone afterwards.
@@ -463,43 +384,5 @@ export class ImportService {
   private async drop(item: Pending): Promise<void> {
     await this.d.content.discard(item.ingested);
     await this.d.content.abandon(item.ingested.digest.blake3);
-  }
-}
-
-/** A read file waiting for its batch, and what `import_file` will remember of it. */
-type Pending = ReadFile & { saved: SavedFile };
-
-/** Files up to this size are read in one piece on a worker thread; larger ones are streamed (cancellable mid-file). */
-const WHOLE_FILE_MAX = 16n << 20n;
-
-/** Files per transaction: enough that statements stop mattering, few enough that a failing one costs little. */
-const BATCH_FILES = 64;
-
-/**
- * Collects read files into batches committed one after the other, while the readers go on reading; a reader that
- * fills a batch waits for its commit, which bounds what waits in memory and on disk to about two batches.
- */
-class Batch {
-  private items: Pending[] = [];
-  private committing: Promise<void> = Promise.resolve();
-
-  constructor(private readonly commit: (items: Pending[]) => Promise<void>) {}
-
-  async add(item: Pending): Promise<void> {
-    this.items.push(item);
-    if (this.items.length >= BATCH_FILES) await this.flush();
-  }
-
-  /** Commits what is collected, after the batches before it. */
-  flush(): Promise<void> {
-    const items = this.items.splice(0);
-    this.committing = this.committing.then(() => (items.length > 0 ? this.commit(items) : undefined));
-    return this.committing;
-  }
-
-  /** After a failure: what was collected and not committed is dropped. */
-  async drop(dropOne: (item: Pending) => Promise<void>): Promise<void> {
-    await this.committing.catch(() => undefined);
-    await Promise.all(this.items.splice(0).map((i) => dropOne(i).catch(() => undefined)));
   }
 }
