@@ -102,7 +102,14 @@ export class BatchCollector<T> {
   /** Commits what is collected, after the batches before it. */
   flush(): Promise<void> {
     const items = this.items.splice(0);
-    this.committing = this.committing.then(() => (items.length > 0 ? this.commit(items) : undefined));
+    this.committing = this.committing.then(
+      () => (items.length > 0 ? this.commit(items) : undefined),
+      (err: unknown) => {
+        // An earlier batch failed: these were never committed, and are left for `drop`.
+        this.items.push(...items);
+        throw err;
+      },
+    );
     return this.committing;
   }
 
