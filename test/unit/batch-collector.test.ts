@@ -16,7 +16,7 @@ test('batches of at most 64, committed one after the other, the rest on flush', 
   expect(commits.flat()).toEqual(Array.from({ length: 150 }, (_, i) => i));
 });
 
-test('after a failed commit, every item not yet committed is left for drop (the failed batch is its committer's to drop)', async () => {
+test("after a failed commit, every item not yet committed is left for drop (the failed batch is its committer's to drop)", async () => {
   const c = new BatchCollector<number>(async () => {
     throw new Error('database gone');
   });
