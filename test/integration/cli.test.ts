@@ -159,6 +159,8 @@ describe('push and pull of a ComfyUI tree', () => {
     // resumable upload.
     expect(proxy.count('POST', /^\/api\/uploads$/, from)).toBe(0);
     expect(uploadRequests(from).filter((q) => q.method === 'POST' && q.path.startsWith('/api/assets'))).toHaveLength(5);
+    // Each file's tree path went with its upload or from-hash: no request of its own.
+    expect(proxy.count('POST', /^\/api\/assets\/[^/]+\/paths$/, from)).toBe(0);
   });
 
   test('pushing again sends nothing: HEAD + from-hash only, no upload request', async () => {

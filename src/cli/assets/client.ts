@@ -294,7 +294,8 @@ export class ApiClient {
    * An asset of stored content, by its hash. `POST /api/assets/from-hash` requires at least one tag; an untagged file
    * is created by an upload that names the stored hash and carries no file part (no byte of the file is sent).
    */
-  async fromHash(input: { hash: string; name: string; tags: string[] }): Promise<Asset> {
+  /** `paths`: tree paths for the asset's `metadata.paths` (an instance that does not know the field ignores it). */
+  async fromHash(input: { hash: string; name: string; tags: string[]; paths?: string[] }): Promise<Asset> {
     if (input.tags.length > 0)
       return checkAsset(
         (await this.json<Asset>('/api/assets/from-hash', { method: 'POST', body: JSON.stringify(input) })).body,
@@ -302,6 +303,7 @@ export class ApiClient {
     const form = new FormData();
     form.set('hash', input.hash);
     form.set('name', input.name);
+    for (const p of input.paths ?? []) form.append('path', p);
     return checkAsset(
       await jsonAnswer<Asset>(await this.raw('/api/assets', { method: 'POST', body: form }), 'POST /api/assets'),
     );

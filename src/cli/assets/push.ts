@@ -16,6 +16,16 @@ import type { UploadStateFile } from './upload-state';
  */
 export const RESUMABLE_MIN = 8 << 20;
 
+/** A file's tree path as a create's field (`path` of an upload, `paths` of from-hash), when it is one to keep. */
+function pathOf<K extends 'path' | 'paths'>(
+  treePath: string,
+  key: K,
+): Partial<Record<K, K extends 'path' ? string : string[]>> {
+  // The service's rules for a path (PATHS_LIMITS.length): one it would refuse is recorded the old way, or not at all.
+  if (safeRelativePath(treePath) === undefined || treePath.length > 1024) return {};
+  return { [key]: key === 'path' ? treePath : [treePath] } as Partial<Record<K, K extends 'path' ? string : string[]>>;
+}
+
 export interface PushOptions {
   tags: string[];
   comfyui: boolean;
@@ -261,8 +271,10 @@ export async function push(
 
   // Every path a content was pushed under is kept with its asset (metadata.paths), so `pull` recreates each one.
   let pathsRoute = true;
-  const recordPath = async (id: string, treePath: string): Promise<void> => {
+  /** `kept`: the asset's paths as its create answered them (the service took the path with the upload). */
+  const recordPath = async (id: string, treePath: string, kept?: unknown): Promise<void> => {
     if (!pathsRoute || safeRelativePath(treePath) === undefined) return;
+    if (Array.isArray(kept) && kept.includes(treePath)) return;
     if ((await client.addPaths(id, [treePath])) === undefined) pathsRoute = false;
   };
 
@@ -278,7 +290,7 @@ export async function push(
     // The hash is of the file as it was read: a file written to since is not sent (nor linked) under it.
     checkUnchanged(p.c.file, p.seen);
     if (stored) {
-      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags });
+      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags, ...pathOf(p.treePath, 'paths') });
       // The asset must be of this file's content, whatever the server says it stores.
       if (asset.asset_hash !== hash)
         throw new ApiError(
@@ -287,7 +299,7 @@ export async function push(
           `the service answered asset ${asset.id} of ${asset.asset_hash}, not of this file's ${hash}`,
         );
       const added = asset.created_new ? [] : await addMissingTags(asset.id, asset.tags, p.tags);
-      await recordPath(asset.id, p.treePath);
+      await recordPath(asset.id, p.treePath, (asset.metadata as { paths?: unknown } | undefined)?.paths);
       note(
         `stored   ${p.name} (by hash, 0 bytes sent${asset.created_new ? '' : `, as existing asset ${asset.name}`}${added.length ? `, tags added: ${added.join(', ')}` : ''})`,
       );
@@ -335,7 +347,7 @@ export async function push(
       }
       res ??= await multipartUpload(
         client,
-        { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags },
+        { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags, ...pathOf(p.treePath, 'path') },
         onBytes,
       );
     } catch (err) {
@@ -351,7 +363,7 @@ export async function push(
     times.sent_ms = ms();
     bar.finish(`uploaded ${p.name} (${formatBytes(p.size)})`);
     const added = res.created ? [] : await addMissingTags(res.id, undefined, p.tags);
-    await recordPath(res.id, p.treePath);
+    await recordPath(res.id, p.treePath, res.paths);
     return {
       ...base,
       action: 'uploaded',

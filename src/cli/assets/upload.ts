@@ -15,11 +15,15 @@ export interface UploadInput {
   hash: string;
   name: string;
   tags: string[];
+  /** The tree path, sent as the `path` field of a multipart upload (kept in `metadata.paths` by the service). */
+  path?: string;
 }
 
 export interface UploadResult {
   id: string;
   created: boolean;
+  /** The asset's `metadata.paths` as answered (an instance that ignores the `path` field answers without it). */
+  paths?: string[];
 }
 
 /** PATCHes in a row the service may answer without moving its offset before the upload is given up. */
@@ -157,6 +161,7 @@ export function multipartUpload(
     field('hash', input.hash) +
       field('name', input.name) +
       field('tags', JSON.stringify(input.tags)) +
+      (input.path !== undefined ? field('path', input.path) : '') +
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quoteName(path.basename(input.file))}"\r\n` +
       'Content-Type: application/octet-stream\r\n\r\n',
   );
@@ -184,14 +189,26 @@ export function multipartUpload(
       res.on('error', (err) => reject(new ApiError(0, 'NETWORK', err.message)));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let body: { id?: string; created_new?: boolean; code?: string; message?: string } = {};
+        let body: {
+          id?: string;
+          created_new?: boolean;
+          code?: string;
+          message?: string;
+          metadata?: { paths?: unknown };
+        } = {};
         try {
           body = JSON.parse(text) as typeof body;
         } catch {
           // not JSON
         }
         const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300 && body.id) resolve({ id: body.id, created: body.created_new === true });
+        const paths = body.metadata?.paths;
+        if (status >= 200 && status < 300 && body.id)
+          resolve({
+            id: body.id,
+            created: body.created_new === true,
+            ...(Array.isArray(paths) ? { paths: paths.filter((p): p is string => typeof p === 'string') } : {}),
+          });
         else
           reject(
             new ApiError(

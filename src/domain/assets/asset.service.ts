@@ -226,19 +226,25 @@ export class AssetService {
       if (declared && digest && (declared.algorithm === 'blake3' ? digest.blake3 : digest.sha256) !== declared.hex) {
         throw new DomainError('HASH_MISMATCH', 'the uploaded bytes do not match the hash field');
       }
-      if (file?.ingested) return await this.createFromIngested(principal, fields, file.ingested, { fileName });
+      if (file?.ingested)
+        return await this.keepPaths(
+          principal,
+          await this.createFromIngested(principal, fields, file.ingested, { fileName }),
+          fields.paths,
+        );
       if (file?.knownDigest) {
-        return await this.createFromStored(
+        const made = await this.createFromStored(
           principal,
           { ...fields, name: fields.name ?? fileName },
           { algorithm: 'blake3', hex: file.knownDigest.blake3 },
         );
+        return await this.keepPaths(principal, made, fields.paths);
       }
       if (declared) {
         // No file part: the hash alone, when its content is stored.
         if (!(await this.content.exists(declared)))
           throw new DomainError('MISSING_FILE', 'the content of hash is not stored; send the file');
-        return await this.createFromStored(principal, fields, declared);
+        return await this.keepPaths(principal, await this.createFromStored(principal, fields, declared), fields.paths);
       }
       throw new DomainError('MISSING_FILE', 'a file part named "file" is required');
     } finally {
@@ -407,6 +413,18 @@ export class AssetService {
         );
       }
     });
+  }
+
+  /**
+   * An upload's or from-hash's `paths` (`path` fields) on the asset it answered: a new asset has them already (the
+   * create puts them in `metadata.paths`); an existing one gets those it lacks, as POST /api/assets/{id}/paths would.
+   * `assets push` sends a file's tree path with its upload, one request instead of two.
+   */
+  async keepPaths(principal: Principal, made: CreateResult, paths: string[] | undefined): Promise<CreateResult> {
+    if (made.created || !paths?.length) return made;
+    const all = await this.assets.appendPaths(principal.ownerId, made.asset.id, paths, PATHS_LIMITS.perAsset);
+    if (!all) return made;
+    return { ...made, asset: { ...made.asset, metadata: { ...(made.asset.metadata ?? {}), paths: all } } };
   }
 
   /**

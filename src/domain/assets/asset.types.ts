@@ -56,10 +56,12 @@ export interface AssetCreateInput {
   userMetadata?: unknown;
   previewId?: unknown;
   promptId?: unknown;
+  /** Tree paths the file was pushed under, for `metadata.paths` (upload and from-hash; validatePaths). */
+  paths?: unknown;
 }
 
 /** A client's changes of an asset as sent: absent means "unchanged"; `previewId: null` clears the preview. */
-export type AssetUpdateInput = Omit<AssetCreateInput, 'id' | 'promptId'>;
+export type AssetUpdateInput = Omit<AssetCreateInput, 'id' | 'promptId' | 'paths'>;
 
 /** Metadata accepted when creating an asset, already validated and normalised (see validation.ts). */
 export interface AssetCreateFields {

@@ -1,5 +1,6 @@
 import { parseHash, type ParsedHash } from '../content/hashing';
 import { DomainError } from '../errors';
+import { validatePaths } from './asset-paths';
 import { assertJsonInput, assertStorableText, isMediaType } from '../input';
 import type {
   AssetCreateFields,
@@ -175,6 +176,7 @@ export function validateCreateFields(input: AssetCreateInput): AssetCreateFields
   if (input.previewId !== undefined && input.previewId !== null)
     out.previewId = validateUuid(input.previewId, 'preview_id');
   if (input.promptId !== undefined && input.promptId !== null) out.promptId = validateUuid(input.promptId, 'prompt_id');
+  if (input.paths !== undefined && input.paths !== null) out.paths = validatePaths(input.paths);
   return out;
 }
 

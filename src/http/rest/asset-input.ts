@@ -15,11 +15,12 @@ export const createInputOfBody = (b: Record<string, unknown>): AssetCreateInput 
   userMetadata: b.user_metadata,
   previewId: b.preview_id,
   promptId: b.prompt_id,
+  paths: b.paths,
 });
 
 /** PUT /api/assets/{id}: a field left out of the body stays unchanged. */
 export function updateInputOfBody(b: Record<string, unknown>): AssetUpdateInput {
-  const { id: _id, promptId: _promptId, ...fields } = createInputOfBody(b);
+  const { id: _id, promptId: _promptId, paths: _paths, ...fields } = createInputOfBody(b);
   return fields;
 }
 
@@ -29,7 +30,7 @@ export function updateInputOfBody(b: Record<string, unknown>): AssetUpdateInput 
  */
 export const createInputOfText = (
   text: (name: string) => string | undefined,
-  parsed: { tags: unknown; userMetadata: unknown },
+  parsed: { tags: unknown; userMetadata: unknown; paths?: string[] },
 ): AssetCreateInput => ({
   id: text('id'),
   name: text('name'),
@@ -38,6 +39,7 @@ export const createInputOfText = (
   promptId: text('prompt_id'),
   tags: parsed.tags,
   userMetadata: parsed.userMetadata,
+  ...(parsed.paths?.length ? { paths: parsed.paths } : {}),
 });
 
 /** `tags` as a JSON array text, comma-separated text, or repeated fields. */

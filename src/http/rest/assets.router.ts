@@ -82,6 +82,7 @@ export function assetsRouter(deps: {
           input = createInputOfText(text, {
             tags: parseTagsField(fields.get('tags')),
             userMetadata: parseJsonField(fields.get('user_metadata'), 'user_metadata'),
+            paths: fields.get('path'),
           });
         } catch (err) {
           await assets.discardFile(file);
@@ -150,7 +151,11 @@ export function assetsRouter(deps: {
       checkBody(FromHashRequest, body);
       const hash = validateHashField(body.hash);
       const fields = validateFromHashFields(createInputOfBody(body));
-      const result = await assets.createFromStored(principalOf(res), fields, hash);
+      const result = await assets.keepPaths(
+        principalOf(res),
+        await assets.createFromStored(principalOf(res), fields, hash),
+        fields.paths,
+      );
       res.status(result.created ? 201 : 200).json(assetJson(result.asset, linksOfRes(res), result.created));
     }),
   );

@@ -38,6 +38,15 @@ export const FromHashRequest = Type.Object({
   user_metadata: Type.Optional(UserMetadata()),
   preview_id: Type.Optional(Uuid('an asset of this owner (an extension of the spec)')),
   prompt_id: Type.Optional(Uuid('an extension of the spec')),
+  paths: Type.Optional(
+    Type.Array(Type.String({ maxLength: 1024 }), {
+      minItems: 1,
+      maxItems: 100,
+      description:
+        'tree paths this content was pushed under, kept in `metadata.paths` (appended to an existing asset, as ' +
+        '`POST /api/assets/{id}/paths` does; an extension of the spec)',
+    }),
+  ),
 });
 
 export const AssetUrlUpload = Type.Object({
