@@ -85,6 +85,21 @@ export type NewAssetRow = Pick<
   'id' | 'ownerId' | 'name' | 'size' | 'mimeType' | 'tags' | 'userMetadata' | 'previewId' | 'promptId' | 'metadata'
 > & { contentHash: string };
 
+/** A new asset's row as Prisma writes it (one insert, or an import's batch). */
+const assetData = (row: NewAssetRow): Prisma.AssetCreateManyInput => ({
+  id: row.id,
+  ownerId: row.ownerId,
+  name: row.name,
+  contentHash: row.contentHash,
+  size: BigInt(row.size),
+  mimeType: row.mimeType,
+  tags: row.tags,
+  userMetadata: row.userMetadata as Prisma.InputJsonObject,
+  previewId: row.previewId,
+  promptId: row.promptId,
+  metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+});
+
 /**
  * Asset rows. Every read and write is scoped by owner; a row of another owner is indistinguishable from none.
  *
@@ -143,21 +158,7 @@ export class AssetRepository {
   /** An asset with this id (or of this owner with this content) exists already: AlreadyExists, a race to retry. */
   async insert(row: NewAssetRow, tx?: Transaction): Promise<Asset> {
     const created = await prismaOf(tx, this.db)
-      .asset.create({
-        data: {
-          id: row.id,
-          ownerId: row.ownerId,
-          name: row.name,
-          contentHash: row.contentHash,
-          size: BigInt(row.size),
-          mimeType: row.mimeType,
-          tags: row.tags,
-          userMetadata: row.userMetadata as Prisma.InputJsonObject,
-          previewId: row.previewId,
-          promptId: row.promptId,
-          metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
-        },
-      })
+      .asset.create({ data: assetData(row) })
       .catch((err: unknown) => {
         throw isUniqueViolation(err) ? new AlreadyExists(`asset ${row.id}`, { cause: err }) : err;
       });
@@ -168,21 +169,7 @@ export class AssetRepository {
   async insertMany(rows: readonly NewAssetRow[], tx: Transaction): Promise<void> {
     if (rows.length === 0) return;
     await prismaOf(tx)
-      .asset.createMany({
-        data: rows.map((row) => ({
-          id: row.id,
-          ownerId: row.ownerId,
-          name: row.name,
-          contentHash: row.contentHash,
-          size: BigInt(row.size),
-          mimeType: row.mimeType,
-          tags: row.tags,
-          userMetadata: row.userMetadata as Prisma.InputJsonObject,
-          previewId: row.previewId,
-          promptId: row.promptId,
-          metadata: (row.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
-        })),
-      })
+      .asset.createMany({ data: rows.map(assetData) })
       .catch((err: unknown) => {
         throw isUniqueViolation(err) ? new AlreadyExists('asset', { cause: err }) : err;
       });

@@ -31,6 +31,16 @@ const toRecord = (r: Row): ContentRecord => ({
   metadata: (r.metadata ?? null) as Record<string, unknown> | null,
 });
 
+/** A new content's row as Prisma writes it (one insert, or an import's batch). */
+const contentData = (rec: ContentRecord): Prisma.ContentCreateManyInput => ({
+  blake3: rec.blake3,
+  sha256: rec.sha256,
+  size: BigInt(rec.size),
+  mimeType: rec.mimeType,
+  firstName: rec.firstName,
+  metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
+});
+
 /** What may be done while holding a content's session lock (`ContentRepository.withSessionLock`). */
 export interface LockedContent {
   /** Deletes the row if it is unreferenced and its grace period is over; whether it did. */
@@ -140,16 +150,7 @@ export class ContentRepository {
   /** A row with this hash exists already: AlreadyExists (a race the caller retries). */
   async insert(rec: ContentRecord, tx: Transaction): Promise<void> {
     try {
-      await prismaOf(tx).content.create({
-        data: {
-          blake3: rec.blake3,
-          sha256: rec.sha256,
-          size: BigInt(rec.size),
-          mimeType: rec.mimeType,
-          firstName: rec.firstName,
-          metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
-        },
-      });
+      await prismaOf(tx).content.create({ data: contentData(rec) });
     } catch (err) {
       if (isUniqueViolation(err)) throw new AlreadyExists(`content ${rec.blake3}`, { cause: err });
       throw err;
@@ -176,16 +177,7 @@ export class ContentRepository {
   async insertMany(recs: readonly ContentRecord[], tx: Transaction): Promise<void> {
     if (recs.length === 0) return;
     try {
-      await prismaOf(tx).content.createMany({
-        data: recs.map((rec) => ({
-          blake3: rec.blake3,
-          sha256: rec.sha256,
-          size: BigInt(rec.size),
-          mimeType: rec.mimeType,
-          firstName: rec.firstName,
-          metadata: (rec.metadata ?? undefined) as Prisma.InputJsonObject | undefined,
-        })),
-      });
+      await prismaOf(tx).content.createMany({ data: recs.map(contentData) });
     } catch (err) {
       if (isUniqueViolation(err)) throw new AlreadyExists('content', { cause: err });
       throw err;
