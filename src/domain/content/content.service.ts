@@ -68,11 +68,9 @@ export class ContentService {
     opts: { maxBytes?: number; ownsChunks?: boolean; bothOnWorker?: boolean },
   ): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
-    let sniffedMime: string | undefined;
-    let derived: DerivedMetadata = {};
+    let facts: HeadFacts = { sniffedMime: undefined, derived: {} };
     const onHead = (h: Buffer) => {
-      sniffedMime = h.length > 0 ? detectMime(h, undefined) : undefined;
-      derived = deriveFromHead(h, sniffedMime, undefined);
+      facts = headFacts(h);
     };
     const meter = {
       maxBytes: opts.maxBytes ?? this.opts.maxUploadBytes,
@@ -87,11 +85,11 @@ export class ContentService {
           ownsChunks: opts.ownsChunks,
           bothOnWorker: opts.bothOnWorker,
         });
-        return { temp, digest, sniffedMime, derived };
+        return { temp, digest, ...facts };
       }
       const hasher = new DualHasher();
       const temp = await this.blobs.writeTemp(hashing(source, hasher, meter), { ownsChunks: opts.ownsChunks });
-      return { temp, digest: hasher.digest(), sniffedMime, derived };
+      return { temp, digest: hasher.digest(), ...facts };
     } finally {
       end();
     }
@@ -116,9 +114,7 @@ export class ContentService {
         this.hashedWrites.copyFileHashed(src, { headBytes: METADATA_HEAD_BYTES, precommit: true }),
       );
       this.countUploaded(c.digest.size);
-      const sniffedMime = c.head.length > 0 ? detectMime(c.head, undefined) : undefined;
-      const derived = deriveFromHead(c.head, sniffedMime, undefined);
-      const ingested = { temp: c.temp, digest: c.digest, sniffedMime, derived };
+      const ingested = { temp: c.temp, digest: c.digest, ...headFacts(c.head) };
       return { ingested, precommitted: c.committed, before: c.before, after: c.after };
     } finally {
       end();
@@ -446,10 +442,7 @@ export class ContentService {
       stream.destroy();
       head = Buffer.concat(chunks).subarray(0, METADATA_HEAD_BYTES);
     }
-    const derived = withFormat(
-      deriveFromHead(head, head.length > 0 ? detectMime(head, undefined) : undefined, rec.firstName),
-      rec.firstName,
-    );
+    const derived = withFormat(headFacts(head, rec.firstName).derived, rec.firstName);
     await this.repo.saveMetadata(rec.blake3, derived);
   }
 
@@ -463,4 +456,12 @@ function withFormat(derived: DerivedMetadata, name: string): DerivedMetadata {
   if (derived.format) return derived;
   const ext = /\.([a-z0-9]{1,12})$/i.exec(name)?.[1]?.toLowerCase();
   return ext ? { ...derived, format: ext } : derived;
+}
+
+type HeadFacts = Pick<IngestedContent, 'sniffedMime' | 'derived'>;
+
+/** What a content's first bytes say: its MIME type where they show one, and the derived `metadata` fields. */
+function headFacts(head: Buffer, name?: string): HeadFacts {
+  const sniffedMime = head.length > 0 ? detectMime(head, undefined) : undefined;
+  return { sniffedMime, derived: deriveFromHead(head, sniffedMime, name) };
 }
