@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import { promisify } from 'node:util';
 
 /**
@@ -83,5 +84,15 @@ export class BackgroundSync {
   /** Resolves once no background sync runs (before the final fsync or closing); never rejects (see `failure`). */
   async settled(): Promise<void> {
     await this.syncing;
+  }
+}
+
+/** Makes a folder's entries durable (a file created, linked or removed in it). */
+export async function syncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }

@@ -3,11 +3,12 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { blobPath } from './blob-path';
+import { syncDir } from './block-writer';
 
 /**
  * A whole local file copied into a new file and hashed (BLAKE3 + SHA-256) in one pass, all on the ingest worker
  * thread (ingest.worker.ts): the import's many small files cost its caller one message each way instead of a read,
- * a buffer and a message per chunk (`npm run bench -- import`). Kept free of other imports, as block-writer.ts.
+ * a buffer and a message per chunk (`npm run bench -- import`). Imports only modules the worker loads anyway.
  */
 
 /** What a file was (its fstat), before and after the copy: the caller judges whether it changed meanwhile. */
@@ -153,11 +154,6 @@ async function linkDurably(file: string, dest: string): Promise<boolean> {
   }
   if (how === 'exists') return true;
   if (how !== 'linked') return false;
-  const dir = await fsp.open(path.dirname(dest), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
+  await syncDir(path.dirname(dest));
   return true;
 }

@@ -22,7 +22,7 @@ import {
   type TempBlob,
 } from './blob-store';
 import { isProcessAlive } from '../process';
-import { BackgroundSync, writeFully, WRITE_BLOCK } from './block-writer';
+import { BackgroundSync, syncDir, writeFully, WRITE_BLOCK } from './block-writer';
 import { fileBody, ReadBufferPool } from './file-body';
 import type { HashedFile, HashSession, IngestWorkers } from './ingest-pool';
 
@@ -417,15 +417,6 @@ async function linkOrCopy(src: string, dest: string): Promise<void> {
     } finally {
       await fsp.rm(tmp, { force: true });
     }
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }
 
