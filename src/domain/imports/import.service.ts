@@ -175,6 +175,13 @@ export class ImportService {
     const progress: ImportProgress = { ...EMPTY_PROGRESS };
     const errors: ImportError[] = [];
     const report = (e: ImportError): void => void (errors.length < MAX_IMPORT_ERRORS && errors.push(e));
+    // A file skipped for a reason of its own: its code, or INTERNAL (logged) for what no code names.
+    const skipped = (treePath: string, err: unknown): void => {
+      if (err instanceof ImportReadError || err instanceof DomainError)
+        return report({ path: treePath, code: err.code, message: err.message });
+      log.warn('a file could not be imported', { path: treePath, err });
+      report({ path: treePath, code: 'INTERNAL', message: (err as Error).message });
+    };
     let stop = run.cancelRequested;
     let held = true;
     let processedBytes = 0;
@@ -212,7 +219,7 @@ export class ImportService {
       const known = await repo.importedFiles(run.ownerId);
       const mine = await repo.assetHashes(run.ownerId);
       const batch = new BatchCollector<Pending>(async (items) => {
-        const made = await this.commitBatch(run.ownerId, items, (e) => report(e), log);
+        const made = await this.commitBatch(run.ownerId, items, skipped, log);
         made.forEach((created, i) => {
           progress.scanned++;
           if (created === undefined) progress.skipped++;
@@ -254,12 +261,7 @@ export class ImportService {
               throw err;
             }
             progress.skipped++;
-            if (err instanceof ImportReadError) report({ path: f.treePath, code: err.code, message: err.message });
-            else if (err instanceof DomainError) report({ path: f.treePath, code: err.code, message: err.message });
-            else {
-              log.warn('a file could not be imported', { path: f.treePath, err });
-              report({ path: f.treePath, code: 'INTERNAL', message: (err as Error).message });
-            }
+            skipped(f.treePath, err);
           } finally {
             if (settled) progress.scanned++;
             processedBytes += Number(f.size);
@@ -349,7 +351,7 @@ export class ImportService {
   private async commitBatch(
     ownerId: string,
     items: Pending[],
-    report: (e: ImportError) => void,
+    skipped: (treePath: string, err: unknown) => void,
     log: Logger,
   ): Promise<(boolean | undefined)[]> {
     try {
@@ -373,8 +375,7 @@ export class ImportService {
           throw err;
         }
         made.push(undefined);
-        const code = err instanceof DomainError ? err.code : 'INTERNAL';
-        report({ path: item.saved.path, code, message: (err as Error).message });
+        skipped(item.saved.path, err);
       }
     }
     return made;
