@@ -16,15 +16,12 @@ import type { UploadStateFile } from './upload-state';
  */
 export const RESUMABLE_MIN = 8 << 20;
 
-/** A file's tree path as a create's field (`path` of an upload, `paths` of from-hash), when it is one to keep. */
-function pathOf<K extends 'path' | 'paths'>(
-  treePath: string,
-  key: K,
-): Partial<Record<K, K extends 'path' ? string : string[]>> {
-  // The service's rules for a path (PATHS_LIMITS.length): one it would refuse is recorded the old way, or not at all.
-  if (safeRelativePath(treePath) === undefined || treePath.length > 1024) return {};
-  return { [key]: key === 'path' ? treePath : [treePath] } as Partial<Record<K, K extends 'path' ? string : string[]>>;
-}
+/**
+ * Whether a tree path goes with its file's create (`path` of an upload, `paths` of from-hash): by the service's rules
+ * for a path (PATHS_LIMITS.length); one it would refuse is recorded the old way, or not at all.
+ */
+const sentWithCreate = (treePath: string): boolean =>
+  safeRelativePath(treePath) !== undefined && treePath.length <= 1024;
 
 export interface PushOptions {
   tags: string[];
@@ -290,7 +287,8 @@ export async function push(
     // The hash is of the file as it was read: a file written to since is not sent (nor linked) under it.
     checkUnchanged(p.c.file, p.seen);
     if (stored) {
-      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags, ...pathOf(p.treePath, 'paths') });
+      const paths = sentWithCreate(p.treePath) ? [p.treePath] : undefined;
+      const asset = await client.fromHash({ hash, name: p.name, tags: p.tags, paths });
       // The asset must be of this file's content, whatever the server says it stores.
       if (asset.asset_hash !== hash)
         throw new ApiError(
@@ -347,7 +345,14 @@ export async function push(
       }
       res ??= await multipartUpload(
         client,
-        { file: p.c.file, size: p.size, hash, name: p.name, tags: p.tags, ...pathOf(p.treePath, 'path') },
+        {
+          file: p.c.file,
+          size: p.size,
+          hash,
+          name: p.name,
+          tags: p.tags,
+          path: sentWithCreate(p.treePath) ? p.treePath : undefined,
+        },
         onBytes,
       );
     } catch (err) {

@@ -4,8 +4,7 @@ import type { Transaction, Transactions } from '../../infra/prisma';
 import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
 import { parseHash, type ContentDigest, type ParsedHash } from '../content/hashing';
-import { assetMetadata } from '../content/derived-metadata';
-import { isActiveContent, isImageMime, servedContentType } from '../content/mime';
+import { isActiveContent, servedContentType } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
 import { JOB, type Queue } from '../job-map';
 import { servableMediaType } from '../input';
@@ -28,6 +27,7 @@ import type {
   TagRemoveResult,
 } from './asset.types';
 import { PATHS_LIMITS, validatePaths } from './asset-paths';
+import { newAssetRow } from './new-asset-row';
 import { decodeCursor } from './cursor';
 import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
 
@@ -337,35 +337,11 @@ export class AssetService {
             const same = await this.assets.findByContent(owner, content.blake3, tx);
             if (same) return { asset: same, created: false };
             const id = fields.id ?? crypto.randomUUID();
-            const mimeType = fields.mimeType ?? content.mimeType;
-            let previewId = fields.previewId ?? null;
+            const previewId = fields.previewId;
             if (previewId && previewId !== id && !(await this.assets.findById(owner, previewId, tx))) {
               throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${previewId} names no asset of yours`);
             }
-            if (!previewId && isImageMime(mimeType)) previewId = id;
-            const asset = await this.assets.insert(
-              {
-                id,
-                ownerId: owner,
-                name,
-                contentHash: content.blake3,
-                size: content.size,
-                mimeType,
-                tags: fields.tags ?? [],
-                userMetadata: fields.userMetadata ?? {},
-                previewId,
-                promptId: fields.promptId ?? null,
-                metadata: {
-                  ...assetMetadata(content.metadata, {
-                    fileName: fields.fileName,
-                    contentLength: content.size,
-                    sourceUrl: fields.sourceUrl,
-                  }),
-                  ...(fields.paths?.length ? { paths: fields.paths.slice(0, PATHS_LIMITS.perAsset) } : {}),
-                },
-              },
-              tx,
-            );
+            const asset = await this.assets.insert(newAssetRow(owner, id, name, content, fields), tx);
             return { asset, created: true };
           },
           { timeoutMs: 120_000, maxWaitMs: 30_000 },

@@ -2,10 +2,9 @@ import crypto from 'node:crypto';
 import type { Transactions } from '../../infra/prisma';
 import type { AssetRepository, NewAssetRow } from '../assets/asset.repository';
 import { PATHS_LIMITS } from '../assets/asset-paths';
+import { newAssetRow } from '../assets/new-asset-row';
 import { LIMITS } from '../assets/validation';
 import type { ContentService, IngestedContent } from '../content/content.service';
-import { assetMetadata } from '../content/derived-metadata';
-import { isImageMime } from '../content/mime';
 
 /** One file of an import, read and hashed, its bytes put under their content address (`ContentService.precommit`). */
 export interface ReadFile {
@@ -40,7 +39,7 @@ export class ImportBatches {
           { derivedJobs: false },
         );
         const mine = new Map<string, { id: string; isImmutable: boolean }>(
-          [...(await assets.findByContents(ownerId, hashes, tx))].map(([h, a]) => [h, a]),
+          await assets.findByContents(ownerId, hashes, tx),
         );
         const rows: NewAssetRow[] = [];
         const again: { id: string; path: string; tags: string[] }[] = [];
@@ -53,22 +52,9 @@ export class ImportBatches {
           }
           const id = crypto.randomUUID();
           mine.set(rec.blake3, { id, isImmutable: false });
-          rows.push({
-            id,
-            ownerId,
-            name: file.name,
-            contentHash: rec.blake3,
-            size: rec.size,
-            mimeType: rec.mimeType,
-            tags: file.tags,
-            userMetadata: {},
-            previewId: isImageMime(rec.mimeType) ? id : null,
-            promptId: null,
-            metadata: {
-              ...assetMetadata(rec.metadata, { fileName: file.fileName, contentLength: rec.size }),
-              paths: [file.path],
-            },
-          });
+          rows.push(
+            newAssetRow(ownerId, id, file.name, rec, { tags: file.tags, fileName: file.fileName, paths: [file.path] }),
+          );
           return true;
         });
         await assets.insertMany(rows, tx);
