@@ -1,14 +1,9 @@
 import fs from 'node:fs';
+import { fileStateOf, type LocalFileState } from '../../infra/blob-store/blob-store';
 import type { FoundFile } from './import-walk';
 
 /** What a file was when it was opened (its fstat), the baseline a read is checked against. */
-export interface OpenedStat {
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-  ino: bigint;
-  dev: bigint;
-}
+export type OpenedStat = LocalFileState;
 
 export class ImportReadError extends Error {
   constructor(
@@ -67,7 +62,7 @@ export async function openFound(f: FoundFile): Promise<{
     const st = await fh.stat({ bigint: true });
     if (!st.isFile()) throw new ImportReadError('NOT_A_FILE', 'no longer a regular file');
     if (st.ino !== f.ino || st.dev !== f.dev) throw replaced();
-    const stat: OpenedStat = { size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev };
+    const stat = fileStateOf(st);
     const read = async function* (stop: () => boolean): AsyncIterable<Buffer> {
       // Reads the size fstat gave, in chunks of at most 1 MiB, each a buffer of exactly its length (a small file
       // is one allocation, moved whole to the ingest's worker); a file that grew or shrank meanwhile fails `check`.
@@ -83,14 +78,7 @@ export async function openFound(f: FoundFile): Promise<{
       }
     };
     const check = async (bytes: number): Promise<void> => {
-      const now = await fh.stat({ bigint: true });
-      const after: OpenedStat = {
-        size: now.size,
-        mtimeNs: now.mtimeNs,
-        ctimeNs: now.ctimeNs,
-        ino: now.ino,
-        dev: now.dev,
-      };
+      const after = fileStateOf(await fh.stat({ bigint: true }));
       if (!same(stat, after) || BigInt(bytes) !== stat.size) throw changed();
     };
     return { stat, read, check, close: () => fh.close() };

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { HashSession } from './ingest-pool';
 import { InfraError, SOCKET_ERROR_CODES, someCause, StoreFullError, StoreUnavailableError } from '../errors';
+import { fileStateOf, type FileState } from './copy-hashed';
 
 export { BlobNotFoundError } from '../errors';
 
@@ -93,14 +94,9 @@ export interface CopiedLocalFile {
   after: LocalFileState;
 }
 
-/** A local file's fstat, as much of it as tells whether the file changed. */
-export interface LocalFileState {
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-  ino: bigint;
-  dev: bigint;
-}
+/** A local file's fstat, as much of it as tells whether the file changed (copy-hashed.ts, which the worker loads). */
+export type LocalFileState = FileState;
+export { fileStateOf };
 
 export interface HashedWrites {
   /**

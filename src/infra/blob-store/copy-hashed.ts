@@ -11,7 +11,7 @@ import { syncDir } from './block-writer';
  * a buffer and a message per chunk (`npm run bench -- import`). Imports only modules the worker loads anyway.
  */
 
-/** What a file was (its fstat), before and after the copy: the caller judges whether it changed meanwhile. */
+/** What a local file was (its fstat), as much of it as tells whether the file changed. */
 export interface FileState {
   size: bigint;
   mtimeNs: bigint;
@@ -49,7 +49,7 @@ export type CopyAnswer =
     }
   | { t: 'error'; id: number; message: string; code?: string };
 
-const stateOf = (s: fs.BigIntStats): FileState => ({
+export const fileStateOf = (s: fs.BigIntStats): FileState => ({
   size: s.size,
   mtimeNs: s.mtimeNs,
   ctimeNs: s.ctimeNs,
@@ -110,7 +110,7 @@ export async function copyHashed(
     await out.sync();
     await out.close();
     out = undefined;
-    const after = stateOf(await src.stat({ bigint: true }));
+    const after = fileStateOf(await src.stat({ bigint: true }));
     const blake3 = b3.hex();
     const committed =
       m.commitUnder !== undefined && (await linkDurably(m.file, path.join(m.commitUnder, blobPath(blake3))));
@@ -122,7 +122,7 @@ export async function copyHashed(
       sha256: sha.digest('hex'),
       size,
       head: head.subarray(0, Math.min(size, head.length)),
-      before: stateOf(st),
+      before: fileStateOf(st),
       after,
     };
   } catch (err) {
