@@ -160,16 +160,27 @@ function untilShown({ sel, count }) {
         const access = res
           .filter((e) => /\/thumbnail-access$/.test(e.name))
           .map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`);
+        // Every other request of the load (the page's later GraphQL calls, the favicon, styles), by path.
+        const others = res
+          .filter((e) => !thumbs.includes(e) && !/\/thumbnail-access$|\/graphql$|\.js$/.test(e.name))
+          .map((e) => `${new URL(e.name).pathname} ${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`);
         const marks = ['ui:run', 'ui:first-page', 'ui:tiles']
           .map((m) => performance.getEntriesByName(m)[0])
           .filter(Boolean);
+        // How the thumbnails' span was spent: the mean time a request waited in the browser (asked → sent), the mean
+        // time it was on the wire (sent → last byte), and how many were on the wire at once on average.
+        const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : -1);
+        const wire = thumbs.map((e) => e.responseEnd - e.requestStart);
+        const span = end(thumbs) - start(thumbs);
+        const flow = `queued ${Math.round(mean(thumbs.map((e) => e.requestStart - e.startTime)))}, on the wire ${mean(wire).toFixed(1)}, ${(wire.reduce((a, b) => a + b, 0) / Math.max(1, span)).toFixed(1)} at once`;
+        const nav = performance.getEntriesByType('navigation')[0];
         const phases =
-          `script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res
+          `page ${Math.round(nav?.responseStart ?? -1)}-${Math.round(nav?.responseEnd ?? -1)}, script ${end(res.filter((e) => /\.js$/.test(e.name)))}, graphql ${res
             .filter((e) => /\/graphql$/.test(e.name))
             .map((e) => `${Math.round(e.startTime)}-${Math.round(e.responseEnd)}`)
             .join('/')}` +
           `${access.length ? `, access ${access.join('/')}` : ''}` +
-          `${marks.map((m) => `, ${m.name.slice(3)} ${Math.round(m.startTime)}`).join('')}, thumbnails ${start(thumbs)}-${end(thumbs)} (${thumbs.length} requests, ttfb ${Math.round(ttfb)})`;
+          `${marks.map((m) => `, ${m.name.slice(3)} ${Math.round(m.startTime)}`).join('')}, thumbnails ${start(thumbs)}-${end(thumbs)} (${thumbs.length} requests, ttfb ${Math.round(ttfb)}, ${flow})${others.length ? `; also ${others.join(', ')}` : ''}`;
         resolve({
           ms: performance.now(),
           fetched: end(thumbs),
@@ -181,6 +192,42 @@ function untilShown({ sel, count }) {
     };
     check();
   });
+}
+
+const TICK_MS = 1000 / Number(require('node:child_process').execSync('getconf CLK_TCK').toString().trim() || 100);
+
+/**
+ * CPU time (user + system, ticks) of every process that takes part in a load, by pid: Chromium's (by name), PostgreSQL's
+ * and the pids of `roles` (the services, the static server). The machine has two cores, so what a page costs the
+ * browser and the service in CPU, more than its wall time, is what another page's load competes with.
+ */
+function cpuTicks(roles) {
+  const out = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let stat;
+    try {
+      stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const role =
+      roles.get(Number(d)) ?? (/^chrom/.test(comm) ? 'browser' : comm === 'postgres' ? 'postgres' : undefined);
+    if (!role) continue;
+    const f = stat.slice(close + 2).split(' ');
+    out.set(Number(d), { role, ticks: Number(f[11]) + Number(f[12]) });
+  }
+  return out;
+}
+
+/** CPU ms by role between two cpuTicks snapshots (a process that started in between counts from zero). */
+function cpuSpent(before, after) {
+  const by = {};
+  for (const [pid, { role, ticks }] of after)
+    by[role] = (by[role] ?? 0) + (ticks - (before.get(pid)?.ticks ?? 0)) * TICK_MS;
+  return by;
 }
 
 /** In the page, when a load takes too long: what it has got so far (for the log). */
@@ -334,7 +381,14 @@ async function run(args) {
       await shown(c, t, name);
       await c.close();
     }
-    const blank = () => ({ fetched: [], shown: [], reloadFetched: [], reload: [], phases: [] });
+    const blank = () => ({ fetched: [], shown: [], reloadFetched: [], reload: [], phases: [], cpu: [] });
+    // Who is who in the CPU figures: the pages' servers (PostgreSQL and Chromium are known by name).
+    const roles = new Map([
+      [(other ?? stack.svc).pid, 'service'],
+      [baseline.pid, 'static server'],
+      ...(also ? [[also.pid, 'service']] : []),
+      [process.pid, 'driver'],
+    ]);
     const res = Object.fromEntries(Object.keys(targets).map((k) => [k, blank()]));
     const cached = [];
     const names = Object.keys(targets);
@@ -344,7 +398,9 @@ async function run(args) {
       for (let i = 0; i < names.length; i++) {
         const name = names[(i + r) % names.length];
         const c = await newContext();
+        const before = cpuTicks(roles);
         const first = await shown(c, targets[name], name);
+        first.cpu = cpuSpent(before, cpuTicks(roles));
         const again = await shown(c, targets[name], name);
         await c.close();
         if (first.thumbs < TILES)
@@ -354,6 +410,7 @@ async function run(args) {
         res[name].reloadFetched.push(again.fetched);
         res[name].reload.push(again.ms);
         res[name].phases.push(first.phases);
+        res[name].cpu.push(first.cpu);
         if (name === 'service') cached.push(again.cached);
       }
       log(
@@ -368,7 +425,13 @@ async function run(args) {
             .join('; ') +
           ` (this build: ${cached[r]} thumbnails from the cache)`,
       );
-      for (const n of names) log(`    ${label[n]}, first load: ${res[n].phases[r]}`);
+      for (const n of names)
+        log(
+          `    ${label[n]}, first load: ${res[n].phases[r]}; CPU ms ${Object.entries(res[n].cpu[r])
+            .filter(([, ms]) => ms > 0)
+            .map(([k, ms]) => `${k} ${Math.round(ms)}`)
+            .join(', ')}`,
+        );
     }
     // static/service per round, then the median (1 = as fast as the static page)
     const ratio = (n, k) => median(res[n][k].map((s, i) => res.baseline[k][i] / s));
@@ -380,6 +443,13 @@ async function run(args) {
       // -1: no thumbnail in the reload's Resource Timing (all from the renderer's memory cache)
       reload_fetched_ms_median: Math.round(median(res[n].reloadFetched)),
       reload_shown_ms_median: Math.round(median(res[n].reload)),
+      // CPU of a first load, by process (medians of the rounds): the browser, the page's server, PostgreSQL
+      cpu_ms_median: Object.fromEntries(
+        [...new Set(res[n].cpu.flatMap((c) => Object.keys(c)))].map((k) => [
+          k,
+          Math.round(median(res[n].cpu.map((c) => c[k] ?? 0))),
+        ]),
+      ),
       ...(n === 'baseline'
         ? {}
         : {
@@ -414,7 +484,10 @@ async function run(args) {
           categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'v8', 'toplevel'],
         });
         const got = await shown(c, t, name);
-        const trace = JSON.parse((await browser.stopTracing()).toString('utf8'));
+        const raw = (await browser.stopTracing()).toString('utf8');
+        // GRID_TRACE_DIR: each page's raw trace kept too (chrome://tracing or Perfetto opens it).
+        if (process.env.GRID_TRACE_DIR) fs.writeFileSync(path.join(process.env.GRID_TRACE_DIR, `${name}.json`), raw);
+        const trace = JSON.parse(raw);
         await c.close();
         log(`  trace of one first load, ${label[name] ?? name} (shown at ${got.ms.toFixed(0)} ms):`);
         for (const line of traceLines(trace)) log(`    ${line}`);
