@@ -178,3 +178,70 @@ test('errors are never kept', async () => {
   }
   expect(items(await list(a, 10))).toHaveLength(3);
 });
+
+// The asset browser's first screen: the page, the tag facets and what the schema offers, in one request.
+const FIRST_SCREEN = `query($limit: Int!) {
+  asset: __type(name: "Asset") { fields { name } }
+  assets(limit: $limit) { total items { id tags } }
+  tagCounts(limit: 60) { name count }
+}`;
+
+async function firstScreen(svc: TestService): Promise<Answer> {
+  const res = await svc.fetch('/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: FIRST_SCREEN, variables: { limit: 10 } }),
+  });
+  return { status: res.status, type: null, length: null, text: await res.text() };
+}
+
+test('the first screen (assets, tagCounts, __type) is kept, and its tag counts follow a change on the other instance', async () => {
+  const first = await firstScreen(a);
+  expect(first.status).toBe(200);
+  for (let i = 0; i < 3; i++) expect(await firstScreen(a)).toEqual(first);
+  const c = new Client({ connectionString: a.databaseUrl });
+  await c.connect();
+  try {
+    await c.query(`SET session_replication_role = replica`);
+    await c.query(`UPDATE asset_tag_count SET count = count + 100 WHERE owner_id = 'alice' AND tag = 'kept'`);
+  } finally {
+    await c.end();
+  }
+  // Kept: the counts changed behind the rows version's back are not read.
+  expect(await firstScreen(a)).toEqual(first);
+  await db.query(`UPDATE asset_tag_count SET count = count - 100 WHERE owner_id = 'alice' AND tag = 'kept'`);
+
+  const added = await b.fetch(`/api/assets/${ids[0]}/tags`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tags: ['first-screen'] }),
+  });
+  expect(added.status).toBe(200);
+  const now = JSON.parse((await firstScreen(a)).text).data;
+  expect(now.tagCounts).toContainEqual({ name: 'first-screen', count: 1 });
+  expect(now.assets.items.find((i: Json) => i.id === ids[0]).tags).toContain('first-screen');
+  expect(now.asset.fields.map((f: Json) => f.name)).toContain('thumbnailUrl');
+});
+
+test('a query with a field beside them that reads anything else (tasks) is not kept', async () => {
+  const MIXED = JSON.stringify({ query: '{ assets(limit: 1) { total } tasks(limit: 50) { items { id } } }' });
+  const mixed = async () =>
+    JSON.parse(
+      await (
+        await a.fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: MIXED })
+      ).text(),
+    ).data;
+  const before = await mixed();
+  await mixed();
+  // A task does not move the owner's rows version: a kept answer would not show it.
+  const exp = await b.fetch('/api/assets/export', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ asset_ids: [ids[0]] }),
+  });
+  expect(exp.status).toBe(202);
+  const { task_id } = (await json(exp)) as { task_id: string };
+  const after = await mixed();
+  expect(after.tasks.items.map((t: Json) => t.id)).toContain(task_id);
+  expect(after.tasks.items.length).toBe(before.tasks.items.length + 1);
+});
