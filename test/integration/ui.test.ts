@@ -235,6 +235,13 @@ async function walkThrough(): Promise<void> {
   await page.locator('main.content').evaluate((el) => el.scrollTo(0, el.scrollHeight));
   await waitFor(async () => ((await tiles().count()) === ALL ? true : undefined), { what: 'the second page' });
   await expect(page.locator('.tile[data-id] .tile-name', { hasText: 'base.safetensors' }).count()).resolves.toBe(1);
+  // A model's tile says what it is: its folder's icon, the folder, the base model and the size (not a MIME type).
+  const modelTile = page.locator('.tile[data-id]', { hasText: 'base.safetensors' });
+  expect(await modelTile.locator('.tile-meta').innerText()).toMatch(/^checkpoints · sdxl_base_v1-0 · \d+ B$/);
+  expect(await modelTile.locator('.placeholder .folder-icon').count()).toBe(1);
+  expect(
+    await page.locator('.tile[data-id]', { hasText: 'detail-tweaker.safetensors' }).locator('.tile-meta').innerText(),
+  ).toMatch(/^loras · flux-1-dev\/lora · /);
   await page.locator('main.content').evaluate((el) => el.scrollTo(0, 0));
 
   // 4. Facets: one filters and the other tags stay listed; two match all of them, or any of them.

@@ -71,6 +71,18 @@ export function readableError(message: string | null | undefined): string {
   return m ? `${sentence} (${m[1]})` : sentence;
 }
 
+/** What a model file is: its format (from the derived metadata, else the name's extension). */
+export function modelTypeOf(a: { name: string; mimeType: string; metadata?: Record<string, unknown> | null }): string {
+  const format = a.metadata?.format;
+  if (typeof format === 'string' && format) return format;
+  const dot = a.name.lastIndexOf('.');
+  return dot > 0 ? a.name.slice(dot + 1).toLowerCase() : a.mimeType;
+}
+
+/** The base model a model file's header names (derived metadata), if any. */
+export const baseModelOf = (a: { metadata?: Record<string, unknown> | null }): string | undefined =>
+  typeof a.metadata?.base_model === 'string' && a.metadata.base_model ? a.metadata.base_model : undefined;
+
 /** The ComfyUI model folder of an asset (contract 3.7): its `model_type:` tag, else the tag after `models`. */
 export function modelFolderOf(tags: string[]): string {
   const typed = tags.find((t) => t.startsWith('model_type:'));

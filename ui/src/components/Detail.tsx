@@ -2,7 +2,7 @@ import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, assetFields, assetUrl, type Api, type Asset, type Features } from '../api';
 import { copyText } from '../copy';
-import { formatBytes, formatDate, kindOf, modelFolderOf, parseTags } from '../format';
+import { baseModelOf, formatBytes, formatDate, kindOf, modelFolderOf, parseTags } from '../format';
 import { KindIcon } from './icons';
 import { MetadataEditor, objectOf, rowsOf, type MetaRow } from './MetadataEditor';
 import { saveWithKey } from './useObjectUrl';
@@ -123,7 +123,7 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
   const fields: [string, string | undefined | null][] = [
     ['ID', asset.id],
     ['Type', asset.mimeType],
-    ['Base model', typeof asset.metadata?.base_model === 'string' ? asset.metadata.base_model : undefined],
+    ['Base model', baseModelOf(asset)],
     [
       'Model folder',
       asset.tags.includes('models') || asset.tags.some((t) => t.startsWith('model_type:'))

@@ -1,8 +1,9 @@
 import { Component, type RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api, Asset } from '../api';
-import { baseName, formatBytes, kindOf } from '../format';
+import { baseModelOf, baseName, formatBytes, kindOf, modelFolderOf, modelTypeOf } from '../format';
 import { KindIcon } from './icons';
+import { FolderIcon } from './Models';
 import { useThumbnail, type ThumbnailAccess } from './useThumbnail';
 
 interface GridProps {
@@ -143,6 +144,16 @@ function Tile(p: TileProps) {
   const kind = kindOf(a);
   const thumb = useThumbnail(p.api, p.access, a.thumbnailUrl);
   const label = baseName(a.name);
+  // A model says what it is where an image shows itself: its ComfyUI folder (icon and name), base model and size.
+  const model = kind === 'model';
+  const folder = model ? modelFolderOf(a.tags) : 'other';
+  const facts = (
+    model
+      ? [folder !== 'other' ? folder : modelTypeOf(a), baseModelOf(a), formatBytes(a.size)]
+      : [a.mimeType.split(';')[0], formatBytes(a.size)]
+  )
+    .filter(Boolean)
+    .join(' · ');
   return (
     <li
       class={`tile${p.selected ? ' selected' : ''}${p.open ? ' open' : ''}${p.selecting ? ' selecting' : ''}`}
@@ -161,15 +172,15 @@ function Tile(p: TileProps) {
             <img src={thumb.src} alt="" draggable={false} onError={thumb.onError} />
           ) : (
             <span class={`placeholder kind-${kind}`}>
-              <KindIcon kind={kind} />
+              {folder !== 'other' ? <FolderIcon folder={folder} size={56} /> : <KindIcon kind={kind} />}
             </span>
           )}
         </span>
         <span class="tile-name" title={a.name}>
           {label}
         </span>
-        <span class="tile-meta">
-          {a.mimeType.split(';')[0]} · {formatBytes(a.size)}
+        <span class="tile-meta" title={model ? facts : undefined}>
+          {facts}
           {p.selected && <span class="sr-only">, selected</span>}
         </span>
       </button>

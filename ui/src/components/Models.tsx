@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { Asset } from '../api';
 import { copyText } from '../copy';
-import { baseName, formatBytes, modelFolderOf } from '../format';
+import { baseModelOf, baseName, formatBytes, modelFolderOf, modelTypeOf } from '../format';
 
 /** A colour and a glyph per kind of ComfyUI model folder; other folders get the plain folder. */
 const FOLDER_LOOK: Record<string, [string, string]> = {
@@ -38,14 +38,6 @@ export function FolderIcon({ folder, size = 28 }: { folder: string; size?: numbe
       )}
     </svg>
   );
-}
-
-/** What a model file is: its format (from the derived metadata, else the name's extension). */
-function typeOf(a: Asset): string {
-  const format = a.metadata?.format;
-  if (typeof format === 'string' && format) return format;
-  const dot = a.name.lastIndexOf('.');
-  return dot > 0 ? a.name.slice(dot + 1).toLowerCase() : a.mimeType;
 }
 
 interface ModelsProps {
@@ -105,7 +97,7 @@ export function Models({ items, loading, error, onOpen, onRetry, announce }: Mod
           </h2>
           <ul class="model-cards">
             {groups.get(f)!.map((a) => {
-              const base = typeof a.metadata?.base_model === 'string' ? a.metadata.base_model : undefined;
+              const base = baseModelOf(a);
               return (
                 <li key={a.id} class="model-card" data-id={a.id}>
                   <button type="button" class="model-open" onClick={() => onOpen(a.id)} title={a.name}>
@@ -114,7 +106,7 @@ export function Models({ items, loading, error, onOpen, onRetry, announce }: Mod
                   </button>
                   <dl class="model-facts">
                     <dt>Type</dt>
-                    <dd>{typeOf(a)}</dd>
+                    <dd>{modelTypeOf(a)}</dd>
                     <dt>Base model</dt>
                     <dd>{base ?? '—'}</dd>
                     <dt>Size</dt>
