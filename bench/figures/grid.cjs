@@ -11,8 +11,11 @@
 // from the service) and "reload" in the same context (thumbnails may come from the browser's cache, as their
 // immutable caching allows). Baseline, same run, interleaved: a static page of 100 <img> elements of the same
 // thumbnail bytes from a bare node:http server (bench/lib/thumb-page-server.cjs): what the browser alone needs to
-// show 100 thumbnails here. Reported: medians, and baseline/service ratios (1 = as fast as the static page); per
-// round the phases (ms after navigation: script loaded, GraphQL answered, grant, marks of the page, thumbnails).
+// show 100 thumbnails here. A second baseline, the same static page that first fetches its list of images as JSON
+// (about the size of the asset browser's first-screen answer) and then adds the <img> elements: what the one round
+// trip any application needs before its first image costs here. Reported: medians, and baseline/service ratios (1 =
+// as fast as the static page); per round the phases (ms after navigation: script loaded, GraphQL answered, grant,
+// marks of the page, thumbnails, how the thumbnails' requests waited and flowed) and the CPU each process spent.
 //
 // The images are 100 generated 1024x1024 PNGs (gradients, shapes and grain, like renders). `--dist=<dir>` measures
 // another build's service (e.g. `.ab-old`, main's build) on the same data instead of this one; `--also=<dir>`
@@ -340,6 +343,8 @@ async function run(args) {
     const targets = {
       service: { url: `${svcUrl}/ui?pageSize=${TILES}`, sel: '.tile img' },
       baseline: { url: `${baseline.url}/page`, sel: 'img.thumb' },
+      // The static page that must ask for its list first (one round trip before the first image, no application).
+      listed: { url: `${baseline.url}/listed`, sel: 'img.thumb' },
       ...(also ? { also: { url: `${also.url}/ui?pageSize=${TILES}`, sel: '.tile img' } } : {}),
     };
     const newContext = async () => {
@@ -392,7 +397,12 @@ async function run(args) {
     const res = Object.fromEntries(Object.keys(targets).map((k) => [k, blank()]));
     const cached = [];
     const names = Object.keys(targets);
-    const label = { service: 'this build', baseline: 'static page', also: String(args.opts.also) };
+    const label = {
+      service: 'this build',
+      baseline: 'static page',
+      listed: 'static page, list first',
+      also: String(args.opts.also),
+    };
     for (let r = 0; r < rounds; r++) {
       // Interleaved, the order turned each round, so no target always follows the browser's work on another.
       for (let i = 0; i < names.length; i++) {
@@ -500,6 +510,10 @@ async function run(args) {
       rounds,
       service: summary('service'),
       static_page: summary('baseline'),
+      // its fetched_ratio: static page / list-first page, what the one round trip costs here
+      static_list_first: summary('listed'),
+      // this build's time / the list-first static page's, per round, then the median
+      fetched_vs_list_first: r3(median(res.service.fetched.map((x, i) => x / res.listed.fetched[i]))),
       ...(also
         ? {
             also: String(args.opts.also),
