@@ -21,7 +21,11 @@ export interface Config {
   /** Size of the PostgreSQL connection pool used for requests. */
   readonly databasePoolSize: number;
   /** Thumbnails: images with more pixels are refused unread; jobs at a time per instance. */
-  readonly thumbnails: { readonly maxPixels: number; readonly concurrency: number };
+  /**
+   * THUMBNAIL_LOOKUP_CACHE: the thumbnail route keeps its asset → content lookups while a LISTEN connection hears
+   * every delete (false where LISTEN does not work, e.g. behind a transaction-pooling PgBouncer).
+   */
+  readonly thumbnails: { readonly maxPixels: number; readonly concurrency: number; readonly lookupCache: boolean };
   /** PUBLIC_URL: absolute base of URLs in responses (`preview_url`); undefined: built from each request. */
   readonly publicUrl: string | undefined;
   /** TRUST_PROXY: honour X-Forwarded-Proto/-Host (and the client address) from a reverse proxy. */
@@ -248,6 +252,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     thumbnails: {
       maxPixels: int('THUMBNAIL_MAX_PIXELS', 100_000_000, 1, 10_000_000_000),
       concurrency: int('THUMBNAIL_CONCURRENCY', 1, 1, 16),
+      lookupCache: bool('THUMBNAIL_LOOKUP_CACHE', true),
     },
     publicUrl: optional('PUBLIC_URL') === undefined ? undefined : url('PUBLIC_URL', 'http://localhost'),
     trustProxy: bool('TRUST_PROXY', false),

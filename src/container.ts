@@ -21,7 +21,9 @@ import { ImportRepository } from './domain/imports/import.repository';
 import { ImportService } from './domain/imports/import.service';
 import { TaskRepository } from './domain/tasks/task.repository';
 import { TaskService } from './domain/tasks/task.service';
+import { KnownThumbnails } from './domain/thumbnails/known-thumbnails';
 import { ThumbnailRepository } from './domain/thumbnails/thumbnail.repository';
+import { PgListener } from './infra/pg-listen';
 import { findFfmpeg, ThumbnailService } from './domain/thumbnails/thumbnail.service';
 import { UploadLeases } from './domain/uploads/upload-lease';
 import { UploadRepository } from './domain/uploads/upload.repository';
@@ -98,12 +100,23 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys);
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
+  // The thumbnail route's lookups, kept while this instance hears every delete (migration 20261128100000).
+  const known = config.thumbnails.lookupCache ? new KnownThumbnails() : undefined;
+  const deletes = known
+    ? new PgListener(
+        databaseUrl,
+        'asset_gone',
+        { onMessage: (ids) => known.forget(ids.split(',')), onState: (on) => known.setListening(on) },
+        logger,
+      )
+    : undefined;
+  await deletes?.start();
   const thumbnails = new ThumbnailService(
     new ThumbnailRepository(database.prisma, database.pool, database.transactions),
     blobStore,
     queue,
     logger,
-    { maxPixels: config.thumbnails.maxPixels, ffmpeg },
+    { maxPixels: config.thumbnails.maxPixels, ffmpeg, known },
   );
   const grants = new ReadGrants(secrets);
   await grants.load();
@@ -133,7 +146,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     meter: metrics,
   });
   const assetRepo = new AssetRepository(database.prisma, database.pool);
-  const assets = new AssetService(database.transactions, assetRepo, content, queue);
+  const assets = new AssetService(database.transactions, assetRepo, content, queue, (ids) => known?.forget(ids));
 
   const uploadRepo = new UploadRepository(database.prisma);
   const uploads = new UploadService(
@@ -237,6 +250,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
       // Local transfers stop (they resume elsewhere or after restart); outbound connections close.
       await downloadJob.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));
       await fetcher.close().catch(() => undefined);
+      await deletes?.stop();
       await queue.stop().catch((err) => logger.warn('job queue did not stop cleanly', { err }));
       content.close();
       await database.close();

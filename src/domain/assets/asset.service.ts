@@ -57,6 +57,8 @@ export class AssetService {
     private readonly assets: AssetRepository,
     private readonly content: ContentService,
     private readonly queue: Queue,
+    /** Told of each asset this instance deleted, once its delete has committed (before the delete is answered). */
+    private readonly onDeleted?: (assetIds: string[]) => void,
   ) {}
 
   async get(principal: Principal, id: string): Promise<Asset> {
@@ -389,6 +391,7 @@ export class AssetService {
         );
       }
     });
+    this.onDeleted?.([id]);
   }
 
   /**

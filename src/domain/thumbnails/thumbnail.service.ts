@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { LRUCache } from 'lru-cache';
+import type { KnownThumbnails } from './known-thumbnails';
 import type sharpType from 'sharp';
 import type { BlobStore } from '../../infra/blob-store/blob-store';
 import type { Logger } from '../../infra/logger';
@@ -43,6 +44,8 @@ export interface ThumbnailOptions {
   maxPixels: number;
   /** The ffmpeg executable, or undefined when videos get no thumbnail. */
   ffmpeg: string | undefined;
+  /** The route's asset → content lookups kept while deletes are heard (known-thumbnails.ts); none: every one read. */
+  known?: KnownThumbnails;
 }
 
 /** The first `ffmpeg` on the PATH that runs, else undefined. */
@@ -55,6 +58,9 @@ export function findFfmpeg(): string | undefined {
  * Thumbnails (`thumbnail_url`): one small WebP per content, made in the background after ingest and
  * stored beside the content's blob. A failure never reaches the upload that caused it.
  */
+// The thumbnail of a content never changes: the content hash identifies it.
+const thumbnailEtag = (contentHash: string) => `"thumbnail-blake3:${contentHash}"`;
+
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
   private readonly kept = new LRUCache<string, Buffer>({
@@ -186,19 +192,33 @@ export class ThumbnailService {
 
   /**
    * The thumbnail of this owner's asset: ASSET_NOT_FOUND for another owner's or a missing asset, THUMBNAIL_NOT_FOUND
-   * until it is made. One primary-key read; the bytes from memory after their first read.
+   * until it is made. One primary-key read, none for an asset this instance has looked up before (`opts.known`); the
+   * bytes from memory after their first read.
    */
   async open(ownerId: string, assetId: string): Promise<{ data: Buffer; etag: string }> {
+    const known = this.opts.known;
+    const hash = known?.get(ownerId, assetId);
+    if (hash !== undefined) {
+      const data = await this.bytesOf(hash);
+      if (data) return { data, etag: thumbnailEtag(hash) };
+    }
+    const mark = known?.begin() ?? 0;
     const of = await this.repo.ofAsset(ownerId, assetId);
     if (!of) throw new DomainError('ASSET_NOT_FOUND', `asset ${assetId} not found`);
-    let data = of.ready ? this.kept.get(of.contentHash) : undefined;
-    if (of.ready && !data) {
-      data = await this.blobs.readDerived(of.contentHash, 'thumbnail.webp');
-      if (data) this.kept.set(of.contentHash, data);
-    }
+    const data = of.ready ? await this.bytesOf(of.contentHash) : undefined;
     if (!data) throw new DomainError('THUMBNAIL_NOT_FOUND', `asset ${assetId} has no thumbnail (yet)`);
-    // The thumbnail of a content never changes: the content hash identifies it.
-    return { data, etag: `"thumbnail-blake3:${of.contentHash}"` };
+    known?.keep(mark, ownerId, assetId, of.contentHash);
+    return { data, etag: thumbnailEtag(of.contentHash) };
+  }
+
+  /** A made thumbnail's bytes, from memory after their first read. */
+  private async bytesOf(contentHash: string): Promise<Buffer | undefined> {
+    let data = this.kept.get(contentHash);
+    if (!data) {
+      data = await this.blobs.readDerived(contentHash, 'thumbnail.webp');
+      if (data) this.kept.set(contentHash, data);
+    }
+    return data;
   }
 
   /** From a file path (read by libvips itself) or a stream of the image's bytes. */

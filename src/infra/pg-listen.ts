@@ -1,0 +1,77 @@
+import { Client } from 'pg';
+import type { Logger } from './logger';
+
+/** Waits between attempts to listen again after the connection was lost (doubling up to the last). */
+const RETRY_MS = [250, 500, 1000, 2000, 5000, 10_000];
+
+/**
+ * One PostgreSQL connection of its own that LISTENs on a channel, connected again (with backoff) whenever it is lost.
+ * `onState(true)` once it listens (and again after each reconnection: notifications sent while it was down are lost,
+ * so the caller starts over), `onState(false)` as soon as it is lost; `onMessage` for each notification.
+ */
+export class PgListener {
+  private client: Client | undefined;
+  private stopped = false;
+  private attempt = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly channel: string,
+    private readonly handlers: { onMessage(payload: string): void; onState(listening: boolean): void },
+    private readonly logger: Logger,
+  ) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel name ${channel}`);
+  }
+
+  /** Connects and listens; resolves once the first attempt succeeded or failed (it keeps trying after a failure). */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new Client({
+      connectionString: this.databaseUrl,
+      application_name: `asset-service:${this.channel}`,
+    });
+    this.client = client;
+    let lost = false;
+    const onLost = (err?: unknown) => {
+      if (lost) return;
+      lost = true;
+      this.handlers.onState(false);
+      client.removeAllListeners('notification');
+      void client.end().catch(() => undefined);
+      if (this.stopped) return;
+      if (err) this.logger.warn(`listening on ${this.channel} stopped; trying again`, { err });
+      const wait = RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)]!;
+      this.timer = setTimeout(() => void this.connect(), wait);
+      this.timer.unref();
+    };
+    client.on('error', onLost);
+    client.on('end', () => onLost());
+    client.on('notification', (n) => {
+      if (n.channel === this.channel && n.payload !== undefined) this.handlers.onMessage(n.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.channel}`);
+    } catch (err) {
+      onLost(err);
+      return;
+    }
+    if (lost || this.stopped) return;
+    this.attempt = 0;
+    this.handlers.onState(true);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const client = this.client;
+    this.client = undefined;
+    this.handlers.onState(false);
+    await client?.end().catch(() => undefined);
+  }
+}
