@@ -142,19 +142,26 @@ export function startEarly(): void {
   void early.grant!.then((a) => (early.settled.grant = a));
   window.assetBrowserEarly = early;
   // The thumbnails the grid's <img> elements will show, by the very same URLs, while the bundle is still loading:
-  // the browser then gives each <img> the image already on its way.
-  early.ready = Promise.all([early.graphql, early.grant]).then(([page, grant]) => {
-    const access = grantOf(grant!)?.access;
-    const items = (page!.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)
-      ?.data?.assets?.items;
-    if (access === undefined || !Array.isArray(items)) return;
+  // the browser then gives each <img> the image already on its way. URLs that carry their own grant (the service's
+  // MEDIA_URL_GRANTS: the owner's grant of this hour, the page's too) are asked for as soon as the page is in; others
+  // wait for the page's grant.
+  const ask = (items: { thumbnailUrl?: string | null }[], access?: string) => {
     early.images = items.flatMap((a) => {
       if (!a.thumbnailUrl) return [];
       const img = new Image();
-      img.src = signedThumbnailUrl(a.thumbnailUrl, access);
+      img.src = access === undefined ? a.thumbnailUrl : signedThumbnailUrl(a.thumbnailUrl, access);
       return [img];
     });
+  };
+  const asked = early.graphql!.then(async (page) => {
+    const items = (page.body as { data?: { assets?: { items?: { thumbnailUrl?: string | null }[] } } } | undefined)
+      ?.data?.assets?.items;
+    if (!Array.isArray(items)) return;
+    if (items.every((a) => !a.thumbnailUrl || /[?&]access=/.test(a.thumbnailUrl))) return ask(items);
+    const access = grantOf(await early.grant!)?.access;
+    if (access !== undefined) ask(items, access);
   });
+  early.ready = Promise.all([asked, early.grant]).then(() => undefined);
 }
 
 /**
