@@ -108,9 +108,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
         'asset_gone',
         { onMessage: (ids) => known.forget(ids.split(',')), onState: (on) => known.setListening(on) },
         logger,
+        config.databaseConnectTimeoutMs,
       )
     : undefined;
-  await deletes?.start();
+  // Not awaited: until it listens nothing is kept, and a database slow to answer does not hold the start.
+  void deletes?.start();
   const thumbnails = new ThumbnailService(
     new ThumbnailRepository(database.prisma, database.pool, database.transactions),
     blobStore,

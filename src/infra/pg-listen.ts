@@ -3,6 +3,11 @@ import type { Logger } from './logger';
 
 /** Waits between attempts to listen again after the connection was lost (doubling up to the last). */
 const RETRY_MS = [250, 500, 1000, 2000, 5000, 10_000];
+/**
+ * A listening connection answers a query this often, within the same time, or counts as lost: a connection that died
+ * without a word (a network partition) would otherwise never say so, and what it should have heard would be missed.
+ */
+const PING_MS = 5_000;
 
 /**
  * One PostgreSQL connection of its own that LISTENs on a channel, connected again (with backoff) whenever it is lost.
@@ -14,12 +19,14 @@ export class PgListener {
   private stopped = false;
   private attempt = 0;
   private timer: NodeJS.Timeout | undefined;
+  private ping: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly databaseUrl: string,
     private readonly channel: string,
     private readonly handlers: { onMessage(payload: string): void; onState(listening: boolean): void },
     private readonly logger: Logger,
+    private readonly connectTimeoutMs = 10_000,
   ) {
     if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`bad channel name ${channel}`);
   }
@@ -34,12 +41,15 @@ export class PgListener {
     const client = new Client({
       connectionString: this.databaseUrl,
       application_name: `asset-service:${this.channel}`,
+      connectionTimeoutMillis: this.connectTimeoutMs,
+      keepAlive: true,
     });
     this.client = client;
     let lost = false;
     const onLost = (err?: unknown) => {
       if (lost) return;
       lost = true;
+      clearInterval(this.ping);
       this.handlers.onState(false);
       client.removeAllListeners('notification');
       void client.end().catch(() => undefined);
@@ -64,11 +74,29 @@ export class PgListener {
     if (lost || this.stopped) return;
     this.attempt = 0;
     this.handlers.onState(true);
+    this.ping = setInterval(() => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer on the ${this.channel} connection in ${PING_MS} ms`)),
+          PING_MS,
+        );
+      });
+      Promise.race([client.query('SELECT 1'), late]).then(
+        () => clearTimeout(timer),
+        (err: unknown) => {
+          clearTimeout(timer);
+          onLost(err);
+        },
+      );
+    }, PING_MS);
+    this.ping.unref();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.ping);
     const client = this.client;
     this.client = undefined;
     this.handlers.onState(false);

@@ -18,6 +18,9 @@ beforeAll(async () => {
   b = await startTestService({}, { databaseUrl: a.databaseUrl, dataDir: a.dataDir });
   db = new Client({ connectionString: a.databaseUrl });
   await db.connect();
+  // Both instances listen (they start listening beside their start, not before it ends).
+  await waitFor(async () => ((await idleListeners()) === 2 ? true : undefined), { what: 'listeners', intervalMs: 20 });
+  await new Promise((r) => setTimeout(r, 200));
 });
 afterAll(async () => {
   await db?.end();
@@ -58,6 +61,16 @@ async function deleteBehindTheBack(id: string): Promise<void> {
     await c.end();
   }
 }
+
+const idleListeners = async (): Promise<number> =>
+  Number(
+    (
+      await db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'asset-service:asset_gone' AND state = 'idle'
+         AND datname = current_database()`,
+      )
+    ).rows[0]!.n,
+  );
 
 const listeners = async (): Promise<number[]> =>
   (
@@ -131,11 +144,7 @@ test('a lost listening connection: what was kept is dropped, and kept again once
     async () => {
       // The LISTEN itself follows the connection by a moment: until then nothing is kept.
       expect((await thumbnail(a, other)).status).toBe(200);
-      const probe = await db.query<{ n: string }>(
-        `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'asset-service:asset_gone' AND state = 'idle'
-         AND datname = current_database()`,
-      );
-      return Number(probe.rows[0]!.n) === 2 ? true : undefined;
+      return (await idleListeners()) === 2 ? true : undefined;
     },
     { what: 'idle listeners', timeoutMs: 5_000, intervalMs: 20 },
   );
@@ -187,5 +196,21 @@ test('one statement deleting many assets announces them all, 200 ids at most per
     expect(heard[0]!.split(',').sort()).toEqual([...ids].sort());
   } finally {
     await listen.end();
+  }
+});
+
+test('THUMBNAIL_LOOKUP_CACHE=false: no listening connection, every thumbnail reads its row', async () => {
+  const c = await startTestService(
+    { THUMBNAIL_LOOKUP_CACHE: 'false' },
+    { databaseUrl: a.databaseUrl, dataDir: a.dataDir },
+  );
+  try {
+    const id = await imageWithThumbnail();
+    for (let i = 0; i < 3; i++) expect((await thumbnail(c, id)).status).toBe(200);
+    expect(await listeners()).toHaveLength(2);
+    await deleteBehindTheBack(id);
+    expect((await thumbnail(c, id)).status).toBe(404);
+  } finally {
+    await c.stop();
   }
 });
