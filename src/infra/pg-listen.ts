@@ -20,6 +20,8 @@ export class PgListener {
   private attempt = 0;
   private timer: NodeJS.Timeout | undefined;
   private ping: NodeJS.Timeout | undefined;
+  /** 'down' from a loss (or a failed first attempt) until it listens again: each change is logged once. */
+  private state: 'new' | 'listening' | 'down' = 'new';
 
   constructor(
     private readonly databaseUrl: string,
@@ -54,7 +56,13 @@ export class PgListener {
       client.removeAllListeners('notification');
       void client.end().catch(() => undefined);
       if (this.stopped) return;
-      if (err) this.logger.warn(`listening on ${this.channel} stopped; trying again`, { err });
+      // Once per loss, as the database's own outage is logged: a message, never a stack, not one line per retry.
+      if (this.state !== 'down') {
+        this.state = 'down';
+        this.logger.warn(`not listening on ${this.channel}; trying again`, {
+          err: err instanceof Error ? err.message : 'connection closed',
+        });
+      }
       const wait = RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)]!;
       this.timer = setTimeout(() => void this.connect(), wait);
       this.timer.unref();
@@ -73,6 +81,8 @@ export class PgListener {
     }
     if (lost || this.stopped) return;
     this.attempt = 0;
+    if (this.state === 'down') this.logger.info(`listening on ${this.channel} again`);
+    this.state = 'listening';
     this.handlers.onState(true);
     this.ping = setInterval(() => {
       let timer: NodeJS.Timeout | undefined;
