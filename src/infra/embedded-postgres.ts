@@ -27,13 +27,44 @@ const USER = 'postgres';
 const PASSWORD = 'postgres';
 
 export async function freePort(): Promise<number> {
+  // Below the range the kernel takes source ports of outgoing connections from: a port from that range, free when
+  // picked, can become the source port of a connection opened before its server listens (its own PostgreSQL pool,
+  // say), and the listen then fails with EADDRINUSE.
+  const [low] = ephemeralPorts();
+  const from = Math.max(10_000, low - 12_000);
+  for (let i = 0; i < 50 && from < low - 1; i++) {
+    const port = from + crypto.randomInt(low - from);
+    if (await canListen(port)) return port;
+  }
+  return listenOn(0);
+}
+
+/** The kernel's range of ports for outgoing connections (Linux's default where it cannot be read). */
+function ephemeralPorts(): [number, number] {
+  try {
+    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(lo) && Number.isInteger(hi) && lo! > 1024) return [lo!, hi!];
+  } catch {
+    /* not Linux */
+  }
+  return [32768, 60999];
+}
+
+const canListen = (port: number): Promise<boolean> =>
+  listenOn(port).then(
+    () => true,
+    () => false,
+  );
+
+/** Listens on the port (0: any) of 127.0.0.1 and closes again; the port it had. */
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
+    srv.listen(port, '127.0.0.1', () => {
+      const { port: got } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(got));
     });
   });
 }
