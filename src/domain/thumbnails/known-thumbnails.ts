@@ -53,8 +53,4 @@ export class KnownThumbnails {
     this.known.clear();
     this.listening = listening;
   }
-
-  get size(): number {
-    return this.known.size;
-  }
 }

@@ -54,13 +54,13 @@ export function findFfmpeg(): string | undefined {
   return r.status === 0 ? 'ffmpeg' : undefined;
 }
 
+// The thumbnail of a content never changes: the content hash identifies it.
+const thumbnailEtag = (contentHash: string) => `"thumbnail-blake3:${contentHash}"`;
+
 /**
  * Thumbnails (`thumbnail_url`): one small WebP per content, made in the background after ingest and
  * stored beside the content's blob. A failure never reaches the upload that caused it.
  */
-// The thumbnail of a content never changes: the content hash identifies it.
-const thumbnailEtag = (contentHash: string) => `"thumbnail-blake3:${contentHash}"`;
-
 export class ThumbnailService {
   private sharp: typeof sharpType | undefined;
   private readonly kept = new LRUCache<string, Buffer>({
