@@ -5,7 +5,6 @@ const { spawn, spawnSync } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -61,15 +60,9 @@ function rmrf(dir) {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 }
 
+/** The service's own choice of a free port (below the kernel's range for outgoing connections); needs the build. */
 function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
+  return require(path.join(DIST, 'infra', 'embedded-postgres.js')).freePort();
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -30,7 +30,7 @@ export async function freePort(): Promise<number> {
   // Below the range the kernel takes source ports of outgoing connections from: a port from that range, free when
   // picked, can become the source port of a connection opened before its server listens (its own PostgreSQL pool,
   // say), and the listen then fails with EADDRINUSE.
-  const [low] = ephemeralPorts();
+  const low = lowestEphemeralPort();
   const from = Math.max(10_000, low - 12_000);
   for (let i = 0; i < 50 && from < low - 1; i++) {
     const port = from + crypto.randomInt(low - from);
@@ -39,15 +39,15 @@ export async function freePort(): Promise<number> {
   return listenOn(0);
 }
 
-/** The kernel's range of ports for outgoing connections (Linux's default where it cannot be read). */
-function ephemeralPorts(): [number, number] {
+/** The lowest port the kernel gives outgoing connections (Linux's default where it cannot be read). */
+function lowestEphemeralPort(): number {
   try {
-    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (Number.isInteger(lo) && Number.isInteger(hi) && lo! > 1024) return [lo!, hi!];
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 1024) return low;
   } catch {
     /* not Linux */
   }
-  return [32768, 60999];
+  return 32768;
 }
 
 const canListen = (port: number): Promise<boolean> =>
