@@ -27,6 +27,7 @@ const path = require('node:path');
 const sharp = require('sharp');
 const {
   KEY,
+  cpuMicros,
   benchTmp,
   rmrf,
   startStack,
@@ -197,39 +198,37 @@ function untilShown({ sel, count }) {
   });
 }
 
-const TICK_MS = 1000 / Number(require('node:child_process').execSync('getconf CLK_TCK').toString().trim() || 100);
-
 /**
- * CPU time (user + system, ticks) of every process that takes part in a load, by pid: Chromium's (by name), PostgreSQL's
+ * CPU time (user + system, µs) of every process that takes part in a load, by pid: Chromium's (by name), PostgreSQL's
  * and the pids of `roles` (the services, the static server). The machine has two cores, so what a page costs the
  * browser and the service in CPU, more than its wall time, is what another page's load competes with.
  */
-function cpuTicks(roles) {
+function cpuOf(roles) {
   const out = new Map();
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
-    let stat;
-    try {
-      stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-    } catch {
-      continue;
+    const pid = Number(d);
+    let role = roles.get(pid);
+    if (!role) {
+      let comm;
+      try {
+        comm = fs.readFileSync(`/proc/${d}/comm`, 'utf8').trim();
+      } catch {
+        continue;
+      }
+      role = /^chrom/.test(comm) ? 'browser' : comm === 'postgres' ? 'postgres' : undefined;
     }
-    const close = stat.lastIndexOf(')');
-    const comm = stat.slice(stat.indexOf('(') + 1, close);
-    const role =
-      roles.get(Number(d)) ?? (/^chrom/.test(comm) ? 'browser' : comm === 'postgres' ? 'postgres' : undefined);
     if (!role) continue;
-    const f = stat.slice(close + 2).split(' ');
-    out.set(Number(d), { role, ticks: Number(f[11]) + Number(f[12]) });
+    const us = cpuMicros(pid);
+    if (Number.isFinite(us)) out.set(pid, { role, us });
   }
   return out;
 }
 
-/** CPU ms by role between two cpuTicks snapshots (a process that started in between counts from zero). */
+/** CPU ms by role between two cpuOf snapshots (a process that started in between counts from zero). */
 function cpuSpent(before, after) {
   const by = {};
-  for (const [pid, { role, ticks }] of after)
-    by[role] = (by[role] ?? 0) + (ticks - (before.get(pid)?.ticks ?? 0)) * TICK_MS;
+  for (const [pid, { role, us }] of after) by[role] = (by[role] ?? 0) + (us - (before.get(pid)?.us ?? 0)) / 1000;
   return by;
 }
 
@@ -411,9 +410,9 @@ async function run(args) {
       for (let i = 0; i < names.length; i++) {
         const name = names[(i + r) % names.length];
         const c = await newContext();
-        const before = cpuTicks(roles);
+        const before = cpuOf(roles);
         const first = await shown(c, targets[name], name);
-        first.cpu = cpuSpent(before, cpuTicks(roles));
+        first.cpu = cpuSpent(before, cpuOf(roles));
         const again = await shown(c, targets[name], name);
         await c.close();
         if (first.thumbs < TILES)
