@@ -21,6 +21,7 @@ import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uploadsRouters } from './http/rest/uploads.router';
+import { headerCapsRefusal } from './http/header-caps';
 import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
 import type { RequestGuard } from './http/request-guard';
@@ -65,7 +66,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   app.use((req, res, next) => {
     for (const step of first) step(req, res);
     if (cors?.(req, res)) return;
-    next();
+    next(headerCapsRefusal(req));
   });
 
   // The short URLs (a key or a grant), GraphQL (which authenticates itself), then signed export downloads, and content

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { trimEnd } from './domain/input';
 
 /** Every setting of the service, parsed once at start from the environment. */
 export interface Config {
@@ -144,7 +145,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     try {
       const u = new URL(raw);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
-      return u.origin + u.pathname.replace(/\/+$/, '');
+      return u.origin + trimEnd(u.pathname, '/');
     } catch {
       problems.push(`${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
       return dflt;
@@ -189,7 +190,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       endpoint,
       region: str('S3_REGION', str('AWS_REGION', 'us-east-1')),
       forcePathStyle: bool('S3_FORCE_PATH_STYLE', false),
-      prefix: str('S3_PREFIX', '').replace(/^\/+|\/+$/g, ''),
+      prefix: trimEnd(str('S3_PREFIX', '').replace(/^\/+/, ''), '/'),
       presignedDownloads: bool('S3_PRESIGNED_DOWNLOADS', false),
       timeoutMs: int('S3_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
     };

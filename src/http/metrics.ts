@@ -82,7 +82,7 @@ export function metricsHandler(metrics: Metrics, token: string | undefined): Req
   const expected = token === undefined ? undefined : crypto.createHash('sha256').update(token).digest();
   return (req, res, next) => {
     if (expected) {
-      const m = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '');
+      const m = /^Bearer\s+(\S.*)$/i.exec(req.get('authorization') ?? '');
       const given = crypto
         .createHash('sha256')
         .update(m ? m[1]!.trim() : '')

@@ -65,8 +65,8 @@ export const parseTags = (text: string): string[] => {
  */
 export function readableError(message: string | null | undefined): string {
   if (!message) return 'Failed (no reason given).';
-  const m = /^([A-Z][A-Z0-9_]+):\s*(.*)$/s.exec(message.trim());
-  const text = m ? m[2]! : message.trim();
+  const m = /^([A-Z][A-Z0-9_]+):(.*)$/s.exec(message.trim());
+  const text = m ? m[2]!.trim() : message.trim();
   const sentence = text.charAt(0).toUpperCase() + text.slice(1);
   return m ? `${sentence} (${m[1]})` : sentence;
 }

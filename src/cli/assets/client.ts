@@ -1,3 +1,4 @@
+import { trimEnd } from '../../domain/input';
 import { getBlocks, type BlockBody } from './block-get';
 
 /** Statuses `getBlocks` follows (as fetch would), at most MAX_REDIRECTS times. */
@@ -135,7 +136,7 @@ export class ApiClient {
   readonly base: string;
 
   constructor(private readonly opts: ClientOptions) {
-    this.base = opts.url.replace(/\/+$/, '');
+    this.base = trimEnd(opts.url, '/');
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {

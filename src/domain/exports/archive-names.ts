@@ -1,3 +1,4 @@
+import { trimEnd } from '../input';
 import type { NamingStrategy } from '../tasks/task.types';
 
 export interface ExportMember {
@@ -27,19 +28,15 @@ const MAX_SEGMENT_BYTES = 240;
  * prefixed with `_`, at most MAX_SEGMENT_BYTES (the extension kept). '' when nothing is left.
  */
 function safeSegment(segment: string): string {
-  let s = segment
-    .replace(DROPPED, '')
-    .replace(REPLACED, '_')
-    .trim()
-    .replace(/[. ]+$/, '');
+  let s = segment.replace(DROPPED, '').replace(REPLACED, '_').trim();
+  s = trimEnd(s, '. ');
   if (s === '') return '';
   if (DEVICE.test(s)) s = `_${s}`;
   if (Buffer.byteLength(s) <= MAX_SEGMENT_BYTES) return s;
   const dot = s.lastIndexOf('.');
   const ext = dot > 0 && Buffer.byteLength(s.slice(dot)) <= 32 ? s.slice(dot) : '';
   return (
-    truncateUtf8(s.slice(0, s.length - ext.length), MAX_SEGMENT_BYTES - Buffer.byteLength(ext)).replace(/[. ]+$/, '') +
-    ext
+    trimEnd(truncateUtf8(s.slice(0, s.length - ext.length), MAX_SEGMENT_BYTES - Buffer.byteLength(ext)), '. ') + ext
   );
 }
 

@@ -12,7 +12,7 @@ export function keyFromHeaders(
 ): string | undefined {
   const header = Array.isArray(apiKey) ? apiKey[0] : apiKey;
   if (header) return header.trim();
-  const m = authorization ? /^Bearer\s+(.+)$/i.exec(authorization) : null;
+  const m = authorization ? /^Bearer\s+(\S.*)$/i.exec(authorization) : null;
   return m ? m[1]!.trim() : undefined;
 }
 

@@ -1,6 +1,7 @@
 import type { FetchOptions, HttpFetcher } from '../../../infra/http-fetch';
 import { headerText } from '../../../infra/http-fetch';
 import { DomainError } from '../../errors';
+import { trimEnd } from '../../input';
 
 /** What a provider states about a file before any byte of it is fetched; every field is optional. */
 export interface SourceMetadata {
@@ -68,7 +69,7 @@ export interface ProviderDeps {
 /** `https://host/prefix` → the origin and the path prefix ('' at the root). */
 export function parseEndpoint(endpoint: string): { origin: string; prefix: string } {
   const u = new URL(endpoint);
-  return { origin: u.origin, prefix: u.pathname.replace(/\/+$/, '') };
+  return { origin: u.origin, prefix: trimEnd(u.pathname, '/') };
 }
 
 /** Path of `url` below the endpoint's prefix, or undefined when `url` is elsewhere. */
