@@ -12,7 +12,7 @@ export const CORS_REQUEST_HEADERS = [
   'If-Range',
   'Idempotency-Key',
   'X-Request-Id',
-  // GraphQL's CSRF prevention (graphql/http/request.ts) asks multipart (upload) operations for one of these.
+  // Apollo's CSRF prevention asks multipart (upload) operations for one of these.
   'Apollo-Require-Preflight',
   'X-Apollo-Operation-Name',
   'Tus-Resumable',

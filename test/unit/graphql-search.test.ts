@@ -1,6 +1,6 @@
 import url from 'node:url';
 import fc from 'fast-check';
-import { searchOf } from '../../src/http/graphql/http/request';
+import { searchOf } from '../../src/http/graphql/apollo-http';
 
 // A GET request's operation is read from its query string (http/request.ts `searchOf`). It must get the parameters
 // Apollo's @as-integrations/express5 handed it, which took `url.parse(req.url).search` (now unused: its

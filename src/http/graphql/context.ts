@@ -28,7 +28,7 @@ export interface GraphQLContext {
 }
 
 /**
- * The context of a GraphQL request, made once per request (http/handler.ts): every operation needs a valid key (X-API-Key or Authorization: Bearer), else the
+ * Apollo's context function: every operation needs a valid key (X-API-Key or Authorization: Bearer), else the
  * whole request fails with HTTP 401 and `extensions.code: UNAUTHORIZED`, like REST.
  */
 export function createContext(deps: { auth: RequestAuth; assets: AssetService; logger: Logger }) {
@@ -55,7 +55,9 @@ export function createContext(deps: { auth: RequestAuth; assets: AssetService; l
 
 /**
  * The logger and the loader are made on first use: most operations need neither (a single asset, a page without
- * previews), and both cost allocations on every request otherwise.
+ * previews), and both cost allocations on every request otherwise. They are getters on the prototype over plain
+ * fields because Apollo copies the context per operation (`Object.assign(Object.create(proto), ctx)`, for batches):
+ * own getters would be called by that copy, on every request.
  */
 class RequestContext implements GraphQLContext {
   private lazyLogger: Logger | undefined = undefined;

@@ -7,7 +7,7 @@ import { uploadErrorOf } from './upload';
 
 const CONTRACT_CODES = new Set<string>(ERROR_CODES);
 
-/** GraphQL-over-HTTP (http/errors.ts) and graphql-js codes for a request that is not a valid operation: the contract's "body fails validation". */
+/** Apollo / graphql-js codes for a request that is not a valid operation: the contract's "body fails validation". */
 const INVALID_REQUEST_CODES = new Set([
   'GRAPHQL_PARSE_FAILED',
   'GRAPHQL_VALIDATION_FAILED',
@@ -46,9 +46,9 @@ export function toGraphQLError(err: unknown, ctx: GraphQLContext, where: string)
 }
 
 /**
- * The formatError of every answer (http/errors.ts), the last stop for every error: contract codes pass, invalid
- * documents and variables become INVALID_BODY, anything else (which the resolvers' interceptor did not see) is logged
- * and masked as INTERNAL. Stack traces are never included.
+ * Apollo's formatError, the last stop for every error: contract codes pass, invalid documents and variables become
+ * INVALID_BODY, anything else (which the resolvers' interceptor did not see) is logged and masked as INTERNAL. Stack
+ * traces are never included (includeStacktraceInErrorResponses is off).
  */
 export function formatError(logger: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
@@ -57,7 +57,7 @@ export function formatError(logger: Logger) {
     if (typeof code === 'string' && INVALID_REQUEST_CODES.has(code)) {
       return { ...formatted, extensions: { code: 'INVALID_BODY', details: { reason: code } } };
     }
-    // Code-less errors are INTERNAL_SERVER_ERROR by then (http/errors.ts).
+    // Apollo gives code-less errors INTERNAL_SERVER_ERROR.
     if ((code === undefined || code === 'INTERNAL_SERVER_ERROR') && ARGUMENT_ERROR.test(formatted.message)) {
       // graphql-js checks argument values again when it executes a field (a nullable variable given `null` for an
       // argument of non-null type with a default): the client's input, not a fault.

@@ -1,13 +1,8 @@
 import {
   execute,
-  getNullableType,
   getVariableValues,
-  isScalarType,
-  isSpecifiedScalarType,
-  typeFromAST,
   type DocumentNode,
   type ExecutionResult,
-  type GraphQLScalarType,
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
@@ -30,8 +25,7 @@ export interface CompiledQuery {
   ): Promise<ExecutionResult> | ExecutionResult;
 }
 
-/** An operation to run: its document, the operation found in it (none when the request names none it has). */
-export interface OperationRequest {
+interface GatewayRequestContext {
   document: DocumentNode;
   operation?: OperationDefinitionNode;
   request: { variables?: Record<string, unknown>; operationName?: string };
@@ -39,9 +33,11 @@ export interface OperationRequest {
 }
 
 /**
- * Runs queries as code compiled by graphql-jit, once per document object (http/documents.ts hands back the same object
- * for the same text), after they were parsed and validated. Variables are coerced by graphql-js first, so a bad
- * variable is refused with graphql-js's exact error. Mutations (uploads among them) run on graphql-js's `execute`.
+ * Apollo's executor hook (its `gateway` option: `load()` gives the schema and an executor) running queries as code
+ * compiled by graphql-jit, once per document object (Apollo's document store hands back the same object for the same
+ * text). Apollo still parses and validates (its document cache, our limits rule). Variables are coerced by graphql-js
+ * first, so a bad variable is refused with graphql-js's exact error. Mutations (uploads among them) run on
+ * graphql-js's `execute`.
  */
 export class JitExecutor {
   private readonly byDocument = new WeakMap<DocumentNode, Map<string, CompiledQuery | ExecutionResult>>();
@@ -65,11 +61,11 @@ export class JitExecutor {
     return q;
   }
 
-  /** One operation of a parsed and validated document. */
-  execute(rc: OperationRequest): Promise<ExecutionResult> | ExecutionResult {
+  /** One operation Apollo has parsed, validated and resolved (its `GatewayExecutor`). */
+  execute(rc: GatewayRequestContext): Promise<ExecutionResult> | ExecutionResult {
     const schema = this.schema;
-    // The operation was resolved from the request's operationName; when none was found (an unknown name, or several
-    // operations and no name), graphql-js answers with the resolution error, which the answer reports.
+    // Apollo resolved the operation from the request's operationName; when it found none (an unknown name, or
+    // several operations and no name), graphql-js answers with the resolution error, which Apollo reports.
     const operation = rc.operation;
     const variables = rc.request.variables;
     const byGraphqlJs = () =>
@@ -88,20 +84,36 @@ export class JitExecutor {
     if (!this.jit.isCompiledQuery(q)) return q;
     return runOrFallBack(q, rc.context, coerced.values, byGraphqlJs);
   }
+
+  /** The `gateway` option of ApolloServer. */
+  gateway() {
+    const schema = this.schema;
+    // Apollo awaits what the executor returns: a query answered synchronously needs no promise of its own.
+    const executor = (rc: GatewayRequestContext) => this.execute(rc) as Promise<ExecutionResult>;
+    return {
+      async load() {
+        return { schema, executor };
+      },
+      onSchemaLoadOrUpdate(callback: (s: { apiSchema: GraphQLSchema; coreSupergraphSdl: string }) => void) {
+        callback({ apiSchema: schema, coreSupergraphSdl: '' });
+        return () => undefined;
+      },
+      async stop() {},
+    };
+  }
 }
 
 /**
- * graphql-js's coercion of the request's variables (its exact errors). `hasNull`: a variable is null, which can reach
- * an argument of non-null type that has a default (validation allows it); graphql-js answers a field error there and
- * graphql-jit does not, so such requests take graphql-js's path.
+ * graphql-js's coercion of the request's variables (its exact errors), which graphql-jit's compiled query is then
+ * given. `hasNull`: a variable is null, which can reach an argument of non-null type that has a default (validation
+ * allows it); graphql-js answers a field error there and graphql-jit does not, so such requests take graphql-js's
+ * path.
  */
 export function coerceVariables(
   schema: GraphQLSchema,
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
 ): { errors: ExecutionResult['errors'] } | { values: Record<string, unknown>; hasNull: boolean } {
-  const values = scalarVariablesOf(schema, operation)?.(variables);
-  if (values !== undefined) return { values, hasNull: false };
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {}, { maxErrors: 50 });
   if (coerced.errors) return { errors: coerced.errors };
   let hasNull = false;
@@ -131,55 +143,4 @@ function runOrFallBack(
     return byGraphqlJs();
   }
   return result instanceof Promise ? result.then(undefined, () => byGraphqlJs()) : result;
-}
-
-type ScalarCoercer = (variables: Record<string, unknown> | undefined) => Record<string, unknown> | undefined;
-
-const SCALAR_VARIABLES = new WeakMap<OperationDefinitionNode, ScalarCoercer | null>();
-
-/**
- * The common case of coerceVariables, set up once per operation: every variable is of a built-in scalar type (ID,
- * String, Int, Float, Boolean, nullable or not) and given a value that is not null. graphql-js's coercion then gives
- * each variable its scalar's `parseValue(value)` (coerceInputValue on a leaf type), so this does exactly that, with
- * the type of each variable resolved once per operation rather than on every request (`typeFromAST`, the per-request
- * closures and error paths of coerceVariableValues). Anything else (a
- * variable missing or null, a parse that throws or gives undefined, an input object or enum type) gives undefined:
- * graphql-js coerces that request, with its exact errors. Null for operations that cannot take this path.
- */
-function scalarVariablesOf(schema: GraphQLSchema, operation: OperationDefinitionNode): ScalarCoercer | undefined {
-  let coercer = SCALAR_VARIABLES.get(operation);
-  if (coercer === undefined) {
-    coercer = scalarCoercer(schema, operation);
-    SCALAR_VARIABLES.set(operation, coercer);
-  }
-  return coercer ?? undefined;
-}
-
-function scalarCoercer(schema: GraphQLSchema, operation: OperationDefinitionNode): ScalarCoercer | null {
-  const vars: Array<{ name: string; scalar: GraphQLScalarType }> = [];
-  for (const def of operation.variableDefinitions ?? []) {
-    const type = typeFromAST(schema, def.type);
-    if (type === undefined) return null;
-    const named = getNullableType(type);
-    if (!isScalarType(named) || !isSpecifiedScalarType(named)) return null;
-    vars.push({ name: def.variable.name.value, scalar: named });
-  }
-  return (variables) => {
-    // As graphql-js's coerceVariableValues: a prototype-less object, keys in the order of the definitions.
-    const coerced = Object.create(null) as Record<string, unknown>;
-    for (const { name, scalar } of vars) {
-      if (variables === undefined || !Object.prototype.hasOwnProperty.call(variables, name)) return undefined;
-      const value = variables[name];
-      if (value === null || value === undefined) return undefined;
-      let parsed: unknown;
-      try {
-        parsed = scalar.parseValue(value);
-      } catch {
-        return undefined;
-      }
-      if (parsed === undefined) return undefined;
-      coerced[name] = parsed;
-    }
-    return coerced;
-  };
 }

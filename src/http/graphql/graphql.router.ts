@@ -1,17 +1,22 @@
-import { Router, type ErrorRequestHandler } from 'express';
-import * as jit from 'graphql-jit';
+import { ApolloServer } from '@apollo/server';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
+import express, { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
 import type { Logger } from '../../infra/logger';
 import { asDomainError, STATUS_OF } from '../shared/errors';
-import { createContext } from './context';
+import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
 import { JitExecutor } from './executor';
-import { Documents } from './http/documents';
-import { graphqlHttp } from './http/handler';
+import * as jit from 'graphql-jit';
+import { apolloHandler } from './apollo-http';
 import { ideRouter } from './ide';
-import { graphqlJsonBody } from './json-body';
-import { KeptAnswers } from './kept-answers';
+import { keptAnswers, stringifyResult } from './kept-answers';
 import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
+import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 
@@ -19,27 +24,47 @@ import { graphqlMultipart } from './upload';
 const MAX_JSON_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
- * `/graphql` (the router is mounted there): the multipart and JSON body parsers, then GraphQL over HTTP (http/), and
- * the IDE. Every GraphQL request takes that one path: CSRF prevention (a multipart or GET request must carry
- * `Apollo-Require-Preflight: true` or `X-Apollo-Operation-Name`, which a cross-site form cannot send), the context,
- * the document (parsed and validated once per text), a kept answer for a repeated `assets` page (kept-answers.ts) or
- * the execution (queries as code compiled by graphql-jit: executor.ts), the errors formatted (errors.ts), the
- * operation timed. Introspection is on.
+ * `/graphql` (the router is mounted there): Apollo Server on the app's express (apollo-http.ts), the JSON and multipart
+ * body parsers in front of it, and the IDE. Every GraphQL request goes through Apollo's pipeline; queries run as code
+ * compiled by graphql-jit behind its executor hook (executor.ts), repeated `assets` pages come from kept answers
+ * (kept-answers.ts). CSRF prevention stays on: a multipart (or GET) request must carry `Apollo-Require-Preflight: true`
+ * or `X-Apollo-Operation-Name`, which a cross-site form cannot send.
  */
 export async function graphqlRouter(c: Container): Promise<Router> {
   const schema = await buildGraphQLSchema(c);
-  const handler = graphqlHttp({
-    documents: new Documents(schema, [queryLimitsRule(DEFAULT_QUERY_LIMITS)]),
-    executor: new JitExecutor(schema, jit),
-    context: createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger }),
+  const executor = new JitExecutor(schema, jit);
+  const context = createContext({ auth: c.requestAuth, assets: c.assets, logger: c.logger });
+  const server = new ApolloServer<GraphQLContext>({
+    // Queries run as code compiled once per document (graphql-jit) through Apollo's executor hook: executor.ts.
+    gateway: executor.gateway(),
+    introspection: true,
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: false,
+    persistedQueries: false,
+    // Shutdown is the service's (src/main.ts drains HTTP, then jobs, then the database). Apollo's own signal
+    // handlers would re-raise SIGTERM at once and cut in-flight requests.
+    stopOnTerminationSignals: false,
+    validationRules: [queryLimitsRule(DEFAULT_QUERY_LIMITS)],
     formatError: formatError(c.logger),
-    kept: new KeptAnswers((principal) => c.assets.rowsVersion(principal)),
-    metrics: c.metrics,
+    stringifyResult,
+    // The IDE is ours (ide.ts); Apollo's default landing page would load code from a CDN. Cache-control hints are not
+    // used (answers are per key, never cached by a CDN), and Apollo's default cache-control plugin would wrap every
+    // field's resolver to compute them (willResolveField on each field of each list item).
+    // Inline traces are for federated subgraphs, which this is not.
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      keptAnswers((principal) => c.assets.rowsVersion(principal)),
+      ...(c.metrics ? [metricsPlugin(c.metrics)] : []),
+    ],
   });
+  await server.start();
+
   const chain = [
     graphqlMultipart({ maxBytes: c.content.maxUploadBytes }),
-    graphqlJsonBody(MAX_JSON_BODY_BYTES),
-    handler,
+    express.json({ limit: MAX_JSON_BODY_BYTES }),
+    apolloHandler(server, context),
   ];
   // Mounted at /graphql (app.ts): paths here are below it.
   const r = Router();
@@ -51,7 +76,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
   return r;
 }
 
-/** Errors before the GraphQL handling (bad JSON, oversized or malformed multipart, an oversized document) answered in GraphQL's error shape. */
+/** Errors before Apollo (bad JSON, oversized or malformed multipart) answered in GraphQL's error shape. */
 function graphqlErrors(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     void _next;

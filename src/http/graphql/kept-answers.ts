@@ -1,68 +1,89 @@
 import { createHash } from 'node:crypto';
-import { Kind, type OperationDefinitionNode } from 'graphql';
+import { HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import { Kind, type FormattedExecutionResult, type OperationDefinitionNode } from 'graphql';
 import type { Principal } from '../../domain/assets/asset.types';
 import { PageCache } from '../shared/page-cache';
 import type { GraphQLContext } from './context';
-import type { GraphQLRequest } from './http/request';
 
-/** What an `assets` request will keep its answer under, if it gets a whole one. */
-export interface KeptSlot {
-  key: string;
-  version: string;
+/** The `data` of a kept answer, as the JSON text it was sent as (see `stringifyResult`). */
+class KeptData {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * Apollo's `stringifyResult` (what it sends as the body, by default `JSON.stringify(result) + '\n'`): a kept
+ * answer's `data` is written as the text it was kept as, every other result as Apollo writes it.
+ */
+export function stringifyResult(result: FormattedExecutionResult): string {
+  const data = result.data as unknown;
+  if (data instanceof KeptData && result.errors === undefined && result.extensions === undefined)
+    return `{"data":${data.text}}\n`;
+  return JSON.stringify(result) + '\n';
 }
 
 /**
  * Repeated `assets` queries (with `tagCounts` and the schema's `__type` beside them, as the asset browser's first
- * screen asks) answered with their kept body while the owner's rows version is unchanged (after parsing,
- * validation and the context). An answer is kept under the rows version read before the execution that made it,
- * keyed by everything it is a function of besides the owner's rows: the owner, the base of its URLs and their grant
- * (which changes every window: read-grants.ts), the document text, the operation name and the variables. Only a whole
- * answer is kept: no error (so no partial data), no status or header set by the operation.
- * test/integration/graphql-kept.test.ts.
+ * screen asks) answered from their kept `data` while the owner's rows version is unchanged, through
+ * Apollo's documented hook for a whole-response cache (`responseForOperation`, after parsing, validation and the
+ * context). An answer is kept under the rows version read before the execution that made it, keyed by everything it
+ * is a function of besides the owner's rows: the owner, the base of its URLs and their grant (which changes every
+ * window: read-grants.ts), the document text, the operation name and the variables. Only a whole answer is kept: no
+ * error (so no partial data), no status or header set by the operation. test/integration/graphql-kept.test.ts.
  */
-export class KeptAnswers {
-  private readonly kept = new PageCache();
-
-  constructor(private readonly rowsVersion: (principal: Principal) => Promise<string>) {}
-
-  /**
-   * The kept body of this request, or the slot its answer goes to (`keep`); undefined when the operation is not an
-   * owner's `assets`/`tagCounts` query, or the rows version cannot be read (the execution meets the same outage and answers it).
-   */
-  async lookup(
-    ctx: GraphQLContext,
-    operation: OperationDefinitionNode,
-    request: GraphQLRequest,
-  ): Promise<{ body: Buffer } | KeptSlot | undefined> {
-    if (!ownerAssetsOnly(operation)) return undefined;
-    const { principal, links } = ctx;
-    const key = createHash('sha256')
-      .update(
-        JSON.stringify([
-          principal.ownerId,
-          links.base,
-          links.access ?? null,
-          request.operationName ?? null,
-          request.query ?? null,
-          request.variables ?? null,
-        ]),
-      )
-      .digest('base64');
-    const entry = this.kept.get(key);
-    let version: string;
-    try {
-      version = await this.rowsVersion(principal);
-    } catch {
-      return undefined;
-    }
-    if (entry && entry.version === version) return { body: entry.body };
-    return { key, version };
-  }
-
-  /** Keeps a whole answer's body in its slot; what to send (the kept bytes or the text). */
-  keep(slot: KeptSlot, body: string): Buffer | string {
-    return this.kept.set(slot.key, slot.version, body);
-  }
+export function keptAnswers(
+  rowsVersion: (principal: Principal) => Promise<string>,
+): ApolloServerPlugin<GraphQLContext> {
+  const kept = new PageCache();
+  // What an `assets` request will keep, by its request context: the same listener serves every request.
+  const pending = new WeakMap<object, { key: string; version: string }>();
+  const listener: GraphQLRequestListener<GraphQLContext> = {
+    async responseForOperation(rc) {
+      if (!rc.operation || !ownerAssetsOnly(rc.operation)) return null;
+      const { principal, links } = rc.contextValue;
+      const key = createHash('sha256')
+        .update(
+          JSON.stringify([
+            principal.ownerId,
+            links.base,
+            links.access ?? null,
+            rc.request.operationName ?? null,
+            rc.source ?? null,
+            rc.request.variables ?? null,
+          ]),
+        )
+        .digest('base64');
+      const entry = kept.get(key);
+      let version: string;
+      try {
+        version = await rowsVersion(principal);
+      } catch {
+        // The execution meets the same outage and answers it; nothing is kept.
+        return null;
+      }
+      if (entry && entry.version === version) {
+        return {
+          http: { status: undefined, headers: new HeaderMap() },
+          body: { kind: 'single', singleResult: { data: new KeptData(entry.body.toString()) as never } },
+        };
+      }
+      pending.set(rc, { key, version });
+      return null;
+    },
+    async willSendResponse(rc) {
+      const p = pending.get(rc);
+      if (p === undefined) return;
+      const { body, http } = rc.response;
+      if (body.kind !== 'single' || rc.errors?.length || http.status !== undefined || http.headers.size > 0) return;
+      const { data, errors, extensions } = body.singleResult;
+      if (data == null || errors !== undefined || extensions !== undefined) return;
+      kept.set(p.key, p.version, JSON.stringify(data));
+    },
+  };
+  return {
+    async requestDidStart() {
+      return listener;
+    },
+  };
 }
 
 const OWNER_ASSETS_ONLY = new WeakMap<OperationDefinitionNode, boolean>();

@@ -7,7 +7,7 @@ import { closeAfterAnswer } from '../shared/errors';
  * GraphQL multipart requests (https://github.com/jaydenseric/graphql-multipart-request-spec). Only the `operations`
  * and `map` parts are parsed here; the file part stays a live stream that the resolver pipes into the content ingest
  * (hashed and written while it arrives, never buffered). Without a CSRF preflight header the request is left for
- * the GraphQL handling to refuse (http/request.ts), unparsed.
+ * Apollo to refuse, unparsed.
  */
 export function graphqlMultipart(opts: { maxBytes: number }) {
   return (req: Request, res: Response, next: NextFunction): void => {
