@@ -107,14 +107,16 @@ test("a grant never authorises a write, a listing, metadata or another owner's a
   expect((await open(`/api/assets/${bobs.id}/content${q}`)).status).toBe(404);
   expect((await open(`/api/s/${bobs.id}${q}`)).status).toBe(404);
 
-  // Expired, tampered (another owner under alice's signature, or another expiry), malformed: 403.
+  // Expired, tampered (another owner under alice's signature, or another expiry), malformed: a bad credential, 401.
   const [exp, , sig] = access.split('.');
   const expired = svc.container.grants.sign('alice', Math.floor(Date.now() / 1000) - 1).token;
   const later = `${Number(exp) + 3600}.${access.split('.')[1]}.${sig}`;
   for (const bad of [expired, `${exp}.${Buffer.from('bob').toString('base64url')}.${sig}`, later, 'x', `${access}A`]) {
     for (const path of [`/api/assets/${image.id}/content`, `/api/assets/${image.id}/thumbnail`, `/api/s/${image.id}`]) {
       const r = await open(`${path}?access=${encodeURIComponent(bad)}`);
-      expect([path, r.status, (await json(r)).code]).toEqual([path, 403, 'FORBIDDEN']);
+      expect([path, r.status, (await json(r)).code]).toEqual([path, 401, 'UNAUTHORIZED']);
+      const head = await open(`${path}?access=${encodeURIComponent(bad)}`, { method: 'HEAD' });
+      expect([path, head.status]).toEqual([path, 401]);
     }
   }
 });
@@ -140,7 +142,7 @@ test('a grant keeps working after the key that got it is revoked, until it expir
   const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 2 * 3600_000 + 1_000);
   try {
     const r = await fetch(signed);
-    expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
+    expect([r.status, (await json(r)).code]).toEqual([401, 'UNAUTHORIZED']);
   } finally {
     clock.mockRestore();
   }

@@ -142,7 +142,7 @@ test("a thumbnail access grant reads this owner's thumbnails without the key (<i
     401,
   );
 
-  // Tampered with (another owner named under alice's signature), malformed, or expired: 403 FORBIDDEN.
+  // Tampered with (another owner named under alice's signature), malformed, or expired: 401 UNAUTHORIZED.
   const [exp, , sig] = grant.access.split('.');
   const expired = svc.container.grants.sign('alice', Math.floor(Date.now() / 1000) - 60).token;
   for (const bad of [
@@ -152,7 +152,7 @@ test("a thumbnail access grant reads this owner's thumbnails without the key (<i
     expired,
   ]) {
     const r = await svc.fetch(`/api/assets/${id}/thumbnail?access=${encodeURIComponent(bad)}`, { key: null });
-    expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
+    expect([r.status, (await json(r)).code]).toEqual([401, 'UNAUTHORIZED']);
   }
 
   // A grant's signature is checked once per instance, its expiry on every request: the grant served above is refused
@@ -161,7 +161,7 @@ test("a thumbnail access grant reads this owner's thumbnails without the key (<i
   const clock = jest.spyOn(Date, 'now').mockReturnValue(later);
   try {
     const r = await svc.fetch(signed, { key: null });
-    expect([r.status, (await json(r)).code]).toEqual([403, 'FORBIDDEN']);
+    expect([r.status, (await json(r)).code]).toEqual([401, 'UNAUTHORIZED']);
   } finally {
     clock.mockRestore();
   }

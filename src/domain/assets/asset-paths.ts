@@ -1,5 +1,6 @@
 import { DomainError } from '../errors';
 import { assertStorableText } from '../input';
+import { longerThan } from '../text-length';
 import { safeRelativePath } from './safe-path';
 
 /**
@@ -21,7 +22,8 @@ export function validatePaths(value: unknown): string[] {
   for (const p of value) {
     if (typeof p !== 'string') throw invalid('paths must be a list of strings');
     assertStorableText(p, 'paths');
-    if (p.length > PATHS_LIMITS.length) throw invalid(`each path must be at most ${PATHS_LIMITS.length} characters`);
+    if (longerThan(p, PATHS_LIMITS.length))
+      throw invalid(`each path must be at most ${PATHS_LIMITS.length} characters`);
     if (safeRelativePath(p) === undefined)
       throw invalid(
         `${JSON.stringify(p.slice(0, 200))} is not a safe relative path (no "..", ".", empty segment, leading "/", "\\\\" or control character)`,

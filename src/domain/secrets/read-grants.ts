@@ -66,8 +66,9 @@ export class ReadGrants {
   }
 
   /**
-   * The owner a grant names; FORBIDDEN when it is malformed, not signed by us, or expired. A grant's signature is
-   * checked once per instance (a page of thumbnails all carry the same grant); its expiry every time.
+   * The owner a grant names; UNAUTHORIZED (a bad credential, as a bad key is: contract 3.7) when it is malformed, not
+   * signed by us (a rotated secret's included), or expired. A grant's signature is checked once per instance (a page
+   * of thumbnails all carry the same grant); its expiry every time.
    */
   async ownerOf(token: string): Promise<string> {
     let grant = this.known.get(token);
@@ -75,12 +76,12 @@ export class ReadGrants {
       const m = /^(\d{1,12})\.([\w-]{1,1024})\.([\w-]{43})$/.exec(token);
       const expected = m ? this.signer.signNow(`${m[2]}\n${m[1]}`, await this.signer.load()) : '';
       if (!m || !crypto.timingSafeEqual(Buffer.from(m[3]!), Buffer.from(expected)))
-        throw new DomainError('FORBIDDEN', 'this access grant is not valid');
+        throw new DomainError('UNAUTHORIZED', 'this access grant is not valid');
       grant = { ownerId: Buffer.from(m[2]!, 'base64url').toString(), expires: Number(m[1]) * 1000 };
       this.known.set(token, grant);
     }
     if (grant.expires <= Date.now())
-      throw new DomainError('FORBIDDEN', 'this access grant has expired; read the asset again for fresh URLs');
+      throw new DomainError('UNAUTHORIZED', 'this access grant has expired; read the asset again for fresh URLs');
     return grant.ownerId;
   }
 }

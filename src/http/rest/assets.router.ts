@@ -22,7 +22,7 @@ import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from '
 import { PageCache } from '../shared/page-cache';
 import { ASSET_JSON_PAGE } from './read-model/asset-page';
 import { check, checkBody } from '../schema/check';
-import { AssetUpdate, AssetUrlUpload, FromHashRequest, TagEditRequest } from '../schema/rest';
+import { AssetUpdate, AssetUrlUpload, FromHashRequest, PathsRequest, TagEditRequest } from '../schema/rest';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../schema/query';
 
@@ -199,6 +199,7 @@ export function assetsRouter(deps: {
     '/assets/:id/paths',
     ...jsonBody(),
     handle(async (req, res) => {
+      checkBody(PathsRequest, req.body);
       const paths = await assets.addPaths(principalOf(res), pathId(req), (req.body as Record<string, unknown>).paths);
       res.json({ paths });
     }),

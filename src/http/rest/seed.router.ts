@@ -1,6 +1,9 @@
 import { Router, type RequestHandler } from 'express';
 import type { ImportService } from '../../domain/imports/import.service';
 import type { SeedAnswer } from '../../domain/imports/import.types';
+import { checkBody } from '../schema/check';
+import { oneOf } from '../schema/query';
+import { SeedRequest } from '../schema/rest';
 import { handle, jsonBody, principalOf } from './middleware';
 import { seedProgressJson } from './task.presenter';
 
@@ -39,7 +42,9 @@ export function seedRouter(deps: { imports: ImportService }): Router {
     optionalJsonBody(),
     handle(async (req, res) => {
       const body = (req.body ?? {}) as Record<string, unknown>;
-      const wait = String((req.query as Record<string, unknown>).wait ?? '').toLowerCase() === 'true';
+      checkBody(SeedRequest, body);
+      // A boolean given once (openapi.yaml's `wait`); an empty value is the default, as for every parameter.
+      const wait = oneOf(req.query as Record<string, unknown>, 'wait', ['true', 'false'] as const, 'false') === 'true';
       const a = await deps.imports.seed(principalOf(res), body.roots, wait);
       const status = a.status === 'started' ? 202 : a.status === 'already_running' ? 409 : 200;
       if (a.taskId && a.status === 'started') res.location(`/api/tasks/${a.taskId}`);

@@ -1,6 +1,8 @@
-import { Type } from '@sinclair/typebox';
+import { type ObjectOptions, type TProperties, Type } from '@sinclair/typebox';
 import { MAX_CURSOR_LENGTH } from '../../domain/assets/cursor';
+import { PATHS_LIMITS } from '../../domain/assets/asset-paths';
 import { LIMITS, MAX_RAW_FILTER_TAGS, UUID_PATTERN } from '../../domain/assets/validation';
+import { MAX_JSON_DEPTH } from '../../domain/input';
 import { MAX_EXPORT_ASSETS } from '../../domain/exports/export.service';
 import { MEDIA_TYPE_SOURCE } from '../../domain/input';
 import { NAMING_STRATEGIES } from '../../domain/tasks/task.types';
@@ -62,10 +64,37 @@ export const Name = (description?: string) =>
       .join('; '),
   });
 
+/**
+ * Text with no NUL and no unpaired UTF-16 surrogate (the domain's isStorableText), as JSON Schema validators read a
+ * pattern: with the `u` flag, where a lone surrogate is a code point of its own and a pair is one code point.
+ */
+export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
+
+/** The input rule of every JSON body's keys and text, at any depth (domain/input.ts assertJsonInput). */
+export const JSON_TEXT_RULE =
+  `keys and strings at any depth must not contain NUL (\\u0000) or unpaired UTF-16 surrogates, and values nest at ` +
+  `most ${MAX_JSON_DEPTH} levels (400 \`INVALID_BODY\`)`;
+
+/**
+ * A JSON body's object schema: the keys it does not name are accepted and ignored, as every body of the service
+ * takes them, under the rule every key and text obeys (its top-level keys as `propertyNames`, deeper ones described).
+ */
+export const Body = <T extends TProperties>(properties: T, options: ObjectOptions = {}) =>
+  Type.Object(properties, {
+    ...options,
+    propertyNames: { pattern: STORABLE_TEXT_PATTERN },
+    description: [options.description, `other keys are ignored; ${JSON_TEXT_RULE}`].filter(Boolean).join('; '),
+  });
+
+/** A text that is not blank: one character that JavaScript's `trim` (the domain's normalising) does not remove. */
+const NOT_BLANK = Type.String({ pattern: '\\S' });
+
 /** An asset's tags as sent: normalised by the domain (trimmed, blanks and exact repeats dropped), then counted. */
-export const Tags = (options: { minItems?: number; description?: string } = {}) =>
+export const Tags = (options: { minItems?: number; nonBlank?: boolean; description?: string } = {}) =>
   Type.Array(Type.String(), {
     minItems: options.minItems,
+    // A list of blanks only is empty once normalised: what "at least one tag" refuses.
+    ...(options.nonBlank ? { contains: NOT_BLANK, 'x-message': 'must hold at least one tag that is not blank' } : {}),
     description: [
       `tags are trimmed, blank ones and exact repeats dropped (case kept); then at most ${LIMITS.tagCount} tags of ` +
         `at most ${LIMITS.tagLength} characters`,
@@ -79,17 +108,28 @@ export const Tags = (options: { minItems?: number; description?: string } = {}) 
 export const TagEdit = () =>
   Type.Array(Type.String(), {
     minItems: 1,
-    contains: Type.String({ pattern: '\\S' }),
+    contains: NOT_BLANK,
     'x-message': 'must hold at least one tag that is not blank',
-    description: 'at least one tag that is not blank (tags are trimmed and empty ones dropped; none left is 400)',
+    description:
+      'at least one tag that is not blank (tags are trimmed and empty ones dropped; none left is 400); once ' +
+      `normalised at most ${LIMITS.tagCount} distinct tags of at most ${LIMITS.tagLength} characters (400 ` +
+      '`INVALID_BODY`)',
   });
 
-/** The user's JSON object (its depth, text and size are the domain's: 400 INVALID_BODY, 413 for the size). */
+/**
+ * The user's JSON object (its depth, text and size are the domain's: 400 INVALID_BODY, 413 for the size); its own keys'
+ * rule is a schema keyword too, so a client generated from the document does not send a key the service refuses.
+ */
 export const UserMetadata = (description?: string) =>
   Type.Unsafe<Record<string, unknown>>({
     type: 'object',
+    propertyNames: { pattern: STORABLE_TEXT_PATTERN },
     additionalProperties: true,
-    description: [`a JSON object of at most ${LIMITS.userMetadataBytes / 1024} KiB`, description]
+    description: [
+      `a JSON object of at most ${LIMITS.userMetadataBytes / 1024} KiB of JSON (413 \`PAYLOAD_TOO_LARGE\` over it); ` +
+        JSON_TEXT_RULE,
+      description,
+    ]
       .filter(Boolean)
       .join('; '),
   });
@@ -115,15 +155,41 @@ export const NameFilters = (description?: string) =>
 export const NamingStrategy = (description?: string) =>
   Type.Unsafe<(typeof NAMING_STRATEGIES)[number]>({ type: 'string', enum: [...NAMING_STRATEGIES], description });
 
+/**
+ * A tree path of `metadata.paths` (domain/assets/asset-paths.ts, safe-path.ts): relative POSIX segments, none empty,
+ * `.` or `..`, without `\\`, control characters, NUL or unpaired surrogates. Each segment's lookahead and its class
+ * without `/` leave the pattern one way to match (linear time).
+ */
+export const TreePath = (description?: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: PATHS_LIMITS.length,
+    pattern:
+      '^(?!\\.\\.?(?:/|$))[^/\\\\\\u0000-\\u001f\\u007f\\ud800-\\udfff]+' +
+      '(?:/(?!\\.\\.?(?:/|$))[^/\\\\\\u0000-\\u001f\\u007f\\ud800-\\udfff]+)*$',
+    'x-message': 'must be a safe relative path (no "..", ".", empty segment, leading "/", "\\\\" or control character)',
+    'x-component': 'TreePath',
+    description:
+      description ??
+      `A relative POSIX path of at most ${PATHS_LIMITS.length} characters: segments separated by \`/\`, none empty, ` +
+        '`.` or `..`; no leading `/`, no `\\`, no control character (400 `INVALID_BODY`).',
+    examples: ['models/loras/style.safetensors'],
+  });
+
+/** The tree paths of one request: 1–100 (the domain's PATHS_LIMITS.perRequest), duplicates dropped. */
+export const TreePaths = (description?: string) =>
+  Type.Array(TreePath(), { minItems: 1, maxItems: PATHS_LIMITS.perRequest, description });
+
 /** A source URL of a download (the allowed hosts are configuration: SOURCE_NOT_ALLOWED, not a pattern). */
 export const SourceUrl = (description?: string) =>
   Type.String({
     maxLength: 4096,
     allOf: [
       { pattern: '\\S', 'x-message': 'is required' },
-      // Surrounding white space is trimmed; another scheme is the domain's SOURCE_NOT_ALLOWED, so it is here too.
+      // Surrounding white space is trimmed; another scheme is the domain's SOURCE_NOT_ALLOWED, so it is here too, as
+      // are credentials (`user@`) and a missing host.
       {
-        pattern: '^\\s*[hH][tT][tT][pP][sS]?://',
+        pattern: '^\\s*[hH][tT][tT][pP][sS]?://[^\\s/?#@]+(?:[/?#]|\\s*$)',
         'x-message': 'must be an absolute http(s) URL',
         'x-code': 'SOURCE_NOT_ALLOWED',
       },

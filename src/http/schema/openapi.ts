@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import { stringify } from 'yaml';
-import { AnyHash, MediaType } from './fields';
+import { AnyHash, MediaType, TreePath } from './fields';
 import { REST_BODY_SCHEMAS } from './rest';
 
 /**
@@ -10,6 +10,7 @@ import { REST_BODY_SCHEMAS } from './rest';
 export const OPENAPI_SCHEMAS: Record<string, TSchema> = {
   MediaType: MediaType(),
   AnyHash: AnyHash(),
+  TreePath: TreePath(),
   ...REST_BODY_SCHEMAS,
 };
 

@@ -1,5 +1,6 @@
 import { DomainError } from '../../domain/errors';
 import { assertJsonObject, assertQueryDate, assertStorableText } from '../../domain/input';
+import { longerThan } from '../../domain/text-length';
 
 /**
  * Query-string readers; every bad value is INVALID_QUERY naming the parameter. Every value read goes through
@@ -23,13 +24,16 @@ function texts(q: Q, name: string): string[] | undefined {
   return values as string[];
 }
 
-/** One text value, at most `maxLength` characters (1024, as openapi.yaml says of every text parameter but `after`). */
+/**
+ * One text value, at most `maxLength` characters (1024, as openapi.yaml says of every text parameter but `after`),
+ * counted in code points as the document's `maxLength` counts them.
+ */
 export function stringParam(q: Q, name: string, maxLength = 1024): string | undefined {
   const values = texts(q, name);
   if (values === undefined) return undefined;
   if (values.length !== 1) throw bad(name, 'must be given once');
   const v = values[0]!;
-  if (v.length > maxLength) throw bad(name, `is longer than ${maxLength} characters`);
+  if (longerThan(v, maxLength)) throw bad(name, `is longer than ${maxLength} characters`);
   return v === '' ? undefined : v;
 }
 

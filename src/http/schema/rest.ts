@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import { IMPORT_ROOT_NAMES } from '../../config';
 import {
   AnyHash,
+  Body,
   MediaType,
   Name,
   NameFilters,
@@ -8,6 +10,7 @@ import {
   SourceUrl,
   TagEdit,
   Tags,
+  TreePaths,
   UserMetadata,
   Uuid,
   UuidOrNull,
@@ -19,7 +22,7 @@ import {
  * schema (rest/middleware.ts jsonBody), and `npm run openapi:emit` writes the same schemas into openapi.yaml.
  */
 
-export const AssetUpdate = Type.Object(
+export const AssetUpdate = Body(
   {
     name: Type.Optional(Name()),
     tags: Type.Optional(Tags()),
@@ -30,31 +33,31 @@ export const AssetUpdate = Type.Object(
   { minProperties: 1, description: 'at least one of the five fields' },
 );
 
-export const FromHashRequest = Type.Object({
+export const FromHashRequest = Body({
   hash: AnyHash(),
-  tags: Tags({ minItems: 1, description: 'at least one tag' }),
+  tags: Tags({ minItems: 1, nonBlank: true, description: 'at least one tag that is not blank' }),
   name: Type.Optional(Name("defaults as the operation's description says (never another owner's upload name)")),
   mime_type: Type.Optional(MediaType("defaults to the stored content's")),
   user_metadata: Type.Optional(UserMetadata()),
   preview_id: Type.Optional(Uuid('an asset of this owner (an extension of the spec)')),
   prompt_id: Type.Optional(Uuid('an extension of the spec')),
   paths: Type.Optional(
-    Type.Array(Type.String({ maxLength: 1024 }), {
-      minItems: 1,
-      maxItems: 100,
-      description:
-        'tree paths this content was pushed under, kept in `metadata.paths` (appended to an existing asset, as ' +
+    TreePaths(
+      'tree paths this content was pushed under, kept in `metadata.paths` (appended to an existing asset, as ' +
         '`POST /api/assets/{id}/paths` does; an extension of the spec)',
-    }),
+    ),
   ),
 });
 
-export const AssetUrlUpload = Type.Object({
-  url: Type.String({
-    pattern: '\\S',
-    'x-message': 'is required (or send multipart/form-data with a file)',
-    description: 'an http(s) URL on an allowed provider (as for downloads)',
-  }),
+/** The allowed sources, said once for `source_url` and `url` (the hosts are configuration: no pattern can say them). */
+const ALLOWED_SOURCE =
+  'An absolute URL, without credentials, whose origin is `HF_ENDPOINT` or `CIVITAI_ENDPOINT`: by default\n' +
+  '`https://huggingface.co` and `https://civitai.com`, so an `http:` URL or any other host is 400\n' +
+  '`SOURCE_NOT_ALLOWED` (an `http:` origin is allowed only where an endpoint is configured so). The pattern says\n' +
+  "the scheme and the host part; the allowed hosts are the service's configuration, which no pattern here can say.\n";
+
+export const AssetUrlUpload = Body({
+  url: SourceUrl(`${ALLOWED_SOURCE}As for \`POST /api/assets/download\`.\n`),
   name: Type.Optional(Name()),
   tags: Type.Optional(Tags()),
   user_metadata: Type.Optional(UserMetadata()),
@@ -62,20 +65,18 @@ export const AssetUrlUpload = Type.Object({
   mime_type: Type.Optional(MediaType()),
 });
 
-export const DownloadRequest = Type.Object({
+export const DownloadRequest = Body({
   source_url: SourceUrl(
-    'an http(s) URL on `HF_ENDPOINT` (`…/resolve/…` or `…/blob/…`) or `CIVITAI_ENDPOINT`\n' +
-      '(`…/api/download/models/<versionId>`, or a model page `…/models/<modelId>[?modelVersionId=<versionId>]`:\n' +
-      "that version, else the model's newest). Any other origin is 400 `SOURCE_NOT_ALLOWED`: the allowed hosts\n" +
-      "are the service's configuration (by default huggingface.co and civitai.com), which no pattern here can\n" +
-      'say.\n',
+    ALLOWED_SOURCE +
+      'On `HF_ENDPOINT`: `…/resolve/…` or `…/blob/…`; on `CIVITAI_ENDPOINT`: `…/api/download/models/<versionId>`,\n' +
+      "or a model page `…/models/<modelId>[?modelVersionId=<versionId>]` (that version, else the model's newest).\n",
   ),
   tags: Type.Optional(Tags()),
   user_metadata: Type.Optional(UserMetadata()),
   preview_id: Type.Optional(Uuid()),
 });
 
-export const ExportRequest = Type.Object(
+export const ExportRequest = Body(
   {
     asset_ids: Type.Optional(Uuids()),
     job_ids: Type.Optional(Uuids('every asset of these jobs (`prompt_id`)')),
@@ -103,7 +104,19 @@ export const ExportRequest = Type.Object(
 );
 
 /** POST and DELETE /api/assets/{id}/tags. */
-export const TagEditRequest = Type.Object({ tags: TagEdit() });
+export const TagEditRequest = Body({ tags: TagEdit() });
+
+/** POST /api/assets/{id}/paths. */
+export const PathsRequest = Body({ paths: TreePaths() });
+
+/** POST /api/assets/seed (ComfyUI's seed): its body may be empty (every root). */
+export const SeedRequest = Body({
+  roots: Type.Optional(
+    Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...IMPORT_ROOT_NAMES] }), {
+      description: 'default: every configured root; names not configured are ignored',
+    }),
+  ),
+});
 
 /** The request-body schemas openapi.yaml publishes, by component name (scripts: `npm run openapi:emit`). */
 export const REST_BODY_SCHEMAS = {
@@ -113,4 +126,6 @@ export const REST_BODY_SCHEMAS = {
   DownloadRequest,
   ExportRequest,
   TagEdit: TagEditRequest,
+  PathsRequest,
+  SeedRequest,
 };

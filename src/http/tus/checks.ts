@@ -39,7 +39,9 @@ export async function checkOurs(
     throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `a PATCH takes Content-Type: ${OFFSET_STREAM}`);
   }
   if (req.method === 'OPTIONS') {
-    // Capabilities only.
+    // Capabilities only, of an upload that can exist: an id that is no UUID is no upload's, as HEAD and PATCH answer.
+    // (A browser's preflight is answered before this, for any path: http/cors.ts.)
+    if (id !== undefined && !isUuid(id)) throw new DomainError('NOT_FOUND', `upload ${id} not found`);
   } else if (id !== undefined && req.method === 'PATCH') {
     // Whose upload it is, is checked by the statement that takes its lease (another owner's is NOT_FOUND there).
     if (!isUuid(id)) throw new DomainError('NOT_FOUND', `upload ${id} not found`);

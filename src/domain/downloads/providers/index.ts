@@ -1,4 +1,5 @@
 import { DomainError } from '../../errors';
+import { longerThan } from '../../text-length';
 import type { DownloadProvider } from './provider';
 
 /** The allowed sources: a URL belongs to exactly one provider or is refused. */
@@ -44,7 +45,7 @@ export class Providers {
 
 /** An absolute http(s) URL without credentials; SOURCE_NOT_ALLOWED otherwise. */
 function parseSource(raw: string): URL {
-  if (raw.length > 4096)
+  if (longerThan(raw, 4096))
     throw new DomainError('INVALID_BODY', 'the URL is longer than 4096 characters', { field: 'source_url' });
   let url: URL;
   try {
