@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import express, { type Express, type Request, type Response, Router } from 'express';
 import type { Container } from './container';
@@ -139,35 +138,6 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   });
   app.use(errorMiddleware(c.logger));
   return app;
-}
-
-/**
- * `http.createServer` options under which the server builds each request and response on the app's own prototypes
- * (`app.request`, `app.response`), as Express would make them: `app.handle` then finds them in place and its
- * `Object.setPrototypeOf` on every request changes nothing, so Node's HTTP code sees one shape of request and response
- * instead of objects whose prototype changed under it. The app serves any other server the same way.
- */
-export function requestPrototypesOf(app: Express): Pick<http.ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
-  return {
-    IncomingMessage: onPrototype(http.IncomingMessage, app.request),
-    ServerResponse: onPrototype(http.ServerResponse, app.response),
-  };
-}
-
-/**
- * A constructor that runs `base` (a function-style constructor, as Node's are) on an object whose prototype is
- * `prototype`. It inherits from `base` as Node's own subclasses do, which is also how V8 sizes its objects: it counts
- * the fields of every constructor in that chain, so the fields `base` sets stay inside the object.
- */
-function onPrototype<T extends object>(base: T, prototype: object): T {
-  // Node's constructors take one argument (IncomingMessage: the socket) or two (ServerResponse: the request, options).
-  const init = base as unknown as (this: object, a: unknown, b: unknown) => void;
-  function Made(this: object, a: unknown, b: unknown): void {
-    init.call(this, a, b);
-  }
-  Object.setPrototypeOf(Made, base);
-  Made.prototype = prototype;
-  return Made as unknown as T;
 }
 
 /** How long each readiness check may take: a frozen dependency answers "unavailable", not a hang. */

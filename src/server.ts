@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { createApp, requestPrototypesOf } from './app';
+import { createApp } from './app';
 import type { Config } from './config';
 import { buildContainer, type Container } from './container';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-postgres';
@@ -50,10 +50,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     if (config.role !== 'worker') {
       const app = await createApp(container, { guard });
       // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
-      server = http.createServer(
-        { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000, ...requestPrototypesOf(app) },
-        app,
-      );
+      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
       answerClientErrors(server, guard);
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);

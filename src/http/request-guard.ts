@@ -1,5 +1,6 @@
 import type http from 'node:http';
-import { errorResponse } from './shared/errors';
+import type { Socket } from 'node:net';
+import { bodyUnread, errorResponse } from './shared/errors';
 import { DomainError } from '../domain/errors';
 import { READ_SIZE } from '../infra/blob-store/file-body';
 
@@ -17,6 +18,9 @@ import { READ_SIZE } from '../infra/blob-store/file-body';
  *   `send_timeout` (60 s) does the same; a paused video resumes with a `Range` request.
  * - on shutdown, requests still running when the grace period ends are answered 503 SERVICE_UNAVAILABLE with
  *   `Connection: close` (or cut, if their answer had started) instead of being reset without an answer.
+ * - an answer that closes its connection while the body is still arriving is a lingering close (`closeAfterAnswer`,
+ *   then `endAnswer`): the answer goes out at once, the rest of the body is read and dropped for a bounded time and
+ *   size, then the connection closes, so a client still sending reads the answer instead of a reset.
  *
  * Progress is read from the socket's byte counter by one shared timer, so a request costs a Set insertion, not a
  * timer of its own, and the body stream is never touched (no extra 'data' listener, no flowing-mode change).
@@ -216,4 +220,89 @@ function answerAndClose(res: http.ServerResponse, err: DomainError): void {
   }
   // A client that does not read the answer must not hold the socket either.
   setTimeout(() => socket.destroy(), 2_000).unref();
+}
+
+/** How long and how much of a request body is still read after an answer that closes the connection. */
+const LINGER = { ms: 5_000, bytes: 64 * 1024 * 1024 };
+
+/** Answers that close their connection while the request body is still arriving (closeAfterAnswer). */
+const lingerPending = new WeakSet<http.ServerResponse>();
+
+/**
+ * The answer (not sent yet) closes the connection: `Connection: close`, and a lingering close (endAnswer) when the
+ * request body is still arriving. For every transport (REST errors, GraphQL's refusals, tus).
+ */
+export function closeAfterAnswer(res: http.ServerResponse): void {
+  if (res.headersSent) return;
+  res.setHeader('Connection', 'close');
+  if (bodyUnread(res.req)) lingerPending.add(res);
+}
+
+/**
+ * Sends `body` as the whole answer and ends the response. An answer that closes its connection while the request
+ * body is still arriving gets a lingering close, as web servers do: the answer is written at once (with its length),
+ * the rest of the body is read and dropped until the client ends it, for at most LINGER.ms and LINGER.bytes, and
+ * only then is the response ended, which closes the connection. Ended at once, Node would destroy the socket as soon
+ * as the answer is written: the client, still sending, would get a reset instead of the answer (a reset discards
+ * what its kernel had not yet handed to it).
+ */
+export function endAnswer(res: http.ServerResponse, body: string | Buffer = ''): void {
+  const req = res.req;
+  if (res.headersSent) {
+    res.end(body);
+    return;
+  }
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  if (!lingerPending.has(res) || req.complete || req.socket.destroyed) {
+    res.end(body);
+    return;
+  }
+  lingerPending.delete(res);
+  if (body.length > 0 && req.method !== 'HEAD') res.write(body);
+  else res.flushHeaders();
+  const socket = req.socket;
+  let over = false;
+  const linger: Linger = {
+    socket,
+    deadline: Date.now() + LINGER.ms,
+    limit: socket.bytesRead + LINGER.bytes,
+    done: () => {
+      if (over) return;
+      over = true;
+      lingers.delete(linger);
+      res.end();
+    },
+  };
+  watchLinger(linger);
+  req.once('end', linger.done);
+  req.once('error', linger.done);
+  res.once('close', linger.done);
+  // Read and drop: counted on the socket's byte counter by the linger timer.
+  req.resume();
+}
+
+/**
+ * The lingering answers now, each with its deadline and the byte count (the socket's `bytesRead`) past which it is
+ * ended. One timer checks them all, and runs only while one lingers.
+ */
+interface Linger {
+  socket: Socket;
+  deadline: number;
+  limit: number;
+  done: () => void;
+}
+const lingers = new Set<Linger>();
+let lingerTimer: NodeJS.Timeout | undefined;
+
+function watchLinger(linger: Linger): void {
+  lingers.add(linger);
+  if (lingerTimer) return;
+  lingerTimer = setInterval(() => {
+    const now = Date.now();
+    for (const l of lingers) if (now >= l.deadline || l.socket.bytesRead > l.limit) l.done();
+    if (lingers.size > 0) return;
+    clearInterval(lingerTimer);
+    lingerTimer = undefined;
+  }, 10);
+  lingerTimer.unref();
 }

@@ -1,5 +1,6 @@
 import { HeaderMap, type ApolloServer, type HTTPGraphQLResponse } from '@apollo/server';
 import type { Request, RequestHandler, Response } from 'express';
+import { endAnswer } from '../request-guard';
 import type { GraphQLContext } from './context';
 import { checkDocumentText, DEFAULT_QUERY_LIMITS } from './limits';
 
@@ -58,9 +59,9 @@ async function send(req: Request, res: Response, answer: HTTPGraphQLResponse): P
   if (answer.body.kind === 'complete') {
     if (req.method === 'POST') {
       // What res.send does with Apollo's string on a POST (its content types carry their charset; the app sends no
-      // ETags; freshness is for GET and HEAD), without parsing the content type again.
+      // ETags; freshness is for GET and HEAD), with a lingering close when the answer refuses an upload still arriving.
       res.setHeader('Content-Length', Buffer.byteLength(answer.body.string));
-      res.end(answer.body.string);
+      endAnswer(res, answer.body.string);
     } else res.send(answer.body.string);
     return;
   }

@@ -4,7 +4,8 @@ import { GraphQLError } from 'graphql';
 import type { AssetService } from '../../domain/assets/asset.service';
 import type { Asset, Links, Principal } from '../../domain/assets/asset.types';
 import type { Logger } from '../../infra/logger';
-import { closeAfterAnswer, knownError, STATUS_OF } from '../shared/errors';
+import { closeAfterAnswer } from '../request-guard';
+import { knownError, STATUS_OF } from '../shared/errors';
 import { linksOfRes } from '../base-url';
 import type { RequestAuth } from '../shared/request-auth';
 

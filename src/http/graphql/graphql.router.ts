@@ -7,6 +7,7 @@ import {
 import express, { Router, type ErrorRequestHandler } from 'express';
 import type { Container } from '../../container';
 import type { Logger } from '../../infra/logger';
+import { endAnswer } from '../request-guard';
 import { asDomainError, STATUS_OF } from '../shared/errors';
 import { createContext, type GraphQLContext } from './context';
 import { formatError } from './errors';
@@ -89,8 +90,8 @@ function graphqlErrors(logger: Logger): ErrorRequestHandler {
       res.destroy();
       return;
     }
-    res
-      .status(STATUS_OF[code] ?? 500)
-      .json({ errors: [{ message, extensions: { code, ...(details ? { details } : {}) } }] });
+    res.status(STATUS_OF[code] ?? 500);
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    endAnswer(res, JSON.stringify({ errors: [{ message, extensions: { code, ...(details ? { details } : {}) } }] }));
   };
 }

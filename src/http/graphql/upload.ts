@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { processRequest } from 'graphql-upload-minimal';
 import { DomainError } from '../../domain/errors';
-import { closeAfterAnswer } from '../shared/errors';
+import { closeAfterAnswer } from '../request-guard';
 
 /**
  * GraphQL multipart requests (https://github.com/jaydenseric/graphql-multipart-request-spec). Only the `operations`

@@ -1,7 +1,8 @@
 import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
 import type { DomainError } from '../../domain/errors';
 import type { Logger } from '../../infra/logger';
-import { asDomainError, bodyUnread, closeAfterAnswer, errorResponse } from '../shared/errors';
+import { closeAfterAnswer, endAnswer } from '../request-guard';
+import { asDomainError, bodyUnread, errorResponse } from '../shared/errors';
 import { raising } from '../shared/raises';
 
 const REPRESENTATION_HEADERS = [
@@ -24,7 +25,9 @@ export function sendError(res: Response, err: DomainError): void {
   // A route that failed after describing the representation it meant to send (content: its type, file name, ETag)
   // answers the error as JSON, not as that file: none of those headers belong to the error.
   for (const h of REPRESENTATION_HEADERS) res.removeHeader(h);
-  res.set(r.headers).status(r.status).json(r.body);
+  res.set(r.headers).status(r.status);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  endAnswer(res, JSON.stringify(r.body));
 }
 
 /** The last step of every request that failed: anything that is not a domain error is INTERNAL. */

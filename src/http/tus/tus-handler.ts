@@ -8,7 +8,7 @@ import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { UploadService } from '../../domain/uploads/upload.service';
 import { baseUrlOfRes } from '../base-url';
 import { handle, principalOf } from '../rest/middleware';
-import { closeAfterAnswer } from '../shared/errors';
+import { closeAfterAnswer } from '../request-guard';
 import { UploadDataStore } from './data-store';
 import { UploadLocker } from './locker';
 import { checkOurs, OFFSET_STREAM } from './checks';
