@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import { Server } from '@tus/server';
 import type { Request as ExpressRequest, RequestHandler } from 'express';
-import { NodeRequest } from 'srvx/node';
 import type { Principal } from '../../domain/assets/asset.types';
 import { isUuid } from '../../domain/assets/validation';
 import { DomainError, type ErrorCode } from '../../domain/errors';
@@ -29,8 +28,26 @@ import { requestContext, type TusRequestContext } from './request-context';
  * `Access-Control-Allow-Origin: *` is not sent.
  */
 
-type TusRequest = { runtime?: { node?: { req: ExpressRequest } } };
-const principalFromTus = (req: unknown): Principal => principalOf((req as TusRequest).runtime!.node!.req.res!);
+/** Whose request tus is handling (its hooks run inside the request's context). */
+const principalOfTus = (): Principal => requestContext.getStore()!.principal;
+
+/**
+ * The web request tus is handed: the method, the whole path (tus takes the upload's id from its last segment) and the
+ * headers, and no body: the data store reads the body straight from Node's request (request-context.ts).
+ */
+function webRequestOf(req: ExpressRequest, baseUrl: string, headers: Headers): Request {
+  return new Request(new URL(req.originalUrl, baseUrl), { method: req.method, headers });
+}
+
+/** The request's headers as tus is to see them. */
+function headersOf(req: ExpressRequest): Headers {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || URL_HEADERS.includes(k)) continue;
+    headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+  }
+  return headers;
+}
 
 /**
  * Our code for each status tus answers with (anything else is unexpected: INTERNAL), so every 4xx has the usual
@@ -77,12 +94,12 @@ export function tusHandler(deps: { uploads: UploadService }): RequestHandler {
     namingFunction: () => crypto.randomUUID(),
     getFileIdFromRequest: (_req, last) => (last && isUuid(last) ? last.toLowerCase() : undefined),
     generateUrl: (_req, o) => `${requestContext.getStore()!.baseUrl}${o.path}/${o.id}`,
-    onUploadCreate: async (req, upload) => {
-      store.owners.set(upload, principalFromTus(req));
+    onUploadCreate: async (_req, upload) => {
+      store.owners.set(upload, principalOfTus());
       return {};
     },
-    onUploadFinish: async (req, upload) => {
-      const principal = principalFromTus(req);
+    onUploadFinish: async (_req, upload) => {
+      const principal = principalOfTus();
       const done = await uploads.finish(principal, upload.id, parseUploadMetadata(upload.metadata ?? {}));
       return { headers: { 'Asset-Id': done.assetId, 'Asset-Created': String(done.created) } };
     },
@@ -99,26 +116,15 @@ export function tusHandler(deps: { uploads: UploadService }): RequestHandler {
   return handle(async (req, res) => {
     const principal = principalOf(res);
     const { offsetStream, extraHeaders, keptMetadata } = await checkOurs(req, res, uploads);
-    // tus sees the whole path (srvx reads `req.url` when tus asks); the app's logs see it as Express left it.
-    const mountedUrl = req.url;
-    req.url = req.originalUrl;
-    const request = new NodeRequest({ req, res }) as unknown as Request;
-    for (const h of URL_HEADERS) request.headers.delete(h);
-    if (offsetStream) request.headers.set('content-type', OFFSET_STREAM);
-    if (keptMetadata === '') request.headers.delete('upload-metadata');
-    else if (keptMetadata !== undefined) request.headers.set('upload-metadata', keptMetadata);
+    const headers = headersOf(req);
+    if (offsetStream) headers.set('content-type', OFFSET_STREAM);
+    if (keptMetadata === '') headers.delete('upload-metadata');
+    else if (keptMetadata !== undefined) headers.set('upload-metadata', keptMetadata);
     const ctx: TusRequestContext = { principal, baseUrl: baseUrlOfRes(res) };
-    if (req.method === 'PATCH' || req.method === 'POST') {
-      // tus is given no body (it then hands the data store an empty stream); the data store reads `req` instead.
-      Object.defineProperty(request, 'body', { value: null });
-      ctx.body = { req };
-    }
-    let response: Response;
-    try {
-      response = await requestContext.run(ctx, () => tus.handleWeb(request));
-    } finally {
-      req.url = mountedUrl;
-    }
+    // tus is given no body (it then hands the data store an empty stream); the data store reads `req` instead.
+    if (req.method === 'PATCH' || req.method === 'POST') ctx.body = { req };
+    const request = webRequestOf(req, ctx.baseUrl, headers);
+    const response = await requestContext.run(ctx, () => tus.handleWeb(request));
     // Gone, or its connection already ended (the parser refused what followed the head, and said so): no answer of
     // this request reaches the client.
     // The request's socket: an answer queued behind an earlier one of the same connection (pipelined) has none yet.
