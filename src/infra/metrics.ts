@@ -1,8 +1,7 @@
 import type { Pool } from 'pg';
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TransferMeter } from '../domain/transfer-meter';
 import type { Logger } from './logger';
-import { OperationHistogram, RequestHistogram } from './request-histogram';
 
 /** Where the scrape-time gauges read from; each is called at most once per scrape, under `SOURCE_TIMEOUT_MS`. */
 export interface MetricSources {
@@ -39,8 +38,14 @@ const TASK_STATUSES = ['created', 'running', 'completed', 'failed', 'cancelled']
  */
 export class Metrics implements TransferMeter {
   readonly registry = new Registry();
-  private readonly httpDuration: RequestHistogram;
-  private readonly graphqlDuration: OperationHistogram;
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly graphqlDuration: Histogram<'operation' | 'outcome'>;
+  /**
+   * Each series' child (prom-client's `labels()`), found by the values the caller holds: `observe(labels, v)` would
+   * validate and hash a label object on every request.
+   */
+  private readonly httpSeries = new Map<string, Histogram.Internal<'method' | 'route' | 'status'>>();
+  private readonly graphqlSeries = new Map<string, Histogram.Internal<'operation' | 'outcome'>>();
   private readonly bytes: Record<'uploaded' | 'downloaded' | 'served', Counter>;
   private readonly inFlight: Record<'upload' | 'download', Gauge>;
   private readonly sourceErrors: Counter<'source'>;
@@ -56,18 +61,20 @@ export class Metrics implements TransferMeter {
     // Process CPU, memory, file descriptors, heap spaces, GC durations and event-loop lag (nodejs_eventloop_lag_*).
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
 
-    this.httpDuration = new RequestHistogram(
-      'assets_http_request_duration_seconds',
-      'HTTP requests by route template (never a raw path), method and status: latency in seconds; _count is the request count.',
-      LATENCY_BUCKETS,
-      this.registry,
-    );
-    this.graphqlDuration = new OperationHistogram(
-      'assets_graphql_operation_duration_seconds',
-      `GraphQL operations by operation name (${ANONYMOUS_OPERATION}, ${INVALID_OPERATION}, and ${OTHER_OPERATION} past ${MAX_OPERATION_NAMES} names) and outcome (ok, error).`,
-      LATENCY_BUCKETS,
-      this.registry,
-    );
+    this.httpDuration = new Histogram({
+      name: 'assets_http_request_duration_seconds',
+      help: 'HTTP requests by route template (never a raw path), method and status: latency in seconds; _count is the request count.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.graphqlDuration = new Histogram({
+      name: 'assets_graphql_operation_duration_seconds',
+      help: `GraphQL operations by operation name (${ANONYMOUS_OPERATION}, ${INVALID_OPERATION}, and ${OTHER_OPERATION} past ${MAX_OPERATION_NAMES} names) and outcome (ok, error).`,
+      labelNames: ['operation', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
     this.bytes = {
       uploaded: new Counter({
         name: 'assets_uploaded_bytes_total',
@@ -187,12 +194,22 @@ export class Metrics implements TransferMeter {
 
   /** One HTTP request: `route` is a template (a small fixed set), never a raw path. */
   observeRequest(method: string, route: string, status: number | typeof ABORTED_STATUS, seconds: number): void {
-    this.httpDuration.observe(method, route, status, seconds);
+    // Route templates and methods never hold a space: the key is unambiguous.
+    const key = `${method} ${status} ${route}`;
+    let series = this.httpSeries.get(key);
+    if (series === undefined)
+      this.httpSeries.set(key, (series = this.httpDuration.labels({ method, route, status: String(status) })));
+    series.observe(seconds);
   }
 
   /** One GraphQL operation; `name` undefined for an anonymous operation, null when the document was not usable. */
   observeOperation(name: string | null | undefined, ok: boolean, seconds: number): void {
-    this.graphqlDuration.observe(this.operationLabel(name), ok, seconds);
+    const operation = this.operationLabel(name);
+    const key = `${ok ? 'ok' : 'error'} ${operation}`;
+    let series = this.graphqlSeries.get(key);
+    if (series === undefined)
+      this.graphqlSeries.set(key, (series = this.graphqlDuration.labels({ operation, outcome: ok ? 'ok' : 'error' })));
+    series.observe(seconds);
   }
 
   begin(kind: 'upload' | 'download'): () => void {

@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /**
  * Counts computed from the rows (a filtered listing's total, filtered refine facets), kept per instance under the
  * owner's change counter (`asset_owner_stats.version`) that was read in the same statement as the count. Every
@@ -6,9 +8,11 @@
  * changed them. Least recently used entries go first beyond `capacity`.
  */
 export class CountCache<T> {
-  private readonly entries = new Map<string, { version: string; value: T }>();
+  private readonly entries: LRUCache<string, { version: string; value: T }>;
 
-  constructor(private readonly capacity = 1000) {}
+  constructor(capacity = 1000) {
+    this.entries = new LRUCache({ max: capacity });
+  }
 
   get(key: string, version: string): T | undefined {
     const e = this.entries.get(key);
@@ -17,15 +21,10 @@ export class CountCache<T> {
       this.entries.delete(key);
       return undefined;
     }
-    // Re-inserted: a Map iterates in insertion order, so the first key is the least recently used.
-    this.entries.delete(key);
-    this.entries.set(key, e);
     return e.value;
   }
 
   set(key: string, version: string, value: T): void {
-    this.entries.delete(key);
     this.entries.set(key, { version, value });
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
   }
 }

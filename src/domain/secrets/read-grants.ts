@@ -33,8 +33,8 @@ export interface ReadGrant {
 export class ReadGrants {
   private readonly signer: SecretSigner;
   private readonly known = new LRUCache<string, { ownerId: string; expires: number }>({ max: KNOWN_GRANTS });
-  /** This window's grant per owner: a plain map (every authenticated request reads it), emptied when full. */
-  private readonly minted = new Map<string, { window: number; grant: ReadGrant }>();
+  /** This window's grant per owner (every authenticated request reads it). */
+  private readonly minted = new LRUCache<string, { window: number; grant: ReadGrant }>({ max: MINTED_OWNERS });
 
   constructor(secrets: ServerSecretRepository) {
     this.signer = new SecretSigner(secrets, GRANT_SECRET);
@@ -51,7 +51,6 @@ export class ReadGrants {
     const kept = this.minted.get(ownerId);
     if (kept && kept.window === window) return kept.grant;
     const grant = this.sign(ownerId, (window + 2) * GRANT_WINDOW_SECONDS);
-    if (this.minted.size >= MINTED_OWNERS) this.minted.clear();
     this.minted.set(ownerId, { window, grant });
     return grant;
   }

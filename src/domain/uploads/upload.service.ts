@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { AssetService } from '../assets/asset.service';
 import type { AssetCreateFields, Principal } from '../assets/asset.types';
 import type { ContentService } from '../content/content.service';
@@ -34,8 +35,13 @@ const MAX_STATES = 256;
  * on S3 the worker hashes while the request thread sends the segments.
  */
 export class UploadService {
-  /** The hash state of uploads this process received, by upload id, least recently used first. */
-  private readonly states = new Map<string, HashSession>();
+  /** The hash state of uploads this process received, by upload id; the least recently used one goes (closed). */
+  private readonly states = new LRUCache<string, HashSession>({
+    max: MAX_STATES,
+    dispose: (state, _id, reason) => {
+      if (reason === 'evict') state.close();
+    },
+  });
 
   /** The store's worker threads that hash and write a PATCH's bytes, where it has them (the disk store). */
   private readonly hashedWrites: HashedWrites | undefined;
@@ -313,12 +319,7 @@ export class UploadService {
   /** The hash state after the first `size` stored bytes: this process's, or rebuilt by re-reading the part once. */
   private async hashState(id: string, partial: PartialBlob, size: number): Promise<HashSession> {
     const known = this.states.get(id);
-    if (known && known.usable && known.size === size) {
-      // Refresh its place in the eviction order.
-      this.states.delete(id);
-      this.states.set(id, known);
-      return known;
-    }
+    if (known && known.usable && known.size === size) return known;
     this.forget(id);
     const state = this.hashers.session();
     if (size > 0) {
@@ -345,7 +346,6 @@ export class UploadService {
       }
     }
     this.states.set(id, state);
-    if (this.states.size > MAX_STATES) this.forget(this.states.keys().next().value!);
     return state;
   }
 

@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /**
  * GET /api/assets answers as sent, per instance, each under the owner's rows version its page was read at
  * (`AssetPage.version`). The version moves in the transaction of every change of the owner's asset rows, on any
@@ -13,56 +15,34 @@
  * both bounds count their length too: a flood of long query strings costs at most these bytes.
  */
 export class PageCache {
-  private readonly entries = new Map<string, { version: string; body: Buffer }>();
-  private readonly seen = new Set<string>();
-  private bytes = 0;
-  private seenLength = 0;
+  private readonly entries: LRUCache<string, { version: string; body: Buffer }>;
+  private readonly seen: LRUCache<string, true>;
 
-  constructor(
-    private readonly maxBytes = 32 * 1024 * 1024,
-    private readonly maxEntryBytes = 2 * 1024 * 1024,
-    private readonly seenBytes = 256 * 1024,
-  ) {}
+  constructor(maxBytes = 32 * 1024 * 1024, maxEntryBytes = 2 * 1024 * 1024, seenBytes = 256 * 1024) {
+    this.entries = new LRUCache({
+      maxSize: maxBytes,
+      maxEntrySize: maxEntryBytes,
+      sizeCalculation: (e, key) => key.length + e.body.length,
+    });
+    this.seen = new LRUCache({ maxSize: seenBytes, sizeCalculation: (_v, key) => Math.max(1, key.length) });
+  }
 
   get(key: string): { version: string; body: Buffer } | undefined {
-    const e = this.entries.get(key);
-    if (e) {
-      // Re-inserted: a Map iterates in insertion order, so the first key is the least recently used.
-      this.entries.delete(key);
-      this.entries.set(key, e);
-    }
-    return e;
+    return this.entries.get(key);
   }
 
   /**
    * Keeps `text` under `version` when the key was asked for before; returns what to send (the kept bytes or `text`).
    */
   set(key: string, version: string, text: string): Buffer | string {
-    const known = this.entries.has(key) || this.seen.has(key);
-    this.delete(key);
+    const known = this.entries.delete(key) || this.seen.delete(key);
     if (!known) {
-      this.seen.add(key);
-      this.seenLength += key.length;
-      while (this.seenLength > this.seenBytes) this.forget(this.seen.values().next().value!);
+      this.seen.set(key, true);
       return text;
     }
-    this.forget(key);
     const body = Buffer.from(text);
-    if (body.length > this.maxEntryBytes) return body;
+    // An entry over maxEntrySize is not kept (lru-cache refuses it).
     this.entries.set(key, { version, body });
-    this.bytes += key.length + body.length;
-    while (this.bytes > this.maxBytes) this.delete(this.entries.keys().next().value!);
     return body;
-  }
-
-  private delete(key: string): void {
-    const e = this.entries.get(key);
-    if (!e) return;
-    this.entries.delete(key);
-    this.bytes -= key.length + e.body.length;
-  }
-
-  private forget(key: string): void {
-    if (this.seen.delete(key)) this.seenLength -= key.length;
   }
 }
