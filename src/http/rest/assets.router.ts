@@ -18,7 +18,7 @@ import { linksOfRes } from '../base-url';
 import { assetJson, assetPageText } from './asset.presenter';
 import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
 import { hashParam } from '../shared/ids';
-import { handle, jsonBody, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
+import { handle, jsonBody, jsonBodyIfSent, pathId, principalOf, sendJson, sendJsonBytes } from './middleware';
 import { PageCache } from '../shared/page-cache';
 import { ASSET_JSON_PAGE } from './read-model/asset-page';
 import { check, checkBody } from '../schema/check';
@@ -63,6 +63,7 @@ export function assetsRouter(deps: {
 
   r.post(
     '/assets',
+    ...jsonBodyIfSent(),
     handle(async (req, res) => {
       const principal = principalOf(res);
       let result: CreateResult;
@@ -90,7 +91,7 @@ export function assetsRouter(deps: {
         }
         result = await assets.createFromUpload(principal, input, { file, fileName, declaredHash: text('hash') });
       } else if (req.is('application/json')) {
-        const body = await readJson(req);
+        const body = req.body as Record<string, unknown>;
         checkBody(AssetUrlUpload, body);
         result = await downloads.uploadFromUrl(principal, body.url, createInputOfBody(body));
       } else {
@@ -226,17 +227,6 @@ export function assetsRouter(deps: {
   );
 
   return r;
-}
-
-/** Parses a JSON body on a route that also takes multipart (so the JSON parser cannot be route middleware). */
-async function readJson(req: Request): Promise<Record<string, unknown>> {
-  const [check, parse, shape] = jsonBody();
-  for (const mw of [check, parse, shape]) {
-    await new Promise<void>((resolve, reject) =>
-      mw!(req, req.res!, (err?: unknown) => (err ? reject(err) : resolve())),
-    );
-  }
-  return req.body as Record<string, unknown>;
 }
 
 const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());

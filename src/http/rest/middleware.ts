@@ -37,6 +37,24 @@ export function jsonBody(limit = '2mb'): RequestHandler[] {
       }
       next();
     }),
+    ...parsedJson(limit),
+  ];
+}
+
+/**
+ * A JSON body where one is sent (`Content-Type: application/json`), for a route that also takes other bodies (POST
+ * /api/assets: multipart or JSON): any other request passes unread, with `req.body` unset.
+ */
+export function jsonBodyIfSent(limit = '2mb'): RequestHandler[] {
+  return parsedJson(limit).map(
+    (step): RequestHandler =>
+      (req, res, next) =>
+        req.is('application/json') ? step(req, res, next) : next(),
+  );
+}
+
+function parsedJson(limit: string): RequestHandler[] {
+  return [
     // The parser's errors as shared/errors.ts `toDomainError` reads them (an unknown charset is a 415); a body that
     // stalls is cut by the request guard.
     raising(
