@@ -9,7 +9,8 @@ import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
 import { contentDisposition } from '../../infra/content-disposition';
 import { FileBody } from '../../infra/blob-store/file-body';
 import { OwnedBody } from '../../infra/blob-store/owned-body';
-import { handle, pathId, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
+import { pathId } from './middleware';
 import { DomainError } from '../../domain/errors';
 
 export interface ContentDeps {

@@ -2,7 +2,8 @@ import { Router } from 'express';
 import type { DownloadService } from '../../domain/downloads/download.service';
 import { linksOfRes } from '../base-url';
 import { assetJson } from './asset.presenter';
-import { handle, jsonBody, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
+import { jsonBody } from './middleware';
 import { checkBody } from '../schema/check';
 import { DownloadRequest } from '../schema/rest';
 

@@ -2,7 +2,8 @@ import { Router, type Request } from 'express';
 import { exportRequestOf, type ExportRequestBody, type ExportService } from '../../domain/exports/export.service';
 import { contentDisposition } from '../../infra/content-disposition';
 import { parseRange, unsatisfiable } from './content.router';
-import { handle, jsonBody, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
+import { jsonBody } from './middleware';
 import { checkBody } from '../schema/check';
 import { ExportRequest } from '../schema/rest';
 

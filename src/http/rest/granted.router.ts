@@ -5,7 +5,8 @@ import type { ReadGrants } from '../../domain/secrets/read-grants';
 import type { ThumbnailService } from '../../domain/thumbnails/thumbnail.service';
 import { baseUrlOfRes } from '../base-url';
 import type { RequestAuth } from '../shared/request-auth';
-import { handle, pathId } from './middleware';
+import { handle } from '../shared/handler';
+import { pathId } from './middleware';
 import { stringParam } from '../schema/query';
 import { sendThumbnail } from './thumbnail.router';
 

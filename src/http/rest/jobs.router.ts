@@ -4,7 +4,7 @@ import { jobOutputOf } from '../../domain/assets/asset.types';
 import { linksOfRes } from '../base-url';
 import { idParam } from '../shared/ids';
 import { jobOutputAssetJson } from './asset.presenter';
-import { handle, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
 import { intParam } from '../schema/query';
 
 /** Comfy Cloud's `GET /api/jobs/{job_id}/assets` (contract 3.7): a job's outputs among this owner's assets. */

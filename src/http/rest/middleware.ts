@@ -1,5 +1,4 @@
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { Principal } from '../../domain/assets/asset.types';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { DomainError } from '../../domain/errors';
 import { assertJsonInput, MAX_JSON_DEPTH } from '../../domain/input';
 import { idParam } from '../shared/ids';
@@ -17,15 +16,6 @@ export function authenticate(auth: RequestAuth): RequestHandler {
     }
   });
 }
-
-export const principalOf = (res: Response): Principal => res.locals.principal as Principal;
-
-/** Wraps an async handler so a rejection reaches the error middleware. */
-export const handle =
-  (fn: (req: Request, res: Response) => Promise<unknown>): RequestHandler =>
-  (req: Request, res: Response, next: NextFunction) => {
-    fn(req, res).catch(next);
-  };
 
 /** JSON bodies only, parsed strictly; a body that is not a JSON object is INVALID_BODY. */
 export function jsonBody(limit = '2mb'): RequestHandler[] {

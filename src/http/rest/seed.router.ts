@@ -4,7 +4,8 @@ import type { SeedAnswer } from '../../domain/imports/import.types';
 import { checkBody } from '../schema/check';
 import { oneOf } from '../schema/query';
 import { SeedRequest } from '../schema/rest';
-import { handle, jsonBody, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
+import { jsonBody } from './middleware';
 import { seedProgressJson } from './task.presenter';
 
 function answerJson(a: SeedAnswer): Record<string, unknown> {

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { AssetService } from '../../domain/assets/asset.service';
-import { handle, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
 import { intParam, oneOf, stringParam } from '../schema/query';
 
 export function tagsRouter(deps: { assets: AssetService }): Router {

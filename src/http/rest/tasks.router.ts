@@ -2,7 +2,8 @@ import { Router } from 'express';
 import type { TaskService } from '../../domain/tasks/task.service';
 import { TASK_STATUSES, type TaskStatus } from '../../domain/tasks/task.types';
 import { DomainError } from '../../domain/errors';
-import { handle, pathId, principalOf } from './middleware';
+import { handle, principalOf } from '../shared/handler';
+import { pathId } from './middleware';
 import { dateParam, intParam, listParam, oneOf, stringParam } from '../schema/query';
 import { taskJson } from './task.presenter';
 

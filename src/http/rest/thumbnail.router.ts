@@ -1,7 +1,8 @@
 import { type Request, type Response, Router } from 'express';
 import type { ReadGrants } from '../../domain/secrets/read-grants';
 import type { ThumbnailService } from '../../domain/thumbnails/thumbnail.service';
-import { handle, pathId, principalOf, sendJson } from './middleware';
+import { handle, principalOf } from '../shared/handler';
+import { pathId, sendJson } from './middleware';
 
 /**
  * GET|HEAD /api/assets/{id}/thumbnail with the key: the WebP thumbnail, cached by the content hash it was made from;

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { isUuid } from '../../domain/assets/validation';
 import { DomainError } from '../../domain/errors';
 import type { UploadService } from '../../domain/uploads/upload.service';
-import { principalOf } from '../rest/middleware';
+import { principalOf } from '../shared/handler';
 import { parseUploadMetadata, readMetadataHeader } from './metadata';
 
 /** The tus media type of PATCH bodies (and of creation-with-upload bodies). */

@@ -6,7 +6,7 @@ import { isUuid } from '../../domain/assets/validation';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { UploadService } from '../../domain/uploads/upload.service';
 import { baseUrlOfRes } from '../base-url';
-import { handle, principalOf } from '../rest/middleware';
+import { handle, principalOf } from '../shared/handler';
 import { closeAfterAnswer } from '../request-guard';
 import { UploadDataStore } from './data-store';
 import { UploadLocker } from './locker';
