@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { trimEnd } from './domain/input';
 
@@ -92,7 +93,18 @@ export type StorageConfig =
       readonly presignedDownloads: boolean;
       /** How long a connection to the store may be silent in the middle of a body, either way (S3_TIMEOUT_MS). */
       readonly timeoutMs?: number;
+      /**
+       * Keys read from `AWS_*_FILE`; absent (the usual case), the AWS SDK finds credentials by its own chain, which
+       * does not know the `_FILE` convention.
+       */
+      readonly credentials?: S3Credentials;
     };
+
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
 
 export interface BootstrapKey {
   readonly owner: string;
@@ -112,9 +124,54 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * The settings that hold secrets: each can also be given as `<NAME>_FILE`, the path of a file holding the value (a
+ * Docker or Kubernetes secret mounted as a file, so the value is in no process environment or `docker inspect`).
+ */
+export const SECRET_SETTINGS = [
+  'DATABASE_URL',
+  'API_KEYS',
+  'ADMIN_API_KEYS',
+  'HF_TOKEN',
+  'CIVITAI_API_TOKEN',
+  'METRICS_TOKEN',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+] as const;
+
+/** The AWS keys given through `_FILE`: the SDK reads only the plain variables, so these are handed to it. */
+const AWS_KEY_SETTINGS = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'] as const;
+
+/**
+ * `env` with the value of every `<NAME>_FILE` put in place of `<NAME>` (the file's content, trailing line breaks
+ * removed). Both set, or a file that cannot be read, is a problem; `env` itself is returned when no `_FILE` is set.
+ */
+function withSecretFiles(env: Env, problems: string[]): { env: Env; fromFiles: ReadonlySet<string> } {
+  const values: Record<string, string> = {};
+  for (const name of SECRET_SETTINGS) {
+    const file = env[`${name}_FILE`]?.trim();
+    if (!file) continue;
+    if (env[name] !== undefined && env[name].trim() !== '') {
+      problems.push(`${name} and ${name}_FILE are both set: set one of them`);
+      continue;
+    }
+    try {
+      values[name] = trimEnd(fs.readFileSync(file, 'utf8'), '\r\n');
+    } catch (err) {
+      // The path is the operator's own; the error code says why (ENOENT, EACCES, EISDIR), never the content.
+      const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      problems.push(`${name}_FILE=${JSON.stringify(file)}: cannot read the file (${why})`);
+    }
+  }
+  const fromFiles = new Set(Object.keys(values));
+  return { env: fromFiles.size === 0 ? env : { ...env, ...values }, fromFiles };
+}
+
 /** Parses the environment; throws one ConfigError that lists every bad variable. */
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config> = {}): Config {
   const problems: string[] = [];
+  const { env, fromFiles } = withSecretFiles(rawEnv, problems);
   const str = (name: string, dflt: string): string => {
     const v = env[name];
     return v === undefined || v.trim() === '' ? dflt : v.trim();
@@ -173,6 +230,19 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     return out;
   };
 
+  /** Explicit S3 keys only when one came from a file; otherwise the SDK's chain, as before `_FILE` existed. */
+  const awsCredentials = (): { credentials?: S3Credentials } => {
+    if (!AWS_KEY_SETTINGS.some((n) => fromFiles.has(n))) return {};
+    const accessKeyId = optional('AWS_ACCESS_KEY_ID');
+    const secretAccessKey = optional('AWS_SECRET_ACCESS_KEY');
+    const sessionToken = optional('AWS_SESSION_TOKEN');
+    if (!accessKeyId || !secretAccessKey) {
+      problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE) are both needed when one is a file');
+      return {};
+    }
+    return { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } };
+  };
+
   const logLevel = str('LOG_LEVEL', 'info').toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
@@ -193,6 +263,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       prefix: trimEnd(str('S3_PREFIX', '').replace(/^\/+/, ''), '/'),
       presignedDownloads: bool('S3_PRESIGNED_DOWNLOADS', false),
       timeoutMs: int('S3_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
+      ...awsCredentials(),
     };
   } else if (backend !== 'fs') {
     problems.push(`STORAGE_BACKEND=${JSON.stringify(env.STORAGE_BACKEND)}: expected fs or s3`);
