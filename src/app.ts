@@ -26,6 +26,7 @@ import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
 import type { RequestGuard } from './http/request-guard';
 import { corsStep } from './http/cors';
+import { versionHandler } from './http/version';
 
 /** A step every request takes first, before any route (synchronous; a throw goes to error rendering). */
 type RequestStep = (req: Request, res: Response) => void;
@@ -126,6 +127,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
     if (!ok) res.set('Retry-After', '5');
     res.json({ status: ok ? 'ok' : 'unavailable', checks });
   });
+  app.get('/version', versionHandler(c));
   if (c.metrics) app.get('/metrics', metricsHandler(c.metrics, c.config.metrics.token));
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(openapiText());

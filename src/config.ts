@@ -68,6 +68,8 @@ export interface Config {
   readonly importRoots: ImportRootsConfig;
   /** BLAKE3 through the native addon (WebAssembly where it does not load), or always WebAssembly. */
   readonly blake3: 'native' | 'wasm';
+  /** GIT_COMMIT: the commit the build came from (set when the image is built); else `.git`, when there is one. */
+  readonly gitCommit: string | undefined;
 }
 
 /** The names a root of IMPORT_ROOTS may have: the top folders of a ComfyUI tree. */
@@ -305,6 +307,10 @@ export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config>
   };
   const importRoots = parseImportRoots(optional('IMPORT_ROOTS'), optional('IMPORT_ROOTS_OWNER'), problems);
 
+  const gitCommit = optional('GIT_COMMIT')?.toLowerCase();
+  if (gitCommit !== undefined && !/^[0-9a-f]{7,64}$/.test(gitCommit))
+    problems.push(`GIT_COMMIT=${JSON.stringify(env.GIT_COMMIT)}: expected a commit id (7 to 64 hex digits)`);
+
   const host = str('HOST', '127.0.0.1');
   const config: Config = {
     port: int('PORT', 8080, 0, 65535),
@@ -346,6 +352,7 @@ export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config>
     mediaUrlGrants: bool('MEDIA_URL_GRANTS', true),
     blake3: bool('ASSET_SERVICE_FORCE_WASM_BLAKE3', false) ? 'wasm' : 'native',
     importRoots,
+    gitCommit,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { TransferMeter } from '../domain/transfer-meter';
+import type { BuildInfo } from './build-info';
 import type { Logger } from './logger';
 import { OperationHistogram, RequestHistogram } from './request-histogram';
 
@@ -11,6 +12,8 @@ export interface MetricSources {
   tasks(timeoutMs: number): Promise<{ taskName: string; status: string; count: number }[]>;
   queues(): Promise<{ queue: string; queued: number; active: number; deferred: number; failed: number }[]>;
   gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }>;
+  /** The build, for `assets_build_info`. */
+  build: BuildInfo;
 }
 
 /** A scrape waits at most this long for one database-backed gauge; a slow source leaves its gauge empty. */
@@ -103,6 +106,18 @@ export class Metrics implements TransferMeter {
       labelNames: ['source'],
       registers,
     });
+
+    // The Prometheus idiom for a build's identity: one series of value 1 whose labels say what runs, so a rolling
+    // upgrade shows as instances changing label, and alerts can join on it. An unknown commit is an empty label.
+    new Gauge({
+      name: 'assets_build_info',
+      help: 'The build this process runs: version (package.json), git commit and Node.js version; always 1.',
+      labelNames: ['version', 'commit', 'node_version'],
+      registers,
+    }).set(
+      { version: sources.build.version, commit: sources.build.commit ?? '', node_version: sources.build.nodeVersion },
+      1,
+    );
 
     const { pool } = sources;
     new Gauge({
