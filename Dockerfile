@@ -28,7 +28,7 @@ COPY --from=build /app/package.json /app/package-lock.json /app/openapi.yaml /ap
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080
-# /readyz: database and blob store reachable. A `--role worker` container serves no HTTP: disable it there.
+# /readyz: database, blob store and job queue usable; every role serves it (a worker only its probes and /metrics).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # V8's heap bounds, as package.json's start:built (docs/operations.md, "Memory"; a unit test keeps them equal).
