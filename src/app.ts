@@ -113,7 +113,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));
   api.use(uploads.keyed);
-  api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
+  api.use(exportsRouter({ exports: c.exports }));
   api.use(seedRouter({ imports: c.imports }));
   app.use('/api', api);
 
