@@ -136,6 +136,10 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
           queues: () => queue.depths(),
           gcBacklog: (timeoutMs) => contentRepo.gcBacklog(timeoutMs),
           build,
+          databasePing: () => database.ping(),
+          ...(blobStore.capabilities.space
+            ? { storageFreeBytes: blobStore.capabilities.space.freeBytes.bind(blobStore.capabilities.space) }
+            : {}),
         },
         logger,
       )

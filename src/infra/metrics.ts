@@ -14,6 +14,10 @@ export interface MetricSources {
   gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }>;
   /** The build, for `assets_build_info`. */
   build: BuildInfo;
+  /** One round trip to the database (`assets_database_up`). */
+  databasePing(): Promise<unknown>;
+  /** The blob store's free bytes, where the backend can tell (local disk); absent on S3. */
+  storageFreeBytes?: () => Promise<number>;
 }
 
 /** A scrape waits at most this long for one database-backed gauge; a slow source leaves its gauge empty. */
@@ -177,6 +181,28 @@ export class Metrics implements TransferMeter {
         }
       },
     });
+    // What the alert rules (deploy/prometheus/alerts.yml) need beyond request metrics: whether this instance reaches
+    // the database, and the free space /readyz compares with STORAGE_MIN_FREE_BYTES (so an alert can fire before it).
+    new Gauge({
+      name: 'assets_database_up',
+      help: 'Whether the database answered a round trip within 2 s at this scrape (1) or not (0).',
+      registers,
+      async collect() {
+        this.set((await read('database', () => sources.databasePing().then(() => true))) ? 1 : 0);
+      },
+    });
+    const { storageFreeBytes } = sources;
+    if (storageFreeBytes)
+      new Gauge({
+        name: 'assets_storage_free_bytes',
+        help: 'Free bytes of the local blob store (fs backend), as /readyz reads them.',
+        registers,
+        async collect() {
+          const free = await read('storage_space', storageFreeBytes);
+          this.reset();
+          if (free !== undefined) this.set(free);
+        },
+      });
     const gc = () => read('content_gc', () => sources.gcBacklog(SOURCE_TIMEOUT_MS));
     new Gauge({
       name: 'assets_content_gc_backlog_contents',
