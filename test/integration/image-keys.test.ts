@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase } from '../helpers/harness';
 
-// The keys command runs in the service's image as it is (no build, no sources, no dev tools there):
+// The operator commands run in the service's image as it is (no build, no sources, no dev tools there):
 // `docker compose exec assets node dist/src/cli/keys.js …`. Without a Docker engine here, the image's runtime stage
 // is laid out from the Dockerfile's own COPY lines (the files it copies from the build and deps stages).
 
@@ -29,6 +29,17 @@ beforeAll(() => {
   expect(fs.existsSync(path.join(app, 'src'))).toBe(false);
 });
 afterAll(() => fs.rmSync(app, { recursive: true, force: true }));
+
+test('node dist/src/cli/migrate.js (the Kubernetes init container) migrates DATABASE_URL_FILE and exits 0', async () => {
+  const secret = path.join(app, 'database-url');
+  fs.writeFileSync(secret, `${await createTestDatabase()}\n`);
+  const out = execFileSync(process.execPath, ['dist/src/cli/migrate.js'], {
+    cwd: app,
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL_FILE: secret },
+    encoding: 'utf8',
+  });
+  expect(out).toContain('"msg":"migrations applied"');
+});
 
 test('node dist/src/cli/keys.js create and list, in the runtime layout, on the deployment database', async () => {
   const env = { PATH: process.env.PATH ?? '', DATABASE_URL: await createTestDatabase() };
