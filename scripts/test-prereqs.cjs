@@ -1,6 +1,6 @@
 'use strict';
-// Run by `npm test` before jest: the suite needs Chromium (browser tests), ffmpeg (video thumbnails) and a local Ceph
-// (radosgw, for the S3 tests). Finds them; as root on Debian/Ubuntu installs what is missing with apt-get; anywhere
+// Run by `npm test` before jest: the suite needs Chromium (browser tests), ffmpeg (video thumbnails), nginx (the
+// deployment's proxy), promtool (its alert rules) and a local Ceph (radosgw, for the S3 tests). Finds them; as root on Debian/Ubuntu installs what is missing with apt-get; anywhere
 // else stops at once with one message naming what is missing and how to get it, instead of failing tests later.
 // TEST_PREREQS=off skips the check (for a run of tests that need none of them).
 const { execFileSync } = require('node:child_process');
@@ -19,6 +19,18 @@ const GROUPS = [
     found: () => onPath('ffmpeg'),
     apt: { packages: ['ffmpeg'], recommends: true },
     elsewhere: "install ffmpeg from the system's packages so it is on the PATH",
+  },
+  {
+    what: "nginx (deploy-proxy.test runs the deployment's own deploy/nginx.conf)",
+    found: () => onPath('nginx'),
+    apt: { packages: ['nginx'], recommends: false },
+    elsewhere: "install nginx from the system's packages",
+  },
+  {
+    what: 'promtool (the Prometheus alert rules of deploy/prometheus/ are checked with it)',
+    found: () => onPath('promtool'),
+    apt: { packages: ['prometheus'], recommends: false },
+    elsewhere: "install Prometheus (its promtool) from the system's packages or prometheus.io",
   },
   {
     what: 'Ceph: ceph-mon, ceph-osd, radosgw (the S3 tests run against a local Ceph RGW)',

@@ -25,6 +25,8 @@ import { uiRouter } from './http/ui/ui.router';
 import { metricsHandler, observeRequests } from './http/metrics';
 import type { RequestGuard } from './http/request-guard';
 import { corsStep } from './http/cors';
+import { versionHandler } from './http/version';
+import { healthz, readyz } from './http/probes';
 
 /** A step every request takes first, before any route (synchronous; a throw goes to error rendering). */
 type RequestStep = (req: Request, res: Response) => void;
@@ -110,21 +112,14 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(downloadsRouter({ downloads: c.downloads }));
   api.use(tasksRouter({ tasks: c.tasks }));
   api.use(uploads.keyed);
-  api.use(exportsRouter({ exports: c.exports, publicUrl: c.config.publicUrl }));
+  api.use(exportsRouter({ exports: c.exports }));
   api.use(seedRouter({ imports: c.imports }));
   app.use('/api', api);
 
   // The open routes, after /api (their paths are disjoint, and API requests then skip their layers).
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (_req, res) => {
-    const checks = await readiness(c);
-    const ok = Object.values(checks).every((v) => v === 'ok');
-    res.status(ok ? 200 : 503);
-    if (!ok) res.set('Retry-After', '5');
-    res.json({ status: ok ? 'ok' : 'unavailable', checks });
-  });
+  app.get('/healthz', healthz);
+  app.get('/readyz', readyz(c));
+  app.get('/version', versionHandler(c));
   if (c.metrics) app.get('/metrics', metricsHandler(c.metrics, c.config.metrics.token));
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(openapiText());
@@ -138,37 +133,6 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   });
   app.use(errorMiddleware(c.logger));
   return app;
-}
-
-/** How long each readiness check may take: a frozen dependency answers "unavailable", not a hang. */
-const READINESS_CHECK_MS = 1_500;
-
-/**
- * The checks of /readyz: each is `ok` or `unavailable`, never error text or an address (the
- * route needs no key). The storage check also fails when the free space is below STORAGE_MIN_FREE_BYTES.
- */
-async function readiness(c: Container): Promise<Record<'database' | 'storage' | 'queue', 'ok' | 'unavailable'>> {
-  const check = (fn: () => Promise<unknown>) =>
-    new Promise<'ok' | 'unavailable'>((resolve) => {
-      const timer = setTimeout(() => resolve('unavailable'), READINESS_CHECK_MS);
-      fn()
-        .then(
-          (v) => resolve(v === false ? 'unavailable' : 'ok'),
-          () => resolve('unavailable'),
-        )
-        .finally(() => clearTimeout(timer));
-    });
-  const [database, storage, queue] = await Promise.all([
-    check(() => c.database.ping()),
-    check(async () => {
-      await c.blobStore.ping();
-      const space = c.blobStore.capabilities.space;
-      if (!space || c.config.storageMinFreeBytes <= 0) return true;
-      return (await space.freeBytes()) >= c.config.storageMinFreeBytes;
-    }),
-    check(() => c.queue.ping()),
-  ]);
-  return { database, storage, queue };
 }
 
 let openapiCache: string | undefined;

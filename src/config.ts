@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { trimEnd } from './domain/input';
 
@@ -67,6 +68,8 @@ export interface Config {
   readonly importRoots: ImportRootsConfig;
   /** BLAKE3 through the native addon (WebAssembly where it does not load), or always WebAssembly. */
   readonly blake3: 'native' | 'wasm';
+  /** GIT_COMMIT: the commit the build came from (set when the image is built); else `.git`, when there is one. */
+  readonly gitCommit: string | undefined;
 }
 
 /** The names a root of IMPORT_ROOTS may have: the top folders of a ComfyUI tree. */
@@ -92,7 +95,18 @@ export type StorageConfig =
       readonly presignedDownloads: boolean;
       /** How long a connection to the store may be silent in the middle of a body, either way (S3_TIMEOUT_MS). */
       readonly timeoutMs?: number;
+      /**
+       * Keys read from `AWS_*_FILE`; absent (the usual case), the AWS SDK finds credentials by its own chain, which
+       * does not know the `_FILE` convention.
+       */
+      readonly credentials?: S3Credentials;
     };
+
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
 
 export interface BootstrapKey {
   readonly owner: string;
@@ -112,9 +126,54 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * The settings that hold secrets: each can also be given as `<NAME>_FILE`, the path of a file holding the value (a
+ * Docker or Kubernetes secret mounted as a file, so the value is in no process environment or `docker inspect`).
+ */
+export const SECRET_SETTINGS = [
+  'DATABASE_URL',
+  'API_KEYS',
+  'ADMIN_API_KEYS',
+  'HF_TOKEN',
+  'CIVITAI_API_TOKEN',
+  'METRICS_TOKEN',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+] as const;
+
+/** The AWS keys given through `_FILE`: the SDK reads only the plain variables, so these are handed to it. */
+const AWS_KEY_SETTINGS = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'] as const;
+
+/**
+ * `env` with the value of every `<NAME>_FILE` put in place of `<NAME>` (the file's content, trailing line breaks
+ * removed). Both set, or a file that cannot be read, is a problem; `env` itself is returned when no `_FILE` is set.
+ */
+function withSecretFiles(env: Env, problems: string[]): { env: Env; fromFiles: ReadonlySet<string> } {
+  const values: Record<string, string> = {};
+  for (const name of SECRET_SETTINGS) {
+    const file = env[`${name}_FILE`]?.trim();
+    if (!file) continue;
+    if (env[name] !== undefined && env[name].trim() !== '') {
+      problems.push(`${name} and ${name}_FILE are both set: set one of them`);
+      continue;
+    }
+    try {
+      values[name] = trimEnd(fs.readFileSync(file, 'utf8'), '\r\n');
+    } catch (err) {
+      // The path is the operator's own; the error code says why (ENOENT, EACCES, EISDIR), never the content.
+      const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      problems.push(`${name}_FILE=${JSON.stringify(file)}: cannot read the file (${why})`);
+    }
+  }
+  const fromFiles = new Set(Object.keys(values));
+  return { env: fromFiles.size === 0 ? env : { ...env, ...values }, fromFiles };
+}
+
 /** Parses the environment; throws one ConfigError that lists every bad variable. */
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config> = {}): Config {
   const problems: string[] = [];
+  const { env, fromFiles } = withSecretFiles(rawEnv, problems);
   const str = (name: string, dflt: string): string => {
     const v = env[name];
     return v === undefined || v.trim() === '' ? dflt : v.trim();
@@ -173,6 +232,19 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     return out;
   };
 
+  /** Explicit S3 keys only when one came from a file; otherwise the SDK's chain, as before `_FILE` existed. */
+  const awsCredentials = (): { credentials?: S3Credentials } => {
+    if (!AWS_KEY_SETTINGS.some((n) => fromFiles.has(n))) return {};
+    const accessKeyId = optional('AWS_ACCESS_KEY_ID');
+    const secretAccessKey = optional('AWS_SECRET_ACCESS_KEY');
+    const sessionToken = optional('AWS_SESSION_TOKEN');
+    if (!accessKeyId || !secretAccessKey) {
+      problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE) are both needed when one is a file');
+      return {};
+    }
+    return { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } };
+  };
+
   const logLevel = str('LOG_LEVEL', 'info').toLowerCase() as LogLevel;
   if (!LOG_LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LOG_LEVELS.join(', ')}`);
@@ -193,6 +265,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       prefix: trimEnd(str('S3_PREFIX', '').replace(/^\/+/, ''), '/'),
       presignedDownloads: bool('S3_PRESIGNED_DOWNLOADS', false),
       timeoutMs: int('S3_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
+      ...awsCredentials(),
     };
   } else if (backend !== 'fs') {
     problems.push(`STORAGE_BACKEND=${JSON.stringify(env.STORAGE_BACKEND)}: expected fs or s3`);
@@ -233,6 +306,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     return out;
   };
   const importRoots = parseImportRoots(optional('IMPORT_ROOTS'), optional('IMPORT_ROOTS_OWNER'), problems);
+
+  const gitCommit = optional('GIT_COMMIT')?.toLowerCase();
+  if (gitCommit !== undefined && !/^[0-9a-f]{7,64}$/.test(gitCommit))
+    problems.push(`GIT_COMMIT=${JSON.stringify(env.GIT_COMMIT)}: expected a commit id (7 to 64 hex digits)`);
 
   const host = str('HOST', '127.0.0.1');
   const config: Config = {
@@ -275,6 +352,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     mediaUrlGrants: bool('MEDIA_URL_GRANTS', true),
     blake3: bool('ASSET_SERVICE_FORCE_WASM_BLAKE3', false) ? 'wasm' : 'native',
     importRoots,
+    gitCommit,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });

@@ -37,6 +37,7 @@ import type { S3BlobStore } from './infra/blob-store/s3';
 import { HttpFetcher } from './infra/http-fetch';
 import type { Logger } from './infra/logger';
 import { Metrics } from './infra/metrics';
+import { readBuildInfo, type BuildInfo } from './infra/build-info';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
 import type { JobMap, Queue } from './domain/job-map';
@@ -70,6 +71,8 @@ export interface Container {
   imports: ImportService;
   /** Prometheus metrics; undefined with METRICS_ENABLED=false. */
   metrics: Metrics | undefined;
+  /** The build this process runs (`GET /version`, `assets_build_info`). */
+  build: BuildInfo;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -124,6 +127,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   await grants.load();
   if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
   const contentRepo = new ContentRepository(database.prisma, database.pool, database.transactions);
+  const build = readBuildInfo(config.gitCommit);
   const metrics = config.metrics.enabled
     ? new Metrics(
         {
@@ -131,6 +135,11 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
           tasks: (timeoutMs) => new TaskRepository(database.prisma, database.transactions).countByStatus(timeoutMs),
           queues: () => queue.depths(),
           gcBacklog: (timeoutMs) => contentRepo.gcBacklog(timeoutMs),
+          build,
+          databasePing: () => database.ping(),
+          ...(blobStore.capabilities.space
+            ? { storageFreeBytes: blobStore.capabilities.space.freeBytes.bind(blobStore.capabilities.space) }
+            : {}),
         },
         logger,
       )
@@ -248,6 +257,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     exports: exportService,
     imports,
     metrics,
+    build,
     close: async () => {
       // Local transfers stop (they resume elsewhere or after restart); outbound connections close.
       await downloadJob.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));

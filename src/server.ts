@@ -10,18 +10,20 @@ import type { Logger } from './infra/logger';
 import { migrate } from './infra/migrate';
 import { answerClientErrors } from './http/client-error';
 import { RequestGuard } from './http/request-guard';
+import { createProbeApp } from './http/probes';
 
 export interface RunningService {
   container: Container;
-  server?: http.Server;
-  /** Base URL of the HTTP server, when this process serves HTTP. */
-  url?: string;
+  server: http.Server;
+  /** Base URL of the HTTP server (a worker's serves its probes and metrics only). */
+  url: string;
   stop(): Promise<void>;
 }
 
 /**
  * Starts the whole service: database (embedded when DATABASE_URL is unset), migrations, container, job workers
- * (role all|worker) and HTTP (role all|api). `stop()` drains in-flight requests and jobs, then closes everything.
+ * (role all|worker) and HTTP (role all|api; a worker's serves /healthz, /readyz and /metrics only). `stop()` drains
+ * in-flight requests and jobs, then closes everything.
  */
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
   let embedded: EmbeddedDatabase | undefined;
@@ -41,25 +43,22 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const reconciling = container.content
       .reconcileAtStart()
       .catch((err) => logger.warn('start-up reconciliation failed', { err: (err as Error).message }));
-    let server: http.Server | undefined;
-    let url: string | undefined;
     const guard = new RequestGuard(config.bodyIdleTimeoutMs, config.sendIdleTimeoutMs, {
       bytesPerSecond: config.bodyMinBytesPerSecond,
       windowMs: config.bodyMinRateWindowMs,
     });
-    if (config.role !== 'worker') {
-      const app = await createApp(container, { guard });
-      // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
-      server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
-      answerClientErrors(server, guard);
-      await new Promise<void>((resolve, reject) => {
-        server!.once('error', reject);
-        server!.listen(config.port, config.host, () => resolve());
-      });
-      const addr = server.address() as AddressInfo;
-      url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
-      logger.info('listening', { url, role: config.role });
-    }
+    // A worker serves only its probes and metrics (http/probes.ts) on PORT, so an orchestrator can check it.
+    const app = config.role === 'worker' ? createProbeApp(container) : await createApp(container, { guard });
+    // No overall request time limit (uploads of many GiB take long); a stalled body is cut by the guard instead.
+    const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 }, app);
+    answerClientErrors(server, guard);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+    const addr = server.address() as AddressInfo;
+    const url = `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
+    logger.info('listening', { url, role: config.role });
     const c = container;
     let stopping: Promise<void> | undefined;
     return {
@@ -68,7 +67,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       url,
       stop: () =>
         (stopping ??= (async () => {
-          if (server) await closeServer(server, config.shutdownGraceMs, guard);
+          await closeServer(server, config.shutdownGraceMs, guard);
           guard.close();
           await reconciling;
           await c.close();

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TransferMeter } from '../domain/transfer-meter';
+import type { BuildInfo } from './build-info';
 import type { Logger } from './logger';
 
 /** Where the scrape-time gauges read from; each is called at most once per scrape, under `SOURCE_TIMEOUT_MS`. */
@@ -10,6 +11,12 @@ export interface MetricSources {
   tasks(timeoutMs: number): Promise<{ taskName: string; status: string; count: number }[]>;
   queues(): Promise<{ queue: string; queued: number; active: number; deferred: number; failed: number }[]>;
   gcBacklog(timeoutMs: number): Promise<{ contents: number; bytes: number }>;
+  /** The build, for `assets_build_info`. */
+  build: BuildInfo;
+  /** One round trip to the database (`assets_database_up`). */
+  databasePing(): Promise<unknown>;
+  /** The blob store's free bytes, where the backend can tell (local disk); absent on S3. */
+  storageFreeBytes?: () => Promise<number>;
 }
 
 /** A scrape waits at most this long for one database-backed gauge; a slow source leaves its gauge empty. */
@@ -111,6 +118,18 @@ export class Metrics implements TransferMeter {
       registers,
     });
 
+    // The Prometheus idiom for a build's identity: one series of value 1 whose labels say what runs, so a rolling
+    // upgrade shows as instances changing label, and alerts can join on it. An unknown commit is an empty label.
+    new Gauge({
+      name: 'assets_build_info',
+      help: 'The build this process runs: version (package.json), git commit and Node.js version; always 1.',
+      labelNames: ['version', 'commit', 'node_version'],
+      registers,
+    }).set(
+      { version: sources.build.version, commit: sources.build.commit ?? '', node_version: sources.build.nodeVersion },
+      1,
+    );
+
     const { pool } = sources;
     new Gauge({
       name: 'assets_db_pool_connections',
@@ -169,6 +188,28 @@ export class Metrics implements TransferMeter {
         }
       },
     });
+    // What the alert rules (deploy/prometheus/alerts.yml) need beyond request metrics: whether this instance reaches
+    // the database, and the free space /readyz compares with STORAGE_MIN_FREE_BYTES (so an alert can fire before it).
+    new Gauge({
+      name: 'assets_database_up',
+      help: 'Whether the database answered a round trip within 2 s at this scrape (1) or not (0).',
+      registers,
+      async collect() {
+        this.set((await read('database', () => sources.databasePing().then(() => true))) ? 1 : 0);
+      },
+    });
+    const { storageFreeBytes } = sources;
+    if (storageFreeBytes)
+      new Gauge({
+        name: 'assets_storage_free_bytes',
+        help: 'Free bytes of the local blob store (fs backend), as /readyz reads them.',
+        registers,
+        async collect() {
+          const free = await read('storage_space', storageFreeBytes);
+          this.reset();
+          if (free !== undefined) this.set(free);
+        },
+      });
     const gc = () => read('content_gc', () => sources.gcBacklog(SOURCE_TIMEOUT_MS));
     new Gauge({
       name: 'assets_content_gc_backlog_contents',

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client } from 'pg';
+import { Client, type Pool } from 'pg';
 import type { Logger } from './logger';
 
 /** Prisma's own advisory lock key for migrations, so `prisma migrate deploy` and this runner exclude each other. */
@@ -96,4 +96,14 @@ export async function migrate(databaseUrl: string, logger: Logger): Promise<stri
     await client.end();
   }
   return applied;
+}
+
+/** The newest migration applied (and not rolled back), as `_prisma_migrations` records it; undefined before any. */
+export async function newestAppliedMigration(pool: Pool): Promise<string | undefined> {
+  const { rows } = await pool.query<{ migration_name: string }>({
+    name: 'newest-applied-migration',
+    text: `SELECT migration_name FROM "_prisma_migrations"
+           WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY migration_name DESC LIMIT 1`,
+  });
+  return rows[0]?.migration_name;
 }

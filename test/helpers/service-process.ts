@@ -10,7 +10,7 @@ export const MAIN = path.join(__dirname, '..', '..', 'dist', 'src', 'main.js');
 
 export interface ServiceProcess {
   proc: ChildProcess;
-  /** Base URL, for roles that serve HTTP. */
+  /** Base URL (a worker serves /healthz, /readyz and /metrics only). */
   url: string;
   logs(): Record<string, unknown>[];
   stderr(): string;
@@ -19,8 +19,8 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `node dist/src/main.js [--role ROLE]` with `env` (plus test keys and JSON logs) and waits until it is ready:
- * /readyz for roles with HTTP, the job workers' first log line otherwise.
+ * Starts `node dist/src/main.js [--role ROLE]` with `env` (plus test keys and JSON logs) and waits until its /readyz
+ * answers 200 (every role serves it).
  */
 export async function spawnService(
   env: Record<string, string>,
@@ -70,7 +70,6 @@ export async function spawnService(
   await waitFor(
     async () => {
       if (proc.exitCode !== null) throw new Error(`service exited early: ${err}`);
-      if (opts.role === 'worker') return child.logs().some((l) => l.msg === 'workers started') ? true : undefined;
       return fetch(`${url}/readyz`).then(
         (r) => (r.status === 200 ? true : undefined),
         () => undefined,

@@ -6,12 +6,13 @@ import { gql } from '../helpers/graphql';
 import { startTestService, type TestService } from '../helpers/harness';
 import { exposedNames, parseExposition } from '../helpers/prometheus';
 
-// deploy/: the Grafana dashboard only queries metrics the service exposes, and the monitoring profile of
-// docker-compose.yml provisions it.
+// deploy/: the Grafana dashboard and the alert rules only query metrics the service exposes, and the monitoring
+// profile of docker-compose.yml provisions them.
 
 const ROOT = path.resolve(__dirname, '../..');
 const read = (p: string) => fs.readFileSync(path.join(ROOT, p), 'utf8');
 const DASHBOARD = 'deploy/grafana/dashboards/asset-service.json';
+const ALERTS = 'deploy/prometheus/alerts.yml';
 
 /** PromQL functions, aggregations and keywords: words a query uses that are not metric names. */
 const PROMQL_WORDS = new Set(
@@ -81,6 +82,26 @@ describe('the dashboard', () => {
         'histogram_quantile(0.99, sum by (le, route) (rate(a_b_bucket{instance=~"$instance", x="y{z}"}[$__rate_interval])))',
       ),
     ).toEqual(['a_b_bucket']);
+  });
+
+  test('alert rules: valid for promtool, on metrics the service exposes, loaded by the provisioned Prometheus', async () => {
+    const check = spawnSync('promtool', ['check', 'rules', path.join(ROOT, ALERTS)], { encoding: 'utf8' });
+    expect({ status: check.status, out: check.stdout + check.stderr }).toEqual({
+      status: 0,
+      out: expect.stringContaining('SUCCESS: 6 rules found'),
+    });
+    const rules = (
+      YAML.parse(read(ALERTS)) as { groups: { rules: { alert: string; expr: string }[] }[] }
+    ).groups.flatMap((g) => g.rules);
+    const exposed = exposedNames(parseExposition(await (await fetch(svc.url + '/metrics')).text()));
+    // `up` is Prometheus's own series of each scrape target.
+    const missing = rules.flatMap((r) => metricNamesIn(r.expr).filter((n) => n !== 'up' && !exposed.has(n)));
+    expect(missing).toEqual([]);
+    for (const signal of ['Down', 'DatabaseDown', 'ErrorRate', 'Slow', 'Queue', 'Storage'])
+      expect(rules.map((r) => r.alert).some((a) => a.includes(signal))).toBe(true);
+    const prom = YAML.parse(read('deploy/prometheus.yml')) as { rule_files: string[] };
+    const compose = YAML.parse(read('docker-compose.yml'));
+    expect(compose.services.prometheus.volumes).toContain(`./${ALERTS}:${prom.rule_files[0]}:ro`);
   });
 
   test('is provisioned against the provisioned Prometheus data source', () => {

@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express';
+import { Router } from 'express';
 import { exportRequestOf, type ExportRequestBody, type ExportService } from '../../domain/exports/export.service';
 import { contentDisposition } from '../../infra/content-disposition';
 import { parseRange, unsatisfiable } from './content.router';
@@ -6,11 +6,10 @@ import { handle, principalOf } from '../shared/handler';
 import { jsonBody } from './middleware';
 import { checkBody } from '../schema/check';
 import { ExportRequest } from '../schema/rest';
-
-const baseUrlOf = (req: Request, publicUrl: string | undefined) => publicUrl ?? `${req.protocol}://${req.get('host')}`;
+import { baseUrlOfRes } from '../base-url';
 
 /** Bulk export: start an export task, and get a short-lived URL of a finished archive. */
-export function exportsRouter(deps: { exports: ExportService; publicUrl?: string }): Router {
+export function exportsRouter(deps: { exports: ExportService }): Router {
   const r = Router();
   r.post(
     '/assets/export',
@@ -34,7 +33,9 @@ export function exportsRouter(deps: { exports: ExportService; publicUrl?: string
       const { url, expiresAt } = await deps.exports.url(
         principalOf(res),
         req.params.export_name as string,
-        baseUrlOf(req, deps.publicUrl),
+        // The request's base as every other URL of the service has it (PUBLIC_URL, else Host, and behind a trusted
+        // proxy X-Forwarded-Proto/-Host), so an export link names the address clients used, as preview_url does.
+        baseUrlOfRes(res),
       );
       res.set('Cache-Control', 'no-store').json({ url, expires_at: expiresAt.toISOString() });
     }),

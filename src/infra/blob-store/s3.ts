@@ -115,6 +115,7 @@ export class S3BlobStore implements BlobStore, Presigning {
       region: config.region,
       ...(config.endpoint ? { endpoint: config.endpoint } : {}),
       forcePathStyle: config.forcePathStyle,
+      ...(config.credentials ? { credentials: config.credentials } : {}),
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       // A store that cannot be reached fails within seconds; one that does not answer a request within two minutes
