@@ -22,6 +22,8 @@
 //   git worktree add /tmp/old <rev> && (cd /tmp/old && npm install && npm run build)
 //   cp -r dist .ab-new   # this tree's build; a dist dir must sit under a checkout so node_modules resolves
 //   node bench/ab.cjs /tmp/old/dist .ab-new graphql
+// The GraphQL figure's baseline, Apollo Server with its defaults over the same schema (bench/lib/apollo-defaults.cjs):
+//   node bench/ab.cjs bench/lib/apollo-defaults.cjs dist graphql
 // Or one build under two settings: AB_ENV_A / AB_ENV_B add environment variables to A's or B's process
 // (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
 const path = require('node:path');
@@ -61,7 +63,8 @@ const envOf = (k) =>
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
-const mainOf = (dir) => path.resolve(dir, 'src', 'main.js');
+// A build is a dist dir (its src/main.js), or a script that serves like one (bench/lib/apollo-defaults.cjs).
+const mainOf = (dir) => (/\.c?js$/.test(dir) ? path.resolve(dir) : path.resolve(dir, 'src', 'main.js'));
 const order = (round) => (round % 2 ? ['B', 'A'] : ['A', 'B']);
 
 /** The service's two builds on the stack's database and data dir (the stack's own service stopped). */
