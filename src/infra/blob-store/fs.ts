@@ -249,10 +249,14 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     const file = this.contentPath(blake3Hex);
     // Open first so a missing blob is an error here, not an 'error' event after headers went out.
     const open = () => fsp.open(file, 'r');
+    const notFound = (err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+    };
+    // After the restore, found or not, open again: a concurrent restore may have moved it back meanwhile.
     const fh = await open().catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-      if (opts.fromQuarantine !== false && (await this.restore(blake3Hex))) return open();
-      throw new BlobNotFoundError(blake3Hex);
+      if (err.code !== 'ENOENT' || opts.fromQuarantine === false) return notFound(err);
+      await this.restore(blake3Hex);
+      return open().catch(notFound);
     });
     return fileBody(fh, range, this.readBuffers);
   }
@@ -260,10 +264,13 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   async localPath(blake3Hex: string): Promise<string> {
     const file = this.contentPath(blake3Hex);
     const access = () => fsp.access(file, fs.constants.R_OK);
+    const notFound = (err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+    };
     await access().catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-      if (await this.restore(blake3Hex)) return access();
-      throw new BlobNotFoundError(blake3Hex);
+      if (err.code !== 'ENOENT') return notFound(err);
+      await this.restore(blake3Hex);
+      return access().catch(notFound);
     });
     return file;
   }

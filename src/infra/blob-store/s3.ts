@@ -238,9 +238,12 @@ export class S3BlobStore implements BlobStore, Presigning {
         }),
       );
     try {
+      // After the restore, found or not, read again: a concurrent restore (another reader, the start-up) may have
+      // moved it back meanwhile.
       const res = await get().catch(async (err: unknown) => {
-        if (isNotFound(err) && opts.fromQuarantine !== false && (await this.restore(blake3Hex))) return get();
-        throw err;
+        if (!isNotFound(err) || opts.fromQuarantine === false) throw err;
+        await this.restore(blake3Hex);
+        return get();
       });
       return new OwnedBody(res.Body as Readable);
     } catch (err) {
