@@ -18,6 +18,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Seconds an unreferenced content stays before its blob is removed. */
   readonly contentGcGraceSeconds: number;
+  /** Days a blob no row names stays in the quarantine before it is removed for good (longer than any backup kept). */
+  readonly orphanRetentionDays: number;
   /** Which parts this process runs: HTTP, job workers, or both. */
   readonly role: 'all' | 'api' | 'worker';
   /** Size of the PostgreSQL connection pool used for requests. */
@@ -325,6 +327,7 @@ export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config>
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 68719476736, 0, Number.MAX_SAFE_INTEGER),
     logLevel,
     contentGcGraceSeconds: int('CONTENT_GC_GRACE_SECONDS', 3600, 0, 365 * 86400),
+    orphanRetentionDays: int('ORPHAN_RETENTION_DAYS', 7, 1, 3650),
     role: role as Config['role'],
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
     thumbnails: {

@@ -153,6 +153,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const content = new ContentService(contentRepo, blobStore, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
+    orphanRetentionDays: config.orphanRetentionDays,
     onNewContent: (tx, recs) => thumbnails.enqueue(tx, recs),
     meter: metrics,
   });

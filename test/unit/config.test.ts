@@ -51,6 +51,15 @@ describe('loadConfig', () => {
     for (const name of ['BODY_IDLE_TIMEOUT_MS', 'AUTH_FAILURES_PER_MINUTE', 'TRUST_PROXY']) expect(bad).toThrow(name);
   });
 
+  test('ORPHAN_RETENTION_DAYS: 7 days by default, 1 to 3650, anything else refused', () => {
+    expect(loadConfig({}).orphanRetentionDays).toBe(7);
+    expect(loadConfig({ ORPHAN_RETENTION_DAYS: '30' }).orphanRetentionDays).toBe(30);
+    for (const bad of ['0', '-1', '2.5', 'week', '3651'])
+      expect(() => loadConfig({ ORPHAN_RETENTION_DAYS: bad })).toThrow(
+        `ORPHAN_RETENTION_DAYS=${JSON.stringify(bad)}: expected a whole number from 1 to 3650`,
+      );
+  });
+
   test('keys: owner:key entries, default owner, admin keys', () => {
     const c = loadConfig({ API_KEYS: 'alice:alice-secret-1, plainkey-123', ADMIN_API_KEYS: 'root:root-secret-1' });
     expect(c.apiKeys).toEqual([

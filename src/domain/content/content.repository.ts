@@ -203,6 +203,13 @@ export class ContentRepository {
     return n > 0;
   }
 
+  /** The next `limit` rows after `afterBlake3` in key order, hash and size only (verify's walk of every row). */
+  async page(afterBlake3: string, limit: number): Promise<{ blake3: string; size: number }[]> {
+    const rows = await this.db.$queryRaw<{ blake3: string; size: bigint }[]>`SELECT blake3, size FROM content
+      WHERE blake3 > ${afterBlake3} ORDER BY blake3 LIMIT ${limit}`;
+    return rows.map((r) => ({ blake3: r.blake3.trim(), size: Number(r.size) }));
+  }
+
   /** Content without derived metadata among the next `limit` rows after `afterBlake3` (a walk of the primary key). */
   async findWithoutMetadata(
     afterBlake3: string,

@@ -31,17 +31,23 @@ export class ContentService {
     private readonly opts: {
       maxUploadBytes: number;
       gcGraceSeconds: number;
+      /** Days a blob moved aside (no row names it) stays in the quarantine before it is removed for good. */
+      orphanRetentionDays: number;
+      /** The clock of the sweeps (epoch ms); tests move it forward. */
+      now?: () => number;
       /** Runs in the transaction that inserts new content rows (enqueues their thumbnail jobs). */
       onNewContent?: (tx: Transaction, contents: readonly ContentRecord[]) => Promise<void>;
       meter?: TransferMeter;
     },
   ) {
     this.meter = opts.meter ?? NO_METER;
+    this.now = opts.now ?? Date.now;
     this.hashedWrites = blobs.capabilities.hashedWrites;
     this.presign = blobs.capabilities.presign;
   }
 
   private readonly meter: TransferMeter;
+  private readonly now: () => number;
   /** The store's capabilities this service uses where the store has them. */
   private readonly hashedWrites: HashedWrites | undefined;
   private readonly presign: Presigning | undefined;
@@ -179,15 +185,16 @@ export class ContentService {
 
   /**
    * After a create that put (or may have put) the blob of `blake3` in place failed (refused, rolled back, database
-   * gone): removes the blob unless a content row refers to it, under the content lock (`removeOrphanBlob`), so a
-   * concurrent upload of the same bytes is never hurt. When the database cannot be reached now, retries in the
+   * gone): moves the blob aside unless a content row refers to it, under the content lock (`moveOrphanAside`), so a
+   * concurrent upload of the same bytes is never hurt (and a blob that was there before, which a restored database
+   * may name, is not lost). When the database cannot be reached now, retries in the
    * background until it can; a crash before that is reconciled by the sweep at the next start.
    */
   async abandon(blake3: string): Promise<void> {
     try {
-      await this.removeOrphanBlob(blake3);
+      await this.moveOrphanAside(blake3);
     } catch (err) {
-      this.logger.warn('could not remove the blob of a failed create yet; retrying', {
+      this.logger.warn('could not move the blob of a failed create aside yet; retrying', {
         blake3,
         err: (err as Error).message,
       });
@@ -199,7 +206,7 @@ export class ContentService {
     if (attempt > 120 || this.closed) return;
     const timer = setTimeout(() => {
       this.pendingAbandons.delete(timer);
-      this.removeOrphanBlob(blake3).catch(() => this.retryAbandon(blake3, attempt + 1));
+      this.moveOrphanAside(blake3).catch(() => this.retryAbandon(blake3, attempt + 1));
     }, 5_000);
     timer.unref();
     this.pendingAbandons.add(timer);
@@ -310,7 +317,8 @@ export class ContentService {
   }
 
   /**
-   * Removes one content and its blob if it is still unreferenced and its grace period is over.
+   * Removes one content if it is still unreferenced and its grace period is over, and moves its blob into the
+   * quarantine (removed for good `orphanRetentionDays` later, so a database restored from before the delete finds it).
    *
    * Why this cannot lose data that a concurrent request on any instance is about to reference: every path that
    * references content (upload commit, from-hash, download completion) takes the transaction-level advisory lock of
@@ -328,7 +336,7 @@ export class ContentService {
   async collect(blake3: string): Promise<boolean> {
     return this.repo.withSessionLock(blake3, async (locked) => {
       if (!(await locked.deleteIfCollectable(this.opts.gcGraceSeconds))) return false;
-      await this.blobs.delete(blake3);
+      await this.blobs.quarantine(blake3, this.today());
       this.logger.info('removed unreferenced content', { blake3 });
       return true;
     });
@@ -337,10 +345,10 @@ export class ContentService {
   /**
    * Collects up to `batch` contents whose grace period is over, in one statement (`ContentRepository.deleteExpired`):
    * rows claimed by no other instance and whose content lock no one holds, re-checked for references, deleted.
-   * The blobs are deleted after the commit, never before: a failure in between leaves an unreferenced blob that the
-   * orphan sweep removes, never a row without its blob. A referencing request that comes after the commit finds no
-   * row and stores the content anew from its temporary blob, exactly as with `collect`; to make that safe against
-   * our blob delete, each blob is deleted under the content's session lock (as `removeOrphanBlob` does) and only if
+   * The blobs are moved aside after the commit, never before: a failure in between leaves an unreferenced blob that
+   * the orphan sweep moves aside, never a row without its blob. A referencing request that comes after the commit
+   * finds no row and stores the content anew from its temporary blob, exactly as with `collect`; to make that safe
+   * against our move, each blob is moved under the content's session lock (as `moveOrphanAside` does) and only if
    * still no row names it. Returns how many contents were removed.
    */
   async collectExpired(batch = 1_000): Promise<number> {
@@ -353,7 +361,7 @@ export class ContentService {
       this.logger.warn('batch collection failed; collecting one by one', { err: (err as Error).message });
       return this.collectOneByOne(batch);
     }
-    for (const hex of removed) await this.removeOrphanBlob(hex);
+    for (const hex of removed) await this.moveOrphanAside(hex);
     if (removed.length > 0) this.logger.info('removed unreferenced content', { count: removed.length });
     return removed.length;
   }
@@ -372,44 +380,122 @@ export class ContentService {
 
   /**
    * At start: blobs without a content row (a crash between putting a blob in place and committing its row, a
-   * failed cleanup) are removed, each under its content lock, so instances starting together or serving uploads
-   * meanwhile are safe. Runs in the background; returns how many were removed.
+   * failed cleanup, a database restored from an older backup) are moved aside, and quarantined blobs that a row names
+   * again (a database restored from a newer backup) are moved back, each under its content lock, so instances
+   * starting together or serving uploads meanwhile are safe. Nothing is removed for good here. Runs in the
+   * background; returns how many blobs were moved aside.
    */
   async reconcileAtStart(): Promise<number> {
+    const restored = await this.restoreNamed();
     const n = await this.sweepOrphanBlobs(0);
-    this.logger.info('start-up reconciliation finished', { removed_blobs: n });
+    this.logger.info('start-up reconciliation finished', { quarantined_blobs: n, restored_blobs: restored });
     return n;
   }
 
   /**
-   * Removes blobs that have no content row and were last written more than `olderThanMs` ago: leftovers of a
-   * transaction that rolled back after its commit, of a crash, or of a GC whose blob delete failed after the row
-   * delete. Each candidate is re-checked under the content lock (the same protocol as `collect`), so a concurrent
-   * upload of the same bytes either sees its row or commits the blob again. The listing costs one LIST request per
-   * 1,000 blobs on S3 (a directory walk on disk), so it runs daily.
+   * Moves aside blobs that have no content row and were last written more than `olderThanMs` ago: leftovers of a
+   * transaction that rolled back after its commit, of a crash, of a GC whose blob move failed after the row delete,
+   * or blobs a restored older database does not know. Each candidate is re-checked under the content lock (the same
+   * protocol as `collect`), so a concurrent upload of the same bytes either sees its row or commits the blob again.
+   * The listing costs one LIST request per 1,000 blobs on S3 (a directory walk on disk), so it runs daily. Returns
+   * how many were moved aside.
    */
   async sweepOrphanBlobs(olderThanMs: number): Promise<number> {
+    let moved = 0;
+    await this.inBatches(this.blobs.listBlobs(olderThanMs, this.now()), async (hex, named) => {
+      if (!named && (await this.moveOrphanAside(hex))) moved++;
+    });
+    return moved;
+  }
+
+  /**
+   * The quarantine's review (the daily sweep, after `sweepOrphanBlobs`): a blob a row names again is moved back; one
+   * no row names whose retention is over (`orphanRetentionDays` whole days after the day it was moved aside) is
+   * removed for good, under its content lock and only if still no row names it. A copy whose blob is stored again
+   * anyway (uploaded anew) is a duplicate and goes once its retention is over too.
+   */
+  async reviewQuarantine(): Promise<{ restored: number; removed: number }> {
+    let restored = 0;
     let removed = 0;
+    const entries = this.blobs.listQuarantined();
+    const days = new Map<string, string[]>();
+    await this.inBatches(
+      mapAsync(entries, (q) => {
+        days.set(q.blake3, [...(days.get(q.blake3) ?? []), q.day]);
+        return q.blake3;
+      }),
+      async (hex, named) => {
+        const copies = days.get(hex);
+        if (!copies) return; // listed twice (two days): handled with its first listing
+        days.delete(hex);
+        if (named && !(await this.blobs.exists(hex))) {
+          if (await this.blobs.restore(hex)) restored++;
+          return;
+        }
+        for (const day of copies) if (this.retentionOver(day) && (await this.purge(hex, day))) removed++;
+      },
+    );
+    if (restored > 0 || removed > 0) this.logger.info('reviewed the blob quarantine', { restored, removed });
+    return { restored, removed };
+  }
+
+  /** The restoring half of `reviewQuarantine` (at start, where nothing is removed for good). */
+  private async restoreNamed(): Promise<number> {
+    let restored = 0;
+    await this.inBatches(
+      mapAsync(this.blobs.listQuarantined(), (q) => q.blake3),
+      async (hex, named) => {
+        if (named && !(await this.blobs.exists(hex)) && (await this.blobs.restore(hex))) restored++;
+      },
+    );
+    return restored;
+  }
+
+  /** Calls `fn` for each hash of `hashes` with whether a content row names it, asking the database 500 at a time. */
+  private async inBatches(
+    hashes: AsyncIterable<string>,
+    fn: (hex: string, named: boolean) => Promise<void>,
+  ): Promise<void> {
     let batch: string[] = [];
     const flush = async () => {
       const rows = await this.repo.existing(batch);
-      for (const hex of batch) if (!rows.has(hex) && (await this.removeOrphanBlob(hex))) removed++;
+      for (const hex of batch) await fn(hex, rows.has(hex));
       batch = [];
     };
-    for await (const hex of this.blobs.listBlobs(olderThanMs)) {
+    for await (const hex of hashes) {
       batch.push(hex);
       if (batch.length >= 500) await flush();
     }
     if (batch.length > 0) await flush();
-    return removed;
   }
 
-  private async removeOrphanBlob(blake3: string): Promise<boolean> {
+  /** Whether a blob moved aside on `day` has been kept `orphanRetentionDays` whole days (counted from the day's end). */
+  private retentionOver(day: string): boolean {
+    const end = Date.parse(`${day}T00:00:00Z`) + DAY_MS;
+    return this.now() >= end + this.opts.orphanRetentionDays * DAY_MS;
+  }
+
+  /** Today (UTC) as the quarantine names its days. */
+  private today(): string {
+    return new Date(this.now()).toISOString().slice(0, 10);
+  }
+
+  private async moveOrphanAside(blake3: string): Promise<boolean> {
     return this.repo.withSessionLock(blake3, async (locked) => {
       if (await locked.hasRow()) return false;
       if (!(await this.blobs.exists(blake3))) return false;
-      await this.blobs.delete(blake3);
-      this.logger.debug('removed a blob without content row', { blake3 });
+      await this.blobs.quarantine(blake3, this.today());
+      this.logger.debug('moved a blob without content row aside', { blake3 });
+      return true;
+    });
+  }
+
+  /** Removes a quarantined copy for good, unless a row names it and it is the only copy left. */
+  private async purge(blake3: string, day: string): Promise<boolean> {
+    return this.repo.withSessionLock(blake3, async (locked) => {
+      if ((await locked.hasRow()) && !(await this.blobs.exists(blake3))) return false;
+      await this.blobs.purgeQuarantined(blake3, day);
+      this.logger.debug('removed a quarantined blob', { blake3, day });
       return true;
     });
   }
@@ -449,6 +535,12 @@ export class ContentService {
   get gcGraceSeconds(): number {
     return this.opts.gcGraceSeconds;
   }
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+async function* mapAsync<T, U>(source: AsyncIterable<T>, fn: (t: T) => U): AsyncIterable<U> {
+  for await (const t of source) yield fn(t);
 }
 
 /** `format` from the file name's extension when the bytes did not tell it. */

@@ -38,13 +38,27 @@ export interface BlobStore {
   /** Removes a temporary blob; never throws for one already gone. */
   discard(temp: TempBlob): Promise<void>;
   exists(blake3Hex: string): Promise<boolean>;
-  /** Streams the content, or the inclusive byte range [start, end]. BlobNotFoundError when there is no such blob. */
-  read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
-  /** Removes the blob and every derived object stored beside it (`putDerived`). */
-  delete(blake3Hex: string): Promise<void>;
+  /**
+   * Streams the content, or the inclusive byte range [start, end]. A blob found only in the quarantine is moved back
+   * first (someone who reads a hash holds a row naming it: a restored database); `fromQuarantine: false` leaves the
+   * quarantine alone (the read-only verify). BlobNotFoundError when there is no such blob.
+   */
+  read(blake3Hex: string, range?: { start: number; end: number }, opts?: ReadOptions): Promise<Readable>;
+  /**
+   * Moves the blob and its derived objects aside into the quarantine of `day` (`YYYY-MM-DD`), by a rename on disk or a
+   * copy then delete on S3: nothing is removed at once, so a restored database that names the blob again finds it.
+   * Nothing to do for a blob that is not stored.
+   */
+  quarantine(blake3Hex: string, day: string): Promise<void>;
+  /** Moves a quarantined blob (the copy of any day) and its derived objects back; whether one was found. */
+  restore(blake3Hex: string): Promise<boolean>;
+  /** Every blob in the quarantine, with the day it was moved aside (a blob moved aside twice is listed twice). */
+  listQuarantined(): AsyncIterable<QuarantinedBlob>;
+  /** Removes the quarantined copy of `day` and its derived objects for good; never throws for one already gone. */
+  purgeQuarantined(blake3Hex: string, day: string): Promise<void>;
   /**
    * Stores a small object made from a blob (a thumbnail) beside it, under its own key (`<blob key>.<kind>`); written
-   * whole and durable, replacing an older one. Never listed by `listBlobs`; removed by `delete` with the blob.
+   * whole and durable, replacing an older one. Never listed by `listBlobs`; moved aside and back with the blob.
    */
   putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void>;
   /** The derived object, or undefined when there is none. */
@@ -54,8 +68,10 @@ export interface BlobStore {
    * returns how many.
    */
   sweepTemps(olderThanMs: number): Promise<number>;
-  /** Hashes of the stored blobs last written more than `olderThanMs` ago (for the orphan sweeper). */
-  listBlobs(olderThanMs: number): AsyncIterable<string>;
+  /** Hashes of the stored blobs last written more than `olderThanMs` before `now` (for the orphan sweeper). */
+  listBlobs(olderThanMs: number, now?: number): AsyncIterable<string>;
+  /** Every stored blob (not the quarantine's) with its size and when it was last written (verify). */
+  listStored(): AsyncIterable<StoredBlob>;
   /**
    * Named objects outside the content store (export archives, `exports/<uuid>.zip`): written from `source`, durable,
    * and visible under the name whole or not at all (a failed write leaves nothing). Resolves with the size.
@@ -160,6 +176,28 @@ export const PARTIAL_NAME = /^[\w.-]{1,200}$/;
 
 export const DERIVED_KINDS = ['thumbnail.webp'] as const;
 export type DerivedKind = (typeof DERIVED_KINDS)[number];
+
+export interface ReadOptions {
+  /** false: a blob only in the quarantine is not found (and stays where it is). Default true. */
+  fromQuarantine?: boolean;
+}
+
+export interface StoredBlob {
+  readonly blake3: string;
+  readonly size: number;
+  /** Epoch milliseconds of the last write (mtime, S3 LastModified). */
+  readonly lastModified: number;
+}
+
+export interface QuarantinedBlob {
+  readonly blake3: string;
+  /** The UTC day it was moved aside, `YYYY-MM-DD`. */
+  readonly day: string;
+  readonly size: number;
+}
+
+/** What a quarantine day may be: the folder or key segment it names. */
+export const QUARANTINE_DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 export interface CommitOptions {
   /** Leave the temporary blob in place (the caller discards it later); see ContentService.precommit. */

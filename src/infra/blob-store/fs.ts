@@ -10,6 +10,7 @@ import {
   checkObjectName,
   DERIVED_KINDS,
   PARTIAL_NAME,
+  QUARANTINE_DAY,
   type BlobStore,
   type CopiedLocalFile,
   type BlobStoreCapabilities,
@@ -18,7 +19,10 @@ import {
   type LocalFiles,
   type DerivedKind,
   type PartialBlob,
+  type QuarantinedBlob,
+  type ReadOptions,
   type SpaceReport,
+  type StoredBlob,
   type TempBlob,
 } from './blob-store';
 import { isProcessAlive } from '../process';
@@ -30,8 +34,9 @@ export { BlobNotFoundError } from './blob-store';
 
 /**
  * Local-disk blob store under `root`: content at `root/ab/cd/<hex>`, temporaries in `root/.tmp` (same filesystem, so
- * commit is an atomic rename), partial downloads in `root/.partial`. Every temporary is fsynced before it is
- * renamed, and the directory after, so a committed blob survives a power cut.
+ * commit is an atomic rename), partial downloads in `root/.partial`, blobs moved aside in `root/.orphans/<day>/ab/cd/<hex>`
+ * (renamed there and back, never copied). Every temporary is fsynced before it is renamed, and the directory after, so
+ * a committed blob survives a power cut.
  */
 export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceReport {
   readonly kind = 'fs' as const;
@@ -40,6 +45,7 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   private readonly tmpDir: string;
   private readonly partialDir: string;
   private readonly objectsDir: string;
+  private readonly orphansDir: string;
   /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
   /** Bytes of `writeTempHashed` moved to the worker vs copied (the move is the fast path; tests check it is taken). */
@@ -55,6 +61,7 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     this.tmpDir = path.join(root, '.tmp');
     this.partialDir = path.join(root, '.partial');
     this.objectsDir = path.join(root, '.objects');
+    this.orphansDir = path.join(root, '.orphans');
   }
 
   async init(): Promise<void> {
@@ -238,27 +245,80 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     return exists(this.contentPath(blake3Hex));
   }
 
-  async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
+  async read(blake3Hex: string, range?: { start: number; end: number }, opts: ReadOptions = {}): Promise<Readable> {
     const file = this.contentPath(blake3Hex);
     // Open first so a missing blob is an error here, not an 'error' event after headers went out.
-    const fh = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+    const open = () => fsp.open(file, 'r');
+    const notFound = (err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+    };
+    // After the restore, found or not, open again: a concurrent restore may have moved it back meanwhile.
+    const fh = await open().catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT' || opts.fromQuarantine === false) return notFound(err);
+      await this.restore(blake3Hex);
+      return open().catch(notFound);
     });
     return fileBody(fh, range, this.readBuffers);
   }
 
   async localPath(blake3Hex: string): Promise<string> {
     const file = this.contentPath(blake3Hex);
-    await fsp.access(file, fs.constants.R_OK).catch((err: NodeJS.ErrnoException) => {
+    const access = () => fsp.access(file, fs.constants.R_OK);
+    const notFound = (err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+    };
+    await access().catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') return notFound(err);
+      await this.restore(blake3Hex);
+      return access().catch(notFound);
     });
     return file;
   }
 
-  async delete(blake3Hex: string): Promise<void> {
-    const file = this.contentPath(blake3Hex);
+  async quarantine(blake3Hex: string, day: string): Promise<void> {
+    await moveWithDerived(this.contentPath(blake3Hex), this.quarantinePath(blake3Hex, day));
+  }
+
+  async restore(blake3Hex: string): Promise<boolean> {
+    const dest = this.contentPath(blake3Hex);
+    // The newest copy first; any copy holds the same bytes (content-addressed).
+    for (const day of (await this.quarantineDays()).reverse()) {
+      if (await moveWithDerived(this.quarantinePath(blake3Hex, day), dest)) return true;
+    }
+    return false;
+  }
+
+  async *listQuarantined(): AsyncIterable<QuarantinedBlob> {
+    for (const day of await this.quarantineDays()) {
+      for await (const b of walkBlobs(path.join(this.orphansDir, day))) yield { blake3: b.blake3, day, size: b.size };
+    }
+  }
+
+  async purgeQuarantined(blake3Hex: string, day: string): Promise<void> {
+    const file = this.quarantinePath(blake3Hex, day);
     for (const kind of DERIVED_KINDS) await fsp.rm(`${file}.${kind}`, { force: true });
     await fsp.rm(file, { force: true });
+    // Emptied folders go too (ab/cd, then the day), so the quarantine does not keep 65,536 folders per day.
+    for (let dir = path.dirname(file); dir !== this.orphansDir; dir = path.dirname(dir)) {
+      if (
+        !(await fsp.rmdir(dir).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
+    }
+  }
+
+  /** The days of the quarantine, oldest first. */
+  private async quarantineDays(): Promise<string[]> {
+    const names = await fsp.readdir(this.orphansDir).catch(() => [] as string[]);
+    return names.filter((n) => QUARANTINE_DAY.test(n)).sort();
+  }
+
+  private quarantinePath(blake3Hex: string, day: string): string {
+    if (!QUARANTINE_DAY.test(day)) throw new Error(`invalid quarantine day ${day}`);
+    return path.join(this.orphansDir, day, path.relative(this.root, this.contentPath(blake3Hex)));
   }
 
   async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
@@ -303,20 +363,13 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     return removed;
   }
 
-  async *listBlobs(olderThanMs: number): AsyncIterable<string> {
-    const cutoff = Date.now() - olderThanMs;
-    const hex2 = /^[0-9a-f]{2}$/;
-    for (const a of (await fsp.readdir(this.root).catch(() => [] as string[])).filter((n) => hex2.test(n))) {
-      for (const b of (await fsp.readdir(path.join(this.root, a)).catch(() => [] as string[])).filter((n) =>
-        hex2.test(n),
-      )) {
-        for (const name of await fsp.readdir(path.join(this.root, a, b)).catch(() => [] as string[])) {
-          if (!/^[0-9a-f]{64}$/.test(name) || !name.startsWith(a + b)) continue;
-          const st = await fsp.stat(path.join(this.root, a, b, name)).catch(() => undefined);
-          if (st && st.mtimeMs < cutoff) yield name;
-        }
-      }
-    }
+  async *listBlobs(olderThanMs: number, now = Date.now()): AsyncIterable<string> {
+    const cutoff = now - olderThanMs;
+    for await (const b of walkBlobs(this.root)) if (b.lastModified < cutoff) yield b.blake3;
+  }
+
+  listStored(): AsyncIterable<StoredBlob> {
+    return walkBlobs(this.root);
   }
 
   async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
@@ -388,6 +441,40 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
       }
     }
   }
+}
+
+/** The blobs of a tree laid out as `ab/cd/<hex>` (the store, or one day of its quarantine). */
+async function* walkBlobs(root: string): AsyncIterable<StoredBlob> {
+  const hex2 = /^[0-9a-f]{2}$/;
+  const dirs = async (dir: string) => (await fsp.readdir(dir).catch(() => [] as string[])).filter((n) => hex2.test(n));
+  for (const a of await dirs(root)) {
+    for (const b of await dirs(path.join(root, a))) {
+      for (const name of await fsp.readdir(path.join(root, a, b)).catch(() => [] as string[])) {
+        if (!/^[0-9a-f]{64}$/.test(name) || !name.startsWith(a + b)) continue;
+        const st = await fsp.stat(path.join(root, a, b, name)).catch(() => undefined);
+        if (st) yield { blake3: name, size: st.size, lastModified: st.mtimeMs };
+      }
+    }
+  }
+}
+
+/**
+ * Renames a blob and its derived objects from `from` to `to` (creating the folder), derived objects first so a crash
+ * in between never leaves them behind without their blob; both folders are synced after. Whether the blob moved (false:
+ * there was none at `from`). An existing `to` is replaced: it holds the same bytes.
+ */
+async function moveWithDerived(from: string, to: string): Promise<boolean> {
+  const missing = (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+    return false;
+  };
+  if (!(await exists(from))) return false;
+  await fsp.mkdir(path.dirname(to), { recursive: true });
+  for (const kind of DERIVED_KINDS) await fsp.rename(`${from}.${kind}`, `${to}.${kind}`).catch(missing);
+  const moved = await fsp.rename(from, to).then(() => true, missing);
+  await syncDir(path.dirname(to));
+  await syncDir(path.dirname(from)).catch(() => undefined);
+  return moved;
 }
 
 async function exists(p: string): Promise<boolean> {

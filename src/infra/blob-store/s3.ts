@@ -27,12 +27,16 @@ import {
   checkObjectName,
   DERIVED_KINDS,
   PARTIAL_NAME,
+  QUARANTINE_DAY,
   type BlobStore,
   type BlobStoreCapabilities,
   type CommitOptions,
   type DerivedKind,
   type PartialBlob,
   type Presigning,
+  type QuarantinedBlob,
+  type ReadOptions,
+  type StoredBlob,
   type TempBlob,
 } from './blob-store';
 import { OwnedBody } from './owned-body';
@@ -77,7 +81,9 @@ const SNAPSHOT = 'snapshot';
  * - `ab/cd/<hex>`: content, written once by a server-side copy after the hash is known;
  * - `.tmp/<uuid>`: uploads in progress, streamed with a multipart upload (bounded memory: queueSize × partSize);
  * - `.partial/<name>/<offset>`: resumable downloads as a run of segment objects (S3 objects cannot be appended to,
- *   and the parts of an unfinished multipart upload cannot be read back), so any instance can resume them.
+ *   and the parts of an unfinished multipart upload cannot be read back), so any instance can resume them;
+ * - `.orphans/<day>/ab/cd/<hex>`: blobs moved aside (copied there, then deleted; S3 has no rename), removed for good
+ *   only by `purgeQuarantined` once their retention is over.
  *
  * Checksums: the client only adds request checksums where an operation requires them and does not validate response
  * checksums unless asked (`WHEN_REQUIRED`); several S3-compatible stores (Ceph RGW 16 among them) reject the
@@ -223,15 +229,23 @@ export class S3BlobStore implements BlobStore, Presigning {
     return (await this.headSize(this.contentKey(blake3Hex))) !== undefined;
   }
 
-  async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
-    try {
-      const res = await this.client.send(
+  async read(blake3Hex: string, range?: { start: number; end: number }, opts: ReadOptions = {}): Promise<Readable> {
+    const get = () =>
+      this.client.send(
         new GetObjectCommand({
           Bucket: this.bucket,
           Key: this.contentKey(blake3Hex),
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
       );
+    try {
+      // After the restore, found or not, read again: a concurrent restore (another reader, the start-up) may have
+      // moved it back meanwhile.
+      const res = await get().catch(async (err: unknown) => {
+        if (!isNotFound(err) || opts.fromQuarantine === false) throw err;
+        await this.restore(blake3Hex);
+        return get();
+      });
       return new OwnedBody(res.Body as Readable);
     } catch (err) {
       if (isNotFound(err)) throw new BlobNotFoundError(blake3Hex);
@@ -239,10 +253,73 @@ export class S3BlobStore implements BlobStore, Presigning {
     }
   }
 
-  async delete(blake3Hex: string): Promise<void> {
-    const key = this.contentKey(blake3Hex);
+  async quarantine(blake3Hex: string, day: string): Promise<void> {
+    await this.moveWithDerived(this.contentKey(blake3Hex), this.quarantineKey(blake3Hex, day));
+  }
+
+  async restore(blake3Hex: string): Promise<boolean> {
+    const dest = this.contentKey(blake3Hex);
+    for (const day of (await this.quarantineDays()).reverse()) {
+      if (await this.moveWithDerived(this.quarantineKey(blake3Hex, day), dest)) return true;
+    }
+    return false;
+  }
+
+  async *listQuarantined(): AsyncIterable<QuarantinedBlob> {
+    const prefix = `${this.base}.orphans/`;
+    const re = /^(\d{4}-\d{2}-\d{2})\/[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/;
+    for await (const obj of this.list(prefix)) {
+      const m = re.exec(obj.key.slice(prefix.length));
+      if (m) yield { blake3: m[2]!, day: m[1]!, size: obj.size };
+    }
+  }
+
+  async purgeQuarantined(blake3Hex: string, day: string): Promise<void> {
+    const key = this.quarantineKey(blake3Hex, day);
     for (const kind of DERIVED_KINDS) await this.deleteKey(`${key}.${kind}`);
     await this.deleteKey(key);
+  }
+
+  /**
+   * Copies the blob at `from` and its derived objects to `to`, then deletes the originals, the blob's copy last among
+   * the copies and its original last among the deletes: until the blob's own delete, `from` is still whole; after a
+   * crash in between both names hold the same bytes. Whether there was a blob at `from`.
+   */
+  private async moveWithDerived(from: string, to: string): Promise<boolean> {
+    const size = await this.headSize(from);
+    if (size === undefined) return false;
+    for (const kind of DERIVED_KINDS) {
+      const derivedSize = await this.headSize(`${from}.${kind}`);
+      if (derivedSize !== undefined)
+        await this.copyInto([{ key: `${from}.${kind}`, size: derivedSize }], `${to}.${kind}`);
+    }
+    await this.copyInto([{ key: from, size }], to);
+    for (const kind of DERIVED_KINDS) await this.deleteKey(`${from}.${kind}`);
+    await this.deleteKey(from);
+    return true;
+  }
+
+  /** The days of the quarantine, oldest first (one LIST with a delimiter: the day prefixes only). */
+  private async quarantineDays(): Promise<string[]> {
+    const prefix = `${this.base}.orphans/`;
+    const days: string[] = [];
+    let token: string | undefined;
+    do {
+      const res = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }),
+      );
+      for (const p of res.CommonPrefixes ?? []) {
+        const day = p.Prefix?.slice(prefix.length, -1);
+        if (day && QUARANTINE_DAY.test(day)) days.push(day);
+      }
+      token = res.IsTruncated ? res.NextContinuationToken : undefined;
+    } while (token);
+    return days.sort();
+  }
+
+  private quarantineKey(blake3Hex: string, day: string): string {
+    if (!QUARANTINE_DAY.test(day)) throw new Error(`invalid quarantine day ${day}`);
+    return `${this.base}.orphans/${day}/${this.contentKey(blake3Hex).slice(this.base.length)}`;
   }
 
   async putDerived(blake3Hex: string, kind: DerivedKind, bytes: Buffer): Promise<void> {
@@ -295,12 +372,16 @@ export class S3BlobStore implements BlobStore, Presigning {
     return removed;
   }
 
-  async *listBlobs(olderThanMs: number): AsyncIterable<string> {
-    const cutoff = Date.now() - olderThanMs;
+  async *listBlobs(olderThanMs: number, now = Date.now()): AsyncIterable<string> {
+    const cutoff = now - olderThanMs;
+    for await (const b of this.listStored()) if (b.lastModified < cutoff) yield b.blake3;
+  }
+
+  async *listStored(): AsyncIterable<StoredBlob> {
     const re = /^[0-9a-f]{2}\/[0-9a-f]{2}\/([0-9a-f]{64})$/;
     for await (const obj of this.list(this.base)) {
       const m = re.exec(obj.key.slice(this.base.length));
-      if (m && obj.lastModified < cutoff) yield m[1]!;
+      if (m) yield { blake3: m[1]!, size: obj.size, lastModified: obj.lastModified };
     }
   }
 
