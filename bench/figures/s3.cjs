@@ -34,10 +34,13 @@ async function keys(rgw) {
   return (res.Contents ?? []).map((o) => o.Key);
 }
 
-/** Until the bucket is empty (the service's GC removes a deleted asset's blob), so rounds do not overlap. */
+/**
+ * Until the bucket holds no blob (the service's GC moves a deleted asset's blob into the quarantine, `.orphans/`),
+ * so rounds do not overlap.
+ */
 async function drained(rgw) {
   for (let i = 0; i < 600; i++) {
-    if ((await keys(rgw)).length === 0) return;
+    if ((await keys(rgw)).every((k) => k.includes('.orphans/'))) return;
     await c.sleep(50);
   }
   throw new Error('the bucket was not emptied within 30 s');
