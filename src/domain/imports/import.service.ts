@@ -71,10 +71,10 @@ export class ImportService {
     return IMPORT_ROOT_NAMES.filter((n) => this.d.config.roots[n] !== undefined);
   }
 
-  /** Admin keys, and the keys of IMPORT_ROOTS_OWNER with the write scope. */
+  /** Admin keys, and the keys of IMPORT_ROOTS_OWNER (whose route's own scope, read or write, the route checked). */
   private allow(principal: Principal): void {
-    if (principal.ownerId === this.d.config.owner) requireScope(principal, 'write', "importing the server's folders");
-    else requireScope(principal, 'admin', "importing the server's folders (unless the key is IMPORT_ROOTS_OWNER's)");
+    if (principal.ownerId !== this.d.config.owner)
+      requireScope(principal, 'admin', "importing the server's folders (unless the key is IMPORT_ROOTS_OWNER's)");
   }
 
   /** POST /api/assets/seed. `roots`: the body's list (absent: every configured root). */
