@@ -15,6 +15,8 @@ import { authenticate } from './http/rest/middleware';
 import { requestIdFrom } from './http/shared/request-id';
 import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router';
 import { jobsRouter } from './http/rest/jobs.router';
+import { keysRouter } from './http/rest/keys.router';
+import { auditRouter } from './http/rest/audit.router';
 import { seedRouter } from './http/rest/seed.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
@@ -42,7 +44,7 @@ export interface PipelineOptions {
  * metrics and access log → request guard → request id and base URL → CORS (`http/cors.ts`: its headers, and
  * preflights answered, before any authentication) → short URLs, GraphQL (which authenticates itself), signed
  * export downloads, and content and thumbnails read with a grant → `/api`: rate
- * limit and authentication (`http/shared/request-auth.ts`) → the REST routers → the open routes (health, readiness,
+ * limit, authentication and the route's scope (`http/shared/request-auth.ts`, `route-scopes.ts`) → the REST routers → the open routes (health, readiness,
  * metrics, OpenAPI, UI) → 405/404 → error rendering (`http/rest/errors.ts`).
  */
 export async function createApp(c: Container, opts: PipelineOptions = {}): Promise<Express> {
@@ -114,6 +116,8 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(uploads.keyed);
   api.use(exportsRouter({ exports: c.exports }));
   api.use(seedRouter({ imports: c.imports }));
+  api.use(keysRouter({ apiKeys: c.apiKeys }));
+  api.use(auditRouter({ audit: c.audit }));
   app.use('/api', api);
 
   // The open routes, after /api (their paths are disjoint, and API requests then skip their layers).

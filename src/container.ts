@@ -4,6 +4,8 @@ import { AssetRepository } from './domain/assets/asset.repository';
 import { AssetService } from './domain/assets/asset.service';
 import { ApiKeyRepository } from './domain/auth/api-key.repository';
 import { ApiKeyService } from './domain/auth/api-key.service';
+import { AuditRepository } from './domain/audit/audit.repository';
+import { AuditService } from './domain/audit/audit.service';
 import { ContentRepository } from './domain/content/content.repository';
 import { ContentService } from './domain/content/content.service';
 import { DownloadJob } from './domain/downloads/download.job';
@@ -53,6 +55,8 @@ export interface Container {
   ingestWorkers: IngestWorkers;
   queue: Queue;
   apiKeys: ApiKeyService;
+  /** The audit trail of key management and admin actions on other owners' data. */
+  audit: AuditService;
   /** Authentication of requests with the rate limits (REST, GraphQL). */
   requestAuth: RequestAuth;
   content: ContentService;
@@ -100,7 +104,8 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
   const queue = await JobQueue.create<JobMap>(databaseUrl, logger, database.health);
-  const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys);
+  const audit = new AuditService(new AuditRepository(database.prisma));
+  const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys, audit);
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
   // The thumbnail route's lookups, kept while this instance hears every delete (migration 20261128100000).
@@ -158,7 +163,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     meter: metrics,
   });
   const assetRepo = new AssetRepository(database.prisma, database.pool);
-  const assets = new AssetService(database.transactions, assetRepo, content, queue, (ids) => known?.forget(ids));
+  const assets = new AssetService(database.transactions, assetRepo, content, queue, (ids) => known?.forget(ids), audit);
 
   const uploadRepo = new UploadRepository(database.prisma);
   const uploads = new UploadService(
@@ -247,6 +252,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     ingestWorkers,
     queue,
     apiKeys,
+    audit,
     requestAuth,
     content,
     assets,

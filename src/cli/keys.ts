@@ -2,16 +2,20 @@ import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../config';
 import { ApiKeyRepository } from '../domain/auth/api-key.repository';
-import { ApiKeyService } from '../domain/auth/api-key.service';
+import { ApiKeyService, OPERATOR } from '../domain/auth/api-key.service';
+import { AuditRepository } from '../domain/audit/audit.repository';
+import { AuditService } from '../domain/audit/audit.service';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/embedded-postgres';
 import { createLogger } from '../infra/logger';
 import { migrate } from '../infra/migrate';
 import { createDatabase } from '../infra/prisma';
 
 const USAGE = `usage: npm run keys -- <command>
-  create --owner NAME [--admin] [--label TEXT]   make a key (printed once; only its SHA-256 is stored)
-  list                                            list keys (never their values)
-  revoke ID|KEY                                   revoke a key by id or by its value`;
+  create --owner NAME [--scopes read,write,admin] [--admin] [--label TEXT] [--expires-at ISO]
+                                 make a key (printed once; only its SHA-256 is stored). Default scopes: read,write;
+                                 --admin adds admin
+  list                           list keys (never their values)
+  revoke ID|KEY                  revoke a key by id or by its value`;
 
 /**
  * Operator command for stored API keys. Uses DATABASE_URL, or the embedded PostgreSQL under DATA_DIR (which must not
@@ -25,6 +29,8 @@ async function main(argv: string[]): Promise<number> {
       owner: { type: 'string' },
       admin: { type: 'boolean', default: false },
       label: { type: 'string' },
+      scopes: { type: 'string' },
+      'expires-at': { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -49,21 +55,37 @@ async function main(argv: string[]): Promise<number> {
   const db = createDatabase(url, 2);
   try {
     await migrate(url, logger);
-    const keys = new ApiKeyService(new ApiKeyRepository(db.prisma), []);
+    const keys = new ApiKeyService(
+      new ApiKeyRepository(db.prisma),
+      [],
+      new AuditService(new AuditRepository(db.prisma)),
+    );
     if (command === 'create') {
       if (!values.owner) {
         process.stderr.write('create needs --owner NAME\n');
         return 2;
       }
-      const { key, info } = await keys.create({ owner: values.owner, admin: values.admin, label: values.label });
+      const scopes = (values.scopes ?? 'read,write').split(',').map((s) => s.trim());
+      if (values.admin) scopes.push('admin');
+      const expiresAt = values['expires-at'] === undefined ? undefined : new Date(values['expires-at']);
+      if (expiresAt && Number.isNaN(expiresAt.getTime())) {
+        process.stderr.write('--expires-at needs an ISO 8601 time\n');
+        return 2;
+      }
+      const { key, info } = await keys.create(OPERATOR, {
+        owner: values.owner,
+        label: values.label,
+        scopes,
+        expiresAt,
+      });
       process.stdout.write(`${key}\n`);
       process.stderr.write(
-        `created key ${info.id} for owner ${info.ownerId}${info.isAdmin ? ' (admin)' : ''}; it is shown only once\n`,
+        `created key ${info.id} for owner ${info.ownerId} (${info.scopes.join(',')}); it is shown only once\n`,
       );
     } else if (command === 'list') {
-      for (const k of await keys.list()) {
+      for (const k of await keys.list(OPERATOR, { allOwners: true })) {
         process.stdout.write(
-          `${k.id}\t${k.ownerId}\t${k.isAdmin ? 'admin' : 'user'}\t${k.createdAt.toISOString()}\t${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}\t${k.label}\n`,
+          `${k.id}\t${k.ownerId}\t${k.scopes.join(',')}\t${k.createdAt.toISOString()}\t${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}\t${k.label}\n`,
         );
       }
     } else {
@@ -71,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
         process.stderr.write('revoke needs an id or a key\n');
         return 2;
       }
-      if (!(await keys.revoke(arg))) {
+      if (!(await keys.revokeAny(OPERATOR, arg))) {
         process.stderr.write('no active key matches\n');
         return 1;
       }

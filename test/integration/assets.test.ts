@@ -296,7 +296,11 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
 
   test('DELETE answers 204, then 404; immutable assets answer 409 until cleared by an admin', async () => {
     const { body: a } = await upload(unique('del'));
-    await svc.container.assets.setImmutable({ ownerId: 'admin', isAdmin: true, keyId: 't' }, a.id, true);
+    await svc.container.assets.setImmutable(
+      { ownerId: 'admin', scopes: ['read', 'write', 'admin'], keyId: 't' },
+      a.id,
+      true,
+    );
     const blocked = await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' });
     expect(blocked.status).toBe(409);
     expect((await json(blocked)).code).toBe('ASSET_IMMUTABLE');
@@ -308,9 +312,13 @@ describe('GET/PUT/DELETE /api/assets/{id}', () => {
     expect(put.status).toBe(409);
     expect((await json(await svc.fetch(`/api/assets/${a.id}`))).is_immutable).toBe(true);
     await expect(
-      svc.container.assets.setImmutable({ ownerId: 'alice', isAdmin: false, keyId: 't' }, a.id, false),
+      svc.container.assets.setImmutable({ ownerId: 'alice', scopes: ['read', 'write'], keyId: 't' }, a.id, false),
     ).rejects.toMatchObject({ code: 'FORBIDDEN' });
-    await svc.container.assets.setImmutable({ ownerId: 'admin', isAdmin: true, keyId: 't' }, a.id, false);
+    await svc.container.assets.setImmutable(
+      { ownerId: 'admin', scopes: ['read', 'write', 'admin'], keyId: 't' },
+      a.id,
+      false,
+    );
     expect((await svc.fetch(`/api/assets/${a.id}`, { method: 'DELETE' })).status).toBe(204);
     const gone = await svc.fetch(`/api/assets/${a.id}`);
     expect(gone.status).toBe(404);

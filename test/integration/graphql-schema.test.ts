@@ -13,11 +13,13 @@ test('schema.graphql is up to date with the code (regenerate: npm run schema:emi
   expect(actual).toBe(expected);
 });
 
-test('the schema has the asset, task and export operations', async () => {
+test('the schema has the asset, task, export and key operations', async () => {
   const schema = await buildGraphQLSchema();
   expect(Object.keys(schema.getQueryType()!.getFields()).sort()).toEqual([
+    'apiKeys',
     'asset',
     'assets',
+    'auditEvents',
     'contentExists',
     'jobAssets',
     'remoteMetadata',
@@ -30,9 +32,11 @@ test('the schema has the asset, task and export operations', async () => {
     'addAssetPaths',
     'addAssetTags',
     'cancelTask',
+    'createApiKey',
     'createAssetFromHash',
     'deleteAsset',
     'removeAssetTags',
+    'revokeApiKey',
     'setAssetImmutable',
     'startDownload',
     'startExport',

@@ -16,7 +16,7 @@ import { listQuery as defaultQuery } from '../helpers/list-query';
 
 let svc: TestService;
 let db: Client;
-const alice: Principal = { ownerId: 'alice', isAdmin: false, keyId: 'env:alice' };
+const alice: Principal = { ownerId: 'alice', scopes: ['read', 'write'], keyId: 'env:alice' };
 
 /** Names: unicode, escapes, control characters, and paths a loader may or may not take. */
 const NAMES = [

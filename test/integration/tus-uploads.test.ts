@@ -456,7 +456,7 @@ describe('removal: the record goes before the part', () => {
   test('a zero-byte upload whose part was never made (a crash after its record): its asset is made all the same', async () => {
     // What a crash right after the creation's row leaves: the row, complete at offset 0, no part and no asset.
     const id = crypto.randomUUID();
-    await svc.container.uploads.create({ ownerId: 'alice', isAdmin: false, keyId: 'env:alice' }, id, 0, {
+    await svc.container.uploads.create({ ownerId: 'alice', scopes: ['read', 'write'], keyId: 'env:alice' }, id, 0, {
       filename: 'empty.txt',
     });
     expect(fs.existsSync(partFile(id))).toBe(false);

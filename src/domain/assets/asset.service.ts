@@ -30,6 +30,8 @@ import { PATHS_LIMITS, validatePaths } from './asset-paths';
 import { newAssetRow } from './new-asset-row';
 import { decodeCursor } from './cursor';
 import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
+import type { AuditService } from '../audit/audit.service';
+import { requireScope } from '../auth/scopes';
 
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -59,6 +61,8 @@ export class AssetService {
     private readonly queue: Queue,
     /** Told of each asset this instance deleted, once its delete has committed (before the delete is answered). */
     private readonly onDeleted?: (assetIds: string[]) => void,
+    /** Records admin actions on other owners' assets. */
+    private readonly audit?: AuditService,
   ) {}
 
   async get(principal: Principal, id: string): Promise<Asset> {
@@ -427,7 +431,7 @@ export class AssetService {
     source: { ingested: IngestedContent } | { blake3: string },
     file: { name: string; tags: string[]; path: string; fileName: string },
   ): Promise<CreateResult> {
-    const principal: Principal = { ownerId, isAdmin: false, keyId: 'import' };
+    const principal: Principal = { ownerId, scopes: ['read', 'write'], keyId: 'import' };
     const fields: AssetCreateFields = { name: file.name, tags: file.tags, paths: [file.path] };
     const made =
       'ingested' in source
@@ -452,9 +456,17 @@ export class AssetService {
 
   /** Admin only: the one way `is_immutable` changes. */
   async setImmutable(principal: Principal, id: string, value: boolean): Promise<Asset> {
-    if (!principal.isAdmin) throw new DomainError('FORBIDDEN', 'only an admin key can change is_immutable');
+    requireScope(principal, 'admin', 'changing is_immutable');
     const asset = await this.assets.setImmutable(undefined, id, value);
     if (!asset) throw notFound(id);
+    if (asset.ownerId !== principal.ownerId) {
+      await this.audit?.recordBy(principal, {
+        action: 'asset.set_immutable',
+        targetOwner: asset.ownerId,
+        targetId: asset.id,
+        details: { is_immutable: value },
+      });
+    }
     return asset;
   }
 

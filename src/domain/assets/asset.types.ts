@@ -4,12 +4,7 @@ import { safeRelativePath } from './safe-path';
 
 /** Plain domain shapes; transports map them to JSON (REST) or object types (GraphQL). */
 
-export interface Principal {
-  readonly ownerId: string;
-  readonly isAdmin: boolean;
-  /** Id of the API key row, or `env:<owner>` for bootstrap keys. */
-  readonly keyId: string;
-}
+export type { Principal } from '../auth/scopes';
 
 export interface Asset {
   id: string;

@@ -12,7 +12,7 @@ export async function finishWaitingTasks(d: DownloadDeps, t: Transfer, blake3: s
   let assets = 0;
   for (;;) {
     for (const task of await d.tasks.activeOfTransfer(t.id)) {
-      const principal: Principal = { ownerId: task.ownerId, isAdmin: false, keyId: `task:${task.id}` };
+      const principal: Principal = { ownerId: task.ownerId, scopes: ['read', 'write'], keyId: `task:${task.id}` };
       const { payload } = task;
       try {
         const { asset } = await d.assets.createFromStored(

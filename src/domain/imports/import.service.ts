@@ -6,6 +6,7 @@ import type { Logger } from '../../infra/logger';
 import type { Transactions } from '../../infra/prisma';
 import type { AssetService } from '../assets/asset.service';
 import type { Principal } from '../assets/asset.types';
+import { requireScope } from '../auth/scopes';
 import type { ContentService } from '../content/content.service';
 import { AlreadyExists, DomainError, isOwnStoreFailure } from '../errors';
 import { JOB, type Queue } from '../job-map';
@@ -70,14 +71,10 @@ export class ImportService {
     return IMPORT_ROOT_NAMES.filter((n) => this.d.config.roots[n] !== undefined);
   }
 
-  /** Admin keys, and the keys of IMPORT_ROOTS_OWNER. */
+  /** Admin keys, and the keys of IMPORT_ROOTS_OWNER (whose route's own scope, read or write, the route checked). */
   private allow(principal: Principal): void {
-    if (!principal.isAdmin && principal.ownerId !== this.d.config.owner) {
-      throw new DomainError(
-        'FORBIDDEN',
-        "only an admin key or a key of IMPORT_ROOTS_OWNER can import the server's folders",
-      );
-    }
+    if (principal.ownerId !== this.d.config.owner)
+      requireScope(principal, 'admin', "importing the server's folders (unless the key is IMPORT_ROOTS_OWNER's)");
   }
 
   /** POST /api/assets/seed. `roots`: the body's list (absent: every configured root). */

@@ -4,6 +4,7 @@ import type { DownloadRepository } from '../downloads/download.repository';
 import { DomainError } from '../errors';
 import { isActive, type TaskRepository } from './task.repository';
 import type { Task, TaskListQuery } from './task.types';
+import { requireScope } from '../auth/scopes';
 
 export const CANCELLED_MESSAGE = 'cancelled by the user';
 
@@ -27,8 +28,7 @@ export class TaskService {
   }
 
   list(principal: Principal, query: TaskListQuery): Promise<Page<Task>> {
-    if (query.allOwners && !principal.isAdmin)
-      throw new DomainError('FORBIDDEN', 'only an admin key can list the tasks of every owner');
+    if (query.allOwners) requireScope(principal, 'admin', 'listing the tasks of every owner');
     return this.tasks.list(query.allOwners ? undefined : principal.ownerId, query);
   }
 

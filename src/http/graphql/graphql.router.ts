@@ -18,6 +18,7 @@ import { ideRouter } from './ide';
 import { keptAnswers, stringifyResult } from './kept-answers';
 import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { metricsPlugin } from './metrics.plugin';
+import { scopePlugin } from './scope.plugin';
 import { buildGraphQLSchema } from './schema';
 import { graphqlMultipart } from './upload';
 
@@ -56,6 +57,8 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
+      // Before kept answers: a refused operation is never answered from them.
+      scopePlugin(),
       keptAnswers((principal) => c.assets.rowsVersion(principal)),
       ...(c.metrics ? [metricsPlugin(c.metrics)] : []),
     ],

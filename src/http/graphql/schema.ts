@@ -12,15 +12,27 @@ import { ExportResolver } from './export.resolver';
 import { DateTimeISOScalar } from './scalars';
 import { checkGraphQLArg } from '../schema/graphql';
 import type { ExportService } from '../../domain/exports/export.service';
+import type { ApiKeyService } from '../../domain/auth/api-key.service';
+import type { AuditService } from '../../domain/audit/audit.service';
+import { KeyResolver } from './key.resolver';
 
 export interface ResolverDeps {
   assets: AssetService;
   tasks: TaskService;
   downloads: DownloadService;
   exports: ExportService;
+  apiKeys: ApiKeyService;
+  audit: AuditService;
 }
 
-const RESOLVERS = [AssetResolver, AssetMutationResolver, TagResolver, TaskResolver, ExportResolver] as const;
+const RESOLVERS = [
+  AssetResolver,
+  AssetMutationResolver,
+  TagResolver,
+  TaskResolver,
+  ExportResolver,
+  KeyResolver,
+] as const;
 
 /**
  * The executable schema. Resolver instances come from the composition root through a `{ get(cls) }` container;
@@ -35,6 +47,7 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
           [TagResolver, new TagResolver(deps.assets)],
           [TaskResolver, new TaskResolver(deps.tasks, deps.downloads)],
           [ExportResolver, new ExportResolver(deps.exports)],
+          [KeyResolver, new KeyResolver(deps.apiKeys, deps.audit)],
         ]
       : [],
   );

@@ -10,8 +10,8 @@ import { pathId } from './middleware';
 import { stringParam } from '../schema/query';
 import { sendThumbnail } from './thumbnail.router';
 
-/** The principal of a request a grant authorises: the grant's owner, no key, no admin right. */
-const grantee = (ownerId: string): Principal => ({ ownerId, isAdmin: false, keyId: 'grant' });
+/** The principal of a request a grant authorises: the grant's owner, no key, reading only. */
+const grantee = (ownerId: string): Principal => ({ ownerId, scopes: ['read'], keyId: 'grant' });
 
 const accessOf = (query: unknown): string | undefined => {
   const access = (query as Record<string, unknown>).access;
@@ -69,7 +69,9 @@ export function shortUrlRouter(deps: { grants: ReadGrants; assets: AssetService;
   const serve = handle(async (req, res) => {
     const access = accessOf(req.query);
     const principal =
-      access === undefined ? await deps.auth.authenticate(req, res) : grantee(await deps.grants.ownerOf(access));
+      access === undefined
+        ? await deps.auth.authenticate(req, res, 'read')
+        : grantee(await deps.grants.ownerOf(access));
     const asset = await deps.assets.get(principal, pathId(req));
     const inline =
       stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? '&disposition=inline' : '';

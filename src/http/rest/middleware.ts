@@ -4,12 +4,16 @@ import { assertJsonInput, MAX_JSON_DEPTH } from '../../domain/input';
 import { idParam } from '../shared/ids';
 import { raising } from '../shared/raises';
 import type { RequestAuth } from '../shared/request-auth';
+import { routeScope } from '../shared/route-scopes';
 
-/** The key's owner as `res.locals.principal`; the key store is the database (503 when it cannot be reached). */
+/**
+ * The key's owner as `res.locals.principal`, refused when the key lacks the route's scope (route-scopes.ts); the key
+ * store is the database (503 when it cannot be reached). Mounted on /api: `req.path` is below it.
+ */
 export function authenticate(auth: RequestAuth): RequestHandler {
-  return raising(['UNAUTHORIZED', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'], async (req, res, next) => {
+  return raising(['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED', 'SERVICE_UNAVAILABLE'], async (req, res, next) => {
     try {
-      res.locals.principal = await auth.authenticate(req, res);
+      res.locals.principal = await auth.authenticate(req, res, routeScope(req.method, req.path));
       next();
     } catch (err) {
       next(err);

@@ -4,6 +4,7 @@ import type { ValidatorFn } from 'type-graphql';
 import { TASK_STATUSES } from '../../domain/tasks/task.types';
 import * as A from '../graphql/inputs/asset.inputs';
 import { StartExportInput } from '../graphql/inputs/export.inputs';
+import { ApiKeysArgs, AuditEventsArgs, CreateApiKeyInput } from '../graphql/inputs/key.inputs';
 import { StartDownloadInput, TaskFilter, TasksArgs } from '../graphql/inputs/task.inputs';
 import { check } from './check';
 import {
@@ -125,6 +126,12 @@ export const GRAPHQL_INPUT_SCHEMAS = new Map<unknown, TSchema>([
       idempotencyKey: Opt(IdempotencyKey()),
     }),
   ],
+  [
+    CreateApiKeyInput,
+    Type.Object({ owner: Opt(Text(128)), label: Opt(Text(128)), scopes: ByGraphQL(), expiresAt: ByGraphQL() }),
+  ],
+  [ApiKeysArgs, Type.Object({ owner: Opt(Text(128)), allOwners: ByGraphQL() })],
+  [AuditEventsArgs, Type.Object({ limit: Int(1, 500), after: Opt(Text(200)) })],
 ]);
 
 /**

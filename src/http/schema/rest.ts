@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { IMPORT_ROOT_NAMES } from '../../config';
+import { SCOPES } from '../../domain/auth/scopes';
 import {
   AnyHash,
   Body,
@@ -118,6 +119,29 @@ export const SeedRequest = Body({
   ),
 });
 
+/** POST /api/keys (contract 8). The domain applies the rules a schema cannot say (a future expires_at, scopes). */
+export const KeyCreateRequest = Body({
+  owner: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 128,
+      pattern: '^[\\w.@-]+$',
+      description: "default: the key's own owner; another owner needs an admin key",
+    }),
+  ),
+  label: Type.Optional(Type.String({ maxLength: 128, description: 'what the key is for' })),
+  scopes: Type.Optional(
+    Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SCOPES] }), {
+      minItems: 1,
+      maxItems: 16,
+      description: "default `[read, write]`; without an admin key, at most the key's own scopes and never admin",
+    }),
+  ),
+  expires_at: Type.Optional(
+    Type.String({ maxLength: 64, description: 'ISO 8601 time in the future; after it the key is refused (401)' }),
+  ),
+});
+
 /** The request-body schemas openapi.yaml publishes, by component name (scripts: `npm run openapi:emit`). */
 export const REST_BODY_SCHEMAS = {
   AssetUpdate,
@@ -128,4 +152,5 @@ export const REST_BODY_SCHEMAS = {
   TagEdit: TagEditRequest,
   PathsRequest,
   SeedRequest,
+  KeyCreateRequest,
 };

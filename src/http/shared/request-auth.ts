@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../../domain/assets/asset.types';
 import type { ApiKeyService } from '../../domain/auth/api-key.service';
+import { hasScope, requireScope, type Scope } from '../../domain/auth/scopes';
 import { DomainError, isDomainError } from '../../domain/errors';
 import type { ReadGrants } from '../../domain/secrets/read-grants';
 
@@ -32,7 +33,7 @@ export interface RequestAuthOptions {
  * this process's memory (limits are per instance):
  * - failed authentications are counted per client address; once over AUTH_FAILURES_PER_MINUTE, a key that only the
  *   database could judge (or one known to be invalid) gets 429 before any lookup. Keys known valid (bootstrap keys,
- *   keys seen in the last 10 s) still pass, so valid clients behind the same address are not locked out by a flood.
+ *   keys seen in the last 2 s) still pass, so valid clients behind the same address are not locked out by a flood.
  * - with RATE_LIMIT_PER_MINUTE, each key gets that many requests per minute.
  * Answers carry the IETF `RateLimit-Policy` / `RateLimit` headers of the limit that applies, and `Retry-After` on 429.
  */
@@ -55,7 +56,12 @@ export class RequestAuth {
         : undefined;
   }
 
-  async authenticate(req: http.IncomingMessage, res: http.ServerResponse): Promise<Principal> {
+  /**
+   * The principal of the request's key, refused (403 FORBIDDEN, `details.required_scope`) when `scope` is given and the
+   * key lacks it: REST routes pass their route's scope (http/shared/route-scopes.ts), GraphQL checks its operation's
+   * once parsed (graphql/scope.plugin.ts). Nothing of the body has been read at this point.
+   */
+  async authenticate(req: http.IncomingMessage, res: http.ServerResponse, scope?: Scope): Promise<Principal> {
     const key = keyFromHeaders(req.headers['x-api-key'], req.headers.authorization);
     const known = this.keys.cached(key);
     const address = known ? '' : clientAddress(req, this.opts.trustProxy);
@@ -82,9 +88,12 @@ export class RequestAuth {
         throw r;
       }
     }
-    // Minted where every transport authenticates: the answers' media URLs carry it (base-url.ts, linksOfRes).
+    if (scope) requireScope(principal, scope);
+    // Minted where every transport authenticates: the answers' media URLs carry it (base-url.ts, linksOfRes). A read
+    // grant is a read: a key without the read scope gets none.
     const locals = (res as { locals?: Record<string, unknown> }).locals;
-    if (this.opts.grants && locals) locals.access = this.opts.grants.mint(principal.ownerId).token;
+    if (this.opts.grants && locals && hasScope(principal, 'read'))
+      locals.access = this.opts.grants.mint(principal.ownerId).token;
     return principal;
   }
 

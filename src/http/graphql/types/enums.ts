@@ -34,3 +34,10 @@ registerEnumType(TaskStatusEnum, {
   name: 'TaskStatus',
   description: 'A cancelled task is cancelled, with an errorMessage saying so.',
 });
+
+export enum ApiKeyScopeEnum {
+  read = 'read',
+  write = 'write',
+  admin = 'admin',
+}
+registerEnumType(ApiKeyScopeEnum, { name: 'ApiKeyScope', description: 'What a key may do (contract 8).' });

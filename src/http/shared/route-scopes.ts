@@ -1,0 +1,24 @@
+import type { Scope } from '../../domain/auth/scopes';
+
+/**
+ * The routes whose scope is not their method's, as `METHOD path` below /api. Data-dependent rights (another owner's
+ * keys, `allOwners`, the seed) are checked by the domain with the same `requireScope`.
+ */
+const BY_ROUTE: Record<string, Scope> = {
+  'GET /audit': 'admin',
+};
+
+/**
+ * The scope a REST request needs, decided here for every /api route (and tus) before any body byte is read: a
+ * listed route's, else `read` for GET and HEAD and `write` for any other method; OPTIONS (discovery) needs a valid
+ * key only. test/integration/scopes.test.ts walks the app's route table and holds every route to its scope.
+ */
+export function routeScope(method: string, path: string): Scope | undefined {
+  const listed = BY_ROUTE[`${method} ${path}`];
+  if (listed) return listed;
+  if (method === 'OPTIONS') return undefined;
+  return method === 'GET' || method === 'HEAD' ? 'read' : 'write';
+}
+
+/** The scope a GraphQL operation needs: `read` for queries, `write` for mutations (and anything else). */
+export const operationScope = (kind: string): Scope => (kind === 'query' ? 'read' : 'write');
