@@ -259,6 +259,11 @@ describe('each text input, at its maximum length, answers while /healthz does', 
       reqs.push(jsonReq('POST', '/api/assets/download', { source_url: v }));
       reqs.push(getReq(`/api/assets/remote-metadata?url=${q(v)}`));
     }
+    for (const v of attacks('', 128)) {
+      reqs.push(jsonReq('POST', '/api/keys', { label: v, scopes: [v], expires_at: v }));
+      reqs.push(getReq(`/api/keys?owner=${q(v)}`, [['X-API-Key', KEYS.admin]]));
+      reqs.push(getReq(`/api/audit?after=${q(v)}&limit=${q(v)}`, [['X-API-Key', KEYS.admin]]));
+    }
     for (const v of attacks('', 512)) {
       reqs.push(jsonReq('POST', '/api/assets/export', { job_ids: [v], job_asset_name_filters: { [v]: [v] } }));
       reqs.push(jsonReq('POST', '/api/assets/seed', { roots: [v] }, KEYS.admin));
