@@ -1,12 +1,11 @@
 import type { Scope } from '../../domain/auth/scopes';
 
 /**
- * The routes whose scope is not their method's, as `METHOD path` below /api. Data-dependent rights (another owner's
+ * The routes whose scope is not their method's, by path below /api and method (looked up without building a key:
+ * every request asks). Data-dependent rights (another owner's
  * keys, `allOwners`, the seed) are checked by the domain with the same `requireScope`.
  */
-const BY_ROUTE: Record<string, Scope> = {
-  'GET /audit': 'admin',
-};
+const BY_ROUTE = new Map<string, Partial<Record<string, Scope>>>([['/audit', { GET: 'admin' }]]);
 
 /**
  * The scope a REST request needs, decided here for every /api route (and tus) before any body byte is read: a
@@ -14,7 +13,7 @@ const BY_ROUTE: Record<string, Scope> = {
  * key only. test/integration/scopes.test.ts walks the app's route table and holds every route to its scope.
  */
 export function routeScope(method: string, path: string): Scope | undefined {
-  const listed = BY_ROUTE[`${method} ${path}`];
+  const listed = BY_ROUTE.get(path)?.[method];
   if (listed) return listed;
   if (method === 'OPTIONS') return undefined;
   return method === 'GET' || method === 'HEAD' ? 'read' : 'write';
