@@ -19,6 +19,7 @@ import { keptAnswers, stringifyResult } from './kept-answers';
 import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { metricsPlugin } from './metrics.plugin';
 import { buildGraphQLSchema } from './schema';
+import { tracingPlugin } from './tracing.plugin';
 import { graphqlMultipart } from './upload';
 
 /** The largest JSON body of a GraphQL request (uploads are multipart). */
@@ -58,6 +59,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       ApolloServerPluginInlineTraceDisabled(),
       keptAnswers((principal) => c.assets.rowsVersion(principal)),
       ...(c.metrics ? [metricsPlugin(c.metrics)] : []),
+      ...(c.tracing ? [tracingPlugin(c.tracing)] : []),
     ],
   });
   await server.start();
