@@ -1,4 +1,4 @@
-import type { Attributes, Span, Tracer } from '@opentelemetry/api';
+import type { Span, Tracer } from '@opentelemetry/api';
 
 /** The W3C trace context of a span, as the `traceparent` and `tracestate` headers would carry it. */
 export interface TraceCarrier {
@@ -26,8 +26,6 @@ export interface Tracing {
     jobs: readonly { id: string; carrier: TraceCarrier | undefined }[],
     fn: () => Promise<T>,
   ): Promise<T>;
-  /** Runs `fn` in a child span of the active one (none, and no cost beyond a lookup, outside a trace). */
-  span<T>(name: string, attributes: Attributes, fn: () => Promise<T>): Promise<T>;
   /** Marks `span` failed with `err` (its status and an exception event). */
   fail(span: Span, err: unknown): void;
   /** Exports the spans still buffered, then stops (after the service has drained its requests and jobs). */

@@ -13,7 +13,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { createTestDatabase, json, uploadForm, waitFor } from '../helpers/harness';
+import { startDownload, waitTask } from '../helpers/downloads';
+import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
+import { createTestDatabase, json, KEYS, uploadForm, waitFor } from '../helpers/harness';
 import { spawnService, type ServiceProcess } from '../helpers/service-process';
 
 jest.setTimeout(120_000);
@@ -142,12 +144,16 @@ describe('tracing on (OTLP/HTTP JSON to a local receiver)', () => {
   let svc: ServiceProcess | undefined;
   let dir: string;
   let probe: ReturnType<typeof modulesProbe>;
+  let fake: FakeProviders;
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-tracing-'));
     receiver = await startReceiver();
+    fake = await startFakeProviders();
     probe = modulesProbe(dir);
     svc = await spawnService({
+      ...fake.env,
+      DOWNLOAD_BLOCK_PRIVATE_NETWORKS: 'false',
       DATABASE_URL: await createTestDatabase(),
       DATA_DIR: dir,
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
@@ -159,6 +165,7 @@ describe('tracing on (OTLP/HTTP JSON to a local receiver)', () => {
   afterAll(async () => {
     await svc?.kill('SIGTERM');
     await receiver?.close();
+    await fake?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -238,6 +245,43 @@ describe('tracing on (OTLP/HTTP JSON to a local receiver)', () => {
     expect(attr(failed, 'graphql.error.codes')).toBeDefined();
   });
 
+  test("a download's outgoing requests (undici, from its job) carry the request's trace in traceparent", async () => {
+    const traceId = hex(16);
+    const data = bytes(64 * 1024, 7);
+    const url = fake.hf.lfs('org/traced/model.safetensors', data);
+    const res = await startDownload(svc!, { source_url: url }, KEYS.alice, {
+      traceparent: `00-${traceId}-${hex(8)}-01`,
+    });
+    expect(res.status).toBe(202);
+    const task = await waitTask(svc!, (await json(res)).task_id);
+    expect(task.status).toBe('completed');
+    const gets = fake.cdn
+      .requestsFor(fake.hf.cdnKeyOf('org/traced/model.safetensors'))
+      .filter((r) => r.method === 'GET');
+    expect(gets.length).toBeGreaterThan(0);
+    // W3C traceparent: version-traceid-spanid-flags; the span is the undici client span, in the request's trace.
+    for (const g of gets) expect(g.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    // The GETs come from the download job's span (the HEAD probe, from the request's): a span ends, and is
+    // exported, after the task is seen done, so both are waited for.
+    const job = await waitFor(
+      async () => receiver.spans.find((s) => s.traceId === traceId && s.name === 'process download.transfer'),
+      { timeoutMs: 15_000, intervalMs: 100, what: 'the download job span' },
+    );
+    const clientGets = await waitFor(
+      async () => {
+        const found = receiver.spans.filter(
+          (s) => s.traceId === traceId && s.kind === SPAN_KIND.client && s.scope.includes('undici') && s.name === 'GET',
+        );
+        return found.length >= gets.length ? found : undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 100, what: 'the undici client spans' },
+    );
+    expect(clientGets.every((s) => s.parentSpanId === job.spanId)).toBe(true);
+    // Each request the store's CDN saw names, as its parent, the client span that sent it.
+    for (const g of gets)
+      expect(clientGets.map((s) => s.spanId)).toContain(String(g.headers.traceparent).split('-')[2]);
+  });
+
   test('probes are not traced, and the SDK is loaded (the probe of the tests without tracing sees it)', async () => {
     expect((await fetch(`${svc!.url}/healthz`)).status).toBe(200);
     expect(receiver.spans.some((s) => s.name.includes('/healthz') || s.name.includes('/readyz'))).toBe(false);
@@ -246,6 +290,34 @@ describe('tracing on (OTLP/HTTP JSON to a local receiver)', () => {
       expect.arrayContaining(['@opentelemetry/sdk-trace-node', '@opentelemetry/instrumentation-pg']),
     );
   });
+});
+
+test('shutdown exports the spans still buffered', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-tracing-exit-'));
+  const receiver = await startReceiver();
+  // A batch delay longer than the test: the spans can only come from the flush at shutdown.
+  const svc = await spawnService({
+    DATABASE_URL: await createTestDatabase(),
+    DATA_DIR: dir,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_BSP_SCHEDULE_DELAY: '600000',
+  });
+  const traceId = hex(16);
+  try {
+    expect((await svc.fetch('/api/assets', { headers: { traceparent: `00-${traceId}-${hex(8)}-01` } })).status).toBe(
+      200,
+    );
+    expect(receiver.spans.some((s) => s.traceId === traceId)).toBe(false);
+  } finally {
+    await svc.kill('SIGTERM');
+  }
+  expect(svc.proc.exitCode).toBe(0);
+  expect(receiver.spans.find((s) => s.traceId === traceId && s.kind === SPAN_KIND.server)?.name).toBe(
+    'GET /api/assets',
+  );
+  await receiver.close();
+  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe.each([
