@@ -72,7 +72,31 @@ export interface Config {
   readonly blake3: 'native' | 'wasm';
   /** GIT_COMMIT: the commit the build came from (set when the image is built); else `.git`, when there is one. */
   readonly gitCommit: string | undefined;
+  /** OpenTelemetry tracing from the standard `OTEL_*` variables; undefined: off, and no OpenTelemetry code is loaded. */
+  readonly tracing: TracingConfig | undefined;
 }
+
+/** Where spans go when tracing is on (src/infra/tracing.ts). */
+export interface TracingConfig {
+  /** OTEL_SERVICE_NAME: the `service.name` of every span. */
+  readonly serviceName: string;
+  /** OTEL_TRACES_EXPORTER: OTLP over HTTP, and/or the process's standard output (for a look while developing). */
+  readonly exporters: readonly TraceExporterName[];
+  /** OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL. */
+  readonly protocol: OtlpProtocol;
+  /**
+   * The full URL spans are posted to: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT
+   * with `/v1/traces` appended (as the OTLP exporter specification says); undefined: the exporter's default
+   * (http://localhost:4318/v1/traces).
+   */
+  readonly otlpUrl: string | undefined;
+}
+
+export const TRACE_EXPORTERS = ['otlp', 'console'] as const;
+export type TraceExporterName = (typeof TRACE_EXPORTERS)[number];
+/** gRPC is left out: it would bring @grpc/grpc-js for a transport every collector also offers over HTTP. */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 /** The names a root of IMPORT_ROOTS may have: the top folders of a ComfyUI tree. */
 export const IMPORT_ROOT_NAMES = ['models', 'input', 'output'] as const;
@@ -313,6 +337,8 @@ export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config>
   if (gitCommit !== undefined && !/^[0-9a-f]{7,64}$/.test(gitCommit))
     problems.push(`GIT_COMMIT=${JSON.stringify(env.GIT_COMMIT)}: expected a commit id (7 to 64 hex digits)`);
 
+  const tracing = parseTracing(optional, bool, problems);
+
   const host = str('HOST', '127.0.0.1');
   const config: Config = {
     port: int('PORT', 8080, 0, 65535),
@@ -356,9 +382,64 @@ export function loadConfig(rawEnv: Env = process.env, overrides: Partial<Config>
     blake3: bool('ASSET_SERVICE_FORCE_WASM_BLAKE3', false) ? 'wasm' : 'native',
     importRoots,
     gitCommit,
+    tracing,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...config, ...overrides });
+}
+
+/**
+ * The standard OpenTelemetry variables that decide whether spans are exported: on when an OTLP endpoint is set or
+ * OTEL_TRACES_EXPORTER names an exporter, off with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The SDK reads
+ * the other standard variables itself (OTEL_EXPORTER_OTLP_HEADERS, OTEL_BSP_*, OTEL_TRACES_SAMPLER, ...).
+ */
+function parseTracing(
+  optional: (name: string) => string | undefined,
+  bool: (name: string, dflt: boolean) => boolean,
+  problems: string[],
+): TracingConfig | undefined {
+  const disabled = bool('OTEL_SDK_DISABLED', false);
+  const endpoint = optional('OTEL_EXPORTER_OTLP_ENDPOINT');
+  const tracesEndpoint = optional('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const named = (optional('OTEL_TRACES_EXPORTER') ?? '')
+    .split(',')
+    .map((e) => e.trim().toLowerCase())
+    .filter(Boolean);
+  const serviceName = optional('OTEL_SERVICE_NAME') ?? 'asset-service';
+  const protocolName = optional('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL')
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocolRaw = optional(protocolName) ?? 'http/protobuf';
+  const httpUrl = (name: string, raw: string | undefined): string | undefined => {
+    if (raw === undefined) return undefined;
+    try {
+      const u = new URL(raw);
+      if (u.protocol === 'http:' || u.protocol === 'https:') return u.href;
+    } catch {
+      // reported below
+    }
+    problems.push(`${name}=${JSON.stringify(raw)}: expected an http(s) URL`);
+    return undefined;
+  };
+  const base = httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', endpoint);
+  const otlpUrl =
+    httpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', tracesEndpoint) ??
+    (base === undefined ? undefined : `${trimEnd(base, '/')}/v1/traces`);
+  if (named.includes('none')) {
+    if (named.length > 1) problems.push('OTEL_TRACES_EXPORTER: none cannot be named beside other exporters');
+    return undefined;
+  }
+  const unknown = named.filter((n) => !(TRACE_EXPORTERS as readonly string[]).includes(n));
+  if (unknown.length > 0)
+    problems.push(`OTEL_TRACES_EXPORTER: ${unknown.join(', ')}: expected ${TRACE_EXPORTERS.join(', ')} or none`);
+  const exporters = [...new Set(named.length > 0 ? named : ['otlp'])].filter((n): n is TraceExporterName =>
+    (TRACE_EXPORTERS as readonly string[]).includes(n),
+  );
+  if (disabled || (named.length === 0 && endpoint === undefined && tracesEndpoint === undefined)) return undefined;
+  const protocol = protocolRaw.toLowerCase() as OtlpProtocol;
+  if (exporters.includes('otlp') && !OTLP_PROTOCOLS.includes(protocol))
+    problems.push(`${protocolName}=${JSON.stringify(protocolRaw)}: expected ${OTLP_PROTOCOLS.join(' or ')}`);
+  return Object.freeze({ serviceName, exporters: Object.freeze(exporters), protocol, otlpUrl });
 }
 
 /** `models=/srv/comfyui/models,input=/srv/comfyui/input`: each name once, each folder an absolute path. */

@@ -42,6 +42,7 @@ import { Metrics } from './infra/metrics';
 import { readBuildInfo, type BuildInfo } from './infra/build-info';
 import { createDatabase, type Database } from './infra/prisma';
 import { JobQueue } from './infra/queue';
+import type { Tracing } from './infra/tracing';
 import type { JobMap, Queue } from './domain/job-map';
 import { registerJobs } from './jobs';
 
@@ -77,6 +78,8 @@ export interface Container {
   metrics: Metrics | undefined;
   /** The build this process runs (`GET /version`, `assets_build_info`). */
   build: BuildInfo;
+  /** OpenTelemetry tracing (src/infra/tracing.ts); undefined when it is off. */
+  tracing: Tracing | undefined;
   /** Closes everything in reverse order of creation. */
   close(): Promise<void>;
 }
@@ -91,7 +94,12 @@ export async function createBlobStore(config: Config, ingestWorkers: IngestWorke
   return new FsBlobStore(path.join(config.dataDir, 'blobs'), ingestWorkers);
 }
 
-export async function buildContainer(config: Config, logger: Logger, databaseUrl: string): Promise<Container> {
+export async function buildContainer(
+  config: Config,
+  logger: Logger,
+  databaseUrl: string,
+  tracing?: Tracing,
+): Promise<Container> {
   const database = createDatabase(databaseUrl, config.databasePoolSize, {
     logger,
     timeouts: {
@@ -103,7 +111,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
   const ingestWorkers = new IngestWorkers();
   const blobStore = await createBlobStore(config, ingestWorkers);
   await blobStore.init();
-  const queue = await JobQueue.create<JobMap>(databaseUrl, logger, database.health);
+  const queue = await JobQueue.create<JobMap>(databaseUrl, logger, database.health, tracing);
   const audit = new AuditService(new AuditRepository(database.prisma));
   const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys, audit);
   const ffmpeg = findFfmpeg();
@@ -265,6 +273,7 @@ export async function buildContainer(config: Config, logger: Logger, databaseUrl
     imports,
     metrics,
     build,
+    tracing,
     close: async () => {
       // Local transfers stop (they resume elsewhere or after restart); outbound connections close.
       await downloadJob.stop().catch((err) => logger.warn('downloads did not stop cleanly', { err }));

@@ -1,10 +1,10 @@
 import { requireSupportedNode } from './node-version';
 requireSupportedNode('asset-service');
-// Before every other import (CommonJS keeps their order): the modules below need that Node.
-import 'reflect-metadata';
+// Before every other import (CommonJS keeps their order): the modules below need that Node. Only the config (which
+// loads no network or database module) and the tracing starter load here; the service loads in main() once tracing
+// has registered its instrumentations, which patch http, express, pg and the AWS SDK as they are first required.
 import { ConfigError, loadConfig } from './config';
-import { createLogger } from './infra/logger';
-import { startService } from './server';
+import { startTracing } from './infra/tracing';
 
 async function main(): Promise<void> {
   let config;
@@ -17,8 +17,13 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  const tracing = await startTracing(config.tracing);
+  require('reflect-metadata');
+  const { createLogger } = require('./infra/logger') as typeof import('./infra/logger');
+  const { startService } = require('./server') as typeof import('./server');
   const logger = createLogger(config.logLevel, { service: 'asset-service' });
-  const service = await startService(config, logger);
+  if (config.tracing) logger.info('tracing on', { ...config.tracing });
+  const service = await startService(config, logger, tracing);
   let signals = 0;
   const shutdown = (signal: string) => {
     if (++signals > 1) {
@@ -26,12 +31,17 @@ async function main(): Promise<void> {
       process.exit(130);
     }
     logger.info('shutting down', { signal });
-    // HTTP, jobs and the database are drained first, then the log lines still held: the last thing before exit.
+    // HTTP, jobs and the database are drained first, then the spans they ended and the log lines still held: the
+    // last things before exit. A collector that does not answer holds the exit up to its export timeout (10 s).
+    const flush = () =>
+      (tracing?.shutdown() ?? Promise.resolve())
+        .catch((err: unknown) => logger.warn('spans not exported at shutdown', { err: (err as Error).message }))
+        .then(() => logger.flush());
     service.stop().then(
-      () => logger.flush().then(() => process.exit(0)),
+      () => flush().then(() => process.exit(0)),
       (err) => {
         logger.error('shutdown failed', { err });
-        return logger.flush().then(() => process.exit(1));
+        return flush().then(() => process.exit(1));
       },
     );
   };

@@ -7,6 +7,7 @@ import type { Config } from './config';
 import { buildContainer, type Container } from './container';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './infra/embedded-postgres';
 import type { Logger } from './infra/logger';
+import type { Tracing } from './infra/tracing';
 import { migrate } from './infra/migrate';
 import { answerClientErrors } from './http/client-error';
 import { RequestGuard } from './http/request-guard';
@@ -23,9 +24,10 @@ export interface RunningService {
 /**
  * Starts the whole service: database (embedded when DATABASE_URL is unset), migrations, container, job workers
  * (role all|worker) and HTTP (role all|api; a worker's serves /healthz, /readyz and /metrics only). `stop()` drains
- * in-flight requests and jobs, then closes everything.
+ * in-flight requests and jobs, then closes everything. `tracing` (started by src/main.ts before this module loaded) is
+ * handed to the parts that make spans of their own: the job queue and GraphQL.
  */
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+export async function startService(config: Config, logger: Logger, tracing?: Tracing): Promise<RunningService> {
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
   fs.mkdirSync(config.dataDir, { recursive: true });
@@ -36,7 +38,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   let container: Container | undefined;
   try {
     await migrate(databaseUrl, logger);
-    container = await buildContainer(config, logger, databaseUrl);
+    container = await buildContainer(config, logger, databaseUrl, tracing);
     await container.queue.start({ workers: config.role !== 'api' });
     if (config.role !== 'api') logger.info('workers started', { role: config.role });
     // Blobs a crash left without a row: reconciled now, in the background (safe beside other instances).

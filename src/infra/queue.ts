@@ -1,5 +1,6 @@
 import type { PgBoss as PgBossType } from 'pg-boss';
 import type { Logger } from './logger';
+import type { TraceCarrier, Tracing } from './tracing';
 import { Prisma } from '../generated/prisma/client';
 import { classifyDbError, prismaOf, type DatabaseHealth, type Transaction } from './prisma';
 
@@ -70,13 +71,18 @@ export class JobQueue<M extends object> {
   private constructor(
     private readonly boss: PgBossType,
     private readonly logger: Logger,
+    private readonly tracing: Tracing | undefined,
   ) {}
 
-  /** `health`: the service's database health, so an outage seen by the queue's polling is logged once, not per poll. */
+  /**
+   * `health`: the service's database health, so an outage seen by the queue's polling is logged once, not per poll.
+   * `tracing`: a job sent inside a trace carries its context in its data, and its worker's span joins that trace.
+   */
   static async create<M extends object>(
     databaseUrl: string,
     logger: Logger,
     health?: DatabaseHealth,
+    tracing?: Tracing,
   ): Promise<JobQueue<M>> {
     // pg-boss is an ES module; Node >= 22.12 loads it with require().
     const { PgBoss } = await import('pg-boss');
@@ -85,7 +91,7 @@ export class JobQueue<M extends object> {
       if (health && classifyDbError(err) === 'unavailable') health.failed();
       else logger.error('job queue error', { err });
     });
-    return new JobQueue<M>(boss, logger);
+    return new JobQueue<M>(boss, logger, tracing);
   }
 
   /** Registers the jobs this process knows (their queues are made at start, and with workers, worked on). */
@@ -125,29 +131,10 @@ export class JobQueue<M extends object> {
           // interval: a backlog (thumbnails of a bulk upload, GC after a mass delete) drains at the speed of the
           // jobs, not one job per interval. Once a fetch finds nothing, the worker polls at its interval again.
           this.wakeWorker(def.name);
-          if (def.handleBatch) {
-            try {
-              await def.handleBatch(jobs.map((j) => j.data ?? {}));
-            } catch (err) {
-              this.logger.warn('job batch failed', { job: def.name, count: jobs.length, err: (err as Error).message });
-              throw err;
-            }
-            return;
-          }
-          for (const job of jobs) {
-            const log = this.logger.child({ job: def.name, job_id: job.id });
-            try {
-              await def.handler(job.data ?? {}, {
-                id: job.id,
-                retryCount: (job as { retryCount?: number }).retryCount ?? 0,
-                signal: job.signal,
-              });
-            } catch (err) {
-              // A database outage is logged once by DatabaseHealth; here only the job's name and the message.
-              log.warn('job failed', { err: classifyDbError(err) === 'unavailable' ? (err as Error).message : err });
-              throw err;
-            }
-          }
+          const run = () => this.handle(def, jobs);
+          if (!this.tracing) return run();
+          const traced = jobs.map((j) => ({ id: j.id, carrier: carrierOf(j.data) }));
+          return this.tracing.work(def.name, traced, run);
         },
       );
       this.workerIds.set(def.name, workerId);
@@ -157,6 +144,36 @@ export class JobQueue<M extends object> {
       await this.enqueue(def.name, {}, { singletonKey: def.name });
       // Its worker takes it now, not at its next poll (up to a second into every start).
       this.wakeWorker(def.name);
+    }
+  }
+
+  /** Runs the handler of `def` on the jobs of one fetch (all at once with `handleBatch`, else one by one). */
+  private async handle(
+    def: JobOptions<object> & { name: string },
+    jobs: { id: string; data: object | undefined; signal: AbortSignal }[],
+  ): Promise<void> {
+    if (def.handleBatch) {
+      try {
+        await def.handleBatch(jobs.map((j) => dataOf(j.data)));
+      } catch (err) {
+        this.logger.warn('job batch failed', { job: def.name, count: jobs.length, err: (err as Error).message });
+        throw err;
+      }
+      return;
+    }
+    for (const job of jobs) {
+      const log = this.logger.child({ job: def.name, job_id: job.id });
+      try {
+        await def.handler(dataOf(job.data), {
+          id: job.id,
+          retryCount: (job as { retryCount?: number }).retryCount ?? 0,
+          signal: job.signal,
+        });
+      } catch (err) {
+        // A database outage is logged once by DatabaseHealth; here only the job's name and the message.
+        log.warn('job failed', { err: classifyDbError(err) === 'unavailable' ? (err as Error).message : err });
+        throw err;
+      }
     }
   }
 
@@ -180,6 +197,11 @@ export class JobQueue<M extends object> {
 
   private async enqueue(name: string, data: object, opts: SendOptions): Promise<string | null> {
     if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
+    if (!this.tracing) return this.sendNow(name, data, opts);
+    return this.tracing.enqueue(name, (carrier) => this.sendNow(name, withCarrier(data, carrier), opts));
+  }
+
+  private sendNow(name: string, data: object, opts: SendOptions): Promise<string | null> {
     return this.boss.send(name, data, {
       ...(opts.startAfterSeconds ? { startAfter: opts.startAfterSeconds } : {}),
       ...(opts.singletonKey ? { singletonKey: opts.singletonKey } : {}),
@@ -196,11 +218,16 @@ export class JobQueue<M extends object> {
   ): Promise<void> {
     if (!this.definitions.has(name)) throw new Error(`unknown job ${name}`);
     if (jobs.length === 0) return;
-    await this.boss.insert(
-      name,
-      jobs.map((j) => ({ data: j.data as object, ...(j.singletonKey ? { singletonKey: j.singletonKey } : {}) })),
-      opts.tx ? { db: prismaExecutor(opts.tx) } : undefined,
-    );
+    const insert = (carrier: TraceCarrier | undefined) =>
+      this.boss.insert(
+        name,
+        jobs.map((j) => ({
+          data: withCarrier(j.data as object, carrier),
+          ...(j.singletonKey ? { singletonKey: j.singletonKey } : {}),
+        })),
+        opts.tx ? { db: prismaExecutor(opts.tx) } : undefined,
+      );
+    await (this.tracing ? this.tracing.enqueue(name, insert) : insert(undefined));
   }
 
   async cancel(name: keyof M & string, id: string): Promise<void> {
@@ -235,6 +262,29 @@ export class JobQueue<M extends object> {
     this.started = false;
     await this.boss.stop({ graceful: true, timeout: 10_000, close: true });
   }
+}
+
+/**
+ * The field of a job's data that carries its sender's trace context (pg-boss 12 has no metadata of its own beside the
+ * data). Only jobs sent inside a trace have it; handlers never see it (`dataOf`).
+ */
+const TRACE_FIELD = '_trace';
+
+function withCarrier(data: object, carrier: TraceCarrier | undefined): object {
+  return carrier ? { ...data, [TRACE_FIELD]: carrier } : data;
+}
+
+function carrierOf(data: object | undefined): TraceCarrier | undefined {
+  const c = (data as Record<string, unknown> | undefined)?.[TRACE_FIELD] as Partial<TraceCarrier> | undefined;
+  return typeof c?.traceparent === 'string' ? (c as TraceCarrier) : undefined;
+}
+
+/** A job's data as its sender gave it: without the trace context (which a job sent by a traced instance may carry). */
+function dataOf(data: object | undefined): object {
+  if (!data || !(TRACE_FIELD in data)) return data ?? {};
+  const { [TRACE_FIELD]: _carrier, ...rest } = data as Record<string, unknown>;
+  void _carrier;
+  return rest;
 }
 
 /** pg-boss's `db` option over a transaction: its positional SQL (`$1`, `$2`, ...) as a parameterised Prisma.Sql. */

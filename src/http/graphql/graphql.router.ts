@@ -20,6 +20,7 @@ import { DEFAULT_QUERY_LIMITS, queryLimitsRule } from './limits';
 import { metricsPlugin } from './metrics.plugin';
 import { scopePlugin } from './scope.plugin';
 import { buildGraphQLSchema } from './schema';
+import { tracingPlugin } from './tracing.plugin';
 import { graphqlMultipart } from './upload';
 
 /** The largest JSON body of a GraphQL request (uploads are multipart). */
@@ -61,6 +62,7 @@ export async function graphqlRouter(c: Container): Promise<Router> {
       scopePlugin(),
       keptAnswers((principal) => c.assets.rowsVersion(principal)),
       ...(c.metrics ? [metricsPlugin(c.metrics)] : []),
+      ...(c.tracing ? [tracingPlugin(c.tracing)] : []),
     ],
   });
   await server.start();
