@@ -120,7 +120,18 @@ describe('API key caches', () => {
         findUnique: async ({ where }: { where: { keyHash: string } }) => {
           lookups++;
           const owner = valid[where.keyHash];
-          return owner ? { id: `id-${owner}`, ownerId: owner, isAdmin: false, revokedAt: null } : null;
+          return owner
+            ? {
+                id: `id-${owner}`,
+                ownerId: owner,
+                keyHash: where.keyHash,
+                scopes: ['read', 'write'],
+                isAdmin: false,
+                revokedAt: null,
+                expiresAt: null,
+                lastUsedAt: null,
+              }
+            : null;
         },
       },
     } as unknown as Db;
