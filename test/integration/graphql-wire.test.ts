@@ -1,9 +1,11 @@
 /**
  * The GraphQL wire, as clients see it: a corpus of requests (good and bad operations, every malformed body, content
  * negotiation, GET, CSRF, uploads, keys) sent in order to a fresh service, each answer's status, headers and body
- * compared with the snapshot recorded from Apollo Server 5 (__snapshots__/graphql-wire.test.ts.snap), so that the
- * service's own GraphQL-over-HTTP handling (src/http/graphql/http/) answers byte for byte as Apollo did. What varies
- * per run (ids, times, the port, read grants) is replaced by placeholders; ids keep their order of first appearance.
+ * compared with the snapshot recorded from Apollo Server 5 (__snapshots__/graphql-wire.test.ts.snap): Apollo is the
+ * server again (src/http/graphql/apollo-http.ts), and the corpus holds on it unchanged. What varies per run (ids,
+ * times, the port, read grants) is replaced by placeholders; ids keep their order of first appearance.
+ * Re-recorded on 2026-12-02 for changes of the service, not of the wire: "a forbidden mutation" (the scope's message
+ * and `details.required_scope`, contract 8) and "the type names of the schema" (the key management types).
  */
 import http from 'node:http';
 import { KEYS, startTestService, type TestService } from '../helpers/harness';
