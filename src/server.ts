@@ -18,6 +18,8 @@ export interface RunningService {
   server: http.Server;
   /** Base URL of the HTTP server (a worker's serves its probes and metrics only). */
   url: string;
+  /** The start-up reconciliation of blobs and rows, which runs in the background (tests wait for it). */
+  reconciled: Promise<unknown>;
   stop(): Promise<void>;
 }
 
@@ -67,6 +69,7 @@ export async function startService(config: Config, logger: Logger, tracing?: Tra
       container: c,
       server,
       url,
+      reconciled: reconciling,
       stop: () =>
         (stopping ??= (async () => {
           await closeServer(server, config.shutdownGraceMs, guard);
