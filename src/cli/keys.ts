@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util';
-import path from 'node:path';
 import { ConfigError, loadConfig } from '../config';
+import { commandDatabase } from './database';
 import { ApiKeyRepository } from '../domain/auth/api-key.repository';
 import { ApiKeyService, OPERATOR } from '../domain/auth/api-key.service';
 import { AuditRepository } from '../domain/audit/audit.repository';
 import { AuditService } from '../domain/audit/audit.service';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/embedded-postgres';
 import { createLogger } from '../infra/logger';
 import { migrate } from '../infra/migrate';
 import { createDatabase } from '../infra/prisma';
@@ -41,17 +40,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
-  let embedded: EmbeddedDatabase | undefined;
-  let url = config.databaseUrl;
-  if (!url) {
-    embedded = await startEmbeddedPostgres({
-      dir: path.join(config.dataDir, 'postgres'),
-      database: 'assets',
-      logger,
-      reuseRunning: true,
-    });
-    url = embedded.url;
-  }
+  const { url, embedded } = await commandDatabase(config, logger);
   const db = createDatabase(url, 2);
   try {
     await migrate(url, logger);

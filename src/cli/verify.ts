@@ -1,12 +1,11 @@
 import { parseArgs } from 'node:util';
-import path from 'node:path';
 import { ConfigError, loadConfig } from '../config';
+import { commandDatabase } from './database';
 import { createBlobStore } from '../container';
 import { LISTED_PER_FINDING, verifyContent, type Finding, type VerifyReport } from '../domain/content/content-verify';
 import { ContentRepository } from '../domain/content/content.repository';
 import { useBlake3 } from '../infra/blake3';
 import { IngestWorkers } from '../infra/blob-store/ingest-pool';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/embedded-postgres';
 import { createLogger } from '../infra/logger';
 import { createDatabase } from '../infra/prisma';
 
@@ -59,17 +58,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
   useBlake3(config.blake3);
-  let embedded: EmbeddedDatabase | undefined;
-  let url = config.databaseUrl;
-  if (!url) {
-    embedded = await startEmbeddedPostgres({
-      dir: path.join(config.dataDir, 'postgres'),
-      database: 'assets',
-      logger,
-      reuseRunning: true,
-    });
-    url = embedded.url;
-  }
+  const { url, embedded } = await commandDatabase(config, logger);
   const readOnly = new URL(url);
   readOnly.searchParams.set('options', '-c default_transaction_read_only=on');
   const db = createDatabase(readOnly.toString(), 2, { logger });
