@@ -60,7 +60,7 @@ async function send(req: Request, res: Response, answer: HTTPGraphQLResponse): P
     if (req.method === 'POST') {
       // What res.send does with Apollo's string on a POST (its content types carry their charset; the app sends no
       // ETags; freshness is for GET and HEAD), with a lingering close when the answer refuses an upload still arriving.
-      res.setHeader('Content-Length', Buffer.byteLength(answer.body.string));
+      // endAnswer sets its Content-Length.
       endAnswer(res, answer.body.string);
     } else res.send(answer.body.string);
     return;
