@@ -3,8 +3,9 @@
 // SHA-256 in one pass (DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
 // (the service's multipart parser → hash → write with fsync) with the hashes inline on the request thread
-// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: chunks transferred
-// to a worker thread that runs SHA-256 and the writes, BLAKE3 on the request thread), uploads interleaved, single
+// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: chunks copied into
+// pooled batch buffers transferred to a worker thread that runs SHA-256 and the writes, and back; BLAKE3 on the
+// request thread), uploads interleaved, single
 // stream and 4 concurrent streams. For the single stream, the same server with no hashing at all and
 // `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
 const crypto = require('node:crypto');

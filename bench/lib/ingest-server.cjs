@@ -2,8 +2,8 @@
 // A stripped ingest server for the hashing benchmark: the service's own pieces (its multipart parser, FsBlobStore)
 // with where the hashing runs as the only variable:
 //   inline: DualHasher on the request thread, then FsBlobStore.writeTemp (the service's way before the worker);
-//   worker: FsBlobStore.writeTempHashed, the service's way now (SHA-256 + writes on a worker thread the chunks are
-//           transferred to, BLAKE3 on the request thread);
+//   worker: FsBlobStore.writeTempHashed, the service's way now (SHA-256 + writes on a worker thread, the chunks
+//           copied into pooled batch buffers transferred to it and back, BLAKE3 on the request thread);
 //   none:   no hashing at all, writeTemp (the ceiling of parse + write + fsync, for comparison only).
 // Usage: node ingest-server.cjs <inline|worker|none> <blob dir>; prints `ready <port>`.
 const http = require('node:http');
@@ -68,7 +68,7 @@ async function main() {
     (async () => {
       const source = fileChunks(req);
       if (mode === 'worker') {
-        const { temp, digest } = await store.writeTempHashed(source, { ownsChunks: true });
+        const { temp, digest } = await store.writeTempHashed(source);
         await store.discard(temp);
         return digest;
       }

@@ -116,7 +116,6 @@ test.each([
     { fetcher, blobs: blobs(), hashers: workers },
     { url: new URL(`${base}/f`), partialName: name, validator: null, maxBytes: 1 << 30 },
   );
-  const before = store.ingestStats.transferredBytes;
   try {
     await expect(t.attempt()).rejects.toThrow(/connection broke/);
     expect(fs.statSync(path.join(dir, '.partial', name)).size).toBe(1024 * KiB + 7);
@@ -129,6 +128,4 @@ test.each([
   } finally {
     t.close();
   }
-  // On the disk store undici's chunks (whole socket reads) move to the worker rather than being copied.
-  if (blobs() === store) expect(store.ingestStats.transferredBytes - before).toBeGreaterThan(data.length / 2);
 });

@@ -198,17 +198,13 @@ export class AssetService {
 
   /**
    * Receives the bytes of an upload's file. When the client declared, before the file, the hash of content that is
-   * stored already, the bytes are only hashed (the upload fast path); otherwise they are ingested. `ownsChunks`: the
-   * caller hands the chunks over (ContentService.ingest). Nothing is left behind when this rejects.
+   * stored already, the bytes are only hashed (the upload fast path); otherwise they are ingested. Nothing is
+   * left behind when this rejects.
    */
-  async receiveFile(
-    bytes: AsyncIterable<Buffer>,
-    declaredHash?: string,
-    opts: { ownsChunks?: boolean } = {},
-  ): Promise<ReceivedFile> {
+  async receiveFile(bytes: AsyncIterable<Buffer>, declaredHash?: string): Promise<ReceivedFile> {
     const declared = parseHash(declaredHash);
     if (declared && (await this.content.exists(declared))) return { knownDigest: await this.content.digestOnly(bytes) };
-    return { ingested: await this.content.ingest(bytes, { ownsChunks: opts.ownsChunks }) };
+    return { ingested: await this.content.ingest(bytes) };
   }
 
   /** Removes what `receiveFile` kept, for an upload refused before `createFromUpload`. */

@@ -59,19 +59,18 @@ export class ContentService {
 
   /**
    * Streams `source` into a temporary blob while computing BLAKE3 + SHA-256; nothing remains if it fails. Where the
-   * store can, hashing and writing run on a worker thread; `ownsChunks` lets it move the chunks there instead of
-   * copying them (the caller promises not to use a chunk after handing it over).
+   * store can, hashing and writing run on a worker thread (`bothOnWorker`: BLAKE3 too).
    */
   async ingest(
     source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number; ownsChunks?: boolean; bothOnWorker?: boolean } = {},
+    opts: { maxBytes?: number; bothOnWorker?: boolean } = {},
   ): Promise<IngestedContent> {
     return storeErrors(this.ingestBytes(source, opts));
   }
 
   private async ingestBytes(
     source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number; ownsChunks?: boolean; bothOnWorker?: boolean },
+    opts: { maxBytes?: number; bothOnWorker?: boolean },
   ): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
     let facts: HeadFacts = { sniffedMime: undefined, derived: {} };
@@ -88,13 +87,12 @@ export class ContentService {
     try {
       if (this.hashedWrites) {
         const { temp, digest } = await this.hashedWrites.writeTempHashed(hashing(source, undefined, meter), {
-          ownsChunks: opts.ownsChunks,
           bothOnWorker: opts.bothOnWorker,
         });
         return { temp, digest, ...facts };
       }
       const hasher = new DualHasher();
-      const temp = await this.blobs.writeTemp(hashing(source, hasher, meter), { ownsChunks: opts.ownsChunks });
+      const temp = await this.blobs.writeTemp(hashing(source, hasher, meter));
       return { temp, digest: hasher.digest(), ...facts };
     } finally {
       end();

@@ -158,7 +158,7 @@ export class SourceTransfer {
    */
   private store(partial: PartialBlob | undefined, source: AsyncIterable<Buffer>, truncate: boolean): Promise<TempBlob> {
     const hashed = this.deps.blobs.capabilities.hashedWrites;
-    if (partial && hashed) return hashed.appendHashed(partial, source, this.hash, { ownsChunks: true });
+    if (partial && hashed) return hashed.appendHashed(partial, source, this.hash);
     if (partial) return partial.append(this.hash.hashing(source), { truncate });
     return this.deps.blobs.writeTemp(this.hash.hashing(source));
   }
@@ -209,7 +209,7 @@ export class SourceTransfer {
   /** Re-reads the partial file into a fresh hash state; returns the bytes kept (0 if the file could not be read). */
   private async rebuild(partial: PartialBlob): Promise<number> {
     this.reset();
-    const job = this.hash.append(undefined, { ownsChunks: false });
+    const job = this.hash.append(undefined);
     try {
       for await (const chunk of partial.readExisting()) {
         if (this.head.length < HEAD_BYTES)

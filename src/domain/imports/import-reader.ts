@@ -62,7 +62,6 @@ export class ImportReader {
       };
       progress.filesRead++;
       ingested = await this.d.content.ingest(counted(opened.read(stopped)), {
-        ownsChunks: true,
         bothOnWorker: true,
         maxBytes: Number.MAX_SAFE_INTEGER,
       });

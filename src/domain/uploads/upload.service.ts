@@ -180,7 +180,7 @@ export class UploadService {
     try {
       // The request's chunks are used by nobody else (the tus server passes them on), so they move to the worker.
       size = this.hashedWrites
-        ? (await this.hashedWrites.appendHashed(partial, limited(), state, { ownsChunks: true })).size
+        ? (await this.hashedWrites.appendHashed(partial, limited(), state)).size
         : (await partial.append(state.hashing(limited()))).size;
     } catch (err) {
       failure = err;
@@ -324,7 +324,7 @@ export class UploadService {
     const state = this.hashers.session();
     if (size > 0) {
       this.logger.info('rebuilding the hash state of a resumed upload', { upload_id: id, bytes: size });
-      const job = state.append(undefined, { ownsChunks: false });
+      const job = state.append(undefined);
       let fed = 0;
       try {
         for await (const chunk of partial.readExisting()) {

@@ -8,7 +8,6 @@ import { stringParam } from '../schema/query';
 import { NO_METER, type TransferMeter } from '../../domain/transfer-meter';
 import { contentDisposition } from '../../infra/content-disposition';
 import { FileBody } from '../../infra/blob-store/file-body';
-import { OwnedBody } from '../../infra/blob-store/owned-body';
 import { handle, principalOf } from '../shared/handler';
 import { pathId } from './middleware';
 import { DomainError } from '../../domain/errors';
@@ -76,7 +75,7 @@ export function contentHandler(deps: ContentDeps): RequestHandler {
     // The disk store's body is written through its reusable read buffers; other stores' streams are piped as they
     // are, counted by a listener (an async-generator stage between them cost a few promises per chunk).
     const sent =
-      body instanceof FileBody || body instanceof OwnedBody
+      body instanceof FileBody
         ? body.sendTo(res, served)
         : pipeline(
             body.on('data', (c: Buffer) => served(c.length)),

@@ -15,11 +15,7 @@ export interface ParsedUpload {
 
 /** Where the file part's bytes go: AssetService's receiveFile and discardFile. */
 export interface FileReceiver {
-  receiveFile(
-    bytes: AsyncIterable<Buffer>,
-    declaredHash: string | undefined,
-    opts: { ownsChunks: boolean },
-  ): Promise<ReceivedFile>;
+  receiveFile(bytes: AsyncIterable<Buffer>, declaredHash: string | undefined): Promise<ReceivedFile>;
   discardFile(file: ReceivedFile | undefined): Promise<void>;
 }
 
@@ -80,7 +76,7 @@ export function parseMultipartUpload(req: Request, receiver: FileReceiver): Prom
       fileQueue = queue;
       result.fileName = part.filename || undefined;
       filePromise = (async () => {
-        result.file = await receiver.receiveFile(queue, declaredHash, { ownsChunks: true });
+        result.file = await receiver.receiveFile(queue, declaredHash);
       })();
       filePromise.catch(fail);
     };

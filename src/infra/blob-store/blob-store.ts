@@ -19,10 +19,9 @@ export interface BlobStore {
   init(): Promise<void>;
   /**
    * Consumes `source` into a new temporary blob. Resolves once every byte is durable. On any error (including one
-   * raised by `source`) the temporary blob is removed and the error rethrown. `ownsChunks`: the chunks of `source`
-   * are used by nobody else once read, so the store may free their memory as soon as it has taken their bytes.
+   * raised by `source`) the temporary blob is removed and the error rethrown.
    */
-  writeTemp(source: AsyncIterable<Buffer>, opts?: { ownsChunks?: boolean }): Promise<TempBlob>;
+  writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob>;
   /**
    * Opens (or reopens, for resumed downloads and uploads) a named temporary blob for appending, kept across
    * restarts. Returns the bytes already present.
@@ -116,13 +115,12 @@ export { fileStateOf };
 
 export interface HashedWrites {
   /**
-   * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, hashed off the request thread. With
-   * `ownsChunks`, the chunks of `source` may be detached once read (their memory moved to the worker), so the caller
-   * must not keep them.
+   * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, hashed off the request thread (`bothOnWorker`:
+   * BLAKE3 too).
    */
   writeTempHashed(
     source: AsyncIterable<Buffer>,
-    opts?: { ownsChunks?: boolean; bothOnWorker?: boolean },
+    opts?: { bothOnWorker?: boolean },
   ): Promise<{ temp: TempBlob; digest: { blake3: string; sha256: string; size: number } }>;
   /**
    * A local file of this machine (the import's) into a temporary blob, hashed, read and written on a worker thread
@@ -134,14 +132,9 @@ export interface HashedWrites {
   /**
    * PartialBlob.append (of a partial this store opened) with the bytes also fed to `hash` (which must have hashed
    * exactly the bytes already stored), both the hashing and the writing on the session's worker thread. What arrived
-   * before a failure of `source` is kept, durably, and counted in `hash`. `ownsChunks`: as for writeTempHashed.
+   * before a failure of `source` is kept, durably, and counted in `hash`.
    */
-  appendHashed(
-    partial: PartialBlob,
-    source: AsyncIterable<Buffer>,
-    hash: HashSession,
-    opts: { ownsChunks: boolean },
-  ): Promise<TempBlob>;
+  appendHashed(partial: PartialBlob, source: AsyncIterable<Buffer>, hash: HashSession): Promise<TempBlob>;
 }
 
 export interface Presigning {

@@ -48,8 +48,6 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   private readonly orphansDir: string;
   /** Temp names carry host and pid, so start-up can tell the leftovers of a dead process from live uploads. */
   private readonly tempPrefix = `${os.hostname().replace(/[^\w-]/g, '_')}.${process.pid}.`;
-  /** Bytes of `writeTempHashed` moved to the worker vs copied (the move is the fast path; tests check it is taken). */
-  readonly ingestStats = { transferredBytes: 0, copiedBytes: 0 };
   /** The read buffers of `FileBody.sendTo` (serving content), reused across requests. */
   readonly readBuffers = new ReadBufferPool();
 
@@ -86,28 +84,32 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   }
 
   /**
-   * Like `writeTemp`, with the BLAKE3 + SHA-256 of the bytes computed on the way, both the hashing and the writing
-   * running on a worker thread (see ingest-pool.ts). `ownsChunks`: nobody uses the chunks of `source` after they
-   * were read, so their ArrayBuffers may be moved to the worker (detached) instead of copied. `bothOnWorker`: BLAKE3
-   * too runs on the worker (a caller with many sources at once, the import, keeps its own thread free).
+   * Like `writeTemp`, with the BLAKE3 + SHA-256 of the bytes computed on the way by an ingest worker's job (see
+   * ingest-pool.ts): SHA-256 on the worker, BLAKE3 on this thread unless `bothOnWorker` (a caller with many sources
+   * at once, the import, keeps its own thread free). The chunks are written from this thread as they came, while
+   * they are still in the CPU's caches (a copy of them goes to the worker for hashing): the worker writing its copies
+   * cost the kernel's copy into the page cache about a CPU-second more per GiB (`npm run bench -- hashing`).
    */
   async writeTempHashed(
     source: AsyncIterable<Buffer>,
-    opts: { ownsChunks?: boolean; bothOnWorker?: boolean } = {},
+    opts: { bothOnWorker?: boolean } = {},
   ): Promise<{ temp: TempBlob; digest: HashedFile }> {
-    const file = path.join(this.tmpDir, `${this.tempPrefix}${crypto.randomUUID()}`);
-    const job = this.workers.open(file, { ownsChunks: opts.ownsChunks === true, blake3OnWorker: opts.bothOnWorker });
-    try {
+    const job = this.workers.open(undefined, { blake3OnWorker: opts.bothOnWorker });
+    async function* hashed() {
       for await (const chunk of source) {
         const wait = job.write(chunk);
         if (wait) await wait;
+        yield chunk;
       }
+    }
+    let temp: TempBlob | undefined;
+    try {
+      temp = await this.writeTemp(hashed());
       const digest = await job.finish();
-      this.ingestStats.transferredBytes += job.transferred;
-      this.ingestStats.copiedBytes += job.copied;
-      return { temp: { key: path.relative(this.root, file), size: digest.size }, digest };
+      return { temp, digest };
     } catch (err) {
       await job.abort();
+      if (temp) await this.discard(temp);
       throw err;
     }
   }
@@ -191,15 +193,10 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
    * `source` fails (a client gone mid-request), what it gave so far is still written and fsynced, then the failure is
    * rethrown.
    */
-  async appendHashed(
-    partial: PartialBlob,
-    source: AsyncIterable<Buffer>,
-    hash: HashSession,
-    opts: { ownsChunks: boolean },
-  ): Promise<TempBlob> {
+  async appendHashed(partial: PartialBlob, source: AsyncIterable<Buffer>, hash: HashSession): Promise<TempBlob> {
     const key = partial.key;
     const file = this.resolveKey(key);
-    const job = hash.append(file, opts);
+    const job = hash.append(file);
     let failure: unknown;
     try {
       for await (const chunk of source) {
@@ -214,8 +211,6 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     } catch (err) {
       failure ??= err;
     }
-    this.ingestStats.transferredBytes += job.transferred;
-    this.ingestStats.copiedBytes += job.copied;
     if (failure !== undefined) throw failure;
     return { key, size: (await fsp.stat(file)).size };
   }

@@ -6,31 +6,50 @@ import { Worker } from 'node:worker_threads';
 import { blake3, type Blake3Incremental } from '../blake3';
 import type { FileState } from './copy-hashed';
 import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
-import { holdsItsBuffer } from './owned-chunks';
 
 /**
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
  *
- * Why (`npm run bench -- upload`): on the request thread the two hashes take a core on their own, and the received
- * chunks (a new 64 KiB ArrayBuffer each, from Node's HTTP parser) make V8 run frequent full mark-compacts, since they
- * count as external memory while the young generation barely fills. Here the request thread parses and runs BLAKE3, and
- * hands each chunk's ArrayBuffer to a worker (transferred, not copied, so it leaves the request thread's heap at once);
- * the worker runs SHA-256 and queues the chunk for `writev` on the thread pool (one write in flight, in order, while it
- * hashes the next), overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end.
- * Durability is the same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ * Why (`npm run bench -- upload`): on the request thread the two hashes take a core on their own. Here the request
+ * thread parses and runs BLAKE3, and copies each chunk into a batch buffer that it hands to a worker; the worker runs
+ * SHA-256 and queues the batch for `writev` on the thread pool (one write in flight, in order, while it hashes the
+ * next), overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end. Durability
+ * is the same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ *
+ * The bytes travel in batch buffers the pool allocates and owns (BufferPool): a full batch's ArrayBuffer is
+ * transferred to the worker, which transfers it back once written, so the same few MiB go round and round. The
+ * received chunks are never moved or freed here: they are the HTTP parser's (or a library's), and only a buffer the
+ * pool made is ever transferred.
  *
  * Resumable uploads keep a HashSession per upload: the BLAKE3 + SHA-256 state stays on one worker between jobs (one
  * job per PATCH, appending to the upload's part), so every PATCH continues the hashes where the last one stopped. A
  * session holds no job between PATCHes, so it does not keep its worker (or the process) alive. Downloads do the same
- * per attempt (both hashes on the worker): undici's body chunks are whole socket reads, each its own ArrayBuffer, so
- * they move to the worker like an upload's, and the request thread keeps no 64 KiB buffers for V8's full
- * mark-compacts to free (`npm run bench -- download`).
+ * per attempt (both hashes on the worker, so the request thread only copies).
  */
 
 /** Bytes a job may have posted and not yet had acknowledged before `write` asks its caller to wait. */
 const IN_FLIGHT = 4 << 20;
-/** Chunks are posted in batches of about this many bytes. */
+/** Chunks are posted in batches of this many bytes (one pooled buffer each). */
 const BATCH = 1 << 20;
+/** Batch buffers kept for reuse: a job's in-flight window and one being filled, for a few jobs at once. */
+const POOLED = 24;
+
+/**
+ * The batch buffers of the ingest jobs: allocated here (`allocUnsafeSlow`: an ArrayBuffer of its own, never Node's
+ * shared pool, so it can be transferred), lent to a job, transferred to a worker and given back by it once written.
+ * A buffer that does not come back (a worker that died) is left to the garbage collector.
+ */
+class BufferPool {
+  private readonly free: Buffer[] = [];
+
+  take(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(BATCH);
+  }
+
+  giveBack(buffers: readonly ArrayBuffer[]): void {
+    for (const ab of buffers) if (this.free.length < POOLED && ab.byteLength === BATCH) this.free.push(Buffer.from(ab));
+  }
+}
 
 /**
  * The worker's built file. At run time this module is dist/src/infra/blob-store/ingest-pool.js and the worker is
@@ -63,22 +82,18 @@ export class IngestWorkers {
   private nextId = 1;
   private nextSession = 1;
   private file: string | undefined;
+  private readonly buffers = new BufferPool();
 
   constructor(size = Math.max(1, Math.min(4, os.availableParallelism()))) {
     this.workers = new Array(size).fill(undefined);
   }
 
-  /**
-   * Starts writing `file` (created exclusively), or, without a file, only hashing. `ownsChunks`: the chunks given to
-   * `write` are not used by anyone afterwards, so their ArrayBuffers may be transferred (detached here) instead of
-   * copied.
-   */
-  open(file: string | undefined, opts: { ownsChunks: boolean; blake3OnWorker?: boolean }): IngestJob {
+  /** Starts writing `file` (created exclusively), or, without a file, only hashing. */
+  open(file: string | undefined, opts: { blake3OnWorker?: boolean } = {}): IngestJob {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
     return this.openOn(w, {
       file,
-      ownsChunks: opts.ownsChunks,
       b3: opts.blake3OnWorker ? undefined : blake3().create(),
       blake3: !!opts.blake3OnWorker,
     });
@@ -99,13 +114,12 @@ export class IngestWorkers {
     w: WorkerEntry,
     o: {
       file: string | undefined;
-      ownsChunks: boolean;
       b3: Blake3Incremental | undefined;
       blake3: boolean;
       session?: SessionRef;
     },
   ): IngestJob {
-    const job = new IngestJob(this.nextId++, o.file, w.worker, o.ownsChunks, o.b3, !!o.session?.append, () => {
+    const job = new IngestJob(this.nextId++, o.file, w.worker, this.buffers, o.b3, !!o.session?.append, () => {
       w.jobs.delete(job.id);
       if (w.jobs.size === 0) w.worker.unref();
     });
@@ -253,27 +267,27 @@ export class HashSession {
    * A job that continues the state: it appends to `file` (made by the first job when missing; what it wrote stays
    * there even when it fails), or without a file only hashes. `finish` makes the bytes durable and adds them to `size`.
    */
-  append(file: string | undefined, opts: { ownsChunks: boolean }): IngestJob {
+  append(file: string | undefined): IngestJob {
     if (!this.usable) throw new Error('the hash session is not usable');
-    return this.job(file, opts.ownsChunks, false);
+    return this.job(file, false);
   }
 
   /** The digests of everything hashed; the session is over. */
   async digest(): Promise<HashedFile> {
     if (!this.usable) throw new Error('the hash session is not usable');
-    const job = this.job(undefined, false, true);
+    const job = this.job(undefined, true);
     const d = await job.finish();
     this.broken = true;
     return { ...d, size: this.size };
   }
 
   /**
-   * Passes `source` through while a job of this session hashes it (copies of the chunks go to the worker), for stores
+   * Passes `source` through while a job of this session hashes it (the chunks are copied for the worker), for stores
    * that write the bytes themselves (S3's parts). The state counts the bytes once the consumer has taken all of
    * `source`; if it stops early, or `source` fails, the state is unusable.
    */
   async *hashing(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-    const job = this.append(undefined, { ownsChunks: false });
+    const job = this.append(undefined);
     let done = false;
     try {
       for await (const chunk of source) {
@@ -296,13 +310,12 @@ export class HashSession {
     if (held && !this.busy && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
   }
 
-  private job(file: string | undefined, ownsChunks: boolean, final: boolean): IngestJob {
+  private job(file: string | undefined, final: boolean): IngestJob {
     const fresh = !this.started;
     this.started = true;
     this.busy = true;
     const job = this.pool.openOn(this.w, {
       file,
-      ownsChunks,
       b3: this.b3,
       blake3: this.b3 === undefined,
       session: { id: this.id, fresh, append: file !== undefined, final },
@@ -323,8 +336,8 @@ export class HashSession {
  * it when it returns a promise), then `finish`; or `abort`.
  */
 export class IngestJob {
-  private batch: Uint8Array[] = [];
-  private transfer: ArrayBuffer[] = [];
+  /** The batch being filled (a pooled buffer), and how much of it is. */
+  private batch: Buffer | undefined;
   private batchBytes = 0;
   private inFlight = 0;
   private error: Error | undefined;
@@ -336,15 +349,12 @@ export class IngestJob {
   onSettled: ((ok: boolean, size: number) => void) | undefined;
   /** Bytes given to `write` so far. */
   size = 0;
-  /** Bytes whose ArrayBuffer was transferred rather than copied (tests check that the fast path is taken). */
-  transferred = 0;
-  copied = 0;
 
   constructor(
     readonly id: number,
     private readonly file: string | undefined,
     private readonly worker: Worker,
-    private readonly ownsChunks: boolean,
+    private readonly buffers: BufferPool,
     /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or (undefined) on the worker. */
     private readonly b3: Blake3Incremental | undefined,
     /** Appending to a part that must be kept whatever happens (a resumable upload's). */
@@ -363,19 +373,13 @@ export class IngestJob {
     if (chunk.length === 0) return undefined;
     this.b3?.update(chunk);
     this.size += chunk.length;
-    const ab = chunk.buffer as ArrayBuffer;
-    if (this.ownsChunks && holdsItsBuffer(chunk)) {
-      this.batch.push(chunk);
-      if (!this.transfer.includes(ab)) this.transfer.push(ab);
-      this.transferred += chunk.length;
-    } else {
-      const copy = new Uint8Array(chunk); // its own ArrayBuffer (never Node's shared pool), so it can be transferred
-      this.batch.push(copy);
-      this.transfer.push(copy.buffer);
-      this.copied += chunk.length;
+    for (let at = 0; at < chunk.length;) {
+      const batch = (this.batch ??= this.buffers.take());
+      const n = chunk.copy(batch, this.batchBytes, at);
+      at += n;
+      this.batchBytes += n;
+      if (this.batchBytes === batch.length) this.post();
     }
-    this.batchBytes += chunk.length;
-    if (this.batchBytes >= BATCH) this.post();
     if (this.inFlight < IN_FLIGHT) return undefined;
     return new Promise<void>((resolve) => (this.drained = resolve)).then(() => {
       if (this.error) throw this.error;
@@ -399,13 +403,14 @@ export class IngestJob {
 
   /** Stops, closes and removes the file. */
   async abort(): Promise<void> {
-    this.batch = [];
-    this.transfer = [];
+    this.batch = undefined;
+    this.batchBytes = 0;
     if (!this.ended) await this.end('abort');
   }
 
   onMessage(m: FromWorker): void {
     if (m.t === 'ack') {
+      this.buffers.giveBack(m.buffers);
       this.inFlight -= m.bytes;
       if (this.inFlight < IN_FLIGHT / 2) this.wake();
       return;
@@ -427,11 +432,15 @@ export class IngestJob {
   }
 
   private post(): void {
-    if (this.batch.length === 0) return;
-    send(this.worker, { t: 'data', id: this.id, chunks: this.batch, bytes: this.batchBytes }, this.transfer);
-    this.inFlight += this.batchBytes;
-    this.batch = [];
-    this.transfer = [];
+    const batch = this.batch;
+    if (!batch || this.batchBytes === 0) return;
+    const bytes = this.batchBytes;
+    // The whole buffer goes (it comes back whole, for the pool); `bytes` says how much of it is data.
+    send(this.worker, { t: 'data', id: this.id, buffer: batch.buffer as ArrayBuffer, bytes }, [
+      batch.buffer as ArrayBuffer,
+    ]);
+    this.inFlight += bytes;
+    this.batch = undefined;
     this.batchBytes = 0;
   }
 

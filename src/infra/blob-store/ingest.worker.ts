@@ -12,7 +12,10 @@ import { copyHashed, type CopyAnswer, type CopyRequest } from './copy-hashed';
  * the next.
  */
 
-/** What the pool sends. The chunks of `data` arrive transferred (their ArrayBuffers moved here), never copied. */
+/**
+ * What the pool sends. The batch buffer of `data` arrives transferred (one of the pool's own buffers, moved here);
+ * it goes back with the `ack` once written.
+ */
 export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage | CopyRequest;
 interface OpenMessage {
   t: 'open';
@@ -29,7 +32,8 @@ interface OpenMessage {
 interface DataMessage {
   t: 'data';
   id: number;
-  chunks: Uint8Array[];
+  /** A pooled batch buffer, whole; its first `bytes` are the data. */
+  buffer: ArrayBuffer;
   bytes: number;
 }
 interface EndMessage {
@@ -42,9 +46,12 @@ interface DropMessage {
   session: number;
 }
 
-/** What the worker answers: `ack` once a message's bytes are written; `done` or `closed` ends a job. */
+/**
+ * What the worker answers: `ack` once a message's bytes are written, with its batch buffers transferred back to the
+ * pool; `done` or `closed` ends a job.
+ */
 export type FromWorker =
-  | { t: 'ack'; id: number; bytes: number }
+  | { t: 'ack'; id: number; bytes: number; buffers: ArrayBuffer[] }
   | { t: 'error'; id: number; message: string; code?: string }
   | { t: 'done'; id: number; blake3?: string; sha256?: string; size: number }
   | { t: 'closed'; id: number }
@@ -78,9 +85,6 @@ interface Job {
   chain: Promise<void>;
   error: (Error & { code?: string }) | undefined;
 }
-
-/** ES2024's ArrayBuffer (Node has it; the project's `lib` is ES2023). */
-type DetachableBuffer = ArrayBuffer & { readonly detached: boolean; transfer(length: number): ArrayBuffer };
 
 const fsync = promisify(fs.fsync);
 const close = promisify(fs.close);
@@ -128,13 +132,9 @@ function flush(id: number, job: Job): void {
         fail(id, job, err as Error);
       }
     }
-    // Free the chunks now rather than at this isolate's next GC (which the few objects it allocates rarely trigger,
-    // so up to 64 MiB of written chunks would wait for it): detaching drops the memory at once.
-    for (const c of parts) {
-      const ab = c.buffer as DetachableBuffer;
-      if (!ab.detached) ab.transfer(0);
-    }
-    if (ack > 0) post({ t: 'ack', id, bytes: ack });
+    // The written batches go back to the pool that lent them (a failed write's too: the file is being abandoned).
+    const buffers = parts.map((c) => c.buffer as ArrayBuffer);
+    if (ack > 0 || buffers.length > 0) post({ t: 'ack', id, bytes: ack, buffers }, buffers);
   });
 }
 
@@ -191,12 +191,11 @@ function data(m: DataMessage, job: Job): void {
   job.unacked += m.bytes;
   if (!job.error) {
     try {
-      for (const c of m.chunks) {
-        job.b3?.update(c);
-        job.sha.update(c);
-        job.parts.push(c);
-        job.len += c.length;
-      }
+      const c = new Uint8Array(m.buffer, 0, m.bytes);
+      job.b3?.update(c);
+      job.sha.update(c);
+      job.parts.push(c);
+      job.len += c.length;
     } catch (err) {
       fail(m.id, job, err as Error);
     }

@@ -5,7 +5,6 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { releaseBuffer, releaseChunk } from './owned-chunks';
 
 /** S3's limit of parts in one multipart upload. */
 const MAX_PARTS = 10_000;
@@ -14,8 +13,6 @@ export interface StreamUploadOptions {
   partSize: number;
   /** Parts uploaded in parallel. */
   queueSize: number;
-  /** The chunks of the source are used by nobody else once read: their memory is freed once copied (owned-chunks). */
-  ownsChunks: boolean;
 }
 
 /**
@@ -63,7 +60,6 @@ export class StreamUpload {
           at += n;
         }
         this.size += chunk.length;
-        if (this.o.ownsChunks) releaseChunk(chunk);
       }
       if (parts === 0) {
         await this.client.send(
@@ -86,9 +82,6 @@ export class StreamUpload {
     } catch (err) {
       await this.settled();
       throw err;
-    } finally {
-      // Forty MiB per upload at the defaults: returned now rather than at a full mark-compact (owned-chunks).
-      for (const buf of this.free.splice(0)) releaseBuffer(buf);
     }
   }
 

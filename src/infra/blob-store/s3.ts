@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import http from 'node:http';
 import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -39,8 +40,6 @@ import {
   type StoredBlob,
   type TempBlob,
 } from './blob-store';
-import { OwnedBody } from './owned-body';
-import { ReusedReadAgent } from './s3-agent';
 import { StreamUpload } from './s3-upload';
 
 const MiB = 1024 * 1024;
@@ -133,8 +132,8 @@ export class S3BlobStore implements BlobStore, Presigning {
         requestTimeout: ANSWER_TIMEOUT_MS,
         throwOnRequestTimeout: true,
         socketTimeout: config.timeoutMs ?? SILENCE_TIMEOUT_MS,
-        // The SDK's default agent (keep-alive, 50 sockets), with reads into a buffer per socket (s3-agent.ts).
-        httpAgent: new ReusedReadAgent({ keepAlive: true, maxSockets: 50 }),
+        // The SDK's default agent's settings (keep-alive, 50 sockets).
+        httpAgent: new http.Agent({ keepAlive: true, maxSockets: 50 }),
       },
       ...options.client,
     });
@@ -175,9 +174,9 @@ export class S3BlobStore implements BlobStore, Presigning {
     // Nothing to prepare: leftovers of crashed instances are the sweeper's (sweepTemps), as any instance may own them.
   }
 
-  async writeTemp(source: AsyncIterable<Buffer>, opts: { ownsChunks?: boolean } = {}): Promise<TempBlob> {
+  async writeTemp(source: AsyncIterable<Buffer>): Promise<TempBlob> {
     const key = `${this.base}.tmp/${crypto.randomUUID()}`;
-    const size = await this.uploadObject(key, source, this.o.queueSize, opts.ownsChunks ?? false);
+    const size = await this.uploadObject(key, source, this.o.queueSize);
     return { key, size };
   }
 
@@ -246,7 +245,7 @@ export class S3BlobStore implements BlobStore, Presigning {
         await this.restore(blake3Hex);
         return get();
       });
-      return new OwnedBody(res.Body as Readable);
+      return res.Body as Readable;
     } catch (err) {
       if (isNotFound(err)) throw new BlobNotFoundError(blake3Hex);
       throw err;
@@ -400,7 +399,7 @@ export class S3BlobStore implements BlobStore, Presigning {
 
   async writeObject(name: string, source: AsyncIterable<Buffer>): Promise<number> {
     // Objects appear whole on S3 (a multipart upload is visible once completed); a failure aborts and removes it.
-    return this.uploadObject(this.objectKey(name), source, this.o.queueSize, false);
+    return this.uploadObject(this.objectKey(name), source, this.o.queueSize);
   }
 
   async readObject(name: string, range?: { start: number; end: number }): Promise<Readable> {
@@ -478,19 +477,10 @@ export class S3BlobStore implements BlobStore, Presigning {
 
   /**
    * Streams `body` to `key` (multipart above one part) and resolves with its size; on failure aborts the upload and
-   * removes the key. `ownsChunks`: see StreamUpload.
+   * removes the key.
    */
-  private async uploadObject(
-    key: string,
-    body: AsyncIterable<Buffer>,
-    queueSize: number,
-    ownsChunks: boolean,
-  ): Promise<number> {
-    const upload = new StreamUpload(this.client, this.bucket, key, {
-      partSize: this.o.partSize,
-      queueSize,
-      ownsChunks,
-    });
+  private async uploadObject(key: string, body: AsyncIterable<Buffer>, queueSize: number): Promise<number> {
+    const upload = new StreamUpload(this.client, this.bucket, key, { partSize: this.o.partSize, queueSize });
     if (this.unaborted.size > 0) void this.retryAborts();
     try {
       await upload.run(body);
@@ -633,7 +623,7 @@ export class S3BlobStore implements BlobStore, Presigning {
         }
       };
       // Kept at queue size 2: downloads are network-bound, and many may run at once.
-      await this.uploadObject(`${dir}${String(offset).padStart(16, '0')}`, body(), 2, false);
+      await this.uploadObject(`${dir}${String(offset).padStart(16, '0')}`, body(), 2);
       offset += written;
     }
     return { key: dir, size: offset };
