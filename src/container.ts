@@ -252,6 +252,7 @@ export async function buildContainer(
     batches: new ImportBatches({ transactions: database.transactions, assets: assetRepo, content, quotas }),
     queue,
     logger: logger.child({ module: 'imports' }),
+    audit,
   });
 
   registerJobs(queue, {
