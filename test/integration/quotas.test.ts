@@ -60,6 +60,16 @@ function blobFiles(): string[] {
   return out.sort();
 }
 
+/** Blobs moved aside for the retention period (`.orphans/<day>/ab/cd/<hex>`), by their hex. */
+function movedAside(): string[] {
+  const root = path.join(svc.dataDir, 'blobs', '.orphans');
+  if (!fs.existsSync(root)) return [];
+  return (fs.readdirSync(root, { recursive: true }) as string[])
+    .map((f) => path.basename(f))
+    .filter((f) => /^[0-9a-f]{64}$/.test(f))
+    .sort();
+}
+
 /** What a refused create must leave as it was: rows of every table a create writes, and the files. */
 async function kept() {
   type Counts = { assets: number; contents: number; uploads: number; tasks: number; transfers: number };
@@ -67,7 +77,7 @@ async function kept() {
     (SELECT count(*)::int FROM asset) AS assets, (SELECT count(*)::int FROM content) AS contents,
     (SELECT count(*)::int FROM upload) AS uploads, (SELECT count(*)::int FROM task) AS tasks,
     (SELECT count(*)::int FROM download_transfer) AS transfers`);
-  return { ...r!, files: blobFiles() };
+  return { ...r!, files: blobFiles(), movedAside: movedAside() };
 }
 
 const setQuota = (owner: string, body: unknown, key: string = KEYS.admin) =>
@@ -449,6 +459,16 @@ test('8 parallel uploads of distinct content against a limit that fits 3: exactl
   const after = await kept();
   expect(after.assets).toBe(before.assets + 3);
   expect(after.contents).toBe(before.contents + 3);
+  expect(after.tasks).toBe(before.tasks);
   const made = after.files.filter((f) => !before.files.includes(f));
   expect(made).toHaveLength(3);
+  // The losers passed the early check together and put their blobs in place before the final one refused them:
+  // those are moved aside for the retention period (as any refused create's), never left under a content address.
+  const aside = after.movedAside.filter((f) => !before.movedAside.includes(f));
+  expect(aside.sort()).toEqual(
+    answers
+      .map((r, i) => (r.status === 403 ? blake3Of(files[i]!).slice('blake3:'.length) : undefined))
+      .filter(Boolean)
+      .sort(),
+  );
 });

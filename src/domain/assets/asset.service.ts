@@ -283,6 +283,12 @@ export class AssetService {
     try {
       const name = fields.name ?? opts.fileName ?? defaultName(ingested.digest.blake3);
       const contentMime = this.content.mimeOf(ingested, opts.fileName ?? name);
+      // Refused before the blob is put in place (a refused create then moves nothing aside); the final check is the
+      // insert's, under the owner's quota lock.
+      const { blake3 } = ingested.digest;
+      await this.quotas?.precheckNew(principal.ownerId, ingested.digest.size, async () =>
+        Boolean(await this.assets.findByContent(principal.ownerId, blake3)),
+      );
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
       precommitted = true;
       await this.content.precommit(ingested);

@@ -387,6 +387,9 @@ export class ImportService {
         }
         made.push(undefined);
         skipped(item.saved.path, err);
+        // The reader put its bytes under their content address; a create refused before its own precommit (a
+        // quota) leaves them there without a row.
+        await this.d.content.abandon(item.ingested.digest.blake3);
       }
     }
     return made;

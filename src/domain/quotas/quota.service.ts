@@ -90,6 +90,21 @@ export class QuotaService {
   }
 
   /**
+   * The check of a create whose content is known but not yet under its content address (ingested bytes): as `admit`
+   * but without a lock, so a refused create never puts its blob in place. `isDuplicate` (does the owner have an asset
+   * of this content already, which makes no new asset) is asked only when the create would be refused.
+   */
+  async precheckNew(ownerId: string, bytes: number, isDuplicate: () => Promise<boolean>): Promise<void> {
+    const u = await this.repo.usage(ownerId);
+    if (u.maxBytes === undefined && u.maxAssets === undefined) return;
+    try {
+      assertFits(u, u, { bytes, assets: 1 });
+    } catch (err) {
+      if (!(await isDuplicate())) throw err;
+    }
+  }
+
+  /**
    * First statement of a create's transaction: the owner's limits, its quota row locked until the commit (nothing
    * is locked for an owner without limits). Taken before any content lock, so creates of one owner queue here only.
    */
