@@ -359,9 +359,7 @@ describe('every create path is refused with QUOTA_EXCEEDED and keeps nothing', (
       kind: 'bytes',
     });
     expect(await kept()).toEqual(before);
-    expect((await svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key: keyOf.jack, headers: TUS })).status).toBe(
-      404,
-    );
+    expect((await svc.fetch(`/api/uploads/${id}`, { method: 'HEAD', key: keyOf.jack, headers: TUS })).status).toBe(404);
   });
 
   test('URL upload: refused by the size the provider states, and at the insert when the bytes are in', async () => {

@@ -21,7 +21,12 @@ export interface ReadFile {
  */
 export class ImportBatches {
   constructor(
-    private readonly d: { transactions: Transactions; assets: AssetRepository; content: ContentService; quotas: QuotaService },
+    private readonly d: {
+      transactions: Transactions;
+      assets: AssetRepository;
+      content: ContentService;
+      quotas: QuotaService;
+    },
   ) {}
 
   /** Makes the assets of `files` for `ownerId`; whether each one made a new asset. Temporary blobs stay. */

@@ -153,7 +153,9 @@ const QuotaLimit = (what: string, maximum: number) =>
   });
 
 export const QuotaRequest = Body({
-  max_bytes: Type.Optional(QuotaLimit("the most bytes (sum of size) the owner's assets may take", Number.MAX_SAFE_INTEGER)),
+  max_bytes: Type.Optional(
+    QuotaLimit("the most bytes (sum of size) the owner's assets may take", Number.MAX_SAFE_INTEGER),
+  ),
   // GraphQL's `maxAssets` is an Int (32 bits).
   max_assets: Type.Optional(QuotaLimit('the most assets the owner may have', 2_147_483_647)),
 });
