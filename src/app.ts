@@ -17,6 +17,7 @@ import { exportDownloadRouter, exportsRouter } from './http/rest/exports.router'
 import { jobsRouter } from './http/rest/jobs.router';
 import { keysRouter } from './http/rest/keys.router';
 import { auditRouter } from './http/rest/audit.router';
+import { quotasRouter } from './http/rest/quotas.router';
 import { seedRouter } from './http/rest/seed.router';
 import { tagsRouter } from './http/rest/tags.router';
 import { tasksRouter } from './http/rest/tasks.router';
@@ -118,6 +119,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(seedRouter({ imports: c.imports }));
   api.use(keysRouter({ apiKeys: c.apiKeys }));
   api.use(auditRouter({ audit: c.audit }));
+  api.use(quotasRouter({ quotas: c.quotas }));
   app.use('/api', api);
 
   // The open routes, after /api (their paths are disjoint, and API requests then skip their layers).

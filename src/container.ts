@@ -21,6 +21,8 @@ import { ExportService } from './domain/exports/export.service';
 import { ImportBatches } from './domain/imports/import-batch';
 import { ImportRepository } from './domain/imports/import.repository';
 import { ImportService } from './domain/imports/import.service';
+import { QuotaRepository } from './domain/quotas/quota.repository';
+import { QuotaService } from './domain/quotas/quota.service';
 import { TaskRepository } from './domain/tasks/task.repository';
 import { TaskService } from './domain/tasks/task.service';
 import { KnownThumbnails } from './domain/thumbnails/known-thumbnails';
@@ -58,6 +60,8 @@ export interface Container {
   apiKeys: ApiKeyService;
   /** The audit trail of key management and admin actions on other owners' data. */
   audit: AuditService;
+  /** Owners' limits and usage (contract 8). */
+  quotas: QuotaService;
   /** Authentication of requests with the rate limits (REST, GraphQL). */
   requestAuth: RequestAuth;
   content: ContentService;
@@ -171,7 +175,16 @@ export async function buildContainer(
     meter: metrics,
   });
   const assetRepo = new AssetRepository(database.prisma, database.pool);
-  const assets = new AssetService(database.transactions, assetRepo, content, queue, (ids) => known?.forget(ids), audit);
+  const quotas = new QuotaService(new QuotaRepository(database.prisma), audit);
+  const assets = new AssetService(
+    database.transactions,
+    assetRepo,
+    content,
+    queue,
+    (ids) => known?.forget(ids),
+    audit,
+    quotas,
+  );
 
   const uploadRepo = new UploadRepository(database.prisma);
   const uploads = new UploadService(
@@ -181,6 +194,7 @@ export async function buildContainer(
     ingestWorkers,
     content,
     assets,
+    quotas,
     logger,
     {
       expirySeconds: config.uploadExpirySeconds,
@@ -215,6 +229,7 @@ export async function buildContainer(
     tasks: taskRepo,
     providers,
     assets,
+    quotas,
     content,
     queue,
     fetcher,
@@ -234,9 +249,10 @@ export async function buildContainer(
     tasks: taskRepo,
     assets,
     content,
-    batches: new ImportBatches({ transactions: database.transactions, assets: assetRepo, content }),
+    batches: new ImportBatches({ transactions: database.transactions, assets: assetRepo, content, quotas }),
     queue,
     logger: logger.child({ module: 'imports' }),
+    audit,
   });
 
   registerJobs(queue, {
@@ -261,6 +277,7 @@ export async function buildContainer(
     queue,
     apiKeys,
     audit,
+    quotas,
     requestAuth,
     content,
     assets,

@@ -57,6 +57,7 @@ const VALUES: Record<string, string> = {
   hash: `blake3:${'a'.repeat(64)}`,
   export_name: 'export.zip',
   file: 'app.js',
+  owner: 'alice',
 };
 const concrete = (template: string) =>
   template.replace(/\{(\w+)\}/g, (_m, name: string) => {

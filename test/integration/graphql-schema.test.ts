@@ -27,6 +27,7 @@ test('the schema has the asset, task, export and key operations', async () => {
     'tags',
     'task',
     'tasks',
+    'usage',
   ]);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual([
     'addAssetPaths',
@@ -38,6 +39,7 @@ test('the schema has the asset, task, export and key operations', async () => {
     'removeAssetTags',
     'revokeApiKey',
     'setAssetImmutable',
+    'setOwnerQuota',
     'startDownload',
     'startExport',
     'updateAsset',

@@ -228,7 +228,7 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
     expect(nullable).toEqual(['job_id', 'preview_id', 'prompt_id']);
   });
 
-  test("no schema of openapi.yaml allows null except preview_id, prompt_id, job_id and JobOutputAsset's output fields", () => {
+  test("no schema of openapi.yaml allows null except preview_id, prompt_id, job_id, JobOutputAsset's output fields and a quota's cleared limit", () => {
     const found: string[] = [];
     (function walk(n: Doc, where: string) {
       if (Array.isArray(n)) n.forEach((x, i) => walk(x, `${where}/${i}`));
@@ -237,9 +237,10 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
         for (const [k, v] of Object.entries(n)) walk(v, `${where}/${k}`);
       }
     })(doc, '');
-    // Comfy Cloud's JobOutputAsset makes node_id, output_key and output_index nullable (contract 3.7).
+    // Comfy Cloud's JobOutputAsset makes node_id, output_key and output_index nullable (contract 3.7); a quota
+    // request's `null` clears a limit (contract 8: a request body, never an answer).
     const allowed =
-      /\/(preview_id|prompt_id|job_id)$|^\/components\/schemas\/JobOutputAsset\/properties\/(node_id|output_key|output_index)$/;
+      /\/(preview_id|prompt_id|job_id)$|^\/components\/schemas\/JobOutputAsset\/properties\/(node_id|output_key|output_index)$|^\/components\/schemas\/QuotaRequest\/properties\/(max_bytes|max_assets)$/;
     expect(found.filter((w) => !allowed.test(w))).toEqual([]);
   });
 

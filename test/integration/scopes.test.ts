@@ -65,6 +65,8 @@ const EXPECTED: Record<string, Need> = {
   'GET /api/keys': 'read',
   'DELETE /api/keys/{id}': 'write',
   'GET /api/audit': 'admin',
+  'PUT /api/owners/{owner}/quota': 'admin',
+  'GET /api/usage': 'read',
 };
 
 const VALUES: Record<string, string> = {
@@ -73,6 +75,7 @@ const VALUES: Record<string, string> = {
   job_id: '00000000-0000-4000-8000-000000000031',
   hash: `blake3:${'a'.repeat(64)}`,
   export_name: 'export.zip',
+  owner: 'alice',
 };
 const concrete = (template: string) => template.replace(/\{(\w+)\}/g, (_m, name: string) => VALUES[name]!);
 
@@ -250,6 +253,13 @@ describe('GraphQL', () => {
       scope: 'admin',
     });
     expect(await gql(keys.readWrite, '{ apiKeys(allOwners: true) { id } }')).toMatchObject({
+      code: 'FORBIDDEN',
+      scope: 'admin',
+    });
+    expect(
+      await gql(keys.readWrite, 'mutation { setOwnerQuota(owner: "alice", input: { maxAssets: 5 }) { owner } }'),
+    ).toMatchObject({ code: 'FORBIDDEN', scope: 'admin' });
+    expect(await gql(keys.readWrite, '{ usage(owner: "admin") { owner } }')).toMatchObject({
       code: 'FORBIDDEN',
       scope: 'admin',
     });

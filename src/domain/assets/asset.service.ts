@@ -32,6 +32,7 @@ import { decodeCursor } from './cursor';
 import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
 import type { AuditService } from '../audit/audit.service';
 import { requireScope } from '../auth/scopes';
+import type { QuotaService } from '../quotas/quota.service';
 
 const ZERO_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -63,6 +64,8 @@ export class AssetService {
     private readonly onDeleted?: (assetIds: string[]) => void,
     /** Records admin actions on other owners' assets. */
     private readonly audit?: AuditService,
+    /** The owners' limits, checked in the transaction of every asset insert (contract 8). */
+    private readonly quotas?: QuotaService,
   ) {}
 
   async get(principal: Principal, id: string): Promise<Asset> {
@@ -207,6 +210,14 @@ export class AssetService {
     return { ingested: await this.content.ingest(bytes) };
   }
 
+  /**
+   * The early quota check of an upload whose file is known to be at least `bytes` long before any byte of it is read
+   * (a multipart Content-Length): refused then rather than after storing it. The final check is the insert's.
+   */
+  async checkQuotaAhead(principal: Principal, bytes: number): Promise<void> {
+    await this.quotas?.precheck(principal.ownerId, bytes);
+  }
+
   /** Removes what `receiveFile` kept, for an upload refused before `createFromUpload`. */
   async discardFile(file: ReceivedFile | undefined): Promise<void> {
     if (file?.ingested) await this.content.discard(file.ingested);
@@ -268,6 +279,12 @@ export class AssetService {
     try {
       const name = fields.name ?? opts.fileName ?? defaultName(ingested.digest.blake3);
       const contentMime = this.content.mimeOf(ingested, opts.fileName ?? name);
+      // Refused before the blob is put in place (a refused create then moves nothing aside); the final check is the
+      // insert's, under the owner's quota lock.
+      const { blake3 } = ingested.digest;
+      await this.quotas?.precheckNew(principal.ownerId, ingested.digest.size, async () =>
+        Boolean(await this.assets.findByContent(principal.ownerId, blake3)),
+      );
       // The (possibly slow) copy to the content address happens before the lock; see ContentService.precommit.
       precommitted = true;
       await this.content.precommit(ingested);
@@ -328,6 +345,9 @@ export class AssetService {
       try {
         return await this.transactions.run(
           async (tx) => {
+            // The owner's quota row first (before the content lock, which creates of other owners share): creates
+            // of an owner with limits are admitted one at a time, so concurrent ones cannot pass a limit together.
+            const limits = await this.quotas?.lock(owner, tx);
             await this.content.lock(blake3, tx);
             if (fields.id) {
               // One read of the id whatever its owner, so a concurrent create cannot commit between two reads.
@@ -343,6 +363,8 @@ export class AssetService {
             if (previewId && previewId !== id && !(await this.assets.findById(owner, previewId, tx))) {
               throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${previewId} names no asset of yours`);
             }
+            // Only a new asset counts: a duplicate of content this owner has answered above, whatever the limits.
+            if (limits) await this.quotas!.admit(owner, limits, { bytes: content.size, assets: 1 }, tx);
             const asset = await this.assets.insert(newAssetRow(owner, id, name, content, fields), tx);
             return { asset, created: true };
           },

@@ -1,5 +1,12 @@
 /** What the audit trail records (contract 8); never a secret. */
-export const AUDIT_ACTIONS = ['key.create', 'key.revoke', 'asset.set_immutable'] as const;
+export const AUDIT_ACTIONS = [
+  'key.create',
+  'key.revoke',
+  'asset.set_immutable',
+  'quota.set',
+  'import.start',
+  'import.cancel',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface NewAuditEvent {

@@ -8,6 +8,7 @@ import type { AssetService } from '../assets/asset.service';
 import type { AssetCreateFields, AssetCreateInput, CreateResult, Principal } from '../assets/asset.types';
 import { validateCreateFields } from '../assets/validation';
 import type { ContentService } from '../content/content.service';
+import type { QuotaService } from '../quotas/quota.service';
 import type { ContentDigest } from '../content/hashing';
 import { AlreadyExists, DomainError, isDomainError } from '../errors';
 import { assertStorableText, idempotencyKeyOf } from '../input';
@@ -30,6 +31,8 @@ export interface DownloadDeps {
   tasks: TaskRepository;
   providers: Providers;
   assets: AssetService;
+  /** The early checks of a download whose size the provider states (the final one is the asset insert's). */
+  quotas: QuotaService;
   content: ContentService;
   queue: Queue;
   fetcher: HttpFetcher;
@@ -109,6 +112,8 @@ export class DownloadService {
       const asset = await this.fromStored(principal, { ...assetFields, name: known.fileName }, known.blake3);
       if (asset) return { asset };
     }
+    // New content of a stated size that cannot fit: refused before a task or a transfer is made.
+    if (meta.size !== undefined) await this.d.quotas.precheck(owner, meta.size);
 
     try {
       const outcome = await this.d.transactions.run(
@@ -209,6 +214,7 @@ export class DownloadService {
         );
       if (stored) return stored;
     }
+    if (meta.size !== undefined) await this.d.quotas.precheck(principal.ownerId, meta.size);
     const transfer = new SourceTransfer(
       { fetcher: this.d.fetcher, blobs: this.d.blobs, hashers: this.d.hashers, meter: this.d.meter },
       { url, auth: provider.auth(), validator: null, maxBytes: this.d.content.maxUploadBytes },

@@ -5,6 +5,7 @@ import { PATHS_LIMITS } from '../assets/asset-paths';
 import { newAssetRow } from '../assets/new-asset-row';
 import { LIMITS } from '../assets/validation';
 import type { ContentService, IngestedContent } from '../content/content.service';
+import type { QuotaService } from '../quotas/quota.service';
 
 /** One file of an import, read and hashed, its bytes put under their content address (`ContentService.precommit`). */
 export interface ReadFile {
@@ -19,7 +20,14 @@ export interface ReadFile {
  * jobs are left to the backfill the import queues when it ends. The import's rate over many small files is bound by statements, not bytes (`npm run bench -- import`).
  */
 export class ImportBatches {
-  constructor(private readonly d: { transactions: Transactions; assets: AssetRepository; content: ContentService }) {}
+  constructor(
+    private readonly d: {
+      transactions: Transactions;
+      assets: AssetRepository;
+      content: ContentService;
+      quotas: QuotaService;
+    },
+  ) {}
 
   /** Makes the assets of `files` for `ownerId`; whether each one made a new asset. Temporary blobs stay. */
   async commit(ownerId: string, files: readonly ReadFile[]): Promise<boolean[]> {
@@ -27,6 +35,8 @@ export class ImportBatches {
     return this.d.transactions.run(
       async (tx) => {
         const hashes = files.map((f) => f.ingested.digest.blake3);
+        // As AssetService.createWithContent: the owner's quota row before the content locks.
+        const limits = await this.d.quotas.lock(ownerId, tx);
         await content.lockMany(hashes, tx);
         const records = await content.ensureStoredMany(
           tx,
@@ -57,6 +67,12 @@ export class ImportBatches {
           );
           return true;
         });
+        // A batch that would pass a limit fails whole (QUOTA_EXCEEDED); ImportService then makes its files one at a
+        // time, so those that fit are kept and the rest are reported as skipped with that code.
+        if (limits && rows.length > 0) {
+          const bytes = rows.reduce((sum, r) => sum + r.size, 0);
+          await this.d.quotas.admit(ownerId, limits, { bytes, assets: rows.length }, tx);
+        }
         await assets.insertMany(rows, tx);
         for (const a of again)
           await assets.appendPaths(ownerId, a.id, [a.path], PATHS_LIMITS.perAsset, tx, a.tags, LIMITS.tagCount);

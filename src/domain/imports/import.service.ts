@@ -3,6 +3,7 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IMPORT_ROOT_NAMES, type ImportRootName, type ImportRootsConfig } from '../../config';
 import type { Logger } from '../../infra/logger';
+import type { AuditService } from '../audit/audit.service';
 import type { Transactions } from '../../infra/prisma';
 import type { AssetService } from '../assets/asset.service';
 import type { Principal } from '../assets/asset.types';
@@ -59,6 +60,8 @@ export class ImportService {
       batches: ImportBatches;
       queue: Queue;
       logger: Logger;
+      /** Records an admin's import into, or cancel of, another owner's assets (IMPORT_ROOTS_OWNER's). */
+      audit?: AuditService;
     },
     private readonly o: ImportOptions = DEFAULT_IMPORT_OPTIONS,
   ) {
@@ -96,6 +99,13 @@ export class ImportService {
       throw err;
     }
     this.d.queue.wake(JOB.importSeed);
+    if (ownerId !== principal.ownerId)
+      await this.d.audit?.recordBy(principal, {
+        action: 'import.start',
+        targetOwner: ownerId,
+        targetId: taskId,
+        details: { roots },
+      });
     if (!wait) return { status: 'started', taskId };
     for (;;) {
       const run = await this.d.repo.run(taskId);
@@ -146,7 +156,11 @@ export class ImportService {
   async cancel(principal: Principal): Promise<{ status: 'cancelling' | 'idle' }> {
     if (this.configured.length === 0) return { status: 'idle' };
     this.allow(principal);
-    return { status: (await this.d.repo.requestCancel()) ? 'cancelling' : 'idle' };
+    const cancelling = await this.d.repo.requestCancel();
+    const owner = this.d.config.owner;
+    if (cancelling && owner !== undefined && owner !== principal.ownerId)
+      await this.d.audit?.recordBy(principal, { action: 'import.cancel', targetOwner: owner });
+    return { status: cancelling ? 'cancelling' : 'idle' };
   }
 
   /** The sweep job (`importSweepJob`): hands runs whose worker died to a job again. */
@@ -373,6 +387,9 @@ export class ImportService {
         }
         made.push(undefined);
         skipped(item.saved.path, err);
+        // The reader put its bytes under their content address; a create refused before its own precommit (a
+        // quota) leaves them there without a row.
+        await this.d.content.abandon(item.ingested.digest.blake3);
       }
     }
     return made;

@@ -11,6 +11,7 @@ import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-p
 import type { Logger } from '../../infra/logger';
 import type { UploadLease, UploadLeases } from './upload-lease';
 import type { UploadRecord, UploadRepository } from './upload.repository';
+import type { QuotaService } from '../quotas/quota.service';
 
 /** What the Upload-Metadata of a tus upload means once validated: the multipart fields of POST /api/assets. */
 export interface UploadFields {
@@ -53,6 +54,7 @@ export class UploadService {
     private readonly hashers: IngestWorkers,
     private readonly content: ContentService,
     private readonly assets: AssetService,
+    private readonly quotas: QuotaService,
     private readonly logger: Logger,
     private readonly opts: { expirySeconds: number },
   ) {
@@ -102,6 +104,9 @@ export class UploadService {
         },
       );
     }
+    // Upload-Length is known before any byte: an upload that cannot fit is refused at its creation. Its last PATCH
+    // checks again, in the transaction of its asset (a limit changed meanwhile applies then).
+    await this.quotas.precheck(principal.ownerId, length);
     const now = new Date();
     return this.repo.insert({
       id,

@@ -15,6 +15,8 @@ import type { ExportService } from '../../domain/exports/export.service';
 import type { ApiKeyService } from '../../domain/auth/api-key.service';
 import type { AuditService } from '../../domain/audit/audit.service';
 import { KeyResolver } from './key.resolver';
+import type { QuotaService } from '../../domain/quotas/quota.service';
+import { QuotaResolver } from './quota.resolver';
 
 export interface ResolverDeps {
   assets: AssetService;
@@ -23,6 +25,7 @@ export interface ResolverDeps {
   exports: ExportService;
   apiKeys: ApiKeyService;
   audit: AuditService;
+  quotas: QuotaService;
 }
 
 const RESOLVERS = [
@@ -32,6 +35,7 @@ const RESOLVERS = [
   TaskResolver,
   ExportResolver,
   KeyResolver,
+  QuotaResolver,
 ] as const;
 
 /**
@@ -48,6 +52,7 @@ export function buildGraphQLSchema(deps?: ResolverDeps): Promise<GraphQLSchema> 
           [TaskResolver, new TaskResolver(deps.tasks, deps.downloads)],
           [ExportResolver, new ExportResolver(deps.exports)],
           [KeyResolver, new KeyResolver(deps.apiKeys, deps.audit)],
+          [QuotaResolver, new QuotaResolver(deps.quotas)],
         ]
       : [],
   );

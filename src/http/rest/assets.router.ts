@@ -31,6 +31,9 @@ import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../sch
  * The literal paths beside /assets/{id} (`POST /assets/export`, `GET /assets/remote-metadata` ...): another method on
  * one of them is that path's 405 with its `Allow`, not "an asset id that is not a UUID" (400 INVALID_ID).
  */
+/** What a multipart upload's parts other than its file can take (fields, part headers, boundaries) at most. */
+const MULTIPART_FIELDS_ALLOWANCE = 1024 * 1024;
+
 const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata', 'seed']);
 const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => void): void =>
   LITERAL_ASSET_PATHS.has(req.params.id as string) ? next('route') : next();
@@ -70,12 +73,15 @@ export function assetsRouter(deps: {
       let result: CreateResult;
       if (req.is('multipart/form-data')) {
         const declared = Number(req.get('content-length'));
-        if (Number.isFinite(declared) && declared > content.maxUploadBytes + 1024 * 1024) {
+        if (Number.isFinite(declared) && declared > content.maxUploadBytes + MULTIPART_FIELDS_ALLOWANCE) {
           throw new DomainError(
             'PAYLOAD_TOO_LARGE',
             `the body is larger than the limit of ${content.maxUploadBytes} bytes`,
           );
         }
+        // The file is at least the body less what its other parts can take: refused before a byte of it is stored.
+        if (Number.isFinite(declared) && declared > MULTIPART_FIELDS_ALLOWANCE)
+          await assets.checkQuotaAhead(principal, declared - MULTIPART_FIELDS_ALLOWANCE);
         const { fields, file, fileName } = await parseMultipartUpload(req, assets);
         // Text fields: the last value of each, trimmed; an empty one counts as absent.
         const text = (k: string) => emptyToUndefined(fields.get(k)?.at(-1));

@@ -5,6 +5,7 @@ import { TASK_STATUSES } from '../../domain/tasks/task.types';
 import * as A from '../graphql/inputs/asset.inputs';
 import { StartExportInput } from '../graphql/inputs/export.inputs';
 import { ApiKeysArgs, AuditEventsArgs, CreateApiKeyInput } from '../graphql/inputs/key.inputs';
+import { OwnerQuotaInput } from '../graphql/inputs/quota.inputs';
 import { StartDownloadInput, TaskFilter, TasksArgs } from '../graphql/inputs/task.inputs';
 import { check } from './check';
 import {
@@ -46,6 +47,9 @@ const AssetFilter = Type.Object({
   hash: Opt(Text(80)),
   metadataFilter: Opt(AnyJson()),
 });
+
+/** A limit of `setOwnerQuota`: a whole number, or null to clear it (GraphQL's Int and SafeInt check the type). */
+const QuotaLimit = () => Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]);
 
 /** Enum and boolean arguments: GraphQL's own types check them. */
 const ByGraphQL = () => Opt(Type.Unknown());
@@ -132,6 +136,7 @@ export const GRAPHQL_INPUT_SCHEMAS = new Map<unknown, TSchema>([
   ],
   [ApiKeysArgs, Type.Object({ owner: Opt(Text(128)), allOwners: ByGraphQL() })],
   [AuditEventsArgs, Type.Object({ limit: Int(1, 500), after: Opt(Text(200)) })],
+  [OwnerQuotaInput, Type.Object({ maxBytes: Opt(QuotaLimit()), maxAssets: Opt(QuotaLimit()) })],
 ]);
 
 /**

@@ -142,6 +142,24 @@ export const KeyCreateRequest = Body({
   ),
 });
 
+/** A limit of PUT /api/owners/{owner}/quota: a whole number of bytes or assets, or null to clear it. */
+const QuotaLimit = (what: string, maximum: number) =>
+  Type.Unsafe<number | null>({
+    type: ['integer', 'null'],
+    minimum: 0,
+    maximum,
+    'x-message': 'must be a non-negative integer or null',
+    description: `${what}; null clears the limit, absent keeps it`,
+  });
+
+export const QuotaRequest = Body({
+  max_bytes: Type.Optional(
+    QuotaLimit("the most bytes (sum of size) the owner's assets may take", Number.MAX_SAFE_INTEGER),
+  ),
+  // GraphQL's `maxAssets` is an Int (32 bits).
+  max_assets: Type.Optional(QuotaLimit('the most assets the owner may have', 2_147_483_647)),
+});
+
 /** The request-body schemas openapi.yaml publishes, by component name (scripts: `npm run openapi:emit`). */
 export const REST_BODY_SCHEMAS = {
   AssetUpdate,
@@ -153,4 +171,5 @@ export const REST_BODY_SCHEMAS = {
   PathsRequest,
   SeedRequest,
   KeyCreateRequest,
+  QuotaRequest,
 };

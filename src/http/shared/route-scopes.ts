@@ -15,6 +15,8 @@ const BY_ROUTE = new Map<string, Partial<Record<string, Scope>>>([['/audit', { G
 export function routeScope(method: string, path: string): Scope | undefined {
   const listed = BY_ROUTE.get(path)?.[method];
   if (listed) return listed;
+  // PUT /owners/{owner}/quota: the one admin route with a parameter in its path.
+  if (method === 'PUT' && path.startsWith('/owners/') && path.endsWith('/quota')) return 'admin';
   if (method === 'OPTIONS') return undefined;
   return method === 'GET' || method === 'HEAD' ? 'read' : 'write';
 }
