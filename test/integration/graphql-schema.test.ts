@@ -27,6 +27,7 @@ test('the schema has the asset, task, export and key operations', async () => {
     'tags',
     'task',
     'tasks',
+    'viewer',
   ]);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual([
     'addAssetPaths',
