@@ -160,7 +160,7 @@ export function KeysPage({ api, announce }: { api: Api; announce(text: string): 
           </p>
           <div class="row">
             <label for="key-secret" class="sr-only">
-              New key
+              Secret of the new key
             </label>
             <input
               id="key-secret"
