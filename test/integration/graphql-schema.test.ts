@@ -28,6 +28,7 @@ test('the schema has the asset, task, export and key operations', async () => {
     'task',
     'tasks',
     'usage',
+    'viewer',
   ]);
   expect(Object.keys(schema.getMutationType()!.getFields()).sort()).toEqual([
     'addAssetPaths',

@@ -265,7 +265,7 @@ async function walkThrough(): Promise<void> {
   await page.getByLabel('Search by name').fill('no-such-asset');
   await page.locator('.empty', { hasText: 'No assets match “no-such-asset”' }).waitFor();
   await shot('empty-search');
-  await page.getByRole('button', { name: 'Clear search and tags' }).click();
+  await page.getByRole('button', { name: 'Clear search and filters' }).click();
   await waitFor(async () => ((await tiles().count()) >= PAGE_SIZE ? true : undefined));
 
   // 6. Offline: said so, the count no longer claims results, Retry offered; back online, it asks again. A failed
@@ -341,18 +341,20 @@ async function walkThrough(): Promise<void> {
   // 8. The viewer from the details: the image itself (its signed preview_url), previous / next by keys.
   await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
   const viewer = page.getByRole('dialog');
-  await viewer.locator(`.viewer-stage[data-asset-id="${id}"] img`).waitFor();
+  await viewer.locator(`.viewer-stage[data-asset-id="${id}"] img:not(.viewer-thumb)`).waitFor();
   await waitFor(async () =>
-    (await viewer.locator('img').evaluate((i: HTMLImageElement) => i.naturalWidth)) === 320 ? true : undefined,
+    (await viewer.locator('img:not(.viewer-thumb)').evaluate((i: HTMLImageElement) => i.naturalWidth)) === 320
+      ? true
+      : undefined,
   );
   await accessible('viewer');
   await shot('viewer');
   await page.keyboard.press('ArrowLeft');
-  await viewer.locator(`.viewer-stage[data-asset-id="${firstId}"] img`).waitFor();
+  await viewer.locator(`.viewer-stage[data-asset-id="${firstId}"] img:not(.viewer-thumb)`).waitFor();
   await viewer.getByRole('button', { name: /^Next/ }).click();
   await viewer.locator(`.viewer-stage[data-asset-id="${id}"]`).waitFor();
   await page.keyboard.press('ArrowRight');
-  await viewer.locator(`.viewer-stage:not([data-asset-id="${id}"]) img`).waitFor();
+  await viewer.locator(`.viewer-stage:not([data-asset-id="${id}"]) img:not(.viewer-thumb)`).waitFor();
   await page.keyboard.press('Escape');
   await viewer.waitFor({ state: 'detached' });
   await page.keyboard.press('Escape');

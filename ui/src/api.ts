@@ -7,9 +7,11 @@ import {
   graphqlInit,
   jsonInit,
   send,
+  signedThumbnailUrl,
   takeEarly,
   takeEarlyNow,
   type Answer,
+  type FirstScreenArgs,
 } from './first-screen';
 
 /**
@@ -43,6 +45,8 @@ export interface Asset {
   loaderPath?: string | null;
   /** A durable link (`<base>/api/s/{id}`) that is safe to store and paste. */
   shortUrl?: string | null;
+  /** The content as a download, signed (`?access=…&disposition=attachment`) when the service gives media grants. */
+  downloadUrl?: string | null;
   createdAt: string;
   updatedAt: string;
   lastAccessTime: string;
@@ -79,12 +83,7 @@ export interface ExportRequest {
   namingStrategy?: string | null;
 }
 
-export interface AssetFilter {
-  includeTags?: string[];
-  anyTags?: string[];
-  nameContains?: string;
-  hash?: string;
-}
+export type AssetFilter = Record<string, unknown>;
 
 /** What the schema of this service offers (its optional parts; the page hides what is not there). */
 export interface Features {
@@ -96,6 +95,9 @@ export interface Features {
   taskResultFields: string[];
   /** The schema has imports (Task.importRoots, TaskResult.seed). */
   imports: boolean;
+  /** Query.usage (the owner's storage use and limits) and Query.viewer (who the key is) are there. */
+  usage: boolean;
+  viewer: boolean;
 }
 
 export class Api {
@@ -230,7 +232,6 @@ export class Api {
   }
 }
 
-type FirstScreenArgs = { limit: number; sort: string; order: string };
 export interface FirstScreen {
   features: Features;
   assets: AssetPageData;
@@ -254,6 +255,8 @@ function firstScreenOf(d: FirstScreenData): FirstScreen {
     metadata: has(d.asset, 'metadata'),
     startExport: has(d.mutation, 'startExport'),
     imports: !!d.result?.fields.some((f) => f.name === 'seed'),
+    usage: has(d.query, 'usage'),
+    viewer: has(d.query, 'viewer'),
     // The scalar ones, which need no selection of their own (failedAssets, a list of objects, does).
     taskResultFields:
       d.result?.fields
@@ -292,13 +295,29 @@ export async function checkKey(key: string): Promise<void> {
 
 /**
  * Where the page reads an asset's bytes for the viewer and players: the one place that builds media URLs. A signed
- * URL of its own content (contract 3.7: `preview_url` with `?access=`) loads in <img>/<video> as it is; otherwise the
- * content route, fetched with the key header.
+ * URL of its own content (contract 3.7: `preview_url` with `?access=`) loads in <img>/<video> as it is (the browser
+ * streams it, with range requests); else the content route with the page's own grant (`access`); only without any
+ * grant, the content route fetched with the key header.
  */
-export function mediaSource(a: Asset): { url: string; keyed: boolean } {
+export function mediaSource(a: Asset, access?: string): { url: string; keyed: boolean } {
   const own = !a.previewId || a.previewId === a.id;
-  if (own && a.previewUrl && /[?&]access=/.test(a.previewUrl)) return { url: a.previewUrl, keyed: false };
-  return { url: `/api/assets/${encodeURIComponent(a.id)}/content`, keyed: true };
+  const content = `/api/assets/${encodeURIComponent(a.id)}/content`;
+  if (own && a.previewUrl && /[?&]access=/.test(a.previewUrl))
+    return { url: access ? signedThumbnailUrl(a.previewUrl, access) : a.previewUrl, keyed: false };
+  if (access) return { url: `${content}?access=${encodeURIComponent(access)}&disposition=inline`, keyed: false };
+  return { url: content, keyed: true };
+}
+
+/**
+ * The asset's download: a signed attachment URL an `<a href download>` saves, streamed to disk by the browser (a 6 GB
+ * model never sits in the tab's memory). The service's `downloadUrl` with the page's fresh grant, else the content
+ * route with that grant; undefined when the page has no grant at all (the key cannot go in a URL).
+ */
+export function downloadHref(a: Asset, access?: string): string | undefined {
+  if (a.downloadUrl && /[?&]access=/.test(a.downloadUrl))
+    return access ? signedThumbnailUrl(a.downloadUrl, access) : a.downloadUrl;
+  if (!access) return undefined;
+  return `/api/assets/${encodeURIComponent(a.id)}/content?access=${encodeURIComponent(access)}&disposition=attachment`;
 }
 
 /** The asset's URL to share or paste into a tool (absolute; it needs the key, or a durable `short_url` when given). */

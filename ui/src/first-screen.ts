@@ -8,8 +8,10 @@
  * This module is imported by both: it holds only what both need, nothing of Preact.
  */
 
+import { filterOf, viewOf, type ViewState } from './view-state';
+
+export { DEFAULT_SORT } from './view-state';
 export const KEY_STORE = 'assetBrowser.apiKey';
-export const DEFAULT_SORT = 'created_at:desc';
 export const GRANT_URL = '/api/thumbnail-access';
 
 /** `?pageSize=` of the page's URL (1–500, default 60). */
@@ -19,15 +21,20 @@ export const pageSizeOf = (search: string): number =>
 /** The asset fields every schema of this service has; the first screen asks for the optional ones too. */
 export const BASE_ASSET_FIELDS =
   'id name size assetHash mimeType tags userMetadata thumbnailUrl previewId promptId createdAt updatedAt lastAccessTime isImmutable';
-export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath previewUrl shortUrl`;
+export const ALL_ASSET_FIELDS = `${BASE_ASSET_FIELDS} metadata loaderPath previewUrl shortUrl downloadUrl`;
 
-/** The first screen's page: its size and a sort (`field:order`, default DEFAULT_SORT), as the GraphQL variables. */
-export function firstScreenArgs(
-  limit: number,
-  sort: string = DEFAULT_SORT,
-): { limit: number; sort: string; order: string } {
-  const [field, order] = sort.split(':');
-  return { limit, sort: field!, order: order! };
+export interface FirstScreenArgs {
+  limit: number;
+  sort: string;
+  order: string;
+  filter: Record<string, unknown> | null;
+  facets: Record<string, unknown> | null;
+}
+
+/** The first screen of a view (the page's URL: a shared link's filters and sort) as the GraphQL variables. */
+export function firstScreenArgs(limit: number, view: ViewState): FirstScreenArgs {
+  const [field, order] = view.sort.split(':');
+  return { limit, sort: field!, order: order!, filter: filterOf(view), facets: filterOf(view, false) };
 }
 
 /** The thumbnails' grant in an answer of GRANT_URL, if it is a good one. */
@@ -42,15 +49,15 @@ export function grantOf(a: Answer): { access: string; expires_at: string } | und
  * The first screen's GraphQL request body: what the schema offers (its optional parts), the first page of assets and
  * the tag facets, in one request.
  */
-export function firstScreenBody(first: { limit: number; sort: string; order: string }): string {
-  const query = `query($limit: Int!, $sort: AssetSort!, $order: SortOrder!) {
+export function firstScreenBody(first: FirstScreenArgs): string {
+  const query = `query($limit: Int!, $sort: AssetSort!, $order: SortOrder!, $filter: AssetFilter, $facets: AssetFilter) {
         page: __type(name: "AssetPage") { fields { name } }
         asset: __type(name: "Asset") { fields { name } }
         result: __type(name: "TaskResult") { fields { name type { kind ofType { kind } } } }
         query: __type(name: "Query") { fields { name } }
         mutation: __type(name: "Mutation") { fields { name } }
-        assets(limit: $limit, offset: 0, sort: $sort, order: $order) { items { ${ALL_ASSET_FIELDS} } total hasMore nextCursor totalIsLowerBound }
-        tagCounts(limit: 60) { name count }
+        assets(filter: $filter, limit: $limit, offset: 0, sort: $sort, order: $order) { items { ${ALL_ASSET_FIELDS} } total hasMore nextCursor totalIsLowerBound }
+        tagCounts(filter: $facets, limit: 60) { name count }
       }`;
   return JSON.stringify({ query, variables: first });
 }
@@ -130,7 +137,7 @@ export function startEarly(): void {
     /* storage refused: the page asks for the key */
   }
   if (!key) return;
-  const graphqlBody = firstScreenBody(firstScreenArgs(pageSizeOf(location.search)));
+  const graphqlBody = firstScreenBody(firstScreenArgs(pageSizeOf(location.search), viewOf(location.search)));
   const early: Early = {
     key,
     graphqlBody,

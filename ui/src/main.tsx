@@ -1,34 +1,46 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { Api, ApiError, assetFields, type Asset, type AssetFilter, type AssetPageData, type Features } from './api';
+import { Api, ApiError, assetFields, type Asset, type AssetPageData, type Features } from './api';
 import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
 import { Facets, type TagCount, type TagMode } from './components/Facets';
+import { Filters, type FilterState } from './components/Filters';
 import { Grid } from './components/Grid';
 import { KeyGate } from './components/KeyGate';
 import { Models } from './components/Models';
 import { SelectionBar } from './components/SelectionBar';
+import { Shortcuts } from './components/Shortcuts';
 import { UploadDialog } from './components/UploadDialog';
+import { Usage } from './components/Usage';
 import { Viewer } from './components/Viewer';
 import { useThumbnailAccess } from './components/useThumbnail';
-import { DEFAULT_SORT, earlyReady, firstScreenArgs, KEY_STORE, pageSizeOf } from './first-screen';
+import { earlyReady, firstScreenArgs, KEY_STORE, pageSizeOf } from './first-screen';
+import { useLazy } from './hooks/useLazy';
 import { useTasks } from './hooks/useTasks';
 import { useModels } from './hooks/useModels';
 import { useUploads } from './hooks/useUploads';
+import { applyTheme, followSystem, saveTheme, storedTheme, type Theme } from './theme';
+import { filterOf, searchOf, SORTS, viewOf, type ViewState } from './view-state';
 import './styles.css';
 
 // The bundle's own code starts here (its modules are evaluated): the benchmark reads the mark.
 performance.mark('ui:run');
 
 const PAGE_SIZE = pageSizeOf(location.search);
-const SORTS = {
-  'created_at:desc': 'Newest first',
-  'created_at:asc': 'Oldest first',
-  'name:asc': 'Name A–Z',
-  'size:desc': 'Largest first',
-  'updated_at:desc': 'Recently updated',
-} as const;
-type SortKey = keyof typeof SORTS;
+/** Grid or list, kept per browser. */
+const LAYOUT_STORE = 'assetBrowser.layout';
+type Layout = 'grid' | 'list';
+const storedLayout = (): Layout => {
+  try {
+    return localStorage.getItem(LAYOUT_STORE) === 'list' ? 'list' : 'grid';
+  } catch {
+    return 'grid';
+  }
+};
+// The list view and the keys page are chunks of their own, loaded when first shown (the first screen's script stays
+// small).
+const loadList = () => import('./components/ListView');
+const loadKeys = () => import('./components/KeysPage');
 
 function Root() {
   const [key, setKey] = useState<string | null>(() => sessionStorage.getItem(KEY_STORE));
@@ -82,18 +94,37 @@ function pageOf(a: AssetPageData, before: Asset[]): PageState {
   };
 }
 
-type View = 'assets' | 'models';
+type View = 'assets' | 'models' | 'keys';
 
 function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boolean; onSignOut(): void }) {
   // The first screen, when the page's head has its answer already: then the first render shows the tiles.
-  const [first] = useState(() => api.startNow(firstScreenArgs(PAGE_SIZE)));
+  // The view of the page's URL (a shared or reloaded link): the head script asked for its first screen already.
+  const [initial] = useState(() => viewOf(location.search));
+  const [first] = useState(() => api.startNow(firstScreenArgs(PAGE_SIZE, initial)));
   const [features, setFeatures] = useState<Features | undefined>(first?.features);
   const [view, setView] = useState<View>('assets');
-  const [search, setSearch] = useState('');
-  const [query, setQuery] = useState('');
-  const [tagFilter, setTagFilter] = useState<string[]>([]);
-  const [tagMode, setTagMode] = useState<TagMode>('all');
-  const [sort, setSort] = useState<SortKey>(DEFAULT_SORT);
+  const [search, setSearch] = useState(initial.q);
+  const [query, setQuery] = useState(initial.q);
+  const [tagFilter, setTagFilter] = useState<string[]>(initial.tags);
+  const [tagMode, setTagMode] = useState<TagMode>(initial.mode);
+  const [sort, setSort] = useState<string>(initial.sort);
+  const [filters, setFilters] = useState<FilterState>(() => {
+    const { not, kind, since, before, folder } = initial;
+    return {
+      not,
+      ...(kind ? { kind } : {}),
+      ...(since ? { since } : {}),
+      ...(before ? { before } : {}),
+      ...(folder ? { folder } : {}),
+    };
+  });
+  const [layout, setLayout] = useState<Layout>(storedLayout);
+  const [theme, setTheme] = useState<Theme>(storedTheme);
+  const [viewer, setViewer] = useState<{ owner: string; scopes: string[] }>();
+  const [usageVersion, setUsageVersion] = useState(0);
+  const [shortcutsOpen, setShortcutsOpen] = useState(false);
+  const ListView = useLazy(loadList, layout === 'list')?.ListView;
+  const KeysPage = useLazy(loadKeys, view === 'keys')?.KeysPage;
   const [page, setPage] = useState<PageState>(() => (first ? pageOf(first.assets, []) : EMPTY));
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<string>();
@@ -124,7 +155,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   // first paint.
   const started = useRef(!!first);
   const start = useCallback(() => {
-    api.start(firstScreenArgs(PAGE_SIZE, sort)).then(
+    api.start(firstScreenArgs(PAGE_SIZE, viewRef.current)).then(
       (d) => {
         performance.mark('ui:first-page');
         started.current = true;
@@ -147,13 +178,36 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   // Asked for beside the first screen's request: the thumbnails' <img src> URLs need it.
   const access = useThumbnailAccess(api);
 
-  const filter = useMemo<AssetFilter>(
-    () => ({
-      ...(tagFilter.length ? (tagMode === 'all' ? { includeTags: tagFilter } : { anyTags: tagFilter }) : {}),
-      ...(query ? { nameContains: query } : {}),
-    }),
-    [tagFilter, tagMode, query],
+  const viewState = useMemo<ViewState>(
+    () => ({ q: query, tags: tagFilter, mode: tagMode, sort, ...filters }),
+    [query, tagFilter, tagMode, sort, filters],
   );
+  const viewRef = useRef(viewState);
+  viewRef.current = viewState;
+  const filter = useMemo(() => filterOf(viewState), [viewState]);
+  // The facets count the tags of what every filter but the picked tags finds.
+  const facetFilter = useMemo(() => filterOf(viewState, false), [viewState]);
+  const facetKey = JSON.stringify(facetFilter);
+
+  // The view is the page's URL (shared, reloaded, bookmarked): replaced in place, not a history entry per keystroke.
+  useEffect(() => {
+    const next = searchOf(viewState, location.search);
+    if (next !== location.search)
+      history.replaceState(history.state, '', `${location.pathname}${next}${location.hash}`);
+  }, [viewState]);
+
+  // Who the key is (the keys page is for admin keys); a service without `viewer` shows no keys page.
+  useEffect(() => {
+    if (!features?.viewer) return;
+    api.gql<{ viewer: { owner: string; scopes: string[] } }>('{ viewer { owner scopes } }').then(
+      (d) => setViewer(d.viewer),
+      () => setViewer(undefined),
+    );
+  }, [api, features?.viewer]);
+  const isAdmin = !!viewer?.scopes.includes('admin');
+
+  // Following the system's scheme while the switch says "system".
+  useEffect(() => followSystem(), []);
 
   const loadPage = useCallback(
     async (reset: boolean) => {
@@ -196,16 +250,14 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     [api, features, filter, sort, page],
   );
 
-  // The facets of the search alone (not of the picked tags): every tag stays in view while some are picked.
+  // The facets of the filters but not of the picked tags: every tag stays in view while some are picked.
   const loadFacets = useCallback(async () => {
     if (!features) return;
     try {
       if (features.tagCounts) {
         const d = await api.gql<{ tagCounts: TagCount[] }>(
           'query($filter: AssetFilter) { tagCounts(filter: $filter, limit: 60) { name count } }',
-          {
-            filter: query ? { nameContains: query } : {},
-          },
+          { filter: facetFilter },
         );
         setFacets(d.tagCounts);
       } else {
@@ -215,7 +267,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     } catch {
       /* facets are a convenience: the grid still works */
     }
-  }, [api, features, query]);
+  }, [api, features, facetKey]);
 
   const models = useModels(api, features, view === 'models', query);
 
@@ -226,6 +278,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     }
     void loadPage(true);
     void loadFacets();
+    setUsageVersion((v) => v + 1);
     if (view === 'models') void models.reload();
   }, [loadPage, loadFacets, features, view, models.reload]);
 
@@ -240,13 +293,13 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     anchor.current = undefined;
     void loadPage(true);
   }, [features, filter, sort]);
-  // The facets follow the search (not the picked tags); the first screen brought those of no search.
-  const facetsQuery = useRef(query);
+  // The facets follow the filters (not the picked tags); the first screen brought those of the page's first view.
+  const facetsFor = useRef(facetKey);
   useEffect(() => {
-    if (!features || facetsQuery.current === query) return;
-    facetsQuery.current = query;
+    if (!features || facetsFor.current === facetKey) return;
+    facetsFor.current = facetKey;
     void loadFacets();
-  }, [query, features]);
+  }, [facetKey, features]);
 
   // Offline, the page says so (and what it shows may be stale); back online, it asks again.
   useEffect(() => {
@@ -331,6 +384,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
     setSelected((s) => new Set([...s].filter((id) => !gone.has(id))));
     if (openId && gone.has(openId)) setOpenId(undefined);
     void loadFacets();
+    setUsageVersion((v) => v + 1);
   }
 
   async function deleteAssets(ids: string[]) {
@@ -355,12 +409,26 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   // Escape closes the viewer, else the tags drawer, else the details (focus back to the tile it came from); the upload
   // dialog handles its own. One listener reading the state of the latest render (an effect re-registered per
   // render would lag behind it).
-  const escape = useRef({ openId, viewing, pendingFiles, facetsOpen });
-  escape.current = { openId, viewing, pendingFiles, facetsOpen };
+  // `?` shows the shortcuts and `/` goes to the search, unless the key is typed into a field.
+  const escape = useRef({ openId, viewing, pendingFiles, facetsOpen, shortcutsOpen });
+  escape.current = { openId, viewing, pendingFiles, facetsOpen, shortcutsOpen };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const now = escape.current;
+      const typing = (e.target as HTMLElement).closest?.('input, textarea, select, [contenteditable]');
+      if (!typing && !e.ctrlKey && !e.metaKey && !e.altKey && !now.pendingFiles) {
+        if (e.key === '?') {
+          e.preventDefault();
+          return setShortcutsOpen(true);
+        }
+        if (e.key === '/' && now.viewing === undefined && !now.shortcutsOpen) {
+          e.preventDefault();
+          searchInput.current?.focus();
+          return;
+        }
+      }
       if (e.key !== 'Escape' || now.pendingFiles) return;
+      if (now.shortcutsOpen) return setShortcutsOpen(false);
       if (now.viewing !== undefined) return setViewing(undefined);
       if (now.facetsOpen) return setFacetsOpen(false);
       if (!now.openId) return;
@@ -391,12 +459,12 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   const toggleTag = (t: string) => setTagFilter((f) => (f.includes(t) ? f.filter((x) => x !== t) : [...f, t]));
   const shownItems = view === 'models' ? models.items : page.items;
   const open = shownItems.find((a) => a.id === openId) ?? page.items.find((a) => a.id === openId);
-  const filtered = !!query || tagFilter.length > 0;
+  const filtered = !!query || tagFilter.length > 0 || filters.not.length > 0 || Object.keys(filters).length > 1;
   const stale = !!error || offline;
   const allShownSelected = page.items.length > 0 && page.items.every((a) => selected.has(a.id));
 
   return (
-    <div class={`app${open ? ' with-drawer' : ''}${view === 'models' ? ' models-view' : ''}`}>
+    <div class={`app${open ? ' with-drawer' : ''}${view !== 'assets' ? ' models-view' : ''}`}>
       <header class="top">
         <h1 class="brand">Assets</h1>
         <div class="views" role="group" aria-label="View">
@@ -406,12 +474,17 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
           <button type="button" aria-pressed={view === 'models'} onClick={() => setView('models')}>
             Models
           </button>
+          {isAdmin && (
+            <button type="button" aria-pressed={view === 'keys'} onClick={() => setView('keys')}>
+              Keys
+            </button>
+          )}
         </div>
         <div class="search-row">
           <button
             type="button"
             class="tags-button"
-            hidden={view === 'models'}
+            hidden={view !== 'assets'}
             aria-expanded={facetsOpen}
             aria-controls="facets"
             onClick={() => setFacetsOpen(!facetsOpen)}
@@ -450,6 +523,32 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
             input.value = '';
           }}
         />
+        <label for="theme" class="sr-only">
+          Theme
+        </label>
+        <select
+          id="theme"
+          class="theme"
+          value={theme}
+          title="Theme"
+          onChange={(e) => {
+            const t = (e.target as HTMLSelectElement).value as Theme;
+            saveTheme(t);
+            setTheme(t);
+          }}
+        >
+          <option value="system">System theme</option>
+          <option value="light">Light</option>
+          <option value="dark">Dark</option>
+        </select>
+        <button
+          type="button"
+          class="icon-button"
+          onClick={() => setShortcutsOpen(true)}
+          aria-label="Keyboard shortcuts (?)"
+        >
+          ?
+        </button>
         <button type="button" onClick={onSignOut}>
           Sign out
         </button>
@@ -465,13 +564,22 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
           onMode={setTagMode}
           onToggle={toggleTag}
           onClear={() => setTagFilter([])}
-        />
+        >
+          {features?.usage && <Usage api={api} version={usageVersion} />}
+        </Facets>
       )}
 
       <main class="content" ref={scrollRoot}>
-        {view === 'models' ? (
+        {view === 'keys' ? (
+          KeysPage ? (
+            <KeysPage api={api} announce={setAnnounce} />
+          ) : (
+            <p class="muted center">Loading…</p>
+          )
+        ) : view === 'models' ? (
           <Models
             items={models.items}
+            access={access?.token}
             loading={models.loading}
             error={models.error}
             onOpen={setOpenId}
@@ -480,6 +588,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
           />
         ) : (
           <>
+            <Filters value={filters} onChange={setFilters} />
             <div class="toolbar">
               <p class="count" aria-live="polite">
                 {stale
@@ -491,17 +600,35 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
               <label for="sort" class="sr-only">
                 Sort
               </label>
-              <select
-                id="sort"
-                value={sort}
-                onChange={(e) => setSort((e.target as HTMLSelectElement).value as SortKey)}
-              >
+              <select id="sort" value={sort} onChange={(e) => setSort((e.target as HTMLSelectElement).value)}>
                 {Object.entries(SORTS).map(([k, v]) => (
                   <option key={k} value={k}>
                     {v}
                   </option>
                 ))}
               </select>
+              <div class="views layout" role="group" aria-label="Layout">
+                <button
+                  type="button"
+                  aria-pressed={layout === 'grid'}
+                  onClick={() => {
+                    setLayout('grid');
+                    localStorage.setItem(LAYOUT_STORE, 'grid');
+                  }}
+                >
+                  Grid
+                </button>
+                <button
+                  type="button"
+                  aria-pressed={layout === 'list'}
+                  onClick={() => {
+                    setLayout('list');
+                    localStorage.setItem(LAYOUT_STORE, 'list');
+                  }}
+                >
+                  List
+                </button>
+              </div>
               {page.items.length > 0 && (
                 <button
                   type="button"
@@ -553,9 +680,10 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
                       onClick={() => {
                         setSearch('');
                         setTagFilter([]);
+                        setFilters({ not: [] });
                       }}
                     >
-                      Clear search and tags
+                      Clear search and filters
                     </button>
                   </>
                 ) : (
@@ -566,20 +694,41 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
                 )}
               </div>
             )}
-            <Grid
-              api={api}
-              access={access}
-              items={page.items}
-              selected={selected}
-              openId={openId}
-              hasMore={page.hasMore && !stale}
-              loading={loading}
-              stale={stale}
-              onOpen={setOpenId}
-              onToggle={toggle}
-              onMore={() => void loadPage(false)}
-              scrollRoot={scrollRoot}
-            />
+            {layout === 'list' ? (
+              ListView ? (
+                <ListView
+                  items={page.items}
+                  selected={selected}
+                  openId={openId}
+                  hasMore={page.hasMore && !stale}
+                  loading={loading}
+                  stale={stale}
+                  sort={sort}
+                  onSort={setSort}
+                  onOpen={setOpenId}
+                  onToggle={toggle}
+                  onMore={() => void loadPage(false)}
+                  scrollRoot={scrollRoot}
+                />
+              ) : (
+                <p class="muted center">Loading…</p>
+              )
+            ) : (
+              <Grid
+                api={api}
+                access={access}
+                items={page.items}
+                selected={selected}
+                openId={openId}
+                hasMore={page.hasMore && !stale}
+                loading={loading}
+                stale={stale}
+                onOpen={setOpenId}
+                onToggle={toggle}
+                onMore={() => void loadPage(false)}
+                scrollRoot={scrollRoot}
+              />
+            )}
           </>
         )}
       </main>
@@ -615,6 +764,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
       {viewing !== undefined && shownItems[viewing] && (
         <Viewer
           api={api}
+          access={access?.token}
           items={shownItems}
           index={viewing}
           onIndex={(i) => {
@@ -650,6 +800,8 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
         />
       )}
 
+      {shortcutsOpen && <Shortcuts onClose={() => setShortcutsOpen(false)} />}
+
       {dragging && (
         <div class="dropzone" aria-hidden="true">
           <p>Drop files to upload</p>
@@ -662,5 +814,6 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   );
 }
 
+applyTheme();
 // A slow service gets the page's loading state after a second, as it would without the head's requests.
 void earlyReady(1000).then(() => render(<Root />, document.getElementById('app')!));

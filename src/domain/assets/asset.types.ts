@@ -98,7 +98,18 @@ export interface AssetFilter {
   metadataFilter?: Record<string, unknown>;
   /** Assets of this content. */
   hash?: { algorithm: 'blake3' | 'sha256'; hex: string };
+  /** Assets of at least one of these kinds (by media type, model weights by file name). */
+  kinds?: AssetKind[];
+  /** Created strictly after / before these times. */
+  createdAfter?: Date;
+  createdBefore?: Date;
 }
+
+/**
+ * What an asset is to a person browsing (the asset browser's type filter): model weights by their file name (a
+ * `.safetensors` is often stored as application/octet-stream), the rest by media type; `other` is none of these.
+ */
+export type AssetKind = 'image' | 'video' | 'audio' | 'text' | 'model' | 'other';
 
 export interface AssetListQuery extends AssetFilter {
   limit: number;

@@ -1,5 +1,5 @@
 import { Prisma } from '../../generated/prisma/client';
-import type { AssetFilter, AssetListQuery } from './asset.types';
+import type { AssetFilter, AssetKind, AssetListQuery } from './asset.types';
 import type { CursorPosition } from './cursor';
 
 /**
@@ -166,9 +166,13 @@ function includeTagsAtMost(f: AssetFilter): boolean {
     !f.anyTags?.length &&
     !f.nameContains &&
     !f.hash &&
-    Object.keys(f.metadataFilter ?? {}).length === 0
+    Object.keys(f.metadataFilter ?? {}).length === 0 &&
+    !hasKindOrTime(f)
   );
 }
+
+/** A kind or creation time condition (no maintained count knows those). */
+const hasKindOrTime = (f: AssetFilter): boolean => !!f.kinds?.length || !!f.createdAfter || !!f.createdBefore;
 
 /** Only include tags (`include_tags` / `tags_all`): filters whose page the named `commonTags` statement may read. */
 export const isIncludeOnly = (f: AssetFilter): boolean => f.includeTags.length > 0 && includeTagsAtMost(f);
@@ -187,6 +191,9 @@ export function filterKey(f: AssetFilter): string {
     f.nameContains ?? null,
     f.hash ?? null,
     f.metadataFilter ?? null,
+    f.kinds ?? [],
+    f.createdAfter?.toISOString() ?? null,
+    f.createdBefore?.toISOString() ?? null,
   ]);
 }
 
@@ -199,7 +206,7 @@ export function filterKey(f: AssetFilter): string {
  */
 export function totalFromCounts(s: OwnerStats, f: AssetFilter): number | undefined {
   const stop = (n: number) => Math.min(Math.max(n, 0), COUNT_LIMIT + 1);
-  if (f.nameContains || f.hash || Object.keys(f.metadataFilter ?? {}).length > 0) return undefined;
+  if (f.nameContains || f.hash || Object.keys(f.metadataFilter ?? {}).length > 0 || hasKindOrTime(f)) return undefined;
   const conditions = s.include.length + (s.any.length > 0 ? 1 : 0) + s.exclude.length;
   if (conditions === 0) return stop(s.total);
   if (conditions === 1) {
@@ -232,7 +239,28 @@ export function filterConditions(ownerId: string, f: AssetFilter): Prisma.Sql[] 
     const term = metadataTerm(k, v);
     if (term) where.push(term);
   }
+  if (f.kinds?.length) where.push(Prisma.sql`(${Prisma.join(f.kinds.map(kindTerm), ' OR ')})`);
+  if (f.createdAfter) where.push(Prisma.sql`created_at > ${f.createdAfter}`);
+  if (f.createdBefore) where.push(Prisma.sql`created_at < ${f.createdBefore}`);
   return where;
+}
+
+/** Model weights' file names (what the asset browser's kindOf reads as a model). */
+const MODEL_NAME = String.raw`\.(safetensors|sft|gguf|ckpt|pt|pth|bin|onnx)$`;
+const MEDIA_KINDS: Record<Exclude<AssetKind, 'model' | 'other'>, Prisma.Sql> = {
+  image: Prisma.sql`mime_type ILIKE 'image/%'`,
+  video: Prisma.sql`mime_type ILIKE 'video/%'`,
+  audio: Prisma.sql`mime_type ILIKE 'audio/%'`,
+  // JSON (`application/json`, `…+json`) and YAML read as text, as the browser shows them.
+  text: Prisma.sql`(mime_type ILIKE 'text/%' OR mime_type ~* ${String.raw`^application/([a-z0-9.-]*\+)?json`} OR mime_type ILIKE '%yaml%')`,
+};
+
+/** One kind's condition: a model by its name first, so a model file is never also counted as its media type. */
+function kindTerm(kind: AssetKind): Prisma.Sql {
+  const model = Prisma.sql`name ~* ${MODEL_NAME}`;
+  if (kind === 'model') return model;
+  if (kind === 'other') return Prisma.sql`NOT (${model} OR ${Prisma.join(Object.values(MEDIA_KINDS), ' OR ')})`;
+  return Prisma.sql`(NOT ${model} AND ${MEDIA_KINDS[kind]})`;
 }
 
 /**

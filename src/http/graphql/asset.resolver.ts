@@ -106,6 +106,9 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
     nameContains: f.nameContains || undefined,
     metadataFilter: metadataFilter as Record<string, unknown> | undefined,
     hash,
+    ...(f.kinds?.length ? { kinds: [...new Set(f.kinds)] } : {}),
+    ...(f.createdAfter ? { createdAfter: f.createdAfter } : {}),
+    ...(f.createdBefore ? { createdBefore: f.createdBefore } : {}),
   };
 }
 

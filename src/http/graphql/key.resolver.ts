@@ -5,7 +5,8 @@ import { idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
 import { InputChecked } from './input-check';
 import { ApiKeysArgs, AuditEventsArgs, CreateApiKeyInput } from './inputs/key.inputs';
-import { ApiKeyType, AuditEventPageType, CreatedApiKeyType } from './types/key.type';
+import type { ApiKeyScopeEnum } from './types/enums';
+import { ApiKeyType, AuditEventPageType, CreatedApiKeyType, ViewerType } from './types/key.type';
 
 /** Key management and the audit trail (contract 8), the same service calls as /api/keys and /api/audit. */
 @Resolver()
@@ -15,6 +16,14 @@ export class KeyResolver {
     private readonly keys: ApiKeyService,
     private readonly audit: AuditService,
   ) {}
+
+  @Query(() => ViewerType, { description: "The request's key: its owner and scopes." })
+  viewer(@Ctx() ctx: GraphQLContext): ViewerType {
+    return Object.assign(new ViewerType(), {
+      owner: ctx.principal.ownerId,
+      scopes: [...ctx.principal.scopes] as ApiKeyScopeEnum[],
+    });
+  }
 
   @Query(() => [ApiKeyType], { description: "GET /api/keys: this owner's keys (admin: another owner's, or all)." })
   async apiKeys(@Args(() => ApiKeysArgs) args: ApiKeysArgs, @Ctx() ctx: GraphQLContext): Promise<ApiKeyType[]> {

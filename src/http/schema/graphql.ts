@@ -35,6 +35,8 @@ import {
  * it against its class's schema here (a test holds each schema's fields to its class's).
  */
 const Opt = Type.Optional;
+/** Enum, date and boolean arguments: GraphQL's own types check them. */
+const ByGraphQL = () => Opt(Type.Unknown());
 
 const AssetFilter = Type.Object({
   includeTags: Opt(FilterTags('Assets carrying every one of these tags.')),
@@ -46,14 +48,20 @@ const AssetFilter = Type.Object({
   nameContains: Opt(Text(1024)),
   hash: Opt(Text(80)),
   metadataFilter: Opt(AnyJson()),
+  kinds: Opt(Type.Array(Type.Unknown(), { maxItems: 6 })),
+  createdAfter: ByGraphQL(),
+  createdBefore: ByGraphQL(),
 });
 
+<<<<<<< HEAD
 /** A limit of `setOwnerQuota`: a whole number, or null to clear it (GraphQL's Int and SafeInt check the type). */
 const QuotaLimit = () => Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]);
 
 /** Enum and boolean arguments: GraphQL's own types check them. */
 const ByGraphQL = () => Opt(Type.Unknown());
 
+=======
+>>>>>>> ui
 const assetMetadata = {
   name: Opt(Name()),
   mimeType: Opt(MediaType()),

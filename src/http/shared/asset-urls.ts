@@ -15,6 +15,10 @@ export const thumbnailUrlOf = (a: { id: string; hasThumbnail: boolean }, links: 
 /** `short_url`: a durable link to the asset's content (`/api/s/{id}` answers 302 to a freshly signed URL). */
 export const shortUrlOf = (a: { id: string }, links: Links): string => `${links.base}/api/s/${a.id}`;
 
+/** The content as an attachment (`downloadUrl`), with the read grant when media URLs carry one. */
+export const downloadUrlOf = (a: { id: string }, links: Links): string =>
+  `${links.base}/api/assets/${a.id}/content?${links.access === undefined ? '' : `access=${links.access}&`}disposition=attachment`;
+
 /** The absolute preview URL (with the read grant), or undefined without a preview. */
 export const previewUrlOf = (a: PreviewFields, links: Links): string | undefined => {
   const target = previewTargetOf(a);

@@ -1,15 +1,11 @@
 import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, assetFields, assetUrl, type Api, type Asset, type Features } from '../api';
+import { ApiError, assetFields, assetUrl, downloadHref, type Api, type Asset, type Features } from '../api';
 import { copyText } from '../copy';
 import { baseModelOf, formatBytes, formatDate, kindOf, modelFolderOf, parseTags } from '../format';
 import { KindIcon } from './icons';
 import { MetadataEditor, objectOf, rowsOf, type MetaRow } from './MetadataEditor';
-import { saveWithKey } from './useObjectUrl';
 import { useThumbnail, type ThumbnailAccess } from './useThumbnail';
-
-/** Above this, a download through the page (fetched with the key into a Blob) is worth a warning. */
-const LARGE = 1024 ** 3;
 
 interface DetailProps {
   api: Api;
@@ -108,17 +104,8 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
     }
   }
 
-  async function download() {
-    try {
-      await saveWithKey(
-        api,
-        `/api/assets/${asset.id}/content?disposition=attachment`,
-        asset.name.slice(asset.name.lastIndexOf('/') + 1),
-      );
-    } catch (err) {
-      setStatus({ kind: 'error', text: `Download failed: ${(err as Error).message}` });
-    }
-  }
+  // A link to a signed URL: the browser saves it itself, streamed to disk, whatever its size.
+  const download = downloadHref(asset, access?.token);
 
   const fields: [string, string | undefined | null][] = [
     ['ID', asset.id],
@@ -163,9 +150,15 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
         <button type="button" class="primary" onClick={onView}>
           View
         </button>
-        <button type="button" onClick={download} aria-describedby={asset.size > LARGE ? 'download-note' : undefined}>
-          Download
-        </button>
+        {download ? (
+          <a class="button" href={download} download={asset.name.slice(asset.name.lastIndexOf('/') + 1)}>
+            Download
+          </a>
+        ) : (
+          <button type="button" disabled title="This service gives no signed URLs: use the command-line client">
+            Download
+          </button>
+        )}
         <button type="button" onClick={() => copy('the id', asset.id)}>
           Copy ID
         </button>
@@ -202,12 +195,6 @@ export function Detail({ api, access, features, asset, onClose, onSaved, onTag, 
       {status && (
         <p class={status.kind === 'ok' ? 'ok' : 'error'} role={status.kind === 'ok' ? 'status' : 'alert'}>
           {status.text}
-        </p>
-      )}
-      {asset.size > LARGE && (
-        <p id="download-note" class="help">
-          The browser holds the whole file in memory before saving it; for big models the command-line client (
-          <code>assets pull</code>) resumes and streams to disk.
         </p>
       )}
 

@@ -1,3 +1,5 @@
+import type { ComponentChildren } from 'preact';
+
 export interface TagCount {
   name: string;
   count: number;
@@ -15,6 +17,8 @@ interface FacetsProps {
   onMode(m: TagMode): void;
   onToggle(t: string): void;
   onClear(): void;
+  /** Shown under the tags (the storage use). */
+  children?: ComponentChildren;
 }
 
 /**
@@ -75,6 +79,7 @@ export function Facets(p: FacetsProps) {
           })}
         </ul>
       )}
+      {p.children}
     </nav>
   );
 }

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { Asset } from '../api';
+import { downloadHref, type Asset } from '../api';
 import { copyText } from '../copy';
 import { baseModelOf, baseName, formatBytes, modelFolderOf, modelTypeOf } from '../format';
 
@@ -42,6 +42,8 @@ export function FolderIcon({ folder, size = 28 }: { folder: string; size?: numbe
 
 interface ModelsProps {
   items: Asset[];
+  /** The page's read grant (downloads are signed links). */
+  access?: string;
   loading: boolean;
   error?: string;
   onOpen(id: string): void;
@@ -53,7 +55,7 @@ interface ModelsProps {
  * The model library: the assets tagged `models`, grouped by their ComfyUI folder (contract 3.7), each card with its
  * type, base model and size, and its loader path one click from the clipboard.
  */
-export function Models({ items, loading, error, onOpen, onRetry, announce }: ModelsProps) {
+export function Models({ items, access, loading, error, onOpen, onRetry, announce }: ModelsProps) {
   const [copied, setCopied] = useState<string>();
   const groups = new Map<string, Asset[]>();
   for (const a of items) {
@@ -98,6 +100,7 @@ export function Models({ items, loading, error, onOpen, onRetry, announce }: Mod
           <ul class="model-cards">
             {groups.get(f)!.map((a) => {
               const base = baseModelOf(a);
+              const download = downloadHref(a, access);
               return (
                 <li key={a.id} class="model-card" data-id={a.id}>
                   <button type="button" class="model-open" onClick={() => onOpen(a.id)} title={a.name}>
@@ -112,11 +115,18 @@ export function Models({ items, loading, error, onOpen, onRetry, announce }: Mod
                     <dt>Size</dt>
                     <dd>{formatBytes(a.size)}</dd>
                   </dl>
-                  {a.loaderPath && (
-                    <button type="button" class="small copy-loader" onClick={() => copy(a)} title={a.loaderPath}>
-                      {copied === a.id ? 'Copied ✓' : 'Copy loader path'}
-                    </button>
-                  )}
+                  <div class="model-actions">
+                    {a.loaderPath && (
+                      <button type="button" class="small copy-loader" onClick={() => copy(a)} title={a.loaderPath}>
+                        {copied === a.id ? 'Copied ✓' : 'Copy loader path'}
+                      </button>
+                    )}
+                    {download && (
+                      <a class="button small" href={download} download={baseName(a.name)}>
+                        Download<span class="sr-only"> {baseName(a.name)}</span>
+                      </a>
+                    )}
+                  </div>
                 </li>
               );
             })}

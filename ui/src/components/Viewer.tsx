@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { mediaSource, type Api, type Asset } from '../api';
+import { signedThumbnailUrl } from '../first-screen';
 import { baseName, formatBytes, kindOf } from '../format';
 import { KindIcon } from './icons';
 import { useObjectUrl } from './useObjectUrl';
@@ -9,6 +10,8 @@ const TEXT_LIMIT = 512 * 1024;
 
 interface ViewerProps {
   api: Api;
+  /** The page's read grant: media load from signed URLs (streamed, with range requests), never through a Blob. */
+  access?: string;
   items: Asset[];
   index: number;
   onIndex(i: number): void;
@@ -19,7 +22,7 @@ interface ViewerProps {
  * The full-size viewer over the page: the image itself, a player for video and audio, the text of text and JSON
  * (as text, never as HTML); previous / next by buttons and the arrow keys (the page's Escape closes it).
  */
-export function Viewer({ api, items, index, onIndex, onClose }: ViewerProps) {
+export function Viewer({ api, access, items, index, onIndex, onClose }: ViewerProps) {
   const asset = items[index]!;
   const box = useRef<HTMLDivElement>(null);
   const go = (d: number) => onIndex(Math.min(items.length - 1, Math.max(0, index + d)));
@@ -69,37 +72,54 @@ export function Viewer({ api, items, index, onIndex, onClose }: ViewerProps) {
         </button>
       </div>
       <div class="viewer-stage" data-asset-id={asset.id}>
-        <Media key={asset.id} api={api} asset={asset} />
+        <Media key={asset.id} api={api} access={access} asset={asset} />
       </div>
     </div>
   );
 }
 
-function Media({ api, asset }: { api: Api; asset: Asset }) {
+function Media({ api, access, asset }: { api: Api; access?: string; asset: Asset }) {
   const kind = kindOf(asset);
-  const src = mediaSource(asset);
+  const src = mediaSource(asset, access);
   const wantsBytes = kind === 'image' || kind === 'video' || kind === 'audio';
   const fetched = useObjectUrl(api, wantsBytes && src.keyed ? src.url : null);
   const url = src.keyed ? fetched.src : src.url;
-  if (kind === 'text') return <TextView api={api} asset={asset} />;
+  if (kind === 'text') return <TextView api={api} access={access} asset={asset} />;
   if (!wantsBytes) return <NoPreview asset={asset} />;
   if (fetched.failed) return <p class="error">The content could not be loaded.</p>;
   if (!url) return <p class="muted">Loading…</p>;
-  if (kind === 'image') return <img src={url} alt={asset.name} />;
+  if (kind === 'image') {
+    const thumb = asset.thumbnailUrl && access ? signedThumbnailUrl(asset.thumbnailUrl, access) : asset.thumbnailUrl;
+    return <ImageView src={url} thumb={src.keyed ? undefined : (thumb ?? undefined)} name={asset.name} />;
+  }
   if (kind === 'video') return <video src={url} controls aria-label={asset.name} />;
   return <audio src={url} controls aria-label={asset.name} />;
 }
 
-/** Text and JSON as text: a text node (Preact escapes it), JSON indented when it parses. */
-function TextView({ api, asset }: { api: Api; asset: Asset }) {
+/** The thumbnail at once (the browser has it cached from the grid), the full image over it once it is in. */
+function ImageView({ src, thumb, name }: { src: string; thumb?: string; name: string }) {
+  const [loaded, setLoaded] = useState(false);
+  return (
+    <>
+      {thumb && !loaded && <img class="viewer-thumb" src={thumb} alt="" />}
+      <img src={src} alt={name} hidden={!!thumb && !loaded} onLoad={() => setLoaded(true)} />
+    </>
+  );
+}
+
+/**
+ * Text and JSON as text: a text node (Preact escapes it), JSON indented when it parses. Only its beginning is read
+ * (a Range request on the signed URL).
+ */
+function TextView({ api, access, asset }: { api: Api; access?: string; asset: Asset }) {
   const [text, setText] = useState<string>();
   const [error, setError] = useState<string>();
   useEffect(() => {
     const ctl = new AbortController();
-    const src = mediaSource(asset);
+    const src = mediaSource(asset, access);
     const bytes = src.keyed
       ? api.blob(src.url, ctl.signal)
-      : fetch(src.url, { signal: ctl.signal }).then((r) => r.blob());
+      : fetch(src.url, { signal: ctl.signal, headers: { Range: `bytes=0-${TEXT_LIMIT - 1}` } }).then((r) => r.blob());
     bytes
       .then((b) => b.slice(0, TEXT_LIMIT).text())
       .then(

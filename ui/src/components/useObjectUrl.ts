@@ -32,16 +32,3 @@ export function useObjectUrl(api: Api, url: string | null | undefined): { src?: 
   }, [api, url]);
   return state;
 }
-
-/** Saves bytes fetched with the key under `name` (a blob, then a temporary download link). */
-export async function saveWithKey(api: Api, url: string, name: string): Promise<void> {
-  const blob = await api.blob(url);
-  const objectUrl = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = objectUrl;
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(objectUrl), 60_000);
-}

@@ -2,7 +2,7 @@ import { GraphQLUpload, type FileUpload } from 'graphql-upload-minimal';
 import { ArgsType, Extensions, Field, ID, InputType, Int } from 'type-graphql';
 import { NULL_IS_A_VALUE } from '../input-check';
 import { JSONScalar } from '../scalars';
-import { AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
+import { AssetKindEnum, AssetSortEnum, SortOrderEnum, TagOrderEnum } from '../types/enums';
 
 /*
  * The GraphQL types of the asset inputs. Their rules are the schemas of http/schema/graphql.ts (the field schemas
@@ -54,6 +54,15 @@ export class AssetFilter {
       'a list is any-of; null matches a missing key or null; an object matches an equal object or array element.',
   })
   metadataFilter?: unknown;
+
+  @Field(() => [AssetKindEnum], { nullable: true, description: 'Assets of at least one of these kinds.' })
+  kinds?: AssetKindEnum[];
+
+  @Field(() => Date, { nullable: true, description: 'Assets created after this time.' })
+  createdAfter?: Date;
+
+  @Field(() => Date, { nullable: true, description: 'Assets created before this time.' })
+  createdBefore?: Date;
 }
 
 /** `limit` (default 20, 1–500) of a page of assets. */

@@ -9,7 +9,7 @@ import {
   type CreateResult,
   type Page,
 } from '../../../domain/assets/asset.types';
-import { previewUrlOf, shortUrlOf, thumbnailUrlOf } from '../../shared/asset-urls';
+import { downloadUrlOf, previewUrlOf, shortUrlOf, thumbnailUrlOf } from '../../shared/asset-urls';
 import { JSONScalar, SafeIntScalar } from '../scalars';
 
 @ObjectType('Asset', { simpleResolvers: true, description: 'An asset: the REST asset, with camelCase field names.' })
@@ -119,6 +119,16 @@ export class AssetType {
   })
   get shortUrl(): string {
     return shortUrlOf(this, this.links);
+  }
+
+  @Field(() => String, {
+    description:
+      'Absolute URL of the content as a download (`<base>/api/assets/{id}/content?disposition=attachment`), with a ' +
+      'read grant as previewUrl: an `<a href>` saves it, streamed to disk by the browser (ranges work), no key ' +
+      'needed. Valid at least an hour; without media grants (MEDIA_URL_GRANTS=false) it needs the key.',
+  })
+  get downloadUrl(): string {
+    return downloadUrlOf(this, this.links);
   }
 
   /**

@@ -17,6 +17,21 @@ export enum SortOrderEnum {
 }
 registerEnumType(SortOrderEnum, { name: 'SortOrder' });
 
+export enum AssetKindEnum {
+  image = 'image',
+  video = 'video',
+  audio = 'audio',
+  text = 'text',
+  model = 'model',
+  other = 'other',
+}
+registerEnumType(AssetKindEnum, {
+  name: 'AssetKind',
+  description:
+    "What an asset is (the asset browser's type filter): `model` by its file name (.safetensors, .gguf, .ckpt, .pt, " +
+    '.pth, .bin, .onnx, .sft), the others by media type (`text` includes JSON and YAML); `other` is none of these.',
+});
+
 export enum TagOrderEnum {
   count_desc = 'count_desc',
   name_asc = 'name_asc',

@@ -4,6 +4,18 @@ import type { ApiKeyInfo } from '../../../domain/auth/api-key.service';
 import { JSONScalar } from '../scalars';
 import { ApiKeyScopeEnum } from './enums';
 
+@ObjectType('Viewer', {
+  simpleResolvers: true,
+  description: "Who the request's key is: its owner and scopes (what a client may show, e.g. the keys page for admin).",
+})
+export class ViewerType {
+  @Field()
+  owner!: string;
+
+  @Field(() => [ApiKeyScopeEnum])
+  scopes!: ApiKeyScopeEnum[];
+}
+
 @ObjectType('ApiKey', { simpleResolvers: true, description: 'A stored key (GET /api/keys); never its secret.' })
 export class ApiKeyType {
   @Field(() => ID)

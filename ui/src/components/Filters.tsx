@@ -1,0 +1,96 @@
+import { useEffect, useState } from 'preact/hooks';
+import { MODEL_FOLDERS, parseTags } from '../format';
+import { KINDS, type ViewState } from '../view-state';
+
+export type FilterState = Pick<ViewState, 'not' | 'kind' | 'since' | 'before' | 'folder'>;
+
+/**
+ * The filters the service applies beside the search and the tags: type, creation dates, excluded tags (`tags_none`)
+ * and ComfyUI model folder (its `model_type:` tag). Each change is a new first page and a new URL.
+ */
+export function Filters({ value, onChange }: { value: FilterState; onChange(v: FilterState): void }) {
+  // The excluded tags are typed as text and applied on Enter or when the field is left.
+  const [not, setNot] = useState(value.not.join(', '));
+  useEffect(() => setNot(value.not.join(', ')), [value.not.join('\n')]);
+  const set = (patch: Partial<FilterState>) => {
+    const next: FilterState = { ...value, ...patch };
+    for (const k of ['kind', 'since', 'before', 'folder'] as const) if (!next[k]) delete next[k];
+    onChange(next);
+  };
+  const count =
+    (value.not.length ? 1 : 0) + (['kind', 'since', 'before', 'folder'] as const).filter((k) => value[k]).length;
+  const active = count > 0;
+  // Open at first on wide screens and when a filter is set (a shared link); on a phone, a line until it is opened.
+  const [open] = useState(() => active || matchMedia('(min-width: 900px)').matches);
+  return (
+    <details class="filters-box" open={open}>
+      <summary>Filters{active ? ` (${count})` : ''}</summary>
+      <fieldset class="filters">
+        <legend class="sr-only">Filters</legend>
+        <label>
+          <span>Type</span>
+          <select
+            id="filter-type"
+            value={value.kind ?? ''}
+            onChange={(e) => set({ kind: ((e.target as HTMLSelectElement).value || undefined) as FilterState['kind'] })}
+          >
+            <option value="">All types</option>
+            {Object.entries(KINDS).map(([k, v]) => (
+              <option key={k} value={k}>
+                {v}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          <span>Created since</span>
+          <input
+            id="filter-since"
+            type="date"
+            value={value.since ?? ''}
+            onChange={(e) => set({ since: (e.target as HTMLInputElement).value || undefined })}
+          />
+        </label>
+        <label>
+          <span>Created before</span>
+          <input
+            id="filter-before"
+            type="date"
+            value={value.before ?? ''}
+            onChange={(e) => set({ before: (e.target as HTMLInputElement).value || undefined })}
+          />
+        </label>
+        <label>
+          <span>Model folder</span>
+          <select
+            id="filter-folder"
+            value={value.folder ?? ''}
+            onChange={(e) => set({ folder: (e.target as HTMLSelectElement).value || undefined })}
+          >
+            <option value="">Any folder</option>
+            {[...MODEL_FOLDERS].sort().map((f) => (
+              <option key={f} value={f}>
+                {f}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="filter-not">
+          <span>Not tagged</span>
+          <input
+            id="filter-not"
+            value={not}
+            placeholder="e.g. draft, nsfw"
+            onInput={(e) => setNot((e.target as HTMLInputElement).value)}
+            onChange={() => set({ not: parseTags(not) })}
+          />
+        </label>
+        {active && (
+          <button type="button" class="link" onClick={() => onChange({ not: [] })}>
+            Clear filters
+          </button>
+        )}
+      </fieldset>
+    </details>
+  );
+}
