@@ -29,7 +29,15 @@ import type {
 import { PATHS_LIMITS, validatePaths } from './asset-paths';
 import { newAssetRow } from './new-asset-row';
 import { decodeCursor } from './cursor';
-import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
+import {
+  assertNoSystemTags,
+  LIMITS,
+  normalizeTags,
+  sanitizeFileName,
+  SYSTEM_TAGS,
+  validateCreateFields,
+  validateHashField,
+} from './validation';
 import type { AuditService } from '../audit/audit.service';
 import { requireScope } from '../auth/scopes';
 
@@ -152,6 +160,8 @@ export class AssetService {
         removed: [...removed].sort(),
         notPresent: unwanted.filter((t) => !asset.tags.includes(t)).sort(),
         totalTags,
+        // A request naming a system tag is refused whole (nonEmptyTags), so none is ever left out here.
+        protected: [],
       };
     });
   }
@@ -371,7 +381,10 @@ export class AssetService {
       ) {
         throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);
       }
-      const updated = await this.assets.update(principal.ownerId, id, fields, tx);
+      // A PUT replaces the client's tags; the system tags the asset carries are the service's and stay.
+      const kept = fields.tags && current.tags.filter((t) => SYSTEM_TAGS.has(t) && !fields.tags!.includes(t));
+      const edit = kept?.length ? { ...fields, tags: [...fields.tags!, ...kept] } : fields;
+      const updated = await this.assets.update(principal.ownerId, id, edit, tx);
       if (!updated) throw notFound(id);
       return updated;
     });
@@ -508,9 +521,10 @@ export function contentDispositionOf(
   return requested === 'inline' && !isActiveContent(asset.mimeType) ? 'inline' : 'attachment';
 }
 
-/** A tag list of at least one tag after normalisation (tag edit bodies). */
+/** A tag list of at least one tag after normalisation and no system tag (tag edit bodies). */
 function nonEmptyTags(value: unknown): string[] {
   const tags = normalizeTags(value);
+  assertNoSystemTags(tags);
   if (tags.length === 0)
     throw new DomainError('INVALID_BODY', 'tags must be a list of at least one non-empty tag', { field: 'tags' });
   return tags;

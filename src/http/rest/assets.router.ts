@@ -31,7 +31,7 @@ import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../sch
  * The literal paths beside /assets/{id} (`POST /assets/export`, `GET /assets/remote-metadata` ...): another method on
  * one of them is that path's 405 with its `Allow`, not "an asset id that is not a UUID" (400 INVALID_ID).
  */
-const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata', 'seed']);
+const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata', 'seed', 'prune']);
 const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => void): void =>
   LITERAL_ASSET_PATHS.has(req.params.id as string) ? next('route') : next();
 
@@ -214,7 +214,12 @@ export function assetsRouter(deps: {
       const id = pathId(req);
       checkBody(TagEditRequest, req.body);
       const out = await assets.removeTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
-      res.json({ removed: out.removed, not_present: out.notPresent, total_tags: out.totalTags });
+      res.json({
+        removed: out.removed,
+        not_present: out.notPresent,
+        total_tags: out.totalTags,
+        protected: out.protected,
+      });
     }),
   );
 
