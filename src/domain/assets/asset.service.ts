@@ -217,7 +217,9 @@ export class AssetService {
     opts: { ownsChunks?: boolean } = {},
   ): Promise<ReceivedFile> {
     const declared = parseHash(declaredHash);
-    if (declared && (await this.content.exists(declared))) return { knownDigest: await this.content.digestOnly(bytes) };
+    // The bytes of an in-place content are stored, not only hashed: it then no longer depends on its file (6.4).
+    const known = declared && (await this.content.find(declared));
+    if (known && !known.inPlace) return { knownDigest: await this.content.digestOnly(bytes) };
     return { ingested: await this.content.ingest(bytes, { ownsChunks: opts.ownsChunks }) };
   }
 
@@ -493,7 +495,7 @@ export class AssetService {
     return { asset, open: (range) => this.content.read(asset.blake3, range) };
   }
 
-  presignedContentUrl(
+  async presignedContentUrl(
     asset: Asset,
     fileName: string,
     requested: 'inline' | 'attachment' = 'attachment',
@@ -501,6 +503,8 @@ export class AssetService {
   ): Promise<string | undefined> {
     const servable = servableMediaType(asset.mimeType);
     const disposition = contentDispositionOf({ mimeType: servable }, requested);
+    // An in-place content has no object to sign (contract 6.4): it is served from its file by this instance.
+    if ((await this.content.find({ algorithm: 'blake3', hex: asset.blake3 }))?.inPlace) return undefined;
     return this.content.presignedUrl(asset.blake3, {
       fileName,
       contentType: servedContentType(servable),

@@ -104,7 +104,7 @@ export function errorResponse(err: DomainError): {
 } {
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
-  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE')
+  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE' || err.code === 'CONTENT_UNAVAILABLE')
     headers['Retry-After'] = String(err.details?.retry_after ?? 5);
   // tus 1.0: a 412 names the versions the server speaks.
   if (err.code === 'TUS_VERSION_UNSUPPORTED') headers['Tus-Version'] = '1.0.0';
