@@ -1,7 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
+import sharp from 'sharp';
+import { ContentRepository } from '../../src/domain/content/content.repository';
+import { verifyContent } from '../../src/domain/content/content-verify';
 import { comfyTree, seeded, type ComfyTree } from '../helpers/comfy-tree';
-import { blake3Of, json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { blake3Of, json, KEYS, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { readZip } from '../helpers/zip';
 
 /**
  * In-place import roots (contract 6.4, `IMPORT_ROOTS=models=/path:in-place`): a ComfyUI models folder indexed where it
@@ -32,6 +37,7 @@ const lora = seeded(70_001, 11);
 const base = seeded(300_003, 12);
 const base2 = seeded(310_007, 13);
 const out = seeded(9_009, 14);
+let preview: Buffer;
 
 const seedWait = async () => {
   const res = await svc.fetch('/api/assets/seed?wait=true', { method: 'POST' });
@@ -66,6 +72,10 @@ beforeAll(async () => {
   tree = comfyTree('alice');
   write('models/loras/style.safetensors', lora);
   write('models/checkpoints/base.safetensors', base);
+  preview = await sharp(seeded(640 * 480 * 3, 15), { raw: { width: 640, height: 480, channels: 3 } })
+    .png()
+    .toBuffer();
+  write('models/loras/style.png', preview);
   tree.write('output/o.bin', out);
   fs.symlinkSync(tree.outside, path.join(tree.root, 'models', 'loras', 'leak.safetensors'));
   svc = await startTestService(
@@ -80,7 +90,7 @@ beforeAll(async () => {
 
 test('a seed indexes the in-place root where it is: served from the files, ranges, HEAD hash, no bytes in the store', async () => {
   const body = await seedWait();
-  expect(body.progress).toMatchObject({ created: 3, files_read: 3 });
+  expect(body.progress).toMatchObject({ created: 4, files_read: 4 });
   expect(body.errors).toEqual([
     expect.objectContaining({ path: 'models/loras/leak.safetensors', code: 'SYMLINK_OUTSIDE_ROOT' }),
   ]);
@@ -116,6 +126,45 @@ test('a seed indexes the in-place root where it is: served from the files, range
   // The copied root is stored as before; the in-place files are not.
   const sizes = storedSizes();
   expect([sizes.has(out.length), sizes.has(lora.length), sizes.has(base.length)]).toEqual([true, false, false]);
+});
+
+test('thumbnails and exports read the files in place; the sweeps and verify leave them alone', async () => {
+  const assets = await assetsByName();
+  const image = assets.get('style.png');
+  const thumb = await waitFor(async () => (await assetOf(image.id)).thumbnail_url as string | undefined, {
+    what: 'the thumbnail of an in-place image',
+    timeoutMs: 30_000,
+  });
+  const res = await fetch(thumb);
+  expect(res.status).toBe(200);
+  expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(512);
+
+  const style = assets.get('style.safetensors');
+  const started = await svc.fetch('/api/assets/export', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ asset_ids: [style.id, image.id] }),
+  });
+  expect(started.status).toBe(202);
+  const taskId = (await json(started)).task_id;
+  const task = await waitFor(async () => {
+    const t = await json(await svc.fetch(`/api/tasks/${taskId}`));
+    return t.status === 'completed' || t.status === 'failed' ? t : undefined;
+  });
+  expect(task).toMatchObject({ status: 'completed', result: { assets_failed: 0 } });
+  const { url } = await json(await svc.fetch(`/api/assets/exports/${task.result.export_name}`));
+  const zip = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'in-place-export-')), 'a.zip');
+  fs.writeFileSync(zip, Buffer.from(await (await fetch(url)).arrayBuffer()));
+  expect((await readZip(zip)).map((m) => m.blake3).sort()).toEqual([blake3Of(lora), blake3Of(preview)].sort());
+
+  // The orphan sweep and the quarantine's review see no in-place content as a blob to move; verify skips them.
+  const { content: contents, database, blobStore } = svc.container;
+  expect(await contents.sweepOrphanBlobs(0)).toBe(0);
+  expect(await contents.reviewQuarantine()).toEqual({ restored: 0, removed: 0 });
+  const repo = new ContentRepository(database.prisma, database.pool, database.transactions);
+  const report = await verifyContent(repo, blobStore, { sample: 'all' });
+  expect([report.consistent, report.missing.count]).toEqual([true, 0]);
+  expect((await content(style.id)).body.equals(lora)).toBe(true);
 });
 
 test('a second seed of the unchanged tree reads no file', async () => {
