@@ -20,6 +20,7 @@ import { auditRouter } from './http/rest/audit.router';
 import { quotasRouter } from './http/rest/quotas.router';
 import { seedRouter } from './http/rest/seed.router';
 import { tagsRouter } from './http/rest/tags.router';
+import { featuresHandler } from './http/rest/features.router';
 import { tasksRouter } from './http/rest/tasks.router';
 import { thumbnailRouter } from './http/rest/thumbnail.router';
 import { uploadsRouters } from './http/rest/uploads.router';
@@ -104,6 +105,7 @@ export async function createApp(c: Container, opts: PipelineOptions = {}): Promi
   api.use(uploads.version);
   api.options('/uploads', uploads.capabilities);
   api.options('/uploads/:id', uploads.capabilities);
+  api.get('/features', featuresHandler);
   api.use(authenticate(c.requestAuth));
   // OPTIONS from the whole route table, before the routers answer it from their own routes only.
   api.use(answerOptions(app));

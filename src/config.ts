@@ -105,6 +105,11 @@ export type ImportRootName = (typeof IMPORT_ROOT_NAMES)[number];
 export interface ImportRootsConfig {
   /** Absolute folders by root name; empty when IMPORT_ROOTS is unset. */
   readonly roots: Readonly<Partial<Record<ImportRootName, string>>>;
+  /**
+   * The roots written `name=/path:in-place`: indexed where they are (hashed, served from their files, never copied,
+   * written, renamed or deleted); the others are copied into the store.
+   */
+  readonly inPlace: ReadonlySet<ImportRootName>;
   /** The owner whose keys may start an import (besides admin keys), and who owns what it imports. */
   readonly owner: string | undefined;
 }
@@ -442,16 +447,23 @@ function parseTracing(
   return Object.freeze({ serviceName, exporters: Object.freeze(exporters), protocol, otlpUrl });
 }
 
-/** `models=/srv/comfyui/models,input=/srv/comfyui/input`: each name once, each folder an absolute path. */
+/**
+ * `models=/srv/comfyui/models:in-place,input=/srv/comfyui/input`: each name once, each folder an absolute path, an
+ * optional `:in-place` (else the root is copied). An in-place root must be a folder this process can read now: the
+ * service serves its files, so one that is missing or unreadable stops the start, as any other bad setting does.
+ */
 function parseImportRoots(raw: string | undefined, owner: string | undefined, problems: string[]): ImportRootsConfig {
   const roots: Partial<Record<ImportRootName, string>> = {};
+  const inPlace = new Set<ImportRootName>();
   for (const entry of (raw ?? '')
     .split(',')
     .map((e) => e.trim())
     .filter(Boolean)) {
     const i = entry.indexOf('=');
     const name = (i >= 0 ? entry.slice(0, i) : '').trim() as ImportRootName;
-    const dir = i >= 0 ? entry.slice(i + 1).trim() : '';
+    let dir = i >= 0 ? entry.slice(i + 1).trim() : '';
+    const here = dir.endsWith(IN_PLACE_SUFFIX);
+    if (here) dir = dir.slice(0, -IN_PLACE_SUFFIX.length).trim();
     if (!IMPORT_ROOT_NAMES.includes(name)) {
       problems.push(
         `IMPORT_ROOTS: ${JSON.stringify(entry)} must be <name>=<folder> with a name of ${IMPORT_ROOT_NAMES.join(', ')}`,
@@ -460,12 +472,28 @@ function parseImportRoots(raw: string | undefined, owner: string | undefined, pr
       problems.push(`IMPORT_ROOTS: ${name} is named twice`);
     } else if (!path.isAbsolute(dir)) {
       problems.push(`IMPORT_ROOTS: the folder of ${name} must be an absolute path`);
+    } else if (here && !readableFolder(dir)) {
+      problems.push(`IMPORT_ROOTS: the in-place folder of ${name} (${dir}) does not exist or cannot be read`);
     } else {
       roots[name] = path.resolve(dir);
+      if (here) inPlace.add(name);
     }
   }
   if (owner !== undefined && !/^[\w.@-]{1,128}$/.test(owner)) {
     problems.push(`IMPORT_ROOTS_OWNER: ${JSON.stringify(owner)} must be 1-128 letters, digits, '.', '@', '_' or '-'`);
   }
-  return Object.freeze({ roots: Object.freeze(roots), owner });
+  return Object.freeze({ roots: Object.freeze(roots), inPlace, owner });
+}
+
+const IN_PLACE_SUFFIX = ':in-place';
+
+/** A folder this process can list and read. */
+function readableFolder(dir: string): boolean {
+  try {
+    if (!fs.statSync(dir).isDirectory()) return false;
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }

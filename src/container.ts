@@ -37,6 +37,9 @@ import { useBlake3 } from './infra/blake3';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { IngestWorkers } from './infra/blob-store/ingest-pool';
+import { InPlaceReadingStore } from './infra/blob-store/in-place-reads';
+import { InPlaceContent } from './domain/content/in-place';
+import { InPlaceRepository } from './domain/content/in-place.repository';
 import type { S3BlobStore } from './infra/blob-store/s3';
 import { HttpFetcher } from './infra/http-fetch';
 import type { Logger } from './infra/logger';
@@ -118,6 +121,11 @@ export async function buildContainer(
   const queue = await JobQueue.create<JobMap>(databaseUrl, logger, database.health, tracing);
   const audit = new AuditService(new AuditRepository(database.prisma));
   const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys, audit);
+  // Readers of content bytes see in-place import files where a content has no blob (contract 6.4); the writers, sweeps
+  // and quarantine keep the store itself, which never holds them.
+  const inPlaceRepo = new InPlaceRepository(database.prisma, database.transactions);
+  const inPlace = new InPlaceContent(inPlaceRepo, config.importRoots, logger.child({ module: 'in-place' }));
+  const contentBlobs = new InPlaceReadingStore(blobStore, inPlace);
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
   // The thumbnail route's lookups, kept while this instance hears every delete (migration 20261128100000).
@@ -135,7 +143,7 @@ export async function buildContainer(
   void deletes?.start();
   const thumbnails = new ThumbnailService(
     new ThumbnailRepository(database.prisma, database.pool, database.transactions),
-    blobStore,
+    contentBlobs,
     queue,
     logger,
     { maxPixels: config.thumbnails.maxPixels, ffmpeg, known },
@@ -167,12 +175,13 @@ export async function buildContainer(
     trustProxy: config.trustProxy,
     grants: config.mediaUrlGrants ? grants : undefined,
   });
-  const content = new ContentService(contentRepo, blobStore, logger, {
+  const content = new ContentService(contentRepo, contentBlobs, logger, {
     maxUploadBytes: config.maxUploadBytes,
     gcGraceSeconds: config.contentGcGraceSeconds,
     orphanRetentionDays: config.orphanRetentionDays,
     onNewContent: (tx, recs) => thumbnails.enqueue(tx, recs),
     meter: metrics,
+    inPlace: inPlaceRepo,
   });
   const assetRepo = new AssetRepository(database.prisma, database.pool);
   const quotas = new QuotaService(new QuotaRepository(database.prisma), audit);
@@ -206,7 +215,7 @@ export async function buildContainer(
     repo: new ExportRepository(database.prisma),
     secrets,
     tasks: new TaskRepository(database.prisma, database.transactions),
-    blobs: blobStore,
+    blobs: contentBlobs,
     queue,
     logger: logger.child({ module: 'exports' }),
     ttlSeconds: config.exportTtlSeconds,
@@ -250,6 +259,7 @@ export async function buildContainer(
     assets,
     content,
     batches: new ImportBatches({ transactions: database.transactions, assets: assetRepo, content, quotas }),
+    inPlace: { repo: inPlaceRepo, files: inPlace, hashers: ingestWorkers },
     queue,
     logger: logger.child({ module: 'imports' }),
     audit,

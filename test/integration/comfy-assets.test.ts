@@ -487,7 +487,7 @@ describe('tags', () => {
     const rm = await sendJson('DELETE', `/api/assets/${a.id}/tags`, { tags: ['A', 'zz', 'D', 'c'] });
     expect(rm).toEqual({
       status: 200,
-      body: { removed: ['D', 'c'], not_present: ['A', 'zz'], total_tags: ['b', 'a', 'C'] },
+      body: { removed: ['D', 'c'], not_present: ['A', 'zz'], total_tags: ['b', 'a', 'C'], protected: [] },
     });
     expect(await tagsOf(a.id)).toEqual(['b', 'a', 'C']);
     for (const body of [{}, { tags: [] }, { tags: [' '] }, { tags: 'a' }, { tags: [1] }]) {

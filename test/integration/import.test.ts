@@ -114,7 +114,7 @@ describe('a ComfyUI tree', () => {
       result: { success: true, created: 5 },
     });
     const status = await json(await svc.fetch('/api/assets/seed/status'));
-    expect(status).toMatchObject({ state: 'idle', progress: { created: 5 } });
+    expect(status).toMatchObject({ state: 'IDLE', progress: { created: 5 } });
   });
 
   test('a second import reads no unchanged file; an edited file is read and imported again', async () => {
@@ -166,7 +166,7 @@ test('with no IMPORT_ROOTS there is nothing to seed: 200 completed, for any key'
       errors: [],
     });
   }
-  expect(await json(await svc.fetch('/api/assets/seed/status'))).toEqual({ state: 'idle', errors: [] });
+  expect(await json(await svc.fetch('/api/assets/seed/status'))).toEqual({ state: 'IDLE', errors: [] });
 });
 
 test('one import at a time: a second start is 409 already_running; cancel stops it, nothing half-stored', async () => {
@@ -192,7 +192,7 @@ test('one import at a time: a second start is 409 already_running; cancel stops 
   const done = await waitFor(
     async () => {
       const s = await json(await svc.fetch('/api/assets/seed/status'));
-      return s.state === 'idle' ? s : undefined;
+      return s.state === 'IDLE' ? s : undefined;
     },
     { timeoutMs: 60_000 },
   );

@@ -150,6 +150,8 @@ describe('openapi.yaml is valid OpenAPI 3.1', () => {
       if (op['x-signed-url'] === true && open) continue;
       // tus discovery (OPTIONS /api/uploads): capabilities only, answered without a key as tus servers do.
       if (op['x-open-discovery'] === true && open && method === 'OPTIONS') continue;
+      // ComfyUI's feature flags (GET /api/features), which its frontend reads before it has a key.
+      if (op['x-open-discovery'] === true && open && p === '/api/features') continue;
       if (p.startsWith('/api/') && open) problems.push(`${method} ${p}: /api routes need a key`);
       if (!p.startsWith('/api/') && !open) problems.push(`${method} ${p}: open route should have security: []`);
       if (p.startsWith('/api/') && !op.responses?.['401']) problems.push(`${method} ${p}: no 401 response`);

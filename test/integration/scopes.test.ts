@@ -18,9 +18,12 @@ import { createLogger } from '../../src/infra/logger';
 import { createTestDatabase, KEYS } from '../helpers/harness';
 import { servedRoutes } from '../helpers/route-table';
 
-type Need = 'read' | 'write' | 'admin' | 'key';
+type Need = 'read' | 'write' | 'admin' | 'key' | 'open';
 
-/** Every route under /api and the scope it needs (`key`: a valid key of any scope). GET routes take HEAD too. */
+/**
+ * Every route under /api and the scope it needs (`key`: a valid key of any scope; `open`: none, a key sent is checked).
+ * GET routes take HEAD too.
+ */
 const EXPECTED: Record<string, Need> = {
   'GET /api/assets': 'read',
   'POST /api/assets': 'write',
@@ -32,6 +35,8 @@ const EXPECTED: Record<string, Need> = {
   'POST /api/assets/seed': 'write',
   'GET /api/assets/seed/status': 'read',
   'POST /api/assets/seed/cancel': 'write',
+  'POST /api/assets/prune': 'write',
+  'GET /api/features': 'open',
   'GET /api/assets/{id}': 'read',
   'PUT /api/assets/{id}': 'write',
   'DELETE /api/assets/{id}': 'write',
@@ -133,7 +138,7 @@ const send = async (method: string, p: string, key: string) => {
 };
 
 /** A key without `need`, and one with it. */
-const without = (need: Exclude<Need, 'key'>) =>
+const without = (need: Exclude<Need, 'key' | 'open'>) =>
   need === 'read' ? keys.writeOnly : need === 'write' ? keys.readOnly : keys.readWrite;
 const withScope = (need: Need) =>
   need === 'read' ? keys.readOnly : need === 'write' ? keys.writeOnly : need === 'admin' ? keys.admin : keys.writeOnly;
@@ -151,7 +156,7 @@ test('a key without the route scope is 403 FORBIDDEN naming it, on every route',
   const wrong: unknown[] = [];
   for (const route of routes) {
     const need = EXPECTED[route];
-    if (!need || need === 'key') continue;
+    if (!need || need === 'key' || need === 'open') continue;
     const [method, template] = route.split(' ') as [string, string];
     const got = await send(method, concrete(template), without(need));
     const ok = got.status === 403 && (method === 'HEAD' || (got.code === 'FORBIDDEN' && got.scope === need));

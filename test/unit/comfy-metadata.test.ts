@@ -185,12 +185,14 @@ test('which types are their own preview (contract 3.7)', () => {
     'Text/Plain; charset=utf-8',
     'application/json',
     'text/markdown',
+    // Every text/* (contract 6.4, ComfyUI's current rule), active HTML included: it is still served as a download.
+    'text/html',
+    'text/x-python',
   ];
   const not = [
     'application/x-safetensors',
     'application/octet-stream',
     'application/x-gguf',
-    'text/html',
     'application/zip',
     'application/pdf',
   ];

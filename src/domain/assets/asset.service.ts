@@ -29,7 +29,15 @@ import type {
 import { PATHS_LIMITS, validatePaths } from './asset-paths';
 import { newAssetRow } from './new-asset-row';
 import { decodeCursor } from './cursor';
-import { LIMITS, normalizeTags, sanitizeFileName, validateCreateFields, validateHashField } from './validation';
+import {
+  assertNoSystemTags,
+  LIMITS,
+  normalizeTags,
+  sanitizeFileName,
+  SYSTEM_TAGS,
+  validateCreateFields,
+  validateHashField,
+} from './validation';
 import type { AuditService } from '../audit/audit.service';
 import { requireScope } from '../auth/scopes';
 import type { QuotaService } from '../quotas/quota.service';
@@ -155,6 +163,8 @@ export class AssetService {
         removed: [...removed].sort(),
         notPresent: unwanted.filter((t) => !asset.tags.includes(t)).sort(),
         totalTags,
+        // A request naming a system tag is refused whole (nonEmptyTags), so none is ever left out here.
+        protected: [],
       };
     });
   }
@@ -206,7 +216,9 @@ export class AssetService {
    */
   async receiveFile(bytes: AsyncIterable<Buffer>, declaredHash?: string): Promise<ReceivedFile> {
     const declared = parseHash(declaredHash);
-    if (declared && (await this.content.exists(declared))) return { knownDigest: await this.content.digestOnly(bytes) };
+    // The bytes of an in-place content are stored, not only hashed: it then no longer depends on its file (6.4).
+    const known = declared && (await this.content.find(declared));
+    if (known && !known.inPlace) return { knownDigest: await this.content.digestOnly(bytes) };
     return { ingested: await this.content.ingest(bytes) };
   }
 
@@ -389,7 +401,10 @@ export class AssetService {
       ) {
         throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);
       }
-      const updated = await this.assets.update(principal.ownerId, id, fields, tx);
+      // A PUT replaces the client's tags; the system tags the asset carries are the service's and stay.
+      const kept = fields.tags && current.tags.filter((t) => SYSTEM_TAGS.has(t) && !fields.tags!.includes(t));
+      const edit = kept?.length ? { ...fields, tags: [...fields.tags!, ...kept] } : fields;
+      const updated = await this.assets.update(principal.ownerId, id, edit, tx);
       if (!updated) throw notFound(id);
       return updated;
     });
@@ -498,7 +513,7 @@ export class AssetService {
     return { asset, open: (range) => this.content.read(asset.blake3, range) };
   }
 
-  presignedContentUrl(
+  async presignedContentUrl(
     asset: Asset,
     fileName: string,
     requested: 'inline' | 'attachment' = 'attachment',
@@ -506,6 +521,8 @@ export class AssetService {
   ): Promise<string | undefined> {
     const servable = servableMediaType(asset.mimeType);
     const disposition = contentDispositionOf({ mimeType: servable }, requested);
+    // An in-place content has no object to sign (contract 6.4): it is served from its file by this instance.
+    if ((await this.content.find({ algorithm: 'blake3', hex: asset.blake3 }))?.inPlace) return undefined;
     return this.content.presignedUrl(asset.blake3, {
       fileName,
       contentType: servedContentType(servable),
@@ -526,9 +543,10 @@ export function contentDispositionOf(
   return requested === 'inline' && !isActiveContent(asset.mimeType) ? 'inline' : 'attachment';
 }
 
-/** A tag list of at least one tag after normalisation (tag edit bodies). */
+/** A tag list of at least one tag after normalisation and no system tag (tag edit bodies). */
 function nonEmptyTags(value: unknown): string[] {
   const tags = normalizeTags(value);
+  assertNoSystemTags(tags);
   if (tags.length === 0)
     throw new DomainError('INVALID_BODY', 'tags must be a list of at least one non-empty tag', { field: 'tags' });
   return tags;

@@ -151,6 +151,8 @@ export interface TagRemoveResult {
   removed: string[];
   notPresent: string[];
   totalTags: string[];
+  /** System tags the request named and were kept (ComfyUI's field): always empty, such a request is a 400. */
+  protected: string[];
 }
 
 export interface TagCount {

@@ -48,6 +48,23 @@ export function normalizeTags(value: unknown, field = 'tags'): string[] {
   return out;
 }
 
+/**
+ * Tags only the service sets and clears (contract 6.4, ComfyUI after August 2026): `missing` marks the assets of an
+ * in-place file that is gone or changed. A client may filter by it, never add, remove or send it.
+ */
+export const SYSTEM_TAGS: ReadonlySet<string> = new Set(['missing']);
+export const MISSING_TAG = 'missing';
+
+/** 400 SYSTEM_TAG_FORBIDDEN when a client's tag list names a system tag (`details.tag` names the first one). */
+export function assertNoSystemTags(tags: readonly string[]): void {
+  const tag = tags.find((t) => SYSTEM_TAGS.has(t));
+  if (tag !== undefined) {
+    throw new DomainError('SYSTEM_TAG_FORBIDDEN', `${tag} is a system tag: only the service sets and clears it`, {
+      tag,
+    });
+  }
+}
+
 /** Tags one filter parameter may list once normalised (ComfyUI's cap); a request may send ten times as many raw. */
 export const MAX_FILTER_TAGS = 100;
 /** The raw list a filter parameter may send (duplicates and spellings of the same tags included). */
@@ -170,7 +187,10 @@ export function validateCreateFields(input: AssetCreateInput): AssetCreateFields
   if (input.id !== undefined && input.id !== null) out.id = validateUuid(input.id, 'id');
   if (input.name !== undefined && input.name !== null) out.name = validateName(input.name);
   if (input.mimeType !== undefined && input.mimeType !== null) out.mimeType = validateMimeType(input.mimeType);
-  if (input.tags !== undefined && input.tags !== null) out.tags = normalizeTags(input.tags);
+  if (input.tags !== undefined && input.tags !== null) {
+    out.tags = normalizeTags(input.tags);
+    assertNoSystemTags(out.tags);
+  }
   if (input.userMetadata !== undefined && input.userMetadata !== null)
     out.userMetadata = validateUserMetadata(input.userMetadata);
   if (input.previewId !== undefined && input.previewId !== null)
@@ -194,7 +214,10 @@ export function validateUpdateFields(input: AssetUpdateInput): AssetUpdateFields
   const out: AssetUpdateFields = {};
   if (input.name !== undefined) out.name = validateName(input.name);
   if (input.mimeType !== undefined) out.mimeType = validateMimeType(input.mimeType);
-  if (input.tags !== undefined) out.tags = normalizeTags(input.tags);
+  if (input.tags !== undefined) {
+    out.tags = normalizeTags(input.tags);
+    assertNoSystemTags(out.tags);
+  }
   if (input.userMetadata !== undefined) out.userMetadata = validateUserMetadata(input.userMetadata);
   if (input.previewId !== undefined)
     out.previewId = input.previewId === null ? null : validateUuid(input.previewId, 'preview_id');

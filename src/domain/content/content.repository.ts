@@ -19,9 +19,19 @@ export interface ContentRecord {
   firstName: string;
   /** Derived at ingest (the asset's `metadata`); null for content stored before that existed, until backfilled. */
   metadata: Record<string, unknown> | null;
+  /** No blob: the bytes are a file of an in-place import root (contract 6.4); absent (false) for stored content. */
+  inPlace?: boolean;
 }
 
-type Row = { blake3: string; sha256: string; size: bigint; mimeType: string; firstName: string; metadata?: unknown };
+type Row = {
+  blake3: string;
+  sha256: string;
+  size: bigint;
+  mimeType: string;
+  firstName: string;
+  metadata?: unknown;
+  inPlace?: boolean;
+};
 const toRecord = (r: Row): ContentRecord => ({
   blake3: r.blake3.trim(),
   sha256: r.sha256.trim(),
@@ -29,6 +39,7 @@ const toRecord = (r: Row): ContentRecord => ({
   mimeType: r.mimeType,
   firstName: r.firstName,
   metadata: (r.metadata ?? null) as Record<string, unknown> | null,
+  ...(r.inPlace ? { inPlace: true } : {}),
 });
 
 /** A new content's row as Prisma writes it (one insert, or an import's batch). */
@@ -205,8 +216,9 @@ export class ContentRepository {
 
   /** The next `limit` rows after `afterBlake3` in key order, hash and size only (verify's walk of every row). */
   async page(afterBlake3: string, limit: number): Promise<{ blake3: string; size: number }[]> {
+    // In-place contents have no blob to compare (contract 6.4): verify never looks at their files.
     const rows = await this.db.$queryRaw<{ blake3: string; size: bigint }[]>`SELECT blake3, size FROM content
-      WHERE blake3 > ${afterBlake3} ORDER BY blake3 LIMIT ${limit}`;
+      WHERE blake3 > ${afterBlake3} AND NOT in_place ORDER BY blake3 LIMIT ${limit}`;
     return rows.map((r) => ({ blake3: r.blake3.trim(), size: Number(r.size) }));
   }
 

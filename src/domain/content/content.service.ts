@@ -8,6 +8,7 @@ import type { ContentRecord, ContentRepository } from './content.repository';
 import { DualHasher, hashing, type ContentDigest, type ParsedHash } from './hashing';
 import { deriveFromHead, METADATA_HEAD_BYTES, type DerivedMetadata } from './derived-metadata';
 import { DEFAULT_MIME, detectMime, mimeFromName } from './mime';
+import type { InPlaceLocation, InPlaceRepository } from './in-place.repository';
 
 /** Bytes written to a temporary blob and hashed, not yet committed under their hash. */
 export interface IngestedContent {
@@ -38,6 +39,8 @@ export class ContentService {
       /** Runs in the transaction that inserts new content rows (enqueues their thumbnail jobs). */
       onNewContent?: (tx: Transaction, contents: readonly ContentRecord[]) => Promise<void>;
       meter?: TransferMeter;
+      /** The rows of in-place contents (contract 6.4): bytes stored for one make it independent of its file. */
+      inPlace?: InPlaceRepository;
     },
   ) {
     this.meter = opts.meter ?? NO_METER;
@@ -240,6 +243,7 @@ export class ContentService {
         throw new DomainError('HASH_MISMATCH', 'the content hashes disagree with the stored content');
       }
       await this.repo.clearOrphaned(existing.blake3, tx);
+      if (existing.inPlace) return this.storeInPlace(tx, existing, ingested.temp);
       await this.discard(ingested);
       return existing;
     }
@@ -279,6 +283,10 @@ export class ContentService {
       const existing = found.get(blake3);
       if (existing && existing.sha256 !== sha256)
         throw new DomainError('HASH_MISMATCH', 'the content hashes disagree with the stored content');
+      if (existing?.inPlace) {
+        found.set(blake3, await this.storeInPlace(tx, existing, ingested.temp, { keepTemp: true }));
+        continue;
+      }
       if (existing || fresh.has(blake3)) continue;
       // As in ensureStored: the precommitted blob may have been swept meanwhile; the temporary puts it back.
       if (!(await this.blobs.exists(blake3)))
@@ -291,6 +299,51 @@ export class ContentService {
     await this.repo.insertMany([...fresh.values()], tx);
     if (opts.derivedJobs) await this.opts.onNewContent?.(tx, [...fresh.values()]);
     return items.map((i) => found.get(i.ingested.digest.blake3) ?? fresh.get(i.ingested.digest.blake3)!);
+  }
+
+  /**
+   * Inside a transaction holding the content lock: the bytes of an in-place content were received (an upload, a
+   * download, a copied import), so they are stored as any content's are and the content no longer depends on its
+   * file (contract 6.4). Its row stays; its location and the `missing` tag of its assets go.
+   */
+  private async storeInPlace(
+    tx: Transaction,
+    existing: ContentRecord,
+    temp: TempBlob,
+    opts: { keepTemp?: boolean } = {},
+  ): Promise<ContentRecord> {
+    if (!(await this.blobs.exists(existing.blake3))) await storeErrors(this.blobs.commit(temp, existing.blake3, opts));
+    await this.opts.inPlace?.makeStored(existing.blake3, tx);
+    const { inPlace: _inPlace, ...stored } = existing;
+    void _inPlace;
+    return stored;
+  }
+
+  /**
+   * An in-place import's file, hashed where it is (contract 6.4): its content row (no blob, `in_place`) and location,
+   * unless the content exists already. `head`: its first bytes, for the type and the derived metadata.
+   */
+  async recordInPlace(
+    digest: ContentDigest,
+    head: Buffer,
+    meta: { name: string; fileName: string },
+    loc: InPlaceLocation,
+  ): Promise<void> {
+    if (!this.opts.inPlace) throw new Error('in-place contents are not wired');
+    const facts = headFacts(head, meta.fileName);
+    const sniffed = facts.sniffedMime;
+    const mimeType = sniffed && sniffed !== DEFAULT_MIME ? sniffed : (mimeFromName(meta.fileName) ?? DEFAULT_MIME);
+    await this.opts.inPlace.insertInPlace(
+      {
+        blake3: digest.blake3,
+        sha256: digest.sha256,
+        size: digest.size,
+        mimeType,
+        firstName: meta.name,
+        metadata: withFormat(facts.derived, meta.fileName),
+      },
+      loc,
+    );
   }
 
   /** Inside a transaction holding the content lock: a referenced content is no longer a GC candidate. */

@@ -134,16 +134,20 @@ export const baseMediaType = (mime: string): string => {
   return (semi < 0 ? mime : mime.slice(0, semi)).trim().toLowerCase();
 };
 
-/** Plain-text types a client can show as they are (contract 3.7's "plain text, including JSON and Markdown"). */
-const TEXT_PREVIEWS = new Set(['text/plain', 'text/markdown', 'text/x-markdown', 'text/csv', 'application/json']);
-
 /**
- * Whether an asset of this type is its own preview when none is nominated (contract 3.7): images, video, audio and
- * plain text; model weights and other types are not.
+ * Whether an asset of this type is its own preview when none is nominated (contract 3.7 and 6.4, ComfyUI's current
+ * rule): images, video, audio, every `text/*` (HTML included: the content route still serves active types as forced
+ * downloads, isActiveContent) and JSON; model weights and other types are not.
  */
 export function isOwnPreviewType(mime: string): boolean {
   const m = baseMediaType(mime);
-  return m.startsWith('image/') || m.startsWith('video/') || m.startsWith('audio/') || TEXT_PREVIEWS.has(m);
+  return (
+    m.startsWith('image/') ||
+    m.startsWith('video/') ||
+    m.startsWith('audio/') ||
+    m.startsWith('text/') ||
+    m === 'application/json'
+  );
 }
 
 /** Types a browser would execute or render as a document; always served as attachments. */

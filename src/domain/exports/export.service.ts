@@ -43,6 +43,8 @@ export const MAX_FAILED_LISTED = 1_000;
 const BLOB_OWN_FAILURES = new Set(['ENOENT', 'EIO', 'ELOOP', 'EISDIR', 'ENOTDIR', 'EACCES', 'EPERM']);
 const isBlobOwnFailure = (err: unknown): boolean => {
   if (err instanceof BlobNotFoundError) return true;
+  // An in-place content's file gone or changed, or its root not on this instance (contract 6.4): left out too.
+  if (err instanceof DomainError && (err.code === 'CONTENT_CHANGED' || err.code === 'CONTENT_UNAVAILABLE')) return true;
   // Read by shape: a system error need not be an Error of this realm.
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   return typeof code === 'string' && BLOB_OWN_FAILURES.has(code);

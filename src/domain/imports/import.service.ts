@@ -16,6 +16,7 @@ import { BatchCollector, type ImportBatches } from './import-batch';
 import { ImportReadError } from './import-read';
 import { ImportReader, type Pending, type SavedFile } from './import-reader';
 import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
+import { InPlaceImporter, type InPlaceDeps, type SeenFiles } from './import-in-place';
 import type { ImportRepository } from './import.repository';
 import {
   EMPTY_PROGRESS,
@@ -58,6 +59,8 @@ export class ImportService {
       assets: AssetService;
       content: ContentService;
       batches: ImportBatches;
+      /** In-place roots (contract 6.4); absent: every root is copied. */
+      inPlace?: InPlaceDeps;
       queue: Queue;
       logger: Logger;
       /** Records an admin's import into, or cancel of, another owner's assets (IMPORT_ROOTS_OWNER's). */
@@ -66,9 +69,16 @@ export class ImportService {
     private readonly o: ImportOptions = DEFAULT_IMPORT_OPTIONS,
   ) {
     this.reader = new ImportReader({ content: d.content, assets: d.assets });
+    this.inPlaceReader = d.inPlace && new InPlaceImporter({ content: d.content, assets: d.assets, inPlace: d.inPlace });
   }
 
   private readonly reader: ImportReader;
+  private readonly inPlaceReader: InPlaceImporter | undefined;
+
+  /** The reader of root `name`'s files when it is an in-place root. */
+  private inPlaceOf(name: string): InPlaceImporter | undefined {
+    return this.d.config.inPlace.has(name as ImportRootName) ? this.inPlaceReader : undefined;
+  }
 
   private get configured(): ImportRootName[] {
     return IMPORT_ROOT_NAMES.filter((n) => this.d.config.roots[n] !== undefined);
@@ -140,13 +150,13 @@ export class ImportService {
 
   /** GET /api/assets/seed/status. */
   async status(principal: Principal): Promise<ImportStatus> {
-    if (this.configured.length === 0) return { state: 'idle', errors: [] };
+    if (this.configured.length === 0) return { state: 'IDLE', errors: [] };
     this.allow(principal);
     const run = await this.d.repo.current();
-    if (!run) return { state: 'idle', errors: [] };
+    if (!run) return { state: 'IDLE', errors: [] };
     const stopping = run.cancelRequested || (run.taskStatus !== 'created' && run.taskStatus !== 'running');
     return {
-      state: !run.active ? 'idle' : stopping ? 'cancelling' : 'running',
+      state: !run.active ? 'IDLE' : stopping ? 'CANCELLING' : 'RUNNING',
       progress: run.progress,
       errors: run.errors,
     };
@@ -161,6 +171,25 @@ export class ImportService {
     if (cancelling && owner !== undefined && owner !== principal.ownerId)
       await this.d.audit?.recordBy(principal, { action: 'import.cancel', targetOwner: owner });
     return { status: cancelling ? 'cancelling' : 'idle' };
+  }
+
+  /**
+   * POST /api/assets/prune (ComfyUI's route): deletes this owner's assets whose in-place file is missing, i.e. tagged
+   * `missing` by an import or a read that found the file gone or changed. The files themselves are never touched.
+   */
+  async prune(principal: Principal): Promise<{ status: 'completed'; marked: number }> {
+    requireScope(principal, 'write', 'pruning assets');
+    let marked = 0;
+    for (const id of (await this.d.inPlace?.repo.missingAssets(principal.ownerId)) ?? []) {
+      try {
+        await this.d.assets.delete(principal, id);
+        marked++;
+      } catch (err) {
+        // Deleted meanwhile, or immutable (only an admin may change that): left as it is.
+        if (!(err instanceof DomainError)) throw err;
+      }
+    }
+    return { status: 'completed', marked };
   }
 
   /** The sweep job (`importSweepJob`): hands runs whose worker died to a job again. */
@@ -244,6 +273,9 @@ export class ImportService {
         if (saved.length >= 500) await this.flushSaved(run.ownerId, saved);
       });
       pendingBatch = batch;
+      const halted = (): boolean => stop || !held;
+      // The in-place files this seed saw, by content (a stale location of the same bytes moves to one of them).
+      const seen: SeenFiles = new Map();
       let next = 0;
       let failing = false;
       const worker = async (): Promise<void> => {
@@ -251,14 +283,25 @@ export class ImportService {
           const f = files[next++]!;
           let settled = true;
           try {
-            const read = await this.reader.readOne(
-              run.ownerId,
-              f,
-              known.get(f.treePath),
-              mine,
-              progress,
-              () => stop || !held,
-            );
+            const rootName = f.treePath.slice(0, f.treePath.indexOf('/'));
+            const here = this.inPlaceOf(rootName);
+            if (here) {
+              const r = await here.readOne(
+                run.ownerId,
+                rootName,
+                f,
+                known.get(f.treePath),
+                mine,
+                progress,
+                halted,
+                seen,
+              );
+              if (r.created) progress.created++;
+              else progress.skipped++;
+              if (r.saved) saved.push(r.saved);
+              continue;
+            }
+            const read = await this.reader.readOne(run.ownerId, f, known.get(f.treePath), mine, progress, halted);
             if (typeof read === 'boolean') {
               if (read) progress.created++;
               else progress.skipped++;
@@ -284,6 +327,9 @@ export class ImportService {
       const failed = ended.find((e) => e.status === 'rejected');
       if (failed) throw failed.reason;
       await batch.flush();
+      // The drift check of each in-place root, once its walk is whole (a stopped seed leaves the tags as they were).
+      if (!stop && held)
+        for (const name of run.roots as ImportRootName[]) await this.inPlaceOf(name)?.reconcile(name, seen);
       clearInterval(ticker);
       await this.flushSaved(run.ownerId, saved);
       if (!held) return; // another worker took the run over: it finishes it

@@ -20,7 +20,8 @@ export interface ImportError {
   message: string;
 }
 
-export type ImportState = 'idle' | 'running' | 'cancelling';
+/** ComfyUI's spelling (upper case), as its seed status answers it. */
+export type ImportState = 'IDLE' | 'RUNNING' | 'CANCELLING';
 
 export interface ImportStatus {
   state: ImportState;

@@ -34,7 +34,7 @@ import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../sch
 /** What a multipart upload's parts other than its file can take (fields, part headers, boundaries) at most. */
 const MULTIPART_FIELDS_ALLOWANCE = 1024 * 1024;
 
-const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata', 'seed']);
+const LITERAL_ASSET_PATHS = new Set(['export', 'download', 'from-hash', 'remote-metadata', 'seed', 'prune']);
 const notAnAssetId = (req: Request, _res: Response, next: (err?: unknown) => void): void =>
   LITERAL_ASSET_PATHS.has(req.params.id as string) ? next('route') : next();
 
@@ -220,7 +220,12 @@ export function assetsRouter(deps: {
       const id = pathId(req);
       checkBody(TagEditRequest, req.body);
       const out = await assets.removeTags(principalOf(res), id, (req.body as Record<string, unknown>).tags);
-      res.json({ removed: out.removed, not_present: out.notPresent, total_tags: out.totalTags });
+      res.json({
+        removed: out.removed,
+        not_present: out.notPresent,
+        total_tags: out.totalTags,
+        protected: out.protected,
+      });
     }),
   );
 

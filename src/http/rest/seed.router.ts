@@ -62,6 +62,12 @@ export function seedRouter(deps: { imports: ImportService }): Router {
     }),
   );
   r.post(
+    '/assets/prune',
+    handle(async (_req, res) => {
+      res.json(await deps.imports.prune(principalOf(res)));
+    }),
+  );
+  r.post(
     '/assets/seed/cancel',
     handle(async (_req, res) => {
       res.json(await deps.imports.cancel(principalOf(res)));

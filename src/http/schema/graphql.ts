@@ -53,15 +53,9 @@ const AssetFilter = Type.Object({
   createdBefore: ByGraphQL(),
 });
 
-<<<<<<< HEAD
 /** A limit of `setOwnerQuota`: a whole number, or null to clear it (GraphQL's Int and SafeInt check the type). */
 const QuotaLimit = () => Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]);
 
-/** Enum and boolean arguments: GraphQL's own types check them. */
-const ByGraphQL = () => Opt(Type.Unknown());
-
-=======
->>>>>>> ui
 const assetMetadata = {
   name: Opt(Name()),
   mimeType: Opt(MediaType()),

@@ -26,6 +26,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   INVALID_CURSOR: 400,
   INVALID_TAG_FILTER: 400,
   INVALID_EXPORT_NAME: 400,
+  SYSTEM_TAG_FORBIDDEN: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   QUOTA_EXCEEDED: 403,
@@ -39,6 +40,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   ASSET_IMMUTABLE: 409,
+  CONTENT_CHANGED: 409,
   ID_CONFLICT: 409,
   TASK_NOT_CANCELLABLE: 409,
   UPLOAD_OFFSET_MISMATCH: 409,
@@ -55,6 +57,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   INTERNAL: 500,
   NOT_IMPLEMENTED: 501,
   SERVICE_UNAVAILABLE: 503,
+  CONTENT_UNAVAILABLE: 503,
   INSUFFICIENT_STORAGE: 507,
 };
 
@@ -102,7 +105,7 @@ export function errorResponse(err: DomainError): {
 } {
   const status = STATUS_OF[err.code] ?? 500;
   const headers: Record<string, string> = {};
-  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE')
+  if (err.code === 'RATE_LIMITED' || err.code === 'SERVICE_UNAVAILABLE' || err.code === 'CONTENT_UNAVAILABLE')
     headers['Retry-After'] = String(err.details?.retry_after ?? 5);
   // tus 1.0: a 412 names the versions the server speaks.
   if (err.code === 'TUS_VERSION_UNSUPPORTED') headers['Tus-Version'] = '1.0.0';
