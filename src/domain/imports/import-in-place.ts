@@ -132,7 +132,7 @@ export class InPlaceImporter {
     return real;
   }
 
-  /** BLAKE3 + SHA-256 of the bytes on an ingest worker (the chunks are handed over), and their first bytes. */
+  /** BLAKE3 + SHA-256 of the bytes on an ingest worker (copies of the chunks go there), and their first bytes. */
   private async hash(src: AsyncIterable<Buffer>): Promise<{ digest: ContentDigest; head: Buffer; bytes: number }> {
     const head: Buffer[] = [];
     let headBytes = 0;
@@ -140,7 +140,7 @@ export class InPlaceImporter {
     const look = (c: Buffer): void => {
       bytes += c.length;
       if (headBytes >= METADATA_HEAD_BYTES) return;
-      // A copy: the chunk itself moves to the worker.
+      // A copy: the chunk is the reader's.
       const part = Buffer.from(c.subarray(0, METADATA_HEAD_BYTES - headBytes));
       head.push(part);
       headBytes += part.length;
@@ -156,7 +156,7 @@ export class InPlaceImporter {
       const digest = await this.d.content.digestOnly(tapped(), { maxBytes: Number.MAX_SAFE_INTEGER });
       return { digest, head: Buffer.concat(head), bytes };
     }
-    const job = hashers.open(undefined, { blake3OnWorker: true });
+    const job = hashers.open({ blake3OnWorker: true });
     try {
       for await (const c of src) {
         look(c);

@@ -94,7 +94,7 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     source: AsyncIterable<Buffer>,
     opts: { bothOnWorker?: boolean } = {},
   ): Promise<{ temp: TempBlob; digest: HashedFile }> {
-    const job = this.workers.open(undefined, { blake3OnWorker: opts.bothOnWorker });
+    const job = this.workers.open({ blake3OnWorker: opts.bothOnWorker });
     async function* hashed() {
       for await (const chunk of source) {
         const wait = job.write(chunk);

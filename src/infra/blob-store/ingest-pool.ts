@@ -11,15 +11,15 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
  *
  * Why (`npm run bench -- upload`): on the request thread the two hashes take a core on their own. Here the request
- * thread parses and runs BLAKE3, and copies each chunk into a batch buffer that it hands to a worker; the worker runs
- * SHA-256 and queues the batch for `writev` on the thread pool (one write in flight, in order, while it hashes the
- * next), overlaps writeback with a background `fdatasync` every 64 MiB, and `fsync`s the file at the end. Durability
- * is the same as FsBlobStore.writeTemp's: the caller renames the file only after `finish` resolved.
+ * thread parses, runs BLAKE3 and writes the file (FsBlobStore.writeTempHashed), and copies each chunk into a batch
+ * buffer for a worker that runs SHA-256. A HashSession's jobs (a resumable upload's PATCH) also write on the worker:
+ * it queues each batch for a write on the thread pool (one in flight, in order, while it hashes the next), overlaps
+ * writeback with a background `fdatasync`, and `fsync`s the part at the end.
  *
  * The bytes travel in batch buffers the pool allocates and owns (BufferPool): a full batch's ArrayBuffer is
- * transferred to the worker, which transfers it back once written, so the same few MiB go round and round. The
- * received chunks are never moved or freed here: they are the HTTP parser's (or a library's), and only a buffer the
- * pool made is ever transferred.
+ * transferred to the worker, which transfers it back once hashed (and written), so the same few MiB go round and
+ * round. The received chunks are never moved or freed here: they are the HTTP parser's (or a library's), and only a
+ * buffer the pool made is ever transferred.
  *
  * Resumable uploads keep a HashSession per upload: the BLAKE3 + SHA-256 state stays on one worker between jobs (one
  * job per PATCH, appending to the upload's part), so every PATCH continues the hashes where the last one stopped. A
@@ -88,12 +88,15 @@ export class IngestWorkers {
     this.workers = new Array(size).fill(undefined);
   }
 
-  /** Starts writing `file` (created exclusively), or, without a file, only hashing. */
-  open(file: string | undefined, opts: { blake3OnWorker?: boolean } = {}): IngestJob {
+  /**
+   * Starts a job that only hashes (its caller writes the bytes itself: FsBlobStore.writeTempHashed); files are written
+   * on a worker only by a HashSession's jobs, which append to a resumable upload's part.
+   */
+  open(opts: { blake3OnWorker?: boolean } = {}): IngestJob {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
     return this.openOn(w, {
-      file,
+      file: undefined,
       b3: opts.blake3OnWorker ? undefined : blake3().create(),
       blake3: !!opts.blake3OnWorker,
     });
