@@ -30,6 +30,10 @@ const PAGE_SIZE = pageSizeOf(location.search);
 /** Grid or list, kept per browser. */
 const LAYOUT_STORE = 'assetBrowser.layout';
 type Layout = 'grid' | 'list';
+const LAYOUTS: [Layout, string][] = [
+  ['grid', 'Grid'],
+  ['list', 'List'],
+];
 const storedLayout = (): Layout => {
   try {
     return localStorage.getItem(LAYOUT_STORE) === 'list' ? 'list' : 'grid';
@@ -608,26 +612,19 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
                 ))}
               </select>
               <div class="views layout" role="group" aria-label="Layout">
-                <button
-                  type="button"
-                  aria-pressed={layout === 'grid'}
-                  onClick={() => {
-                    setLayout('grid');
-                    localStorage.setItem(LAYOUT_STORE, 'grid');
-                  }}
-                >
-                  Grid
-                </button>
-                <button
-                  type="button"
-                  aria-pressed={layout === 'list'}
-                  onClick={() => {
-                    setLayout('list');
-                    localStorage.setItem(LAYOUT_STORE, 'list');
-                  }}
-                >
-                  List
-                </button>
+                {LAYOUTS.map(([l, label]) => (
+                  <button
+                    key={l}
+                    type="button"
+                    aria-pressed={layout === l}
+                    onClick={() => {
+                      setLayout(l);
+                      localStorage.setItem(LAYOUT_STORE, l);
+                    }}
+                  >
+                    {label}
+                  </button>
+                ))}
               </div>
               {page.items.length > 0 && (
                 <button

@@ -1,9 +1,10 @@
 import { Component, type RefObject } from 'preact';
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api, Asset } from '../api';
 import { baseModelOf, baseName, formatBytes, kindOf, modelFolderOf, modelTypeOf } from '../format';
 import { KindIcon } from './icons';
 import { FolderIcon } from './Models';
+import { useInfiniteScroll } from '../hooks/useInfiniteScroll';
 import { useThumbnail, type ThumbnailAccess } from './useThumbnail';
 
 interface GridProps {
@@ -24,10 +25,9 @@ interface GridProps {
 }
 
 export function Grid(p: GridProps) {
-  const sentinel = useRef<HTMLDivElement>(null);
+  // Infinite scroll: the next page when the end of the grid comes within a screen of view.
+  const sentinel = useInfiniteScroll(p.onMore, p.hasMore, p.items.length, p.scrollRoot);
   const grid = useRef<HTMLUListElement>(null);
-  const more = useRef(p.onMore);
-  more.current = p.onMore;
   // The tiles' handlers, the same functions on every render (they read the latest props): a tile whose asset and
   // state are unchanged is not rendered again when the page around it is (a task's progress, a facet, the search).
   const latest = useRef(p);
@@ -48,17 +48,6 @@ export function Grid(p: GridProps) {
     marked.current = true;
     performance.mark('ui:tiles');
   }, [p.items.length]);
-
-  // Infinite scroll: the next page when the end of the grid comes within a screen of view.
-  useEffect(() => {
-    if (!sentinel.current || !p.hasMore) return;
-    const io = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && more.current(), {
-      root: p.scrollRoot.current,
-      rootMargin: '0px 0px 400px 0px',
-    });
-    io.observe(sentinel.current);
-    return () => io.disconnect();
-  }, [p.hasMore, p.items.length]);
 
   function onKeyDown(e: KeyboardEvent) {
     const tiles = [...(grid.current?.querySelectorAll<HTMLElement>('.tile-main') ?? [])];

@@ -1,7 +1,7 @@
 import type { RefObject } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
 import type { Asset } from '../api';
 import { formatBytes, formatDate, kindOf } from '../format';
+import { useInfiniteScroll } from '../hooks/useInfiniteScroll';
 
 interface ListViewProps {
   items: Asset[];
@@ -27,18 +27,7 @@ const SORTABLE: Record<string, 'asc' | 'desc'> = { name: 'asc', size: 'desc', cr
  * a click on a sortable column's head sorts by it (again: the other way), as the service sorts.
  */
 export function ListView(p: ListViewProps) {
-  const sentinel = useRef<HTMLDivElement>(null);
-  const more = useRef(p.onMore);
-  more.current = p.onMore;
-  useEffect(() => {
-    if (!sentinel.current || !p.hasMore) return;
-    const io = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && more.current(), {
-      root: p.scrollRoot.current,
-      rootMargin: '0px 0px 400px 0px',
-    });
-    io.observe(sentinel.current);
-    return () => io.disconnect();
-  }, [p.hasMore, p.items.length]);
+  const sentinel = useInfiniteScroll(p.onMore, p.hasMore, p.items.length, p.scrollRoot);
 
   const [field, order] = p.sort.split(':');
   const head = (key: string, label: string) => {
