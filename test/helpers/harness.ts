@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -128,3 +129,46 @@ export async function waitFor<T>(
 
 /** The JSON body of a response, loosely typed for assertions. */
 export const json = async (res: Response): Promise<any> => res.json();
+
+/** Rows of one SQL statement on `databaseUrl`, on a connection of its own (a test's look behind the API). */
+export async function queryRows<T = Record<string, unknown>>(
+  databaseUrl: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<T[]> {
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    return (await db.query(text, values)).rows as T[];
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * POST /api/assets with a multipart head announcing `contentLength` bytes and no byte of the body sent: what the
+ * service answers at the head (a refusal must come before any body byte is stored).
+ */
+export function uploadHeadOnly(
+  baseUrl: string,
+  key: string,
+  contentLength: number,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${baseUrl}/api/assets`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': key,
+        'content-type': 'multipart/form-data; boundary=x',
+        'content-length': String(contentLength),
+      },
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+}

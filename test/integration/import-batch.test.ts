@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client } from 'pg';
 import { ImportBatches } from '../../src/domain/imports/import-batch';
 import { comfyTree, seeded } from '../helpers/comfy-tree';
-import { blake3Of, json, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
+import { blake3Of, json, queryRows, startTestService, uploadForm, waitFor, type TestService } from '../helpers/harness';
 
 /**
  * The import's many small files (issue 28): their assets are made a batch of files per transaction, with the same
@@ -23,15 +22,8 @@ async function assetsOf(svc: TestService): Promise<any[]> {
   return (await json(await svc.fetch('/api/assets?limit=500'))).assets;
 }
 
-async function sql<T>(svc: TestService, text: string, values: unknown[] = []): Promise<T[]> {
-  const db = new Client({ connectionString: svc.databaseUrl });
-  await db.connect();
-  try {
-    return (await db.query(text, values)).rows as T[];
-  } finally {
-    await db.end();
-  }
-}
+const sql = <T>(svc: TestService, text: string, values: unknown[] = []): Promise<T[]> =>
+  queryRows<T>(svc.databaseUrl, text, values);
 
 test('150 files are made in a few transactions, as one create per file would make them', async () => {
   const commits = jest.spyOn(ImportBatches.prototype, 'commit');

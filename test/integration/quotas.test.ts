@@ -6,14 +6,21 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { Client } from 'pg';
 import { OPERATOR } from '../../src/domain/auth/api-key.service';
 import { comfyTree, seeded } from '../helpers/comfy-tree';
 import { startDownload, waitTask } from '../helpers/downloads';
 import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-providers';
-import { blake3Of, json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import {
+  blake3Of,
+  json,
+  KEYS,
+  queryRows,
+  startTestService,
+  uploadForm,
+  uploadHeadOnly,
+  type TestService,
+} from '../helpers/harness';
 import { TUS, tusMetadata } from '../helpers/tus';
 
 jest.setTimeout(120_000);
@@ -39,15 +46,8 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function sql<T = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> {
-  const db = new Client({ connectionString: svc.databaseUrl });
-  await db.connect();
-  try {
-    return (await db.query(text, values)).rows as T[];
-  } finally {
-    await db.end();
-  }
-}
+const sql = <T = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<T[]> =>
+  queryRows<T>(svc.databaseUrl, text, values);
 
 /** Blob files under their content address, and temporary and partial files, on disk. */
 function blobFiles(): string[] {
@@ -272,23 +272,7 @@ describe('every create path is refused with QUOTA_EXCEEDED and keeps nothing', (
   test('multipart upload whose Content-Length cannot fit: refused at the head, before a byte of the body', async () => {
     await setQuota('hank', { max_bytes: MiB });
     const before = await kept();
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request(`${svc.url}/api/assets`, {
-        method: 'POST',
-        headers: {
-          'x-api-key': keyOf.hank!,
-          'content-type': 'multipart/form-data; boundary=x',
-          'content-length': String(64 * MiB),
-        },
-      });
-      req.on('response', (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      });
-      req.on('error', reject);
-      req.flushHeaders();
-    });
+    const answer = await uploadHeadOnly(svc.url, keyOf.hank!, 64 * MiB);
     expect(answer.status).toBe(403);
     expect(JSON.parse(answer.body)).toEqual({
       code: 'QUOTA_EXCEEDED',

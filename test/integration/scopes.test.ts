@@ -15,7 +15,7 @@ import { loadConfig } from '../../src/config';
 import { buildContainer, type Container } from '../../src/container';
 import { OPERATOR } from '../../src/domain/auth/api-key.service';
 import { createLogger } from '../../src/infra/logger';
-import { createTestDatabase, KEYS } from '../helpers/harness';
+import { createTestDatabase, KEYS, uploadHeadOnly } from '../helpers/harness';
 import { servedRoutes } from '../helpers/route-table';
 
 type Need = 'read' | 'write' | 'admin' | 'key' | 'open';
@@ -180,23 +180,7 @@ test('a key with the route scope is not refused for its scope, on every route', 
 });
 
 test("a read-only key's upload is refused at the head: 403 before any byte of the body is sent", async () => {
-  const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = http.request(`${base}/api/assets`, {
-      method: 'POST',
-      headers: {
-        'x-api-key': keys.readOnly,
-        'content-type': 'multipart/form-data; boundary=x',
-        'content-length': String(64 * 1024 * 1024),
-      },
-    });
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('error', reject);
-    req.flushHeaders();
-  });
+  const answer = await uploadHeadOnly(base, keys.readOnly, 64 * 1024 * 1024);
   expect(answer.status).toBe(403);
   expect(JSON.parse(answer.body)).toMatchObject({ code: 'FORBIDDEN', details: { required_scope: 'write' } });
 });
