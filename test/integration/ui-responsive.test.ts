@@ -141,7 +141,8 @@ describe.each(VIEWPORTS.map((v) => [v.name, v] as const))('at %s', (name, vp) =>
       await check('details');
       // The viewer from it.
       await page.locator('.drawer').getByRole('button', { name: 'View', exact: true }).click();
-      await page.locator('.viewer img').waitFor();
+      // The picture itself (its thumbnail stands in until it has loaded, then goes).
+      await page.locator('.viewer img:not(.viewer-thumb)').waitFor();
       expect(await onScreen(page, '.viewer .close-button')).toBe(true);
       await check('viewer');
       await page.keyboard.press('Escape');
