@@ -7,7 +7,7 @@ import { ApiKeyService } from './domain/auth/api-key.service';
 import { AuditRepository } from './domain/audit/audit.repository';
 import { AuditService } from './domain/audit/audit.service';
 import { ContentRepository } from './domain/content/content.repository';
-import { ContentService } from './domain/content/content.service';
+import { ContentService, restoreNamedBlob } from './domain/content/content.service';
 import { DownloadJob } from './domain/downloads/download.job';
 import { DownloadRepository } from './domain/downloads/download.repository';
 import { DownloadService, type DownloadDeps } from './domain/downloads/download.service';
@@ -37,7 +37,7 @@ import { useBlake3 } from './infra/blake3';
 import type { BlobStore } from './infra/blob-store/blob-store';
 import { FsBlobStore } from './infra/blob-store/fs';
 import { IngestWorkers } from './infra/blob-store/ingest-pool';
-import { InPlaceReadingStore } from './infra/blob-store/in-place-reads';
+import { ContentReadingStore } from './infra/blob-store/content-reads';
 import { InPlaceContent } from './domain/content/in-place';
 import { InPlaceRepository } from './domain/content/in-place.repository';
 import type { S3BlobStore } from './infra/blob-store/s3';
@@ -121,11 +121,12 @@ export async function buildContainer(
   const queue = await JobQueue.create<JobMap>(databaseUrl, logger, database.health, tracing);
   const audit = new AuditService(new AuditRepository(database.prisma));
   const apiKeys = new ApiKeyService(new ApiKeyRepository(database.prisma), config.apiKeys, audit);
-  // Readers of content bytes see in-place import files where a content has no blob (contract 6.4); the writers, sweeps
-  // and quarantine keep the store itself, which never holds them.
+  // Readers of content bytes see in-place import files where a content has no blob (contract 6.4), and a quarantined
+  // blob only if a row names it; the writers, sweeps and quarantine keep the store itself, which never holds them.
   const inPlaceRepo = new InPlaceRepository(database.prisma, database.transactions);
   const inPlace = new InPlaceContent(inPlaceRepo, config.importRoots, logger.child({ module: 'in-place' }));
-  const contentBlobs = new InPlaceReadingStore(blobStore, inPlace);
+  const contentRepo = new ContentRepository(database.prisma, database.pool, database.transactions);
+  const contentBlobs = new ContentReadingStore(blobStore, inPlace, restoreNamedBlob(contentRepo, blobStore));
   const ffmpeg = findFfmpeg();
   const secrets = new ServerSecretRepository(database.prisma);
   // The thumbnail route's lookups, kept while this instance hears every delete (migration 20261128100000).
@@ -151,7 +152,6 @@ export async function buildContainer(
   const grants = new ReadGrants(secrets);
   await grants.load();
   if (!ffmpeg) logger.info('ffmpeg is not on the PATH: videos get no thumbnails');
-  const contentRepo = new ContentRepository(database.prisma, database.pool, database.transactions);
   const build = readBuildInfo(config.gitCommit);
   const metrics = config.metrics.enabled
     ? new Metrics(

@@ -126,7 +126,7 @@ describe.each(backends)('$name blob store', (backend) => {
     ).toBe(true);
     await store.quarantine(h, DAY);
     expect(await store.exists(h)).toBe(false);
-    await expect(store.read(h, undefined, { fromQuarantine: false })).rejects.toBeInstanceOf(BlobNotFoundError);
+    await expect(store.read(h)).rejects.toBeInstanceOf(BlobNotFoundError);
     await store.quarantine(h, DAY); // moving a missing blob aside is not an error
   });
 
@@ -149,7 +149,7 @@ describe.each(backends)('$name blob store', (backend) => {
     await store.quarantine(h, DAY);
   });
 
-  test('quarantine: moved aside whole, listed with its day, back on a read or restore, removed only by purge', async () => {
+  test('quarantine: moved aside whole, listed with its day, back on a restore (never on a read), removed only by purge', async () => {
     const data = random(12 * MiB + 777); // above the S3 store's single-copy limit here: moved by a multipart copy
     const h = hex(data);
     await store.commit(await store.writeTemp(chunks(data, 1 << 20)), h);
@@ -163,10 +163,11 @@ describe.each(backends)('$name blob store', (backend) => {
     for await (const b of store.listBlobs(ALL)) live.push(b);
     expect(live).not.toContain(h);
     expect(await quarantined()).toEqual([`2026-01-02 ${data.length}`]);
-    await expect(store.read(h, undefined, { fromQuarantine: false })).rejects.toBeInstanceOf(BlobNotFoundError);
-    // A read of a blob only in the quarantine puts it back (a restored database names it).
+    await expect(store.read(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+    // The store's own read never takes a blob out of the quarantine (only ContentReadingStore does, under the lock).
+    expect(await quarantined()).toEqual([`2026-01-02 ${data.length}`]);
+    expect(await store.restore(h)).toBe(true);
     expect((await collect(await store.read(h, { start: 5, end: 9 }))).equals(data.subarray(5, 10))).toBe(true);
-    expect(await store.exists(h)).toBe(true);
     expect(await quarantined()).toEqual([]);
     await store.quarantine(h, '2026-01-03');
     expect(await store.restore(h)).toBe(true);
@@ -200,8 +201,9 @@ describe.each(backends)('$name blob store', (backend) => {
     await store.commit(await store.writeTemp(chunks(data)), h);
     expect(fs.readFileSync(await local.localPath(h)).equals(data)).toBe(true);
     await store.quarantine(h, DAY);
-    // Only in the quarantine: put back, as for `read`.
-    expect(fs.readFileSync(await local.localPath(h)).equals(data)).toBe(true);
+    // Only in the quarantine: not found, and left there (as for `read`).
+    await expect(local.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);
+    expect(await store.restore(h)).toBe(true);
     await store.quarantine(h, DAY);
     await store.purgeQuarantined(h, DAY);
     await expect(local.localPath(h)).rejects.toBeInstanceOf(BlobNotFoundError);

@@ -42,7 +42,7 @@ export interface Finding<T> {
 
 /**
  * Compares the content rows with the blob store, and re-reads a sample of blobs (BLAKE3 and size), changing nothing:
- * reads leave the quarantine alone (`fromQuarantine: false`) and the database is only read. The store's listing is
+ * it reads the store itself (whose reads never touch the quarantine) and the database is only read. The store's listing is
  * held in memory (about 100 bytes per blob); the rows are walked in key order, a page at a time.
  */
 export async function verifyContent(
@@ -104,7 +104,7 @@ export async function verifyContent(
 async function reread(blobs: BlobStore, row: { blake3: string; size: number }): Promise<string | undefined> {
   let stream: Readable;
   try {
-    stream = await blobs.read(row.blake3, undefined, { fromQuarantine: false });
+    stream = await blobs.read(row.blake3);
   } catch (err) {
     return `unreadable: ${(err as Error).message}`;
   }

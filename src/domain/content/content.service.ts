@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { BlobStore, HashedWrites, LocalFileState, Presigning, TempBlob } from '../../infra/blob-store/blob-store';
+import type { RestoreNamed } from '../../infra/blob-store/content-reads';
 import type { Logger } from '../../infra/logger';
 import type { Transaction } from '../../infra/prisma';
 import { DomainError, isDomainError, isOwnStoreFailure, storeErrors } from '../errors';
@@ -480,7 +481,7 @@ export class ContentService {
         if (!copies) return; // listed twice (two days): handled with its first listing
         days.delete(hex);
         if (named && !(await this.blobs.exists(hex))) {
-          if (await this.blobs.restore(hex)) restored++;
+          if (await this.restoreIfNamed(hex)) restored++;
           return;
         }
         for (const day of copies) if (this.retentionOver(day) && (await this.purge(hex, day))) removed++;
@@ -496,7 +497,7 @@ export class ContentService {
     await this.inBatches(
       mapAsync(this.blobs.listQuarantined(), (q) => q.blake3),
       async (hex, named) => {
-        if (named && !(await this.blobs.exists(hex)) && (await this.blobs.restore(hex))) restored++;
+        if (named && !(await this.blobs.exists(hex)) && (await this.restoreIfNamed(hex))) restored++;
       },
     );
     return restored;
@@ -529,6 +530,11 @@ export class ContentService {
   /** Today (UTC) as the quarantine names its days. */
   private today(): string {
     return new Date(this.now()).toISOString().slice(0, 10);
+  }
+
+  /** The named row is re-read under the lock: GC may have taken it since the batch asked (`restoreNamedBlob`). */
+  private restoreIfNamed(blake3: string): Promise<boolean> {
+    return restoreNamedBlob(this.repo, this.blobs)(blake3);
   }
 
   private async moveOrphanAside(blake3: string): Promise<boolean> {
@@ -586,6 +592,18 @@ export class ContentService {
   get gcGraceSeconds(): number {
     return this.opts.gcGraceSeconds;
   }
+}
+
+/**
+ * Moves a quarantined blob back only if, under the content's session lock (the protocol of `collect`), a row names it
+ * and the store holds no blob: a reader or a sweep that saw the row before GC took it leaves the quarantine alone.
+ */
+export function restoreNamedBlob(repo: ContentRepository, blobs: BlobStore): RestoreNamed {
+  return (blake3) =>
+    repo.withSessionLock(
+      blake3,
+      async (locked) => (await locked.hasRow()) && !(await blobs.exists(blake3)) && blobs.restore(blake3),
+    );
 }
 
 const DAY_MS = 24 * 3600 * 1000;

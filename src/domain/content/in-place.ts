@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ImportRootName, ImportRootsConfig } from '../../config';
-import type { InPlaceFiles } from '../../infra/blob-store/in-place-reads';
+import type { InPlaceFiles } from '../../infra/blob-store/content-reads';
 import { fileBody, ReadBufferPool } from '../../infra/blob-store/file-body';
 import type { Logger } from '../../infra/logger';
 import { DomainError } from '../errors';
@@ -16,7 +16,7 @@ export const sameFile = (st: { size: bigint; mtimeNs: bigint }, loc: { size: big
 
 /**
  * The files of in-place import roots as the bytes of their contents (contract 6.4): the blob store's reads fall back
- * here for a content without a blob (infra/blob-store/in-place-reads.ts), so the content route, thumbnails, exports
+ * here for a content without a blob (infra/blob-store/content-reads.ts), so the content route, thumbnails, exports
  * and the metadata backfill all read them through the one seam. A file is only ever opened read-only, without
  * following a link, and only when it is still inside its root with the size and mtime it was hashed with; a file gone
  * or changed is not served (409 CONTENT_CHANGED) and its assets get the `missing` tag. An instance that does not have

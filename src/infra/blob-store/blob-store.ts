@@ -38,11 +38,11 @@ export interface BlobStore {
   discard(temp: TempBlob): Promise<void>;
   exists(blake3Hex: string): Promise<boolean>;
   /**
-   * Streams the content, or the inclusive byte range [start, end]. A blob found only in the quarantine is moved back
-   * first (someone who reads a hash holds a row naming it: a restored database); `fromQuarantine: false` leaves the
-   * quarantine alone (the read-only verify). BlobNotFoundError when there is no such blob.
+   * Streams the content, or the inclusive byte range [start, end]. BlobNotFoundError when there is no such blob, also
+   * when one is in the quarantine: only a caller that holds the content's lock and sees its row may move it back
+   * (`ContentReadingStore` does, for the readers of content).
    */
-  read(blake3Hex: string, range?: { start: number; end: number }, opts?: ReadOptions): Promise<Readable>;
+  read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable>;
   /**
    * Moves the blob and its derived objects aside into the quarantine of `day` (`YYYY-MM-DD`), by a rename on disk or a
    * copy then delete on S3: nothing is removed at once, so a restored database that names the blob again finds it.
@@ -169,11 +169,6 @@ export const PARTIAL_NAME = /^[\w.-]{1,200}$/;
 
 export const DERIVED_KINDS = ['thumbnail.webp'] as const;
 export type DerivedKind = (typeof DERIVED_KINDS)[number];
-
-export interface ReadOptions {
-  /** false: a blob only in the quarantine is not found (and stays where it is). Default true. */
-  fromQuarantine?: boolean;
-}
 
 export interface StoredBlob {
   readonly blake3: string;

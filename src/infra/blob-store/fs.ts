@@ -20,7 +20,6 @@ import {
   type DerivedKind,
   type PartialBlob,
   type QuarantinedBlob,
-  type ReadOptions,
   type SpaceReport,
   type StoredBlob,
   type TempBlob,
@@ -240,33 +239,15 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     return exists(this.contentPath(blake3Hex));
   }
 
-  async read(blake3Hex: string, range?: { start: number; end: number }, opts: ReadOptions = {}): Promise<Readable> {
-    const file = this.contentPath(blake3Hex);
+  async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
     // Open first so a missing blob is an error here, not an 'error' event after headers went out.
-    const open = () => fsp.open(file, 'r');
-    const notFound = (err: NodeJS.ErrnoException) => {
-      throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
-    };
-    // After the restore, found or not, open again: a concurrent restore may have moved it back meanwhile.
-    const fh = await open().catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT' || opts.fromQuarantine === false) return notFound(err);
-      await this.restore(blake3Hex);
-      return open().catch(notFound);
-    });
+    const fh = await fsp.open(this.contentPath(blake3Hex), 'r').catch(notFound(blake3Hex));
     return fileBody(fh, range, this.readBuffers);
   }
 
   async localPath(blake3Hex: string): Promise<string> {
     const file = this.contentPath(blake3Hex);
-    const access = () => fsp.access(file, fs.constants.R_OK);
-    const notFound = (err: NodeJS.ErrnoException) => {
-      throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
-    };
-    await access().catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') return notFound(err);
-      await this.restore(blake3Hex);
-      return access().catch(notFound);
-    });
+    await fsp.access(file, fs.constants.R_OK).catch(notFound(blake3Hex));
     return file;
   }
 
@@ -471,6 +452,12 @@ async function moveWithDerived(from: string, to: string): Promise<boolean> {
   await syncDir(path.dirname(from)).catch(() => undefined);
   return moved;
 }
+
+const notFound =
+  (blake3Hex: string) =>
+  (err: NodeJS.ErrnoException): never => {
+    throw err.code === 'ENOENT' ? new BlobNotFoundError(blake3Hex) : err;
+  };
 
 async function exists(p: string): Promise<boolean> {
   return fsp.access(p).then(

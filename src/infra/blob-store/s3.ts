@@ -36,7 +36,6 @@ import {
   type PartialBlob,
   type Presigning,
   type QuarantinedBlob,
-  type ReadOptions,
   type StoredBlob,
   type TempBlob,
 } from './blob-store';
@@ -228,23 +227,15 @@ export class S3BlobStore implements BlobStore, Presigning {
     return (await this.headSize(this.contentKey(blake3Hex))) !== undefined;
   }
 
-  async read(blake3Hex: string, range?: { start: number; end: number }, opts: ReadOptions = {}): Promise<Readable> {
-    const get = () =>
-      this.client.send(
+  async read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
+    try {
+      const res = await this.client.send(
         new GetObjectCommand({
           Bucket: this.bucket,
           Key: this.contentKey(blake3Hex),
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
       );
-    try {
-      // After the restore, found or not, read again: a concurrent restore (another reader, the start-up) may have
-      // moved it back meanwhile.
-      const res = await get().catch(async (err: unknown) => {
-        if (!isNotFound(err) || opts.fromQuarantine === false) throw err;
-        await this.restore(blake3Hex);
-        return get();
-      });
       return res.Body as Readable;
     } catch (err) {
       if (isNotFound(err)) throw new BlobNotFoundError(blake3Hex);

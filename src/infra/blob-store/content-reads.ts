@@ -7,7 +7,6 @@ import type {
   DerivedKind,
   PartialBlob,
   QuarantinedBlob,
-  ReadOptions,
   StoredBlob,
   TempBlob,
 } from './blob-store';
@@ -22,18 +21,27 @@ export interface InPlaceFiles {
 }
 
 /**
- * A blob store whose reads fall back to in-place files: the one seam every reader of content bytes goes through
- * (the content route, thumbnails, exports, the metadata backfill). A stored blob is read as before, at no extra cost;
- * only a blob the store does not have is looked up as an in-place file. Everything else is the store's own: no write,
- * move, sweep or quarantine ever reaches an in-place file, because none of them is in the store.
+ * Moves a quarantined blob back if, under the content's lock, a row names it and no blob is stored (a database
+ * restored from after the blob was moved aside); whether it did.
  */
-export class InPlaceReadingStore implements BlobStore {
+export type RestoreNamed = (blake3Hex: string) => Promise<boolean>;
+
+/**
+ * A blob store as the readers of content see it: the one seam every reader of content bytes goes through (the content
+ * route, thumbnails, exports, the metadata backfill). A stored blob is read as before, at no extra cost; only a blob
+ * the store does not have is looked up, first as an in-place file (contract 6.4), then in the quarantine, whence it
+ * comes back only through `restoreNamed`: a reader that found the row before garbage collection took it must not put
+ * back a blob that no row names any more. Everything else is the store's own: no write, move, sweep or quarantine
+ * ever reaches an in-place file, because none of them is in the store.
+ */
+export class ContentReadingStore implements BlobStore {
   readonly kind: 'fs' | 's3';
   readonly capabilities: BlobStoreCapabilities;
 
   constructor(
     private readonly inner: BlobStore,
     private readonly files: InPlaceFiles,
+    private readonly restoreNamed: RestoreNamed,
   ) {
     this.kind = inner.kind;
     const local = inner.capabilities.localFiles;
@@ -43,24 +51,36 @@ export class InPlaceReadingStore implements BlobStore {
         ? {
             localFiles: {
               localPath: (hex: string) =>
-                local.localPath(hex).catch(async (err: unknown) => {
-                  if (!(err instanceof BlobNotFoundError)) throw err;
-                  return (await this.files.localPath(hex)) ?? Promise.reject(err);
-                }),
+                this.missing(
+                  hex,
+                  () => local.localPath(hex),
+                  () => this.files.localPath(hex),
+                ),
             },
           }
         : {}),
     };
   }
 
-  async read(blake3Hex: string, range?: { start: number; end: number }, opts?: ReadOptions): Promise<Readable> {
+  read(blake3Hex: string, range?: { start: number; end: number }): Promise<Readable> {
+    return this.missing(
+      blake3Hex,
+      () => this.inner.read(blake3Hex, range),
+      () => this.files.open(blake3Hex, range),
+    );
+  }
+
+  /** `get` from the store; where it has no such blob, `inPlace`, else `get` again once a named blob is restored. */
+  private async missing<T>(hex: string, get: () => Promise<T>, inPlace: () => Promise<T | undefined>): Promise<T> {
     try {
-      return await this.inner.read(blake3Hex, range, opts);
+      return await get();
     } catch (err) {
       if (!(err instanceof BlobNotFoundError)) throw err;
-      const body = await this.files.open(blake3Hex, range);
-      if (!body) throw err;
-      return body;
+      const file = await inPlace();
+      if (file !== undefined) return file;
+      // Read again even when this call restored nothing: a concurrent one (another reader, the start-up) may have.
+      await this.restoreNamed(hex);
+      return get();
     }
   }
 
