@@ -1,10 +1,11 @@
 /**
  * What the asset browser's everyday use reads from GraphQL (contract 6.3): `Asset.downloadUrl` (a signed attachment
- * URL an `<a href>` saves without the key, ranges included), the `kinds` and `createdAfter`/`createdBefore` filters of
- * `assets` and `tagCounts`, and `viewer` (the key's owner and scopes).
+ * URL an `<a href>` saves without the key, ranges included), the `kinds`, `createdAfter`/`createdBefore` and
+ * `baseModel` filters of `assets` and `tagCounts`, `baseModels`, and `viewer` (the key's owner and scopes).
  */
 import { gql } from '../helpers/graphql';
 import { json, KEYS, startTestService, uploadForm, type TestService } from '../helpers/harness';
+import { safetensors } from '../helpers/ui-checks';
 
 let svc: TestService;
 const ids: Record<string, string> = {};
@@ -94,6 +95,51 @@ test('createdAfter and createdBefore bound the creation time; tagCounts take the
   ]);
   const bad = await gql(svc, '{ assets(filter: {createdAfter: "yesterday"}) { total } }');
   expect(bad.status).toBe(400);
+});
+
+test('baseModel filters by the derived metadata.base_model; baseModels lists the values, most used first', async () => {
+  const lora = (name: string, base: string) =>
+    upload(
+      safetensors({ ss_base_model_version: base, ss_output_name: name }),
+      `${name}.safetensors`,
+      'application/octet-stream',
+      ['based'],
+    );
+  await lora('l1', 'sdxl_base_v1-0');
+  await lora('l2', 'sdxl_base_v1-0');
+  await lora('l3', 'sd_v1');
+  const based = async (baseModel: string) => {
+    const r = await gql(
+      svc,
+      'query($f: AssetFilter) { assets(filter: $f, sort: name, order: asc) { items { name } total } tagCounts(filter: $f) { name count } }',
+      { f: { tagsAll: ['based'], baseModel } },
+    );
+    expect(r.errors).toBeUndefined();
+    return { names: r.data.assets.items.map((a: { name: string }) => a.name), facets: r.data.tagCounts };
+  };
+  expect(await based('sdxl_base_v1-0')).toEqual({
+    names: ['l1.safetensors', 'l2.safetensors'],
+    facets: [{ name: 'based', count: 2 }],
+  });
+  expect((await based('sd_v1')).names).toEqual(['l3.safetensors']);
+  expect((await based('flux')).names).toEqual([]);
+  // The everyday model without metadata names none; other owners' models are not listed.
+  await svc.fetch('/api/assets', {
+    method: 'POST',
+    key: KEYS.bob,
+    body: uploadForm(safetensors({ ss_base_model_version: 'bobs_model' }), {}, 'b.safetensors'),
+  });
+  const list = await gql(svc, '{ baseModels { name count } }');
+  expect(list.data.baseModels).toEqual([
+    { name: 'sdxl_base_v1-0', count: 2 },
+    { name: 'sd_v1', count: 1 },
+  ]);
+  expect((await gql(svc, '{ baseModels(limit: 1) { name } }')).data.baseModels).toEqual([{ name: 'sdxl_base_v1-0' }]);
+  // Out of range: the argument validator's INVALID_BODY, naming the field.
+  const zero = await gql(svc, '{ baseModels(limit: 0) { name } }');
+  expect(zero.errors?.[0]?.extensions?.code).toBe('INVALID_BODY');
+  const long = await gql(svc, `{ assets(filter: {baseModel: "${'x'.repeat(300)}"}) { total } }`);
+  expect(long.errors?.[0]?.extensions?.code).toBe('INVALID_BODY');
 });
 
 test('viewer names the key’s owner and scopes', async () => {

@@ -20,6 +20,7 @@ test('the schema has the asset, task, export and key operations', async () => {
     'asset',
     'assets',
     'auditEvents',
+    'baseModels',
     'contentExists',
     'jobAssets',
     'remoteMetadata',

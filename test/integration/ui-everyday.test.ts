@@ -205,6 +205,17 @@ describe.each([390, 1440])('at %i px', (width) => {
       await page.getByRole('button', { name: 'Clear filters' }).click();
       await shown(page, 6);
 
+      // Base model: offered from what the models' metadata names.
+      await openFilters(page);
+      await page.getByLabel('Base model').selectOption('flux-1-dev/lora');
+      expect(await shown(page, 1)).toEqual(['detail.safetensors']);
+      expect(query(page).get('base')).toBe('flux-1-dev/lora');
+      await page.reload();
+      expect(await shown(page, 1)).toEqual(['detail.safetensors']);
+      expect(await page.getByLabel('Base model').inputValue()).toBe('flux-1-dev/lora');
+      await page.getByRole('button', { name: 'Clear filters' }).click();
+      await shown(page, 6);
+
       // Created since / before.
       await openFilters(page);
       await page.getByLabel('Created since').fill(tomorrow());

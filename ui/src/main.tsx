@@ -113,13 +113,14 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
   const [tagMode, setTagMode] = useState<TagMode>(initial.mode);
   const [sort, setSort] = useState<string>(initial.sort);
   const [filters, setFilters] = useState<FilterState>(() => {
-    const { not, kind, since, before, folder } = initial;
+    const { not, kind, since, before, folder, base } = initial;
     return {
       not,
       ...(kind ? { kind } : {}),
       ...(since ? { since } : {}),
       ...(before ? { before } : {}),
       ...(folder ? { folder } : {}),
+      ...(base ? { base } : {}),
     };
   });
   const [layout, setLayout] = useState<Layout>(storedLayout);
@@ -592,7 +593,7 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
           />
         ) : (
           <>
-            <Filters value={filters} onChange={setFilters} />
+            <Filters api={api} value={filters} onChange={setFilters} />
             <div class="toolbar">
               <p class="count" aria-live="polite">
                 {stale

@@ -1,5 +1,5 @@
 /**
- * What the grid shows (search, tags, type, dates, excluded tags, model folder, sort), kept in the page's query string
+ * What the grid shows (search, tags, type, dates, excluded tags, model folder, base model, sort), kept in the page's query string
  * so a view can be shared and reloaded. Imported by the page's head script too (first-screen.ts): the first screen of
  * a shared link is asked for with its filters, in the head's one request. Nothing of Preact here.
  */
@@ -40,6 +40,8 @@ export interface ViewState {
   before?: string;
   /** A ComfyUI model folder (its `model_type:<folder>` tag). */
   folder?: string;
+  /** A base model as the assets' derived metadata names it (`metadata.base_model`). */
+  base?: string;
   sort: string;
 }
 
@@ -55,6 +57,7 @@ export function viewOf(search: string): ViewState {
   const kind = p.get('type') ?? '';
   const sort = p.get('sort') ?? '';
   const folder = p.get('folder')?.trim();
+  const base = p.get('base')?.trim().slice(0, 256);
   return {
     q: p.get('q') ?? '',
     tags: [...new Set(p.getAll('tag').filter(Boolean))],
@@ -64,6 +67,7 @@ export function viewOf(search: string): ViewState {
     ...(day('since') ? { since: day('since') } : {}),
     ...(day('before') ? { before: day('before') } : {}),
     ...(folder ? { folder } : {}),
+    ...(base ? { base } : {}),
     sort: sort in SORTS ? sort : DEFAULT_SORT,
   };
 }
@@ -71,7 +75,7 @@ export function viewOf(search: string): ViewState {
 /** The query string of a view, keeping the parameters that are not the view's (`pageSize`). */
 export function searchOf(v: ViewState, current: string): string {
   const p = new URLSearchParams(current);
-  for (const k of ['q', 'tag', 'match', 'not', 'type', 'since', 'before', 'folder', 'sort']) p.delete(k);
+  for (const k of ['q', 'tag', 'match', 'not', 'type', 'since', 'before', 'folder', 'base', 'sort']) p.delete(k);
   if (v.q) p.set('q', v.q);
   for (const t of v.tags) p.append('tag', t);
   if (v.tags.length && v.mode === 'any') p.set('match', 'any');
@@ -80,6 +84,7 @@ export function searchOf(v: ViewState, current: string): string {
   if (v.since) p.set('since', v.since);
   if (v.before) p.set('before', v.before);
   if (v.folder) p.set('folder', v.folder);
+  if (v.base) p.set('base', v.base);
   if (v.sort !== DEFAULT_SORT) p.set('sort', v.sort);
   const s = p.toString();
   return s ? `?${s}` : '';
@@ -102,9 +107,11 @@ export function filterOf(v: ViewState, withTags = true): Record<string, unknown>
     ...(v.kind ? { kinds: [v.kind] } : {}),
     ...(v.since ? { createdAfter: dayStart(v.since) } : {}),
     ...(v.before ? { createdBefore: dayStart(v.before) } : {}),
+    ...(v.base ? { baseModel: v.base } : {}),
   };
   return Object.keys(f).length ? f : null;
 }
 
 /** Anything beyond the search and the picked tags (the filters row shows a Clear then). */
-export const hasFilters = (v: ViewState): boolean => !!(v.not.length || v.kind || v.since || v.before || v.folder);
+export const hasFilters = (v: ViewState): boolean =>
+  !!(v.not.length || v.kind || v.since || v.before || v.folder || v.base);

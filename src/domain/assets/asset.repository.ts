@@ -391,6 +391,17 @@ export class AssetRepository {
    * aggregate over hundreds of thousands of rows. A filtered answer is cached per instance under the owner's version,
    * as the listing's counts are.
    */
+  /** The base models the owner's assets name (derived `metadata.base_model`), most used first, then by name. */
+  async baseModels(ownerId: string, limit: number): Promise<TagCount[]> {
+    const rows = await this.read<{ name: string; count: string | number }>(
+      Prisma.sql`SELECT metadata ->> 'base_model' AS name, count(*) AS count FROM asset
+        WHERE owner_id = ${ownerId} AND metadata ->> 'base_model' <> ''
+        GROUP BY 1 ORDER BY count(*) DESC, 1 ASC LIMIT ${limit}`,
+      true,
+    );
+    return rows.map((r) => ({ name: r.name, count: Number(r.count) }));
+  }
+
   async tagFacets(
     ownerId: string,
     filter: AssetFilter,

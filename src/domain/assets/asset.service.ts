@@ -125,6 +125,11 @@ export class AssetService {
     return this.assets.rowsVersion(principal.ownerId);
   }
 
+  /** GraphQL `baseModels`: the base models of the owner's assets, with how many name each (the browser's filter). */
+  baseModels(principal: Principal, limit: number): Promise<TagCount[]> {
+    return this.assets.baseModels(principal.ownerId, limit);
+  }
+
   /** GET /api/assets/tags/refine: tag counts over the assets matching `filter`. */
   tagFacets(
     principal: Principal,

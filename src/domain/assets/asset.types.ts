@@ -103,6 +103,8 @@ export interface AssetFilter {
   /** Created strictly after / before these times. */
   createdAfter?: Date;
   createdBefore?: Date;
+  /** Assets whose derived metadata names this base model (`metadata.base_model`, read from a safetensors header). */
+  baseModel?: string;
 }
 
 /**

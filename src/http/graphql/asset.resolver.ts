@@ -9,8 +9,8 @@ import { hashParam, idParam } from '../shared/ids';
 import type { GraphQLContext } from './context';
 import { toGraphQLError } from './errors';
 import { InputChecked } from './input-check';
-import { AssetsArgs, JobAssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
-import { TagCountType } from './types/tag.type';
+import { AssetsArgs, BaseModelsArgs, JobAssetsArgs, TagCountsArgs, type AssetFilter } from './inputs/asset.inputs';
+import { BaseModelCountType, TagCountType } from './types/tag.type';
 import { AssetPage, AssetType, JobAssetPage } from './types/asset.type';
 
 /**
@@ -62,6 +62,18 @@ export class AssetResolver {
   }
 
   @UseMiddleware(InputChecked)
+  @Query(() => [BaseModelCountType], {
+    description:
+      'The base models your assets name (metadata.base_model, from a safetensors header), most used first: the values of AssetFilter.baseModel.',
+  })
+  async baseModels(
+    @Args(() => BaseModelsArgs) args: BaseModelsArgs,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<BaseModelCountType[]> {
+    return this.service.baseModels(ctx.principal, args.limit);
+  }
+
+  @UseMiddleware(InputChecked)
   @Query(() => Boolean, {
     description: 'Whether content with this hash is stored (by anyone): HEAD /api/assets/hash/{hash}.',
   })
@@ -109,6 +121,7 @@ function filterOf(f: AssetFilter = {}): DomainFilter {
     ...(f.kinds?.length ? { kinds: [...new Set(f.kinds)] } : {}),
     ...(f.createdAfter ? { createdAfter: f.createdAfter } : {}),
     ...(f.createdBefore ? { createdBefore: f.createdBefore } : {}),
+    ...(f.baseModel ? { baseModel: f.baseModel } : {}),
   };
 }
 

@@ -51,6 +51,7 @@ const AssetFilter = Type.Object({
   kinds: Opt(Type.Array(Type.Unknown(), { maxItems: 6 })),
   createdAfter: ByGraphQL(),
   createdBefore: ByGraphQL(),
+  baseModel: Opt(Text(256)),
 });
 
 /** A limit of `setOwnerQuota`: a whole number, or null to clear it (GraphQL's Int and SafeInt check the type). */
@@ -99,6 +100,7 @@ export const GRAPHQL_INPUT_SCHEMAS = new Map<unknown, TSchema>([
   ],
   [A.JobAssetsArgs, Type.Object({ jobId: Type.String(), limit: Int(1, 500), offset: Offset() })],
   [A.TagCountsArgs, Type.Object({ filter: Opt(AssetFilter), limit: Int(1, 1000) })],
+  [A.BaseModelsArgs, Type.Object({ limit: Int(1, 500) })],
   [A.TagsArgs, Type.Object({ prefix: Opt(Text(1024)), limit: Int(1, 1000), offset: Offset(), order: ByGraphQL() })],
   [A.UploadAssetInput, UploadAssetInput],
   [A.CreateAssetFromHashInput, Type.Object({ hash: AnyHash(), tags: Tags({ minItems: 1 }), ...assetMetadata })],

@@ -1,27 +1,38 @@
 import { useEffect, useState } from 'preact/hooks';
+import type { Api } from '../api';
 import { MODEL_FOLDERS, parseTags } from '../format';
 import { KINDS, type ViewState } from '../view-state';
 
-export type FilterState = Pick<ViewState, 'not' | 'kind' | 'since' | 'before' | 'folder'>;
+export type FilterState = Pick<ViewState, 'not' | 'kind' | 'since' | 'before' | 'folder' | 'base'>;
+const SINGLE = ['kind', 'since', 'before', 'folder', 'base'] as const;
 
 /**
  * The filters the service applies beside the search and the tags: type, creation dates, excluded tags (`tags_none`)
- * and ComfyUI model folder (its `model_type:` tag). Each change is a new first page and a new URL.
+ * ComfyUI model folder (its `model_type:` tag) and base model (the models' derived metadata: offered only when some
+ * model names one). Each change is a new first page and a new URL.
  */
-export function Filters({ value, onChange }: { value: FilterState; onChange(v: FilterState): void }) {
+export function Filters({ api, value, onChange }: { api: Api; value: FilterState; onChange(v: FilterState): void }) {
   // The excluded tags are typed as text and applied on Enter or when the field is left.
   const [not, setNot] = useState(value.not.join(', '));
   useEffect(() => setNot(value.not.join(', ')), [value.not.join('\n')]);
   const set = (patch: Partial<FilterState>) => {
     const next: FilterState = { ...value, ...patch };
-    for (const k of ['kind', 'since', 'before', 'folder'] as const) if (!next[k]) delete next[k];
+    for (const k of SINGLE) if (!next[k]) delete next[k];
     onChange(next);
   };
-  const count =
-    (value.not.length ? 1 : 0) + (['kind', 'since', 'before', 'folder'] as const).filter((k) => value[k]).length;
+  const count = (value.not.length ? 1 : 0) + SINGLE.filter((k) => value[k]).length;
   const active = count > 0;
   // Open at first on wide screens and when a filter is set (a shared link); on a phone, a line until it is opened.
   const [open] = useState(() => active || matchMedia('(min-width: 900px)').matches);
+  // The base models the owner's assets name, asked for once (a failure just leaves the field out).
+  const [bases, setBases] = useState<string[]>([]);
+  useEffect(() => {
+    api.gql<{ baseModels: { name: string }[] }>('{ baseModels(limit: 100) { name } }').then(
+      (d) => setBases(d.baseModels.map((b) => b.name)),
+      () => undefined,
+    );
+  }, [api]);
+  const baseChoices = value.base && !bases.includes(value.base) ? [value.base, ...bases] : bases;
   return (
     <details class="filters-box" open={open}>
       <summary>Filters{active ? ` (${count})` : ''}</summary>
@@ -75,6 +86,23 @@ export function Filters({ value, onChange }: { value: FilterState; onChange(v: F
             ))}
           </select>
         </label>
+        {baseChoices.length > 0 && (
+          <label>
+            <span>Base model</span>
+            <select
+              id="filter-base"
+              value={value.base ?? ''}
+              onChange={(e) => set({ base: (e.target as HTMLSelectElement).value || undefined })}
+            >
+              <option value="">Any base model</option>
+              {baseChoices.map((b) => (
+                <option key={b} value={b}>
+                  {b}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <label class="filter-not">
           <span>Not tagged</span>
           <input

@@ -63,6 +63,12 @@ export class AssetFilter {
 
   @Field(() => Date, { nullable: true, description: 'Assets created before this time.' })
   createdBefore?: Date;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'Assets whose derived metadata names this base model (metadata.base_model; see baseModels).',
+  })
+  baseModel?: string;
 }
 
 /** `limit` (default 20, 1–500) of a page of assets. */
@@ -111,6 +117,12 @@ export class TagCountsArgs {
   filter?: AssetFilter;
 
   @Field(() => Int, { defaultValue: 100, description: '1–1000' })
+  limit!: number;
+}
+
+@ArgsType()
+export class BaseModelsArgs {
+  @Field(() => Int, { defaultValue: 50, description: '1–500' })
   limit!: number;
 }
 

@@ -10,6 +10,15 @@ export class TagCountType {
   count!: number;
 }
 
+@ObjectType('BaseModelCount', { simpleResolvers: true })
+export class BaseModelCountType {
+  @Field({ description: 'The base model as its metadata names it (e.g. "sdxl_base_v1-0").' })
+  name!: string;
+
+  @Field(() => Int, { description: "How many of this owner's assets name it." })
+  count!: number;
+}
+
 @ObjectType('TagPage', { simpleResolvers: true })
 export class TagPage {
   @Field(() => [TagCountType])
