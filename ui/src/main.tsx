@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, assetFields, type Asset, type AssetPageData, type Features } from './api';
+import { firstScreenShown, pageLoaded } from './page-loaded';
 import { Activity } from './components/Activity';
 import { Detail } from './components/Detail';
 import { Facets, type TagCount, type TagMode } from './components/Facets';
@@ -201,13 +202,20 @@ function Browser({ api, focusSearch, onSignOut }: { api: Api; focusSearch: boole
       history.replaceState(history.state, '', `${location.pathname}${next}${location.hash}`);
   }, [viewState]);
 
+  // A first answer (a page, or an error) is on the screen: the requests it did not need may go once its images are in.
+  useEffect(() => {
+    if (page !== EMPTY || error) firstScreenShown(document);
+  }, [page, error]);
+
   // Who the key is (the keys page is for admin keys); a service without `viewer` shows no keys page.
   useEffect(() => {
     if (!features?.viewer) return;
-    api.gql<{ viewer: { owner: string; scopes: string[] } }>('{ viewer { owner scopes } }').then(
-      (d) => setViewer(d.viewer),
-      () => setViewer(undefined),
-    );
+    pageLoaded
+      .then(() => api.gql<{ viewer: { owner: string; scopes: string[] } }>('{ viewer { owner scopes } }'))
+      .then(
+        (d) => setViewer(d.viewer),
+        () => setViewer(undefined),
+      );
   }, [api, features?.viewer]);
   const isAdmin = !!viewer?.scopes.includes('admin');
 

@@ -1,3 +1,4 @@
+import { pageLoaded } from '../page-loaded';
 import { useEffect, useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { MODEL_FOLDERS, parseTags } from '../format';
@@ -27,10 +28,12 @@ export function Filters({ api, value, onChange }: { api: Api; value: FilterState
   // The base models the owner's assets name, asked for once (a failure just leaves the field out).
   const [bases, setBases] = useState<string[]>([]);
   useEffect(() => {
-    api.gql<{ baseModels: { name: string }[] }>('{ baseModels(limit: 100) { name } }').then(
-      (d) => setBases(d.baseModels.map((b) => b.name)),
-      () => undefined,
-    );
+    pageLoaded
+      .then(() => api.gql<{ baseModels: { name: string }[] }>('{ baseModels(limit: 100) { name } }'))
+      .then(
+        (d) => setBases(d.baseModels.map((b) => b.name)),
+        () => undefined,
+      );
   }, [api]);
   const baseChoices = value.base && !bases.includes(value.base) ? [value.base, ...bases] : bases;
   return (

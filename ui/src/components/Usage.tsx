@@ -1,3 +1,4 @@
+import { pageLoaded } from '../page-loaded';
 import { useEffect, useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { formatBytes } from '../format';
@@ -20,10 +21,12 @@ export function Usage({ api, version }: { api: Api; version: number }) {
   const [usage, setUsage] = useState<UsageData | null>();
   useEffect(() => {
     let live = true;
-    api.gql<{ usage: UsageData }>('{ usage { owner bytes assets maxBytes maxAssets } }').then(
-      (d) => live && setUsage(d.usage),
-      () => live && setUsage(null),
-    );
+    pageLoaded
+      .then(() => api.gql<{ usage: UsageData }>('{ usage { owner bytes assets maxBytes maxAssets } }'))
+      .then(
+        (d) => live && setUsage(d.usage),
+        () => live && setUsage(null),
+      );
     return () => {
       live = false;
     };
