@@ -625,11 +625,16 @@ describe('GraphQL: the same through the same services', () => {
     });
     const rm = await gql(
       suite.svc,
-      'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["New", "new"]) { removed notPresent totalTags } }',
+      'mutation($id: ID!) { removeAssetTags(id: $id, tags: ["New", "new"]) { removed notPresent totalTags protected } }',
       { id: m.id },
       { key: DAVE },
     );
-    expect(rm.data.removeAssetTags).toEqual({ removed: ['New'], notPresent: ['new'], totalTags: ['models', 'loras'] });
+    expect(rm.data.removeAssetTags).toEqual({
+      removed: ['New'],
+      notPresent: ['new'],
+      totalTags: ['models', 'loras'],
+      protected: [],
+    });
     const facets = await gql(
       suite.svc,
       '{ tagCounts(filter: { includeTags: ["loras"] }) { name count } }',

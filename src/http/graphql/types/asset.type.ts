@@ -231,6 +231,12 @@ export class TagRemoveResultType {
 
   @Field(() => [String], { description: "The asset's tags now, in its order." })
   totalTags!: string[];
+
+  @Field(() => [String], {
+    description:
+      'System tags the request named and that were kept (REST `protected`): always empty, since naming one (`missing`) is SYSTEM_TAG_FORBIDDEN.',
+  })
+  protected!: string[];
 }
 
 @ObjectType('RemoteIssue')
