@@ -4,9 +4,14 @@
 //    BENCH_IMPORT_MIN_KB and BENCH_IMPORT_MAX_KB, default 50 and 2048): the first import's files/s vs a bare loop that
 //    copies each file, fsyncs it and inserts one row into PostgreSQL (target ≥ 0.7); then a second import of the
 //    unchanged folder (target < 5 s, 0 files read); then `assets push` of the folder (new content) at its default
-//    concurrency vs `curl -F` with `xargs -P` at the same concurrency (target ≥ 1.0).
+//    concurrency vs `curl -F` with `xargs -P` at the same concurrency (target ≥ 1.0). With `--in-place`: the same
+//    folder imported in copy mode, then (new content, a new stack) as an in-place root: files/s of each (target ≥ 2×).
 // 2. `--models`: model-sized files (BENCH_IMPORT_MODEL_FILES x BENCH_IMPORT_MODEL_MIB, default 4 x 1024): the import
 //    vs `cp -r` of the same tree on the same disk followed by `sync` (target ≥ 0.8).
+//    With `--in-place` (issue 44, contract 6.4): the tree is an in-place root (`models=<dir>:in-place`), and the import
+//    is measured against `b3sum` of the same files (target ≤ 1.2×), with the store's growth (target < 1 MiB), a second
+//    import of the unchanged tree (target < 2 s, no file read), and serving a model from its file against serving a
+//    stored blob of the same size (uploaded; target ≥ 1.0).
 // 3. `--repush`: a second `assets push` of an unchanged 20 GiB tree of sparse files (target < 2 s, no file read).
 // --smoke: 50 small files, 2 x 8 MiB models, 2 x 10 MiB sparse files.
 const { spawnSync } = require('node:child_process');
@@ -27,6 +32,7 @@ const {
   writePatternFile,
   freshen,
   requestJson,
+  uploadMultipart,
   now,
   log,
   printResult,
@@ -128,7 +134,46 @@ function curlXargs(url, files, concurrency) {
   return now() - t0;
 }
 
+/** `--small --in-place`: the first import of one folder in copy mode and, in a stack of its own, in place. */
+async function smallInPlace(args) {
+  const n = args.smoke ? 50 : Number(process.env.BENCH_IMPORT_FILES || 10_000);
+  const minKB = Number(process.env.BENCH_IMPORT_MIN_KB || 50);
+  const maxKB = Number(process.env.BENCH_IMPORT_MAX_KB || 2048);
+  const work = benchTmp('import-small-in-place');
+  const forget = onCleanup(() => rmrf(work));
+  const root = path.join(work, 'ComfyUI', 'output');
+  log(`writing ${n} files of ${minKB}–${maxKB} KiB`);
+  const files = writeSmallTree(root, n, minKB, maxKB);
+  const importWith = async (spec) => {
+    const stack = await startStack({ prefix: 'import', env: { IMPORT_ROOTS: spec, IMPORT_ROOTS_OWNER: OWNER } });
+    try {
+      const r = await seed(stack.svc.url);
+      if (r.progress.created !== n) throw new Error(`the import created ${r.progress.created} of ${n}`);
+      return r.seconds;
+    } finally {
+      await stack.stop();
+    }
+  };
+  try {
+    const copy = await importWith(`output=${root}`);
+    for (const f of files) freshen(f);
+    const inPlace = await importWith(`output=${root}:in-place`);
+    const result = {
+      files: n,
+      copy_files_per_s: r3(n / copy),
+      in_place_files_per_s: r3(n / inPlace),
+      in_place_vs_copy: r3(copy / inPlace),
+    };
+    log(`  copy mode ${copy.toFixed(2)} s, in place ${inPlace.toFixed(2)} s`);
+    printResult('import-small-in-place', result);
+  } finally {
+    forget();
+    rmrf(work);
+  }
+}
+
 async function small(args) {
+  if (args.opts['in-place']) return smallInPlace(args);
   const n = args.smoke ? 50 : Number(process.env.BENCH_IMPORT_FILES || 10_000);
   const minKB = Number(process.env.BENCH_IMPORT_MIN_KB || 50);
   const maxKB = Number(process.env.BENCH_IMPORT_MAX_KB || 2048);
@@ -176,7 +221,111 @@ async function small(args) {
   }
 }
 
+/** Bytes under `dir` as `du` counts them (allocated blocks), 0 when it is missing. */
+function duBytes(dir) {
+  const r = spawnSync('du', ['-sB1', dir], { encoding: 'utf8' });
+  return r.status === 0 ? Number(r.stdout.split(/\s/)[0]) : 0;
+}
+
+/** One asset id by name among the owner's assets. */
+async function assetIdByName(url, name) {
+  const r = await requestJson(url, 'GET', `/api/assets?name_contains=${encodeURIComponent(name)}&limit=5`);
+  const a = r.body.assets.find((x) => x.name === name);
+  if (!a) throw new Error(`no asset named ${name}`);
+  return a.id;
+}
+
+/** Seconds to read an asset's content whole over HTTP (the bytes counted, not kept). */
+function readContent(url, id) {
+  const http = require('node:http');
+  return new Promise((resolve, reject) => {
+    const t0 = now();
+    http
+      .get(`${url}/api/assets/${id}/content`, { headers: { 'x-api-key': KEY } }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`content answered ${res.statusCode}`));
+        let n = 0;
+        res.on('data', (c) => (n += c.length));
+        res.on('end', () => resolve({ seconds: now() - t0, bytes: n }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+async function modelsInPlace(args) {
+  const count = args.smoke ? 2 : Number(process.env.BENCH_IMPORT_MODEL_FILES || 4);
+  const mib = args.smoke ? 8 : Number(process.env.BENCH_IMPORT_MODEL_MIB || 1024);
+  const rounds = args.rounds || 3;
+  const work = benchTmp('import-in-place');
+  const forget = onCleanup(() => rmrf(work));
+  const root = path.join(work, 'ComfyUI', 'models');
+  const files = [];
+  for (let i = 0; i < count; i++) {
+    const f = path.join(root, 'checkpoints', `model-${i}.safetensors`);
+    writePatternFile(f, mib * MiB);
+    freshen(f);
+    files.push(f);
+  }
+  const stack = await startStack({
+    prefix: 'import',
+    env: { IMPORT_ROOTS: `models=${root}:in-place`, IMPORT_ROOTS_OWNER: OWNER },
+  });
+  try {
+    settle();
+    const t0 = now();
+    const b3 = spawnSync('b3sum', files, { encoding: 'utf8' });
+    if (b3.status !== 0) throw new Error(`b3sum failed (apt-get install b3sum): ${b3.stderr}`);
+    const b3sumSeconds = now() - t0;
+    const blobs = path.join(stack.dataDir, 'blobs');
+    const before = duBytes(blobs);
+    const first = await seed(stack.svc.url);
+    if (first.progress.created !== count) throw new Error(`the import created ${first.progress.created} of ${count}`);
+    const grown = duBytes(blobs) - before;
+    const second = await seed(stack.svc.url);
+    const inPlaceId = await assetIdByName(stack.svc.url, 'model-0.safetensors');
+    // A stored blob of the same size, for serving side by side.
+    const up = await uploadMultipart(stack.svc.url, mib * MiB, { fileName: 'stored.safetensors' });
+    if (up.status !== 201) throw new Error(`the stored upload answered ${up.status}`);
+    const storedId = up.body.id;
+    const serve = { inPlace: [], stored: [] };
+    for (let i = 0; i < rounds; i++) {
+      for (const [k, id] of [
+        ['inPlace', inPlaceId],
+        ['stored', storedId],
+      ]) {
+        const r = await readContent(stack.svc.url, id);
+        if (r.bytes !== mib * MiB) throw new Error(`read ${r.bytes} bytes of ${mib * MiB}`);
+        serve[k].push(r.bytes / r.seconds / 1e6);
+      }
+    }
+    const ratios = serve.inPlace.map((v, i) => v / serve.stored[i]);
+    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const result = {
+      files: count,
+      mib_each: mib,
+      b3sum_s: r3(b3sumSeconds),
+      import_s: r3(first.seconds),
+      import_vs_b3sum: r3(first.seconds / b3sumSeconds),
+      store_growth_bytes: grown,
+      second_import_s: r3(second.seconds),
+      second_import_files_read: second.progress.files_read,
+      serve_in_place_mb_s: Math.round(med(serve.inPlace)),
+      serve_stored_mb_s: Math.round(med(serve.stored)),
+      serve_in_place_vs_stored: r3(med(ratios)),
+    };
+    log(
+      `  b3sum ${b3sumSeconds.toFixed(2)} s, in-place import ${first.seconds.toFixed(2)} s, store +${grown} bytes, second import ${second.seconds.toFixed(2)} s, serving ${result.serve_in_place_vs_stored} of stored`,
+    );
+    printResult('import-in-place', result);
+  } finally {
+    await stack.stop();
+    forget();
+    rmrf(work);
+  }
+}
+
 async function models(args) {
+  if (args.opts['in-place']) return modelsInPlace(args);
   const count = args.smoke ? 2 : Number(process.env.BENCH_IMPORT_MODEL_FILES || 4);
   const mib = args.smoke ? 8 : Number(process.env.BENCH_IMPORT_MODEL_MIB || 1024);
   const work = benchTmp('import-models');
