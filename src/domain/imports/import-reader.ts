@@ -15,7 +15,7 @@ export type SavedFile = { path: string } & ImportedFile;
 export type Pending = ReadFile & { saved: SavedFile };
 
 /** Files up to this size are read in one piece on a worker thread; larger ones are streamed (cancellable mid-file). */
-const WHOLE_FILE_MAX = 16n << 20n;
+export const WHOLE_FILE_MAX = 16n << 20n;
 
 /** The import's reading of one file (ImportService runs several at a time). */
 export class ImportReader {

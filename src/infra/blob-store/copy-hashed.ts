@@ -24,7 +24,8 @@ export interface CopyRequest {
   t: 'copy';
   id: number;
   src: string;
-  file: string;
+  /** Where the copy goes; undefined: the file is only read and hashed (an in-place import root's file). */
+  file: string | undefined;
   /** How many leading bytes to send back (content sniffing, derived metadata). */
   headBytes: number;
   /**
@@ -68,8 +69,9 @@ class SourceError extends Error {
 }
 
 /**
- * Copies `src` to `file` (created exclusively, fsynced) while hashing it; reads the size fstat gave, so a file that
- * grows or shrinks shows in `after`. Never follows a link and never blocks on a FIFO. On failure `file` is removed.
+ * Copies `src` to `file` (created exclusively, fsynced) while hashing it, or only hashes it without `file`; reads the
+ * size fstat gave, so a file that grows or shrinks shows in `after`. Never follows a link and never blocks on a FIFO.
+ * On failure `file` is removed.
  */
 export async function copyHashed(
   m: CopyRequest,
@@ -86,8 +88,10 @@ export async function copyHashed(
       });
     const st = await src.stat({ bigint: true });
     if (!st.isFile()) throw new SourceError('NOT_A_FILE', 'no longer a regular file');
-    out = await fsp.open(m.file, 'wx', 0o644);
-    created = true;
+    if (m.file !== undefined) {
+      out = await fsp.open(m.file, 'wx', 0o644);
+      created = true;
+    }
     const sha = crypto.createHash('sha256');
     const b3 = b3impl.create();
     let left = Number(st.size);
@@ -103,17 +107,21 @@ export async function copyHashed(
       sha.update(chunk);
       b3.update(chunk);
       if (size < head.length) chunk.copy(head, size, 0, Math.min(bytesRead, head.length - size));
-      for (let off = 0; off < bytesRead;) off += (await out.write(chunk, off, bytesRead - off)).bytesWritten;
+      if (out) for (let off = 0; off < bytesRead;) off += (await out.write(chunk, off, bytesRead - off)).bytesWritten;
       size += bytesRead;
       left -= bytesRead;
     }
-    await out.sync();
-    await out.close();
-    out = undefined;
+    if (out) {
+      await out.sync();
+      await out.close();
+      out = undefined;
+    }
     const after = fileStateOf(await src.stat({ bigint: true }));
     const blake3 = b3.hex();
     const committed =
-      m.commitUnder !== undefined && (await linkDurably(m.file, path.join(m.commitUnder, blobPath(blake3))));
+      m.file !== undefined &&
+      m.commitUnder !== undefined &&
+      (await linkDurably(m.file, path.join(m.commitUnder, blobPath(blake3))));
     return {
       t: 'copied',
       id: m.id,
@@ -129,7 +137,7 @@ export async function copyHashed(
     if (out) {
       await out.close().catch(() => undefined);
     }
-    if (created) await fsp.rm(m.file, { force: true }).catch(() => undefined);
+    if (created && m.file !== undefined) await fsp.rm(m.file, { force: true }).catch(() => undefined);
     const code = err instanceof SourceError ? err.code : (err as NodeJS.ErrnoException).code;
     return { t: 'error', id: m.id, message: (err as Error).message, ...(code ? { code } : {}) };
   } finally {

@@ -135,9 +135,10 @@ export class IngestWorkers {
 
   /**
    * Copies the local file `src` to `file` (created exclusively, fsynced) and hashes it, all on a worker: one message
-   * each way per file. Rejects with the error's `code` (UNREADABLE, NOT_A_FILE, or an errno); `file` is then gone.
+   * each way per file; without `file` it only reads and hashes (an in-place root's file). Rejects with the error's
+   * `code` (UNREADABLE, NOT_A_FILE, or an errno); `file` is then gone.
    */
-  copyHashed(src: string, file: string, headBytes: number, commitUnder?: string): Promise<CopiedFile> {
+  copyHashed(src: string, file: string | undefined, headBytes: number, commitUnder?: string): Promise<CopiedFile> {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
     const id = this.nextId++;
@@ -165,7 +166,9 @@ export class IngestWorkers {
         workerStopped: (err) => {
           done();
           // The worker may have created the file: nobody else removes it.
-          fs.rm(file, { force: true }, () => reject(new Error(`the ingest worker stopped: ${err.message}`)));
+          const stopped = () => reject(new Error(`the ingest worker stopped: ${err.message}`));
+          if (file === undefined) stopped();
+          else fs.rm(file, { force: true }, stopped);
         },
       });
       if (w.jobs.size === 1) w.worker.ref();
