@@ -384,13 +384,6 @@ export class AssetRepository {
     return n;
   }
 
-  /**
-   * How many of the matching assets carry each tag, most used first, then by name (the refine facets). Like the
-   * listing's total, the aggregate reads at most COUNT_LIMIT matching assets (the newest): beyond that the counts are
-   * those of the newest 10,000 matches, lower bounds of the true ones (`lowerBounds`), so no facet request costs an
-   * aggregate over hundreds of thousands of rows. A filtered answer is cached per instance under the owner's version,
-   * as the listing's counts are.
-   */
   /** The base models the owner's assets name (derived `metadata.base_model`), most used first, then by name. */
   async baseModels(ownerId: string, limit: number): Promise<TagCount[]> {
     const rows = await this.read<{ name: string; count: string | number }>(
@@ -402,6 +395,13 @@ export class AssetRepository {
     return rows.map((r) => ({ name: r.name, count: Number(r.count) }));
   }
 
+  /**
+   * How many of the matching assets carry each tag, most used first, then by name (the refine facets). Like the
+   * listing's total, the aggregate reads at most COUNT_LIMIT matching assets (the newest): beyond that the counts are
+   * those of the newest 10,000 matches, lower bounds of the true ones (`lowerBounds`), so no facet request costs an
+   * aggregate over hundreds of thousands of rows. A filtered answer is cached per instance under the owner's version,
+   * as the listing's counts are.
+   */
   async tagFacets(
     ownerId: string,
     filter: AssetFilter,
