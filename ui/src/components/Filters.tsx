@@ -41,21 +41,14 @@ export function Filters({ api, value, onChange }: { api: Api; value: FilterState
       <summary>Filters{active ? ` (${count})` : ''}</summary>
       <fieldset class="filters">
         <legend class="sr-only">Filters</legend>
-        <label>
-          <span>Type</span>
-          <select
-            id="filter-type"
-            value={value.kind ?? ''}
-            onChange={(e) => set({ kind: ((e.target as HTMLSelectElement).value || undefined) as FilterState['kind'] })}
-          >
-            <option value="">All types</option>
-            {Object.entries(KINDS).map(([k, v]) => (
-              <option key={k} value={k}>
-                {v}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Choice
+          id="filter-type"
+          label="Type"
+          any="All types"
+          value={value.kind}
+          options={Object.entries(KINDS)}
+          onChange={(kind) => set({ kind: kind as FilterState['kind'] })}
+        />
         <label>
           <span>Created since</span>
           <input
@@ -74,37 +67,23 @@ export function Filters({ api, value, onChange }: { api: Api; value: FilterState
             onChange={(e) => set({ before: (e.target as HTMLInputElement).value || undefined })}
           />
         </label>
-        <label>
-          <span>Model folder</span>
-          <select
-            id="filter-folder"
-            value={value.folder ?? ''}
-            onChange={(e) => set({ folder: (e.target as HTMLSelectElement).value || undefined })}
-          >
-            <option value="">Any folder</option>
-            {[...MODEL_FOLDERS].sort().map((f) => (
-              <option key={f} value={f}>
-                {f}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Choice
+          id="filter-folder"
+          label="Model folder"
+          any="Any folder"
+          value={value.folder}
+          options={[...MODEL_FOLDERS].sort().map((f) => [f, f])}
+          onChange={(folder) => set({ folder })}
+        />
         {baseChoices.length > 0 && (
-          <label>
-            <span>Base model</span>
-            <select
-              id="filter-base"
-              value={value.base ?? ''}
-              onChange={(e) => set({ base: (e.target as HTMLSelectElement).value || undefined })}
-            >
-              <option value="">Any base model</option>
-              {baseChoices.map((b) => (
-                <option key={b} value={b}>
-                  {b}
-                </option>
-              ))}
-            </select>
-          </label>
+          <Choice
+            id="filter-base"
+            label="Base model"
+            any="Any base model"
+            value={value.base}
+            options={baseChoices.map((b) => [b, b])}
+            onChange={(base) => set({ base })}
+          />
         )}
         <label class="filter-not">
           <span>Not tagged</span>
@@ -123,5 +102,33 @@ export function Filters({ api, value, onChange }: { api: Api; value: FilterState
         )}
       </fieldset>
     </details>
+  );
+}
+
+/** One of the filters' menus: `any` (no condition) first, then `options` as [value, text]. */
+function Choice(props: {
+  id: string;
+  label: string;
+  any: string;
+  value: string | undefined;
+  options: [string, string][];
+  onChange(value: string | undefined): void;
+}) {
+  return (
+    <label>
+      <span>{props.label}</span>
+      <select
+        id={props.id}
+        value={props.value ?? ''}
+        onChange={(e) => props.onChange((e.target as HTMLSelectElement).value || undefined)}
+      >
+        <option value="">{props.any}</option>
+        {props.options.map(([v, text]) => (
+          <option key={v} value={v}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
