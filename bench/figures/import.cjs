@@ -33,6 +33,7 @@ const {
   freshen,
   requestJson,
   uploadMultipart,
+  median,
   now,
   log,
   printResult,
@@ -134,16 +135,21 @@ function curlXargs(url, files, concurrency) {
   return now() - t0;
 }
 
-/** `--small --in-place`: the first import of one folder in copy mode and, in a stack of its own, in place. */
-async function smallInPlace(args) {
+/** The `--small` folder (BENCH_IMPORT_FILES files, BENCH_IMPORT_MIN_KB–MAX_KB) under a new work folder. */
+function smallTreeOf(args, prefix) {
   const n = args.smoke ? 50 : Number(process.env.BENCH_IMPORT_FILES || 10_000);
   const minKB = Number(process.env.BENCH_IMPORT_MIN_KB || 50);
   const maxKB = Number(process.env.BENCH_IMPORT_MAX_KB || 2048);
-  const work = benchTmp('import-small-in-place');
+  const work = benchTmp(prefix);
   const forget = onCleanup(() => rmrf(work));
   const root = path.join(work, 'ComfyUI', 'output');
   log(`writing ${n} files of ${minKB}–${maxKB} KiB`);
-  const files = writeSmallTree(root, n, minKB, maxKB);
+  return { n, work, forget, root, files: writeSmallTree(root, n, minKB, maxKB) };
+}
+
+/** `--small --in-place`: the first import of one folder in copy mode and, in a stack of its own, in place. */
+async function smallInPlace(args) {
+  const { n, work, forget, root, files } = smallTreeOf(args, 'import-small-in-place');
   const importWith = async (spec) => {
     const stack = await startStack({ prefix: 'import', env: { IMPORT_ROOTS: spec, IMPORT_ROOTS_OWNER: OWNER } });
     try {
@@ -174,14 +180,7 @@ async function smallInPlace(args) {
 
 async function small(args) {
   if (args.opts['in-place']) return smallInPlace(args);
-  const n = args.smoke ? 50 : Number(process.env.BENCH_IMPORT_FILES || 10_000);
-  const minKB = Number(process.env.BENCH_IMPORT_MIN_KB || 50);
-  const maxKB = Number(process.env.BENCH_IMPORT_MAX_KB || 2048);
-  const work = benchTmp('import-small');
-  const forget = onCleanup(() => rmrf(work));
-  const root = path.join(work, 'ComfyUI', 'output');
-  log(`writing ${n} files of ${minKB}–${maxKB} KiB`);
-  const files = writeSmallTree(root, n, minKB, maxKB);
+  const { n, work, forget, root, files } = smallTreeOf(args, 'import-small');
   const bytes = files.reduce((s, f) => s + fs.statSync(f).size, 0);
   const stack = await startStack({
     prefix: 'import',
@@ -221,6 +220,23 @@ async function small(args) {
   }
 }
 
+/** The `--models` tree (BENCH_IMPORT_MODEL_FILES files of BENCH_IMPORT_MODEL_MIB) under a new work folder. */
+function modelTreeOf(args, prefix) {
+  const count = args.smoke ? 2 : Number(process.env.BENCH_IMPORT_MODEL_FILES || 4);
+  const mib = args.smoke ? 8 : Number(process.env.BENCH_IMPORT_MODEL_MIB || 1024);
+  const work = benchTmp(prefix);
+  const forget = onCleanup(() => rmrf(work));
+  const root = path.join(work, 'ComfyUI', 'models');
+  const files = [];
+  for (let i = 0; i < count; i++) {
+    const f = path.join(root, 'checkpoints', `model-${i}.safetensors`);
+    writePatternFile(f, mib * MiB);
+    freshen(f);
+    files.push(f);
+  }
+  return { count, mib, work, forget, root, files };
+}
+
 /** Bytes under `dir` as `du` counts them (allocated blocks), 0 when it is missing. */
 function duBytes(dir) {
   const r = spawnSync('du', ['-sB1', dir], { encoding: 'utf8' });
@@ -253,19 +269,8 @@ function readContent(url, id) {
 }
 
 async function modelsInPlace(args) {
-  const count = args.smoke ? 2 : Number(process.env.BENCH_IMPORT_MODEL_FILES || 4);
-  const mib = args.smoke ? 8 : Number(process.env.BENCH_IMPORT_MODEL_MIB || 1024);
   const rounds = args.rounds || 3;
-  const work = benchTmp('import-in-place');
-  const forget = onCleanup(() => rmrf(work));
-  const root = path.join(work, 'ComfyUI', 'models');
-  const files = [];
-  for (let i = 0; i < count; i++) {
-    const f = path.join(root, 'checkpoints', `model-${i}.safetensors`);
-    writePatternFile(f, mib * MiB);
-    freshen(f);
-    files.push(f);
-  }
+  const { count, mib, work, forget, root, files } = modelTreeOf(args, 'import-in-place');
   const stack = await startStack({
     prefix: 'import',
     env: { IMPORT_ROOTS: `models=${root}:in-place`, IMPORT_ROOTS_OWNER: OWNER },
@@ -299,7 +304,6 @@ async function modelsInPlace(args) {
       }
     }
     const ratios = serve.inPlace.map((v, i) => v / serve.stored[i]);
-    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const result = {
       files: count,
       mib_each: mib,
@@ -309,9 +313,9 @@ async function modelsInPlace(args) {
       store_growth_bytes: grown,
       second_import_s: r3(second.seconds),
       second_import_files_read: second.progress.files_read,
-      serve_in_place_mb_s: Math.round(med(serve.inPlace)),
-      serve_stored_mb_s: Math.round(med(serve.stored)),
-      serve_in_place_vs_stored: r3(med(ratios)),
+      serve_in_place_mb_s: Math.round(median(serve.inPlace)),
+      serve_stored_mb_s: Math.round(median(serve.stored)),
+      serve_in_place_vs_stored: r3(median(ratios)),
     };
     log(
       `  b3sum ${b3sumSeconds.toFixed(2)} s, in-place import ${first.seconds.toFixed(2)} s, store +${grown} bytes, second import ${second.seconds.toFixed(2)} s, serving ${result.serve_in_place_vs_stored} of stored`,
@@ -326,16 +330,7 @@ async function modelsInPlace(args) {
 
 async function models(args) {
   if (args.opts['in-place']) return modelsInPlace(args);
-  const count = args.smoke ? 2 : Number(process.env.BENCH_IMPORT_MODEL_FILES || 4);
-  const mib = args.smoke ? 8 : Number(process.env.BENCH_IMPORT_MODEL_MIB || 1024);
-  const work = benchTmp('import-models');
-  const forget = onCleanup(() => rmrf(work));
-  const root = path.join(work, 'ComfyUI', 'models');
-  for (let i = 0; i < count; i++) {
-    const f = path.join(root, 'checkpoints', `model-${i}.safetensors`);
-    writePatternFile(f, mib * MiB);
-    freshen(f);
-  }
+  const { count, mib, work, forget, root } = modelTreeOf(args, 'import-models');
   const stack = await startStack({
     prefix: 'import',
     env: { IMPORT_ROOTS: `models=${root}`, IMPORT_ROOTS_OWNER: OWNER },
