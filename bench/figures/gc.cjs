@@ -59,13 +59,13 @@ async function main() {
     );
     const { JobQueue } = require(path.join(DIST, 'infra', 'queue.js'));
     const { createLogger } = require(path.join(DIST, 'infra', 'logger.js'));
-    const { CONTENT_GC_JOB } = require(path.join(DIST, 'domain', 'content', 'content-gc.job.js'));
+    const { JOB } = require(path.join(DIST, 'domain', 'job-map.js'));
     const queue = await JobQueue.create(pg.url, createLogger('warn'));
     await queue.raw.start();
     const t0 = now();
     for (let i = 0; i < n; i += 1000)
       await queue.raw.insert(
-        CONTENT_GC_JOB,
+        JOB.contentGc,
         hexes.slice(i, i + 1000).map((blake3) => ({ data: { blake3 } })),
       );
     await queue.raw.stop({ graceful: false, close: true });
