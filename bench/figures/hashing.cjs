@@ -2,12 +2,13 @@
 // Figure 2. (a) In-memory hashing throughput, 64 KiB chunks (what the HTTP parser hands the service): BLAKE3 +
 // SHA-256 in one pass (DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
-// (the service's multipart parser → hash → write with fsync) with the hashes inline on the request thread
+// (the service's multipart reading → hash → write with fsync) with the hashes inline on the request thread
 // (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: chunks copied into
 // pooled batch buffers transferred to a worker thread that runs SHA-256 and the writes, and back; BLAKE3 on the
 // request thread), uploads interleaved, single
 // stream and 4 concurrent streams. For the single stream, the same server with no hashing at all and
 // `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
+// BENCH_BOTH_ON_WORKER=1 adds the worker path with BLAKE3 on the worker too; BENCH_BUSBOY=1 plain busboy's servers.
 const crypto = require('node:crypto');
 const path = require('node:path');
 const {
@@ -24,6 +25,7 @@ const {
   mbps,
   uploadMultipart,
   spawnHelper,
+  cpuMicros,
   onCleanup,
   log,
   printResult,
@@ -60,7 +62,7 @@ function hashThroughput(kind, data, total, chunk) {
   return mbps(total, now() - t0);
 }
 
-const startIngestServer = (mode, dir) => spawnHelper('ingest-server.cjs', [mode, dir]);
+const startIngestServer = (mode, dir, parser) => spawnHelper('ingest-server.cjs', [mode, dir, parser]);
 
 async function ingestRound(url, streams, size) {
   const t0 = now();
@@ -97,53 +99,65 @@ async function run(args) {
     ratio_vs_sequential_sum: r3(median(speeds.both.map((b, i) => b / ideal[i]))),
   };
 
-  // (b) inline vs worker-thread hashing in an ingest pipeline, A B A B
+  // (b) inline vs worker-thread hashing in an ingest pipeline, and the no-hashing ceiling, interleaved, behind the
+  // service's multipart reading (parseMultipartUpload on @fastify/busboy).
+  // CPU per GiB is the ingest server's (user + system, from /proc).
   const size = args.smoke ? 8 * MiB : GiB;
   const dir = benchTmp('hashing');
   const forgetDir = onCleanup(() => rmrf(dir));
-  const inline = await startIngestServer('inline', path.join(dir, 'inline'));
-  const worker = await startIngestServer('worker', path.join(dir, 'worker'));
-  const none = await startIngestServer('none', path.join(dir, 'none'));
+  const servers = {};
+  // BENCH_BUSBOY=1 adds the same servers with plain busboy (graphql-upload-minimal's) in the interleave.
+  const parsers = process.env.BENCH_BUSBOY ? ['service', 'busboy'] : ['service'];
+  for (const parser of parsers)
+    for (const mode of ['inline', 'worker', ...(process.env.BENCH_BOTH_ON_WORKER ? ['worker-both'] : []), 'none'])
+      servers[`${mode}_${parser}`] = await startIngestServer(mode, path.join(dir, `${mode}-${parser}`), parser);
   const ingest = {};
   try {
     for (const streams of [1, 4]) {
       const each = streams === 1 ? size : size / 4;
-      const a = [];
-      const b = [];
-      const n = [];
+      const speed = Object.fromEntries(Object.keys(servers).map((k) => [k, []]));
+      const cpu = Object.fromEntries(Object.keys(servers).map((k) => [k, []]));
       const d = [];
       for (let i = 0; i < Math.max(1, Math.min(rounds, 3)); i++) {
-        a.push(await ingestRound(inline.url, streams, each));
-        b.push(await ingestRound(worker.url, streams, each));
-        if (streams === 1) {
-          n.push(await ingestRound(none.url, streams, each));
-          d.push(ddWrite(dir, each).mbps);
+        for (const [k, s] of Object.entries(servers)) {
+          const c0 = cpuMicros(s.pid);
+          speed[k].push(await ingestRound(s.url, streams, each));
+          cpu[k].push((cpuMicros(s.pid) - c0) / 1e6 / ((streams * each) / GiB));
         }
+        if (streams === 1) d.push(ddWrite(dir, each).mbps);
         log(
-          `  ingest x${streams} round ${i + 1}: inline ${a[i].toFixed(0)} MB/s, worker ${b[i].toFixed(0)} MB/s` +
-            (streams === 1 ? `, no hashing ${n[i].toFixed(0)} MB/s, dd ${d[i].toFixed(0)} MB/s` : ''),
+          `  ingest x${streams} round ${i + 1}: ` +
+            Object.keys(servers)
+              .map((k) => `${k} ${speed[k][i].toFixed(0)} MB/s (${cpu[k][i].toFixed(2)} CPU-s/GiB)`)
+              .join(', ') +
+            (streams === 1 ? `, dd ${d[i].toFixed(0)} MB/s` : ''),
         );
       }
+      const ratio = (a, b) => r3(median(speed[a].map((x, i) => x / speed[b][i])));
       ingest[`streams_${streams}`] = {
         bytes_per_stream: each,
-        inline_mbps: r2(median(a)),
-        worker_mbps: r2(median(b)),
-        worker_vs_inline: r3(median(b.map((x, i) => x / a[i]))),
+        ...Object.fromEntries(Object.keys(servers).map((k) => [`${k}_mbps`, r2(median(speed[k]))])),
+        ...Object.fromEntries(Object.keys(servers).map((k) => [`${k}_cpu_s_per_gib`, r2(median(cpu[k]))])),
+        // The issue's figure: the service's path (worker, its parser) against the same path with no hashing.
+        worker_vs_no_hashing: ratio('worker_service', 'none_service'),
+        worker_vs_inline: ratio('worker_service', 'inline_service'),
+        ...(parsers.length > 1
+          ? {
+              busboy_vs_service_worker: ratio('worker_busboy', 'worker_service'),
+              busboy_vs_service_no_hashing: ratio('none_busboy', 'none_service'),
+            }
+          : {}),
         ...(streams === 1
           ? {
-              no_hashing_mbps: r2(median(n)),
               dd_mbps: r2(median(d)),
-              inline_vs_dd: r3(median(a.map((x, i) => x / d[i]))),
-              worker_vs_dd: r3(median(b.map((x, i) => x / d[i]))),
-              no_hashing_vs_dd: r3(median(n.map((x, i) => x / d[i]))),
+              worker_vs_dd: r3(median(speed.worker_service.map((x, i) => x / d[i]))),
+              no_hashing_vs_dd: r3(median(speed.none_service.map((x, i) => x / d[i]))),
             }
           : {}),
       };
     }
   } finally {
-    await inline.stop();
-    await worker.stop();
-    await none.stop();
+    for (const s of Object.values(servers)) await s.stop();
     rmrf(dir);
     forgetDir();
   }

@@ -1,57 +1,38 @@
 'use strict';
-// A stripped ingest server for the hashing benchmark: the service's own pieces (its multipart parser, FsBlobStore)
+// A stripped ingest server for the hashing benchmark: the service's own pieces (its multipart reading, FsBlobStore)
 // with where the hashing runs as the only variable:
 //   inline: DualHasher on the request thread, then FsBlobStore.writeTemp (the service's way before the worker);
 //   worker: FsBlobStore.writeTempHashed, the service's way now (SHA-256 + writes on a worker thread, the chunks
 //           copied into pooled batch buffers transferred to it and back, BLAKE3 on the request thread);
 //   none:   no hashing at all, writeTemp (the ceiling of parse + write + fsync, for comparison only).
-// Usage: node ingest-server.cjs <inline|worker|none> <blob dir>; prints `ready <port>`.
+// The multipart reading is the service's own (parseMultipartUpload: @fastify/busboy, the file part streamed to the
+// receiver); with `busboy` as a third argument, plain busboy's (graphql-upload-minimal's), for the record of why the
+// service took @fastify/busboy. Usage: node ingest-server.cjs <inline|worker|none> <blob dir> [service|busboy];
+// prints `ready <port>`.
 const http = require('node:http');
 const path = require('node:path');
 const { DIST } = require('./common.cjs');
 const { DualHasher } = require(path.join(DIST, 'domain', 'content', 'hashing.js'));
 const { FsBlobStore } = require(path.join(DIST, 'infra', 'blob-store', 'fs.js'));
 const { IngestWorkers } = require(path.join(DIST, 'infra', 'blob-store', 'ingest-pool.js'));
-const { MultipartParser, boundaryOf } = require(path.join(DIST, 'http', 'rest', 'multipart-parser.js'));
+const { parseMultipartUpload } = require(path.join(DIST, 'http', 'rest', 'multipart.js'));
 
-const [mode, dir] = process.argv.slice(2);
-if (!['inline', 'worker', 'none'].includes(mode)) throw new Error('mode: inline, worker or none');
+const [mode, dir, parserKind = 'service'] = process.argv.slice(2);
+if (!['inline', 'worker', 'worker-both', 'none'].includes(mode))
+  throw new Error('mode: inline, worker, worker-both or none');
+if (!['service', 'busboy'].includes(parserKind)) throw new Error('parser: service or busboy');
 
-/** The file part's chunks as an async iterable, pausing the request while 4 MiB wait (as the service does). */
-function fileChunks(req) {
-  const queue = [];
-  let queued = 0;
-  let wake;
-  let ended = false;
-  let inFile = false;
-  const parser = new MultipartParser(boundaryOf(req.headers['content-type']), {
-    partBegin: (p) => (inFile = p.filename !== undefined),
-    partData: (d) => {
-      if (!inFile) return;
-      queue.push(d);
-      queued += d.length;
-      if (queued >= 4 << 20) req.pause();
-      wake?.();
-    },
-    partEnd: () => (inFile = false),
-  });
-  req.on('data', (c) => parser.write(c));
-  req.on('end', () => {
-    ended = true;
-    wake?.();
-  });
-  return (async function* () {
-    for (;;) {
-      const c = queue.shift();
-      if (c) {
-        queued -= c.length;
-        if (queued < 2 << 20) req.resume();
-        yield c;
-      } else if (ended) return;
-      else await new Promise((r) => (wake = r));
-      wake = undefined;
-    }
-  })();
+/** The file part through plain busboy (resolved from graphql-upload-minimal, which depends on it). */
+function busboyFile(req, receive) {
+  const busboy = require(require.resolve('busboy', { paths: [require.resolve('graphql-upload-minimal')] }));
+  return new Promise((resolve, reject) => {
+    const bb = busboy({ headers: req.headers });
+    let file;
+    bb.on('file', (_name, stream) => (file = receive(stream)));
+    bb.on('error', reject);
+    bb.on('close', () => resolve(file));
+    req.pipe(bb);
+  }).then((f) => f);
 }
 
 async function* hashed(source, hasher) {
@@ -65,10 +46,9 @@ async function main() {
   const store = new FsBlobStore(dir, new IngestWorkers());
   await store.init();
   const server = http.createServer((req, res) => {
-    (async () => {
-      const source = fileChunks(req);
-      if (mode === 'worker') {
-        const { temp, digest } = await store.writeTempHashed(source);
+    const receive = async (source) => {
+      if (mode === 'worker' || mode === 'worker-both') {
+        const { temp, digest } = await store.writeTempHashed(source, { bothOnWorker: mode === 'worker-both' });
         await store.discard(temp);
         return digest;
       }
@@ -76,7 +56,11 @@ async function main() {
       const temp = await store.writeTemp(hashed(source, hasher));
       await store.discard(temp);
       return hasher ? hasher.digest() : { blake3: '', sha256: '', size: temp.size };
-    })().then(
+    };
+    const receiver = { receiveFile: (bytes) => receive(bytes), discardFile: async () => undefined };
+    const parsed =
+      parserKind === 'busboy' ? busboyFile(req, receive) : parseMultipartUpload(req, receiver).then((p) => p.file);
+    parsed.then(
       (d) => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ ...d, id: 'none' })),
       (err) => res.writeHead(500).end(String(err)),
     );

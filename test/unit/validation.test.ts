@@ -11,7 +11,7 @@ import { parseHash } from '../../src/domain/content/hashing';
 import { detectMime, isActiveContent, sniffMime } from '../../src/domain/content/mime';
 import { parseRange } from '../../src/http/rest/content.router';
 import { contentDisposition } from '../../src/infra/content-disposition';
-import { parseTagsField } from '../../src/http/rest/asset-input';
+import { parseTagsField } from '../../src/http/shared/asset-input';
 
 const code = (fn: () => unknown) => {
   try {

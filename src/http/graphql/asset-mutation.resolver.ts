@@ -13,6 +13,7 @@ import {
   UploadAssetArgs,
 } from './inputs/asset.inputs';
 import { AssetType, CreateAssetPayload, TagAddResultType, TagRemoveResultType } from './types/asset.type';
+import { chunksOf, FILE_PART_BUFFER } from '../shared/body-stream';
 
 @Resolver()
 @UseMiddleware(InputChecked)
@@ -36,7 +37,7 @@ export class AssetMutationResolver {
     try {
       // The metadata arrives before the file, so bad metadata is refused before any byte is stored.
       validateCreateFields(input ?? {});
-      received = await this.assets.receiveFile(stream);
+      received = await this.assets.receiveFile(chunksOf(stream, FILE_PART_BUFFER));
       return CreateAssetPayload.from(
         await this.assets.createFromUpload(ctx.principal, input ?? {}, { file: received, fileName: upload.filename }),
         ctx.links,

@@ -3,7 +3,7 @@ import { sanitizeFileName, validateCreateFields, validateHashField } from '../..
 import { DomainError } from '../../domain/errors';
 import { assertJsonInput } from '../../domain/input';
 import type { UploadFields } from '../../domain/uploads/upload.service';
-import { createInputOfText, parseJsonField, parseTagsField } from '../rest/asset-input';
+import { createInputOfText, parseJsonField, parseTagsField } from '../shared/asset-input';
 
 /** Upload-Metadata keys (POST /api/assets' multipart fields); others (tus-js-client's filetype) are kept, unused. */
 export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../../domain/assets/asset.types';
 import { DomainError } from '../../domain/errors';
 import type { UploadLease } from '../../domain/uploads/upload-lease';
-import { ChunkQueue } from '../rest/multipart';
+import { ChunkQueue } from '../shared/body-stream';
 
 /**
  * The body of the PATCH (or POST with data) that tus is handling, read straight from Node's request rather than the
