@@ -57,4 +57,18 @@ function pkgOf(fn, url) {
   return url.includes('/dist/') ? 'service (dist)' : url;
 }
 
-module.exports = { summarize };
+/**
+ * Summarizes the main thread's profile that `node --cpu-prof --cpu-prof-dir=<dir>` left in `dir` (worker threads
+ * write files of their own: `CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`, the main thread's is thread 0).
+ */
+function summarizeDir(dir, top, print, requests) {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
+  if (!file) throw new Error(`no profile in ${dir}`);
+  summarize(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')), top, print, requests);
+  print(`profile: ${path.join(dir, file)}`);
+}
+
+module.exports = { summarize, summarizeDir };

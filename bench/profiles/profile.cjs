@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startStack, spawnService, uploadMultipart, cannon, log, parseArgs, runScript } = require('../lib/common.cjs');
-const { summarize } = require('../lib/cpu-profile.cjs');
+const { summarizeDir } = require('../lib/cpu-profile.cjs');
 const { cycling, seedPreviews } = require('../figures/graphql.cjs');
 
 async function main() {
@@ -44,10 +44,7 @@ async function main() {
     await svc?.stop();
     await stack.stop();
   }
-  const file = fs.readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`no profile in ${profDir}`);
-  summarize(JSON.parse(fs.readFileSync(path.join(profDir, file), 'utf8')), top, console.log, requests);
-  log(`profile: ${path.join(profDir, file)}`);
+  summarizeDir(profDir, top, console.log, requests);
 }
 
 runScript(main);

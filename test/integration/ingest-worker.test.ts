@@ -7,7 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { FsBlobStore } from '../../src/infra/blob-store/fs';
 import { IngestWorkers } from '../../src/infra/blob-store/ingest-pool';
-import { boundaryOf, MultipartParser } from '../../src/http/rest/multipart-parser';
+import type { Request } from 'express';
+import type { ReceivedFile } from '../../src/domain/assets/asset.service';
+import { parseMultipartUpload } from '../../src/http/rest/multipart';
 import { blake3Of, sha256Of } from '../helpers/harness';
 
 const hexOf = (prefixed: string) => prefixed.split(':')[1];
@@ -125,33 +127,23 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
     ]);
     const seen: Buffer[] = [];
     const server = http.createServer((req, res) => {
-      const queue: Buffer[] = [];
-      let wake: (() => void) | undefined;
-      let ended = false;
-      const parser = new MultipartParser(boundaryOf(req.headers['content-type']), {
-        partBegin: () => undefined,
-        partData: (d) => {
-          queue.push(d);
-          seen.push(d);
-          wake?.();
+      // The service's own multipart reading (busboy), its file part's chunks handed to the ingest as they come.
+      const receiver = {
+        receiveFile: async (bytes: AsyncIterable<Buffer>) => {
+          async function* watched() {
+            for await (const c of bytes) {
+              seen.push(c);
+              yield c;
+            }
+          }
+          const { digest } = await store.writeTempHashed(watched());
+          return digest as unknown as ReceivedFile;
         },
-        partEnd: () => undefined,
-      });
-      req.on('data', (c: Buffer) => parser.write(c));
-      req.on('end', () => {
-        ended = true;
-        wake?.();
-      });
-      async function* source() {
-        for (;;) {
-          const c = queue.shift();
-          if (c) yield c;
-          else if (ended) return;
-          else await new Promise<void>((r) => (wake = r));
-        }
-      }
-      // Only the file part's bytes are queued after the small tags part: skip that one chunk.
-      void store.writeTempHashed(source()).then(({ digest }) => res.end(JSON.stringify(digest)));
+        discardFile: async () => undefined,
+      };
+      void parseMultipartUpload(req as Request, receiver).then(({ file, fields }) =>
+        res.end(JSON.stringify({ ...file, tags: fields.get('tags') })),
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
@@ -173,11 +165,9 @@ describe('FsBlobStore.writeTempHashed (worker thread)', () => {
       req.end(body);
     });
     server.close();
-    // Both parts were queued (the tags bytes too): compare against their concatenation.
-    const expected = Buffer.concat([Buffer.from('models'), file]);
-    expect(JSON.parse(got).sha256).toBe(hexOf(sha256Of(expected)));
-    // The parser's chunks (views of the socket's reads) were copied, never detached.
-    expect(Buffer.concat(seen).equals(expected)).toBe(true);
+    expect(JSON.parse(got)).toMatchObject({ sha256: hexOf(sha256Of(file)), tags: ['models'] });
+    // The parser's chunks were copied for the worker, never detached or changed.
+    expect(Buffer.concat(seen).equals(file)).toBe(true);
   });
 });
 
@@ -323,5 +313,21 @@ describe('copyFileHashed: a local file copied and hashed on a worker in one piec
       code: 'UNREADABLE',
     });
     expect(temps()).toEqual([]);
+  });
+
+  test('an in-place read (no copy) of a large file hashes it on the worker, and stops when its cancel flag is set', async () => {
+    const big = path.join(dir, 'big-model');
+    const data = crypto.randomBytes(5 * MiB + 7);
+    fs.writeFileSync(big, data);
+    const pool = new IngestWorkers();
+    const whole = await pool.copyHashed(big, undefined, 16, undefined, new Int32Array(new SharedArrayBuffer(4)));
+    expect([whole.sha256, whole.size, whole.head.equals(data.subarray(0, 16))]).toEqual([
+      hexOf(sha256Of(data)),
+      data.length,
+      true,
+    ]);
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    Atomics.store(cancel, 0, 1);
+    await expect(pool.copyHashed(big, undefined, 16, undefined, cancel)).rejects.toMatchObject({ code: 'CANCELLED' });
   });
 });

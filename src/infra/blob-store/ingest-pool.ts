@@ -16,10 +16,12 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
  * it queues each batch for a write on the thread pool (one in flight, in order, while it hashes the next), overlaps
  * writeback with a background `fdatasync`, and `fsync`s the part at the end.
  *
- * The bytes travel in batch buffers the pool allocates and owns (BufferPool): a full batch's ArrayBuffer is
- * transferred to the worker, which transfers it back once hashed (and written), so the same few MiB go round and
- * round. The received chunks are never moved or freed here: they are the HTTP parser's (or a library's), and only a
- * buffer the pool made is ever transferred.
+ * The bytes travel in batch slots the pool allocates and owns (SlotPool): SharedArrayBuffers the worker is given
+ * once, so a batch's message names its slot and length, and the ack gives the slot back for reuse. Nothing is
+ * transferred: a transfer makes a new ArrayBuffer on each side every time, and the external memory V8 counts for
+ * those made it run a full collection every few dozen MiB (on the service's heap, ~0.4 s per GiB uploaded; `node
+ * bench/profiles/profile-upload.cjs`). The received chunks are never moved or freed here: they are the HTTP
+ * parser's (or a library's), and are only copied into a slot.
  *
  * Resumable uploads keep a HashSession per upload: the BLAKE3 + SHA-256 state stays on one worker between jobs (one
  * job per PATCH, appending to the upload's part), so every PATCH continues the hashes where the last one stopped. A
@@ -31,23 +33,51 @@ import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 const IN_FLIGHT = 4 << 20;
 /** Chunks are posted in batches of this many bytes (one pooled buffer each). */
 const BATCH = 1 << 20;
-/** Batch buffers kept for reuse: a job's in-flight window and one being filled, for a few jobs at once. */
+/** Batch slots kept for reuse: a job's in-flight window and one being filled, for a few jobs at once. */
 const POOLED = 24;
 
-/**
- * The batch buffers of the ingest jobs: allocated here (`allocUnsafeSlow`: an ArrayBuffer of its own, never Node's
- * shared pool, so it can be transferred), lent to a job, transferred to a worker and given back by it once written.
- * A buffer that does not come back (a worker that died) is left to the garbage collector.
- */
-class BufferPool {
-  private readonly free: Buffer[] = [];
+/** A batch's memory: shared with the workers, which keep their view of it by `id`. */
+interface Slot {
+  id: number;
+  sab: SharedArrayBuffer;
+  view: Buffer;
+}
 
-  take(): Buffer {
-    return this.free.pop() ?? Buffer.allocUnsafeSlow(BATCH);
+/**
+ * The batch slots of the ingest jobs: allocated here, lent to a job, named in its messages to a worker and given
+ * back by the worker's ack. A slot past the POOLED kept is dropped, and the workers that saw it are told to forget
+ * it; one that does not come back (its worker died) is left to the garbage collector.
+ */
+class SlotPool {
+  private readonly free: Slot[] = [];
+  private readonly lent = new Map<number, Slot>();
+  private nextId = 1;
+
+  constructor(private readonly dropped: (id: number) => void) {}
+
+  take(): Slot {
+    let slot = this.free.pop();
+    if (!slot) {
+      const sab = new SharedArrayBuffer(BATCH);
+      slot = { id: this.nextId++, sab, view: Buffer.from(sab) };
+    }
+    this.lent.set(slot.id, slot);
+    return slot;
   }
 
-  giveBack(buffers: readonly ArrayBuffer[]): void {
-    for (const ab of buffers) if (this.free.length < POOLED && ab.byteLength === BATCH) this.free.push(Buffer.from(ab));
+  giveBack(ids: readonly number[]): void {
+    for (const id of ids) {
+      const slot = this.lent.get(id);
+      if (!slot) continue;
+      this.lent.delete(id);
+      if (this.free.length < POOLED) this.free.push(slot);
+      else this.dropped(id);
+    }
+  }
+
+  /** Slots a dead worker held: never coming back. */
+  lose(ids: Iterable<number>): void {
+    for (const id of ids) if (this.lent.delete(id)) this.dropped(id);
   }
 }
 
@@ -82,7 +112,9 @@ export class IngestWorkers {
   private nextId = 1;
   private nextSession = 1;
   private file: string | undefined;
-  private readonly buffers = new BufferPool();
+  private readonly slots = new SlotPool((id) => {
+    for (const w of this.workers) if (w?.seen.delete(id)) send(w.worker, { t: 'forget', slot: id });
+  });
 
   constructor(size = Math.max(1, Math.min(4, os.availableParallelism()))) {
     this.workers = new Array(size).fill(undefined);
@@ -122,7 +154,7 @@ export class IngestWorkers {
       session?: SessionRef;
     },
   ): IngestJob {
-    const job = new IngestJob(this.nextId++, o.file, w.worker, this.buffers, o.b3, !!o.session?.append, () => {
+    const job = new IngestJob(this.nextId++, o.file, w, this.slots, o.b3, !!o.session?.append, () => {
       w.jobs.delete(job.id);
       if (w.jobs.size === 0) w.worker.unref();
     });
@@ -136,9 +168,17 @@ export class IngestWorkers {
   /**
    * Copies the local file `src` to `file` (created exclusively, fsynced) and hashes it, all on a worker: one message
    * each way per file; without `file` it only reads and hashes (an in-place root's file). Rejects with the error's
-   * `code` (UNREADABLE, NOT_A_FILE, or an errno); `file` is then gone.
+   * `code` (UNREADABLE, NOT_A_FILE, CANCELLED once `cancel` is set, or an errno); `file` is then gone. `cancel`: an
+   * Int32Array over a SharedArrayBuffer; storing a value other than 0 in its first element stops the copy between
+   * reads.
    */
-  copyHashed(src: string, file: string | undefined, headBytes: number, commitUnder?: string): Promise<CopiedFile> {
+  copyHashed(
+    src: string,
+    file: string | undefined,
+    headBytes: number,
+    commitUnder?: string,
+    cancel?: Int32Array,
+  ): Promise<CopiedFile> {
     const slot = this.next++ % this.workers.length;
     const w = (this.workers[slot] ??= this.start(slot));
     const id = this.nextId++;
@@ -172,7 +212,15 @@ export class IngestWorkers {
         },
       });
       if (w.jobs.size === 1) w.worker.ref();
-      send(w.worker, { t: 'copy', id, src, file, headBytes, ...(commitUnder !== undefined ? { commitUnder } : {}) });
+      send(w.worker, {
+        t: 'copy',
+        id,
+        src,
+        file,
+        headBytes,
+        ...(commitUnder !== undefined ? { commitUnder } : {}),
+        ...(cancel ? { cancel: cancel.buffer as SharedArrayBuffer } : {}),
+      });
     });
   }
 
@@ -190,8 +238,13 @@ export class IngestWorkers {
       stdout: false,
       stderr: false,
     });
-    const entry: WorkerEntry = { worker, jobs: new Map<number, WorkerJob>(), dead: false };
-    worker.on('message', (m: FromWorker) => entry.jobs.get(m.id)?.onMessage(m));
+    const entry: WorkerEntry = { worker, jobs: new Map<number, WorkerJob>(), dead: false, seen: new Set() };
+    worker.on('message', (m: FromWorker) => {
+      const job = entry.jobs.get(m.id);
+      if (job) job.onMessage(m);
+      // An ack that comes after its job ended still gives its slots back.
+      else if (m.t === 'ack') this.slots.giveBack(m.slots);
+    });
     const dead = (err: Error) => {
       entry.dead = true;
       if (this.workers[slot] === entry) this.workers[slot] = undefined;
@@ -210,6 +263,8 @@ interface WorkerEntry {
   worker: Worker;
   jobs: Map<number, WorkerJob>;
   dead: boolean;
+  /** The slots this worker has been given (and keeps a view of). */
+  seen: Set<number>;
 }
 
 /** What a worker's answers go to: an IngestJob, or a whole-file copy's promise. */
@@ -238,7 +293,7 @@ interface SessionRef {
   final?: boolean;
 }
 
-const send = (worker: Worker, m: ToWorker, transfer?: ArrayBuffer[]) => worker.postMessage(m, transfer);
+const send = (worker: Worker, m: ToWorker) => worker.postMessage(m);
 
 /**
  * A BLAKE3 + SHA-256 state kept across jobs: a resumable upload's hashes between its PATCHes. The SHA-256 (and, with
@@ -342,8 +397,10 @@ export class HashSession {
  * it when it returns a promise), then `finish`; or `abort`.
  */
 export class IngestJob {
-  /** The batch being filled (a pooled buffer), and how much of it is. */
-  private batch: Buffer | undefined;
+  /** The batch being filled (a pooled slot), and how much of it is. */
+  private batch: Slot | undefined;
+  /** Slots posted and not yet given back (a dead worker's are lost). */
+  private readonly posted = new Set<number>();
   private batchBytes = 0;
   private inFlight = 0;
   private error: Error | undefined;
@@ -359,8 +416,8 @@ export class IngestJob {
   constructor(
     readonly id: number,
     private readonly file: string | undefined,
-    private readonly worker: Worker,
-    private readonly buffers: BufferPool,
+    private readonly w: WorkerEntry,
+    private readonly slots: SlotPool,
     /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or (undefined) on the worker. */
     private readonly b3: Blake3Incremental | undefined,
     /** Appending to a part that must be kept whatever happens (a resumable upload's). */
@@ -380,11 +437,11 @@ export class IngestJob {
     this.b3?.update(chunk);
     this.size += chunk.length;
     for (let at = 0; at < chunk.length;) {
-      const batch = (this.batch ??= this.buffers.take());
-      const n = chunk.copy(batch, this.batchBytes, at);
+      const batch = (this.batch ??= this.slots.take());
+      const n = chunk.copy(batch.view, this.batchBytes, at);
       at += n;
       this.batchBytes += n;
-      if (this.batchBytes === batch.length) this.post();
+      if (this.batchBytes === BATCH) this.post();
     }
     if (this.inFlight < IN_FLIGHT) return undefined;
     return new Promise<void>((resolve) => (this.drained = resolve)).then(() => {
@@ -409,6 +466,7 @@ export class IngestJob {
 
   /** Stops, closes and removes the file. */
   async abort(): Promise<void> {
+    if (this.batch) this.slots.giveBack([this.batch.id]);
     this.batch = undefined;
     this.batchBytes = 0;
     if (!this.ended) await this.end('abort');
@@ -416,7 +474,8 @@ export class IngestJob {
 
   onMessage(m: FromWorker): void {
     if (m.t === 'ack') {
-      this.buffers.giveBack(m.buffers);
+      for (const id of m.slots) this.posted.delete(id);
+      this.slots.giveBack(m.slots);
       this.inFlight -= m.bytes;
       if (this.inFlight < IN_FLIGHT / 2) this.wake();
       return;
@@ -432,6 +491,10 @@ export class IngestJob {
   /** The worker died (it sends nothing more): fail this job, and remove its file here. */
   workerStopped(err: Error): void {
     this.stopped = true;
+    this.slots.lose(this.posted);
+    this.posted.clear();
+    if (this.batch) this.slots.giveBack([this.batch.id]);
+    this.batch = undefined;
     this.error ??= new Error(`the ingest worker stopped: ${err.message}`);
     this.wake();
     this.settle({ t: 'closed', id: this.id });
@@ -441,10 +504,11 @@ export class IngestJob {
     const batch = this.batch;
     if (!batch || this.batchBytes === 0) return;
     const bytes = this.batchBytes;
-    // The whole buffer goes (it comes back whole, for the pool); `bytes` says how much of it is data.
-    send(this.worker, { t: 'data', id: this.id, buffer: batch.buffer as ArrayBuffer, bytes }, [
-      batch.buffer as ArrayBuffer,
-    ]);
+    // The slot's memory goes with its first message to this worker, which keeps a view of it by id.
+    const first = !this.w.seen.has(batch.id);
+    if (first) this.w.seen.add(batch.id);
+    send(this.w.worker, { t: 'data', id: this.id, slot: batch.id, bytes, ...(first ? { sab: batch.sab } : {}) });
+    this.posted.add(batch.id);
     this.inFlight += bytes;
     this.batch = undefined;
     this.batchBytes = 0;
@@ -456,7 +520,7 @@ export class IngestJob {
       ? ({ t: 'closed', id: this.id } as FromWorker)
       : await new Promise<FromWorker>((resolve) => {
           this.settled = resolve;
-          send(this.worker, { t, id: this.id, file: this.file });
+          send(this.w.worker, { t, id: this.id, file: this.file });
         });
     if (this.stopped && this.file && !this.keepFile) await fsp.rm(this.file, { force: true });
     const cb = this.onSettled;

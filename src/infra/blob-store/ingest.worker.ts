@@ -13,10 +13,11 @@ import { copyHashed, type CopyAnswer, type CopyRequest } from './copy-hashed';
  */
 
 /**
- * What the pool sends. The batch buffer of `data` arrives transferred (one of the pool's own buffers, moved here);
- * it goes back with the `ack` once written.
+ * What the pool sends. The batch of `data` is in one of the pool's slots (shared memory, sent with the slot's first
+ * message and kept here by id); the `ack` gives the slot back once its bytes are hashed and written. `forget`: the
+ * pool dropped a slot.
  */
-export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage | CopyRequest;
+export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage | ForgetMessage | CopyRequest;
 interface OpenMessage {
   t: 'open';
   id: number;
@@ -32,9 +33,15 @@ interface OpenMessage {
 interface DataMessage {
   t: 'data';
   id: number;
-  /** A pooled batch buffer, whole; its first `bytes` are the data. */
-  buffer: ArrayBuffer;
+  /** The pool's slot that holds the batch: its first `bytes` are the data. */
+  slot: number;
   bytes: number;
+  /** The slot's memory, with the first message that names it. */
+  sab?: SharedArrayBuffer;
+}
+interface ForgetMessage {
+  t: 'forget';
+  slot: number;
 }
 interface EndMessage {
   t: 'end' | 'abort';
@@ -47,11 +54,11 @@ interface DropMessage {
 }
 
 /**
- * What the worker answers: `ack` once a message's bytes are written, with its batch buffers transferred back to the
- * pool; `done` or `closed` ends a job.
+ * What the worker answers: `ack` once a message's bytes are written, giving its slots back to the pool; `done` or
+ * `closed` ends a job.
  */
 export type FromWorker =
-  | { t: 'ack'; id: number; bytes: number; buffers: ArrayBuffer[] }
+  | { t: 'ack'; id: number; bytes: number; slots: number[] }
   | { t: 'error'; id: number; message: string; code?: string }
   | { t: 'done'; id: number; blake3?: string; sha256?: string; size: number }
   | { t: 'closed'; id: number }
@@ -79,6 +86,8 @@ interface Job {
   b3: Blake3Incremental | undefined;
   sha: crypto.Hash;
   parts: Uint8Array[];
+  /** The slots the parts (and any refused batch) are in, given back with the next ack. */
+  slots: number[];
   len: number;
   unacked: number;
   size: number;
@@ -97,6 +106,8 @@ const b3impl = loadBlake3((workerData as IngestWorkerData).blake3);
 const APPEND_SYNC_EVERY = 8 << 20;
 const jobs = new Map<number, Job>();
 const sessions = new Map<number, Hashes>();
+/** The pool's slots this worker has been given: views of shared memory, by slot id. */
+const slots = new Map<number, Uint8Array>();
 
 const post = (m: FromWorker, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer);
 
@@ -114,9 +125,11 @@ function fail(id: number, job: Job, err: Error & { code?: string }): void {
  */
 function flush(id: number, job: Job): void {
   const parts = job.parts;
+  const held = job.slots;
   const len = job.len;
   const ack = job.unacked;
   job.parts = [];
+  job.slots = [];
   job.len = 0;
   job.unacked = 0;
   job.chain = job.chain.then(async () => {
@@ -132,9 +145,8 @@ function flush(id: number, job: Job): void {
         fail(id, job, err as Error);
       }
     }
-    // The written batches go back to the pool that lent them (a failed write's too: the file is being abandoned).
-    const buffers = parts.map((c) => c.buffer as ArrayBuffer);
-    if (ack > 0 || buffers.length > 0) post({ t: 'ack', id, bytes: ack, buffers }, buffers);
+    // The written batches' slots go back to the pool (a failed write's too: the file is being abandoned).
+    if (ack > 0 || held.length > 0) post({ t: 'ack', id, bytes: ack, slots: held });
   });
 }
 
@@ -165,6 +177,7 @@ function open(m: OpenMessage): void {
     b3: hashes ? hashes.b3 : m.blake3 ? b3impl.create() : undefined,
     sha: hashes ? hashes.sha : crypto.createHash('sha256'),
     parts: [],
+    slots: [],
     len: 0,
     unacked: 0,
     size: 0,
@@ -189,9 +202,12 @@ function open(m: OpenMessage): void {
 
 function data(m: DataMessage, job: Job): void {
   job.unacked += m.bytes;
+  job.slots.push(m.slot);
   if (!job.error) {
     try {
-      const c = new Uint8Array(m.buffer, 0, m.bytes);
+      const view = slots.get(m.slot);
+      if (!view) throw new Error(`slot ${m.slot} was never given to this worker`);
+      const c = view.subarray(0, m.bytes);
       job.b3?.update(c);
       job.sha.update(c);
       job.parts.push(c);
@@ -236,6 +252,10 @@ async function abort(m: EndMessage, job: Job): Promise<void> {
   jobs.delete(m.id);
   if (job.session !== undefined) sessions.delete(job.session);
   job.error ??= new Error('aborted');
+  // Slots of batches not yet flushed go back unwritten.
+  if (job.slots.length > 0) post({ t: 'ack', id: m.id, bytes: job.unacked, slots: job.slots });
+  job.slots = [];
+  job.parts = [];
   await closeAndRemove(job, m.file);
   post({ t: 'closed', id: m.id });
 }
@@ -243,6 +263,9 @@ async function abort(m: EndMessage, job: Job): Promise<void> {
 port.on('message', (m: ToWorker) => {
   if (m.t === 'open') return open(m);
   if (m.t === 'drop') return void sessions.delete(m.session);
+  if (m.t === 'forget') return void slots.delete(m.slot);
+  // A slot's memory comes with the first message that names it, whichever job's (its job may be gone).
+  if (m.t === 'data' && m.sab) slots.set(m.slot, new Uint8Array(m.sab));
   if (m.t === 'copy')
     return void copyHashed(m, b3impl).then((a) => post(a, a.t === 'copied' ? [a.head.buffer as ArrayBuffer] : []));
   const job = jobs.get(m.id);
