@@ -157,8 +157,7 @@ async function cursorsFrom(databaseUrl, depth, n, step, tags) {
 /** The statements AssetRepository sends for each request of the run, EXPLAIN ANALYZEd. */
 async function plans(databaseUrl, deep, deepTagged) {
   const { createDatabase } = require(path.join(DIST, 'infra', 'prisma.js'));
-  const { AssetRepository, ASSET_PAGE_COLUMNS } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
-  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
+  const { AssetRepository } = require(path.join(DIST, 'domain', 'assets', 'asset.repository.js'));
   const { Client } = require('pg');
   const db = createDatabase(databaseUrl, 2);
   const captured = [];
@@ -184,9 +183,8 @@ async function plans(databaseUrl, deep, deepTagged) {
       sort: 'created_at',
       order: 'desc',
     });
-    // GET /api/assets' own statement (REST's read model: columns as PostgreSQL prints them); GraphQL's `list` differs
-    // in its columns only.
-    const page = (tags, after) => repo.pageIfChanged(OWNER, q(tags), after, undefined, ASSET_JSON_PAGE);
+    // GET /api/assets' statement (GraphQL's `list` sends the same).
+    const page = (tags, after) => repo.pageIfChanged(OWNER, q(tags), after, undefined);
     const calls = {
       first_page: () => page([]),
       first_page_tagged: () => page(['models', 'loras']),
@@ -197,8 +195,7 @@ async function plans(databaseUrl, deep, deepTagged) {
       refine_tagged: () => repo.tagFacets(OWNER, { includeTags: ['models', 'loras'], excludeTags: [] }, 100),
       counted_page: () => page(['loras', 'tag5']),
       // A page this instance holds, asked again while the owner's rows are unchanged: the version read only.
-      unchanged_page: async () =>
-        repo.pageIfChanged(OWNER, q([]), undefined, (await repo.list(OWNER, q([]))).version, ASSET_PAGE_COLUMNS),
+      unchanged_page: async () => repo.pageIfChanged(OWNER, q([]), undefined, (await repo.list(OWNER, q([]))).version),
     };
     const out = [];
     for (const [name, call] of Object.entries(calls)) {
@@ -478,7 +475,7 @@ function keptListingDir() {
 }
 
 /**
- * The kept seeded cluster for the listing cost scripts (listing-pg-cost, listing-json-cost): DATABASE_URL when a
+ * The kept seeded cluster for the listing cost scripts (listing-pg-cost): DATABASE_URL when a
  * PostgreSQL already runs on it (iterating), else started here until `stop`; with `pages` cursors of the owner's
  * `created_at desc` walk 500,000 rows deep (tagged: 100,000 matches of models,loras deep), decoded.
  */

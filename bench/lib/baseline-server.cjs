@@ -42,7 +42,7 @@ const isoOf = (t) =>
     ? `${t.slice(0, 10)}T${t.slice(11)}Z`
     : `${t.slice(0, 10)}T${t.slice(11, 19)}.${(t.slice(20) + '000').slice(0, 3)}Z`;
 
-/** One asset's JSON as the service's assetPageText prints it (loader_path: the bench's names are safe paths). */
+/** One asset's JSON as the service prints it (loader_path: the bench's names are safe paths). */
 function assetText(a, urls) {
   const name = JSON.stringify(a.name);
   const preview = a.previewId === null ? 'null' : `"${a.previewId}"`;
@@ -105,11 +105,11 @@ const server = http.createServer(async (req, res) => {
       });
       res.writeHead(rows.length ? 200 : 404).end();
     } else if (req.method === 'GET' && u.pathname === '/api/assets') {
-      // The statement AssetRepository.pageIfChanged sends with REST's read model for these requests (GET /api/assets, created_at desc),
+      // The statement AssetRepository.pageIfChanged sends for these requests (GET /api/assets, created_at desc),
       // the same text: the page (limit + 1 in keyset order) beside the owner's maintained counts, in one round trip;
       // owner-only pages named (LIMIT and OFFSET as InitPlans), tag-filtered ones unnamed; every column read as
       // PostgreSQL prints it. The total from the counts when they decide it, else a count stopped at 10,001 cached
-      // under the owner's version. The body: the service's 20 fields per asset, concatenated as assetPageText does.
+      // under the owner's version. The body: the service's 20 fields per asset, concatenated in the order the service prints them.
       const tags = (u.searchParams.get('include_tags') || '').split(',').filter(Boolean);
       const limit = Number(u.searchParams.get('limit') || 20);
       const after = u.searchParams.get('after');

@@ -34,7 +34,6 @@ const ISO = (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS
 
 /** The service's page statement for `q` after `after`, as AssetRepository sends it (captured at the driver). */
 async function serviceStatement(db, repo, q, after) {
-  const { ASSET_JSON_PAGE } = require(path.join(DIST, 'http', 'rest', 'read-model', 'asset-page.js'));
   const captured = [];
   const client = await db.pool.connect();
   const query = client.query.bind(client);
@@ -45,8 +44,8 @@ async function serviceStatement(db, repo, q, after) {
   client.release();
   // Twice: a filter's first page is read by the statement the planner plans (`planned`); from its second page on,
   // common include tags are read by the named statement (AssetRepository's PageForm `commonTags`).
-  await repo.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE);
-  await repo.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE);
+  await repo.pageIfChanged(OWNER, q, after, undefined);
+  await repo.pageIfChanged(OWNER, q, after, undefined);
   const pages = captured.filter((c) => /LEFT JOIN LATERAL/.test(c.text));
   if (pages.length < 2) throw new Error('the page statement was not captured');
   return { first: pages[0], svc: pages[pages.length - 1] };

@@ -9,7 +9,6 @@
  * page read by the planned one, not answered empty.
  */
 import { Client } from 'pg';
-import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
 import { AssetRepository } from '../../src/domain/assets/asset.repository';
 import { COMMON_SHARE } from '../../src/domain/assets/listing-sql';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
@@ -79,9 +78,7 @@ async function walk(
     ] as const) {
       sent = [];
       const page =
-        read === 'text'
-          ? await repo.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE)
-          : await repo.list(OWNER, q, after);
+        read === 'text' ? await repo.pageIfChanged(OWNER, q, after, undefined) : await repo.list(OWNER, q, after);
       for (const s of sent) s.name ? into.named++ : into.unnamed++;
       into.pages.push(page);
       pages.push(page);
@@ -141,16 +138,10 @@ test('offset pages (no cursor) of common tags are the same by either statement',
   await seen.list(OWNER, q(0));
   for (const offset of [0, 11, 200, 355, 1000]) {
     sent = [];
-    const a = await seen.pageIfChanged(OWNER, q(offset), undefined, undefined, ASSET_JSON_PAGE);
+    const a = await seen.pageIfChanged(OWNER, q(offset), undefined, undefined);
     expect(sent.map((s) => Boolean(s.name))).toEqual([true]);
     expect(a).toEqual(
-      await new AssetRepository(db.prisma, db.pool).pageIfChanged(
-        OWNER,
-        q(offset),
-        undefined,
-        undefined,
-        ASSET_JSON_PAGE,
-      ),
+      await new AssetRepository(db.prisma, db.pool).pageIfChanged(OWNER, q(offset), undefined, undefined),
     );
   }
 });
@@ -158,14 +149,8 @@ test('offset pages (no cursor) of common tags are the same by either statement',
 test('tags that stop being common between two pages: the named statement reads no page and the planned one reads it', async () => {
   const seen = new AssetRepository(db.prisma, db.pool);
   const q = listQuery({ includeTags: ['third'] });
-  const first = await seen.pageIfChanged(OWNER, q, undefined, undefined, ASSET_JSON_PAGE);
-  const second = await seen.pageIfChanged(
-    OWNER,
-    q,
-    decodeCursor(first!.nextCursor!, 'created_at', 'desc'),
-    undefined,
-    ASSET_JSON_PAGE,
-  );
+  const first = await seen.pageIfChanged(OWNER, q, undefined, undefined);
+  const second = await seen.pageIfChanged(OWNER, q, decodeCursor(first!.nextCursor!, 'created_at', 'desc'), undefined);
   // Most `third` tags removed (the last test of this file): the rest is under COMMON_SHARE of the owner's assets.
   await sql.query(
     `UPDATE asset SET tags = array_remove(tags, 'third') WHERE owner_id = $1 AND 'third' = ANY(tags) AND size % 5 <> 0`,
@@ -173,14 +158,12 @@ test('tags that stop being common between two pages: the named statement reads n
   );
   const after = decodeCursor(second!.nextCursor!, 'created_at', 'desc');
   sent = [];
-  const third = await seen.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE);
+  const third = await seen.pageIfChanged(OWNER, q, after, undefined);
   expect(sent.map((s) => Boolean(s.name))).toEqual([true, false]);
   expect(third!.items.length).toBeGreaterThan(0);
-  expect(third).toEqual(
-    await new AssetRepository(db.prisma, db.pool).pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE),
-  );
+  expect(third).toEqual(await new AssetRepository(db.prisma, db.pool).pageIfChanged(OWNER, q, after, undefined));
   // And from then on, the planned statement only.
   sent = [];
-  await seen.pageIfChanged(OWNER, q, after, undefined, ASSET_JSON_PAGE);
+  await seen.pageIfChanged(OWNER, q, after, undefined);
   expect(sent.map((s) => Boolean(s.name))).toEqual([false]);
 });

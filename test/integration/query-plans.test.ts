@@ -5,7 +5,6 @@
  * in index order (no Sort node). Set SHOW_PLANS=1 to print the plans.
  */
 import { Client } from 'pg';
-import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
 import { AssetRepository } from '../../src/domain/assets/asset.repository';
 import { ASSET_SORTS } from '../../src/domain/assets/asset.types';
 import { ContentRepository } from '../../src/domain/content/content.repository';
@@ -315,17 +314,12 @@ test.each(
   "GET /api/assets' statement (its read model's columns as text) sorted by %s %s is read in index order, from the cursor on",
   async (sort, order) => {
     const assets = new AssetRepository(db.prisma, db.pool);
-    expectIndexed(
-      await plansOf(() =>
-        assets.pageIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined, ASSET_JSON_PAGE),
-      ),
-      { noSort: true },
-    );
+    expectIndexed(await plansOf(() => assets.pageIfChanged(OWNER, listQuery({ sort, order }), undefined, undefined)), {
+      noSort: true,
+    });
     if (sort === 'last_access_time') return;
     const after = await boundary(sort);
-    const plans = await plansOf(() =>
-      assets.pageIfChanged(OWNER, listQuery({ sort, order }), after, undefined, ASSET_JSON_PAGE),
-    );
+    const plans = await plansOf(() => assets.pageIfChanged(OWNER, listQuery({ sort, order }), after, undefined));
     expectIndexed(plans, { noSort: true });
     expect({ plan: plans[0]!.text }).toEqual({
       plan: expect.stringMatching(new RegExp(`Index Cond: .*\\(ROW\\(${sort}, id\\) [<>]`)),
@@ -342,17 +336,11 @@ test("GET /api/assets' named page statement keeps its generic plan: it is not pl
   const one = createDatabase(url, 1);
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
-    const first = await assets.pageIfChanged(
-      'everyone',
-      listQuery({ limit: 100 }),
-      undefined,
-      undefined,
-      ASSET_JSON_PAGE,
-    );
-    let after = { value: first!.items.at(-1)!.createdAt, id: first!.items.at(-1)!.id };
+    const first = await assets.pageIfChanged('everyone', listQuery({ limit: 100 }), undefined, undefined);
+    let after = { value: first!.items.at(-1)!.createdAt.toISOString(), id: first!.items.at(-1)!.id };
     for (let i = 0; i < 12; i++) {
-      const page = await assets.pageIfChanged('everyone', listQuery({ limit: 20 }), after, undefined, ASSET_JSON_PAGE);
-      after = { value: page!.items.at(-1)!.createdAt, id: page!.items.at(-1)!.id };
+      const page = await assets.pageIfChanged('everyone', listQuery({ limit: 20 }), after, undefined);
+      after = { value: page!.items.at(-1)!.createdAt.toISOString(), id: page!.items.at(-1)!.id };
     }
     const { rows } = await one.pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
       `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%LEFT JOIN LATERAL%'`,
@@ -382,12 +370,12 @@ test("common include tags: the named page statement's generic plan is the sort i
   try {
     const assets = new AssetRepository(one.prisma, one.pool);
     const q = listQuery({ includeTags: ['models'], limit: 20 });
-    const first = await assets.pageIfChanged('everyone', q, undefined, undefined, ASSET_JSON_PAGE);
-    let after = { value: first!.items.at(-1)!.createdAt, id: first!.items.at(-1)!.id };
+    const first = await assets.pageIfChanged('everyone', q, undefined, undefined);
+    let after = { value: first!.items.at(-1)!.createdAt.toISOString(), id: first!.items.at(-1)!.id };
     captured = [];
     for (let i = 0; i < 12; i++) {
-      const page = await assets.pageIfChanged('everyone', q, after, undefined, ASSET_JSON_PAGE);
-      after = { value: page!.items.at(-1)!.createdAt, id: page!.items.at(-1)!.id };
+      const page = await assets.pageIfChanged('everyone', q, after, undefined);
+      after = { value: page!.items.at(-1)!.createdAt.toISOString(), id: page!.items.at(-1)!.id };
     }
     const page = captured.find((c) => /LEFT JOIN LATERAL/.test(c.text))!;
     const { rows } = await one.pool.query<{ name: string; generic_plans: string; custom_plans: string }>(

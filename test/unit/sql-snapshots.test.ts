@@ -1,5 +1,5 @@
 /**
- * The statements of GET /api/assets' read model (http/rest/read-model/), checked in as text beside it (as immich's
+ * The listing's page statements (GET /api/assets, GraphQL `assets`), checked in as text beside the repository (as immich's
  * src/queries/*.sql): a change of the SQL the code sends shows in review as a change of the snapshot. This test fails
  * when the two differ; `npm run sql:snapshots` writes the snapshot again from the code.
  */
@@ -8,10 +8,10 @@ import path from 'node:path';
 import { pageSql, type PageForm } from '../../src/domain/assets/listing-sql';
 import type { AssetListQuery } from '../../src/domain/assets/asset.types';
 import type { CursorPosition } from '../../src/domain/assets/cursor';
-import { ASSET_JSON_PAGE } from '../../src/http/rest/read-model/asset-page';
+import { PAGE_COLUMNS } from '../../src/domain/assets/asset.repository';
 import { listQuery as query } from '../helpers/list-query';
 
-const SNAPSHOT = path.join(__dirname, '../../src/http/rest/read-model/queries/asset-page.sql');
+const SNAPSHOT = path.join(__dirname, '../../src/domain/assets/queries/asset-page.sql');
 
 const after: CursorPosition = { value: '2026-11-27T00:00:00.000Z', id: '00000000-0000-4000-8000-000000000001' };
 
@@ -49,14 +49,14 @@ const CASES: { name: string; q: AssetListQuery; after?: CursorPosition; form: Pa
 
 function snapshotText(): string {
   const parts = CASES.map((c) => {
-    const sql = pageSql('owner', c.q, c.after, ASSET_JSON_PAGE.sql, c.form, c.withCommon);
+    const sql = pageSql('owner', c.q, c.after, PAGE_COLUMNS, c.form, c.withCommon);
     const values = sql.values.map((v, i) => `--   $${i + 1} = ${JSON.stringify(v)}`).join('\n');
     return `-- ${c.name} (${c.form})\n${values}\n${sql.text.trim()};\n`;
   });
-  return `-- GET /api/assets' read model (src/http/rest/read-model/asset-page.ts): written by npm run sql:snapshots\n\n${parts.join('\n')}`;
+  return `-- The listing's page statements (src/domain/assets/asset.repository.ts): written by npm run sql:snapshots\n\n${parts.join('\n')}`;
 }
 
-test("the read model's SQL equals its checked-in snapshot", () => {
+test("the listing's SQL equals its checked-in snapshot", () => {
   const text = snapshotText();
   if (process.env.UPDATE_SQL_SNAPSHOTS === '1') {
     fs.mkdirSync(path.dirname(SNAPSHOT), { recursive: true });

@@ -9,9 +9,7 @@ import type {
   AssetFilter,
   AssetListQuery,
   AssetPage,
-  AssetSort,
   AssetUpdateFields,
-  ListPage,
   Page,
   TagCount,
   TagListQuery,
@@ -168,16 +166,38 @@ export class AssetRepository {
   /** Many new assets in one statement (an import's batch); an id or (owner, content) taken meanwhile fails it. */
   async insertMany(rows: readonly NewAssetRow[], tx: Transaction): Promise<void> {
     if (rows.length === 0) return;
-    await prismaOf(tx)
-      .asset.createMany({ data: rows.map(assetData) })
-      .catch((err: unknown) => {
+    // The batch as one JSON parameter: Prisma's createMany compiled each of its ~700 values, which made the client
+    // most of an in-place import's main-thread time (`npm run bench -- import --in-place`).
+    const batch = JSON.stringify(
+      rows.map((r) => ({
+        id: r.id,
+        owner_id: r.ownerId,
+        name: r.name,
+        content_hash: r.contentHash,
+        size: r.size,
+        mime_type: r.mimeType,
+        tags: r.tags,
+        user_metadata: r.userMetadata ?? {},
+        preview_id: r.previewId,
+        prompt_id: r.promptId,
+        metadata: r.metadata ?? null,
+      })),
+    );
+    await prismaOf(tx).$executeRaw`
+        INSERT INTO asset (id, owner_id, name, content_hash, size, mime_type, tags, user_metadata, preview_id, prompt_id, metadata)
+        SELECT id, owner_id, name, content_hash, size, mime_type, tags, user_metadata, preview_id, prompt_id, metadata
+          FROM jsonb_to_recordset(${batch}::jsonb) AS r(id uuid, owner_id text, name text, content_hash text,
+            size bigint, mime_type text, tags text[], user_metadata jsonb, preview_id uuid, prompt_id uuid, metadata jsonb)`.catch(
+      (err: unknown) => {
         throw isUniqueViolation(err) ? new AlreadyExists('asset', { cause: err }) : err;
-      });
+      },
+    );
   }
 
   /** This owner's assets of these contents, by content hash (at most one each: one asset per owner and content). */
   async findByContents(ownerId: string, blake3s: readonly string[], tx: Transaction): Promise<Map<string, Asset>> {
-    const rows = await prismaOf(tx).asset.findMany({ where: { ownerId, contentHash: { in: [...blake3s] } } });
+    const rows = await prismaOf(tx).$queryRaw<AssetRow[]>`${SELECT_ASSET}
+      WHERE owner_id = ${ownerId} AND content_hash = ANY(${[...blake3s]}::text[])`;
     return new Map(rows.map((r) => [r.contentHash.trim(), toAsset(r)]));
   }
 
@@ -291,22 +311,20 @@ export class AssetRepository {
    * this instance's cache of counts under the owner's current version, or from a count that stops at COUNT_LIMIT + 1.
    */
   async list(ownerId: string, q: AssetListQuery, after?: CursorPosition): Promise<AssetPage> {
-    return (await this.pageIfChanged(ownerId, q, after, undefined, ASSET_PAGE_COLUMNS))!;
+    return (await this.pageIfChanged(ownerId, q, after, undefined))!;
   }
 
   /**
    * `list`; undefined when the owner's rows version is still `known` (the page read at it is still the answer): then
    * the request costs one primary-key read, a named statement whatever the filter (the page's statement may be
-   * unnamed, planned per request). `columns` says which columns of the page's rows are read and how a row becomes an
-   * item: the assets (ASSET_PAGE_COLUMNS), or what a transport's read model reads (http/rest/read-model/).
+   * unnamed, planned per request).
    */
-  async pageIfChanged<R extends PageHead, I>(
+  async pageIfChanged(
     ownerId: string,
     q: AssetListQuery,
     after: CursorPosition | undefined,
     known: string | undefined,
-    shape: PageColumns<R, I>,
-  ): Promise<ListPage<I> | undefined> {
+  ): Promise<AssetPage | undefined> {
     if (await this.stillAt(ownerId, known)) return undefined;
     // Include tags only: the statement also says whether they are common (kept per owner and filter, as counts are).
     const hintKey = isIncludeOnly(q) ? `${ownerId}\0${filterKey(q)}` : undefined;
@@ -315,11 +333,9 @@ export class AssetRepository {
       : hintKey !== undefined && this.commonTags.get(hintKey, '')
         ? 'commonTags'
         : 'planned';
-    const types = shape.asText ? AS_TEXT : undefined;
-    let rows = await this.read<R>(
-      pageSql(ownerId, q, after, shape.sql, form, hintKey !== undefined),
+    let rows = await this.read<ListRow>(
+      pageSql(ownerId, q, after, PAGE_COLUMNS, form, hintKey !== undefined),
       form !== 'planned',
-      types,
     );
     if (hintKey !== undefined) {
       const common = isTrue(rows[0]!.commonTags);
@@ -327,22 +343,24 @@ export class AssetRepository {
       // The tags were common when this filter was last read and are not now: the named statement read no page (its
       // guard); read it as the planner chooses (whether they are common is known now: not asked again).
       if (form === 'commonTags' && !common)
-        rows = await this.read<R>(pageSql(ownerId, q, after, shape.sql, 'planned', false), false, types);
+        rows = await this.read<ListRow>(pageSql(ownerId, q, after, PAGE_COLUMNS, 'planned', false), false);
     }
     const head = rows[0]!;
-    const tagCounts = typeof head.tagCounts === 'string' ? intArrayOf(head.tagCounts) : head.tagCounts;
-    const stats = ownerStatsOf({ ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts }, q);
+    const stats = ownerStatsOf(
+      { ownerTotal: head.ownerTotal, ownerVersion: head.ownerVersion, tagCounts: head.tagCounts },
+      q,
+    );
     const counted = totalFromCounts(stats, q) ?? (await this.limitedCount(ownerId, q, stats.version));
-    const found = head.id === null ? [] : (rows as (R & { id: string })[]);
+    const found = head.id === null ? [] : (rows as (ListRow & { id: string })[]);
     const hasMore = found.length > q.limit;
-    const items = found.slice(0, q.limit).map((r) => shape.item(r, ownerId));
+    const items = found.slice(0, q.limit).map((r) => assetOf(r, ownerId));
     const totalIsLowerBound = counted > COUNT_LIMIT;
     const total = totalIsLowerBound ? Math.max(COUNT_LIMIT, pageOffset(q, after) + items.length) : counted;
     const n = items.length;
     const nextCursor =
       hasMore && n > 0 && CURSOR_SORTS.includes(q.sort)
         ? encodeCursor(q.sort, q.order, {
-            value: shape.cursorValue(found[n - 1]!, items[n - 1]!, q.sort),
+            value: sortValue(items[n - 1]!, q.sort),
             id: found[n - 1]!.id,
           })
         : undefined;
@@ -492,17 +510,13 @@ export class AssetRepository {
   }
 
   /** The listing's statements (pages, counts, tags) on the pool, as the class says. */
-  private async read<T extends QueryResultRow>(
-    sql: Prisma.Sql,
-    prepared = false,
-    types?: typeof AS_TEXT,
-  ): Promise<T[]> {
+  private async read<T extends QueryResultRow>(sql: Prisma.Sql, prepared = false): Promise<T[]> {
     // `prepared`: only statements whose best plan does not depend on their parameters (owner-only pages, primary-key
     // reads): a named statement is planned once per connection, where planning a page took longer than running it.
     // Other filters stay unnamed: a generic plan cannot tell a rare tag (GIN) from a common one (sort index); common
     // include tags are sent named in a form whose plan does not depend on them (PageForm).
-    if (prepared) return (await preparedOf<T>(sql.text, types).run(this.pool, sql.values)).rows;
-    return (await this.pool.query<T>({ text: sql.text, values: sql.values, types })).rows;
+    if (prepared) return (await preparedOf<T>(sql.text).run(this.pool, sql.values)).rows;
+    return (await this.pool.query<T>({ text: sql.text, values: sql.values })).rows;
   }
 
   /**
@@ -524,61 +538,38 @@ export class AssetRepository {
   }
 }
 
-/**
- * What a page statement reads beside the owner's counts, and how its rows become items: `sql` is the page's SELECT list
- * over `asset` (its row's `id` the asset's id, as text); `asText`: every column arrives as the text PostgreSQL printed
- * (pg's type parsers bypassed); `cursorValue` is the sort column's value of a row, for the next cursor.
- */
-export interface PageColumns<R, I> {
-  readonly sql: string;
-  readonly asText?: boolean;
-  item(row: R & { id: string }, ownerId: string): I;
-  cursorValue(row: R & { id: string }, item: I, sort: AssetSort): string | number;
-}
-
 /** What every page statement's rows begin with: the owner's counts and versions, and the row's id (null: no rows). */
 export interface PageHead {
   id: string | null;
-  /** Include tags only: whether they are common (`COMMON_SHARE`), as pg parsed it or as text. */
-  commonTags?: boolean | string | null;
+  /** Include tags only: whether they are common (`COMMON_SHARE`). */
+  commonTags?: boolean | null;
   ownerTotal: string | bigint;
   ownerVersion: string | bigint;
   rowsVersion: string | bigint;
-  /** The maintained counts of the filter's tags: an int[] as pg parsed it, or its text (`{1,2}`). */
-  tagCounts: number[] | string;
+  /** The maintained counts of the filter's tags. */
+  tagCounts: number[];
 }
 
 type ListRow = Omit<AssetRow, 'ownerId' | 'id'> & PageHead;
 
-/** A listing page's assets: SELECT_ASSET's columns without owner_id (the caller's; one field less to decode per row). */
-export const ASSET_PAGE_COLUMNS: PageColumns<ListRow, Asset> = {
-  sql: `id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+/**
+ * A listing page's columns: SELECT_ASSET's without owner_id (the caller's; one field less to decode per row). The
+ * rows become assets (`assetOf`) and the transports present them: REST's assetJson, GraphQL's Asset type.
+ */
+export const PAGE_COLUMNS = `id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
   user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
   prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
-  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`,
-  item: (r, ownerId) => assetOf(r, ownerId),
-  cursorValue: (_r, a, sort) => sortValue(a, sort),
-};
-
-/** pg's type parsers bypassed: every column arrives as the text PostgreSQL sent (`PageColumns.asText`). */
-const AS_TEXT = { getTypeParser: () => (value: string) => value };
-
-/** An int[]'s text (`{1,2}`) as numbers. */
-const intArrayOf = (text: string): number[] => (text.length > 2 ? text.slice(1, -1).split(',').map(Number) : []);
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata`;
 
 /**
  * The named statements of the pages and counts, by text (a few dozen texts: the sorts and orders, with and without a
- * cursor, as objects or as a read model's text); a name is the text's hash.
+ * cursor); a name is the text's hash.
  */
 const preparedStatements = new Map<string, PreparedStatement>();
-function preparedOf<R extends QueryResultRow>(text: string, types?: typeof AS_TEXT): PreparedStatement<R> {
+function preparedOf<R extends QueryResultRow>(text: string): PreparedStatement<R> {
   let s = preparedStatements.get(text);
   if (s === undefined) {
-    s = new PreparedStatement(
-      `asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`,
-      text,
-      types,
-    );
+    s = new PreparedStatement(`asset_list_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`, text);
     preparedStatements.set(text, s);
   }
   return s as PreparedStatement<R>;

@@ -8,7 +8,7 @@ import { isActiveContent, servedContentType } from '../content/mime';
 import { AlreadyExists, DomainError } from '../errors';
 import { JOB, type Queue } from '../job-map';
 import { servableMediaType } from '../input';
-import type { AssetRepository, PageColumns, PageHead } from './asset.repository';
+import type { AssetRepository } from './asset.repository';
 import type {
   Asset,
   AssetCreateFields,
@@ -18,7 +18,6 @@ import type {
   AssetPage,
   AssetUpdateFields,
   CreateResult,
-  ListPage,
   Page,
   Principal,
   TagAddResult,
@@ -92,8 +91,8 @@ export class AssetService {
   }
 
   /**
-   * A page of assets (GraphQL `assets`; GET /api/assets reads its own columns through `pageIfChanged`): `after` (a
-   * cursor of the same sort and order) wins over `offset`.
+   * A page of assets (GraphQL `assets`; GET /api/assets uses `pageIfChanged`): `after` (a cursor of the same sort
+   * and order) wins over `offset`.
    */
   list(principal: Principal, query: AssetListQuery): Promise<AssetPage> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
@@ -101,18 +100,16 @@ export class AssetService {
   }
 
   /**
-   * `list` with the page's rows read as `columns` says (GET /api/assets: http/rest/read-model/asset-page.ts), or
-   * undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page read then is still
-   * the answer: one primary-key read.
+   * `list`, or undefined when the owner's rows are still at `version` (a page's `version`), i.e. when the page read
+   * then is still the answer: one primary-key read (GET /api/assets keeps the page it sent under its version).
    */
-  pageIfChanged<R extends PageHead, I>(
+  pageIfChanged(
     principal: Principal,
     query: AssetListQuery,
     version: string | undefined,
-    columns: PageColumns<R, I>,
-  ): Promise<ListPage<I> | undefined> {
+  ): Promise<AssetPage | undefined> {
     const after = query.after === undefined ? undefined : decodeCursor(query.after, query.sort, query.order);
-    return this.assets.pageIfChanged(principal.ownerId, query, after, version, columns);
+    return this.assets.pageIfChanged(principal.ownerId, query, after, version);
   }
 
   /** GET /api/jobs/{job_id}/assets: this owner's assets made by the job, oldest first; an unknown job: none. */
@@ -512,10 +509,18 @@ export class AssetService {
   async openContent(
     principal: Principal,
     id: string,
-  ): Promise<{ asset: Asset; open: (range?: { start: number; end: number }) => Promise<Readable> }> {
+  ): Promise<{
+    asset: Asset;
+    open: (range?: { start: number; end: number }) => Promise<Readable>;
+    assertServable: () => Promise<void>;
+  }> {
     const asset = await this.assets.findById(principal.ownerId, id);
     if (!asset) throw notFound(id);
-    return { asset, open: (range) => this.content.read(asset.blake3, range) };
+    return {
+      asset,
+      open: (range) => this.content.read(asset.blake3, range),
+      assertServable: () => this.content.assertServable(asset.blake3),
+    };
   }
 
   async presignedContentUrl(

@@ -5,7 +5,7 @@ import type { CursorPosition } from './cursor';
 /**
  * The SQL of the listing (GET /api/assets, GraphQL `assets`, the refine facets): the page statement in its forms, the
  * filters' conditions, and the totals the maintained counts decide. Pure functions of the query; AssetRepository runs
- * them (REST's read model gives the page's columns, http/rest/read-model/).
+ * them (the page's columns: PAGE_COLUMNS, asset.repository.ts).
  */
 
 /** `total` is exact up to this many matches; above it the count stops and is a lower bound. */

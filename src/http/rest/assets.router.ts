@@ -15,13 +15,18 @@ import { parseHash } from '../../domain/content/hashing';
 import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { linksOfRes } from '../base-url';
-import { assetJson, assetPageText } from './asset.presenter';
-import { createInputOfBody, createInputOfText, parseJsonField, parseTagsField, updateInputOfBody } from './asset-input';
+import { assetJson, assetPageJson } from './asset.presenter';
+import {
+  createInputOfBody,
+  createInputOfText,
+  parseJsonField,
+  parseTagsField,
+  updateInputOfBody,
+} from '../shared/asset-input';
 import { hashParam } from '../shared/ids';
 import { handle, principalOf } from '../shared/handler';
 import { jsonBody, jsonBodyIfSent, pathId, sendJson, sendJsonBytes } from './middleware';
 import { PageCache } from '../shared/page-cache';
-import { ASSET_JSON_PAGE } from './read-model/asset-page';
 import { check, checkBody } from '../schema/check';
 import { AssetUpdate, AssetUrlUpload, FromHashRequest, PathsRequest, TagEditRequest } from '../schema/rest';
 import { parseMultipartUpload } from './multipart';
@@ -121,8 +126,11 @@ export function assetsRouter(deps: {
       // The grant is in the key: a page kept with one window's grant is made again in the next (read-grants.ts).
       const key = `${principal.ownerId}\0${links.base}\0${links.access ?? ''}\0${JSON.stringify(query)}`;
       const cached = pages.get(key);
-      const page = await assets.pageIfChanged(principal, query, cached?.version, ASSET_JSON_PAGE);
-      sendJsonBytes(res, page ? pages.set(key, page.version, assetPageText(page, links)) : cached!.body);
+      const page = await assets.pageIfChanged(principal, query, cached?.version);
+      sendJsonBytes(
+        res,
+        page ? pages.set(key, page.version, JSON.stringify(assetPageJson(page, links))) : cached!.body,
+      );
     }),
   );
 

@@ -1,4 +1,4 @@
--- GET /api/assets' read model (src/http/rest/read-model/asset-page.ts): written by npm run sql:snapshots
+-- The listing's page statements (src/domain/assets/asset.repository.ts): written by npm run sql:snapshots
 
 -- first page, no filter (owner)
 --   $1 = "owner"
@@ -13,11 +13,10 @@ SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "
       ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = $1 AND c.tag = t.tag), 0)
             FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3) AS s LEFT JOIN LATERAL (
-      SELECT id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4
+      SELECT id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4
       ORDER BY created_at DESC, asset.id DESC LIMIT (SELECT $5::bigint) OFFSET (SELECT $6::bigint)) AS p ON true;
 
 -- page after a cursor, no filter (owner)
@@ -35,11 +34,10 @@ SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "
       ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = $1 AND c.tag = t.tag), 0)
             FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3) AS s LEFT JOIN LATERAL (
-      SELECT id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4 AND (created_at, asset.id) < ($5::timestamptz, $6::uuid)
+      SELECT id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4 AND (created_at, asset.id) < ($5::timestamptz, $6::uuid)
       ORDER BY created_at DESC, asset.id DESC LIMIT (SELECT $7::bigint) OFFSET (SELECT $8::bigint)) AS p ON true;
 
 -- include tags, planned per request (planned)
@@ -57,11 +55,10 @@ SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "
       ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = $1 AND c.tag = t.tag), 0)
             FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3) AS s0 OFFSET 0) AS s LEFT JOIN LATERAL (
-      SELECT id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4 AND tags @> $5::text[]
+      SELECT id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4 AND tags @> $5::text[]
       ORDER BY created_at DESC, asset.id DESC LIMIT $6 OFFSET $7) AS p ON true;
 
 -- include tags that were common, after a cursor (commonTags)
@@ -81,11 +78,10 @@ SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "
       ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = $1 AND c.tag = t.tag), 0)
             FROM unnest((SELECT $2::text[])) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3) AS s0 OFFSET 0) AS s LEFT JOIN LATERAL (
-      SELECT id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE s.common AND owner_id = $4 AND coalesce(tags, '{}') @> (SELECT $5::text[]) AND (created_at, asset.id) < ($6::timestamptz, $7::uuid)
+      SELECT id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE s.common AND owner_id = $4 AND coalesce(tags, '{}') @> (SELECT $5::text[]) AND (created_at, asset.id) < ($6::timestamptz, $7::uuid)
       ORDER BY created_at DESC, asset.id DESC LIMIT (SELECT $8::bigint) OFFSET (SELECT $9::bigint)) AS p ON true;
 
 -- other filters, by name ascending (planned)
@@ -106,9 +102,8 @@ SELECT s.total AS "ownerTotal", s.version AS "ownerVersion", s.rows_version AS "
       ARRAY(SELECT coalesce((SELECT c.count FROM asset_tag_count c WHERE c.owner_id = $1 AND c.tag = t.tag), 0)
             FROM unnest($2::text[]) WITH ORDINALITY AS t(tag, i) ORDER BY t.i) AS counts
     FROM (SELECT 1) AS one LEFT JOIN asset_owner_stats o ON o.owner_id = $3) AS s LEFT JOIN LATERAL (
-      SELECT id, name, size, content_hash AS "blake3", mime_type AS "mimeType",
-  coalesce(array_to_json(tags)::text, '[]') AS "tagsJson", 'models' = ANY(tags) AS "isModel", user_metadata AS "userMetadata",
-  preview_id AS "previewId", preview_removed AS "previewRemoved", prompt_id AS "promptId", is_immutable AS "isImmutable",
-  created_at AT TIME ZONE 'UTC' AS "createdAt", updated_at AT TIME ZONE 'UTC' AS "updatedAt",
-  last_access_time AT TIME ZONE 'UTC' AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4 AND tags && $5::text[] AND NOT (tags && $6::text[]) AND name ILIKE $7 AND (user_metadata @> $8::jsonb OR user_metadata @> $9::jsonb)
+      SELECT id::text AS "id", name, content_hash AS "contentHash", size, mime_type AS "mimeType", tags,
+  user_metadata AS "userMetadata", preview_id::text AS "previewId", preview_removed AS "previewRemoved",
+  prompt_id::text AS "promptId", is_immutable AS "isImmutable", created_at AS "createdAt", updated_at AS "updatedAt",
+  last_access_time AS "lastAccessTime", has_thumbnail AS "hasThumbnail", metadata FROM asset WHERE owner_id = $4 AND tags && $5::text[] AND NOT (tags && $6::text[]) AND name ILIKE $7 AND (user_metadata @> $8::jsonb OR user_metadata @> $9::jsonb)
       ORDER BY name ASC, asset.id ASC LIMIT $10 OFFSET $11) AS p ON true;
