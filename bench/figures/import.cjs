@@ -293,11 +293,13 @@ async function modelsInPlace(args) {
     if (up.status !== 201) throw new Error(`the stored upload answered ${up.status}`);
     const storedId = up.body.id;
     const serve = { inPlace: [], stored: [] };
+    // A B, B A, ...: whichever goes first in a round meets the writeback of what came before.
     for (let i = 0; i < rounds; i++) {
-      for (const [k, id] of [
+      const pair = [
         ['inPlace', inPlaceId],
         ['stored', storedId],
-      ]) {
+      ];
+      for (const [k, id] of i % 2 === 0 ? pair : pair.reverse()) {
         const r = await readContent(stack.svc.url, id);
         if (r.bytes !== mib * MiB) throw new Error(`read ${r.bytes} bytes of ${mib * MiB}`);
         serve[k].push(r.bytes / r.seconds / 1e6);

@@ -172,9 +172,48 @@ test('a second seed of the unchanged tree reads no file', async () => {
   expect(body.progress).toMatchObject({ created: 0, files_read: 0, bytes_read: 0 });
 });
 
+test('new files in batches (more than one): each content in place with its location, none orphaned; one asset per content', async () => {
+  // 70 new files (the import commits 64 per transaction), two of them the same bytes under two names.
+  const files = Array.from({ length: 70 }, (_, i) => seeded(2_000 + i, 100 + i));
+  files.forEach((data, i) => write(`models/embeddings/e${i}.safetensors`, data));
+  write('models/embeddings/again.safetensors', files[3]!);
+  const body = await seedWait();
+  expect(body.progress).toMatchObject({ created: 70, files_read: 71 });
+  const assets = await assetsByName();
+  expect(files.every((data, i) => i === 3 || assets.get(`e${i}.safetensors`)?.asset_hash === blake3Of(data))).toBe(
+    true,
+  );
+  // The pair of one content: one asset, named after whichever file the readers came to first.
+  const pair = [assets.get('e3.safetensors'), assets.get('again.safetensors')].filter(Boolean);
+  expect(pair.map((a) => a.asset_hash)).toEqual([blake3Of(files[3]!)]);
+  const hashes = files.map((d) => blake3Of(d).slice('blake3:'.length));
+  const { rows } = await svc.container.database.pool.query<{ in_place: boolean; orphaned: boolean; located: boolean }>(
+    `SELECT c.in_place, c.orphaned_at IS NOT NULL AS orphaned, l.blake3 IS NOT NULL AS located
+       FROM content c LEFT JOIN content_location l USING (blake3) WHERE c.blake3 = ANY($1::text[])`,
+    [hashes],
+  );
+  expect(rows).toHaveLength(70);
+  expect(rows.every((r) => r.in_place && !r.orphaned && r.located)).toBe(true);
+  // No JSON null where the column has none (the batch's rows go in as one JSON parameter).
+  const nulls = await svc.container.database.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM asset a JOIN content c ON c.blake3 = a.content_hash
+      WHERE c.blake3 = ANY($1::text[]) AND (jsonb_typeof(a.metadata) = 'null' OR jsonb_typeof(c.metadata) = 'null'
+        OR jsonb_typeof(a.user_metadata) <> 'object' OR a.metadata->'paths' IS NULL)`,
+    [hashes],
+  );
+  expect(nulls.rows[0]!.n).toBe(0);
+  expect(storedSizes().has(files[0]!.length)).toBe(false);
+  const first = await content(assets.get('e5.safetensors').id);
+  expect([first.status, first.body.equals(files[5]!)]).toEqual([200, true]);
+});
+
 test('a file changed: 409 CONTENT_CHANGED and `missing`; a re-seed makes its new bytes new content', async () => {
   const old = (await assetsByName()).get('base.safetensors');
+  expect((await svc.fetch(`/api/assets/${old.id}/content`, { method: 'HEAD' })).status).toBe(200);
   write('models/checkpoints/base.safetensors', base2);
+  // A HEAD answers as the GET will: the file no longer holds that content.
+  const head = await svc.fetch(`/api/assets/${old.id}/content`, { method: 'HEAD' });
+  expect(head.status).toBe(409);
   const res = await content(old.id);
   expect(res.status).toBe(409);
   expect(JSON.parse(res.body.toString())).toMatchObject({

@@ -42,7 +42,7 @@ const toRecord = (r: Row): ContentRecord => ({
   ...(r.inPlace ? { inPlace: true } : {}),
 });
 
-/** A new content's row as Prisma writes it (one insert, or an import's batch). */
+/** A new content's row as Prisma writes it (one insert; an import's batch is `insertMany`'s). */
 const contentData = (rec: ContentRecord): Prisma.ContentCreateManyInput => ({
   blake3: rec.blake3,
   sha256: rec.sha256,
@@ -180,15 +180,34 @@ export class ContentRepository {
 
   /** The rows of those of these hashes that are stored, by BLAKE3. */
   async findMany(blake3s: readonly string[], tx: Transaction): Promise<Map<string, ContentRecord>> {
-    const rows = await prismaOf(tx).content.findMany({ where: { blake3: { in: [...blake3s] } } });
+    // A template, not findMany: an import's batch asks for 64 hashes, each of which Prisma's compiler processed.
+    const rows = await prismaOf(tx).$queryRaw<Row[]>`
+      SELECT blake3, sha256, size, mime_type AS "mimeType", first_name AS "firstName", metadata, in_place AS "inPlace"
+        FROM content WHERE blake3 = ANY(${[...blake3s]}::text[])`;
     return new Map(rows.map((r) => [r.blake3.trim(), toRecord(r)]));
   }
 
   /** New content rows in one statement (an import's batch); a hash stored meanwhile is a unique violation. */
   async insertMany(recs: readonly ContentRecord[], tx: Transaction): Promise<void> {
     if (recs.length === 0) return;
+    // One JSON parameter, as AssetRepository.insertMany (Prisma's createMany compiled every value).
+    const batch = JSON.stringify(
+      recs.map((r) => ({
+        blake3: r.blake3,
+        sha256: r.sha256,
+        size: r.size,
+        mime_type: r.mimeType,
+        first_name: r.firstName,
+        metadata: r.metadata ?? null,
+        in_place: r.inPlace === true,
+      })),
+    );
     try {
-      await prismaOf(tx).content.createMany({ data: recs.map(contentData) });
+      await prismaOf(tx).$executeRaw`
+        INSERT INTO content (blake3, sha256, size, mime_type, first_name, metadata, in_place)
+        SELECT blake3, sha256, size, mime_type, first_name, metadata, in_place
+          FROM jsonb_to_recordset(${batch}::jsonb) AS r(blake3 text, sha256 text, size bigint, mime_type text,
+            first_name text, metadata jsonb, in_place boolean)`;
     } catch (err) {
       if (isUniqueViolation(err)) throw new AlreadyExists('content', { cause: err });
       throw err;

@@ -155,6 +155,15 @@ export class ContentService {
     return this.repo.find(hash, tx);
   }
 
+  /**
+   * Throws what a read would (409 CONTENT_CHANGED, 503 CONTENT_UNAVAILABLE) when the content is a file of an in-place
+   * root that cannot be served now: a HEAD of its content answers as its GET would. A stored content is not looked at.
+   */
+  async assertServable(blake3: string): Promise<void> {
+    if (!(await this.repo.find({ algorithm: 'blake3', hex: blake3 }))?.inPlace) return;
+    (await this.blobs.read(blake3, { start: 0, end: 0 })).destroy();
+  }
+
   exists(hash: ParsedHash): Promise<boolean> {
     return this.repo.exists(hash);
   }
@@ -331,20 +340,47 @@ export class ContentService {
     loc: InPlaceLocation,
   ): Promise<void> {
     if (!this.opts.inPlace) throw new Error('in-place contents are not wired');
-    const facts = headFacts(head, meta.fileName);
-    const sniffed = facts.sniffedMime;
-    const mimeType = sniffed && sniffed !== DEFAULT_MIME ? sniffed : (mimeFromName(meta.fileName) ?? DEFAULT_MIME);
-    await this.opts.inPlace.insertInPlace(
-      {
-        blake3: digest.blake3,
-        sha256: digest.sha256,
-        size: digest.size,
-        mimeType,
-        firstName: meta.name,
-        metadata: withFormat(facts.derived, meta.fileName),
-      },
-      loc,
+    await this.opts.inPlace.insertInPlace(inPlaceRecordOf(digest, head, meta), loc);
+  }
+
+  /**
+   * `recordInPlace` for an import's batch, inside its transaction, which holds the contents' locks (`lockMany`) and
+   * makes their assets: a content not yet known gets its row (in place, not orphaned: its asset comes in the same
+   * transaction) and location; a known one stays as it is (stored, or in place elsewhere: the seed's drift check
+   * moves a stale location). Returns each file's content.
+   */
+  async recordInPlaceMany(
+    tx: Transaction,
+    items: readonly {
+      digest: ContentDigest;
+      head: Buffer;
+      meta: { name: string; fileName: string };
+      loc: InPlaceLocation;
+    }[],
+  ): Promise<ContentRecord[]> {
+    if (!this.opts.inPlace) throw new Error('in-place contents are not wired');
+    const found = await this.repo.findMany(
+      items.map((i) => i.digest.blake3),
+      tx,
     );
+    const fresh = new Map<string, { rec: ContentRecord; loc: InPlaceLocation }>();
+    for (const { digest, head, meta, loc } of items) {
+      const existing = found.get(digest.blake3);
+      if (existing && existing.sha256 !== digest.sha256)
+        throw new DomainError('HASH_MISMATCH', 'the content hashes disagree with the stored content');
+      if (existing || fresh.has(digest.blake3)) continue;
+      fresh.set(digest.blake3, { rec: inPlaceRecordOf(digest, head, meta), loc });
+    }
+    await this.repo.clearOrphanedMany([...found.keys()], tx);
+    await this.repo.insertMany(
+      [...fresh.values()].map((f) => f.rec),
+      tx,
+    );
+    await this.opts.inPlace.insertLocations(
+      [...fresh.values()].map((f) => ({ blake3: f.rec.blake3, loc: f.loc })),
+      tx,
+    );
+    return items.map((i) => found.get(i.digest.blake3) ?? fresh.get(i.digest.blake3)!.rec);
   }
 
   /** Inside a transaction holding the content lock: a referenced content is no longer a GC candidate. */
@@ -644,4 +680,20 @@ type HeadFacts = Pick<IngestedContent, 'sniffedMime' | 'derived'>;
 function headFacts(head: Buffer, name?: string): HeadFacts {
   const sniffedMime = head.length > 0 ? detectMime(head, undefined) : undefined;
   return { sniffedMime, derived: deriveFromHead(head, sniffedMime, name) };
+}
+
+/** The content row of a freshly hashed in-place file: its type sniffed from its first bytes, else from its name. */
+function inPlaceRecordOf(digest: ContentDigest, head: Buffer, meta: { name: string; fileName: string }): ContentRecord {
+  const facts = headFacts(head, meta.fileName);
+  const sniffed = facts.sniffedMime;
+  const mimeType = sniffed && sniffed !== DEFAULT_MIME ? sniffed : (mimeFromName(meta.fileName) ?? DEFAULT_MIME);
+  return {
+    blake3: digest.blake3,
+    sha256: digest.sha256,
+    size: digest.size,
+    mimeType,
+    firstName: meta.name,
+    metadata: withFormat(facts.derived, meta.fileName),
+    inPlace: true,
+  };
 }

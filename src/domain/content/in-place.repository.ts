@@ -74,6 +74,25 @@ export class InPlaceRepository {
     });
   }
 
+  /**
+   * Inside a transaction that made these in-place contents' rows (an import's batch, holding their locks): their
+   * locations.
+   */
+  async insertLocations(items: readonly { blake3: string; loc: InPlaceLocation }[], tx: Transaction): Promise<void> {
+    if (items.length === 0) return;
+    await prismaOf(tx).contentLocation.createMany({
+      data: items.map(({ blake3, loc }) => ({
+        blake3,
+        root: loc.root,
+        relPath: loc.relPath,
+        size: loc.size,
+        mtimeNs: loc.mtimeNs,
+        inode: loc.inode,
+      })),
+      skipDuplicates: true,
+    });
+  }
+
   /** Points an in-place content at another file of the same bytes (its old one is gone or changed). */
   async relocate(blake3: string, loc: InPlaceLocation): Promise<void> {
     await this.db.$executeRaw`

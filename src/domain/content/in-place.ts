@@ -23,7 +23,8 @@ export const sameFile = (st: { size: bigint; mtimeNs: bigint }, loc: { size: big
  * the root (another machine) answers 503 CONTENT_UNAVAILABLE.
  */
 export class InPlaceContent implements InPlaceFiles {
-  private readonly buffers = new ReadBufferPool(4);
+  /** As many idle read buffers as the store keeps (4 had a 1 GiB serve allocate and collect buffers mid-stream). */
+  private readonly buffers = new ReadBufferPool();
 
   constructor(
     private readonly repo: InPlaceRepository,

@@ -1,11 +1,22 @@
 import crypto from 'node:crypto';
-import type { Transactions } from '../../infra/prisma';
+import type { Transaction, Transactions } from '../../infra/prisma';
 import type { AssetRepository, NewAssetRow } from '../assets/asset.repository';
 import { PATHS_LIMITS } from '../assets/asset-paths';
 import { newAssetRow } from '../assets/new-asset-row';
 import { LIMITS } from '../assets/validation';
+import type { ContentRecord } from '../content/content.repository';
 import type { ContentService, IngestedContent } from '../content/content.service';
+import type { ContentDigest } from '../content/hashing';
+import type { InPlaceLocation } from '../content/in-place.repository';
 import type { QuotaService } from '../quotas/quota.service';
+
+/** A file of an in-place root, hashed where it is (InPlaceImporter.readOne), waiting for its batch. */
+export interface InPlaceFile {
+  digest: ContentDigest;
+  head: Buffer;
+  loc: InPlaceLocation;
+  file: ReadFile['file'];
+}
 
 /** One file of an import, read and hashed, its bytes put under their content address (`ContentService.precommit`). */
 export interface ReadFile {
@@ -30,15 +41,14 @@ export class ImportBatches {
   ) {}
 
   /** Makes the assets of `files` for `ownerId`; whether each one made a new asset. Temporary blobs stay. */
-  async commit(ownerId: string, files: readonly ReadFile[]): Promise<boolean[]> {
-    const { assets, content } = this.d;
-    return this.d.transactions.run(
-      async (tx) => {
-        const hashes = files.map((f) => f.ingested.digest.blake3);
-        // As AssetService.createWithContent: the owner's quota row before the content locks.
-        const limits = await this.d.quotas.lock(ownerId, tx);
-        await content.lockMany(hashes, tx);
-        const records = await content.ensureStoredMany(
+  commit(ownerId: string, files: readonly ReadFile[]): Promise<boolean[]> {
+    const { content } = this.d;
+    return this.assetsOf(
+      ownerId,
+      files.map((f) => f.ingested.digest.blake3),
+      files.map((f) => f.file),
+      (tx) =>
+        content.ensureStoredMany(
           tx,
           files.map(({ ingested, file }) => ({
             ingested,
@@ -47,17 +57,64 @@ export class ImportBatches {
           // Thumbnails wait for the end of the import (ImportService queues the backfill): they are not needed for
           // the files to be stored, and making them beside the import took the CPU the import needs.
           { derivedJobs: false },
-        );
+        ),
+    );
+  }
+
+  /**
+   * The same for files of an in-place root, hashed where they are: their content rows and locations
+   * (`ContentService.recordInPlaceMany`) and assets in one transaction, where one file cost two
+   * (`npm run bench -- import --in-place`). As the file-by-file way (InPlaceImporter.commitOne), a file whose content
+   * already has an asset of the owner leaves that asset as it is.
+   */
+  commitInPlace(ownerId: string, files: readonly InPlaceFile[]): Promise<boolean[]> {
+    return this.assetsOf(
+      ownerId,
+      files.map((f) => f.digest.blake3),
+      files.map((f) => f.file),
+      (tx) =>
+        this.d.content.recordInPlaceMany(
+          tx,
+          files.map((f) => ({
+            digest: f.digest,
+            head: f.head,
+            meta: { name: f.file.name, fileName: f.file.fileName },
+            loc: f.loc,
+          })),
+        ),
+      { appendToKnown: false },
+    );
+  }
+
+  /**
+   * The transaction of a batch: the quota and content locks, the contents (`contents`), then the assets; a file whose
+   * content has an asset of the owner appends its path and tags to it, unless `appendToKnown` is false.
+   */
+  private assetsOf(
+    ownerId: string,
+    hashes: string[],
+    files: readonly ReadFile['file'][],
+    contents: (tx: Transaction) => Promise<ContentRecord[]>,
+    opts: { appendToKnown: boolean } = { appendToKnown: true },
+  ): Promise<boolean[]> {
+    const { assets, content } = this.d;
+    return this.d.transactions.run(
+      async (tx) => {
+        // As AssetService.createWithContent: the owner's quota row before the content locks.
+        const limits = await this.d.quotas.lock(ownerId, tx);
+        await content.lockMany(hashes, tx);
+        const records = await contents(tx);
         const mine = new Map<string, { id: string; isImmutable: boolean }>(
           await assets.findByContents(ownerId, hashes, tx),
         );
         const rows: NewAssetRow[] = [];
         const again: { id: string; path: string; tags: string[] }[] = [];
-        const made = files.map(({ file }, i) => {
+        const made = files.map((file, i) => {
           const rec = records[i]!;
           const have = mine.get(rec.blake3);
           if (have) {
-            again.push({ id: have.id, path: file.path, tags: have.isImmutable ? [] : file.tags });
+            if (opts.appendToKnown)
+              again.push({ id: have.id, path: file.path, tags: have.isImmutable ? [] : file.tags });
             return false;
           }
           const id = crypto.randomUUID();

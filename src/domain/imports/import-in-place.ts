@@ -8,6 +8,7 @@ import { METADATA_HEAD_BYTES } from '../content/derived-metadata';
 import type { ContentDigest } from '../content/hashing';
 import { sameFile, type InPlaceContent } from '../content/in-place';
 import type { InPlaceLocation, InPlaceRepository } from '../content/in-place.repository';
+import type { InPlaceFile } from './import-batch';
 import { checkCopied, ImportReadError, openFound, readFailure } from './import-read';
 import { WHOLE_FILE_MAX, type SavedFile } from './import-reader';
 import type { FoundFile } from './import-walk';
@@ -20,6 +21,12 @@ export interface InPlaceDeps {
   /** The ingest worker threads, which hash a file off the event loop (absent: hashed on this thread). */
   hashers?: IngestWorkers;
 }
+
+/** How often a large file's read looks at whether the seed was stopped. */
+const CANCEL_POLL_MS = 200;
+
+/** A read in-place file waiting for its batch, and what import_file is to remember of it. */
+export type InPlacePending = InPlaceFile & { saved: SavedFile };
 
 /** The in-place files one seed saw, by content: where a stale location of the same bytes may move. */
 export type SeenFiles = Map<string, InPlaceLocation>;
@@ -36,7 +43,10 @@ export class InPlaceImporter {
 
   constructor(private readonly d: { content: ContentService; assets: AssetService; inPlace: InPlaceDeps }) {}
 
-  /** One file of root `root`: whether it made a new asset, and what import_file is to remember of it (when read). */
+  /**
+   * One file of root `root`: an unchanged file's asset (whether it made a new one), or a read file waiting for its
+   * batch (`ImportBatches.commitInPlace`, or `commitOne` when the batch fails), with what import_file is to remember.
+   */
   async readOne(
     ownerId: string,
     root: string,
@@ -46,7 +56,7 @@ export class InPlaceImporter {
     progress: ImportProgress,
     stopped: () => boolean,
     seen: SeenFiles,
-  ): Promise<{ created: boolean; saved?: SavedFile }> {
+  ): Promise<{ created: boolean } | { pending: InPlacePending }> {
     const place = comfyPlacement(f.treePath);
     if (!place)
       throw new ImportReadError('NOT_A_FILE', 'not inside a model folder (models/<folder>/), input/ or output/');
@@ -67,10 +77,15 @@ export class InPlaceImporter {
     const read = await this.read(f, progress, stopped);
     const { size, mtimeNs } = read.stat;
     const at = { ...loc, size, mtimeNs };
-    await this.d.content.recordInPlace(read.digest, read.head, { name: file.name, fileName: file.fileName }, at);
     seen.set(read.digest.blake3, at);
-    const created = await this.assetOf(ownerId, read.digest.blake3, file, mine);
-    return { created, saved: { path: f.treePath, size, mtimeNs, inode, contentHash: read.digest.blake3 } };
+    const saved = { path: f.treePath, size, mtimeNs, inode, contentHash: read.digest.blake3 };
+    return { pending: { digest: read.digest, head: read.head, loc: at, file, saved } };
+  }
+
+  /** A read file's content and asset on their own (its batch failed): whether it made a new asset. */
+  async commitOne(ownerId: string, p: InPlacePending, mine: Set<string>): Promise<boolean> {
+    await this.d.content.recordInPlace(p.digest, p.head, { name: p.file.name, fileName: p.file.fileName }, p.loc);
+    return this.assetOf(ownerId, p.digest.blake3, p.file, mine);
   }
 
   /**
@@ -124,9 +139,10 @@ export class InPlaceImporter {
   }
 
   /**
-   * The file's digests, first bytes and fstat, judged unchanged while read. A file up to WHOLE_FILE_MAX is read and
-   * hashed on an ingest worker in one request (one message each way, as the copy mode's files: streamed here, 10,000
-   * images were imported at half the copy mode's pace); a larger one is streamed, so a cancel stops it between chunks.
+   * The file's digests, first bytes and fstat, judged unchanged while read. The file is read and hashed on an ingest
+   * worker in one request (one message each way: streamed through this thread, 10,000 images were imported at half
+   * the copy mode's pace, and four 1 GiB models took 7.1 s); a cancel of the seed stops the read between its chunks
+   * (the worker checks a shared flag this thread sets).
    */
   private async read(
     f: FoundFile,
@@ -134,10 +150,16 @@ export class InPlaceImporter {
     stopped: () => boolean,
   ): Promise<{ digest: ContentDigest; head: Buffer; stat: { size: bigint; mtimeNs: bigint } }> {
     const hashers = this.d.inPlace.hashers;
-    if (hashers && f.size <= WHOLE_FILE_MAX) {
-      const c = await hashers.copyHashed(f.abs, undefined, METADATA_HEAD_BYTES).catch((err: unknown) => {
-        throw readFailure(err);
-      });
+    if (hashers) {
+      // Small files need no watch: one is read in a few milliseconds.
+      const cancel = f.size > WHOLE_FILE_MAX ? new Int32Array(new SharedArrayBuffer(4)) : undefined;
+      const watch = cancel && setInterval(() => stopped() && Atomics.store(cancel, 0, 1), CANCEL_POLL_MS);
+      const c = await hashers
+        .copyHashed(f.abs, undefined, METADATA_HEAD_BYTES, undefined, cancel)
+        .catch((err: unknown) => {
+          throw readFailure(err);
+        })
+        .finally(() => clearInterval(watch));
       progress.filesRead++;
       progress.bytesRead += c.size;
       checkCopied(f, c.before, c.after, c.size);
@@ -155,42 +177,24 @@ export class InPlaceImporter {
     }
   }
 
-  /** BLAKE3 + SHA-256 of the bytes on an ingest worker (copies of the chunks go there), and their first bytes. */
+  /** BLAKE3 + SHA-256 of the bytes on this thread (no ingest workers), and their first bytes. */
   private async hash(src: AsyncIterable<Buffer>): Promise<{ digest: ContentDigest; head: Buffer; bytes: number }> {
     const head: Buffer[] = [];
     let headBytes = 0;
     let bytes = 0;
-    const look = (c: Buffer): void => {
-      bytes += c.length;
-      if (headBytes >= METADATA_HEAD_BYTES) return;
-      // A copy: the chunk is the reader's.
-      const part = Buffer.from(c.subarray(0, METADATA_HEAD_BYTES - headBytes));
-      head.push(part);
-      headBytes += part.length;
-    };
-    const hashers = this.d.inPlace.hashers;
-    if (!hashers) {
-      const tapped = async function* (): AsyncGenerator<Buffer> {
-        for await (const c of src) {
-          look(c);
-          yield c;
-        }
-      };
-      const digest = await this.d.content.digestOnly(tapped(), { maxBytes: Number.MAX_SAFE_INTEGER });
-      return { digest, head: Buffer.concat(head), bytes };
-    }
-    const job = hashers.open({ blake3OnWorker: true });
-    try {
+    const tapped = async function* (): AsyncGenerator<Buffer> {
       for await (const c of src) {
-        look(c);
-        const wait = job.write(c);
-        if (wait) await wait;
+        bytes += c.length;
+        if (headBytes < METADATA_HEAD_BYTES) {
+          // A copy: the chunk is the reader's.
+          const part = Buffer.from(c.subarray(0, METADATA_HEAD_BYTES - headBytes));
+          head.push(part);
+          headBytes += part.length;
+        }
+        yield c;
       }
-      const d = await job.finish();
-      return { digest: { blake3: d.blake3, sha256: d.sha256, size: d.size }, head: Buffer.concat(head), bytes };
-    } catch (err) {
-      await job.abort().catch(() => undefined);
-      throw err;
-    }
+    };
+    const digest = await this.d.content.digestOnly(tapped(), { maxBytes: Number.MAX_SAFE_INTEGER });
+    return { digest, head: Buffer.concat(head), bytes };
   }
 }

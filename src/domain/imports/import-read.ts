@@ -33,6 +33,8 @@ export function checkCopied(f: FoundFile, before: OpenedStat, after: OpenedStat,
 /** A failure to read a file at all (UNREADABLE, NOT_A_FILE from ingestLocalFile) as the import reports it. */
 export function readFailure(err: unknown): unknown {
   const code = (err as { code?: unknown }).code;
+  // A worker's read stopped by the seed's cancel: as a streamed read stops (`openFound`).
+  if (code === 'CANCELLED') return new ImportReadError('UNREADABLE', 'the import was stopped');
   return code === 'UNREADABLE' || code === 'NOT_A_FILE' ? new ImportReadError(code, (err as Error).message) : err;
 }
 

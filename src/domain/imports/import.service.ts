@@ -16,7 +16,7 @@ import { BatchCollector, type ImportBatches } from './import-batch';
 import { ImportReadError } from './import-read';
 import { ImportReader, type Pending, type SavedFile } from './import-reader';
 import { walkRoot, type FoundFile, type WalkProblem } from './import-walk';
-import { InPlaceImporter, type InPlaceDeps, type SeenFiles } from './import-in-place';
+import { InPlaceImporter, type InPlaceDeps, type InPlacePending, type SeenFiles } from './import-in-place';
 import type { ImportRepository } from './import.repository';
 import {
   EMPTY_PROGRESS,
@@ -258,21 +258,34 @@ export class ImportService {
       }
       const known = await repo.importedFiles(run.ownerId);
       const mine = await repo.assetHashes(run.ownerId);
-      const batch = new BatchCollector<Pending>(async (items) => {
-        const made = await this.commitBatch(run.ownerId, items, skipped, log);
+      // A committed batch, file by file: whether it made an asset (undefined: skipped, and reported), its content and
+      // what import_file is to remember of it.
+      const settle = async (made: (boolean | undefined)[], files: { blake3: string; saved: SavedFile }[]) => {
         made.forEach((created, i) => {
           progress.scanned++;
-          if (created === undefined) progress.skipped++;
-          else {
-            if (created) progress.created++;
-            else progress.skipped++;
-            mine.add(items[i]!.ingested.digest.blake3);
-            saved.push(items[i]!.saved);
+          if (created) progress.created++;
+          else progress.skipped++;
+          if (created !== undefined) {
+            mine.add(files[i]!.blake3);
+            saved.push(files[i]!.saved);
           }
         });
         if (saved.length >= 500) await this.flushSaved(run.ownerId, saved);
-      });
+      };
+      const batch = new BatchCollector<Pending>(async (items) =>
+        settle(
+          await this.commitBatch(run.ownerId, items, skipped, log),
+          items.map((i) => ({ blake3: i.ingested.digest.blake3, saved: i.saved })),
+        ),
+      );
       pendingBatch = batch;
+      // In-place files in batches of their own: their content rows, locations and assets in one transaction each.
+      const inPlaceBatch = new BatchCollector<InPlacePending>(async (items) =>
+        settle(
+          await this.commitInPlaceBatch(run.ownerId, items, mine, skipped, log),
+          items.map((p) => ({ blake3: p.digest.blake3, saved: p.saved })),
+        ),
+      );
       const halted = (): boolean => stop || !held;
       // The in-place files this seed saw, by content (a stale location of the same bytes moves to one of them).
       const seen: SeenFiles = new Map();
@@ -296,9 +309,11 @@ export class ImportService {
                 halted,
                 seen,
               );
-              if (r.created) progress.created++;
+              if ('pending' in r) {
+                settled = false;
+                await inPlaceBatch.add(r.pending);
+              } else if (r.created) progress.created++;
               else progress.skipped++;
-              if (r.saved) saved.push(r.saved);
               continue;
             }
             const read = await this.reader.readOne(run.ownerId, f, known.get(f.treePath), mine, progress, halted);
@@ -327,6 +342,7 @@ export class ImportService {
       const failed = ended.find((e) => e.status === 'rejected');
       if (failed) throw failed.reason;
       await batch.flush();
+      await inPlaceBatch.flush();
       // The drift check of each in-place root, once its walk is whole (a stopped seed leaves the tags as they were).
       if (!stop && held)
         for (const name of run.roots as ImportRootName[]) await this.inPlaceOf(name)?.reconcile(name, seen);
@@ -436,6 +452,37 @@ export class ImportService {
         // The reader put its bytes under their content address; a create refused before its own precommit (a
         // quota) leaves them there without a row.
         await this.d.content.abandon(item.ingested.digest.blake3);
+      }
+    }
+    return made;
+  }
+
+  /**
+   * The contents and assets of a batch of read in-place files, in one transaction; when it fails for another reason
+   * than the database, each file is made on its own so only a refused one is skipped (reported). Per file: whether it
+   * made a new asset, undefined when it was skipped.
+   */
+  private async commitInPlaceBatch(
+    ownerId: string,
+    items: InPlacePending[],
+    mine: Set<string>,
+    skipped: (treePath: string, err: unknown) => void,
+    log: Logger,
+  ): Promise<(boolean | undefined)[]> {
+    try {
+      return await this.d.batches.commitInPlace(ownerId, items);
+    } catch (err) {
+      if (isOwnStoreFailure(err)) throw err;
+      log.info('a batch of the import failed; making its files one at a time', { err: (err as Error).message });
+    }
+    const made: (boolean | undefined)[] = [];
+    for (const p of items) {
+      try {
+        made.push(await this.inPlaceReader!.commitOne(ownerId, p, mine));
+      } catch (err) {
+        if (isOwnStoreFailure(err)) throw err;
+        made.push(undefined);
+        skipped(p.saved.path, err);
       }
     }
     return made;

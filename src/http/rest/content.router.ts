@@ -32,7 +32,7 @@ export function contentHandler(deps: ContentDeps): RequestHandler {
   const meter = deps.meter ?? NO_METER;
   return handle(async (req, res) => {
     const principal = principalOf(res);
-    const { asset, open } = await deps.assets.openContent(principal, pathId(req));
+    const { asset, open, assertServable } = await deps.assets.openContent(principal, pathId(req));
     // Anything but `inline` (absent, unknown) is an attachment.
     const requested =
       stringParam(req.query as Record<string, unknown>, 'disposition') === 'inline' ? 'inline' : 'attachment';
@@ -67,6 +67,8 @@ export function contentHandler(deps: ContentDeps): RequestHandler {
       res.status(200).set('Content-Length', String(asset.size));
     }
     if (req.method === 'HEAD' || asset.size === 0) {
+      // What the GET would answer: an in-place file that changed or is out of reach is not announced as servable.
+      await assertServable();
       res.end();
       return;
     }

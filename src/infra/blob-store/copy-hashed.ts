@@ -33,6 +33,11 @@ export interface CopyRequest {
    * kept: FsBlobStore.commit with `keepTemp`), made durable before the answer.
    */
   commitUnder?: string;
+  /**
+   * Shared with the caller (an Int32Array's memory): once its first element is not 0 the copy stops between reads
+   * and answers the code CANCELLED, so a large file can be given to the worker whole and still be stopped.
+   */
+  cancel?: SharedArrayBuffer;
 }
 
 export type CopyAnswer =
@@ -61,7 +66,7 @@ export const fileStateOf = (s: fs.BigIntStats): FileState => ({
 /** Why a source cannot be read at all: the caller reports it by this code. */
 class SourceError extends Error {
   constructor(
-    readonly code: 'UNREADABLE' | 'NOT_A_FILE',
+    readonly code: 'UNREADABLE' | 'NOT_A_FILE' | 'CANCELLED',
     message: string,
   ) {
     super(message);
@@ -98,7 +103,9 @@ export async function copyHashed(
     const buf = Buffer.allocUnsafeSlow(Math.max(1, Math.min(left, 1 << 20)));
     const head = Buffer.allocUnsafeSlow(Math.min(left, m.headBytes));
     let size = 0;
+    const cancel = m.cancel ? new Int32Array(m.cancel) : undefined;
     while (left > 0) {
+      if (cancel && Atomics.load(cancel, 0) !== 0) throw new SourceError('CANCELLED', 'the read was cancelled');
       const { bytesRead } = await src.read(buf, 0, Math.min(left, buf.length), null).catch((err: Error) => {
         throw new SourceError('UNREADABLE', `cannot be read (${(err as NodeJS.ErrnoException).code ?? err.message})`);
       });
