@@ -149,6 +149,16 @@ describe.each(backends)('$name blob store', (backend) => {
     await store.quarantine(h, DAY);
   });
 
+  test('derived objects without a blob (an in-place content): moving the content aside removes them', async () => {
+    const h = hex(random(4_000));
+    await store.putDerived(h, 'thumbnail.webp', Buffer.from('made from the file'));
+    expect(await store.exists(h)).toBe(false);
+    await store.quarantine(h, DAY);
+    expect(await store.readDerived(h, 'thumbnail.webp')).toBeUndefined();
+    expect(await store.restore(h)).toBe(false);
+    expect(await store.readDerived(h, 'thumbnail.webp')).toBeUndefined();
+  });
+
   test('quarantine: moved aside whole, listed with its day, back on a restore (never on a read), removed only by purge', async () => {
     const data = random(12 * MiB + 777); // above the S3 store's single-copy limit here: moved by a multipart copy
     const h = hex(data);

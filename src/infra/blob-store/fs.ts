@@ -252,7 +252,11 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
   }
 
   async quarantine(blake3Hex: string, day: string): Promise<void> {
-    await moveWithDerived(this.contentPath(blake3Hex), this.quarantinePath(blake3Hex, day));
+    const file = this.contentPath(blake3Hex);
+    if (await moveWithDerived(file, this.quarantinePath(blake3Hex, day))) return;
+    // No blob (an in-place content's bytes are its file, contract 6.4): its derived files (a thumbnail made from the
+    // file) have nothing to go aside with, and nothing lists them there; they are made again if the content returns.
+    for (const kind of DERIVED_KINDS) await fsp.rm(`${file}.${kind}`, { force: true });
   }
 
   async restore(blake3Hex: string): Promise<boolean> {

@@ -244,7 +244,10 @@ export class S3BlobStore implements BlobStore, Presigning {
   }
 
   async quarantine(blake3Hex: string, day: string): Promise<void> {
-    await this.moveWithDerived(this.contentKey(blake3Hex), this.quarantineKey(blake3Hex, day));
+    const key = this.contentKey(blake3Hex);
+    if (await this.moveWithDerived(key, this.quarantineKey(blake3Hex, day))) return;
+    // No blob (an in-place content, contract 6.4): its derived objects go, as FsBlobStore.quarantine says.
+    for (const kind of DERIVED_KINDS) await this.deleteKey(`${key}.${kind}`);
   }
 
   async restore(blake3Hex: string): Promise<boolean> {
