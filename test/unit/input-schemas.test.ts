@@ -9,7 +9,9 @@ import { isDomainError } from '../../src/domain/errors';
 import { buildGraphQLSchema } from '../../src/http/graphql/schema';
 import { check, checkBody, validatorOf } from '../../src/http/schema/check';
 import { GRAPHQL_INPUT_SCHEMAS } from '../../src/http/schema/graphql';
+import { AssetUploadForm, UploadMetadata } from '../../src/http/schema/forms';
 import { REST_BODY_SCHEMAS } from '../../src/http/schema/rest';
+import { uploadFormOf, uploadMetadataOf } from '../../src/http/shared/asset-input';
 
 const refusal = (fn: () => void) => {
   try {
@@ -76,4 +78,33 @@ test('GraphQL arguments: ranges and nested filters', () => {
   const many = Array.from({ length: 1001 }, () => 't');
   expect(refusal(() => check(s, { limit: 1, offset: 0, filter: { tagsAll: many } }))?.field).toBe('filter.tagsAll');
   expect(refusal(() => check(s, { limit: 1, offset: 0, filter: { tagsAll: ['a'] } }))).toBeUndefined();
+});
+
+test('upload forms: a multipart field or an Upload-Metadata key that breaks its rule is refused by name', () => {
+  const form = (fields: Record<string, string[]>) => uploadFormOf(new Map(Object.entries(fields)));
+  expect(refusal(() => check(AssetUploadForm, form({ mime_type: ['x'.repeat(100)] })))?.field).toBe('mime_type');
+  expect(refusal(() => check(AssetUploadForm, form({ id: ['not-a-uuid'] })))).toMatchObject({
+    code: 'INVALID_BODY',
+    field: 'id',
+  });
+  expect(refusal(() => check(AssetUploadForm, form({ path: ['../up'] })))).toMatchObject({ field: 'path' });
+  expect(
+    refusal(() => check(AssetUploadForm, form({ path: Array.from({ length: 101 }, (_, i) => `p${i}`) })))?.field,
+  ).toBe('path');
+  // The last value counts, trimmed; an empty one is absent; tags keep every value.
+  expect(form({ name: ['first', '  last  '], hash: ['  '], tags: ['a', 'b'] })).toEqual({
+    name: 'last',
+    tags: ['a', 'b'],
+  });
+  expect(
+    refusal(() => check(AssetUploadForm, form({ tags: ['a,b'], name: ['n'], path: ['x/y.png'] }))),
+  ).toBeUndefined();
+  const meta = (m: Record<string, string | null>) => uploadMetadataOf(m);
+  expect(refusal(() => check(UploadMetadata, meta({ tags: 'a,b' })))).toEqual({
+    code: 'INVALID_BODY',
+    message: 'tags must be a JSON array of strings',
+    field: 'tags',
+  });
+  expect(refusal(() => check(UploadMetadata, meta({ hash: 'md5:00' })))?.field).toBe('hash');
+  expect(meta({ filename: ' a.bin ', tags: null, name: '' })).toEqual({ filename: 'a.bin' });
 });

@@ -124,11 +124,14 @@ export class AssetRepository {
     private readonly pool: Pool,
   ) {}
 
-  async findById(ownerId: string, id: string, tx?: Transaction): Promise<Asset | undefined> {
-    if (!tx) {
-      const { rows } = await ASSET_BY_ID.run(this.pool, [id, ownerId]);
-      return rows[0] ? toAsset(rows[0]) : undefined;
-    }
+  /** The hot read of an asset (every GET, HEAD and content request): a prepared statement on the pool. */
+  async findById(ownerId: string, id: string): Promise<Asset | undefined> {
+    const { rows } = await ASSET_BY_ID.run(this.pool, [id, ownerId]);
+    return rows[0] ? toAsset(rows[0]) : undefined;
+  }
+
+  /** The same read inside a transaction (its own connection, which the pool's statements cannot use). */
+  async findByIdIn(tx: Transaction, ownerId: string, id: string): Promise<Asset | undefined> {
     const row = await prismaOf(tx, this.db).asset.findFirst({ where: { id, ownerId } });
     return row ? toAsset(row) : undefined;
   }

@@ -374,7 +374,7 @@ export class AssetService {
             if (same) return { asset: same, created: false };
             const id = fields.id ?? crypto.randomUUID();
             const previewId = fields.previewId;
-            if (previewId && previewId !== id && !(await this.assets.findById(owner, previewId, tx))) {
+            if (previewId && previewId !== id && !(await this.assets.findByIdIn(tx, owner, previewId))) {
               throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${previewId} names no asset of yours`);
             }
             // Only a new asset counts: a duplicate of content this owner has answered above, whatever the limits.
@@ -393,13 +393,13 @@ export class AssetService {
 
   async update(principal: Principal, id: string, fields: AssetUpdateFields): Promise<Asset> {
     return this.transactions.run(async (tx) => {
-      const current = await this.assets.findById(principal.ownerId, id, tx);
+      const current = await this.assets.findByIdIn(tx, principal.ownerId, id);
       if (!current) throw notFound(id);
       if (current.isImmutable) throw immutable(id);
       if (
         fields.previewId &&
         fields.previewId !== id &&
-        !(await this.assets.findById(principal.ownerId, fields.previewId, tx))
+        !(await this.assets.findByIdIn(tx, principal.ownerId, fields.previewId))
       ) {
         throw new DomainError('INVALID_PREVIEW_ID', `preview_id ${fields.previewId} names no asset of yours`);
       }

@@ -16,18 +16,13 @@ import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { linksOfRes } from '../base-url';
 import { assetJson, assetPageJson } from './asset.presenter';
-import {
-  createInputOfBody,
-  createInputOfText,
-  parseJsonField,
-  parseTagsField,
-  updateInputOfBody,
-} from '../shared/asset-input';
+import { createInputOfBody, createInputOfForm, updateInputOfBody, uploadFormOf } from '../shared/asset-input';
 import { hashParam } from '../shared/ids';
 import { handle, principalOf } from '../shared/handler';
 import { jsonBody, jsonBodyIfSent, pathId, sendJson, sendJsonBytes } from './middleware';
 import { PageCache } from '../shared/page-cache';
 import { check, checkBody } from '../schema/check';
+import { AssetUploadForm } from '../schema/forms';
 import { AssetUpdate, AssetUrlUpload, FromHashRequest, PathsRequest, TagEditRequest } from '../schema/rest';
 import { parseMultipartUpload } from './multipart';
 import { intParam, jsonObjectParam, listParam, oneOf, stringParam } from '../schema/query';
@@ -88,20 +83,20 @@ export function assetsRouter(deps: {
         if (Number.isFinite(declared) && declared > MULTIPART_FIELDS_ALLOWANCE)
           await assets.checkQuotaAhead(principal, declared - MULTIPART_FIELDS_ALLOWANCE);
         const { fields, file, fileName } = await parseMultipartUpload(req, assets);
-        // Text fields: the last value of each, trimmed; an empty one counts as absent.
-        const text = (k: string) => emptyToUndefined(fields.get(k)?.at(-1));
+        const form = uploadFormOf(fields);
         let input;
         try {
-          input = createInputOfText(text, {
-            tags: parseTagsField(fields.get('tags')),
-            userMetadata: parseJsonField(fields.get('user_metadata'), 'user_metadata'),
-            paths: fields.get('path'),
-          });
+          check(AssetUploadForm, form);
+          input = createInputOfForm(form);
         } catch (err) {
           await assets.discardFile(file);
           throw err;
         }
-        result = await assets.createFromUpload(principal, input, { file, fileName, declaredHash: text('hash') });
+        result = await assets.createFromUpload(principal, input, {
+          file,
+          fileName,
+          declaredHash: form.hash as string | undefined,
+        });
       } else if (req.is('application/json')) {
         const body = req.body as Record<string, unknown>;
         checkBody(AssetUrlUpload, body);
@@ -248,8 +243,6 @@ export function assetsRouter(deps: {
 
   return r;
 }
-
-const emptyToUndefined = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
 
 /** The filters GET /api/assets and GET /api/assets/tags/refine share, Comfy Cloud's names included. */
 function parseFilter(q: Record<string, unknown>): AssetFilter {

@@ -2,6 +2,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { stringify } from 'yaml';
 import { AnyHash, MediaType, TreePath } from './fields';
 import { REST_BODY_SCHEMAS } from './rest';
+import { AssetUploadForm, UploadMetadata } from './forms';
 
 /**
  * openapi.yaml's components emitted from the input schemas (the rest of the document is written by hand):
@@ -12,6 +13,8 @@ export const OPENAPI_SCHEMAS: Record<string, TSchema> = {
   AnyHash: AnyHash(),
   TreePath: TreePath(),
   ...REST_BODY_SCHEMAS,
+  AssetUploadForm,
+  UploadMetadata,
 };
 
 type Json = Record<string, unknown>;

@@ -3,7 +3,8 @@ import { DomainError } from '../../domain/errors';
 
 /*
  * REST's wire spelling of asset fields (snake_case JSON, multipart text fields, tus Upload-Metadata) mapped to the
- * domain's inputs; the domain validates them (domain/assets/validation.ts), for GraphQL alike.
+ * domain's inputs, once the route has checked them against their schema (http/schema); the domain applies the rules
+ * that hold once a value is normalised (domain/assets/validation.ts), for GraphQL alike.
  */
 
 /** The creation fields of a JSON body (from-hash, URL upload). */
@@ -24,23 +25,55 @@ export function updateInputOfBody(b: Record<string, unknown>): AssetUpdateInput 
   return fields;
 }
 
+/** A multipart form's or Upload-Metadata's text fields, as http/schema/forms.ts checks them. */
+export type UploadForm = Partial<Record<string, string | string[]>>;
+
+/** Repeated fields keep every value; the others are their last value. */
+const REPEATED = new Set(['tags', 'path']);
+
 /**
- * The creation fields of text values (multipart fields, tus Upload-Metadata): `text(name)` is the value, trimmed,
- * undefined when absent or empty; `tags` and `user_metadata` are parsed by the caller's rules.
+ * A multipart upload's text fields as the form schema (AssetUploadForm) reads them: the last value of each, trimmed,
+ * an empty one absent; `tags` and `path` keep every value as sent.
  */
-export const createInputOfText = (
-  text: (name: string) => string | undefined,
-  parsed: { tags: unknown; userMetadata: unknown; paths?: string[] },
-): AssetCreateInput => ({
-  id: text('id'),
-  name: text('name'),
-  mimeType: text('mime_type'),
-  previewId: text('preview_id'),
-  promptId: text('prompt_id'),
-  tags: parsed.tags,
-  userMetadata: parsed.userMetadata,
-  ...(parsed.paths?.length ? { paths: parsed.paths } : {}),
-});
+export function uploadFormOf(fields: ReadonlyMap<string, string[]>): UploadForm {
+  const form: UploadForm = {};
+  for (const [name, values] of fields) {
+    if (REPEATED.has(name)) form[name] = values;
+    else {
+      const v = values.at(-1)?.trim();
+      if (v) form[name] = v;
+    }
+  }
+  return form;
+}
+
+/** Upload-Metadata's values as the form schema (UploadMetadata) reads them: trimmed, an empty one or no value absent. */
+export function uploadMetadataOf(meta: Record<string, string | null | undefined>): UploadForm {
+  const form: UploadForm = {};
+  for (const [name, value] of Object.entries(meta)) {
+    const v = value?.trim();
+    if (v) form[name] = v;
+  }
+  return form;
+}
+
+const textOf = (v: string | string[] | undefined): string | undefined => (typeof v === 'string' ? v : v?.at(-1));
+const listOf = (v: string | string[] | undefined): string[] | undefined => (typeof v === 'string' ? [v] : v);
+
+/** The creation fields of a checked form; `tags` and `user_metadata` parsed from their text. */
+export const createInputOfForm = (form: UploadForm): AssetCreateInput => {
+  const paths = listOf(form.path);
+  return {
+    id: textOf(form.id),
+    name: textOf(form.name),
+    mimeType: textOf(form.mime_type),
+    previewId: textOf(form.preview_id),
+    promptId: textOf(form.prompt_id),
+    tags: parseTagsField(listOf(form.tags)),
+    userMetadata: parseJsonField(textOf(form.user_metadata), 'user_metadata'),
+    ...(paths?.length ? { paths } : {}),
+  };
+};
 
 /** `tags` as a JSON array text, comma-separated text, or repeated fields. */
 export function parseTagsField(values: string[] | undefined): unknown {
@@ -65,10 +98,9 @@ export function parseTagsField(values: string[] | undefined): unknown {
   return out;
 }
 
-/** A JSON object field sent as text (the last value); undefined when absent or empty. */
-export function parseJsonField(values: string[] | undefined, field: string): unknown {
-  const v = values?.[values.length - 1];
-  if (v === undefined || v.trim() === '') return undefined;
+/** A JSON object field sent as text; undefined when absent (uploadFormOf leaves an empty one out). */
+function parseJsonField(v: string | undefined, field: string): unknown {
+  if (v === undefined) return undefined;
   try {
     return JSON.parse(v);
   } catch {

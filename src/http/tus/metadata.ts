@@ -3,28 +3,19 @@ import { sanitizeFileName, validateCreateFields, validateHashField } from '../..
 import { DomainError } from '../../domain/errors';
 import { assertJsonInput } from '../../domain/input';
 import type { UploadFields } from '../../domain/uploads/upload.service';
-import { createInputOfText, parseJsonField, parseTagsField } from '../shared/asset-input';
+import { check } from '../schema/check';
+import { UploadMetadata } from '../schema/forms';
+import { createInputOfForm, uploadMetadataOf } from '../shared/asset-input';
 
 /** Upload-Metadata keys (POST /api/assets' multipart fields); others (tus-js-client's filetype) are kept, unused. */
 export function parseUploadMetadata(meta: Record<string, string | null | undefined>): UploadFields {
   // Every value is stored with the upload (jsonb): no NUL or lone surrogate (a 400, not a database error).
   assertJsonInput(meta, 'Upload-Metadata');
-  const text = (k: string): string | undefined => {
-    const v = meta[k];
-    return v === undefined || v === null || v.trim() === '' ? undefined : v.trim();
-  };
-  const fields = validateCreateFields(
-    createInputOfText(text, {
-      tags: tagsOf(text('tags')),
-      userMetadata: parseJsonField(
-        text('user_metadata') === undefined ? undefined : [text('user_metadata')!],
-        'user_metadata',
-      ),
-    }),
-  );
-  const hashText = text('hash');
-  const hash: UploadFields['hash'] = hashText === undefined ? undefined : validateHashField(hashText);
-  const fileName = text('filename') === undefined ? undefined : sanitizeFileName(text('filename')!);
+  const form = uploadMetadataOf(meta);
+  check(UploadMetadata, form);
+  const fields = validateCreateFields(createInputOfForm(form));
+  const hash: UploadFields['hash'] = typeof form.hash === 'string' ? validateHashField(form.hash) : undefined;
+  const fileName = typeof form.filename === 'string' ? sanitizeFileName(form.filename) : undefined;
   return { fields, fileName, hash };
 }
 
@@ -51,12 +42,4 @@ export function readMetadataHeader(header: string): { meta: Record<string, strin
     kept.push(pair);
   }
   return { meta, kept: kept.join(',') };
-}
-
-/** In Upload-Metadata `tags` is JSON array text (a header value has no repeated fields, as a multipart form has). */
-function tagsOf(value: string | undefined): unknown {
-  if (value === undefined) return undefined;
-  if (!value.startsWith('['))
-    throw new DomainError('INVALID_BODY', 'tags must be a JSON array of strings', { field: 'tags' });
-  return parseTagsField([value]);
 }
