@@ -3,12 +3,17 @@
 // SHA-256 in one pass (DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
 // (the service's multipart reading → hash → write with fsync) with the hashes inline on the request thread
-// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: chunks copied into
-// pooled batch buffers transferred to a worker thread that runs SHA-256 and the writes, and back; BLAKE3 on the
-// request thread), uploads interleaved, single
-// stream and 4 concurrent streams. For the single stream, the same server with no hashing at all and
-// `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
-// BENCH_BOTH_ON_WORKER=1 adds the worker path with BLAKE3 on the worker too; BENCH_BUSBOY=1 plain busboy's servers.
+// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: BLAKE3 and the
+// writes on the request thread, the chunks copied into batch slots a worker thread reads for SHA-256), uploads
+// interleaved, single stream and 4 concurrent streams. For the single stream, the same server with no hashing at all
+// and `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
+// Per mode also the whole machine's busy CPU per GiB (/proc/stat: the client and the kernel's writeback included)
+// and the speed at which that CPU would fill every core (`cpu_ceiling_mbps`): on a machine with few cores a fast
+// disk leaves the CPU as the bound, and the ceiling says how far any mode could go.
+// BENCH_B3_ON_CALLER=1 adds the worker path with BLAKE3 on the request thread (the service's until 2026-12-03);
+// BENCH_BUSBOY=1 plain busboy's servers.
+const fs = require('node:fs');
+const os = require('node:os');
 const crypto = require('node:crypto');
 const path = require('node:path');
 const {
@@ -62,6 +67,13 @@ function hashThroughput(kind, data, total, chunk) {
   return mbps(total, now() - t0);
 }
 
+/** CPU-seconds all of the machine's cores have been busy (user, system, interrupts: /proc/stat), client included. */
+function machineBusySeconds() {
+  const [, ...f] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = f;
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
 const startIngestServer = (mode, dir, parser) => spawnHelper('ingest-server.cjs', [mode, dir, parser]);
 
 async function ingestRound(url, streams, size) {
@@ -109,7 +121,7 @@ async function run(args) {
   // BENCH_BUSBOY=1 adds the same servers with plain busboy (graphql-upload-minimal's) in the interleave.
   const parsers = process.env.BENCH_BUSBOY ? ['service', 'busboy'] : ['service'];
   for (const parser of parsers)
-    for (const mode of ['inline', 'worker', ...(process.env.BENCH_BOTH_ON_WORKER ? ['worker-both'] : []), 'none'])
+    for (const mode of ['inline', 'worker', ...(process.env.BENCH_B3_ON_CALLER ? ['worker-b3-caller'] : []), 'none'])
       servers[`${mode}_${parser}`] = await startIngestServer(mode, path.join(dir, `${mode}-${parser}`), parser);
   const ingest = {};
   try {
@@ -117,12 +129,15 @@ async function run(args) {
       const each = streams === 1 ? size : size / 4;
       const speed = Object.fromEntries(Object.keys(servers).map((k) => [k, []]));
       const cpu = Object.fromEntries(Object.keys(servers).map((k) => [k, []]));
+      const machine = Object.fromEntries(Object.keys(servers).map((k) => [k, []]));
       const d = [];
       for (let i = 0; i < Math.max(1, Math.min(rounds, 3)); i++) {
         for (const [k, s] of Object.entries(servers)) {
           const c0 = cpuMicros(s.pid);
+          const m0 = machineBusySeconds();
           speed[k].push(await ingestRound(s.url, streams, each));
           cpu[k].push((cpuMicros(s.pid) - c0) / 1e6 / ((streams * each) / GiB));
+          machine[k].push((machineBusySeconds() - m0) / ((streams * each) / GiB));
         }
         if (streams === 1) d.push(ddWrite(dir, each).mbps);
         log(
@@ -138,6 +153,15 @@ async function run(args) {
         bytes_per_stream: each,
         ...Object.fromEntries(Object.keys(servers).map((k) => [`${k}_mbps`, r2(median(speed[k]))])),
         ...Object.fromEntries(Object.keys(servers).map((k) => [`${k}_cpu_s_per_gib`, r2(median(cpu[k]))])),
+        // The whole machine's busy CPU per GiB (this client, the kernel's writeback and interrupts included), and the
+        // speed at which that would take every core: how close a mode is to being bound by the CPU alone.
+        ...Object.fromEntries(Object.keys(servers).map((k) => [`${k}_machine_cpu_s_per_gib`, r2(median(machine[k]))])),
+        ...Object.fromEntries(
+          Object.keys(servers).map((k) => [
+            `${k}_cpu_ceiling_mbps`,
+            r2((os.availableParallelism() * GiB) / 1e6 / median(machine[k])),
+          ]),
+        ),
         // The issue's figure: the service's path (worker, its parser) against the same path with no hashing.
         worker_vs_no_hashing: ratio('worker_service', 'none_service'),
         worker_vs_inline: ratio('worker_service', 'inline_service'),

@@ -2,8 +2,9 @@
 // A stripped ingest server for the hashing benchmark: the service's own pieces (its multipart reading, FsBlobStore)
 // with where the hashing runs as the only variable:
 //   inline: DualHasher on the request thread, then FsBlobStore.writeTemp (the service's way before the worker);
-//   worker: FsBlobStore.writeTempHashed, the service's way now (SHA-256 + writes on a worker thread, the chunks
-//           copied into pooled batch buffers transferred to it and back, BLAKE3 on the request thread);
+//   worker: FsBlobStore.writeTempHashed, the service's way now (the writes on the request thread, the chunks copied
+//           into batch slots a worker thread reads for BLAKE3 and SHA-256);
+//   worker-b3-caller: the same with BLAKE3 on the request thread (the service's way until 2026-12-03);
 //   none:   no hashing at all, writeTemp (the ceiling of parse + write + fsync, for comparison only).
 // The multipart reading is the service's own (parseMultipartUpload: @fastify/busboy, the file part streamed to the
 // receiver); with `busboy` as a third argument, plain busboy's (graphql-upload-minimal's), for the record of why the
@@ -18,8 +19,8 @@ const { IngestWorkers } = require(path.join(DIST, 'infra', 'blob-store', 'ingest
 const { parseMultipartUpload } = require(path.join(DIST, 'http', 'rest', 'multipart.js'));
 
 const [mode, dir, parserKind = 'service'] = process.argv.slice(2);
-if (!['inline', 'worker', 'worker-both', 'none'].includes(mode))
-  throw new Error('mode: inline, worker, worker-both or none');
+if (!['inline', 'worker', 'worker-b3-caller', 'none'].includes(mode))
+  throw new Error('mode: inline, worker, worker-b3-caller or none');
 if (!['service', 'busboy'].includes(parserKind)) throw new Error('parser: service or busboy');
 
 /** The file part through plain busboy (resolved from graphql-upload-minimal, which depends on it). */
@@ -42,13 +43,29 @@ async function* hashed(source, hasher) {
   }
 }
 
+/** writeTempHashed's steps with BLAKE3 on this thread (IngestWorkers' `blake3OnCaller`). */
+async function writeTempB3OnCaller(store, workers, source) {
+  const job = workers.open({ blake3OnCaller: true });
+  async function* hashedCopy() {
+    for await (const chunk of source) {
+      const wait = job.write(chunk);
+      if (wait) await wait;
+      yield chunk;
+    }
+  }
+  const temp = await store.writeTemp(hashedCopy());
+  return { temp, digest: await job.finish() };
+}
+
 async function main() {
-  const store = new FsBlobStore(dir, new IngestWorkers());
+  const workers = new IngestWorkers();
+  const store = new FsBlobStore(dir, workers);
   await store.init();
   const server = http.createServer((req, res) => {
     const receive = async (source) => {
-      if (mode === 'worker' || mode === 'worker-both') {
-        const { temp, digest } = await store.writeTempHashed(source, { bothOnWorker: mode === 'worker-both' });
+      if (mode === 'worker' || mode === 'worker-b3-caller') {
+        const { temp, digest } =
+          mode === 'worker' ? await store.writeTempHashed(source) : await writeTempB3OnCaller(store, workers, source);
         await store.discard(temp);
         return digest;
       }

@@ -175,7 +175,7 @@ test('a worker with a job keeps the process alive until the answer comes; an idl
   // Uses the build (npm test builds first): a plain script, with no server holding the process open.
   const script = `
     const { IngestWorkers } = require(${JSON.stringify(path.resolve(__dirname, '../../dist/src/infra/blob-store/ingest-pool.js'))});
-    const job = new IngestWorkers().open({ blake3OnWorker: true });
+    const job = new IngestWorkers().open();
     job.write(Buffer.from('abc'));
     job.finish().then((d) => console.log(d.sha256));`;
   const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });

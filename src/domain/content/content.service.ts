@@ -63,18 +63,18 @@ export class ContentService {
 
   /**
    * Streams `source` into a temporary blob while computing BLAKE3 + SHA-256; nothing remains if it fails. Where the
-   * store can, hashing and writing run on a worker thread (`bothOnWorker`: BLAKE3 too).
+   * store can, hashing runs on a worker thread.
    */
   async ingest(
     source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number; bothOnWorker?: boolean } = {},
+    opts: { maxBytes?: number } = {},
   ): Promise<IngestedContent> {
     return storeErrors(this.ingestBytes(source, opts));
   }
 
   private async ingestBytes(
     source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number; bothOnWorker?: boolean },
+    opts: { maxBytes?: number },
   ): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
     let facts: HeadFacts = { sniffedMime: undefined, derived: {} };
@@ -90,9 +90,7 @@ export class ContentService {
     const end = this.meter.begin('upload');
     try {
       if (this.hashedWrites) {
-        const { temp, digest } = await this.hashedWrites.writeTempHashed(hashing(source, undefined, meter), {
-          bothOnWorker: opts.bothOnWorker,
-        });
+        const { temp, digest } = await this.hashedWrites.writeTempHashed(hashing(source, undefined, meter));
         return { temp, digest, ...facts };
       }
       const hasher = new DualHasher();

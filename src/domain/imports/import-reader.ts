@@ -61,10 +61,7 @@ export class ImportReader {
         }
       };
       progress.filesRead++;
-      ingested = await this.d.content.ingest(counted(opened.read(stopped)), {
-        bothOnWorker: true,
-        maxBytes: Number.MAX_SAFE_INTEGER,
-      });
+      ingested = await this.d.content.ingest(counted(opened.read(stopped)), { maxBytes: Number.MAX_SAFE_INTEGER });
       progress.bytesRead += bytes;
       await opened.check(bytes);
       await this.d.content.precommit(ingested);

@@ -114,13 +114,9 @@ export type LocalFileState = FileState;
 export { fileStateOf };
 
 export interface HashedWrites {
-  /**
-   * `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, hashed off the request thread (`bothOnWorker`:
-   * BLAKE3 too).
-   */
+  /** `writeTemp` that also returns the BLAKE3 and SHA-256 of the bytes, hashed off the request thread. */
   writeTempHashed(
     source: AsyncIterable<Buffer>,
-    opts?: { bothOnWorker?: boolean },
   ): Promise<{ temp: TempBlob; digest: { blake3: string; sha256: string; size: number } }>;
   /**
    * A local file of this machine (the import's) into a temporary blob, hashed, read and written on a worker thread

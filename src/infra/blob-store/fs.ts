@@ -84,16 +84,12 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
 
   /**
    * Like `writeTemp`, with the BLAKE3 + SHA-256 of the bytes computed on the way by an ingest worker's job (see
-   * ingest-pool.ts): SHA-256 on the worker, BLAKE3 on this thread unless `bothOnWorker` (a caller with many sources
-   * at once, the import, keeps its own thread free). The chunks are written from this thread as they came, while
-   * they are still in the CPU's caches (a copy of them goes to the worker for hashing): the worker writing its copies
-   * cost the kernel's copy into the page cache about a CPU-second more per GiB (`npm run bench -- hashing`).
+   * ingest-pool.ts). The chunks are written from this thread as they came, while they are still in the CPU's caches (a
+   * copy of them goes to the worker for hashing): the worker writing its copies cost the kernel's copy into the page
+   * cache about a CPU-second more per GiB (`npm run bench -- hashing`).
    */
-  async writeTempHashed(
-    source: AsyncIterable<Buffer>,
-    opts: { bothOnWorker?: boolean } = {},
-  ): Promise<{ temp: TempBlob; digest: HashedFile }> {
-    const job = this.workers.open({ blake3OnWorker: opts.bothOnWorker });
+  async writeTempHashed(source: AsyncIterable<Buffer>): Promise<{ temp: TempBlob; digest: HashedFile }> {
+    const job = this.workers.open();
     async function* hashed() {
       for await (const chunk of source) {
         const wait = job.write(chunk);
