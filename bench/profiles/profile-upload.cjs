@@ -67,6 +67,9 @@ async function main() {
       if (m) gcs[`${m[1]} (${m[2] ?? '?'})`] = (gcs[`${m[1]} (${m[2] ?? '?'})`] ?? 0) + 1;
     }
     if (Object.keys(gcs).length) log(`  collections: ${JSON.stringify(gcs)}`);
+    // PROFILE_GC_LINES=N: the first N trace lines as they are (pauses, heap sizes, reasons in full).
+    const lines = Number(process.env.PROFILE_GC_LINES ?? 0);
+    if (lines > 0) for (const l of gcText.split('\n').filter((x) => x.includes(' ms: ')).slice(0, lines)) log(`  ${l}`);
     await svc.stop();
     svc = undefined;
   } finally {
