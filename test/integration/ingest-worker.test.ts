@@ -331,3 +331,22 @@ describe('copyFileHashed: a local file copied and hashed on a worker in one piec
     await expect(pool.copyHashed(big, undefined, 16, undefined, cancel)).rejects.toMatchObject({ code: 'CANCELLED' });
   });
 });
+
+test('jobs one after another keep to one worker thread; a job beside a busy one starts another', async () => {
+  const pool = new IngestWorkers(2);
+  // Each thread is an isolate of its own (~10 MB resident): a second starts only when the first has work.
+  const started = () => (pool as unknown as { workers: unknown[] }).workers.filter(Boolean).length;
+  for (let i = 0; i < 3; i++) {
+    const job = pool.open();
+    await job.write(Buffer.from(`one after another ${i}`));
+    expect((await job.finish()).sha256).toBe(hexOf(sha256Of(Buffer.from(`one after another ${i}`))));
+  }
+  expect(started()).toBe(1);
+  const a = pool.open();
+  const b = pool.open();
+  await a.write(Buffer.from('a'));
+  await b.write(Buffer.from('b'));
+  const [da, db] = await Promise.all([a.finish(), b.finish()]);
+  expect([da.sha256, db.sha256]).toEqual([hexOf(sha256Of(Buffer.from('a'))), hexOf(sha256Of(Buffer.from('b')))]);
+  expect(started()).toBe(2);
+});

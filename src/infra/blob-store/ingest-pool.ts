@@ -108,7 +108,6 @@ export interface HashedFile {
  */
 export class IngestWorkers {
   private readonly workers: Array<WorkerEntry | undefined>;
-  private next = 0;
   private nextId = 1;
   private nextSession = 1;
   private file: string | undefined;
@@ -128,8 +127,7 @@ export class IngestWorkers {
    * on the request thread (`BENCH_B3_ON_CALLER=1 npm run bench -- hashing`).
    */
   open(opts: { blake3OnCaller?: boolean } = {}): IngestJob {
-    const slot = this.next++ % this.workers.length;
-    const w = (this.workers[slot] ??= this.start(slot));
+    const w = this.pick();
     return this.openOn(w, {
       file: undefined,
       b3: opts.blake3OnCaller ? blake3().create() : undefined,
@@ -142,8 +140,7 @@ export class IngestWorkers {
    * worker; otherwise BLAKE3 runs on the caller's thread, as for `open`.
    */
   session(opts: { blake3OnWorker?: boolean } = {}): HashSession {
-    const slot = this.next++ % this.workers.length;
-    const w = (this.workers[slot] ??= this.start(slot));
+    const w = this.pick();
     return new HashSession(this, w, this.nextSession++, opts.blake3OnWorker ? undefined : blake3().create());
   }
 
@@ -182,8 +179,7 @@ export class IngestWorkers {
     commitUnder?: string,
     cancel?: Int32Array,
   ): Promise<CopiedFile> {
-    const slot = this.next++ % this.workers.length;
-    const w = (this.workers[slot] ??= this.start(slot));
+    const w = this.pick();
     const id = this.nextId++;
     return new Promise<CopiedFile>((resolve, reject) => {
       const done = () => {
@@ -225,6 +221,23 @@ export class IngestWorkers {
         ...(cancel ? { cancel: cancel.buffer as SharedArrayBuffer } : {}),
       });
     });
+  }
+
+  /**
+   * The worker for a new job: the least busy running one, or a new one while every running one has work. A sequence
+   * of uploads keeps to one thread (each is an isolate of ~10 MB resident), and concurrent ones spread out.
+   */
+  private pick(): WorkerEntry {
+    let best: WorkerEntry | undefined;
+    let unstarted = -1;
+    for (let i = 0; i < this.workers.length; i++) {
+      const w = this.workers[i];
+      if (!w) {
+        if (unstarted < 0) unstarted = i;
+      } else if (!best || w.jobs.size < best.jobs.size) best = w;
+    }
+    if (best && (best.jobs.size === 0 || unstarted < 0)) return best;
+    return (this.workers[unstarted] = this.start(unstarted));
   }
 
   /** @internal Whether `w` still runs (a session's state dies with its worker). */
