@@ -69,7 +69,12 @@ async function main() {
     if (Object.keys(gcs).length) log(`  collections: ${JSON.stringify(gcs)}`);
     // PROFILE_GC_LINES=N: the first N trace lines as they are (pauses, heap sizes, reasons in full).
     const lines = Number(process.env.PROFILE_GC_LINES ?? 0);
-    if (lines > 0) for (const l of gcText.split('\n').filter((x) => x.includes(' ms: ')).slice(0, lines)) log(`  ${l}`);
+    if (lines > 0)
+      for (const l of gcText
+        .split('\n')
+        .filter((x) => x.includes(' ms: '))
+        .slice(0, lines))
+        log(`  ${l}`);
     await svc.stop();
     svc = undefined;
   } finally {

@@ -65,17 +65,11 @@ export class ContentService {
    * Streams `source` into a temporary blob while computing BLAKE3 + SHA-256; nothing remains if it fails. Where the
    * store can, hashing runs on a worker thread.
    */
-  async ingest(
-    source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number } = {},
-  ): Promise<IngestedContent> {
+  async ingest(source: AsyncIterable<Buffer>, opts: { maxBytes?: number } = {}): Promise<IngestedContent> {
     return storeErrors(this.ingestBytes(source, opts));
   }
 
-  private async ingestBytes(
-    source: AsyncIterable<Buffer>,
-    opts: { maxBytes?: number },
-  ): Promise<IngestedContent> {
+  private async ingestBytes(source: AsyncIterable<Buffer>, opts: { maxBytes?: number }): Promise<IngestedContent> {
     // The head is looked at once, as soon as it is complete, and dropped: sniffing and metadata need nothing more.
     let facts: HeadFacts = { sniffedMime: undefined, derived: {} };
     const onHead = (h: Buffer) => {
