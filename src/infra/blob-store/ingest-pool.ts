@@ -434,7 +434,7 @@ export class IngestJob {
     private readonly file: string | undefined,
     private readonly w: WorkerEntry,
     private readonly slots: SlotPool,
-    /** BLAKE3 on this thread (the default: it balances the two threads of an upload), or (undefined) on the worker. */
+    /** BLAKE3 on this thread (a HashSession of a resumable upload; `blake3OnCaller`), or (undefined) on the worker. */
     private readonly b3: Blake3Incremental | undefined,
     /** Appending to a part that must be kept whatever happens (a resumable upload's). */
     private readonly keepFile: boolean,
