@@ -3,8 +3,8 @@
 // SHA-256 in one pass (DualHasher) against native BLAKE3 alone and SHA-256 alone, interleaved.
 // (b) Whether hashing on a worker thread raises ingest throughput on this machine: the same stripped ingest server
 // (the service's multipart reading → hash → write with fsync) with the hashes inline on the request thread
-// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: BLAKE3 and the
-// writes on the request thread, the chunks copied into batch slots a worker thread reads for SHA-256), uploads
+// (DualHasher + FsBlobStore.writeTemp) vs the service's worker path (FsBlobStore.writeTempHashed: the writes on the
+// request thread, the chunks copied into batch slots a worker thread reads for BLAKE3 and SHA-256), uploads
 // interleaved, single stream and 4 concurrent streams. For the single stream, the same server with no hashing at all
 // and `dd bs=1M conv=fsync` of the same size are in the interleave too, to show what the hashes cost against dd.
 // Per mode also the whole machine's busy CPU per GiB (/proc/stat: the client and the kernel's writeback included)

@@ -16,7 +16,7 @@ import { DomainError } from '../../domain/errors';
 import type { RemoteMetadata } from '../../domain/tasks/task.types';
 import { linksOfRes } from '../base-url';
 import { assetJson, assetPageJson } from './asset.presenter';
-import { createInputOfBody, createInputOfForm, updateInputOfBody, uploadFormOf } from '../shared/asset-input';
+import { createInputOfBody, createInputOfForm, textOf, updateInputOfBody, uploadFormOf } from '../shared/asset-input';
 import { hashParam } from '../shared/ids';
 import { handle, principalOf } from '../shared/handler';
 import { jsonBody, jsonBodyIfSent, pathId, sendJson, sendJsonBytes } from './middleware';
@@ -95,7 +95,7 @@ export function assetsRouter(deps: {
         result = await assets.createFromUpload(principal, input, {
           file,
           fileName,
-          declaredHash: form.hash as string | undefined,
+          declaredHash: textOf(form.hash),
         });
       } else if (req.is('application/json')) {
         const body = req.body as Record<string, unknown>;

@@ -57,7 +57,8 @@ export function uploadMetadataOf(meta: Record<string, string | null | undefined>
   return form;
 }
 
-const textOf = (v: string | string[] | undefined): string | undefined => (typeof v === 'string' ? v : v?.at(-1));
+/** A checked form's single value (the last, for a field sent more than once). */
+export const textOf = (v: string | string[] | undefined): string | undefined => (typeof v === 'string' ? v : v?.at(-1));
 const listOf = (v: string | string[] | undefined): string[] | undefined => (typeof v === 'string' ? [v] : v);
 
 /** The creation fields of a checked form; `tags` and `user_metadata` parsed from their text. */
