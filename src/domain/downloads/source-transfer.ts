@@ -49,7 +49,7 @@ export class SourceTransfer {
   /**
    * BLAKE3 + SHA-256 on an ingest worker thread, the state kept there across attempts (one job per attempt). Both
    * hashes go there: this thread already parses the HTTP response (`npm run bench -- download`). On the disk store the
-   * worker also appends the bytes to the partial file, and the body's chunks move there instead of being copied.
+   * worker also appends the bytes to the partial file; the body's chunks are copied into the pool's slots for it.
    */
   private hash: HashSession;
   private head = Buffer.alloc(0);
@@ -153,8 +153,8 @@ export class SourceTransfer {
 
   /**
    * Writes the body where it goes while the hash worker hashes it: on the disk store the worker appends it to the
-   * partial file itself (the chunks, used by nobody else once passed on, move there); elsewhere this thread writes and
-   * copies go to the worker. Either way the state has counted every byte stored when this returns.
+   * partial file itself (from copies in the pool's slots); elsewhere this thread writes and copies go to the worker.
+   * Either way the state has counted every byte stored when this returns.
    */
   private store(partial: PartialBlob | undefined, source: AsyncIterable<Buffer>, truncate: boolean): Promise<TempBlob> {
     const hashed = this.deps.blobs.capabilities.hashedWrites;
@@ -176,8 +176,7 @@ export class SourceTransfer {
 
   /**
    * The body, counted on the way to the store. A broken connection ends the stream instead of failing it, so every
-   * byte received is written (and hashed) before the next attempt resumes after it. A chunk is not touched once
-   * yielded: the store may have moved it to the hash worker.
+   * byte received is written (and hashed) before the next attempt resumes after it.
    */
   private async *pipe(res: FetchResponse, offset: number, onError: (e: unknown) => void): AsyncGenerator<Buffer> {
     const meter = this.deps.meter ?? NO_METER;

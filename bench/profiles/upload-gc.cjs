@@ -1,0 +1,156 @@
+'use strict';
+// What V8's collector costs a 1 GiB multipart upload, and why the service pays more of it than the stripped ingest
+// server (bench/lib/ingest-server.cjs, worker mode: the same multipart reading, slots, hashes and writes):
+//   node bench/profiles/upload-gc.cjs [--rounds 2] [--uploads 2] [--ballast 40]
+// Node's HTTP parser hands each socket read (up to 64 KiB) to JavaScript as a new Buffer; V8 counts its memory as
+// external and starts a full Mark-Compact each time ~64 MB of it has grown since the last one, unless a scavenge of
+// the young generation has freed those buffers first. How often that happens depends on the young generation's size,
+// and what each Mark-Compact costs depends on how much live heap it marks. Cases, interleaved per round:
+//   stripped                 the ingest server, the service's node flags (its heap: a few MB)
+//   stripped+ballast         the same with --ballast MB of live objects (bench/lib/heap-ballast.cjs), like the service
+//   stripped+ballast semi=1  the same with a 1 MB young generation (--max-semi-space-size=1)
+//   service                  the service itself, its node flags
+//   service semi=1           the service with --max-semi-space-size=1
+// Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and Mark-Compacts and scavenges per GiB
+// (--trace-gc). What the young generation's size costs the metadata reads: `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=…
+// AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
+const { spawn } = require('node:child_process');
+const path = require('node:path');
+const {
+  MiB,
+  GiB,
+  SERVICE_NODE_FLAGS,
+  benchTmp,
+  rmrf,
+  startStack,
+  spawnService,
+  stopChild,
+  onCleanup,
+  uploadMultipart,
+  cpuMicros,
+  now,
+  mbps,
+  median,
+  r2,
+  log,
+  parseArgs,
+  printResult,
+  runScript,
+} = require('../lib/common.cjs');
+
+const withSemi = (flags, mb) => [
+  ...flags.filter((f) => !f.startsWith('--max-semi-space-size')),
+  `--max-semi-space-size=${mb}`,
+];
+
+/** The stripped ingest server under `flags`, its stdout (the --trace-gc lines) collected. */
+async function startStripped(flags, dir, env) {
+  const child = spawn(
+    process.execPath,
+    [...flags, '--trace-gc', path.join(__dirname, '..', 'lib', 'ingest-server.cjs'), 'worker', dir],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const forget = onCleanup(() => stopChild(child));
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const m = /ready (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`ingest-server.cjs exited with ${code}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
+    gcText: () => out,
+    stop: async () => {
+      forget();
+      await stopChild(child);
+    },
+  };
+}
+
+async function startCase(c, stack, dir, ballastMb) {
+  if (c.kind === 'stripped') {
+    const flags = c.ballast
+      ? [...c.flags, '--require', path.join(__dirname, '..', 'lib', 'heap-ballast.cjs')]
+      : c.flags;
+    return startStripped(flags, dir, { BALLAST_MB: String(ballastMb) });
+  }
+  const svc = await spawnService({
+    dataDir: stack.dataDir,
+    databaseUrl: stack.databaseUrl,
+    startFlags: c.flags,
+    nodeArgs: ['--trace-gc'],
+  });
+  let out = '';
+  svc.child.stdout.on('data', (d) => (out += d));
+  return { ...svc, gcText: () => out };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const rounds = Number(args.opts.rounds ?? 2);
+  const uploads = Number(args.opts.uploads ?? 2);
+  const ballastMb = Number(args.opts.ballast ?? 40);
+  const size = GiB;
+  const cases = [
+    { name: 'stripped', kind: 'stripped', flags: SERVICE_NODE_FLAGS },
+    { name: 'stripped+ballast', kind: 'stripped', ballast: true, flags: SERVICE_NODE_FLAGS },
+    { name: 'stripped+ballast semi=1', kind: 'stripped', ballast: true, flags: withSemi(SERVICE_NODE_FLAGS, 1) },
+    { name: 'service', kind: 'service', flags: SERVICE_NODE_FLAGS },
+    { name: 'service semi=1', kind: 'service', flags: withSemi(SERVICE_NODE_FLAGS, 1) },
+  ];
+  const res = Object.fromEntries(cases.map((c) => [c.name, { mbps: [], cpu: [], mc: [], scavenges: [] }]));
+  const stack = await startStack({ prefix: 'upload-gc' });
+  await stack.svc.stop();
+  const dir = benchTmp('upload-gc-blobs');
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const c of round % 2 ? [...cases].reverse() : cases) {
+        const p = await startCase(c, stack, dir, ballastMb);
+        try {
+          const before = p.gcText().length;
+          const c0 = cpuMicros(p.pid);
+          const t0 = now();
+          for (let i = 0; i < uploads; i++) {
+            const r = await uploadMultipart(p.url, size, { fileName: `gc-${round}-${i}.bin` });
+            if (r.status !== 201) throw new Error(`${c.name}: upload answered ${r.status}`);
+          }
+          const s = now() - t0;
+          const text = p.gcText().slice(before);
+          const gib = (uploads * size) / GiB;
+          const row = res[c.name];
+          row.mbps.push(mbps(uploads * size, s));
+          row.cpu.push((cpuMicros(p.pid) - c0) / 1e6 / gib);
+          row.mc.push((text.match(/: Mark-Compact /g) ?? []).length / gib);
+          row.scavenges.push((text.match(/: Scavenge /g) ?? []).length / gib);
+          log(
+            `  round ${round + 1} ${c.name}: ${row.mbps.at(-1).toFixed(0)} MB/s, ${row.cpu.at(-1).toFixed(2)} CPU-s/GiB, ` +
+              `${row.mc.at(-1).toFixed(1)} Mark-Compacts and ${row.scavenges.at(-1).toFixed(1)} scavenges per GiB`,
+          );
+        } finally {
+          await p.stop();
+        }
+      }
+    }
+  } finally {
+    await stack.stop();
+    rmrf(dir);
+  }
+  const summary = Object.fromEntries(
+    Object.entries(res).map(([name, r]) => [
+      name,
+      {
+        mbps: r2(median(r.mbps)),
+        cpu_s_per_gib: r2(median(r.cpu)),
+        mark_compacts_per_gib: r2(median(r.mc)),
+        scavenges_per_gib: r2(median(r.scavenges)),
+      },
+    ]),
+  );
+  printResult('upload-gc', { size_mib: size / MiB, uploads, rounds, ballast_mb: ballastMb, cases: summary });
+}
+
+runScript(main);
