@@ -191,17 +191,20 @@ function stopChild(child, signal = 'SIGTERM', graceMs = 30_000) {
   });
 }
 
-/** Spawns a helper script of bench/lib that prints `ready <port>`; resolves with its URL and a stop(). */
-async function spawnHelper(script, args = [], env = {}) {
-  const child = spawn(process.execPath, [path.join(__dirname, script), ...args], {
+/**
+ * Spawns a helper script of bench/lib that prints `ready <port>`; resolves with its URL, a stop() and what it has
+ * printed so far (`output()`: e.g. the `--trace-gc` lines of a helper started with `nodeArgs`).
+ */
+async function spawnHelper(script, args = [], env = {}, { nodeArgs = [] } = {}) {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, script), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const forget = onCleanup(() => stopChild(child));
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
   const port = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
+    child.stdout.on('data', () => {
       const m = /ready (\d+)/.exec(out);
       if (m) resolve(Number(m[1]));
     });
@@ -210,6 +213,7 @@ async function spawnHelper(script, args = [], env = {}) {
   return {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
+    output: () => out,
     stop: async () => {
       forget();
       await stopChild(child);

@@ -1,7 +1,7 @@
 'use strict';
 // What V8's collector costs a 1 GiB multipart upload, and why the service pays more of it than the stripped ingest
 // server (bench/lib/ingest-server.cjs, worker mode: the same multipart reading, slots, hashes and writes):
-//   node bench/profiles/upload-gc.cjs [--rounds 2] [--uploads 2] [--ballast 40]
+//   node bench/profiles/upload-gc.cjs [--rounds N] [--uploads=N] [--ballast=MB]   (defaults 2, 2, 40)
 // Node's HTTP parser hands each socket read (up to 64 KiB) to JavaScript as a new Buffer; V8 counts its memory as
 // external and starts a full Mark-Compact each time ~64 MB of it has grown since the last one, unless a scavenge of
 // the young generation has freed those buffers first. How often that happens depends on the young generation's size,
@@ -14,7 +14,6 @@
 // Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and Mark-Compacts and scavenges per GiB
 // (--trace-gc). What the young generation's size costs the metadata reads: `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=…
 // AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
-const { spawn } = require('node:child_process');
 const path = require('node:path');
 const {
   MiB,
@@ -24,8 +23,7 @@ const {
   rmrf,
   startStack,
   spawnService,
-  stopChild,
-  onCleanup,
+  spawnHelper,
   uploadMultipart,
   cpuMicros,
   now,
@@ -43,40 +41,18 @@ const withSemi = (flags, mb) => [
   `--max-semi-space-size=${mb}`,
 ];
 
-/** The stripped ingest server under `flags`, its stdout (the --trace-gc lines) collected. */
-async function startStripped(flags, dir, env) {
-  const child = spawn(
-    process.execPath,
-    [...flags, '--trace-gc', path.join(__dirname, '..', 'lib', 'ingest-server.cjs'), 'worker', dir],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const forget = onCleanup(() => stopChild(child));
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.on('data', () => {
-      const m = /ready (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`ingest-server.cjs exited with ${code}`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    pid: child.pid,
-    gcText: () => out,
-    stop: async () => {
-      forget();
-      await stopChild(child);
-    },
-  };
-}
-
 async function startCase(c, stack, dir, ballastMb) {
   if (c.kind === 'stripped') {
     const flags = c.ballast
       ? [...c.flags, '--require', path.join(__dirname, '..', 'lib', 'heap-ballast.cjs')]
       : c.flags;
-    return startStripped(flags, dir, { BALLAST_MB: String(ballastMb) });
+    const p = await spawnHelper(
+      'ingest-server.cjs',
+      ['worker', dir],
+      { BALLAST_MB: String(ballastMb) },
+      { nodeArgs: [...flags, '--trace-gc'] },
+    );
+    return { ...p, gcText: p.output };
   }
   const svc = await spawnService({
     dataDir: stack.dataDir,
@@ -91,7 +67,7 @@ async function startCase(c, stack, dir, ballastMb) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const rounds = Number(args.opts.rounds ?? 2);
+  const rounds = args.rounds ?? 2;
   const uploads = Number(args.opts.uploads ?? 2);
   const ballastMb = Number(args.opts.ballast ?? 40);
   const size = GiB;
