@@ -246,6 +246,8 @@ export async function buildContainer(
     hashers: ingestWorkers,
     logger: downloadsLogger,
     meter: metrics,
+    // The worker has no tracer: with tracing on, a download's requests stay here, where undici's spans are made.
+    bodiesOnWorker: tracing === undefined,
   };
   const downloadJob = new DownloadJob({ ...downloadDeps, maxBytes: config.maxUploadBytes });
   const downloads = new DownloadService(downloadDeps);

@@ -113,6 +113,15 @@ const guardedLookup: net.LookupFunction = (hostname, options, callback) => {
   });
 };
 
+export interface HttpFetcherOptions {
+  blockPrivateNetworks: boolean;
+  /** Origins that are trusted wherever they point (the configured provider endpoints). */
+  trustedOrigins: string[];
+  headersTimeoutMs?: number;
+  /** A body that stalls this long is a network error (and the download is retried). */
+  bodyTimeoutMs?: number;
+}
+
 /**
  * Outbound HTTP for downloads: redirects followed here (at most 10) so that every hop is checked against the
  * private-network block list and the token goes to the provider's own origin only.
@@ -121,16 +130,8 @@ export class HttpFetcher {
   private readonly plain: Agent;
   private readonly guarded: Agent;
 
-  constructor(
-    private readonly opts: {
-      blockPrivateNetworks: boolean;
-      /** Origins that are trusted wherever they point (the configured provider endpoints). */
-      trustedOrigins: string[];
-      headersTimeoutMs?: number;
-      /** A body that stalls this long is a network error (and the download is retried). */
-      bodyTimeoutMs?: number;
-    },
-  ) {
+  /** `opts` is what an ingest worker builds its own fetcher from (a download's body is read there). */
+  constructor(readonly opts: HttpFetcherOptions) {
     const common = { keepAliveTimeout: 10_000, connections: 64 };
     this.plain = new Agent(common);
     this.guarded = new Agent({ ...common, connect: { lookup: guardedLookup } });

@@ -2,6 +2,7 @@ import { bytes, startFakeProviders, type FakeProviders } from '../helpers/fake-p
 import { getTask, partialFiles, startDownload, waitTask } from '../helpers/downloads';
 import { blake3Of, json, KEYS, startTestService, waitFor, type TestService } from '../helpers/harness';
 import { StoreUnavailableError } from '../../src/infra/errors';
+import { HttpFetcher } from '../../src/infra/http-fetch';
 
 let fake: FakeProviders;
 let svc: TestService;
@@ -219,5 +220,23 @@ test("this service's own blob store unavailable during a download is retried (fr
     expect([task.status, task.result?.asset_hash]).toEqual(['completed', blake3Of(data)]);
   } finally {
     spy.mockRestore();
+  }
+});
+
+test("a task's body is fetched on an ingest worker: this thread makes only the provider's probe", async () => {
+  const data = bytes(3 * MiB, 31);
+  const url = fake.hf.lfs('org/resume/on-worker.safetensors', data);
+  const key = fake.hf.cdnKeyOf('org/resume/on-worker.safetensors');
+  // The worker builds its own HttpFetcher from its module copy: a spy here sees this thread's requests only.
+  const open = jest.spyOn(HttpFetcher.prototype, 'open');
+  try {
+    const { task_id } = await json(await startDownload(svc, { source_url: url }));
+    const task = await waitTask(svc, task_id);
+    expect([task.status, task.result.asset_hash]).toEqual(['completed', blake3Of(data)]);
+    expect(gets(key)).toHaveLength(1);
+    const here = open.mock.calls.filter(([u]) => String(u).includes('on-worker'));
+    expect(here.map(([, o]) => o?.method ?? 'GET')).not.toContain('GET');
+  } finally {
+    open.mockRestore();
   }
 });

@@ -30,7 +30,7 @@ export async function downloadAndStore(
       await provider.probe(url, AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)])),
     );
   const transfer = new SourceTransfer(
-    { fetcher: d.fetcher, blobs: d.blobs, hashers: d.hashers, meter: d.meter },
+    { fetcher: d.fetcher, blobs: d.blobs, hashers: d.hashers, meter: d.meter, bodiesOnWorker: d.bodiesOnWorker },
     {
       url,
       auth: provider.auth(),

@@ -42,6 +42,8 @@ export interface DownloadDeps {
   logger: Logger;
   /** Counts downloaded bytes and downloads in flight (metrics). */
   meter?: TransferMeter;
+  /** A task's body is fetched, written and hashed on an ingest worker (SourceTransferDeps.bodiesOnWorker). */
+  bodiesOnWorker?: boolean;
 }
 
 /** The mismatch, if the provider stated a hash and the bytes have another. */

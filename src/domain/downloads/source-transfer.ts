@@ -9,7 +9,12 @@ import {
   type FetchResponse,
   type HttpFetcher,
 } from '../../infra/http-fetch';
-import type { HashSession, IngestWorkers } from '../../infra/blob-store/ingest-pool';
+import {
+  FetchedBody,
+  RemoteFetchError,
+  type HashSession,
+  type IngestWorkers,
+} from '../../infra/blob-store/ingest-pool';
 import type { IngestedContent } from '../content/content.service';
 import { detectMime } from '../content/mime';
 import { NO_METER, type TransferMeter } from '../transfer-meter';
@@ -25,6 +30,28 @@ export interface ResponseInfo {
   /** Where the bytes of this answer start (0 when starting over). */
   offset: number;
   fileName: string | undefined;
+}
+
+/** An answer of the source: its body on this thread (a FetchResponse) or on the hash session's worker. */
+type Answer = FetchResponse | FetchedBody;
+
+/** A body stored (whole or in part), and why it stopped early if it did: what came before is kept either way. */
+interface Stored {
+  temp: TempBlob;
+  bodyError: unknown;
+}
+
+export interface SourceTransferDeps {
+  fetcher: HttpFetcher;
+  blobs: BlobStore;
+  hashers: IngestWorkers;
+  meter?: TransferMeter;
+  /**
+   * Make the request, and write and hash the body, on the hash session's worker thread (on stores with hashed writes,
+   * for transfers with a partial file). Off when tracing is on: the worker has no tracer, so the outgoing request
+   * would have no span and carry no `traceparent`.
+   */
+  bodiesOnWorker?: boolean;
 }
 
 export interface SourceTransferOptions {
@@ -52,7 +79,7 @@ export class SourceTransfer {
    * worker also appends the bytes to the partial file; the body's chunks are copied into the pool's slots for it.
    */
   private hash: HashSession;
-  private head = Buffer.alloc(0);
+  private head: Buffer = Buffer.alloc(0);
   /** Bytes received so far (including those of earlier attempts). */
   bytes = 0;
   total: number | null = null;
@@ -60,7 +87,7 @@ export class SourceTransfer {
   private validator: string | null;
 
   constructor(
-    private readonly deps: { fetcher: HttpFetcher; blobs: BlobStore; hashers: IngestWorkers; meter?: TransferMeter },
+    private readonly deps: SourceTransferDeps,
     private readonly o: SourceTransferOptions,
   ) {
     this.hash = this.newHash();
@@ -78,9 +105,19 @@ export class SourceTransfer {
 
     const headers: Record<string, string> = { 'accept-encoding': 'identity' };
     if (offset > 0) Object.assign(headers, { range: `bytes=${offset}-`, 'if-range': this.validator! });
-    const res = await this.open(headers);
+    const onWorker = !!(partial && this.deps.bodiesOnWorker && this.deps.blobs.capabilities.hashedWrites);
+    const res = await this.open(headers, onWorker);
+    try {
+      return await this.answered(res, partial, offset);
+    } finally {
+      // Every way out that did not store the body leaves it unread on the worker: discard it there.
+      if (res instanceof FetchedBody) res.drop();
+    }
+  }
+
+  private async answered(res: Answer, partial: PartialBlob | undefined, offset: number): Promise<IngestedContent> {
     if (res.status === 416 && offset > 0) {
-      dropBody(res.body);
+      discardBody(res);
       const whole = Number(/^bytes \*\/(\d+)$/.exec(headerText(res.headers['content-range']) ?? '')?.[1]);
       // Everything was already here (a crash between the last byte and the commit).
       if (whole === offset) return this.finish(await partial!.append(empty(), {}));
@@ -89,7 +126,7 @@ export class SourceTransfer {
       throw new SourceError('DOWNLOAD_FAILED', 'the server refused the resume range; starting over', true, 0);
     }
     if (res.status < 200 || res.status >= 300) {
-      dropBody(res.body);
+      discardBody(res);
       throw statusError(res.status, res.headers, res.url.host);
     }
     let truncate = offset === 0;
@@ -97,7 +134,7 @@ export class SourceTransfer {
     if (res.status === 206) {
       const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(headerText(res.headers['content-range']) ?? '');
       if (!m || Number(m[1]) !== offset) {
-        dropBody(res.body);
+        discardBody(res);
         this.validator = null;
         throw new SourceError(
           'DOWNLOAD_FAILED',
@@ -121,9 +158,11 @@ export class SourceTransfer {
     this.fileName = fileNameOf(res) ?? this.fileName;
     await this.o.onResponse?.({ validator: this.validator, total, offset, fileName: this.fileName });
 
-    let bodyError: unknown;
-    const source = this.pipe(res, offset, (e) => (bodyError = e));
-    const temp = await this.store(partial, source, truncate).catch((err: unknown) => {
+    const stored =
+      res instanceof FetchedBody
+        ? this.storeOnWorker(res, partial!, offset)
+        : this.storeHere(res, partial, offset, truncate);
+    const { temp, bodyError } = await stored.catch((err: unknown) => {
       // The hash worker died: the next attempt rebuilds the state from what the partial file holds and resumes there.
       if (this.hash.workerStopped)
         throw new SourceError('DOWNLOAD_FAILED', `the hash worker stopped after ${this.bytes} bytes`, true);
@@ -151,6 +190,22 @@ export class SourceTransfer {
     return this.validator;
   }
 
+  /** The body read on this thread (pipe) and stored; a broken body's error comes back beside what was stored. */
+  private async storeHere(
+    res: FetchResponse,
+    partial: PartialBlob | undefined,
+    offset: number,
+    truncate: boolean,
+  ): Promise<Stored> {
+    let bodyError: unknown;
+    const temp = await this.store(
+      partial,
+      this.pipe(res, offset, (e) => (bodyError = e)),
+      truncate,
+    );
+    return { temp, bodyError };
+  }
+
   /**
    * Writes the body where it goes while the hash worker hashes it: on the disk store the worker appends it to the
    * partial file itself (from copies in the pool's slots); elsewhere this thread writes and copies go to the worker.
@@ -163,9 +218,47 @@ export class SourceTransfer {
     return this.deps.blobs.writeTemp(this.hash.hashing(source));
   }
 
-  private async open(headers: Record<string, string>): Promise<FetchResponse> {
+  /**
+   * The body appended to the partial file by the worker that holds the hashes, with this thread told the progress
+   * (the bytes so far, the metrics); like pipe, a body that breaks or is too large keeps what came before it.
+   */
+  private async storeOnWorker(res: FetchedBody, partial: PartialBlob, offset: number): Promise<Stored> {
+    const meter = this.deps.meter ?? NO_METER;
+    const end = meter.begin('download');
+    let counted = 0;
+    const count = (bytes: number) => {
+      meter.add('downloaded', bytes - counted);
+      counted = bytes;
+      this.bytes = offset + bytes;
+    };
     try {
-      return await this.deps.fetcher.open(this.o.url, { auth: this.o.auth, headers, signal: this.o.signal });
+      const { temp, stored } = await this.deps.blobs.capabilities.hashedWrites!.appendFetched(partial, res, this.hash, {
+        limit: this.o.maxBytes - offset,
+        headBytes: offset === 0 ? HEAD_BYTES : 0,
+        onProgress: count,
+      });
+      count(stored.size);
+      if (offset === 0) this.head = stored.head;
+      const bodyError = stored.tooLarge
+        ? new SourceError('PAYLOAD_TOO_LARGE', `the file is larger than the limit of ${this.o.maxBytes} bytes`)
+        : stored.broken;
+      return { temp, bodyError };
+    } finally {
+      end();
+    }
+  }
+
+  private async open(headers: Record<string, string>, onWorker: boolean): Promise<Answer> {
+    try {
+      if (!onWorker)
+        return await this.deps.fetcher.open(this.o.url, { auth: this.o.auth, headers, signal: this.o.signal });
+      return await this.hash
+        .fetch({ url: this.o.url, headers, auth: this.o.auth, fetcher: this.deps.fetcher.opts }, this.o.signal)
+        .catch((err: unknown) => {
+          if (err instanceof RemoteFetchError) throw new FetchError(err.kind, err.message);
+          // The worker died: the next attempt starts another.
+          throw new SourceError('DOWNLOAD_FAILED', (err as Error).message, true);
+        });
     } catch (err) {
       if (err instanceof FetchError && err.kind === 'network')
         throw new SourceError('DOWNLOAD_FAILED', err.message, true);
@@ -241,8 +334,8 @@ export class SourceTransfer {
   }
 
   private reset(): void {
-    this.close();
-    this.hash = this.newHash();
+    // On the same worker: a body it fetched (a 200 to a resume) is then stored from its start with the new state.
+    this.hash = this.hash.renew();
     this.head = Buffer.alloc(0);
     this.bytes = 0;
   }
@@ -303,20 +396,25 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 async function* empty(): AsyncGenerator<Buffer> {}
 
+function discardBody(res: Answer): void {
+  if (res instanceof FetchedBody) res.drop();
+  else dropBody(res.body);
+}
+
 function numberHeader(h: string | string[] | undefined): number | null {
   const v = headerText(h);
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : null;
 }
 
 /** A strong ETag, else Last-Modified: what If-Range accepts. */
-function validatorOf(res: FetchResponse): string | null {
+function validatorOf(res: Pick<Answer, 'headers'>): string | null {
   const etag = headerText(res.headers.etag);
   if (etag && !etag.startsWith('W/')) return etag;
   return headerText(res.headers['last-modified']) ?? null;
 }
 
 /** The answer's Content-Disposition, else the `response-content-disposition` a presigned redirect target carries. */
-function fileNameOf(res: FetchResponse): string | undefined {
+function fileNameOf(res: Pick<Answer, 'headers' | 'url' | 'redirects'>): string | undefined {
   const direct = fileNameFromDisposition(headerText(res.headers['content-disposition']));
   if (direct) return direct;
   for (const u of [res.url, ...res.redirects.map((r) => r.url)]) {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { HashSession } from './ingest-pool';
+import type { FetchedBody, HashSession, StoredBody } from './ingest-pool';
 import { InfraError, SOCKET_ERROR_CODES, someCause, StoreFullError, StoreUnavailableError } from '../errors';
 import { fileStateOf, type FileState } from './copy-hashed';
 
@@ -131,6 +131,16 @@ export interface HashedWrites {
    * before a failure of `source` is kept, durably, and counted in `hash`.
    */
   appendHashed(partial: PartialBlob, source: AsyncIterable<Buffer>, hash: HashSession): Promise<TempBlob>;
+  /**
+   * appendHashed for a download's body that its session's worker fetched (HashSession.fetch): the body never comes to
+   * this thread. Resolves also when the body broke or went past `limit` (`stored` says), with what came before kept.
+   */
+  appendFetched(
+    partial: PartialBlob,
+    body: FetchedBody,
+    hash: HashSession,
+    o: { limit: number; headBytes: number; onProgress?: (bytes: number) => void },
+  ): Promise<{ temp: TempBlob; stored: StoredBody }>;
 }
 
 export interface Presigning {

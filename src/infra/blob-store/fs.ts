@@ -27,7 +27,7 @@ import {
 import { isProcessAlive } from '../process';
 import { BackgroundSync, syncDir, writeFully, WRITE_BLOCK } from './block-writer';
 import { fileBody, ReadBufferPool } from './file-body';
-import type { HashedFile, HashSession, IngestWorkers } from './ingest-pool';
+import type { FetchedBody, HashedFile, HashSession, IngestWorkers, StoredBody } from './ingest-pool';
 
 export { BlobNotFoundError } from './blob-store';
 
@@ -208,6 +208,18 @@ export class FsBlobStore implements BlobStore, HashedWrites, LocalFiles, SpaceRe
     }
     if (failure !== undefined) throw failure;
     return { key, size: (await fsp.stat(file)).size };
+  }
+
+  /** HashedWrites.appendFetched: the worker that fetched `body` appends it to the partial's file. */
+  async appendFetched(
+    partial: PartialBlob,
+    body: FetchedBody,
+    hash: HashSession,
+    o: { limit: number; headBytes: number; onProgress?: (bytes: number) => void },
+  ): Promise<{ temp: TempBlob; stored: StoredBody }> {
+    const file = this.resolveKey(partial.key);
+    const stored = await body.store(hash, file, o);
+    return { temp: { key: partial.key, size: (await fsp.stat(file)).size }, stored };
   }
 
   async commit(temp: TempBlob, blake3Hex: string, opts: CommitOptions = {}): Promise<void> {

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { blake3, type Blake3Incremental } from '../blake3';
 import type { FileState } from './copy-hashed';
-import type { FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
+import type { FetchOptions, HttpFetcherOptions } from '../http-fetch';
+import type { FetchedHead, FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 
 /**
  * Hashing (BLAKE3 + SHA-256) and writing of uploaded bytes on worker threads.
@@ -140,8 +141,12 @@ export class IngestWorkers {
    * worker; otherwise BLAKE3 runs on the caller's thread, as for `open`.
    */
   session(opts: { blake3OnWorker?: boolean } = {}): HashSession {
-    const w = this.pick();
-    return new HashSession(this, w, this.nextSession++, opts.blake3OnWorker ? undefined : blake3().create());
+    return this.sessionOn(this.pick(), opts.blake3OnWorker === true);
+  }
+
+  /** @internal A new session on the worker `w` (HashSession.renew). */
+  sessionOn(w: WorkerEntry, blake3OnWorker: boolean): HashSession {
+    return new HashSession(this, w, this.nextSession++, blake3OnWorker ? undefined : blake3().create());
   }
 
   /** @internal A job on the worker `w` (HashSession's jobs go to the worker that holds their state). */
@@ -180,13 +185,8 @@ export class IngestWorkers {
     cancel?: Int32Array,
   ): Promise<CopiedFile> {
     const w = this.pick();
-    const id = this.nextId++;
     return new Promise<CopiedFile>((resolve, reject) => {
-      const done = () => {
-        w.jobs.delete(id);
-        if (w.jobs.size === 0) w.worker.unref();
-      };
-      w.jobs.set(id, {
+      const { id, done } = this.track(w, {
         onMessage: (m) => {
           done();
           if (m.t === 'copied')
@@ -210,7 +210,6 @@ export class IngestWorkers {
           else fs.rm(file, { force: true }, stopped);
         },
       });
-      if (w.jobs.size === 1) w.worker.ref();
       send(w.worker, {
         t: 'copy',
         id,
@@ -221,6 +220,22 @@ export class IngestWorkers {
         ...(cancel ? { cancel: cancel.buffer as SharedArrayBuffer } : {}),
       });
     });
+  }
+
+  /**
+   * @internal Routes the worker's answers about a new id to `job` until `done`; meanwhile the thread keeps the process
+   * alive (a pending answer is awaited), as a job does.
+   */
+  track(w: WorkerEntry, job: WorkerJob): { id: number; done: () => void } {
+    const id = this.nextId++;
+    w.jobs.set(id, job);
+    if (w.jobs.size === 1) w.worker.ref();
+    return {
+      id,
+      done: () => {
+        if (w.jobs.delete(id) && w.jobs.size === 0) w.worker.unref();
+      },
+    };
   }
 
   /**
@@ -379,6 +394,97 @@ export class HashSession {
     }
   }
 
+  /**
+   * Makes a download's request on this session's worker thread, with a fetcher built there from `req.fetcher`: the
+   * body's socket reads then become garbage of that thread's small heap (`node bench/profiles/profile-download.cjs`).
+   * Resolves with the answer once its headers are in (after redirects); its body waits there for `drop` or `store`.
+   * Rejects with a RemoteFetchError (the FetchError's kind and message) or the worker's death. `signal` cancels
+   * the request, or the body being stored.
+   */
+  fetch(
+    req: { url: URL; headers: Record<string, string>; auth?: FetchOptions['auth']; fetcher: HttpFetcherOptions },
+    signal?: AbortSignal,
+  ): Promise<FetchedBody> {
+    const w = this.w;
+    if (!this.pool.isLive(w)) return Promise.reject(new Error('the ingest worker stopped'));
+    if (signal?.aborted) return Promise.reject(new RemoteFetchError('aborted', 'the request was aborted'));
+    return new Promise<FetchedBody>((resolve, reject) => {
+      let body: FetchedBody | undefined;
+      const cancel = () => send(w.worker, { t: 'cancel', id });
+      const over = () => {
+        done();
+        signal?.removeEventListener('abort', cancel);
+      };
+      const { id, done } = this.pool.track(w, {
+        onMessage: (m) => {
+          if (m.t === 'response') resolve((body = new FetchedBody(this, id, m, over)));
+          else if (m.t === 'fetch-failed') {
+            over();
+            reject(new RemoteFetchError(m.kind, m.message));
+          } else body?.onMessage(m);
+        },
+        workerStopped: (err) => {
+          over();
+          if (body) body.workerStopped(err);
+          else reject(new Error(`the ingest worker stopped: ${err.message}`));
+        },
+      });
+      signal?.addEventListener('abort', cancel, { once: true });
+      send(w.worker, {
+        t: 'fetch',
+        id,
+        url: req.url.href,
+        headers: req.headers,
+        ...(req.auth ? { auth: req.auth } : {}),
+        fetcher: req.fetcher,
+      });
+    });
+  }
+
+  /** @internal FetchedBody.store: the body appended to `file` as one of this session's jobs. */
+  storeFetched(
+    id: number,
+    file: string,
+    o: { limit: number; headBytes: number },
+  ): { fresh: boolean; settled: (ok: boolean, size: number) => void } {
+    if (!this.usable) throw new Error('the hash session is not usable');
+    const fresh = !this.started;
+    this.started = true;
+    this.busy = true;
+    send(this.w.worker, { t: 'body', id, store: { file, session: { id: this.id, fresh }, ...o } });
+    return {
+      fresh,
+      settled: (ok, size) => {
+        this.busy = false;
+        if (ok) this.size += size;
+        else this.broken = true;
+        if (ok && this.broken && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
+      },
+    };
+  }
+
+  /** @internal FetchedBody.drop. */
+  dropFetched(id: number): void {
+    if (this.pool.isLive(this.w)) send(this.w.worker, { t: 'body', id });
+  }
+
+  /**
+   * Closes this state and starts an empty one, on the same worker while it runs (so that a body it fetched can be
+   * stored from its start: a server that ignored a resume's range).
+   */
+  renew(): HashSession {
+    this.close();
+    const onWorker = this.b3 === undefined;
+    return this.pool.isLive(this.w)
+      ? this.pool.sessionOn(this.w, onWorker)
+      : this.pool.session({ blake3OnWorker: onWorker });
+  }
+
+  /** @internal Whether `other` keeps its state on this session's worker. */
+  sameWorker(other: HashSession): boolean {
+    return other.w === this.w;
+  }
+
   /** Forgets the state (on the worker too). */
   close(): void {
     const held = !this.broken && this.started;
@@ -405,6 +511,116 @@ export class HashSession {
       if (ok && this.broken && !final && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
     };
     return job;
+  }
+}
+
+/** A download's request that failed on the worker: FetchError's kind and message (http-fetch.ts stays unloaded here). */
+export class RemoteFetchError extends Error {
+  constructor(
+    readonly kind: 'blocked' | 'network' | 'redirects' | 'aborted',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RemoteFetchError';
+  }
+}
+
+/** What storing a fetched body did: its bytes written and hashed, and why it stopped early if it did. */
+export interface StoredBody {
+  size: number;
+  /** The body's first bytes (as many as asked for). */
+  head: Buffer;
+  /** The body went past the limit: it was cut there (the bytes before are stored). */
+  tooLarge: boolean;
+  /** The body broke, or was cancelled, after `size` bytes (those are stored all the same). */
+  broken?: Error & { code?: string };
+}
+
+/**
+ * The answer of HashSession.fetch: status and headers here, the body on the session's worker until `drop` or
+ * `store` (exactly one of them, once).
+ */
+export class FetchedBody {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly url: URL;
+  readonly redirects: Array<{ url: URL; status: number; headers: Record<string, string | string[] | undefined> }>;
+  private used = false;
+  private onProgress: ((bytes: number) => void) | undefined;
+  private answer: ((m: FromWorker | Error) => void) | undefined;
+  private error: Error | undefined;
+
+  constructor(
+    /** The session that made the request: its worker holds the body. */
+    private readonly fetchedBy: HashSession,
+    private readonly id: number,
+    head: FetchedHead,
+    private readonly over: () => void,
+  ) {
+    this.status = head.status;
+    this.headers = head.headers;
+    this.url = new URL(head.url);
+    this.redirects = head.redirects.map((r) => ({ ...r, url: new URL(r.url) }));
+  }
+
+  /** The body is not wanted (a refusal, a redirect's): it is discarded on the worker. */
+  drop(): void {
+    if (this.used) return;
+    this.used = true;
+    this.over();
+    this.fetchedBy.dropFetched(this.id);
+  }
+
+  /**
+   * Appends the body to `file` on the worker, hashed as the session's next bytes (the session must have hashed exactly
+   * the file's bytes so far). Resolves with what was stored, also when the body broke or went past `limit`; rejects
+   * when the file could not be written (the session is then unusable) or the worker died.
+   */
+  async store(
+    session: HashSession,
+    file: string,
+    o: { limit: number; headBytes: number; onProgress?: (bytes: number) => void },
+  ): Promise<StoredBody> {
+    if (this.used) throw new Error('the body was already used');
+    if (!this.fetchedBy.sameWorker(session)) throw new Error("the hash session is not on the body's worker");
+    this.used = true;
+    this.onProgress = o.onProgress;
+    const answered = new Promise<FromWorker | Error>((resolve) => (this.answer = resolve));
+    let job;
+    try {
+      job = session.storeFetched(this.id, file, { limit: o.limit, headBytes: o.headBytes });
+    } catch (err) {
+      this.over();
+      throw err;
+    }
+    const m = await answered;
+    this.over();
+    if (m instanceof Error || m.t !== 'stored') {
+      job.settled(false, 0);
+      throw m instanceof Error ? m : (this.error ?? new Error('the ingest worker did not store the body'));
+    }
+    job.settled(true, m.size);
+    return {
+      size: m.size,
+      head: Buffer.from(m.head.buffer, m.head.byteOffset, m.head.length),
+      tooLarge: m.tooLarge,
+      ...(m.broken
+        ? { broken: Object.assign(new Error(m.broken.message), m.broken.code ? { code: m.broken.code } : {}) }
+        : {}),
+    };
+  }
+
+  /** @internal The worker's answers about the body. */
+  onMessage(m: FromWorker): void {
+    if (m.t === 'progress') this.onProgress?.(m.bytes);
+    else if (m.t === 'error') this.error ??= Object.assign(new Error(m.message), m.code ? { code: m.code } : {});
+    else if (m.t === 'stored' || m.t === 'closed') this.answer?.(m);
+  }
+
+  /** @internal */
+  workerStopped(err: Error): void {
+    if (!this.answer) return;
+    this.answer(new Error(`the ingest worker stopped: ${err.message}`));
   }
 }
 

@@ -5,6 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { loadBlake3, type Blake3Incremental, type Blake3Kind } from '../blake3';
 import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
 import { copyHashed, type CopyAnswer, type CopyRequest } from './copy-hashed';
+import type { FetchOptions, FetchResponse, HttpFetcher, HttpFetcherOptions } from '../http-fetch';
 
 /**
  * The ingest worker thread (started by IngestWorkers, ingest-pool.ts): SHA-256 (and BLAKE3 when asked) of each job's
@@ -17,7 +18,16 @@ import { copyHashed, type CopyAnswer, type CopyRequest } from './copy-hashed';
  * message and kept here by id); the `ack` gives the slot back once its bytes are hashed and written. `forget`: the
  * pool dropped a slot.
  */
-export type ToWorker = OpenMessage | DataMessage | EndMessage | DropMessage | ForgetMessage | CopyRequest;
+export type ToWorker =
+  | OpenMessage
+  | DataMessage
+  | EndMessage
+  | DropMessage
+  | ForgetMessage
+  | CopyRequest
+  | FetchMessage
+  | BodyMessage
+  | CancelMessage;
 interface OpenMessage {
   t: 'open';
   id: number;
@@ -54,6 +64,50 @@ interface DropMessage {
 }
 
 /**
+ * A download's request, made here so that its socket reads (a new ArrayBuffer each, external memory for V8) are
+ * collected on this thread's small heap rather than by full collections of the service's (`node
+ * bench/profiles/profile-download.cjs`). Answered by `response` (the status and headers, after redirects) or
+ * `fetch-failed`; the body then waits for a BodyMessage.
+ */
+interface FetchMessage {
+  t: 'fetch';
+  id: number;
+  url: string;
+  headers: Record<string, string>;
+  auth?: FetchOptions['auth'];
+  fetcher: HttpFetcherOptions;
+}
+/**
+ * What to do with a fetched body: without `store`, drop it (answered by `closed`); with it, append it to `file` while
+ * the session's hashes continue (answered by `progress` now and then, and `stored`, or `error` then `closed`).
+ */
+interface BodyMessage {
+  t: 'body';
+  id: number;
+  store?: {
+    file: string;
+    session: { id: number; fresh: boolean };
+    /** The body may have at most this many bytes: a larger one is cut there (`tooLarge`). */
+    limit: number;
+    /** The body's first bytes to send back (for MIME sniffing). */
+    headBytes: number;
+  };
+}
+/** The download was cancelled: its request (or body) is aborted. */
+interface CancelMessage {
+  t: 'cancel';
+  id: number;
+}
+
+/** A fetched answer, as it crosses to the pool. */
+export interface FetchedHead {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  url: string;
+  redirects: Array<{ url: string; status: number; headers: Record<string, string | string[] | undefined> }>;
+}
+
+/**
  * What the worker answers: `ack` once a message's bytes are written, giving its slots back to the pool; `done` or
  * `closed` ends a job.
  */
@@ -62,6 +116,19 @@ export type FromWorker =
   | { t: 'error'; id: number; message: string; code?: string }
   | { t: 'done'; id: number; blake3?: string; sha256?: string; size: number }
   | { t: 'closed'; id: number }
+  | ({ t: 'response'; id: number } & FetchedHead)
+  | { t: 'fetch-failed'; id: number; kind: 'blocked' | 'network' | 'redirects' | 'aborted'; message: string }
+  | { t: 'progress'; id: number; bytes: number }
+  | {
+      t: 'stored';
+      id: number;
+      /** Bytes of the body written (and hashed). */
+      size: number;
+      head: Uint8Array;
+      tooLarge: boolean;
+      /** The body broke (or was cancelled) after `size` bytes: those are written all the same. */
+      broken?: { message: string; code?: string };
+    }
   | CopyAnswer;
 
 export interface IngestWorkerData {
@@ -200,6 +267,14 @@ function open(m: OpenMessage): void {
   }
 }
 
+/** Hashes `c` and queues it for the job's next write. */
+function take(job: Job, c: Uint8Array): void {
+  job.b3?.update(c);
+  job.sha.update(c);
+  job.parts.push(c);
+  job.len += c.length;
+}
+
 function data(m: DataMessage, job: Job): void {
   job.unacked += m.bytes;
   job.slots.push(m.slot);
@@ -207,11 +282,7 @@ function data(m: DataMessage, job: Job): void {
     try {
       const view = slots.get(m.slot);
       if (!view) throw new Error(`slot ${m.slot} was never given to this worker`);
-      const c = view.subarray(0, m.bytes);
-      job.b3?.update(c);
-      job.sha.update(c);
-      job.parts.push(c);
-      job.len += c.length;
+      take(job, view.subarray(0, m.bytes));
     } catch (err) {
       fail(m.id, job, err as Error);
     }
@@ -219,20 +290,31 @@ function data(m: DataMessage, job: Job): void {
   if (job.len >= WRITE_BLOCK || job.error) flush(m.id, job);
 }
 
-async function end(m: EndMessage, job: Job): Promise<void> {
-  jobs.delete(m.id);
-  flush(m.id, job);
+/** Writes what is queued, then makes the file durable and closes it; false when the job failed (`error` was sent). */
+async function complete(id: number, job: Job): Promise<boolean> {
+  jobs.delete(id);
+  flush(id, job);
   await job.chain;
-  if (!job.error) {
+  if (job.error) return false;
+  try {
+    if (job.file) {
+      await job.sync!.settled();
+      await fsync(job.fd);
+      // A background sync that failed may have taken the error this fsync would have reported.
+      if (job.sync!.failure) throw job.sync!.failure;
+      await close(job.fd);
+      job.fd = -1;
+    }
+    return true;
+  } catch (err) {
+    fail(id, job, err as Error);
+    return false;
+  }
+}
+
+async function end(m: EndMessage, job: Job): Promise<void> {
+  if (await complete(m.id, job)) {
     try {
-      if (job.file) {
-        await job.sync!.settled();
-        await fsync(job.fd);
-        // A background sync that failed may have taken the error this fsync would have reported.
-        if (job.sync!.failure) throw job.sync!.failure;
-        await close(job.fd);
-        job.fd = -1;
-      }
       if (job.session !== undefined && !job.final) {
         post({ t: 'done', id: m.id, size: job.size });
         return;
@@ -260,7 +342,130 @@ async function abort(m: EndMessage, job: Job): Promise<void> {
   post({ t: 'closed', id: m.id });
 }
 
+/** The downloads' requests made here, by job id: the body waits here until the pool says what to do with it. */
+const fetches = new Map<number, { controller: AbortController; res?: FetchResponse }>();
+/** A `progress` answer (the download's progress and metrics) after this many bytes of a body, or this long. */
+const PROGRESS_EVERY = 4 << 20;
+const PROGRESS_MS = 100;
+/** Writes of a body queued before reading waits for the oldest (what a body holds here in memory). */
+const BODY_WRITES_QUEUED = 4;
+let fetchModule: typeof import('../http-fetch') | undefined;
+const fetchers = new Map<string, HttpFetcher>();
+
+/** http-fetch.ts (and undici with it) is loaded on the first download only: an upload's worker never needs it. */
+const httpFetch = () => (fetchModule ??= require('../http-fetch') as typeof import('../http-fetch'));
+
+function fetcherFor(opts: HttpFetcherOptions): { http: typeof import('../http-fetch'); fetcher: HttpFetcher } {
+  const http = httpFetch();
+  const key = JSON.stringify(opts);
+  let fetcher = fetchers.get(key);
+  if (!fetcher) fetchers.set(key, (fetcher = new http.HttpFetcher(opts)));
+  return { http, fetcher };
+}
+
+async function fetchRemote(m: FetchMessage): Promise<void> {
+  const entry: { controller: AbortController; res?: FetchResponse } = { controller: new AbortController() };
+  fetches.set(m.id, entry);
+  const { http, fetcher } = fetcherFor(m.fetcher);
+  try {
+    const res = await fetcher.open(new URL(m.url), {
+      headers: m.headers,
+      auth: m.auth,
+      signal: entry.controller.signal,
+    });
+    // The body may break (or be cancelled) before the pool says what to do with it: that must not end this thread.
+    res.body.on('error', () => undefined);
+    entry.res = res;
+    post({
+      t: 'response',
+      id: m.id,
+      status: res.status,
+      headers: res.headers,
+      url: res.url.href,
+      redirects: res.redirects.map((h) => ({ url: h.url.href, status: h.status, headers: h.headers })),
+    });
+  } catch (err) {
+    fetches.delete(m.id);
+    const e = err instanceof http.FetchError ? err : new http.FetchError('network', (err as Error).message);
+    post({ t: 'fetch-failed', id: m.id, kind: e.kind, message: e.message });
+  }
+}
+
+/**
+ * A fetched body dropped, or appended to its file while the session's hashes continue (the writes queued in order,
+ * as a job's from the pool). A body that breaks keeps what came before, written, durable and hashed.
+ */
+async function storeBody(m: BodyMessage): Promise<void> {
+  const entry = fetches.get(m.id);
+  if (!entry?.res) return;
+  const http = httpFetch();
+  const body = entry.res.body;
+  const o = m.store;
+  if (!o) {
+    fetches.delete(m.id);
+    http.dropBody(body);
+    post({ t: 'closed', id: m.id });
+    return;
+  }
+  open({ t: 'open', id: m.id, file: o.file, blake3: true, session: { ...o.session, append: true } });
+  const job = jobs.get(m.id)!;
+  const head = Buffer.alloc(o.headBytes);
+  let headLen = 0;
+  let received = 0;
+  let reported = 0;
+  let reportedAt = performance.now();
+  let tooLarge = false;
+  let broken: { message: string; code?: string } | undefined;
+  const queued: Promise<void>[] = [];
+  // Broken (or cancelled) while it waited: no event will come from it now.
+  if (body.destroyed || entry.controller.signal.aborted)
+    broken = {
+      message: entry.controller.signal.aborted
+        ? 'the download was cancelled'
+        : (body.errored?.message ?? 'premature close'),
+    };
+  try {
+    for await (const chunk of broken ? [] : http.bodyChunks(body)) {
+      if (job.error) break;
+      if (received + chunk.length > o.limit) {
+        tooLarge = true;
+        break;
+      }
+      if (headLen < head.length) headLen += chunk.copy(head, headLen);
+      received += chunk.length;
+      take(job, chunk);
+      if (job.len >= WRITE_BLOCK) {
+        flush(m.id, job);
+        queued.push(job.chain);
+        if (queued.length > BODY_WRITES_QUEUED) await queued.shift();
+      }
+      if (received - reported >= PROGRESS_EVERY || performance.now() - reportedAt >= PROGRESS_MS) {
+        post({ t: 'progress', id: m.id, bytes: (reported = received) });
+        reportedAt = performance.now();
+      }
+    }
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    broken = { message: entry.controller.signal.aborted ? 'the download was cancelled' : e.message, code: e.code };
+  }
+  // Cancelling is over: what came is written whatever is said now.
+  fetches.delete(m.id);
+  if (tooLarge || job.error || broken) http.dropBody(body);
+  if (await complete(m.id, job)) {
+    const h = head.subarray(0, headLen);
+    post({ t: 'stored', id: m.id, size: job.size, head: h, tooLarge, ...(broken ? { broken } : {}) }, [
+      h.buffer as ArrayBuffer,
+    ]);
+    return;
+  }
+  await closeAndRemove(job, o.file);
+  post({ t: 'closed', id: m.id });
+}
+
 port.on('message', (m: ToWorker) => {
+  if (m.t === 'fetch') return void fetchRemote(m);
+  if (m.t === 'body') return void storeBody(m);
+  if (m.t === 'cancel') return void fetches.get(m.id)?.controller.abort();
   if (m.t === 'open') return open(m);
   if (m.t === 'drop') return void sessions.delete(m.session);
   if (m.t === 'forget') return void slots.delete(m.slot);
