@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { blake3, type Blake3Incremental } from '../blake3';
 import type { FileState } from './copy-hashed';
-import type { FetchOptions, HttpFetcherOptions } from '../http-fetch';
+import type { FetchError, FetchOptions, HttpFetcherOptions } from '../http-fetch';
 import type { FetchedHead, FromWorker, IngestWorkerData, ToWorker } from './ingest.worker';
 
 /**
@@ -199,7 +199,7 @@ export class IngestWorkers {
               before: m.before,
               after: m.after,
             });
-          else if (m.t === 'error') reject(Object.assign(new Error(m.message), m.code ? { code: m.code } : {}));
+          else if (m.t === 'error') reject(workerError(m));
           else reject(new Error(`unexpected answer ${m.t} from the ingest worker`));
         },
         workerStopped: (err) => {
@@ -326,6 +326,10 @@ interface SessionRef {
 
 const send = (worker: Worker, m: ToWorker) => worker.postMessage(m);
 
+/** An error the worker reported (its message and errno-style `code`), as an Error of this thread. */
+const workerError = (e: { message: string; code?: string }): Error & { code?: string } =>
+  Object.assign(new Error(e.message), e.code ? { code: e.code } : {});
+
 /**
  * A BLAKE3 + SHA-256 state kept across jobs: a resumable upload's hashes between its PATCHes. The SHA-256 (and, with
  * `blake3OnWorker`, the BLAKE3) state lives on one worker thread, which all the session's jobs use, one at a time.
@@ -442,25 +446,11 @@ export class HashSession {
   }
 
   /** @internal FetchedBody.store: the body appended to `file` as one of this session's jobs. */
-  storeFetched(
-    id: number,
-    file: string,
-    o: { limit: number; headBytes: number },
-  ): { fresh: boolean; settled: (ok: boolean, size: number) => void } {
+  storeFetched(id: number, file: string, o: { limit: number; headBytes: number }): (ok: boolean, size: number) => void {
     if (!this.usable) throw new Error('the hash session is not usable');
-    const fresh = !this.started;
-    this.started = true;
-    this.busy = true;
+    const fresh = this.begin();
     send(this.w.worker, { t: 'body', id, store: { file, session: { id: this.id, fresh }, ...o } });
-    return {
-      fresh,
-      settled: (ok, size) => {
-        this.busy = false;
-        if (ok) this.size += size;
-        else this.broken = true;
-        if (ok && this.broken && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
-      },
-    };
+    return (ok, size) => this.settled(ok, size, false);
   }
 
   /** @internal FetchedBody.drop. */
@@ -494,30 +484,39 @@ export class HashSession {
   }
 
   private job(file: string | undefined, final: boolean): IngestJob {
-    const fresh = !this.started;
-    this.started = true;
-    this.busy = true;
+    const fresh = this.begin();
     const job = this.pool.openOn(this.w, {
       file,
       b3: this.b3,
       blake3: this.b3 === undefined,
       session: { id: this.id, fresh, append: file !== undefined, final },
     });
-    job.onSettled = (ok, size) => {
-      this.busy = false;
-      if (ok) this.size += size;
-      else this.broken = true;
-      // Closed while the job ran: the worker forgot the state with the failed job, or is told now.
-      if (ok && this.broken && !final && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
-    };
+    job.onSettled = (ok, size) => this.settled(ok, size, final);
     return job;
+  }
+
+  /** A job of the session starts; true for its first (the worker then creates the state). */
+  private begin(): boolean {
+    const fresh = !this.started;
+    this.started = true;
+    this.busy = true;
+    return fresh;
+  }
+
+  /** A job of the session ended: what it hashed is counted, or the state is unusable. */
+  private settled(ok: boolean, size: number, final: boolean): void {
+    this.busy = false;
+    if (ok) this.size += size;
+    else this.broken = true;
+    // Closed while the job ran: the worker forgot the state with the failed job, or is told now.
+    if (ok && this.broken && !final && this.pool.isLive(this.w)) send(this.w.worker, { t: 'drop', session: this.id });
   }
 }
 
 /** A download's request that failed on the worker: FetchError's kind and message (http-fetch.ts stays unloaded here). */
 export class RemoteFetchError extends Error {
   constructor(
-    readonly kind: 'blocked' | 'network' | 'redirects' | 'aborted',
+    readonly kind: FetchError['kind'],
     message: string,
   ) {
     super(message);
@@ -586,9 +585,9 @@ export class FetchedBody {
     this.used = true;
     this.onProgress = o.onProgress;
     const answered = new Promise<FromWorker | Error>((resolve) => (this.answer = resolve));
-    let job;
+    let settled;
     try {
-      job = session.storeFetched(this.id, file, { limit: o.limit, headBytes: o.headBytes });
+      settled = session.storeFetched(this.id, file, { limit: o.limit, headBytes: o.headBytes });
     } catch (err) {
       this.over();
       throw err;
@@ -596,24 +595,22 @@ export class FetchedBody {
     const m = await answered;
     this.over();
     if (m instanceof Error || m.t !== 'stored') {
-      job.settled(false, 0);
+      settled(false, 0);
       throw m instanceof Error ? m : (this.error ?? new Error('the ingest worker did not store the body'));
     }
-    job.settled(true, m.size);
+    settled(true, m.size);
     return {
       size: m.size,
       head: Buffer.from(m.head.buffer, m.head.byteOffset, m.head.length),
       tooLarge: m.tooLarge,
-      ...(m.broken
-        ? { broken: Object.assign(new Error(m.broken.message), m.broken.code ? { code: m.broken.code } : {}) }
-        : {}),
+      ...(m.broken ? { broken: workerError(m.broken) } : {}),
     };
   }
 
   /** @internal The worker's answers about the body. */
   onMessage(m: FromWorker): void {
     if (m.t === 'progress') this.onProgress?.(m.bytes);
-    else if (m.t === 'error') this.error ??= Object.assign(new Error(m.message), m.code ? { code: m.code } : {});
+    else if (m.t === 'error') this.error ??= workerError(m);
     else if (m.t === 'stored' || m.t === 'closed') this.answer?.(m);
   }
 
@@ -713,7 +710,7 @@ export class IngestJob {
       return;
     }
     if (m.t === 'error') {
-      this.error ??= Object.assign(new Error(m.message), m.code ? { code: m.code } : {});
+      this.error ??= workerError(m);
       this.wake();
       return;
     }

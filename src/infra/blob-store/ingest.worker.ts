@@ -5,7 +5,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { loadBlake3, type Blake3Incremental, type Blake3Kind } from '../blake3';
 import { BackgroundSync, fdSink, writeFully, WRITE_BLOCK, type BlockSink } from './block-writer';
 import { copyHashed, type CopyAnswer, type CopyRequest } from './copy-hashed';
-import type { FetchOptions, FetchResponse, HttpFetcher, HttpFetcherOptions } from '../http-fetch';
+import type { FetchError, FetchOptions, FetchResponse, HttpFetcher, HttpFetcherOptions } from '../http-fetch';
 
 /**
  * The ingest worker thread (started by IngestWorkers, ingest-pool.ts): SHA-256 (and BLAKE3 when asked) of each job's
@@ -117,7 +117,7 @@ export type FromWorker =
   | { t: 'done'; id: number; blake3?: string; sha256?: string; size: number }
   | { t: 'closed'; id: number }
   | ({ t: 'response'; id: number } & FetchedHead)
-  | { t: 'fetch-failed'; id: number; kind: 'blocked' | 'network' | 'redirects' | 'aborted'; message: string }
+  | { t: 'fetch-failed'; id: number; kind: FetchError['kind']; message: string }
   | { t: 'progress'; id: number; bytes: number }
   | {
       t: 'stored';
@@ -342,8 +342,13 @@ async function abort(m: EndMessage, job: Job): Promise<void> {
   post({ t: 'closed', id: m.id });
 }
 
-/** The downloads' requests made here, by job id: the body waits here until the pool says what to do with it. */
-const fetches = new Map<number, { controller: AbortController; res?: FetchResponse }>();
+/** A download's request made here: its body waits until the pool says what to do with it. */
+interface Fetch {
+  controller: AbortController;
+  res?: FetchResponse;
+}
+/** The downloads' requests, by job id. */
+const fetches = new Map<number, Fetch>();
 /** A `progress` answer (the download's progress and metrics) after this many bytes of a body, or this long. */
 const PROGRESS_EVERY = 4 << 20;
 const PROGRESS_MS = 100;
@@ -364,7 +369,7 @@ function fetcherFor(opts: HttpFetcherOptions): { http: typeof import('../http-fe
 }
 
 async function fetchRemote(m: FetchMessage): Promise<void> {
-  const entry: { controller: AbortController; res?: FetchResponse } = { controller: new AbortController() };
+  const entry: Fetch = { controller: new AbortController() };
   fetches.set(m.id, entry);
   const { http, fetcher } = fetcherFor(m.fetcher);
   try {
@@ -417,13 +422,12 @@ async function storeBody(m: BodyMessage): Promise<void> {
   let tooLarge = false;
   let broken: { message: string; code?: string } | undefined;
   const queued: Promise<void>[] = [];
+  const brokenBy = (e: (Error & { code?: string }) | null) =>
+    entry.controller.signal.aborted
+      ? { message: 'the download was cancelled' }
+      : { message: e?.message ?? 'premature close', code: e?.code };
   // Broken (or cancelled) while it waited: no event will come from it now.
-  if (body.destroyed || entry.controller.signal.aborted)
-    broken = {
-      message: entry.controller.signal.aborted
-        ? 'the download was cancelled'
-        : (body.errored?.message ?? 'premature close'),
-    };
+  if (body.destroyed || entry.controller.signal.aborted) broken = brokenBy(body.errored);
   try {
     for await (const chunk of broken ? [] : http.bodyChunks(body)) {
       if (job.error) break;
@@ -445,8 +449,7 @@ async function storeBody(m: BodyMessage): Promise<void> {
       }
     }
   } catch (err) {
-    const e = err as Error & { code?: string };
-    broken = { message: entry.controller.signal.aborted ? 'the download was cancelled' : e.message, code: e.code };
+    broken = brokenBy(err as Error);
   }
   // Cancelling is over: what came is written whatever is said now.
   fetches.delete(m.id);
