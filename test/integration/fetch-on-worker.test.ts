@@ -27,6 +27,8 @@ let base: string;
 const data = crypto.randomBytes(6 * MiB + 4321);
 /** How each request ended, by path: whether the server saw the client go before the whole answer was sent. */
 const ended = new Map<string, 'finished' | 'aborted'>();
+/** Set once /breaks has sent its first MiB: closes that socket (the test calls it once the body is being stored). */
+let breakNow: (() => void) | undefined;
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -41,15 +43,17 @@ beforeAll(async () => {
     const headers: http.OutgoingHttpHeaders = { 'content-length': body.length, etag: '"v1"' };
     if (start > 0) headers['content-range'] = `bytes ${start}-${data.length - 1}/${data.length}`;
     res.writeHead(status, headers);
-    // /slow sends a piece every 20 ms (a cancel lands midway); /breaks stops after 1 MiB and closes the socket.
+    // /slow… sends a piece every 20 ms (a cancel, a cut or a drop lands midway, before the server could have sent it
+    // all into the socket's buffers); /breaks stops after 1 MiB and closes the socket when
+    // the test says (a body that broke before it was stored would have nothing to keep).
     const piece = 64 * 1024;
     let at = 0;
     const pump = () => {
       if (res.destroyed) return;
-      if (key === '/breaks' && at >= MiB) return void res.socket?.destroy();
+      if (key === '/breaks' && at >= MiB) return void (breakNow = () => res.socket?.destroy());
       if (at >= body.length) return void res.end();
       const chunk = body.subarray(at, (at += piece));
-      if (key === '/slow') {
+      if (key.startsWith('/slow')) {
         res.write(chunk);
         setTimeout(pump, 20);
       } else if (res.write(chunk)) setImmediate(pump);
@@ -115,10 +119,14 @@ test('stores the body in the partial file with the same hashes, its head, and th
 test('a body that breaks keeps what came (written, durable, hashed) and a resume continues the same hashes', async () => {
   const session = pool.session({ blake3OnWorker: true });
   const partial = await store.openPartial('download-b');
-  const first = await store.appendFetched(partial, await fetchOn(session, '/breaks'), session, {
+  breakNow = undefined;
+  const storing = store.appendFetched(partial, await fetchOn(session, '/breaks'), session, {
     limit: data.length,
     headBytes: 0,
   });
+  await waitFor(() => breakNow !== undefined);
+  breakNow!();
+  const first = await storing;
   const got = first.stored.size;
   expect(first.stored.broken).toBeInstanceOf(Error);
   expect(got).toBeGreaterThan(0);
@@ -138,15 +146,15 @@ test('a body that breaks keeps what came (written, durable, hashed) and a resume
 test('a body past the limit is cut there: the bytes before it are stored and the connection is dropped', async () => {
   const session = pool.session({ blake3OnWorker: true });
   const partial = await store.openPartial('download-c');
-  const { stored } = await store.appendFetched(partial, await fetchOn(session, '/limit'), session, {
-    limit: 2 * MiB,
+  const { stored } = await store.appendFetched(partial, await fetchOn(session, '/slow-limit'), session, {
+    limit: 256 * 1024,
     headBytes: 0,
   });
   expect(stored.tooLarge).toBe(true);
-  expect(stored.size).toBeLessThanOrEqual(2 * MiB);
+  expect(stored.size).toBeLessThanOrEqual(256 * 1024);
   expect(session.size).toBe(stored.size);
   expect(fs.readFileSync(path.join(dir, partial.key)).equals(data.subarray(0, stored.size))).toBe(true);
-  await waitFor(() => ended.get('/limit') === 'aborted');
+  await waitFor(() => ended.get('/slow-limit') === 'aborted');
 });
 
 test('cancelling stops the body midway (what came is kept) or the request before its answer', async () => {
@@ -176,9 +184,9 @@ test("a body that is not wanted is discarded on the worker; the fetcher's refusa
   const refused = await fetchOn(session, '/refused');
   expect(refused.status).toBe(403);
   refused.drop();
-  const big = await fetchOn(session, '/unwanted');
+  const big = await fetchOn(session, '/slow-unwanted');
   big.drop();
-  await waitFor(() => ended.get('/unwanted') === 'aborted');
+  await waitFor(() => ended.get('/slow-unwanted') === 'aborted');
   await expect(big.store(session, path.join(dir, 'x'), { limit: 1, headBytes: 0 })).rejects.toThrow(/already used/);
 
   const blocked = session.fetch({
