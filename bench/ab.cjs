@@ -26,6 +26,8 @@
 //   node bench/ab.cjs bench/lib/apollo-defaults.cjs dist graphql
 // Or one build under two settings: AB_ENV_A / AB_ENV_B add environment variables to A's or B's process
 // (`K=V,K2=V2`), e.g. the cost of the metrics: AB_ENV_A=METRICS_ENABLED=false node bench/ab.cjs dist dist rest
+// AB_FLAGS_A / AB_FLAGS_B add node flags (space-separated) after the start script's, for V8 options NODE_OPTIONS
+// refuses: AB_FLAGS_B=--initial-old-space-size=128 node bench/ab.cjs dist dist upload
 const path = require('node:path');
 const {
   MiB,
@@ -63,6 +65,7 @@ const envOf = (k) =>
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
+const flagsOf = (k) => (process.env[`AB_FLAGS_${k}`] ?? '').split(' ').filter(Boolean);
 // A build is a dist dir (its src/main.js), or a script that serves like one (bench/lib/apollo-defaults.cjs).
 const mainOf = (dir) => (/\.c?js$/.test(dir) ? path.resolve(dir) : path.resolve(dir, 'src', 'main.js'));
 const order = (round) => (round % 2 ? ['B', 'A'] : ['A', 'B']);
@@ -75,6 +78,7 @@ async function spawnBoth(stack, dirs, env = {}) {
       dataDir: stack.dataDir,
       databaseUrl: stack.databaseUrl,
       env: { ...env, ...envOf(k) },
+      nodeArgs: flagsOf(k),
       main: mainOf(dirs[k]),
     });
   return svc;
@@ -223,6 +227,7 @@ async function downloads(dirs, { rounds }) {
         dataDir: stacks[k].dataDir,
         databaseUrl: stacks[k].databaseUrl,
         env: { ...env, ...envOf(k) },
+        nodeArgs: flagsOf(k),
         main: mainOf(dirs[k]),
       });
     }
@@ -275,7 +280,10 @@ async function runKind(kind, dirs, { rounds, duration, a, b }) {
   printResult('ab', {
     kind,
     rounds,
-    builds: { A: { dist: a, env: process.env.AB_ENV_A }, B: { dist: b, env: process.env.AB_ENV_B } },
+    builds: {
+      A: { dist: a, env: process.env.AB_ENV_A, flags: process.env.AB_FLAGS_A },
+      B: { dist: b, env: process.env.AB_ENV_B, flags: process.env.AB_FLAGS_B },
+    },
     ...result,
   });
   return result;

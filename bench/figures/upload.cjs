@@ -1,6 +1,8 @@
 'use strict';
 // Figure 1: multipart upload ingest over loopback (hash + write + fsync + commit) against `dd bs=1M conv=fsync` of
 // the same size on the same disk, interleaved A B A B; plus the service's peak RSS (VmHWM) during the largest upload.
+// --sizes=<MiB>[,<MiB>…] replaces the default 1 GiB and 4 GiB, e.g. a 20 GiB checkpoint: `npm run bench -- upload
+// --rounds 1 --sizes=20480` (dd's file and the upload each need the space once: ~45 GB free for that one).
 const {
   MiB,
   GiB,
@@ -19,7 +21,14 @@ const {
 } = require('../lib/common.cjs');
 
 async function run(args) {
-  const sizes = args.smoke ? [4 * MiB] : [GiB, 4 * GiB];
+  const sizes = args.smoke
+    ? [4 * MiB]
+    : args.opts.sizes
+      ? String(args.opts.sizes)
+          .split(',')
+          .map((m) => Number(m) * MiB)
+      : [GiB, 4 * GiB];
+  if (sizes.some((s) => !Number.isSafeInteger(s) || s <= 0)) throw new Error(`--sizes: MiB, comma-separated`);
   const rounds = args.rounds ?? (args.smoke ? 1 : 3);
   const stack = await startStack({ prefix: 'upload', env: { CONTENT_GC_GRACE_SECONDS: '0' } });
   const figures = [];

@@ -11,7 +11,8 @@
 //   stripped+ballast semi=1  the same with a 1 MB young generation (--max-semi-space-size=1)
 //   service                  the service itself, its node flags
 //   service semi=1           the service with --max-semi-space-size=1
-// Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and Mark-Compacts and scavenges per GiB
+//   service <dist>           with --also=<dist>: another build of the service, the same flags
+// Cases can be chosen by name with --cases=name,name. Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and Mark-Compacts and scavenges per GiB
 // (--trace-gc). What the young generation's size costs the metadata reads: `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=…
 // AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
 const path = require('node:path');
@@ -59,6 +60,7 @@ async function startCase(c, stack, dir, ballastMb) {
     databaseUrl: stack.databaseUrl,
     startFlags: c.flags,
     nodeArgs: ['--trace-gc'],
+    ...(c.main ? { main: path.resolve(c.main, 'src', 'main.js') } : {}),
   });
   let out = '';
   svc.child.stdout.on('data', (d) => (out += d));
@@ -77,7 +79,12 @@ async function main() {
     { name: 'stripped+ballast semi=1', kind: 'stripped', ballast: true, flags: withSemi(SERVICE_NODE_FLAGS, 1) },
     { name: 'service', kind: 'service', flags: SERVICE_NODE_FLAGS },
     { name: 'service semi=1', kind: 'service', flags: withSemi(SERVICE_NODE_FLAGS, 1) },
-  ];
+    { name: 'service pool=1', kind: 'service', flags: [...SERVICE_NODE_FLAGS, '--v8-pool-size=1'] },
+    { name: 'service pool=2', kind: 'service', flags: [...SERVICE_NODE_FLAGS, '--v8-pool-size=2'] },
+    ...(args.opts.also
+      ? [{ name: `service ${args.opts.also}`, kind: 'service', flags: SERVICE_NODE_FLAGS, main: args.opts.also }]
+      : []),
+  ].filter((c) => !args.opts.cases || String(args.opts.cases).split(',').includes(c.name));
   const res = Object.fromEntries(cases.map((c) => [c.name, { mbps: [], cpu: [], mc: [], scavenges: [] }]));
   const stack = await startStack({ prefix: 'upload-gc' });
   await stack.svc.stop();

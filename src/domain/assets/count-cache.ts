@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { lruByCount } from '../../infra/lru';
 
 /**
  * Counts computed from the rows (a filtered listing's total, filtered refine facets), kept per instance under the
@@ -11,7 +12,7 @@ export class CountCache<T> {
   private readonly entries: LRUCache<string, { version: string; value: T }>;
 
   constructor(capacity = 1000) {
-    this.entries = new LRUCache({ max: capacity });
+    this.entries = lruByCount(capacity);
   }
 
   get(key: string, version: string): T | undefined {

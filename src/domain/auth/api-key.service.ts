@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import { lruByCount } from '../../infra/lru';
 import type { BootstrapKey } from '../../config';
 import type { AuditService } from '../audit/audit.service';
 import { DomainError } from '../errors';
@@ -64,10 +64,10 @@ export class ApiKeyService {
    * Valid and unknown keys are cached apart, each an LRU with a TTL: a flood of unknown keys only evicts other unknown
    * keys, never a valid one, and a full cache drops its least recently used entries rather than everything.
    */
-  private readonly valid = new LRUCache<string, ValidKey>({ max: CACHE_MAX, ttl: CACHE_TTL_MS });
-  private readonly unknown = new LRUCache<string, true>({ max: NEGATIVE_CACHE_MAX, ttl: UNKNOWN_TTL_MS });
+  private readonly valid = lruByCount<string, ValidKey>(CACHE_MAX, { ttl: CACHE_TTL_MS });
+  private readonly unknown = lruByCount<string, true>(NEGATIVE_CACHE_MAX, { ttl: UNKNOWN_TTL_MS });
   /** When this instance last recorded each key's use (by key id). */
-  private readonly lastUsed = new LRUCache<string, number>({ max: CACHE_MAX });
+  private readonly lastUsed = lruByCount<string, number>(CACHE_MAX);
 
   constructor(
     private readonly repo: ApiKeyRepository,

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import { lruByCount } from '../../infra/lru';
 import { DomainError } from '../errors';
 import { SecretSigner } from './secret-signer';
 import type { ServerSecretRepository } from './server-secret.repository';
@@ -32,9 +32,9 @@ export interface ReadGrant {
  */
 export class ReadGrants {
   private readonly signer: SecretSigner;
-  private readonly known = new LRUCache<string, { ownerId: string; expires: number }>({ max: KNOWN_GRANTS });
+  private readonly known = lruByCount<string, { ownerId: string; expires: number }>(KNOWN_GRANTS);
   /** This window's grant per owner (every authenticated request reads it). */
-  private readonly minted = new LRUCache<string, { window: number; grant: ReadGrant }>({ max: MINTED_OWNERS });
+  private readonly minted = lruByCount<string, { window: number; grant: ReadGrant }>(MINTED_OWNERS);
 
   constructor(secrets: ServerSecretRepository) {
     this.signer = new SecretSigner(secrets, GRANT_SECRET);

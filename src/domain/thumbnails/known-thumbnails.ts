@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { lruByCount } from '../../infra/lru';
 
 /** How many assets' lookups an instance keeps (an entry is about 200 bytes). */
 const MAX_ENTRIES = 100_000;
@@ -20,7 +20,7 @@ const MAX_ENTRIES = 100_000;
  * between).
  */
 export class KnownThumbnails {
-  private readonly known = new LRUCache<string, { ownerId: string; contentHash: string }>({ max: MAX_ENTRIES });
+  private readonly known = lruByCount<string, { ownerId: string; contentHash: string }>(MAX_ENTRIES);
   private epoch = 0;
   private listening = false;
 
