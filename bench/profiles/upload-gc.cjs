@@ -5,16 +5,19 @@
 // Node's HTTP parser hands each socket read (up to 64 KiB) to JavaScript as a new Buffer; V8 counts its memory as
 // external and starts a full Mark-Compact each time ~64 MB of it has grown since the last one, unless a scavenge of
 // the young generation has freed those buffers first. How often that happens depends on the young generation's size,
-// and what each Mark-Compact costs depends on how much live heap it marks. Cases, interleaved per round:
+// and what each Mark-Compact costs depends on how much live heap it marks. In the service most of them are started
+// by V8's old-generation limit as well, and the scavenge that frees the buffers is skipped while a marking runs
+// (docs/benchmarks-history.md, 2026-12-03 16:50). Cases, interleaved per round:
 //   stripped                 the ingest server, the service's node flags (its heap: a few MB)
 //   stripped+ballast         the same with --ballast MB of live objects (bench/lib/heap-ballast.cjs), like the service
 //   stripped+ballast semi=1  the same with a 1 MB young generation (--max-semi-space-size=1)
 //   service                  the service itself, its node flags
 //   service semi=1           the service with --max-semi-space-size=1
 //   service <dist>           with --also=<dist>: another build of the service, the same flags
-// Cases can be chosen by name with --cases=name,name. Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and Mark-Compacts and scavenges per GiB
-// (--trace-gc). What the young generation's size costs the metadata reads: `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=…
-// AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
+//   service pool=1, pool=2   the service with V8's helper threads cut to 1 or 2 (--v8-pool-size)
+// --cases=name,name runs only those. Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and
+// Mark-Compacts and scavenges per GiB (--trace-gc). What the young generation's size costs the metadata reads:
+// `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=… AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
 const path = require('node:path');
 const {
   MiB,
