@@ -5,6 +5,8 @@ import { DomainError } from '../../domain/errors';
 import type { UploadService } from '../../domain/uploads/upload.service';
 import { requestBody, requestContext } from './request-context';
 
+const noop = (): void => undefined;
+
 /** The tus data store: the protocol's storage calls, answered by UploadService (PostgreSQL + the blob store). */
 export class UploadDataStore extends DataStore {
   /** The owner of an upload being created, set by onUploadCreate (it sees the request; `create` does not). */
@@ -44,7 +46,9 @@ export class UploadDataStore extends DataStore {
   override async write(stream: Readable, id: string, offset: number): Promise<number> {
     // `stream` is empty when the router kept the body for us (see DirectBody).
     const ctx = requestContext.getStore();
-    return this.uploads.append(id, offset, ctx?.body ? requestBody(ctx.body) : stream, ctx?.lease);
+    const written = this.uploads.append(id, offset, ctx?.body ? requestBody(ctx.body) : stream, ctx?.lease);
+    if (ctx) ctx.writing = written.then(noop, noop);
+    return written;
   }
 
   override async remove(id: string): Promise<void> {

@@ -40,6 +40,8 @@ export class UploadLocker implements Locker {
       },
       async unlock() {
         try {
+          // A write still running records its offset on the lease (see TusRequestContext.writing).
+          if (ctx?.writing) await ctx.writing;
           await lease?.release();
         } catch (err) {
           // The lease lapsed and another request took the upload: this one's offset was not recorded.

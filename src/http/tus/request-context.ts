@@ -30,6 +30,12 @@ export interface TusRequestContext {
   lease?: UploadLease;
   /** The upload this request created (a POST), to be discarded when the creation is not answered with its Location. */
   created?: string;
+  /**
+   * The data store's write while it runs, settled either way. tus's `writeToStore` can reject before the write has
+   * finished (its stream pipeline fails as soon as the request does), and then lets go of the lock: the lock waits for
+   * this first, so that the offset the write records goes out with the lease rather than after it.
+   */
+  writing?: Promise<void>;
 }
 export const requestContext = new AsyncLocalStorage<TusRequestContext>();
 
