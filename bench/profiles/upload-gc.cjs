@@ -15,6 +15,8 @@
 //   service semi=1           the service with --max-semi-space-size=1
 //   service <dist>           with --also=<dist>: another build of the service, the same flags
 //   service pool=1, pool=2   the service with V8's helper threads cut to 1 or 2 (--v8-pool-size)
+//   service try              with --try="--flag …" and/or --try-env=NAME=value,…: the service with those node flags
+//                            added (a flag of the same name replaced) and those variables in its environment
 // --cases=name,name runs only those. Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and
 // Mark-Compacts and scavenges per GiB (--trace-gc). What the young generation's size costs the metadata reads:
 // `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=… AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
@@ -45,6 +47,22 @@ const withSemi = (flags, mb) => [
   `--max-semi-space-size=${mb}`,
 ];
 
+// Flags of --try replace the service's own flag of the same name.
+const withFlags = (flags, extra) => {
+  const add = String(extra ?? '')
+    .split(/\s+/)
+    .filter(Boolean);
+  const names = new Set(add.map((f) => f.split('=')[0]));
+  return [...flags.filter((f) => !names.has(f.split('=')[0])), ...add];
+};
+const envOf = (list) =>
+  Object.fromEntries(
+    String(list ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+
 async function startCase(c, stack, dir, ballastMb) {
   if (c.kind === 'stripped') {
     const flags = c.ballast
@@ -64,6 +82,7 @@ async function startCase(c, stack, dir, ballastMb) {
     startFlags: c.flags,
     nodeArgs: ['--trace-gc'],
     ...(c.main ? { main: path.resolve(c.main, 'src', 'main.js') } : {}),
+    ...(c.env ? { env: c.env } : {}),
   });
   let out = '';
   svc.child.stdout.on('data', (d) => (out += d));
@@ -84,6 +103,16 @@ async function main() {
     { name: 'service semi=1', kind: 'service', flags: withSemi(SERVICE_NODE_FLAGS, 1) },
     { name: 'service pool=1', kind: 'service', flags: [...SERVICE_NODE_FLAGS, '--v8-pool-size=1'] },
     { name: 'service pool=2', kind: 'service', flags: [...SERVICE_NODE_FLAGS, '--v8-pool-size=2'] },
+    ...(args.opts.try || args.opts['try-env']
+      ? [
+          {
+            name: 'service try',
+            kind: 'service',
+            flags: withFlags(SERVICE_NODE_FLAGS, args.opts.try),
+            env: envOf(args.opts['try-env']),
+          },
+        ]
+      : []),
     ...(args.opts.also
       ? [{ name: `service ${args.opts.also}`, kind: 'service', flags: SERVICE_NODE_FLAGS, main: args.opts.also }]
       : []),

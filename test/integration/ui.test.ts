@@ -584,14 +584,22 @@ test('without a thumbnail access grant (a service that has none), thumbnails are
 });
 
 test('a first page of 100 tiles, every thumbnail fetched, loads in about a second on loopback', async () => {
-  for (let i = 0; i < 70; i++) await upload(await picture(200 + i), `batch_${String(i).padStart(3, '0')}.png`, 'batch');
+  // Four uploads at a time: one after another, the 70 of them plus their thumbnails once outlasted the test's bound
+  // on a loaded CI machine (2026-12-03).
+  for (let i = 0; i < 70; i += 4) {
+    await Promise.all(
+      Array.from({ length: Math.min(4, 70 - i) }, async (_, j) =>
+        upload(await picture(200 + i + j), `batch_${String(i + j).padStart(3, '0')}.png`, 'batch'),
+      ),
+    );
+  }
   await waitFor(
     async () => {
       const r = await gql(svc, '{ assets(limit: 100) { items { mimeType thumbnailUrl } } }');
       const images = r.data.assets.items.filter((a: { mimeType: string }) => a.mimeType.startsWith('image/'));
       return images.every((a: { thumbnailUrl?: string }) => a.thumbnailUrl) ? true : undefined;
     },
-    { timeoutMs: 40_000, what: 'thumbnails of the batch' },
+    { timeoutMs: 90_000, what: 'thumbnails of the batch' },
   );
   const context = await browser!.newContext({ viewport: { width: 1360, height: 860 } });
   await context.addInitScript((key) => sessionStorage.setItem('assetBrowser.apiKey', key), KEYS.alice);
@@ -641,4 +649,4 @@ test('a first page of 100 tiles, every thumbnail fetched, loads in about a secon
   );
   // The issue's target is 1 s; the bound here leaves room for a loaded CI machine.
   expect(Math.min(...times)).toBeLessThan(3000);
-}, 80_000);
+}, 150_000);
