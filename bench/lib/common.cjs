@@ -275,6 +275,42 @@ function cpuMicros(pid) {
   }
 }
 
+/**
+ * CPU seconds of a process per kind of thread (each thread of /proc/<pid>/task, by its name: MainThread, V8Worker for
+ * V8's collector and compiler helpers, WorkerThread for worker_threads, libuv-worker for the fs thread pool), so a
+ * profile says which thread a change moved. Threads that ended are not counted.
+ */
+function threadCpu(pid) {
+  const out = {};
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  let tasks = [];
+  try {
+    tasks = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const t of tasks) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / clockTicks;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/** The growth of each kind's CPU seconds between two threadCpu() readings, per `per` (e.g. GiB), rounded. */
+function threadCpuDelta(before, after, per = 1) {
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([k, v]) => [k, Math.round(((v - (before[k] ?? 0)) / per) * 100) / 100])
+      .filter(([, v]) => v > 0),
+  );
+}
+
 /** Resets a process's VmHWM to its current RSS (Linux `clear_refs` 5), so a peak can be measured per phase. */
 function resetPeak(pid) {
   try {
@@ -559,6 +595,8 @@ module.exports = {
   spawnHelper,
   memoryOf,
   cpuMicros,
+  threadCpu,
+  threadCpuDelta,
   resetPeak,
   randomPattern,
   writePatternFile,

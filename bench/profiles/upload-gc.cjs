@@ -18,7 +18,8 @@
 //   service try              with --try="--flag …" and/or --try-env=NAME=value,…: the service with those node flags
 //                            added (a flag of the same name replaced) and those variables in its environment
 // --cases=name,name runs only those. Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and
-// Mark-Compacts and scavenges per GiB (--trace-gc). What the young generation's size costs the metadata reads:
+// Mark-Compacts and scavenges per GiB (--trace-gc), and the CPU per GiB of each kind of thread (MainThread, V8Worker:
+// the collector's helpers, WorkerThread: the hashes, libuv-worker: the writes). What the young generation's size costs the metadata reads:
 // `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=… AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
 const path = require('node:path');
 const {
@@ -32,6 +33,8 @@ const {
   spawnHelper,
   uploadMultipart,
   cpuMicros,
+  threadCpu,
+  threadCpuDelta,
   now,
   mbps,
   median,
@@ -117,7 +120,7 @@ async function main() {
       ? [{ name: `service ${args.opts.also}`, kind: 'service', flags: SERVICE_NODE_FLAGS, main: args.opts.also }]
       : []),
   ].filter((c) => !args.opts.cases || String(args.opts.cases).split(',').includes(c.name));
-  const res = Object.fromEntries(cases.map((c) => [c.name, { mbps: [], cpu: [], mc: [], scavenges: [] }]));
+  const res = Object.fromEntries(cases.map((c) => [c.name, { mbps: [], cpu: [], mc: [], scavenges: [], threads: [] }]));
   const stack = await startStack({ prefix: 'upload-gc' });
   await stack.svc.stop();
   const dir = benchTmp('upload-gc-blobs');
@@ -128,6 +131,7 @@ async function main() {
         try {
           const before = p.gcText().length;
           const c0 = cpuMicros(p.pid);
+          const th0 = threadCpu(p.pid);
           const t0 = now();
           for (let i = 0; i < uploads; i++) {
             const r = await uploadMultipart(p.url, size, { fileName: `gc-${round}-${i}.bin` });
@@ -141,9 +145,11 @@ async function main() {
           row.cpu.push((cpuMicros(p.pid) - c0) / 1e6 / gib);
           row.mc.push((text.match(/: Mark-Compact /g) ?? []).length / gib);
           row.scavenges.push((text.match(/: Scavenge /g) ?? []).length / gib);
+          row.threads.push(threadCpuDelta(th0, threadCpu(p.pid), gib));
           log(
             `  round ${round + 1} ${c.name}: ${row.mbps.at(-1).toFixed(0)} MB/s, ${row.cpu.at(-1).toFixed(2)} CPU-s/GiB, ` +
-              `${row.mc.at(-1).toFixed(1)} Mark-Compacts and ${row.scavenges.at(-1).toFixed(1)} scavenges per GiB`,
+              `${row.mc.at(-1).toFixed(1)} Mark-Compacts and ${row.scavenges.at(-1).toFixed(1)} scavenges per GiB; ` +
+              `CPU-s/GiB by thread ${JSON.stringify(row.threads.at(-1))}`,
           );
         } finally {
           await p.stop();
@@ -162,6 +168,9 @@ async function main() {
         cpu_s_per_gib: r2(median(r.cpu)),
         mark_compacts_per_gib: r2(median(r.mc)),
         scavenges_per_gib: r2(median(r.scavenges)),
+        cpu_s_per_gib_by_thread: Object.fromEntries(
+          [...new Set(r.threads.flatMap(Object.keys))].map((k) => [k, r2(median(r.threads.map((t) => t[k] ?? 0)))]),
+        ),
       },
     ]),
   );
