@@ -20,7 +20,8 @@
 // --cases=name,name runs only those. Per case: MB/s, the process's CPU seconds per GiB (/proc, all its threads), and
 // Mark-Compacts and scavenges per GiB (--trace-gc), and the CPU per GiB of each kind of thread (MainThread, V8Worker:
 // the collector's helpers, WorkerThread: the hashes, libuv-worker: the writes). What the young generation's size
-// costs the metadata reads: `BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=… AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql`.
+// costs the metadata reads:
+//   BENCH_NODE_FLAGS= AB_ENV_A=NODE_OPTIONS=… AB_ENV_B=NODE_OPTIONS=… node bench/ab.cjs dist dist metadata graphql
 const path = require('node:path');
 const {
   MiB,
