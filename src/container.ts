@@ -312,6 +312,7 @@ export async function buildContainer(
       content.close();
       await database.close();
       await blobStore.close();
+      await ingestWorkers.close();
     },
   };
 }

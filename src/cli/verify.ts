@@ -62,7 +62,8 @@ async function main(argv: string[]): Promise<number> {
   const readOnly = new URL(url);
   readOnly.searchParams.set('options', '-c default_transaction_read_only=on');
   const db = createDatabase(readOnly.toString(), 2, { logger });
-  const blobs = await createBlobStore(config, new IngestWorkers());
+  const hashers = new IngestWorkers();
+  const blobs = await createBlobStore(config, hashers);
   try {
     const repo = new ContentRepository(db.prisma, db.pool, db.transactions);
     const report = await verifyContent(repo, blobs, { sample: args.sample });
@@ -70,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
     return report.consistent ? 0 : 1;
   } finally {
     await blobs.close();
+    await hashers.close();
     await db.close();
     await embedded?.stop();
   }

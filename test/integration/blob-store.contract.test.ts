@@ -36,7 +36,10 @@ const backends: Backend[] = [
       return {
         store,
         reopen: () => new FsBlobStore(dir, workers),
-        teardown: async () => fs.rmSync(dir, { recursive: true, force: true }),
+        teardown: async () => {
+          await workers.close();
+          fs.rmSync(dir, { recursive: true, force: true });
+        },
       };
     },
   },

@@ -77,7 +77,10 @@ beforeEach(async () => {
   await store.init();
 });
 
-afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterEach(async () => {
+  await pool.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
 
 const fetchOn = (session: HashSession, p: string, o: { headers?: Record<string, string>; signal?: AbortSignal } = {}) =>
   session.fetch({ url: new URL(p, base), headers: o.headers ?? {}, fetcher: TRUSTING }, o.signal);

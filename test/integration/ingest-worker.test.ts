@@ -23,14 +23,22 @@ const MiB = 1024 * 1024;
 
 let dir: string;
 let store: FsBlobStore;
+/** Every pool a test builds, closed after it (each started thread would otherwise stay until the process exits). */
+const pools: IngestWorkers[] = [];
+const newPool = (size?: number) => {
+  const pool = new IngestWorkers(size);
+  pools.push(pool);
+  return pool;
+};
 
 beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'asset-tests-ingest-'));
-  store = new FsBlobStore(dir, new IngestWorkers());
+  store = new FsBlobStore(dir, newPool());
   await store.init();
 });
 
 afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()));
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -188,7 +196,7 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
     const data = crypto.randomBytes(9 * MiB + 12345);
     const partial = await store.openPartial('upload-s1');
     await partial.append((async function* () {})());
-    const session = new IngestWorkers().session();
+    const session = newPool().session();
     const cuts = [0, 1, 3 * MiB + 7, 6 * MiB, data.length];
     for (let i = 1; i < cuts.length; i++) {
       const p = await store.openPartial('upload-s1');
@@ -209,7 +217,7 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
   it('keeps (durably) and counts what a failing source gave before it failed', async () => {
     const data = crypto.randomBytes(6 * MiB);
     await (await store.openPartial('upload-s2')).append((async function* () {})());
-    const session = new IngestWorkers().session({ blake3OnWorker: true });
+    const session = newPool().session({ blake3OnWorker: true });
     async function* failing() {
       let n = 0;
       for await (const c of owned(data)) {
@@ -227,7 +235,7 @@ describe('HashSession (a resumable upload: hashes kept on a worker between PATCH
   });
 
   it('is unusable after a failed job, or once its worker died', async () => {
-    const pool = new IngestWorkers();
+    const pool = newPool();
     const session = pool.session();
     // Appending to a part that cannot be opened fails in the worker.
     fs.writeFileSync(path.join(dir, '.partial', 'upload-s3'), 'x');
@@ -319,7 +327,7 @@ describe('copyFileHashed: a local file copied and hashed on a worker in one piec
     const big = path.join(dir, 'big-model');
     const data = crypto.randomBytes(5 * MiB + 7);
     fs.writeFileSync(big, data);
-    const pool = new IngestWorkers();
+    const pool = newPool();
     const whole = await pool.copyHashed(big, undefined, 16, undefined, new Int32Array(new SharedArrayBuffer(4)));
     expect([whole.sha256, whole.size, whole.head.equals(data.subarray(0, 16))]).toEqual([
       hexOf(sha256Of(data)),
@@ -333,7 +341,7 @@ describe('copyFileHashed: a local file copied and hashed on a worker in one piec
 });
 
 test('jobs one after another keep to one worker thread; a job beside a busy one starts another', async () => {
-  const pool = new IngestWorkers(2);
+  const pool = newPool(2);
   // Each thread is an isolate of its own (~10 MB resident): a second starts only when the first has work.
   const started = () => (pool as unknown as { workers: unknown[] }).workers.filter(Boolean).length;
   for (let i = 0; i < 3; i++) {
@@ -349,4 +357,32 @@ test('jobs one after another keep to one worker thread; a job beside a busy one 
   const [da, db] = await Promise.all([a.finish(), b.finish()]);
   expect([da.sha256, db.sha256]).toEqual([hexOf(sha256Of(Buffer.from('a'))), hexOf(sha256Of(Buffer.from('b')))]);
   expect(started()).toBe(2);
+});
+
+test('close stops the threads (a shutdown leaves none behind); a job after it starts a new one', async () => {
+  // The process's threads Node names WorkerThread (worker_threads), read from /proc: what an exit has to tear down.
+  const threads = () =>
+    fs.readdirSync('/proc/self/task').filter((t) => {
+      try {
+        return fs.readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() === 'WorkerThread';
+      } catch {
+        return false; // the thread ended between the listing and the read
+      }
+    }).length;
+  const hashOf = async (pool: IngestWorkers, text: string) => {
+    const job = pool.open();
+    await job.write(Buffer.from(text));
+    return (await job.finish()).sha256;
+  };
+  const before = threads();
+  const pool = newPool(2);
+  const [a, b] = await Promise.all([hashOf(pool, 'a'), hashOf(pool, 'b')]);
+  expect([a, b]).toEqual([hexOf(sha256Of(Buffer.from('a'))), hexOf(sha256Of(Buffer.from('b')))]);
+  expect(threads()).toBe(before + 2);
+  await pool.close();
+  for (let i = 0; i < 100 && threads() > before; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(threads()).toBe(before);
+  expect(await hashOf(pool, 'after')).toBe(hexOf(sha256Of(Buffer.from('after'))));
+  expect(threads()).toBe(before + 1);
+  await pool.close();
 });

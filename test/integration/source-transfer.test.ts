@@ -49,6 +49,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((r) => server.close(r));
+  await workers.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -152,7 +152,8 @@ describe.each(backends)('verify on the $name store', (backend) => {
 
   test('problems are found and reported (exit 1), and verify changes nothing, in the store or the database', async () => {
     // The store alone: a service's start-up would move the quarantined blob back.
-    const store = await createBlobStore(loadConfig(env), new IngestWorkers());
+    const workers = new IngestWorkers();
+    const store = await createBlobStore(loadConfig(env), workers);
     const [lost, aside, corrupt] = assets;
     try {
       await store.quarantine(hexOf(lost!.bytes), '2026-01-01');
@@ -160,6 +161,7 @@ describe.each(backends)('verify on the $name store', (backend) => {
       await store.quarantine(hexOf(aside!.bytes), '2026-01-02');
     } finally {
       await store.close();
+      await workers.close();
     }
     const changed = Buffer.from(corrupt!.bytes);
     changed[0] = changed[0]! ^ 1;

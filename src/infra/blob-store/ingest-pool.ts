@@ -105,7 +105,7 @@ export interface HashedFile {
 
 /**
  * A small pool of hashing/writing threads (ingest.worker.ts), started on first use; idle threads do not keep the
- * process alive. Built once by the composition root and never closed: an idle thread dies with the process.
+ * process alive. Built once by the composition root, which closes it last on shutdown.
  */
 export class IngestWorkers {
   private readonly workers: Array<WorkerEntry | undefined>;
@@ -253,6 +253,17 @@ export class IngestWorkers {
     }
     if (best && (best.jobs.size === 0 || unstarted < 0)) return best;
     return (this.workers[unstarted] = this.start(unstarted));
+  }
+
+  /**
+   * Stops the threads: idle ones cost nothing while the process runs, but each one left over slows the process's
+   * exit, and a process that builds and closes several services (an embedder, the test suites) would keep them all.
+   * A job still running fails as on a worker's death; a later job starts a new thread.
+   */
+  async close(): Promise<void> {
+    const started = this.workers.filter((w): w is WorkerEntry => w !== undefined);
+    this.workers.fill(undefined);
+    await Promise.all(started.map((w) => w.worker.terminate()));
   }
 
   /** @internal Whether `w` still runs (a session's state dies with its worker). */
