@@ -49,6 +49,7 @@ const {
   printResult,
   parseArgs,
   runScript,
+  envList,
 } = require('./lib/common.cjs');
 const { cycling, seedPreviews } = require('./figures/graphql.cjs');
 const { teachAutocannonHead, skipHeadBodies } = require('./figures/metadata.cjs');
@@ -58,13 +59,7 @@ const { uploadTus, deleteAndSettle } = require('./lib/tus-client.cjs');
 const LOAD_KINDS = ['graphql', 'rest', 'rest-head', 'graphql-list', 'rest-list'];
 const KINDS = [...LOAD_KINDS, 'content', 'upload', 'tus', 'download'];
 
-const envOf = (k) =>
-  Object.fromEntries(
-    (process.env[`AB_ENV_${k}`] ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  );
+const envOf = (k) => envList(process.env[`AB_ENV_${k}`]);
 const flagsOf = (k) => (process.env[`AB_FLAGS_${k}`] ?? '').split(' ').filter(Boolean);
 // A build is a dist dir (its src/main.js), or a script that serves like one (bench/lib/apollo-defaults.cjs).
 const mainOf = (dir) => (/\.c?js$/.test(dir) ? path.resolve(dir) : path.resolve(dir, 'src', 'main.js'));

@@ -267,12 +267,18 @@ let clockTicks;
 /** CPU time (user + system) a process has used so far, in microseconds (Linux /proc; NaN elsewhere). */
 function cpuMicros(pid) {
   try {
-    clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-    const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1e6) / clockTicks;
+    return statCpuSeconds(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')) * 1e6;
   } catch {
     return NaN;
   }
+}
+
+/** User + system CPU seconds of a /proc stat line (a process's or a thread's). */
+function statCpuSeconds(stat) {
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  // The name is in parentheses and may hold spaces or parentheses itself: the fields start after the last ')'.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / clockTicks;
 }
 
 /**
@@ -282,7 +288,6 @@ function cpuMicros(pid) {
  */
 function threadCpu(pid) {
   const out = {};
-  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
   let tasks = [];
   try {
     tasks = fs.readdirSync(`/proc/${pid}/task`);
@@ -293,8 +298,7 @@ function threadCpu(pid) {
     try {
       const stat = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
       const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out[name] = (out[name] ?? 0) + (Number(f[11]) + Number(f[12])) / clockTicks;
+      out[name] = (out[name] ?? 0) + statCpuSeconds(stat);
     } catch {
       // the thread ended between the listing and the read
     }
@@ -308,6 +312,16 @@ function threadCpuDelta(before, after, per = 1) {
     Object.entries(after)
       .map(([k, v]) => [k, Math.round(((v - (before[k] ?? 0)) / per) * 100) / 100])
       .filter(([, v]) => v > 0),
+  );
+}
+
+/** Environment variables written `K=V,K2=V2` (a bench option's or variable's value) as an object. */
+function envList(text) {
+  return Object.fromEntries(
+    String(text ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
 }
 
@@ -597,6 +611,7 @@ module.exports = {
   cpuMicros,
   threadCpu,
   threadCpuDelta,
+  envList,
   resetPeak,
   randomPattern,
   writePatternFile,

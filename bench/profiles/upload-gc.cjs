@@ -36,6 +36,7 @@ const {
   cpuMicros,
   threadCpu,
   threadCpuDelta,
+  envList,
   now,
   mbps,
   median,
@@ -46,12 +47,7 @@ const {
   runScript,
 } = require('../lib/common.cjs');
 
-const withSemi = (flags, mb) => [
-  ...flags.filter((f) => !f.startsWith('--max-semi-space-size')),
-  `--max-semi-space-size=${mb}`,
-];
-
-// Flags of --try replace the service's own flag of the same name.
+// Added flags (space-separated) replace the service's own flag of the same name.
 const withFlags = (flags, extra) => {
   const add = String(extra ?? '')
     .split(/\s+/)
@@ -59,13 +55,7 @@ const withFlags = (flags, extra) => {
   const names = new Set(add.map((f) => f.split('=')[0]));
   return [...flags.filter((f) => !names.has(f.split('=')[0])), ...add];
 };
-const envOf = (list) =>
-  Object.fromEntries(
-    String(list ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  );
+const withSemi = (flags, mb) => withFlags(flags, `--max-semi-space-size=${mb}`);
 
 async function startCase(c, stack, dir, ballastMb) {
   if (c.kind === 'stripped') {
@@ -113,7 +103,7 @@ async function main() {
             name: 'service try',
             kind: 'service',
             flags: withFlags(SERVICE_NODE_FLAGS, args.opts.try),
-            env: envOf(args.opts['try-env']),
+            env: envList(args.opts['try-env']),
           },
         ]
       : []),
